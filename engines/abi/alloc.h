@@ -1,0 +1,37 @@
+/* Family "alloc": where the engine's scratch/activation memory and the KV
+ * modules' backing memory come from. Version BENCH_ALLOC_IFACE_VERSION.
+ *
+ * Lifetimes: every block from alloc() is given back by free() with the same
+ * size, or dropped all at once by reset() where the allocator has one (arena).
+ */
+#ifndef BENCH_ALLOC_H
+#define BENCH_ALLOC_H
+
+#include "module.h"
+
+#define BENCH_ALLOC_IFACE_VERSION 1u
+
+struct bench_alloc_iface {
+    uint32_t version;   /* BENCH_ALLOC_IFACE_VERSION */
+    int   (*create)(const bench_opts *opts, void **ctx, char *err, size_t errlen);
+    /* size > 0; align is a power of two >= sizeof(void*). NULL when out of memory. */
+    void *(*alloc)(void *ctx, size_t size, size_t align);
+    /* p may be NULL. size is the size given to alloc. */
+    void  (*free)(void *ctx, void *p, size_t size);
+    /* (optional) drops every live block at once; default: not supported (NULL). */
+    void  (*reset)(void *ctx);
+    /* (optional) allocations, bytes live, peak bytes, ns spent in the allocator... */
+    void  (*counters)(void *ctx, const bench_counter_sink *sink);
+    void  (*destroy)(void *ctx);   /* ctx may be NULL */
+};
+
+static inline void *bench_alloc(const bench_allocator *a, size_t size, size_t align) {
+    if (!a) { void *p = NULL; return posix_memalign(&p, align < sizeof(void *) ? sizeof(void *) : align, size) ? NULL : p; }
+    return a->iface->alloc(a->ctx, size, align < sizeof(void *) ? sizeof(void *) : align);
+}
+static inline void bench_free(const bench_allocator *a, void *p, size_t size) {
+    if (!a) { free(p); return; }
+    a->iface->free(a->ctx, p, size);
+}
+
+#endif

@@ -1,0 +1,44 @@
+/* Family "kv": the KV-cache storage layout AND the attention that reads it
+ * (a paged layout needs its own attention). Version BENCH_KV_IFACE_VERSION.
+ *
+ * Shapes (row-major, f32):
+ *   k, v   (n, kv_dim)        kv_dim = n_kv_heads * head_dim, for n consecutive positions
+ *   q, out (n, q_dim)         q_dim  = n_heads * head_dim
+ * Query head h attends to KV head h / (n_heads / n_kv_heads) (grouped-query attention),
+ * causally: the query at position p sees positions 0..p of its sequence.
+ * Scores are scaled by 1/sqrt(head_dim); softmax in f32.
+ */
+#ifndef BENCH_KV_H
+#define BENCH_KV_H
+
+#include "module.h"
+
+#define BENCH_KV_IFACE_VERSION 1u
+
+typedef struct bench_kv_shape {
+    int n_layers;
+    int n_heads;        /* query heads */
+    int n_kv_heads;
+    int head_dim;
+    int max_pos;        /* positions per sequence (the model's context) */
+    int max_seqs;       /* concurrent sequences */
+} bench_kv_shape;
+
+struct bench_kv_iface {
+    uint32_t version;   /* BENCH_KV_IFACE_VERSION */
+    int  (*create)(const bench_kv_shape *shape, const bench_opts *opts, const bench_host *host,
+                   void **ctx, char *err, size_t errlen);
+    /* Makes room for positions [0, n_pos) of sequence seq (a dynamic cache grows here). */
+    int  (*reserve)(void *ctx, int seq, int n_pos, char *err, size_t errlen);
+    /* Stores K/V of positions pos0 .. pos0+n-1 of layer `layer`; the room was reserved. */
+    void (*store)(void *ctx, int seq, int layer, int pos0, int n, const float *k, const float *v);
+    /* Causal attention of the n queries at pos0 .. pos0+n-1 over the stored positions 0 .. pos0+n-1. */
+    void (*attend)(void *ctx, int seq, int layer, int pos0, int n, const float *q, float *out);
+    /* Forgets sequence seq and returns its memory where the module gives memory back. */
+    void (*release)(void *ctx, int seq);
+    /* (optional) bytes reserved, bytes used, grow events, bytes copied, allocations... */
+    void (*counters)(void *ctx, const bench_counter_sink *sink);
+    void (*destroy)(void *ctx); /* ctx may be NULL */
+};
+
+#endif

@@ -1,0 +1,37 @@
+/* Family "loader": gets tensor bytes from the model files to where compute
+ * reads them. Version BENCH_LOADER_IFACE_VERSION.
+ *
+ * The core parses the format (llama2.c, GGUF, safetensors) into a list of
+ * tensors with their file and byte range; the loader makes each tensor's bytes
+ * addressable and returns a pointer per tensor. A pointer must be aligned to
+ * bench_dtype_align(dtype): a loader that cannot use the bytes in place at such
+ * an address copies them, and counts it.
+ */
+#ifndef BENCH_LOADER_H
+#define BENCH_LOADER_H
+
+#include "module.h"
+#include "dtype.h"
+
+#define BENCH_LOADER_IFACE_VERSION 1u
+
+typedef struct bench_tensor_ref {
+    const char *name;
+    bench_dtype dtype;
+    int file;           /* index into the files array */
+    uint64_t offset;    /* absolute byte offset of the tensor in that file */
+    uint64_t nbytes;
+} bench_tensor_ref;
+
+struct bench_loader_iface {
+    uint32_t version;   /* BENCH_LOADER_IFACE_VERSION */
+    int  (*open)(const bench_opts *opts, const bench_host *host, void **ctx, char *err, size_t errlen);
+    /* Fills data[i] for each of the n tensors. The pointers stay valid until close(). */
+    int  (*load)(void *ctx, const char *const *files, int n_files,
+                 const bench_tensor_ref *tensors, int n, const void **data, char *err, size_t errlen);
+    /* (optional) bytes read, bytes copied, zero-copy tensors, ... */
+    void (*counters)(void *ctx, const bench_counter_sink *sink);
+    void (*close)(void *ctx);   /* ctx may be NULL; unmaps/frees everything */
+};
+
+#endif

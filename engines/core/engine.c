@@ -1,0 +1,185 @@
+#include "engine.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "../abi/alloc.h"
+#include "../abi/kv.h"
+#include "../abi/loader.h"
+#include "kernels.h"
+#include "modreg.h"
+#include "threadpool.h"
+#include "transformer.h"
+
+#ifndef PR_SET_VMA
+#define PR_SET_VMA 0x53564d41
+#define PR_SET_VMA_ANON_NAME 0
+#endif
+
+struct engine {
+    model *m;
+    tokenizer *tok;
+    modreg_entry loader_mod, kv_mod, alloc_mod;
+    const struct bench_loader_iface *loader;
+    const struct bench_kv_iface *kv;
+    const struct bench_alloc_iface *alloc;
+    void *loader_ctx, *kv_ctx, *alloc_ctx;
+    bench_allocator allocator;
+    bench_host host;
+    tp_pool *pool;
+    bench_tensor_ref *refs;     /* (n_tensors) */
+    const void **data;          /* (n_tensors) tensor bytes, owned by the loader */
+    tf_weights w;
+    tf_ctx tf;
+    float *logits;              /* (vocab) */
+    int max_pos;
+};
+
+/* Names the whole pages inside [addr, addr+len); best effort (needs Linux 5.17+). */
+static void name_region(void *addr, size_t len, const char *name) {
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t a = ((uintptr_t)addr + page - 1) & ~(page - 1), end = ((uintptr_t)addr + len) & ~(page - 1);
+    if (end > a) prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, a, end - a, name);
+}
+
+static int load_module(const engine_spec *spec, const char *family, const char *name, const bench_opts *opts,
+                       modreg_entry *out, char *err, size_t errlen) {
+    if (modreg_load(spec->module_dir, family, name, out, err, errlen)) return -1;
+    if (out->mod->score && out->mod->score() == 0)
+        return bench_errf(err, errlen, "%s module %s is not usable on this machine", family, name);
+    return modreg_check_opts(out->mod, opts, err, errlen);
+}
+
+int engine_create(const engine_spec *spec, engine **out, char *err, size_t errlen) {
+    *out = NULL;
+    engine *e = calloc(1, sizeof(*e));
+    if (!e) return bench_errf(err, errlen, "out of memory");
+    kn_init();
+    if (model_open(spec->model_path, spec->tokenizer_path, &e->m, err, errlen)) goto err;
+    const model_config *c = &e->m->cfg;
+    if (e->m->vocab.n && tokenizer_create(&e->m->vocab, &e->tok, err, errlen)) goto err;
+
+    e->max_pos = spec->max_pos > 0 ? spec->max_pos : c->seq_len;
+    if (e->max_pos > c->seq_len_header)
+        fprintf(stderr, "bench: note: context %d is past the %d positions %s declares; RoPE extends, quality is the model's business\n",
+                e->max_pos, c->seq_len_header, e->m->name);
+
+    if (load_module(spec, "alloc", spec->alloc ? spec->alloc : "libc", &spec->alloc_opts, &e->alloc_mod, err, errlen) ||
+        load_module(spec, "loader", spec->loader ? spec->loader : "mmap", &spec->loader_opts, &e->loader_mod, err, errlen) ||
+        load_module(spec, "kv", spec->kv ? spec->kv : "prealloc", &spec->kv_opts, &e->kv_mod, err, errlen))
+        goto err;
+    e->alloc = e->alloc_mod.mod->iface;
+    e->loader = e->loader_mod.mod->iface;
+    e->kv = e->kv_mod.mod->iface;
+    if (e->alloc->version != BENCH_ALLOC_IFACE_VERSION || e->loader->version != BENCH_LOADER_IFACE_VERSION ||
+        e->kv->version != BENCH_KV_IFACE_VERSION) {
+        bench_errf(err, errlen, "module interface versions alloc %u loader %u kv %u, this bench expects %u %u %u",
+                   e->alloc->version, e->loader->version, e->kv->version,
+                   BENCH_ALLOC_IFACE_VERSION, BENCH_LOADER_IFACE_VERSION, BENCH_KV_IFACE_VERSION);
+        goto err;
+    }
+
+    int threads = spec->threads > 0 ? spec->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (threads < 1) threads = 1;
+    if (!(e->pool = tp_create(threads))) { bench_errf(err, errlen, "cannot start %d threads", threads); goto err; }
+
+    if (e->alloc->create(&spec->alloc_opts, &e->alloc_ctx, err, errlen)) goto err;
+    e->allocator = (bench_allocator){e->alloc, e->alloc_ctx};
+    e->host = (bench_host){.parallel_for = tp_run, .pool = e->pool, .n_threads = threads,
+                           .alloc = &e->allocator, .name_region = name_region};
+
+    int n = e->m->n_tensors;
+    e->refs = calloc((size_t)n, sizeof(*e->refs));
+    e->data = calloc((size_t)n, sizeof(*e->data));
+    if (!e->refs || !e->data) { bench_errf(err, errlen, "out of memory"); goto err; }
+    for (int i = 0; i < n; i++) {
+        const model_tensor *t = &e->m->tensors[i];
+        e->refs[i] = (bench_tensor_ref){t->name, t->dtype, t->file, t->offset, t->nbytes};
+    }
+    if (e->loader->open(&spec->loader_opts, &e->host, &e->loader_ctx, err, errlen)) goto err;
+    if (e->loader->load(e->loader_ctx, (const char *const *)e->m->files, e->m->n_files, e->refs, n, e->data, err, errlen))
+        goto err;
+    if (tf_bind(e->m, e->data, &e->w, err, errlen)) goto err;
+
+    bench_kv_shape shape = {.n_layers = c->n_layers, .n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads,
+                            .head_dim = c->dim / c->n_heads, .max_pos = e->max_pos, .max_seqs = 1};
+    if (e->kv->create(&shape, &spec->kv_opts, &e->host, &e->kv_ctx, err, errlen)) goto err;
+    e->logits = malloc((size_t)c->vocab_size * sizeof(float));
+    if (!e->logits) { bench_errf(err, errlen, "out of memory"); goto err; }
+    e->tf = (tf_ctx){.cfg = c, .w = &e->w, .pool = e->pool, .kv = e->kv, .kv_ctx = e->kv_ctx, .alloc = &e->allocator};
+    *out = e;
+    return 0;
+err:
+    engine_destroy(e);
+    return -1;
+}
+
+void engine_destroy(engine *e) {
+    if (!e) return;
+    if (e->kv && e->kv_ctx) e->kv->destroy(e->kv_ctx);
+    tf_unbind(&e->w);
+    if (e->loader && e->loader_ctx) e->loader->close(e->loader_ctx);
+    if (e->alloc && e->alloc_ctx) e->alloc->destroy(e->alloc_ctx);
+    tp_destroy(e->pool);
+    modreg_entry_close(&e->kv_mod);
+    modreg_entry_close(&e->loader_mod);
+    modreg_entry_close(&e->alloc_mod);
+    free(e->refs);
+    free(e->data);
+    free(e->logits);
+    tokenizer_free(e->tok);
+    model_free(e->m);
+    free(e);
+}
+
+const model *engine_model(const engine *e) { return e->m; }
+const tokenizer *engine_tokenizer(const engine *e) { return e->tok; }
+
+static int check_range(engine *e, int seq, int n, int pos0, char *err, size_t errlen) {
+    if (seq != 0) return bench_errf(err, errlen, "engine: sequence %d: this engine runs one sequence", seq);
+    if (n <= 0 || pos0 < 0 || pos0 + n > e->max_pos)
+        return bench_errf(err, errlen, "engine: positions %d..%d are outside the context of %d (raise it with --ctx)",
+                          pos0, pos0 + n - 1, e->max_pos);
+    return e->kv->reserve(e->kv_ctx, seq, pos0 + n, err, errlen);
+}
+
+int engine_forward(engine *e, int seq, const int *tokens, int n, int pos0, float **logits, char *err, size_t errlen) {
+    if (check_range(e, seq, n, pos0, err, errlen)) return -1;
+    if (tf_forward(&e->tf, seq, tokens, n, pos0, e->logits, 1, err, errlen)) return -1;
+    *logits = e->logits;
+    return 0;
+}
+
+int engine_forward_all(engine *e, int seq, const int *tokens, int n, int pos0, float *out, char *err, size_t errlen) {
+    if (check_range(e, seq, n, pos0, err, errlen)) return -1;
+    return tf_forward(&e->tf, seq, tokens, n, pos0, out, n, err, errlen);
+}
+
+void engine_reset(engine *e, int seq) {
+    if (e->kv->release) e->kv->release(e->kv_ctx, seq);
+}
+
+typedef struct prefix_sink { const bench_counter_sink *inner; const char *family; } prefix_sink;
+
+static void emit_prefixed(void *user, const char *name, const char *unit, double v) {
+    const prefix_sink *p = user;
+    char full[128];
+    snprintf(full, sizeof(full), "%s.%s", p->family, name);
+    bench_emit(p->inner, full, unit, v);
+}
+
+void engine_counters(const engine *e, const bench_counter_sink *sink) {
+    prefix_sink ps;
+    bench_counter_sink s = {emit_prefixed, &ps};
+    ps = (prefix_sink){sink, "loader"};
+    if (e->loader->counters) e->loader->counters(e->loader_ctx, &s);
+    ps = (prefix_sink){sink, "kv"};
+    if (e->kv->counters) e->kv->counters(e->kv_ctx, &s);
+    ps = (prefix_sink){sink, "alloc"};
+    if (e->alloc->counters) e->alloc->counters(e->alloc_ctx, &s);
+    bench_emit(sink, "engine.scratch_allocs", "count", (double)e->tf.scratch_allocs);
+}

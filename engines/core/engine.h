@@ -1,0 +1,51 @@
+/* An engine: the inference core composed with one module of each family.
+ *
+ *   engine_create   parse the model, dlopen the modules, load the weights
+ *   engine_prefill  run the prompt through the model as one batch
+ *   engine_decode   one token
+ * The caller times the phases; the engine reports the modules' counters.
+ */
+#ifndef BENCH_ENGINE_H
+#define BENCH_ENGINE_H
+
+#include "model.h"
+#include "tokenizer.h"
+#include "../abi/module.h"
+
+typedef struct engine_spec {
+    const char *model_path;
+    const char *tokenizer_path;     /* optional llama2.c tokenizer.bin */
+    const char *loader;             /* module names; NULL: "mmap", "prealloc", "libc" */
+    const char *kv;
+    const char *alloc;
+    bench_opts loader_opts, kv_opts, alloc_opts;
+    int threads;                    /* 0: all online CPUs */
+    int max_pos;                    /* 0: the model's context length */
+    const char *module_dir;         /* NULL: $BENCH_MODULE_PATH, else <dir of executable>/modules */
+} engine_spec;
+
+typedef struct engine engine;
+
+int engine_create(const engine_spec *spec, engine **out, char *err, size_t errlen);
+void engine_destroy(engine *e);                 /* e may be NULL */
+
+const model *engine_model(const engine *e);
+const tokenizer *engine_tokenizer(const engine *e);   /* NULL when the model has no vocabulary */
+
+/* Runs tokens at positions pos0 .. pos0+n-1 of sequence seq (0 for one sequence)
+ * and returns the logits of the last one (vocab_size floats, owned by the engine,
+ * valid until the next call). Prefill is batched (matrix-matrix); n == 1 is decode. */
+int engine_forward(engine *e, int seq, const int *tokens, int n, int pos0, float **logits,
+                   char *err, size_t errlen);
+
+/* Logits of every position (n, vocab) for tests; out must hold n*vocab floats. */
+int engine_forward_all(engine *e, int seq, const int *tokens, int n, int pos0, float *out,
+                       char *err, size_t errlen);
+
+/* Forgets sequence seq (KV release). */
+void engine_reset(engine *e, int seq);
+
+/* Emits every module's counters, named "<family>.<counter>". */
+void engine_counters(const engine *e, const bench_counter_sink *sink);
+
+#endif

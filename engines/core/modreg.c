@@ -1,0 +1,250 @@
+#include "modreg.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+char *modreg_default_dir(const char *dir) {
+    if (dir && *dir) return strdup(dir);
+    const char *env = getenv("BENCH_MODULE_PATH");
+    if (env && *env) return strdup(env);
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n <= 0) return strdup("modules");
+    exe[n] = 0;
+    char *slash = strrchr(exe, '/');
+    if (slash) *slash = 0;
+    size_t len = strlen(exe) + sizeof("/modules");
+    char *out = malloc(len);
+    if (out) snprintf(out, len, "%s/modules", exe);
+    return out;
+}
+
+static int load_path(const char *path, modreg_entry *out, char *err, size_t errlen) {
+    memset(out, 0, sizeof(*out));
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) return bench_errf(err, errlen, "%s: cannot load module: %s", path, dlerror());
+    bench_module_init_fn init;
+    *(void **)&init = dlsym(h, BENCH_MODULE_INIT_SYMBOL);
+    if (!init) {
+        dlclose(h);
+        return bench_errf(err, errlen, "%s: not a bench module (no %s symbol)", path, BENCH_MODULE_INIT_SYMBOL);
+    }
+    const bench_module *m = init();
+    if (!m || m->api_version != BENCH_MODULE_API_VERSION) {
+        unsigned v = m ? m->api_version : 0;
+        dlclose(h);
+        return bench_errf(err, errlen, "%s: module API version %u, this bench expects %u: rebuild the module",
+                          path, v, BENCH_MODULE_API_VERSION);
+    }
+    if (!m->family || !m->name || !m->iface) {
+        dlclose(h);
+        return bench_errf(err, errlen, "%s: registration lacks family, name or iface", path);
+    }
+    out->mod = m;
+    out->handle = h;
+    out->path = strdup(path);
+    return 0;
+}
+
+int modreg_load(const char *dir, const char *family, const char *name, modreg_entry *out,
+                char *err, size_t errlen) {
+    char *d = modreg_default_dir(dir);
+    if (!d) return bench_errf(err, errlen, "out of memory");
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/%s_%s.so", d, family, name);
+    int rc = 0;
+    if (access(path, R_OK) != 0) {
+        char *have = modreg_names(d, family);
+        bench_errf(err, errlen, "unknown %s module \"%s\" (have: %s; looked in %s)", family, name,
+                   have && *have ? have : "none", d);
+        free(have);
+        rc = -1;
+    } else {
+        rc = load_path(path, out, err, errlen);
+        if (!rc && (strcmp(out->mod->family, family) || strcmp(out->mod->name, name))) {
+            bench_errf(err, errlen, "%s: registers as %s/%s, expected %s/%s", path, out->mod->family,
+                       out->mod->name, family, name);
+            modreg_entry_close(out);
+            rc = -1;
+        }
+    }
+    free(d);
+    return rc;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Sorted file names <family>_*.so in dir (or every *.so when family is NULL). */
+static int scan(const char *dir, const char *family, char ***out) {
+    *out = NULL;
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int n = 0, cap = 0;
+    char **v = NULL;
+    struct dirent *de;
+    size_t flen = family ? strlen(family) : 0;
+    while ((de = readdir(d))) {
+        size_t len = strlen(de->d_name);
+        if (len < 4 || strcmp(de->d_name + len - 3, ".so")) continue;
+        if (family && (strncmp(de->d_name, family, flen) || de->d_name[flen] != '_')) continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            char **nv = realloc(v, (size_t)cap * sizeof(*v));
+            if (!nv) break;
+            v = nv;
+        }
+        if (!(v[n] = strdup(de->d_name))) break;
+        n++;
+    }
+    closedir(d);
+    if (n) qsort(v, (size_t)n, sizeof(*v), cmp_str);
+    *out = v;
+    return n;
+}
+
+char *modreg_names(const char *dir, const char *family) {
+    char **v;
+    int n = scan(dir, family, &v);
+    size_t len = 1;
+    for (int i = 0; i < n; i++) len += strlen(v[i]) + 2;
+    char *s = malloc(len);
+    if (s) {
+        s[0] = 0;
+        size_t flen = strlen(family);
+        for (int i = 0; i < n; i++) {
+            if (i) strcat(s, ", ");
+            strncat(s, v[i] + flen + 1, strlen(v[i]) - flen - 4);
+        }
+    }
+    for (int i = 0; i < n; i++) free(v[i]);
+    free(v);
+    return s;
+}
+
+int modreg_open_all(const char *dir, modreg *r, char *warnings, size_t wlen, char *err, size_t errlen) {
+    memset(r, 0, sizeof(*r));
+    if (warnings && wlen) warnings[0] = 0;
+    r->dir = modreg_default_dir(dir);
+    if (!r->dir) return bench_errf(err, errlen, "out of memory");
+    char **v;
+    int n = scan(r->dir, NULL, &v);
+    if (n == 0) {
+        free(v);
+        return bench_errf(err, errlen, "%s: no modules found (build them with `make`)", r->dir);
+    }
+    r->v = calloc((size_t)n, sizeof(*r->v));
+    for (int i = 0; i < n; i++) {
+        char path[PATH_MAX], e[512];
+        snprintf(path, sizeof(path), "%s/%s", r->dir, v[i]);
+        if (r->v && load_path(path, &r->v[r->n], e, sizeof(e)) == 0) r->n++;
+        else if (warnings && r->v) {
+            size_t used = strlen(warnings);
+            snprintf(warnings + used, wlen - used, "%s\n", e);
+        }
+        free(v[i]);
+    }
+    free(v);
+    if (!r->v) return bench_errf(err, errlen, "out of memory");
+    return 0;
+}
+
+static int check_value(const bench_option_desc *d, const char *v, char *why, size_t n) {
+    uint64_t u;
+    int b;
+    if (!strcmp(d->type, "bool")) return bench_parse_bool(v, &b) ? (snprintf(why, n, "a bool (0/1/true/false)"), -1) : 0;
+    if (!strcmp(d->type, "size") || !strcmp(d->type, "int"))
+        return bench_parse_size(v, &u) ? (snprintf(why, n, "%s", d->type[0] == 's' ? "a size (e.g. 4096, 64k, 1m)" : "a non-negative integer"), -1) : 0;
+    if (!strncmp(d->type, "enum:", 5)) {
+        const char *list = d->type + 5;
+        size_t vl = strlen(v);
+        for (const char *p = list; *p;) {
+            const char *bar = strchr(p, '|');
+            size_t len = bar ? (size_t)(bar - p) : strlen(p);
+            if (len == vl && !strncmp(p, v, len)) return 0;
+            p += len + (bar ? 1 : 0);
+        }
+        snprintf(why, n, "one of %s", list);
+        return -1;
+    }
+    return 0;
+}
+
+int modreg_check_opts(const bench_module *m, const bench_opts *opts, char *err, size_t errlen) {
+    for (int i = 0; opts && i < opts->n; i++) {
+        const bench_option_desc *d = m->options;
+        while (d && d->name && strcmp(d->name, opts->v[i].key)) d++;
+        if (!d || !d->name) {
+            char have[512] = "";
+            for (d = m->options; d && d->name; d++) {
+                if (have[0]) strncat(have, ", ", sizeof(have) - strlen(have) - 1);
+                strncat(have, d->name, sizeof(have) - strlen(have) - 1);
+            }
+            return bench_errf(err, errlen, "%s %s: unknown option \"%s\" (have: %s)", m->family, m->name,
+                              opts->v[i].key, have[0] ? have : "none");
+        }
+        char why[256];
+        if (check_value(d, opts->v[i].value, why, sizeof(why)))
+            return bench_errf(err, errlen, "%s %s: option %s=%s: expected %s", m->family, m->name,
+                              d->name, opts->v[i].value, why);
+    }
+    return 0;
+}
+
+int modreg_parse_opts(const char *text, bench_opts *opts, void **storage, char *err, size_t errlen) {
+    opts->n = 0;
+    opts->v = NULL;
+    *storage = NULL;
+    if (!text || !*text) return 0;
+    int n = 1;
+    for (const char *p = text; *p; p++) n += *p == ',';
+    size_t tl = strlen(text) + 1;
+    /* one block: the pair array, then a copy of the text cut at ',' and '=' */
+    char *mem = malloc((size_t)n * sizeof(bench_opt) + tl);
+    if (!mem) return bench_errf(err, errlen, "out of memory");
+    bench_opt *v = (bench_opt *)mem;
+    char *s = mem + (size_t)n * sizeof(bench_opt);
+    memcpy(s, text, tl);
+    int k = 0;
+    for (char *tok = s; tok;) {
+        char *comma = strchr(tok, ',');
+        if (comma) *comma = 0;
+        char *eq = strchr(tok, '=');
+        if (!eq || eq == tok) {
+            bench_errf(err, errlen, "option \"%s\": expected key=value", tok);
+            free(mem);
+            return -1;
+        }
+        *eq = 0;
+        v[k].key = tok;
+        v[k].value = eq + 1;
+        k++;
+        tok = comma ? comma + 1 : NULL;
+    }
+    opts->n = k;
+    opts->v = v;
+    *storage = mem;
+    return 0;
+}
+
+void modreg_entry_close(modreg_entry *e) {
+    if (!e) return;
+    /* Sanitizer builds keep modules mapped so leak reports can still symbolize their frames. */
+#if !defined(__SANITIZE_ADDRESS__)
+    if (e->handle) dlclose(e->handle);
+#endif
+    free(e->path);
+    memset(e, 0, sizeof(*e));
+}
+
+void modreg_close(modreg *r) {
+    if (!r) return;
+    for (int i = 0; i < r->n; i++) modreg_entry_close(&r->v[i]);
+    free(r->v);
+    free(r->dir);
+    memset(r, 0, sizeof(*r));
+}

@@ -1,0 +1,179 @@
+#include "transformer.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+
+/* ---- binding ---- */
+
+static int bind_matrix(const model *m, const void *const *data, const char *name, tf_matrix *out,
+                       char *err, size_t errlen) {
+    for (int i = 0; i < m->n_tensors; i++) {
+        const model_tensor *t = &m->tensors[i];
+        if (strcmp(t->name, name)) continue;
+        out->data = data[i];
+        out->dtype = t->dtype;
+        out->cols = (int)t->ne[0];
+        out->rows = t->n_dims > 1 ? (int)t->ne[1] : 1;
+        return 0;
+    }
+    return bench_errf(err, errlen, "missing tensor %s", name);
+}
+
+int tf_bind(const model *m, const void *const *data, tf_weights *w, char *err, size_t errlen) {
+    memset(w, 0, sizeof(*w));
+    tf_matrix norm;
+    char name[96];
+    w->layers = calloc((size_t)m->cfg.n_layers, sizeof(*w->layers));
+    if (!w->layers) return bench_errf(err, errlen, "out of memory");
+    if (bind_matrix(m, data, "token_embd.weight", &w->tok_embd, err, errlen)) goto err;
+    if (bind_matrix(m, data, "output_norm.weight", &norm, err, errlen)) goto err;
+    w->out_norm = norm.data;
+    if (model_find(m, "output.weight")) {
+        if (bind_matrix(m, data, "output.weight", &w->output, err, errlen)) goto err;
+    } else {
+        w->output = w->tok_embd; /* tied classifier */
+    }
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        tf_layer *L = &w->layers[l];
+        struct { const char *n; tf_matrix *dst; } mats[] = {
+            {"attn_q", &L->wq}, {"attn_k", &L->wk}, {"attn_v", &L->wv}, {"attn_output", &L->wo},
+            {"ffn_gate", &L->w1}, {"ffn_down", &L->w2}, {"ffn_up", &L->w3},
+        };
+        for (size_t i = 0; i < sizeof(mats) / sizeof(mats[0]); i++) {
+            snprintf(name, sizeof(name), "blk.%d.%s.weight", l, mats[i].n);
+            if (bind_matrix(m, data, name, mats[i].dst, err, errlen)) goto err;
+        }
+        snprintf(name, sizeof(name), "blk.%d.attn_norm.weight", l);
+        if (bind_matrix(m, data, name, &norm, err, errlen)) goto err;
+        L->attn_norm = norm.data;
+        snprintf(name, sizeof(name), "blk.%d.ffn_norm.weight", l);
+        if (bind_matrix(m, data, name, &norm, err, errlen)) goto err;
+        L->ffn_norm = norm.data;
+    }
+    return 0;
+err:
+    tf_unbind(w);
+    return -1;
+}
+
+void tf_unbind(tf_weights *w) {
+    free(w->layers);
+    memset(w, 0, sizeof(*w));
+}
+
+/* ---- blocks (written as the reference writes them, so greedy ids match) ---- */
+
+static void rmsnorm(float *o, const float *x, const float *weight, int size, float eps) {
+    float ss = 0.0f;
+    for (int j = 0; j < size; j++) ss += x[j] * x[j];
+    ss /= (float)size;
+    ss += eps;
+    ss = 1.0f / sqrtf(ss);
+    for (int j = 0; j < size; j++) o[j] = weight[j] * (ss * x[j]);
+}
+
+/* Rotates each head's pairs by pos * theta^(-2i/hd). The pair is (2i, 2i+1) in
+ * the interleaved layout and (i, i + hd/2) in HF's layout; same rotation. */
+static void rope(float *v, int n_heads, int hd, int pos, float theta, rope_style style) {
+    for (int h = 0; h < n_heads; h++) {
+        float *vh = v + (size_t)h * hd;
+        for (int i = 0; i < hd; i += 2) {
+            float freq = 1.0f / powf(theta, (float)i / (float)hd);
+            float val = (float)pos * freq;
+            float fcr = cosf(val), fci = sinf(val);
+            int a = style == ROPE_HALF ? i / 2 : i;
+            int b = style == ROPE_HALF ? i / 2 + hd / 2 : i + 1;
+            float v0 = vh[a], v1 = vh[b];
+            vh[a] = v0 * fcr - v1 * fci;
+            vh[b] = v0 * fci + v1 * fcr;
+        }
+    }
+}
+
+static void matmul(tf_ctx *t, float *y, const float *x, int n, const tf_matrix *w) {
+    kn_matmul(t->pool, y, x, n, w->data, w->dtype, w->rows, w->cols);
+}
+
+/* ---- forward ---- */
+
+typedef struct scratch {
+    float *x;       /* (n, dim) residual stream */
+    float *xb;      /* (n, dim) normed input / attention output */
+    float *xb2;     /* (n, dim) */
+    float *q;       /* (n, dim) */
+    float *k, *v;   /* (n, kv_dim) */
+    float *hb, *hb2;/* (n, hidden) */
+} scratch;
+
+int tf_forward(tf_ctx *t, int seq, const int *tokens, int n, int pos0, float *logits, int n_out,
+               char *err, size_t errlen) {
+    const model_config *c = t->cfg;
+    const tf_weights *w = t->w;
+    int dim = c->dim, hd = c->dim / c->n_heads, kv_dim = c->n_kv_heads * hd, hidden = c->hidden_dim;
+    if (n <= 0 || n_out <= 0 || n_out > n) return bench_errf(err, errlen, "forward: %d tokens, %d outputs", n, n_out);
+    for (int i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= c->vocab_size)
+            return bench_errf(err, errlen, "forward: token %d at position %d is outside the vocabulary of %d",
+                              tokens[i], pos0 + i, c->vocab_size);
+
+    /* one block of scratch per call: the allocator module's cost per step is one pair */
+    size_t nn = (size_t)n;
+    size_t floats = nn * (4u * (size_t)dim + 2u * (size_t)kv_dim + 2u * (size_t)hidden);
+    size_t bytes = floats * sizeof(float);
+    float *mem = bench_alloc(t->alloc, bytes, 64);
+    if (!mem) return bench_errf(err, errlen, "forward: cannot allocate %zu bytes of scratch", bytes);
+    t->scratch_allocs++;
+    scratch s;
+    float *p = mem;
+    s.x = p; p += nn * dim;
+    s.xb = p; p += nn * dim;
+    s.xb2 = p; p += nn * dim;
+    s.q = p; p += nn * dim;
+    s.k = p; p += nn * kv_dim;
+    s.v = p; p += nn * kv_dim;
+    s.hb = p; p += nn * hidden;
+    s.hb2 = p;
+
+    for (int i = 0; i < n; i++) {
+        const uint8_t *row = (const uint8_t *)w->tok_embd.data +
+                             (size_t)tokens[i] * bench_dtype_row_bytes(w->tok_embd.dtype, dim);
+        kn_dequant_row(w->tok_embd.dtype, row, s.x + (size_t)i * dim, dim);
+    }
+
+    for (int l = 0; l < c->n_layers; l++) {
+        const tf_layer *L = &w->layers[l];
+        for (int i = 0; i < n; i++) rmsnorm(s.xb + (size_t)i * dim, s.x + (size_t)i * dim, L->attn_norm, dim, c->norm_eps);
+        matmul(t, s.q, s.xb, n, &L->wq);
+        matmul(t, s.k, s.xb, n, &L->wk);
+        matmul(t, s.v, s.xb, n, &L->wv);
+        for (int i = 0; i < n; i++) {
+            rope(s.q + (size_t)i * dim, c->n_heads, hd, pos0 + i, c->rope_theta, c->rope);
+            rope(s.k + (size_t)i * kv_dim, c->n_kv_heads, hd, pos0 + i, c->rope_theta, c->rope);
+        }
+        t->kv->store(t->kv_ctx, seq, l, pos0, n, s.k, s.v);
+        t->kv->attend(t->kv_ctx, seq, l, pos0, n, s.q, s.xb);
+        matmul(t, s.xb2, s.xb, n, &L->wo);
+        for (size_t j = 0; j < nn * dim; j++) s.x[j] += s.xb2[j];
+
+        for (int i = 0; i < n; i++) rmsnorm(s.xb + (size_t)i * dim, s.x + (size_t)i * dim, L->ffn_norm, dim, c->norm_eps);
+        matmul(t, s.hb, s.xb, n, &L->w1);
+        matmul(t, s.hb2, s.xb, n, &L->w3);
+        for (size_t j = 0; j < nn * hidden; j++) {
+            float val = s.hb[j];
+            val *= 1.0f / (1.0f + expf(-val)); /* SiLU */
+            s.hb[j] = val * s.hb2[j];
+        }
+        matmul(t, s.xb, s.hb, n, &L->w2);
+        for (size_t j = 0; j < nn * dim; j++) s.x[j] += s.xb[j];
+    }
+
+    float *last = s.x + (size_t)(n - n_out) * dim;
+    for (int i = 0; i < n_out; i++) rmsnorm(s.xb + (size_t)i * dim, last + (size_t)i * dim, w->out_norm, dim, c->norm_eps);
+    matmul(t, logits, s.xb, n_out, &w->output);
+    bench_free(t->alloc, mem, bytes);
+    return 0;
+}

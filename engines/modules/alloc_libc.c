@@ -1,0 +1,95 @@
+/* alloc "libc": glibc malloc as the baseline every other allocator is compared with.
+ * Counts what passes through it; the timing of each call is optional because
+ * two clock reads cost more than a cached malloc/free pair. */
+#include <malloc.h>
+#include <time.h>
+
+#include "engines/abi/alloc.h"
+
+static const bench_option_desc libc_options[] = {
+    {"trim_threshold", "size", "0", "M_TRIM_THRESHOLD (0: glibc's default); heap trimming makes every step refault"},
+    {"timing", "bool", "0", "time every call with clock_gettime (costs ~2x20 ns per call)"},
+    {NULL, NULL, NULL, NULL},
+};
+
+typedef struct libc_ctx {
+    int timing;
+    uint64_t allocs, frees, bytes_live, bytes_peak, ns;
+} libc_ctx;
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int libc_create(const bench_opts *opts, void **out, char *err, size_t errlen) {
+    uint64_t trim = 0;
+    int timing = 0;
+    if (bench_opt_size(opts, libc_options, "alloc libc", "trim_threshold", &trim, err, errlen)) return -1;
+    if (bench_opt_bool(opts, libc_options, "alloc libc", "timing", &timing, err, errlen)) return -1;
+    libc_ctx *c = calloc(1, sizeof(*c));
+    if (!c) return bench_errf(err, errlen, "alloc libc: out of memory");
+    c->timing = timing;
+    if (trim) mallopt(M_TRIM_THRESHOLD, (int)(trim > 0x7fffffff ? 0x7fffffff : trim));
+    *out = c;
+    return 0;
+}
+
+static void *libc_alloc(void *ctx, size_t size, size_t align) {
+    libc_ctx *c = ctx;
+    uint64_t t0 = c->timing ? now_ns() : 0;
+    void *p = NULL;
+    if (posix_memalign(&p, align, size)) p = NULL;
+    if (c->timing) c->ns += now_ns() - t0;
+    if (p) {
+        c->allocs++;
+        c->bytes_live += size;
+        if (c->bytes_live > c->bytes_peak) c->bytes_peak = c->bytes_live;
+    }
+    return p;
+}
+
+static void libc_free(void *ctx, void *p, size_t size) {
+    libc_ctx *c = ctx;
+    if (!p) return;
+    uint64_t t0 = c->timing ? now_ns() : 0;
+    free(p);
+    if (c->timing) c->ns += now_ns() - t0;
+    c->frees++;
+    c->bytes_live -= size;
+}
+
+static void libc_counters(void *ctx, const bench_counter_sink *s) {
+    libc_ctx *c = ctx;
+    bench_emit(s, "allocs", "count", (double)c->allocs);
+    bench_emit(s, "frees", "count", (double)c->frees);
+    bench_emit(s, "bytes_live", "B", (double)c->bytes_live);
+    bench_emit(s, "bytes_peak", "B", (double)c->bytes_peak);
+    if (c->timing) bench_emit(s, "time_in_alloc", "ns", (double)c->ns);
+}
+
+static void libc_destroy(void *ctx) { free(ctx); }
+
+static const struct bench_alloc_iface libc_iface = {
+    .version = BENCH_ALLOC_IFACE_VERSION,
+    .create = libc_create,
+    .alloc = libc_alloc,
+    .free = libc_free,
+    .reset = NULL, /* malloc cannot drop everything at once */
+    .counters = libc_counters,
+    .destroy = libc_destroy,
+};
+
+static const bench_module libc_module = {
+    .api_version = BENCH_MODULE_API_VERSION,
+    .family = "alloc",
+    .name = "libc",
+    .summary = "glibc malloc/free (posix_memalign), the baseline",
+    .devices = "cpu",
+    .options = libc_options,
+    .score = NULL,
+    .iface = &libc_iface,
+};
+
+const bench_module *bench_module_init(void) { return &libc_module; }

@@ -1,0 +1,70 @@
+#include "kv_contig.h"
+
+#include <math.h>
+
+size_t kvc_bytes(const bench_kv_shape *s, int cap) {
+    return 2u * (size_t)s->n_layers * (size_t)cap * (size_t)(s->n_kv_heads * s->head_dim) * sizeof(float);
+}
+
+void kvc_store(const bench_kv_shape *s, kvc_seq *q, int layer, int pos0, int n, const float *k, const float *v) {
+    size_t kv_dim = (size_t)(s->n_kv_heads * s->head_dim);
+    memcpy(kvc_k(s, q, layer) + (size_t)pos0 * kv_dim, k, (size_t)n * kv_dim * sizeof(float));
+    memcpy(kvc_v(s, q, layer) + (size_t)pos0 * kv_dim, v, (size_t)n * kv_dim * sizeof(float));
+    if (pos0 + n > q->used) q->used = pos0 + n;
+}
+
+typedef struct attend_job {
+    const bench_kv_shape *s;
+    const float *k, *v, *q;
+    float *out, *scratch;
+    int pos0, n, n_tasks;
+} attend_job;
+
+/* The (query, head) pairs are dealt round-robin to the tasks; each task owns one
+ * score buffer of max_pos floats. */
+static void attend_task(void *arg, int task, int n_tasks) {
+    const attend_job *j = arg;
+    const bench_kv_shape *s = j->s;
+    int hd = s->head_dim, kv_dim = s->n_kv_heads * hd, q_dim = s->n_heads * hd;
+    int group = s->n_heads / s->n_kv_heads;
+    float sqrt_hd = sqrtf((float)hd);
+    float *att = j->scratch + (size_t)task * (size_t)s->max_pos;
+    int pairs = j->n * s->n_heads;
+    for (int p = task; p < pairs; p += n_tasks) {
+        int i = p / s->n_heads, h = p % s->n_heads;
+        int pos = j->pos0 + i;
+        const float *qh = j->q + (size_t)i * q_dim + (size_t)h * hd;
+        const float *kh = j->k + (size_t)(h / group) * hd;
+        const float *vh = j->v + (size_t)(h / group) * hd;
+        float max = -INFINITY;
+        for (int t = 0; t <= pos; t++) {
+            const float *kt = kh + (size_t)t * kv_dim;
+            float dot = 0.0f;
+            for (int d = 0; d < hd; d++) dot += qh[d] * kt[d];
+            dot /= sqrt_hd; /* divide, as the reference does, to reproduce its ids bit for bit */
+            att[t] = dot;
+            if (dot > max) max = dot;
+        }
+        float sum = 0.0f;
+        for (int t = 0; t <= pos; t++) {
+            att[t] = expf(att[t] - max);
+            sum += att[t];
+        }
+        float *o = j->out + (size_t)i * q_dim + (size_t)h * hd;
+        memset(o, 0, (size_t)hd * sizeof(float));
+        for (int t = 0; t <= pos; t++) {
+            const float *vt = vh + (size_t)t * kv_dim;
+            float a = att[t] / sum;
+            for (int d = 0; d < hd; d++) o[d] += a * vt[d];
+        }
+    }
+}
+
+void kvc_attend(const bench_kv_shape *s, const bench_host *host, const float *k, const float *v,
+                int pos0, int n, const float *q, float *out, float *scratch) {
+    int n_tasks = host && host->n_threads > 0 ? host->n_threads : 1;
+    attend_job j = {.s = s, .k = k, .v = v, .q = q, .out = out, .scratch = scratch,
+                    .pos0 = pos0, .n = n, .n_tasks = n_tasks};
+    if (host && host->parallel_for && n_tasks > 1) host->parallel_for(host->pool, attend_task, &j, n_tasks);
+    else attend_task(&j, 0, 1);
+}

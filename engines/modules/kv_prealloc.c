@@ -1,0 +1,127 @@
+/* kv "prealloc": each sequence's cache is allocated for the whole context and
+ * touched once at reserve time, so decode never allocates and RSS stays flat. */
+#include "common/kv_contig.h"
+#include "engines/abi/alloc.h"
+
+static const bench_option_desc prealloc_options[] = {
+    {"touch", "bool", "1", "write every page at reserve time (0: leave first-touch faults to decode)"},
+    {NULL, NULL, NULL, NULL},
+};
+
+typedef struct prealloc_ctx {
+    bench_kv_shape shape;
+    const bench_host *host;
+    int touch;
+    kvc_seq *seqs;          /* (max_seqs) */
+    float *scratch;         /* (n_threads, max_pos) attention scores */
+    size_t scratch_bytes;
+    uint64_t allocs, bytes_reserved, bytes_touched;
+} prealloc_ctx;
+
+static void prealloc_destroy(void *ctx);
+
+static int prealloc_create(const bench_kv_shape *shape, const bench_opts *opts, const bench_host *host,
+                           void **out, char *err, size_t errlen) {
+    prealloc_ctx *c = calloc(1, sizeof(*c));
+    if (!c) return bench_errf(err, errlen, "kv prealloc: out of memory");
+    c->shape = *shape;
+    c->host = host;
+    if (bench_opt_bool(opts, prealloc_options, "kv prealloc", "touch", &c->touch, err, errlen)) goto err;
+    c->seqs = calloc((size_t)shape->max_seqs, sizeof(*c->seqs));
+    int tasks = host && host->n_threads > 0 ? host->n_threads : 1;
+    c->scratch_bytes = (size_t)tasks * (size_t)shape->max_pos * sizeof(float);
+    c->scratch = bench_alloc(host ? host->alloc : NULL, c->scratch_bytes, 64);
+    if (!c->seqs || !c->scratch) { bench_errf(err, errlen, "kv prealloc: out of memory"); goto err; }
+    *out = c;
+    return 0;
+err:
+    prealloc_destroy(c);
+    return -1;
+}
+
+static int prealloc_reserve(void *ctx, int seq, int n_pos, char *err, size_t errlen) {
+    prealloc_ctx *c = ctx;
+    if (seq < 0 || seq >= c->shape.max_seqs) return bench_errf(err, errlen, "kv prealloc: sequence %d out of range", seq);
+    if (n_pos > c->shape.max_pos)
+        return bench_errf(err, errlen, "kv prealloc: position %d is past the context of %d", n_pos - 1, c->shape.max_pos);
+    kvc_seq *q = &c->seqs[seq];
+    if (q->mem) return 0;
+    q->bytes = kvc_bytes(&c->shape, c->shape.max_pos);
+    q->mem = bench_alloc(c->host ? c->host->alloc : NULL, q->bytes, 4096);
+    if (!q->mem) return bench_errf(err, errlen, "kv prealloc: cannot allocate %zu bytes", q->bytes);
+    q->cap = c->shape.max_pos;
+    c->allocs++;
+    c->bytes_reserved += q->bytes;
+    if (c->host && c->host->name_region) c->host->name_region(q->mem, q->bytes, "bench:kv");
+    if (c->touch) {
+        memset(q->mem, 0, q->bytes);
+        c->bytes_touched += q->bytes;
+    }
+    return 0;
+}
+
+static void prealloc_store(void *ctx, int seq, int layer, int pos0, int n, const float *k, const float *v) {
+    prealloc_ctx *c = ctx;
+    kvc_store(&c->shape, &c->seqs[seq], layer, pos0, n, k, v);
+}
+
+static void prealloc_attend(void *ctx, int seq, int layer, int pos0, int n, const float *q, float *out) {
+    prealloc_ctx *c = ctx;
+    const kvc_seq *s = &c->seqs[seq];
+    kvc_attend(&c->shape, c->host, kvc_k(&c->shape, s, layer), kvc_v(&c->shape, s, layer), pos0, n, q, out, c->scratch);
+}
+
+static void prealloc_release(void *ctx, int seq) {
+    prealloc_ctx *c = ctx;
+    kvc_seq *q = &c->seqs[seq];
+    if (q->mem) {
+        bench_free(c->host ? c->host->alloc : NULL, q->mem, q->bytes);
+        c->bytes_reserved -= q->bytes;
+    }
+    memset(q, 0, sizeof(*q));
+}
+
+static void prealloc_counters(void *ctx, const bench_counter_sink *s) {
+    prealloc_ctx *c = ctx;
+    uint64_t used = 0;
+    for (int i = 0; i < c->shape.max_seqs; i++) used += c->seqs[i].used ? kvc_bytes(&c->shape, c->seqs[i].used) : 0;
+    bench_emit(s, "allocs", "count", (double)c->allocs);
+    bench_emit(s, "grow_events", "count", 0);
+    bench_emit(s, "bytes_copied", "B", 0);
+    bench_emit(s, "bytes_reserved", "B", (double)c->bytes_reserved);
+    bench_emit(s, "bytes_used", "B", (double)used);
+    bench_emit(s, "bytes_touched", "B", (double)c->bytes_touched);
+}
+
+static void prealloc_destroy(void *ctx) {
+    prealloc_ctx *c = ctx;
+    if (!c) return;
+    if (c->seqs)
+        for (int i = 0; i < c->shape.max_seqs; i++) prealloc_release(c, i);
+    bench_free(c->host ? c->host->alloc : NULL, c->scratch, c->scratch_bytes);
+    free(c->seqs);
+    free(c);
+}
+
+static const struct bench_kv_iface prealloc_iface = {
+    .version = BENCH_KV_IFACE_VERSION,
+    .create = prealloc_create,
+    .reserve = prealloc_reserve,
+    .store = prealloc_store,
+    .attend = prealloc_attend,
+    .release = prealloc_release,
+    .counters = prealloc_counters,
+    .destroy = prealloc_destroy,
+};
+
+static const bench_module prealloc_module = {
+    .api_version = BENCH_MODULE_API_VERSION,
+    .family = "kv",
+    .name = "prealloc",
+    .summary = "contiguous cache allocated and touched once for the whole context",
+    .devices = "cpu",
+    .options = prealloc_options,
+    .iface = &prealloc_iface,
+};
+
+const bench_module *bench_module_init(void) { return &prealloc_module; }

@@ -1,0 +1,151 @@
+/* loader "mmap": maps each model file and uses the tensors in place (zero copy).
+ * The weights are file pages (RssFile): shared with the page cache and with
+ * every other process that maps the file MAP_SHARED. A tensor whose offset is
+ * misaligned for its dtype is copied into an aligned buffer, and counted. */
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "engines/abi/loader.h"
+
+static const bench_option_desc mmap_options[] = {
+    {"mode", "enum:shared|private", "shared", "MAP_SHARED or MAP_PRIVATE"},
+    {"populate", "bool", "0", "MAP_POPULATE: fault every page in at map time"},
+    {"advice", "enum:none|willneed|sequential|random|hugepage", "none", "madvise hint on each mapping"},
+    {"mlock", "bool", "0", "mlock the mappings (needs RLIMIT_MEMLOCK)"},
+    {NULL, NULL, NULL, NULL},
+};
+
+typedef struct mapping { void *addr; size_t len; } mapping;
+
+typedef struct mmap_ctx {
+    int shared, populate, mlock_;
+    int advice;             /* MADV_* or -1 */
+    const bench_host *host;
+    mapping *maps;
+    int n_maps;
+    void **copies;          /* aligned copies of misaligned tensors */
+    int n_copies;
+    uint64_t bytes_mapped, zero_copy, bytes_copied;
+} mmap_ctx;
+
+static int mmap_open(const bench_opts *opts, const bench_host *host, void **out, char *err, size_t errlen) {
+    mmap_ctx *c = calloc(1, sizeof(*c));
+    if (!c) return bench_errf(err, errlen, "loader mmap: out of memory");
+    const char *mode = bench_opts_get(opts, "mode", mmap_options);
+    const char *adv = bench_opts_get(opts, "advice", mmap_options);
+    if (bench_opt_bool(opts, mmap_options, "loader mmap", "populate", &c->populate, err, errlen) ||
+        bench_opt_bool(opts, mmap_options, "loader mmap", "mlock", &c->mlock_, err, errlen)) goto err;
+    if (!strcmp(mode, "shared")) c->shared = 1;
+    else if (!strcmp(mode, "private")) c->shared = 0;
+    else { bench_errf(err, errlen, "loader mmap: option mode=%s: expected shared or private", mode); goto err; }
+    static const struct { const char *name; int adv; } advs[] = {
+        {"none", -1}, {"willneed", MADV_WILLNEED}, {"sequential", MADV_SEQUENTIAL},
+        {"random", MADV_RANDOM}, {"hugepage", MADV_HUGEPAGE},
+    };
+    c->advice = -2;
+    for (size_t i = 0; i < sizeof(advs) / sizeof(advs[0]); i++)
+        if (!strcmp(adv, advs[i].name)) c->advice = advs[i].adv;
+    if (c->advice == -2) {
+        bench_errf(err, errlen, "loader mmap: option advice=%s: expected none, willneed, sequential, random or hugepage", adv);
+        goto err;
+    }
+    c->host = host;
+    *out = c;
+    return 0;
+err:
+    free(c);
+    return -1;
+}
+
+static int mmap_load(void *ctx, const char *const *files, int n_files, const bench_tensor_ref *t, int n,
+                     const void **data, char *err, size_t errlen) {
+    mmap_ctx *c = ctx;
+    c->maps = calloc((size_t)n_files, sizeof(*c->maps));
+    c->copies = calloc((size_t)(n ? n : 1), sizeof(*c->copies));
+    if (!c->maps || !c->copies) return bench_errf(err, errlen, "loader mmap: out of memory");
+    for (int f = 0; f < n_files; f++) {
+        int fd = open(files[f], O_RDONLY | O_CLOEXEC);
+        if (fd < 0) return bench_errf(err, errlen, "%s: %s", files[f], strerror(errno));
+        struct stat st;
+        if (fstat(fd, &st) || st.st_size == 0) {
+            int e = errno;
+            close(fd);
+            return bench_errf(err, errlen, "%s: %s", files[f], st.st_size == 0 ? "empty file" : strerror(e));
+        }
+        int flags = (c->shared ? MAP_SHARED : MAP_PRIVATE) | (c->populate ? MAP_POPULATE : 0);
+        void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, flags, fd, 0);
+        close(fd); /* the mapping keeps the file */
+        if (p == MAP_FAILED) return bench_errf(err, errlen, "%s: mmap of %lld bytes: %s", files[f], (long long)st.st_size, strerror(errno));
+        c->maps[f] = (mapping){p, (size_t)st.st_size};
+        c->n_maps = f + 1;
+        c->bytes_mapped += (uint64_t)st.st_size;
+        if (c->advice >= 0 && madvise(p, (size_t)st.st_size, c->advice))
+            fprintf(stderr, "loader mmap: %s: madvise: %s (continuing)\n", files[f], strerror(errno));
+        if (c->mlock_ && mlock(p, (size_t)st.st_size))
+            return bench_errf(err, errlen, "%s: mlock of %lld bytes: %s (raise RLIMIT_MEMLOCK, or drop mlock=1)",
+                              files[f], (long long)st.st_size, strerror(errno));
+    }
+    for (int i = 0; i < n; i++) {
+        const mapping *m = &c->maps[t[i].file];
+        if (t[i].offset > m->len || t[i].nbytes > m->len - t[i].offset)
+            return bench_errf(err, errlen, "%s: tensor %s [%llu, +%llu) lies past the end of the file (%zu bytes)",
+                              files[t[i].file], t[i].name, (unsigned long long)t[i].offset,
+                              (unsigned long long)t[i].nbytes, m->len);
+        const uint8_t *p = (const uint8_t *)m->addr + t[i].offset;
+        if ((uintptr_t)p % bench_dtype_align(t[i].dtype) == 0) {
+            data[i] = p;
+            c->zero_copy++;
+            continue;
+        }
+        void *copy = NULL;
+        if (posix_memalign(&copy, 64, (size_t)t[i].nbytes ? (size_t)t[i].nbytes : 64))
+            return bench_errf(err, errlen, "loader mmap: out of memory copying misaligned tensor %s", t[i].name);
+        memcpy(copy, p, (size_t)t[i].nbytes);
+        c->copies[c->n_copies++] = copy;
+        c->bytes_copied += t[i].nbytes;
+        data[i] = copy;
+    }
+    return 0;
+}
+
+static void mmap_counters(void *ctx, const bench_counter_sink *s) {
+    mmap_ctx *c = ctx;
+    bench_emit(s, "bytes_mapped", "B", (double)c->bytes_mapped);
+    bench_emit(s, "zero_copy_tensors", "count", (double)c->zero_copy);
+    bench_emit(s, "copied_tensors", "count", (double)c->n_copies);
+    bench_emit(s, "bytes_copied", "B", (double)c->bytes_copied);
+}
+
+static void mmap_close(void *ctx) {
+    mmap_ctx *c = ctx;
+    if (!c) return;
+    for (int i = 0; i < c->n_maps; i++)
+        if (c->maps[i].addr) munmap(c->maps[i].addr, c->maps[i].len);
+    for (int i = 0; i < c->n_copies; i++) free(c->copies[i]);
+    free(c->maps);
+    free(c->copies);
+    free(c);
+}
+
+static const struct bench_loader_iface mmap_iface = {
+    .version = BENCH_LOADER_IFACE_VERSION,
+    .open = mmap_open,
+    .load = mmap_load,
+    .counters = mmap_counters,
+    .close = mmap_close,
+};
+
+static const bench_module mmap_module = {
+    .api_version = BENCH_MODULE_API_VERSION,
+    .family = "loader",
+    .name = "mmap",
+    .summary = "mmap(2) each file and use tensors in place (weights are file pages, RssFile)",
+    .devices = "cpu",
+    .options = mmap_options,
+    .iface = &mmap_iface,
+};
+
+const bench_module *bench_module_init(void) { return &mmap_module; }

@@ -1,0 +1,51 @@
+/* bench: the driver. One table of subcommands; exit() is called only here. */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+
+typedef struct command {
+    const char *name;
+    const char *summary;
+    int (*fn)(int argc, char **argv);
+    int hidden;
+} command;
+
+static const command commands[] = {
+    {"run", "run a scenario: every variant x repetition in a fresh process, with metrics", cmd_run, 0},
+    {"generate", "run one engine on one prompt and print the text and speeds", cmd_generate, 0},
+    {"list", "list every engine module found, with its options and devices", cmd_list, 0},
+    {"model", "model tools: info, convert, synth, shapes", cmd_model, 0},
+    {"worker", "(internal) one repetition, driven by `bench run`", cmd_worker, 1},
+    {NULL, NULL, NULL, 0},
+};
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: bench <command> [options]      (bench <command> --help for each)\n\n"
+            "A benchmarking and memory-profiling harness for LLM inference.\n\ncommands:\n");
+    for (const command *c = commands; c->name; c++)
+        if (!c->hidden) fprintf(f, "  %-10s %s\n", c->name, c->summary);
+    fprintf(f,
+            "\nexamples:\n"
+            "  bench run scenarios/mmap_vs_pread.json\n"
+            "  bench generate --model stories260K.bin --tokenizer tok512.bin --prompt \"The little dog\" --steps 200\n"
+            "  bench model synth --shape llama-110m --dtype f32 --format gguf -o results/models/llama-110m.gguf\n"
+            "  bench list\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    for (const command *c = commands; c->name; c++)
+        if (!strcmp(argv[1], c->name)) return c->fn(argc - 1, argv + 1);
+    fprintf(stderr, "bench: unknown command \"%s\"\n\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

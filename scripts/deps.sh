@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs the Debian packages that bench's build, tests and plots need.
+# Idempotent: when everything is present it only checks and returns (well under a second).
+set -euo pipefail
+
+PACKAGES=(
+  build-essential pkg-config
+  libcjson-dev        # scenario and results JSON
+  libpfm4-dev         # perf event encodings
+  libcmocka-dev       # unit-test framework
+  libjemalloc-dev     # allocator baselines
+  libmimalloc-dev
+  gnuplot-nox         # graphs (found at run time)
+  valgrind linux-perf # investigations
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "deps.sh: installing ${missing[*]}" >&2
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,58 @@
+#include "testutil.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+const char *tu_shared(const char *rel, char *buf, size_t len) {
+    const char *root = getenv("BENCH_SHARED");
+    snprintf(buf, len, "%s/%s", root ? root : "../shared", rel);
+    if (access(buf, R_OK) != 0) {
+        fprintf(stderr, "test: missing %s (set BENCH_SHARED to the shared/ folder; the models come from the llama2.c project)\n", buf);
+        return NULL;
+    }
+    return buf;
+}
+
+const char *tu_tmpdir(char *buf, size_t len) {
+    const char *root = getenv("BENCH_TMP");
+    snprintf(buf, len, "%s/t.XXXXXX", root ? root : "/tmp");
+    return mkdtemp(buf);
+}
+
+void tu_rmtree(const char *path) {
+    if (!path || !*path) return;
+    char cmd[4200];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", path);
+    if (system(cmd) != 0) fprintf(stderr, "test: could not remove %s\n", path);
+}
+
+int tu_bench(const char *out_path, const char *fmt, ...) {
+    const char *bin = getenv("BENCH_BIN");
+    char args[4096], cmd[8400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof(args), fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof(cmd), "'%s' %s%s%s", bin ? bin : "build/asan/bench", args, out_path ? " >" : "", out_path ? out_path : "");
+    int rc = system(cmd);
+    return rc == -1 ? -1 : WEXITSTATUS(rc);
+}
+
+int tu_read_ints(const char *path, int *v, int max) {
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    int n = 0;
+    while (n < max && fscanf(f, "%d", &v[n]) == 1) n++;
+    fclose(f);
+    return n;
+}
+
+const char *tu_module_dir(void) {
+    const char *d = getenv("BENCH_MODULE_PATH");
+    return d ? d : "build/asan/modules";
+}

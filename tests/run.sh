@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Runs every test binary of a build and ends with one summary line:
+#   tests: N passed, N failed, N skipped
+# Usage: tests/run.sh BUILD_DIR   (e.g. build/asan)
+set -u
+build=${1:-build/asan}
+export BENCH_SHARED=${BENCH_SHARED:-$(cd "$(dirname "$0")/../.." && pwd)/shared}
+export BENCH_MODULE_PATH=${BENCH_MODULE_PATH:-$PWD/$build/modules}
+export BENCH_BIN=${BENCH_BIN:-$PWD/$build/bench}
+export BENCH_TMP=${BENCH_TMP:-$(mktemp -d /tmp/bench-tests.XXXXXX)}
+# Leaks are errors; modules stay loaded under ASan so their frames symbolize.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+[ -d "$BENCH_SHARED/models" ] || echo "run.sh: note: $BENCH_SHARED/models is missing; tests that need the shared models will skip" >&2
+
+passed=0 failed=0 skipped=0 crashed=()
+for t in "$build"/tests/test_*; do
+  [ -x "$t" ] || continue
+  name=$(basename "$t")
+  log="$BENCH_TMP/$name.log"
+  start=$(date +%s)
+  "$t" >"$log" 2>&1
+  rc=$?
+  cat "$log"
+  p=$(grep -Eo '^\[  PASSED  \] [0-9]+' "$log" | awk '{s+=$4} END {print s+0}')
+  f=$(grep -Eo '^\[  FAILED  \] [0-9]+' "$log" | awk '{s+=$4} END {print s+0}')
+  s=$(grep -Eo '^\[  SKIPPED \] [0-9]+' "$log" | awk '{s+=$4} END {print s+0}')
+  passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
+  if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then
+    # a crash or sanitizer report outside any counted test
+    failed=$((failed + 1)); crashed+=("$name (exit $rc)")
+  fi
+  echo "run.sh: $name: $p passed, $f failed, $s skipped in $(( $(date +%s) - start ))s" >&2
+done
+[ ${#crashed[@]} -gt 0 ] && echo "run.sh: crashed: ${crashed[*]}" >&2
+rm -rf "$BENCH_TMP"
+echo "tests: $passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
