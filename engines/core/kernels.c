@@ -1,0 +1,264 @@
+/* Compute kernels: instruction-set dispatch, the split of a matmul across the
+ * thread pool, row conversions and the STREAM triad.
+ *
+ * Dispatch: the per-ISA tables (kernels_portable.c, kernels_avx2.c,
+ * kernels_avx512.c, all instances of kernels_simd.inc) are chosen here and
+ * nowhere else, once, by kn_init: the best one __builtin_cpu_supports allows,
+ * unless BENCH_ISA names another. The build has no -march flags.
+ */
+#include "kernels_impl.h"
+
+#include <assert.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ======================= instruction-set dispatch ======================= */
+
+static _Atomic(const kn_ops *) kn_cur;   /* NULL until kn_init */
+static pthread_once_t kn_once = PTHREAD_ONCE_INIT;
+
+/* Whether this CPU (and OS: libgcc checks XCR0) can run a table. */
+static int kn_supported(const kn_ops *ops) {
+    if (ops == &kn_ops_portable) return 1;
+#if KN_HAVE_X86
+    __builtin_cpu_init();
+    int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+               __builtin_cpu_supports("f16c");
+    if (ops == &kn_ops_avx2) return avx2;
+    if (ops == &kn_ops_avx512)
+        return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+#endif
+    return 0;
+}
+
+/* Best first. */
+static const kn_ops *const kn_tables[] = {
+#if KN_HAVE_X86
+    &kn_ops_avx512,
+    &kn_ops_avx2,
+#endif
+    &kn_ops_portable,
+};
+#define KN_NTABLES (sizeof kn_tables / sizeof kn_tables[0])
+
+static const kn_ops *kn_find(const char *isa) {
+    for (size_t i = 0; i < KN_NTABLES; i++)
+        if (strcmp(kn_tables[i]->name, isa) == 0) return kn_tables[i];
+    return NULL;
+}
+
+static void kn_init_once(void) {
+    const kn_ops *best = &kn_ops_portable;
+    for (size_t i = 0; i < KN_NTABLES; i++)
+        if (kn_supported(kn_tables[i])) { best = kn_tables[i]; break; }
+    const char *env = getenv("BENCH_ISA");
+    if (env && *env) {
+        const kn_ops *want = kn_find(env);
+        if (!want) fprintf(stderr, "%s: BENCH_ISA=%s is not one of avx512|avx2|portable; using %s\n", __func__, env, best->name);
+        else if (!kn_supported(want)) fprintf(stderr, "%s: BENCH_ISA=%s: this CPU lacks it; using %s\n", __func__, env, best->name);
+        else best = want;
+    }
+    atomic_store(&kn_cur, best);
+}
+
+void kn_init(void) { pthread_once(&kn_once, kn_init_once); }
+
+static const kn_ops *kn_ops_now(void) {
+    const kn_ops *ops = atomic_load_explicit(&kn_cur, memory_order_acquire);
+    if (!ops) {
+        kn_init();
+        ops = atomic_load(&kn_cur);
+    }
+    return ops;
+}
+
+const char *kn_isa(void) { return kn_ops_now()->name; }
+
+int kn_set_isa(const char *isa) {
+    kn_init(); /* so that a later kn_init cannot undo this choice */
+    const kn_ops *ops = isa ? kn_find(isa) : NULL;
+    if (!ops || !kn_supported(ops)) return -1;
+    atomic_store(&kn_cur, ops);
+    return 0;
+}
+
+/* ======================= matmul across the pool ======================= */
+
+/* Below this many multiply-adds a hand-off to the pool costs more than it saves. */
+#define KN_PARALLEL_MIN_MACS (1 << 15)
+
+typedef struct kn_mm_job {
+    kn_mm_fn fn;
+    float *y;           /* (n, rows) */
+    const float *x;     /* (n, cols) */
+    const void *w;      /* (rows, cols) in the job's dtype */
+    int n, rows, cols;
+    int chunk;          /* rows per task */
+} kn_mm_job;
+
+static void kn_mm_task(void *arg, int task, int n_tasks) {
+    const kn_mm_job *j = arg;
+    (void)n_tasks;
+    int r0 = task * j->chunk;
+    int r1 = r0 + j->chunk < j->rows ? r0 + j->chunk : j->rows;
+    if (r0 < r1) j->fn(j->y, j->x, j->n, j->w, j->rows, j->cols, r0, r1);
+}
+
+void kn_matmul(tp_pool *pool, float *y, const float *x, int n, const void *w, bench_dtype dt,
+               int rows, int cols) {
+    assert((unsigned)dt < BENCH_DTYPE_COUNT);
+    assert(dt != BENCH_Q8_0 || cols % BENCH_Q8_0_BLOCK == 0);
+    if (n <= 0 || rows <= 0 || cols <= 0) return;
+    kn_mm_job job = {.fn = kn_ops_now()->mm[dt], .y = y, .x = x, .w = w, .n = n, .rows = rows, .cols = cols};
+    int threads = tp_threads(pool);
+    if (threads == 1 || (int64_t)rows * cols * n < KN_PARALLEL_MIN_MACS) {
+        job.fn(y, x, n, w, rows, cols, 0, rows);
+        return;
+    }
+    /* One contiguous range per thread: every row costs the same, and each
+     * thread then streams one long run of weights. Ranges are whole multiples
+     * of 8 rows so row blocks (4) never straddle two threads. */
+    int chunk = (rows + threads - 1) / threads;
+    chunk = (chunk + 7) & ~7;
+    job.chunk = chunk;
+    tp_run(pool, kn_mm_task, &job, (rows + chunk - 1) / chunk);
+}
+
+/* ======================= row conversions ======================= */
+
+void kn_dequant_row(bench_dtype dt, const void *row, float *out, int cols) {
+    switch (dt) {
+    case BENCH_F32: memcpy(out, row, (size_t)cols * sizeof(float)); break;
+    case BENCH_F16: {
+        const uint16_t *h = row;
+        for (int i = 0; i < cols; i++) out[i] = bench_f16_to_f32(h[i]);
+        break;
+    }
+    case BENCH_BF16: {
+        const uint16_t *h = row;
+        for (int i = 0; i < cols; i++) out[i] = bench_bf16_to_f32(h[i]);
+        break;
+    }
+    case BENCH_Q8_0: {
+        const bench_block_q8_0 *b = row;
+        for (int i = 0; i < cols / BENCH_Q8_0_BLOCK; i++) {
+            float d = bench_f16_to_f32(b[i].d);
+            for (int j = 0; j < BENCH_Q8_0_BLOCK; j++) out[i * BENCH_Q8_0_BLOCK + j] = d * (float)b[i].qs[j];
+        }
+        break;
+    }
+    default: assert(!"kn_dequant_row: bad dtype");
+    }
+}
+
+/* Q8_0 block: d = max|x| / 127 rounded to f16, q = round(x / d) clamped to
+ * [-127, 127]. Dividing by the rounded d (rather than the exact one) keeps the
+ * error of every element within d/2, except where rounding d down pushes the
+ * largest |x| past 127 d, where the clamp costs at most 127 * 2^-11 d.
+ * Non-finite inputs have no Q8_0 representation; a block holding one gets an
+ * unspecified (but memory-safe) encoding. */
+static void kn_quant_block_q8_0(const float *in, bench_block_q8_0 *b) {
+    float amax = 0.0f;
+    for (int j = 0; j < BENCH_Q8_0_BLOCK; j++) amax = fmaxf(amax, fabsf(in[j]));
+    uint16_t dh = bench_f32_to_f16(amax / 127.0f);
+    float d = bench_f16_to_f32(dh);
+    b->d = dh;
+    float id = d > 0.0f && isfinite(d) ? 1.0f / d : 0.0f;
+    for (int j = 0; j < BENCH_Q8_0_BLOCK; j++) {
+        float q = roundf(in[j] * id);
+        if (!(q >= -127.0f)) q = q != q ? 0.0f : -127.0f; /* NaN -> 0 */
+        if (q > 127.0f) q = 127.0f;
+        b->qs[j] = (int8_t)q;
+    }
+}
+
+void kn_quant_row(bench_dtype dt, const float *in, void *out, int cols) {
+    switch (dt) {
+    case BENCH_F32: memcpy(out, in, (size_t)cols * sizeof(float)); break;
+    case BENCH_F16: {
+        uint16_t *h = out;
+        for (int i = 0; i < cols; i++) h[i] = bench_f32_to_f16(in[i]);
+        break;
+    }
+    case BENCH_BF16: {
+        uint16_t *h = out;
+        for (int i = 0; i < cols; i++) h[i] = bench_f32_to_bf16(in[i]);
+        break;
+    }
+    case BENCH_Q8_0: {
+        assert(cols % BENCH_Q8_0_BLOCK == 0);
+        bench_block_q8_0 *b = out;
+        for (int i = 0; i < cols / BENCH_Q8_0_BLOCK; i++) kn_quant_block_q8_0(in + (size_t)i * BENCH_Q8_0_BLOCK, b + i);
+        break;
+    }
+    default: assert(!"kn_quant_row: bad dtype");
+    }
+}
+
+/* ======================= STREAM triad ======================= */
+
+typedef struct kn_triad_job {
+    kn_triad_fn fn;
+    float *a;           /* (n) written */
+    float *b, *c;       /* (n) read */
+    size_t n;
+    int init;           /* 1: first-touch the arrays instead of timing the triad */
+} kn_triad_job;
+
+static void kn_triad_task(void *arg, int task, int n_tasks) {
+    const kn_triad_job *j = arg;
+    /* contiguous parts, 16-float (64-byte) aligned so no cache line is shared */
+    size_t per = (j->n / (size_t)n_tasks + 15) & ~(size_t)15;
+    size_t lo = (size_t)task * per, hi = lo + per < j->n ? lo + per : j->n;
+    if (lo >= hi) return;
+    if (j->init) {
+        /* The thread that runs a part also touches it first, so its pages are
+         * faulted in (and placed) before any timing. */
+        for (size_t i = lo; i < hi; i++) { j->a[i] = 0.0f; j->b[i] = 1.0f; j->c[i] = 2.0f; }
+        return;
+    }
+    j->fn(j->a + lo, j->b + lo, j->c + lo, 3.0f, hi - lo);
+}
+
+static double kn_now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Reported bytes are 3 x bytes_per_array per pass, as STREAM counts them: the
+ * write-allocate read of `a` that ordinary stores also cause is not counted,
+ * so actual bus traffic is about 4/3 of the figure. */
+double kn_triad_bandwidth(tp_pool *pool, size_t bytes_per_array, int reps) {
+    size_t n = bytes_per_array / sizeof(float);
+    if (n == 0) return 0.0;
+    if (reps < 1) reps = 1;
+    size_t alloc = (n * sizeof(float) + 63) & ~(size_t)63;
+    float *a = aligned_alloc(64, alloc), *b = aligned_alloc(64, alloc), *c = aligned_alloc(64, alloc);
+    double best = 0.0;
+    if (!a || !b || !c) goto out;
+    int tasks = tp_threads(pool);
+    kn_triad_job job = {.fn = kn_ops_now()->triad, .a = a, .b = b, .c = c, .n = n, .init = 1};
+    tp_run(pool, kn_triad_task, &job, tasks);
+    job.init = 0;
+    tp_run(pool, kn_triad_task, &job, tasks); /* warm-up pass, untimed */
+    best = INFINITY;
+    for (int r = 0; r < reps; r++) {
+        double t0 = kn_now_s();
+        tp_run(pool, kn_triad_task, &job, tasks);
+        double dt = kn_now_s() - t0;
+        if (dt < best) best = dt;
+    }
+    best = best > 0.0 ? 3.0 * (double)(n * sizeof(float)) / best : 0.0;
+out:
+    free(a);
+    free(b);
+    free(c);
+    return best;
+}

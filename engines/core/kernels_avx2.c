@@ -1,0 +1,43 @@
+/* AVX2 + FMA + F16C instantiation of the matmul kernels (8 floats per vector).
+ * Enabled by a target pragma rather than -march; kn_init selects this table
+ * only on CPUs that report all three extensions. */
+#include "kernels_impl.h"
+
+#if KN_HAVE_X86
+#pragma GCC target("avx2,fma,f16c")
+#include <immintrin.h>
+
+typedef __m256 vf;
+#define VL 8
+/* 4 rows x 3 tokens = 12 accumulators of the 16 ymm registers; the weight
+ * vectors can be FMA memory operands, so the tile does not spill */
+#define KN_TB 3
+#define KN_FN(name) name##_avx2
+#define KN_INLINE static inline __attribute__((always_inline))
+
+KN_INLINE vf v_zero(void) { return _mm256_setzero_ps(); }
+KN_INLINE vf v_set1(float a) { return _mm256_set1_ps(a); }
+KN_INLINE vf v_fma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
+KN_INLINE vf v_mul(vf a, vf b) { return _mm256_mul_ps(a, b); }
+KN_INLINE float v_hsum(vf a) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+KN_INLINE void v_store(float *p, vf a) { _mm256_storeu_ps(p, a); }
+KN_INLINE vf v_load_f32(const float *p) { return _mm256_loadu_ps(p); }
+KN_INLINE vf v_load_f16(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
+KN_INLINE vf v_load_bf16(const uint16_t *p) {
+    /* bf16 is the high half of an f32: widen and shift, exact for every value */
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p)), 16));
+}
+KN_INLINE vf v_load_q8(const int8_t *p) {
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p)));
+}
+KN_INLINE float kn_half_to_float(uint16_t h) { return _cvtsh_ss(h); }
+
+#include "kernels_simd.inc"
+
+const kn_ops kn_ops_avx2 = KN_TABLE("avx2");
+#endif

@@ -1,0 +1,334 @@
+/* Tests of the compute kernels: every dtype on every instruction set this CPU
+ * has, decode and prefill shapes, odd sizes, against a double-precision
+ * reference; the row conversions and their edge cases; the triad.
+ *
+ * Tolerance. Every kernel path dequantises each weight exactly to f32 and sums
+ * w*x in f32, so the error is f32 summation alone. It is bounded per output
+ * element relative to sum_k |w_k x_k| (not |y|, which cancellation can make
+ * arbitrarily small):  |y - ref| <= KN_TEST_RTOL * sum_k |w_k x_k|.
+ * The same bound holds for all four dtypes because the reference is computed
+ * from the dequantised weights, not from the original f32 ones. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engines/core/kernels.h"
+
+#define KN_TEST_RTOL 2e-5
+
+static const char *const isas[] = {"portable", "avx2", "avx512"};
+
+/* xorshift64*: deterministic, so a failure reproduces */
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static float rnd_unit(void) { /* uniform in [-1, 1) */
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    uint64_t r = rng_state * 2685821657736338717ull;
+    return (float)((double)(r >> 40) / (double)(1ull << 23) - 1.0);
+}
+
+/* Dequantises with the scalar converters of dtype.h, independently of kernels.c. */
+static double ref_weight(bench_dtype dt, const void *w, int cols, int r, int k) {
+    size_t rb = bench_dtype_row_bytes(dt, cols);
+    const char *row = (const char *)w + (size_t)r * rb;
+    switch (dt) {
+    case BENCH_F32: return ((const float *)row)[k];
+    case BENCH_F16: return bench_f16_to_f32(((const uint16_t *)row)[k]);
+    case BENCH_BF16: return bench_bf16_to_f32(((const uint16_t *)row)[k]);
+    case BENCH_Q8_0: {
+        const bench_block_q8_0 *b = (const bench_block_q8_0 *)row + k / BENCH_Q8_0_BLOCK;
+        return (double)bench_f16_to_f32(b->d) * b->qs[k % BENCH_Q8_0_BLOCK];
+    }
+    default: return NAN;
+    }
+}
+
+/* One matmul case: random weights quantised to dt, then every ISA on every pool. */
+static void check_matmul(bench_dtype dt, int n, int rows, int cols, tp_pool *const *pools, int npools) {
+    size_t rb = bench_dtype_row_bytes(dt, cols);
+    float *wf = malloc((size_t)cols * sizeof(float));                 /* (cols) one f32 row */
+    unsigned char *w = malloc((size_t)rows * rb);                     /* (rows, cols) in dt */
+    float *x = malloc((size_t)n * cols * sizeof(float));              /* (n, cols) */
+    float *y = malloc((size_t)n * rows * sizeof(float));              /* (n, rows) */
+    double *ref = malloc((size_t)n * rows * sizeof(double));          /* (n, rows) */
+    double *mag = malloc((size_t)n * rows * sizeof(double));          /* (n, rows) sum |w x| */
+    assert_non_null(wf); assert_non_null(w); assert_non_null(x);
+    assert_non_null(y); assert_non_null(ref); assert_non_null(mag);
+    for (int r = 0; r < rows; r++) {
+        for (int k = 0; k < cols; k++) wf[k] = rnd_unit();
+        kn_quant_row(dt, wf, w + (size_t)r * rb, cols);
+    }
+    for (size_t i = 0; i < (size_t)n * cols; i++) x[i] = rnd_unit();
+    for (int t = 0; t < n; t++)
+        for (int r = 0; r < rows; r++) {
+            double s = 0, m = 0;
+            for (int k = 0; k < cols; k++) {
+                double p = ref_weight(dt, w, cols, r, k) * x[(size_t)t * cols + k];
+                s += p;
+                m += fabs(p);
+            }
+            ref[(size_t)t * rows + r] = s;
+            mag[(size_t)t * rows + r] = m;
+        }
+    for (size_t ii = 0; ii < sizeof isas / sizeof isas[0]; ii++) {
+        if (kn_set_isa(isas[ii]) != 0) continue; /* not on this CPU */
+        for (int p = 0; p < npools; p++) {
+            for (size_t i = 0; i < (size_t)n * rows; i++) y[i] = NAN; /* every output must be written */
+            kn_matmul(pools[p], y, x, n, w, dt, rows, cols);
+            for (size_t i = 0; i < (size_t)n * rows; i++) {
+                double err = fabs((double)y[i] - ref[i]);
+                if (!(err <= KN_TEST_RTOL * mag[i] + 1e-30)) {
+                    fail_msg("%s %s n=%d rows=%d cols=%d threads=%d: y[%zu]=%.9g ref=%.9g err=%.3g bound=%.3g",
+                             isas[ii], bench_dtype_name(dt), n, rows, cols, tp_threads(pools[p]), i,
+                             (double)y[i], ref[i], err, KN_TEST_RTOL * mag[i]);
+                }
+            }
+        }
+    }
+    free(wf); free(w); free(x); free(y); free(ref); free(mag);
+}
+
+/* ---- matmul sweeps ---- */
+
+static const int test_ns[] = {1, 3, 17, 128};
+static const int test_rows[] = {1, 5, 67, 301};
+/* 544 > the 512-column prefill chunk, so chunked accumulation is exercised */
+static const int test_cols_q8[] = {32, 96, 288, 544};
+static const int test_cols_odd[] = {1, 7, 37, 531};
+
+static void sweep(bench_dtype dt, int odd_cols) {
+    tp_pool *pool = tp_create(2);
+    assert_non_null(pool);
+    tp_pool *const pools[] = {pool};
+    const int *cols = odd_cols ? test_cols_odd : test_cols_q8;
+    for (size_t a = 0; a < 4; a++)
+        for (size_t b = 0; b < 4; b++)
+            for (size_t c = 0; c < 4; c++) check_matmul(dt, test_ns[a], test_rows[b], cols[c], pools, 1);
+    tp_destroy(pool);
+}
+
+static void test_matmul_f32(void **state) { (void)state; sweep(BENCH_F32, 0); sweep(BENCH_F32, 1); }
+static void test_matmul_f16(void **state) { (void)state; sweep(BENCH_F16, 0); sweep(BENCH_F16, 1); }
+static void test_matmul_bf16(void **state) { (void)state; sweep(BENCH_BF16, 0); sweep(BENCH_BF16, 1); }
+static void test_matmul_q8_0(void **state) { (void)state; sweep(BENCH_Q8_0, 0); }
+
+/* The same result on no pool and on pools of 1, 3 and 4 threads (more threads
+ * than cores, and row counts that split unevenly). */
+static void test_matmul_threads(void **state) {
+    (void)state;
+    tp_pool *p1 = tp_create(1), *p3 = tp_create(3), *p4 = tp_create(4);
+    assert_non_null(p1); assert_non_null(p3); assert_non_null(p4);
+    tp_pool *const pools[] = {NULL, p1, p3, p4};
+    for (int dt = 0; dt < BENCH_DTYPE_COUNT; dt++) {
+        check_matmul((bench_dtype)dt, 1, 301, 288, pools, 4);
+        check_matmul((bench_dtype)dt, 17, 67, 96, pools, 4);
+        check_matmul((bench_dtype)dt, 3, 1001, 64, pools, 4);
+    }
+    tp_destroy(p1); tp_destroy(p3); tp_destroy(p4);
+}
+
+/* ---- exact conversions inside the kernels: every 16-bit pattern ----
+ * With cols = 1 and x = 1, y[r] is exactly the kernel's conversion of W[r][0]. */
+static void check_all_halves(bench_dtype dt) {
+    enum { N = 65536 };
+    uint16_t *w = malloc(N * sizeof *w);
+    float *y = malloc(N * sizeof *y);
+    assert_non_null(w); assert_non_null(y);
+    for (int i = 0; i < N; i++) w[i] = (uint16_t)i;
+    const float one = 1.0f;
+    for (size_t ii = 0; ii < sizeof isas / sizeof isas[0]; ii++) {
+        if (kn_set_isa(isas[ii]) != 0) continue;
+        kn_matmul(NULL, y, &one, 1, w, dt, N, 1);
+        for (int i = 0; i < N; i++) {
+            float want = dt == BENCH_F16 ? bench_f16_to_f32((uint16_t)i) : bench_bf16_to_f32((uint16_t)i);
+            if (isnan(want)) {
+                if (!isnan(y[i])) fail_msg("%s %s 0x%04x: want NaN, got %g", isas[ii], bench_dtype_name(dt), i, (double)y[i]);
+            } else if (y[i] != want) {
+                fail_msg("%s %s 0x%04x: want %a, got %a", isas[ii], bench_dtype_name(dt), i, (double)want, (double)y[i]);
+            }
+        }
+    }
+    free(w); free(y);
+}
+
+static void test_kernel_f16_all_patterns(void **state) { (void)state; check_all_halves(BENCH_F16); }
+static void test_kernel_bf16_all_patterns(void **state) { (void)state; check_all_halves(BENCH_BF16); }
+
+/* ---- row conversions ---- */
+
+static uint16_t q_f16(float f) { uint16_t h; kn_quant_row(BENCH_F16, &f, &h, 1); return h; }
+static uint16_t q_bf16(float f) { uint16_t h; kn_quant_row(BENCH_BF16, &f, &h, 1); return h; }
+
+static void test_f16_round_trip(void **state) {
+    (void)state;
+    /* every non-NaN pattern survives f16 -> f32 -> f16 through the row functions */
+    for (int i = 0; i < 65536; i++) {
+        uint16_t h = (uint16_t)i, back;
+        float f;
+        kn_dequant_row(BENCH_F16, &h, &f, 1);
+        kn_quant_row(BENCH_F16, &f, &back, 1);
+        if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff)) {
+            assert_true(isnan(f));
+            assert_true((back & 0x7c00) == 0x7c00 && (back & 0x3ff)); /* still NaN */
+        } else if (back != h) fail_msg("f16 0x%04x -> %a -> 0x%04x", h, (double)f, back);
+    }
+    /* edge cases of f32 -> f16 */
+    assert_int_equal(q_f16(INFINITY), 0x7c00);
+    assert_int_equal(q_f16(-INFINITY), 0xfc00);
+    assert_int_equal(q_f16(65504.0f), 0x7bff);                  /* largest finite */
+    assert_int_equal(q_f16(65519.0f), 0x7bff);                  /* still rounds down */
+    assert_int_equal(q_f16(65520.0f), 0x7c00);                  /* rounds to inf */
+    assert_int_equal(q_f16(1e9f), 0x7c00);
+    assert_int_equal(q_f16(ldexpf(1, -14)), 0x0400);            /* smallest normal */
+    assert_int_equal(q_f16(ldexpf(1, -24)), 0x0001);            /* smallest subnormal */
+    assert_int_equal(q_f16(ldexpf(1023, -24)), 0x03ff);         /* largest subnormal */
+    assert_int_equal(q_f16(ldexpf(1, -25)), 0x0000);            /* half of it: tie to even (0) */
+    assert_int_equal(q_f16(ldexpf(3, -25)), 0x0002);            /* 1.5 units: tie to even (2) */
+    assert_int_equal(q_f16(ldexpf(1, -26)), 0x0000);            /* underflow */
+    assert_int_equal(q_f16(-ldexpf(1, -24)), 0x8001);
+    assert_int_equal(q_f16(-0.0f), 0x8000);
+    assert_int_equal(q_f16(1.0f + ldexpf(1, -11)), 0x3c00);     /* tie to even, down */
+    assert_int_equal(q_f16(1.0f + ldexpf(3, -11)), 0x3c02);     /* tie to even, up */
+    uint16_t h = q_f16(NAN);
+    assert_true((h & 0x7c00) == 0x7c00 && (h & 0x3ff));
+    float f;
+    uint16_t sub = 0x0001;
+    kn_dequant_row(BENCH_F16, &sub, &f, 1);
+    assert_true(f == ldexpf(1, -24));
+}
+
+static void test_bf16_round_trip(void **state) {
+    (void)state;
+    for (int i = 0; i < 65536; i++) {
+        uint16_t h = (uint16_t)i, back;
+        float f;
+        kn_dequant_row(BENCH_BF16, &h, &f, 1);
+        kn_quant_row(BENCH_BF16, &f, &back, 1);
+        if ((h & 0x7f80) == 0x7f80 && (h & 0x7f)) assert_true(isnan(f) && (back & 0x7f80) == 0x7f80 && (back & 0x7f));
+        else if (back != h) fail_msg("bf16 0x%04x -> %a -> 0x%04x", h, (double)f, back);
+    }
+    assert_int_equal(q_bf16(1.0f + ldexpf(1, -8)), 0x3f80);     /* tie to even, down */
+    assert_int_equal(q_bf16(1.0f + ldexpf(3, -8)), 0x3f82);     /* tie to even, up */
+    assert_int_equal(q_bf16(INFINITY), 0x7f80);
+    assert_int_equal(q_bf16(-INFINITY), 0xff80);
+    assert_int_equal(q_bf16(FLT_MAX), 0x7f80);                  /* rounds up to inf */
+    uint16_t h = q_bf16(NAN);
+    assert_true((h & 0x7f80) == 0x7f80 && (h & 0x7f));
+}
+
+static void test_f32_round_trip(void **state) {
+    (void)state;
+    float in[5] = {1.5f, -0.0f, INFINITY, FLT_MIN / 4, 3e38f}, mid[5], out[5];
+    kn_quant_row(BENCH_F32, in, mid, 5);
+    kn_dequant_row(BENCH_F32, mid, out, 5);
+    assert_memory_equal(in, out, sizeof in);
+}
+
+static void test_q8_0_round_trip(void **state) {
+    (void)state;
+    enum { COLS = 32 * 64 };
+    float in[COLS], out[COLS];
+    bench_block_q8_0 q[COLS / 32];
+    assert_int_equal(sizeof(bench_block_q8_0), 34);
+    for (int scale = -20; scale <= 15; scale += 5) {
+        for (int i = 0; i < COLS; i++) in[i] = ldexpf(rnd_unit(), scale);
+        kn_quant_row(BENCH_Q8_0, in, q, COLS);
+        kn_dequant_row(BENCH_Q8_0, q, out, COLS);
+        for (int b = 0; b < COLS / 32; b++) {
+            float amax = 0, d = bench_f16_to_f32(q[b].d);
+            for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(in[b * 32 + j]));
+            /* d is amax/127 to f16 precision, unless that is below the f16 range */
+            if (amax / 127 >= ldexpf(1, -14)) assert_true(fabsf(d - amax / 127) <= ldexpf(amax / 127, -11));
+            for (int j = 0; j < 32; j++) {
+                assert_true(q[b].qs[j] >= -127);
+                float err = fabsf(out[b * 32 + j] - in[b * 32 + j]);
+                /* half a step, plus the clamp's share and the f16 subnormal step of d */
+                if (!(err <= 0.5f * d * (1 + ldexpf(1, -9)) + 32 * ldexpf(1, -24) * 127 || err <= amax * 1e-7f))
+                    fail_msg("q8_0 scale 2^%d block %d elem %d: in %g out %g d %g", scale, b, j,
+                             (double)in[b * 32 + j], (double)out[b * 32 + j], (double)d);
+            }
+        }
+    }
+    /* a zero block encodes as d = 0, q = 0 */
+    float zeros[32] = {0}, back[32];
+    kn_quant_row(BENCH_Q8_0, zeros, q, 32);
+    assert_int_equal(q[0].d, 0);
+    for (int j = 0; j < 32; j++) assert_int_equal(q[0].qs[j], 0);
+    kn_dequant_row(BENCH_Q8_0, q, back, 32);
+    assert_memory_equal(zeros, back, sizeof zeros);
+    /* the largest magnitude maps to +-127 and small integers round-trip exactly */
+    float ints[32];
+    for (int j = 0; j < 32; j++) ints[j] = (float)(j - 16) * 8.0f;
+    ints[0] = -127.0f * 8.0f;
+    kn_quant_row(BENCH_Q8_0, ints, q, 32);
+    assert_int_equal(q[0].qs[0], -127);
+    kn_dequant_row(BENCH_Q8_0, q, back, 32);
+    assert_memory_equal(ints, back, sizeof ints);
+    /* values below the f16 range of d quantise to zero instead of dividing by zero */
+    float tiny[32];
+    for (int j = 0; j < 32; j++) tiny[j] = 1e-12f;
+    kn_quant_row(BENCH_Q8_0, tiny, q, 32);
+    for (int j = 0; j < 32; j++) assert_int_equal(q[0].qs[j], 0);
+}
+
+/* ---- dispatch ---- */
+
+static void test_isa_selection(void **state) {
+    (void)state;
+    kn_init();
+    print_message("kernels: ISA chosen by kn_init (BENCH_ISA or the best): %s\n", kn_isa());
+    assert_int_equal(kn_set_isa("portable"), 0);
+    assert_string_equal(kn_isa(), "portable");
+    assert_int_equal(kn_set_isa("no-such-isa"), -1);
+    assert_string_equal(kn_isa(), "portable");
+    assert_int_equal(kn_set_isa(NULL), -1);
+    for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++)
+        if (kn_set_isa(isas[i]) == 0) assert_string_equal(kn_isa(), isas[i]);
+}
+
+/* ---- triad ---- */
+
+static void test_triad(void **state) {
+    (void)state;
+    tp_pool *pool = tp_create(2);
+    assert_non_null(pool);
+    for (size_t ii = 0; ii < sizeof isas / sizeof isas[0]; ii++) {
+        if (kn_set_isa(isas[ii]) != 0) continue;
+        double a = kn_triad_bandwidth(NULL, 1 << 16, 3);
+        double b = kn_triad_bandwidth(pool, (1 << 16) + 12, 2); /* not a multiple of the vector */
+        double c = kn_triad_bandwidth(pool, 4, 0);              /* one element, reps clamped to 1 */
+        assert_true(isfinite(a) && a > 0);
+        assert_true(isfinite(b) && b > 0);
+        assert_true(isfinite(c) && c > 0);
+    }
+    assert_true(kn_triad_bandwidth(pool, 0, 3) == 0.0);
+    tp_destroy(pool);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_isa_selection),
+        cmocka_unit_test(test_f32_round_trip),
+        cmocka_unit_test(test_f16_round_trip),
+        cmocka_unit_test(test_bf16_round_trip),
+        cmocka_unit_test(test_q8_0_round_trip),
+        cmocka_unit_test(test_kernel_f16_all_patterns),
+        cmocka_unit_test(test_kernel_bf16_all_patterns),
+        cmocka_unit_test(test_matmul_f32),
+        cmocka_unit_test(test_matmul_f16),
+        cmocka_unit_test(test_matmul_bf16),
+        cmocka_unit_test(test_matmul_q8_0),
+        cmocka_unit_test(test_matmul_threads),
+        cmocka_unit_test(test_triad),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
