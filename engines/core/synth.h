@@ -9,6 +9,8 @@
 typedef struct synth_shape {
     const char *name;
     model_config cfg;           /* rope = ROPE_INTERLEAVED, seq_len_header = seq_len */
+    int tied;                   /* 1: no output.weight; the classifier is token_embd (as the real model) */
+    const char *about;          /* the model the shape copies, and where it differs from it */
 } synth_shape;
 
 /* NULL-terminated table: tiny, llama-110m, tinyllama-1.1b, llama-3.2-1b, ... */
@@ -22,7 +24,29 @@ typedef struct synth_spec {
     uint64_t seed;
 } synth_spec;
 
-/* Writes the model to path (a file, or a directory for safetensors). */
+/* Writes the model to path (a file, or a directory for safetensors). Format
+ * llama2c also writes its vocabulary beside it, at llama2c_tokenizer_path(path).
+ * q8_0 tensors whose rows are not a whole number of 32-element blocks are
+ * written as f16 (as llama.cpp's quantizer falls back). */
 int synth_write(const synth_spec *spec, const char *path, char *err, size_t errlen);
+
+/* The dtype a 2-D weight of `cols` columns gets when `want` is asked for:
+ * want itself, or f16 when want is q8_0 and cols is not a multiple of 32. */
+bench_dtype synth_weight_dtype(bench_dtype want, int64_t cols);
+
+/* Value of element `index` (row-major) of a 2-D weight called `name`: uniform in
+ * [-a, a), from a counter-based generator, so any element is computable alone. */
+float synth_weight_value(uint64_t seed, const char *name, float a, uint64_t index);
+
+/* kn_quant_row's bytes, faster where the kernels chose a SIMD table (AVX2+F16C
+ * paths for f16 and q8_0). n: a multiple of 32 for q8_0. */
+void synth_quant_row(bench_dtype dt, const float *in, void *out, int n);
+
+/* A deterministic SentencePiece-style vocabulary of n tokens (n >= 259):
+ * <unk>=0, <s>=1, </s>=2, the 256 byte tokens <0x00>..<0xFF>, then pieces built
+ * from common English words and letter strings (spaces as U+2581), scores
+ * decreasing, single characters last. Every text without NUL and U+2581 encodes
+ * (byte fallback) and decodes back to itself. v is filled; free it with model_vocab_free. */
+int synth_vocab_build(int n, model_vocab *v, char *err, size_t errlen);
 
 #endif
