@@ -1,0 +1,120 @@
+/* alloc "jemalloc": jemalloc 5 through its non-standard API (mallocx/dallocx), a baseline.
+ *
+ * Loading: this module links libjemalloc.so.2, which exports malloc/free too. dlopen
+ * does not make them the process's malloc: the executable's references were bound to
+ * libc's (or ASan's) before, and a dlopen'ed library comes after them in the lookup
+ * order, RTLD_GLOBAL or not. Only this module's mallocx/dallocx calls reach jemalloc.
+ *
+ * Static TLS: libjemalloc.so.2 is built with initial-exec TLS (2.6 KiB) and glibc
+ * refuses to dlopen it ("cannot allocate memory in static TLS block") unless the
+ * process started with more surplus static TLS:
+ *     GLIBC_TUNABLES=glibc.rtld.optional_static_tls=16384
+ * The driver (or the test) must set it in the environment of the process that loads
+ * this module, before that process starts.
+ *
+ * free is dallocx, not sdallocx: the size class of an aligned allocation depends on
+ * the alignment, which free is not given. */
+#include <jemalloc/jemalloc.h>
+
+#include "allocators/alloc_common.h"
+#include "engines/abi/alloc.h"
+
+static const bench_option_desc je_options[] = {
+    {"dirty_decay_ms", "int", "-1", "set every arena's dirty_decay_ms (-1: jemalloc's default, 10 s); 0 purges at once"},
+    {"tcache", "bool", "1", "0: MALLOCX_TCACHE_NONE on every call (no thread cache)"},
+    {"timing", "bool", "0", "time every call with clock_gettime (costs ~2x20 ns per call)"},
+    {NULL, NULL, NULL, NULL},
+};
+
+typedef struct je_ctx {
+    int timing;
+    int flags;   /* MALLOCX_TCACHE_NONE or 0; alignment is or'ed in per call */
+    uint64_t allocs, frees, bytes_live, bytes_peak, ns;
+} je_ctx;
+
+static int je_create(const bench_opts *opts, void **out, char *err, size_t errlen) {
+    int timing = 0, tcache = 1;
+    if (bench_opt_bool(opts, je_options, "alloc jemalloc", "timing", &timing, err, errlen)) return -1;
+    if (bench_opt_bool(opts, je_options, "alloc jemalloc", "tcache", &tcache, err, errlen)) return -1;
+    const char *d = bench_opts_get(opts, "dirty_decay_ms", je_options);
+    char *end;
+    long decay = strtol(d ? d : "", &end, 10);
+    if (!d || !*d || *end || decay < -1)
+        return bench_errf(err, errlen, "alloc jemalloc: option dirty_decay_ms=%s: expected an integer >= -1", d ? d : "");
+    if (decay >= 0) {
+        ssize_t v = decay;
+        /* 4096 = MALLCTL_ARENAS_ALL: every existing arena; "arenas." sets it for arenas made later. */
+        if (mallctl("arena.4096.dirty_decay_ms", NULL, NULL, &v, sizeof(v)) ||
+            mallctl("arenas.dirty_decay_ms", NULL, NULL, &v, sizeof(v)))
+            return bench_errf(err, errlen, "alloc jemalloc: cannot set dirty_decay_ms=%ld", decay);
+    }
+    je_ctx *c = calloc(1, sizeof(*c));
+    if (!c) return bench_errf(err, errlen, "alloc jemalloc: out of memory");
+    c->timing = timing;
+    c->flags = tcache ? 0 : MALLOCX_TCACHE_NONE;
+    *out = c;
+    return 0;
+}
+
+static void *je_alloc(void *ctx, size_t size, size_t align) {
+    je_ctx *c = ctx;
+    uint64_t t0 = c->timing ? alloc_now_ns() : 0;
+    void *p = mallocx(size ? size : 1, c->flags | MALLOCX_ALIGN(align));
+    if (c->timing) c->ns += alloc_now_ns() - t0;
+    if (p) {
+        c->allocs++;
+        c->bytes_live += size;
+        if (c->bytes_live > c->bytes_peak) c->bytes_peak = c->bytes_live;
+    }
+    return p;
+}
+
+static void je_free(void *ctx, void *p, size_t size) {
+    je_ctx *c = ctx;
+    if (!p) return;
+    uint64_t t0 = c->timing ? alloc_now_ns() : 0;
+    dallocx(p, c->flags);
+    if (c->timing) c->ns += alloc_now_ns() - t0;
+    c->frees++;
+    c->bytes_live -= size;
+}
+
+static void je_counters(void *ctx, const bench_counter_sink *s) {
+    je_ctx *c = ctx;
+    bench_emit(s, "allocs", "count", (double)c->allocs);
+    bench_emit(s, "frees", "count", (double)c->frees);
+    bench_emit(s, "bytes_live", "B", (double)c->bytes_live);
+    bench_emit(s, "bytes_peak", "B", (double)c->bytes_peak);
+    /* jemalloc's own view, process-wide (only this module uses jemalloc). Refreshed by "epoch". */
+    uint64_t epoch = 1;
+    size_t mapped = 0, len = sizeof(mapped);
+    if (!mallctl("epoch", &epoch, &(size_t){sizeof(epoch)}, &epoch, sizeof(epoch)) &&
+        !mallctl("stats.mapped", &mapped, &len, NULL, 0))
+        bench_emit(s, "bytes_reserved", "B", (double)mapped);
+    if (c->timing) bench_emit(s, "time_in_alloc", "ns", (double)c->ns);
+}
+
+static void je_destroy(void *ctx) { free(ctx); }
+
+static const struct bench_alloc_iface je_iface = {
+    .version = BENCH_ALLOC_IFACE_VERSION,
+    .create = je_create,
+    .alloc = je_alloc,
+    .free = je_free,
+    .reset = NULL,
+    .counters = je_counters,
+    .destroy = je_destroy,
+};
+
+static const bench_module je_module = {
+    .api_version = BENCH_MODULE_API_VERSION,
+    .family = "alloc",
+    .name = "jemalloc",
+    .summary = "jemalloc 5 mallocx/dallocx (baseline); needs GLIBC_TUNABLES=glibc.rtld.optional_static_tls=16384",
+    .devices = "cpu",
+    .options = je_options,
+    .score = NULL,
+    .iface = &je_iface,
+};
+
+const bench_module *bench_module_init(void) { return &je_module; }
