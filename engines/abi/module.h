@@ -66,8 +66,10 @@ typedef struct bench_host {
     int n_threads;
     /* Backing memory for the module's buffers (KV storage, staging). NULL: use libc. */
     const bench_allocator *alloc;
-    /* Names an anonymous mapping for /proc/<pid>/smaps (PR_SET_VMA_ANON_NAME); best effort. */
-    void (*name_region)(void *addr, size_t len, const char *name);
+    /* Names an anonymous mapping for /proc/<pid>/smaps (PR_SET_VMA_ANON_NAME), best effort,
+     * and tells the host's caller about it (it finds the region where the kernel cannot name it).
+     * Call as host->name_region(host, addr, len, "bench:kv"). */
+    void (*name_region)(const struct bench_host *host, void *addr, size_t len, const char *name);
 } bench_host;
 
 /* ---- registration ---- */

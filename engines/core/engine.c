@@ -1,5 +1,6 @@
 #include "engine.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,13 +38,19 @@ struct engine {
     tf_ctx tf;
     float *logits;              /* (vocab) */
     int max_pos;
+    void (*on_region)(void *user, const void *addr, size_t len, const char *name);
+    void *region_user;
 };
 
-/* Names the whole pages inside [addr, addr+len); best effort (needs Linux 5.17+). */
-static void name_region(void *addr, size_t len, const char *name) {
+/* Names the whole pages inside [addr, addr+len) (the kernel needs CONFIG_ANON_VMA_NAME,
+ * Linux 5.17+; failure is expected elsewhere and ignored), and tells the spec's
+ * on_region, which is how the harness finds the regions on kernels without it. */
+static void name_region(const bench_host *h, void *addr, size_t len, const char *name) {
+    const engine *e = (const engine *)((const char *)h - offsetof(engine, host));
     uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
     uintptr_t a = ((uintptr_t)addr + page - 1) & ~(page - 1), end = ((uintptr_t)addr + len) & ~(page - 1);
     if (end > a) prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, a, end - a, name);
+    if (e->on_region) e->on_region(e->region_user, addr, len, name);
 }
 
 static int load_module(const engine_spec *spec, const char *family, const char *name, const bench_opts *opts,
@@ -59,6 +66,8 @@ int engine_create(const engine_spec *spec, engine **out, char *err, size_t errle
     engine *e = calloc(1, sizeof(*e));
     if (!e) return bench_errf(err, errlen, "out of memory");
     kn_init();
+    e->on_region = spec->on_region;
+    e->region_user = spec->region_user;
     if (model_open(spec->model_path, spec->tokenizer_path, &e->m, err, errlen)) goto err;
     const model_config *c = &e->m->cfg;
     if (e->m->vocab.n && tokenizer_create(&e->m->vocab, &e->tok, err, errlen)) goto err;

@@ -22,6 +22,11 @@ typedef struct engine_spec {
     int threads;                    /* 0: all online CPUs */
     int max_pos;                    /* 0: the model's context length */
     const char *module_dir;         /* NULL: $BENCH_MODULE_PATH, else <dir of executable>/modules */
+    /* (optional) told about every region a module names ("bench:weights", "bench:kv", ...),
+     * besides the PR_SET_VMA_ANON_NAME the engine applies, so a caller can find the regions
+     * where the kernel cannot name them (CONFIG_ANON_VMA_NAME unset). NULL: not told. */
+    void (*on_region)(void *user, const void *addr, size_t len, const char *name);
+    void *region_user;
 } engine_spec;
 
 typedef struct engine engine;

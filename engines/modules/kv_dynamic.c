@@ -62,7 +62,7 @@ static int dynamic_reserve(void *ctx, int seq, int n_pos, char *err, size_t errl
     nq.mem = bench_alloc(a, nq.bytes, 4096);
     if (!nq.mem) return bench_errf(err, errlen, "kv dynamic: cannot grow to %zu bytes", nq.bytes);
     c->allocs++;
-    if (c->host && c->host->name_region) c->host->name_region(nq.mem, nq.bytes, "bench:kv");
+    if (c->host && c->host->name_region) c->host->name_region(c->host, nq.mem, nq.bytes, "bench:kv");
     if (q->mem) {
         size_t row = (size_t)(s->n_kv_heads * s->head_dim) * sizeof(float), live = (size_t)q->used * row;
         for (int l = 0; l < s->n_layers; l++) {

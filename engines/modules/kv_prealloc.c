@@ -1,10 +1,12 @@
-/* kv "prealloc": each sequence's cache is allocated for the whole context and
- * touched once at reserve time, so decode never allocates and RSS stays flat. */
+/* kv "prealloc": every sequence's cache is allocated for the whole context and
+ * touched once when the engine is created (what vLLM does at start-up), so the
+ * cost lands in load time, prefill and decode never allocate or fault, and RSS
+ * stays flat. A released sequence keeps its memory for the next one. */
 #include "common/kv_contig.h"
 #include "engines/abi/alloc.h"
 
 static const bench_option_desc prealloc_options[] = {
-    {"touch", "bool", "1", "write every page at reserve time (0: leave first-touch faults to decode)"},
+    {"touch", "bool", "1", "write every page at start-up (0: leave first-touch faults to prefill and decode)"},
     {NULL, NULL, NULL, NULL},
 };
 
@@ -19,6 +21,7 @@ typedef struct prealloc_ctx {
 } prealloc_ctx;
 
 static void prealloc_destroy(void *ctx);
+static int seq_alloc(prealloc_ctx *c, kvc_seq *q, char *err, size_t errlen);
 
 static int prealloc_create(const bench_kv_shape *shape, const bench_opts *opts, const bench_host *host,
                            void **out, char *err, size_t errlen) {
@@ -32,6 +35,8 @@ static int prealloc_create(const bench_kv_shape *shape, const bench_opts *opts, 
     c->scratch_bytes = (size_t)tasks * (size_t)shape->max_pos * sizeof(float);
     c->scratch = bench_alloc(host ? host->alloc : NULL, c->scratch_bytes, 64);
     if (!c->seqs || !c->scratch) { bench_errf(err, errlen, "kv prealloc: out of memory"); goto err; }
+    for (int i = 0; i < shape->max_seqs; i++)
+        if (seq_alloc(c, &c->seqs[i], err, errlen)) goto err;
     *out = c;
     return 0;
 err:
@@ -39,24 +44,26 @@ err:
     return -1;
 }
 
-static int prealloc_reserve(void *ctx, int seq, int n_pos, char *err, size_t errlen) {
-    prealloc_ctx *c = ctx;
-    if (seq < 0 || seq >= c->shape.max_seqs) return bench_errf(err, errlen, "kv prealloc: sequence %d out of range", seq);
-    if (n_pos > c->shape.max_pos)
-        return bench_errf(err, errlen, "kv prealloc: position %d is past the context of %d", n_pos - 1, c->shape.max_pos);
-    kvc_seq *q = &c->seqs[seq];
-    if (q->mem) return 0;
+static int seq_alloc(prealloc_ctx *c, kvc_seq *q, char *err, size_t errlen) {
     q->bytes = kvc_bytes(&c->shape, c->shape.max_pos);
     q->mem = bench_alloc(c->host ? c->host->alloc : NULL, q->bytes, 4096);
     if (!q->mem) return bench_errf(err, errlen, "kv prealloc: cannot allocate %zu bytes", q->bytes);
     q->cap = c->shape.max_pos;
     c->allocs++;
     c->bytes_reserved += q->bytes;
-    if (c->host && c->host->name_region) c->host->name_region(q->mem, q->bytes, "bench:kv");
+    if (c->host && c->host->name_region) c->host->name_region(c->host, q->mem, q->bytes, "bench:kv");
     if (c->touch) {
         memset(q->mem, 0, q->bytes);
         c->bytes_touched += q->bytes;
     }
+    return 0;
+}
+
+static int prealloc_reserve(void *ctx, int seq, int n_pos, char *err, size_t errlen) {
+    prealloc_ctx *c = ctx;
+    if (seq < 0 || seq >= c->shape.max_seqs) return bench_errf(err, errlen, "kv prealloc: sequence %d out of range", seq);
+    if (n_pos > c->shape.max_pos)
+        return bench_errf(err, errlen, "kv prealloc: position %d is past the context of %d", n_pos - 1, c->shape.max_pos);
     return 0;
 }
 
@@ -73,12 +80,7 @@ static void prealloc_attend(void *ctx, int seq, int layer, int pos0, int n, cons
 
 static void prealloc_release(void *ctx, int seq) {
     prealloc_ctx *c = ctx;
-    kvc_seq *q = &c->seqs[seq];
-    if (q->mem) {
-        bench_free(c->host ? c->host->alloc : NULL, q->mem, q->bytes);
-        c->bytes_reserved -= q->bytes;
-    }
-    memset(q, 0, sizeof(*q));
+    if (seq >= 0 && seq < c->shape.max_seqs) c->seqs[seq].used = 0;
 }
 
 static void prealloc_counters(void *ctx, const bench_counter_sink *s) {
@@ -96,8 +98,8 @@ static void prealloc_counters(void *ctx, const bench_counter_sink *s) {
 static void prealloc_destroy(void *ctx) {
     prealloc_ctx *c = ctx;
     if (!c) return;
-    if (c->seqs)
-        for (int i = 0; i < c->shape.max_seqs; i++) prealloc_release(c, i);
+    for (int i = 0; c->seqs && i < c->shape.max_seqs; i++)
+        if (c->seqs[i].mem) bench_free(c->host ? c->host->alloc : NULL, c->seqs[i].mem, c->seqs[i].bytes);
     bench_free(c->host ? c->host->alloc : NULL, c->scratch, c->scratch_bytes);
     free(c->seqs);
     free(c);

@@ -112,7 +112,7 @@ static int pread_load(void *ctx, const char *const *files, int n_files, const be
         madvise(c->region, total, MADV_HUGEPAGE);
         if (c->populate) madvise(c->region, total, MADV_POPULATE_WRITE);
     }
-    if (c->host && c->host->name_region) c->host->name_region(c->region, total, "bench:weights");
+    if (c->host && c->host->name_region) c->host->name_region(c->host, c->region, total, "bench:weights");
     for (int i = 0; i < n; i++) data[i] = (uint8_t *)c->region + (uintptr_t)data[i];
 
     uint8_t *bounce = NULL;
