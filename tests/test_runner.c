@@ -1,0 +1,343 @@
+/* The runner end to end, through $BENCH_BIN: a worker that segfaults, exits 3,
+ * hangs past its timeout or is killed; Ctrl-C in the middle of a run; the page
+ * cache before cold and warm repetitions; results.json against
+ * docs/results-schema.json; and the PSS of 4 processes sharing one model.
+ * Failures are made by the worker's test hooks (BENCH_TEST_HOOKS=1). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <cJSON.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness/pagecache.h"
+#include "tests/lib/harness_jsonschema.h"
+#include "tests/lib/testutil.h"
+
+typedef struct fx {
+    char tmp[512];
+    char model[600];        /* a private copy: no other process maps it, so eviction is exact */
+    long model_bytes;
+} fx;
+
+static int copy_file(const char *from, const char *to, long *bytes) {
+    FILE *a = fopen(from, "rb"), *b = fopen(to, "wb");
+    if (!a || !b) {
+        if (a) fclose(a);
+        if (b) fclose(b);
+        return -1;
+    }
+    char buf[65536];
+    size_t n;
+    *bytes = 0;
+    while ((n = fread(buf, 1, sizeof(buf), a)) > 0) {
+        fwrite(buf, 1, n, b);
+        *bytes += (long)n;
+    }
+    fclose(a);
+    return fclose(b);
+}
+
+static int setup(void **state) {
+    fx *f = calloc(1, sizeof(*f));
+    char src[512];
+    if (!f || !tu_shared("models/stories260K.bin", src, sizeof(src)) || !tu_tmpdir(f->tmp, sizeof(f->tmp))) {
+        free(f);
+        return -1;
+    }
+    snprintf(f->model, sizeof(f->model), "%s/model.bin", f->tmp);
+    if (copy_file(src, f->model, &f->model_bytes)) {
+        free(f);
+        return -1;
+    }
+    setenv("BENCH_TEST_HOOKS", "1", 1);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state) {
+    fx *f = *state;
+    if (f) tu_rmtree(f->tmp);
+    free(f);
+    return 0;
+}
+
+/* Writes a scenario (printf format; MODEL is the %1$s) and returns its path. */
+static const char *scenario_file(fx *f, const char *name, const char *body_fmt, ...) {
+    static char path[700];
+    char body[4096];
+    va_list ap;
+    va_start(ap, body_fmt);
+    vsnprintf(body, sizeof(body), body_fmt, ap);
+    va_end(ap);
+    snprintf(path, sizeof(path), "%s/%s.json", f->tmp, name);
+    FILE *o = fopen(path, "w");
+    assert_non_null(o);
+    fprintf(o, "{\"name\": \"%s\", \"model\": \"%s\", %s}", name, f->model, body);
+    fclose(o);
+    return path;
+}
+
+static cJSON *load_results(const char *dir) {
+    char p[800];
+    snprintf(p, sizeof(p), "%s/results.json", dir);
+    return hjs_load(p);
+}
+
+static void assert_schema_valid(const cJSON *doc) {
+    cJSON *schema = hjs_load("docs/results-schema.json");
+    assert_non_null(schema);
+    char err[2048];
+    int n = hjs_validate(schema, doc, err, sizeof(err));
+    if (n) fprintf(stderr, "schema violations (%d):\n%s", n, err);
+    cJSON_Delete(schema);
+    assert_int_equal(n, 0);
+}
+
+static const char *str_at(const cJSON *o, const char *k) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+static double num_at(const cJSON *o, const char *k) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsNumber(v) ? v->valuedouble : -1;
+}
+
+/* ---- failures ---- */
+
+static void run_fault(fx *f, const char *fault, const char *want_status, int reps, const char *extra_args) {
+    char name[64], out[700];
+    snprintf(name, sizeof(name), "fault_%s", fault);
+    const char *sc = scenario_file(f, name, "\"workload\": {\"prompt_tokens\": 4, \"generate\": 2}, \"cache\": \"warm\","
+                                   " \"repetitions\": %d, \"warmup\": 0, \"timeout_s\": 1.5,"
+                                   " \"test_hooks\": {\"fault\": \"%s\"}", reps, fault);
+    snprintf(out, sizeof(out), "%s/out_%s%s", f->tmp, fault, extra_args[0] ? "_ff" : "");
+    int rc = tu_bench("/dev/null", "run '%s' --out '%s' %s 2>/dev/null", sc, out, extra_args);
+    assert_int_equal(rc, 1);
+    cJSON *doc = load_results(out);
+    assert_non_null(doc);
+    const cJSON *runs = cJSON_GetObjectItemCaseSensitive(doc, "runs");
+    int want_runs = extra_args[0] ? 1 : reps;   /* --fail-fast stops after the first */
+    assert_int_equal(cJSON_GetArraySize(runs), want_runs);
+    assert_string_equal(str_at(doc, "status"), extra_args[0] ? "stopped" : "complete");
+    for (const cJSON *r = runs->child; r; r = r->next) {
+        assert_string_equal(str_at(r, "status"), want_status);
+        const cJSON *p = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r, "processes"), 0);
+        assert_string_equal(str_at(p, "status"), want_status);
+        assert_true(strlen(str_at(p, "reason")) > 0);
+    }
+    assert_schema_valid(doc);
+    cJSON_Delete(doc);
+}
+
+static void test_child_segfaults(void **state) {
+    run_fault(*state, "segv", "crash", 2, "");
+}
+
+static void test_child_exits_3(void **state) {
+    fx *f = *state;
+    run_fault(f, "exit3", "exit", 1, "");
+    char p[800];
+    snprintf(p, sizeof(p), "%s/out_exit3/results.json", f->tmp);
+    cJSON *doc = hjs_load(p);
+    const cJSON *proc = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(
+                                               cJSON_GetObjectItemCaseSensitive(doc, "runs"), 0), "processes"), 0);
+    assert_int_equal((int)num_at(proc, "exit_code"), 3);
+    cJSON_Delete(doc);
+}
+
+static void test_child_hangs_past_timeout(void **state) {
+    run_fault(*state, "hang", "timeout", 1, "");
+}
+
+static void test_child_killed(void **state) {
+    run_fault(*state, "sigkill", "oom", 1, "");
+}
+
+static void test_fail_fast_stops(void **state) {
+    run_fault(*state, "segv", "crash", 3, "--fail-fast");
+}
+
+/* ---- Ctrl-C ---- */
+
+static void test_interrupt_keeps_finished_runs(void **state) {
+    fx *f = *state;
+    const char *sc = scenario_file(f, "interrupt", "\"workload\": {\"prompt_tokens\": 4, \"generate\": 2}, \"cache\": \"warm\","
+                                   " \"repetitions\": 30, \"warmup\": 0, \"matrix\": {\"loader\": [\"pread\", \"mmap\"]},"
+                                   " \"test_hooks\": {\"delay_ms\": 200}");
+    char out[700], results[800];
+    snprintf(out, sizeof(out), "%s/out_int", f->tmp);
+    snprintf(results, sizeof(results), "%s/results.json", out);
+    const char *bin = getenv("BENCH_BIN");
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int dn = open("/dev/null", O_WRONLY);
+        dup2(dn, 1);
+        dup2(dn, 2);
+        execl(bin ? bin : "build/asan/bench", "bench", "run", sc, "--out", out, (char *)NULL);
+        _exit(127);
+    }
+    /* results.json appears after the first finished repetition */
+    struct stat st;
+    for (int i = 0; i < 600 && stat(results, &st) != 0; i++) usleep(50000);
+    assert_int_equal(stat(results, &st), 0);
+    usleep(100000);
+    kill(pid, SIGINT);
+    int ws;
+    assert_int_equal(waitpid(pid, &ws, 0), pid);
+    assert_true(WIFEXITED(ws));
+    assert_int_equal(WEXITSTATUS(ws), 130);
+    cJSON *doc = hjs_load(results);
+    assert_non_null(doc);
+    assert_string_equal(str_at(doc, "status"), "interrupted");
+    const cJSON *runs = cJSON_GetObjectItemCaseSensitive(doc, "runs");
+    int n = cJSON_GetArraySize(runs);
+    assert_true(n >= 1 && n < 60);
+    for (const cJSON *r = runs->child; r; r = r->next) assert_string_equal(str_at(r, "status"), "ok");
+    assert_schema_valid(doc);
+    cJSON_Delete(doc);
+}
+
+/* ---- page cache ---- */
+
+static void test_residency_evict_and_warm(void **state) {
+    fx *f = *state;
+    struct statfs sfs;
+    if (statfs(f->tmp, &sfs) == 0 && sfs.f_type == 0x01021994 /* TMPFS_MAGIC */) {
+        fprintf(stderr, "skip: %s is tmpfs, whose pages cannot be evicted\n", f->tmp);
+        skip();
+    }
+    char err[256];
+    uint64_t r, t;
+    assert_int_equal(pc_warm(f->model, err, sizeof(err)), 0);
+    assert_int_equal(pc_residency(f->model, &r, &t, err, sizeof(err)), 0);
+    assert_true(t > 0 && r * 100 >= t * 95);
+    assert_int_equal(pc_evict(f->model, err, sizeof(err)), 0);
+    assert_int_equal(pc_residency(f->model, &r, &t, err, sizeof(err)), 0);
+    assert_true(r * 100 <= t * 5);
+    assert_int_equal(pc_residency("/nonexistent", &r, &t, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "/nonexistent"));
+}
+
+static void test_cold_and_warm_runs(void **state) {
+    fx *f = *state;
+    const char *sc = scenario_file(f, "cache", "\"workload\": {\"prompt_tokens\": 4, \"generate\": 4}, \"repetitions\": 1,"
+                                   " \"warmup\": 0, \"matrix\": {\"cache\": [\"cold\", \"warm\"]}");
+    char out[700];
+    snprintf(out, sizeof(out), "%s/out_cache", f->tmp);
+    assert_int_equal(tu_bench("/dev/null", "run '%s' --out '%s' 2>/dev/null", sc, out), 0);
+    cJSON *doc = load_results(out);
+    assert_non_null(doc);
+    const cJSON *runs = cJSON_GetObjectItemCaseSensitive(doc, "runs");
+    assert_int_equal(cJSON_GetArraySize(runs), 2);
+    for (const cJSON *r = runs->child; r; r = r->next) {
+        const cJSON *res = cJSON_GetObjectItemCaseSensitive(r, "residency");
+        double pct = num_at(res, "pct");
+        assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "valid")));
+        if (!strcmp(str_at(res, "cache"), "cold")) assert_true(pct <= 5.0);
+        else assert_true(pct >= 95.0);
+    }
+    assert_schema_valid(doc);
+    cJSON_Delete(doc);
+}
+
+/* ---- the schema, on a full run ---- */
+
+static void test_results_validate_against_schema(void **state) {
+    fx *f = *state;
+    const char *sc = scenario_file(f, "schema", "\"workload\": {\"prompt_tokens\": 8, \"generate\": 8}, \"cache\": \"warm\","
+                                   " \"repetitions\": 2, \"warmup\": 1, \"sample_ms\": 1,"
+                                   " \"matrix\": {\"loader\": [\"pread\", \"mmap\"], \"kv\": [\"prealloc\", \"dynamic\"]}");
+    char out[700], csv[800];
+    snprintf(out, sizeof(out), "%s/out_schema", f->tmp);
+    assert_int_equal(tu_bench("/dev/null", "run '%s' --out '%s' 2>/dev/null", sc, out), 0);
+    cJSON *doc = load_results(out);
+    assert_non_null(doc);
+    assert_string_equal(str_at(doc, "status"), "complete");
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "runs")), 12);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "summary")), 4);
+    assert_schema_valid(doc);
+    /* hardware counters on this kind of VM: unavailable with a reason, never a number */
+    const cJSON *perf = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(doc, "runs"), 0), "processes"), 0), "perf");
+    const cJSON *cyc = cJSON_GetObjectItemCaseSensitive(perf, "cycles");
+    assert_non_null(cyc);
+    if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cyc, "available")))
+        assert_true(strlen(str_at(cyc, "reason")) > 0);
+    cJSON_Delete(doc);
+    snprintf(csv, sizeof(csv), "%s/results.csv", out);
+    struct stat st;
+    assert_int_equal(stat(csv, &st), 0);
+    snprintf(csv, sizeof(csv), "%s/timelines/v0-r1-p0.csv", out);
+    assert_int_equal(stat(csv, &st), 0);
+}
+
+/* ---- several processes ---- */
+
+static void test_multiprocess_pss(void **state) {
+    fx *f = *state;
+    const char *sc = scenario_file(f, "pss", "\"workload\": {\"prompt_tokens\": 4, \"generate\": 4}, \"cache\": \"warm\","
+                                   " \"repetitions\": 1, \"warmup\": 0, \"processes\": 4,"
+                                   " \"matrix\": {\"loader\": [\"mmap\", \"pread\"]}");
+    char out[700];
+    snprintf(out, sizeof(out), "%s/out_pss", f->tmp);
+    assert_int_equal(tu_bench("/dev/null", "run '%s' --out '%s' 2>/dev/null", sc, out), 0);
+    cJSON *doc = load_results(out);
+    assert_non_null(doc);
+    const cJSON *runs = cJSON_GetObjectItemCaseSensitive(doc, "runs");
+    assert_int_equal(cJSON_GetArraySize(runs), 2);
+    double model_mib = (double)f->model_bytes / (1 << 20), pss_total[2] = {0, 0};
+    int i = 0;
+    for (const cJSON *r = runs->child; r; r = r->next, i++) {
+        assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r, "processes")), 4);
+        const cJSON *m = cJSON_GetObjectItemCaseSensitive(r, "metrics");
+        pss_total[i] = num_at(m, "pss_total_end_mib");
+        double w = num_at(m, "weights_pss_total_mib");
+        if (i == 0) {
+            /* MAP_SHARED: the four processes share one copy of the file's pages */
+            fprintf(stderr, "mmap: weights PSS of 4 processes %.2f MiB, model %.2f MiB\n", w, model_mib);
+            assert_true(w > 0.8 * model_mib && w < 1.25 * model_mib);
+        } else if (w >= 0) {
+            /* pread: each process holds its own copy in the named weights region */
+            fprintf(stderr, "pread: weights PSS of 4 processes %.2f MiB, model %.2f MiB\n", w, model_mib);
+            assert_true(w > 3.5 * model_mib && w < 4.5 * model_mib);
+        } else {
+            fprintf(stderr, "pread: no weights region reported (the kernel cannot name anonymous mappings and the "
+                            "engine does not report them): checking the PSS totals instead\n");
+        }
+    }
+    /* whatever the region naming: four private copies cost about three models more than one shared copy */
+    fprintf(stderr, "PSS of 4 processes: mmap %.2f MiB, pread %.2f MiB\n", pss_total[0], pss_total[1]);
+    assert_true(pss_total[1] - pss_total[0] > 2.5 * model_mib);
+    assert_schema_valid(doc);
+    cJSON_Delete(doc);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_child_segfaults),
+        cmocka_unit_test(test_child_exits_3),
+        cmocka_unit_test(test_child_hangs_past_timeout),
+        cmocka_unit_test(test_child_killed),
+        cmocka_unit_test(test_fail_fast_stops),
+        cmocka_unit_test(test_interrupt_keeps_finished_runs),
+        cmocka_unit_test(test_residency_evict_and_warm),
+        cmocka_unit_test(test_cold_and_warm_runs),
+        cmocka_unit_test(test_results_validate_against_schema),
+        cmocka_unit_test(test_multiprocess_pss),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,354 @@
+/* Scenario files: one test per validation rule, each checking that the error
+ * names the JSON path and says what was expected; plus the matrix expansion,
+ * the defaults and --only. Module names and options are checked against the
+ * modules of $BENCH_MODULE_PATH. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/scenario.h"
+#include "tests/lib/testutil.h"
+
+static char model_path[512];
+
+/* Replaces every MODEL in tmpl with the shared model's path. */
+static char *subst(const char *tmpl) {
+    size_t n = strlen(tmpl) + 1;
+    for (const char *p = strstr(tmpl, "MODEL"); p; p = strstr(p + 5, "MODEL")) n += strlen(model_path);
+    char *out = malloc(n), *o = out;
+    for (const char *p = tmpl; *p;) {
+        if (!strncmp(p, "MODEL", 5)) {
+            o += sprintf(o, "%s", model_path);
+            p += 5;
+        } else {
+            *o++ = *p++;
+        }
+    }
+    *o = 0;
+    return out;
+}
+
+static scenario *parse_ok(const char *tmpl) {
+    char *text = subst(tmpl);
+    scenario *s = NULL;
+    sc_errors e;
+    int rc = sc_parse("t.json", text, tu_module_dir(), &s, &e);
+    for (int i = 0; i < e.n; i++) fprintf(stderr, "unexpected: %s\n", e.v[i]);
+    sc_errors_free(&e);
+    free(text);
+    assert_int_equal(rc, 0);
+    assert_non_null(s);
+    return s;
+}
+
+/* Parses tmpl, expects failure, and that some error line contains each of the
+ * NULL-terminated substrings (all in one line). Returns the number of errors. */
+static int parse_fails(const char *tmpl, ...) {
+    char *text = subst(tmpl);
+    scenario *s = NULL;
+    sc_errors e;
+    int rc = sc_parse("t.json", text, tu_module_dir(), &s, &e);
+    free(text);
+    assert_int_equal(rc, -1);
+    assert_null(s);
+    assert_true(e.n > 0);
+    int found = 0;
+    for (int i = 0; i < e.n && !found; i++) {
+        va_list ap;
+        va_start(ap, tmpl);
+        int all = 1;
+        for (const char *want = va_arg(ap, const char *); want; want = va_arg(ap, const char *))
+            if (!strstr(e.v[i], want)) all = 0;
+        va_end(ap);
+        found = all;
+    }
+    if (!found)
+        for (int i = 0; i < e.n; i++) fprintf(stderr, "got: %s\n", e.v[i]);
+    int n = e.n;
+    /* every message starts with the file's name */
+    for (int i = 0; i < e.n; i++) assert_true(!strncmp(e.v[i], "t.json: ", 8));
+    sc_errors_free(&e);
+    assert_true(found);
+    return n;
+}
+
+#define BASE "\"name\": \"t\", \"model\": \"MODEL\", \"workload\": {\"prompt_tokens\": 4, \"generate\": 4}"
+
+static int setup(void **state) {
+    (void)state;
+    if (!tu_shared("models/stories260K.bin", model_path, sizeof(model_path))) return -1;
+    return 0;
+}
+
+static void test_minimal_defaults(void **state) {
+    (void)state;
+    scenario *s = parse_ok("{" BASE ", \"cache\": \"warm\"}");
+    assert_int_equal(s->repetitions, 3);
+    assert_int_equal(s->warmup, 1);
+    assert_int_equal(s->processes, 1);
+    assert_true(s->sample_ms == 5 && s->timeout_s == 300);
+    assert_int_equal(s->metrics, SC_M_ALL & ~SC_M_PSS);
+    assert_int_equal(s->n_variants, 1);
+    assert_string_equal(s->variants[0].key, "default");
+    assert_string_equal(sc_pick(s, &s->variants[0], SC_AX_LOADER)->name, "mmap");
+    assert_string_equal(sc_pick(s, &s->variants[0], SC_AX_KV)->name, "prealloc");
+    assert_string_equal(sc_pick(s, &s->variants[0], SC_AX_ALLOC)->name, "libc");
+    assert_int_equal(sc_pick(s, &s->variants[0], SC_AX_CACHE)->ival, SC_CACHE_WARM);
+    sc_free(s);
+}
+
+static void test_matrix_expansion_order(void **state) {
+    (void)state;
+    scenario *s = parse_ok("{" BASE ", \"matrix\": {\"loader\": [\"pread\", {\"name\": \"mmap\", \"options\": "
+                           "{\"populate\": true, \"mode\": \"private\"}}], \"cache\": [\"cold\", \"warm\"],"
+                           " \"fixed\": {\"kv\": \"dynamic\", \"threads\": 1}}}");
+    assert_int_equal(s->n_variants, 4);
+    assert_string_equal(s->variants[0].key, "loader=pread,cache=cold");
+    assert_string_equal(s->variants[1].key, "loader=pread,cache=warm");
+    assert_string_equal(s->variants[2].key, "loader=mmap:populate=1,mode=private,cache=cold");
+    assert_string_equal(sc_pick(s, &s->variants[3], SC_AX_LOADER)->opts, "populate=1,mode=private");
+    assert_string_equal(sc_pick(s, &s->variants[3], SC_AX_KV)->name, "dynamic");
+    assert_int_equal(sc_pick(s, &s->variants[3], SC_AX_THREADS)->ival, 1);
+    sc_free(s);
+}
+
+static void test_not_json(void **state) {
+    (void)state;
+    parse_fails("{\n  \"name\": \"t\",\n  \"model\": oops\n}", "line 3", "not valid JSON", NULL);
+}
+
+static void test_top_level_not_object(void **state) {
+    (void)state;
+    parse_fails("[1, 2]", ".: expected an object, got an array", NULL);
+}
+
+static void test_unknown_key(void **state) {
+    (void)state;
+    parse_fails("{" BASE ", \"cache\": \"warm\", \"repetitons\": 3}", ".repetitons: unknown key \"repetitons\"",
+                "allowed: name", NULL);
+    parse_fails("{" BASE ", \"cache\": \"warm\", \"matrix\": {\"loader\": [{\"name\": \"mmap\", \"opts\": {}}]}}",
+                ".matrix.loader[0].opts: unknown key", NULL);
+    parse_fails("{\"name\": \"t\", \"model\": \"MODEL\", \"cache\": \"warm\", \"workload\": {\"prompt_tokens\": 4, "
+                "\"generate\": 4, \"temp\": 1}}", ".workload.temp: unknown key", NULL);
+    parse_fails("{" BASE ", \"cache\": \"warm\", \"matrix\": {\"fixed\": {\"laoder\": \"mmap\"}}}",
+                ".matrix.fixed.laoder: unknown key", NULL);
+}
+
+static void test_duplicate_key(void **state) {
+    (void)state;
+    parse_fails("{" BASE ", \"cache\": \"warm\", \"warmup\": 1, \"warmup\": 2}", ".warmup: duplicate key", NULL);
+}
+
+static void test_required_fields(void **state) {
+    (void)state;
+    parse_fails("{\"model\": \"MODEL\", \"cache\": \"warm\", \"workload\": {\"prompt_tokens\": 4, \"generate\": 4}}",
+                ".name: required", NULL);
+    parse_fails("{\"name\": \"t\", \"cache\": \"warm\", \"workload\": {\"prompt_tokens\": 4, \"generate\": 4}}",
+                ".model: required", NULL);
+    parse_fails("{\"name\": \"t\", \"model\": \"MODEL\", \"cache\": \"warm\"}", ".workload: required", NULL);
+    parse_fails("{\"name\": \"t\", \"model\": \"MODEL\", \"cache\": \"warm\", \"workload\": {\"prompt_tokens\": 4}}",
+                ".workload.generate: required", NULL);
+}
+
+static void test_wrong_type(void **state) {
+    (void)state;
+    parse_fails("{" BASE ", \"cache\": \"warm\", \"repetitions\": \"3\"}", ".repetitions: expected an integer, got a string", NULL);
+    parse_fails("{" BASE ", \"cache\": \"warm\", \"repetitions\": 2.5}", ".repetitions: expected an integer, got a fraction", NULL);
+    parse_fails("{" BASE ", \"cache\": \"warm\", \"description\": 7}", ".description: expected a string", NULL);
+    parse_fails("{" BASE ", \"cache\": \"warm\", \"matrix\": {\"loader\": \"mmap\"}}", ".matrix.loader: expected a list",
+                "matrix.fixed", NULL);
+}
+
+static void test_out_of_range(void **state) {
+    (void)state;
+    parse_fails("{" BASE ", \"cache\": \"warm\", \"repetitions\": 0}", ".repetitions: 0 is out of range: expected 1 ..", NULL);
+    parse_fails("{" BASE ", \"cache\": \"warm\", \"processes\": 65}", ".processes: 65 is out of range", NULL);
+    parse_fails("{" BASE ", \"cache\": \"warm\", \"timeout_s\": 0}", ".timeout_s: 0 is out of range: expected more than 0", NULL);
+    parse_fails("{" BASE ", \"cache\": \"warm\", \"sample_ms\": -1}", ".sample_ms: -1 is out of range", NULL);
+    parse_fails("{\"name\": \"t\", \"model\": \"MODEL\", \"cache\": \"warm\", \"workload\": {\"prompt_tokens\": 4, "
+                "\"generate\": 4, \"topp\": 0}}", ".workload.topp: 0 is out of range", NULL);
+}
+
+static void test_name_charset(void **state) {
+    (void)state;
+    parse_fails("{\"name\": \"../x y\", \"model\": \"MODEL\", \"cache\": \"warm\", \"workload\": {\"prompt_tokens\": 4, "
+                "\"generate\": 4}}", ".name: \"../x y\": expected letters, digits", NULL);
+}
+
+static void test_prompt_exactly_one(void **state) {
+    (void)state;
+    parse_fails("{\"name\": \"t\", \"model\": \"MODEL\", \"cache\": \"warm\", \"workload\": {\"prompt\": \"hi\", "
+                "\"prompt_tokens\": 4, \"generate\": 4}}", ".workload: expected exactly one of \"prompt\"", NULL);
+    parse_fails("{\"name\": \"t\", \"model\": \"MODEL\", \"cache\": \"warm\", \"workload\": {\"generate\": 4}}",
+                ".workload: expected exactly one of \"prompt\"", NULL);
+}
+
+static void test_ctx_too_small(void **state) {
+    (void)state;
+    parse_fails("{\"name\": \"t\", \"model\": \"MODEL\", \"cache\": \"warm\", \"workload\": {\"prompt_tokens\": 40, "
+                "\"generate\": 40, \"ctx\": 64}}", ".workload.ctx: 64 positions cannot hold", NULL);
+}
+
+static void test_model_missing(void **state) {
+    (void)state;
+    parse_fails("{\"name\": \"t\", \"model\": \"/nonexistent/m.gguf\", \"cache\": \"warm\", \"workload\": "
+                "{\"prompt_tokens\": 4, \"generate\": 4}}", ".model: model not found: /nonexistent/m.gguf", "synth", NULL);
+    parse_fails("{\"name\": \"t\", \"model\": {\"path\": \"MODEL\", \"tokenizer\": \"/nonexistent/tok.bin\"}, \"cache\": "
+                "\"warm\", \"workload\": {\"prompt_tokens\": 4, \"generate\": 4}}", ".model.tokenizer: tokenizer not found", NULL);
+}
+
+static void test_model_forms(void **state) {
+    (void)state;
+    parse_fails("{\"name\": \"t\", \"model\": {\"path\": \"MODEL\", \"synth\": {\"shape\": \"tiny\"}}, \"cache\": \"warm\", "
+                "\"workload\": {\"prompt_tokens\": 4, \"generate\": 4}}", ".model: expected exactly one of \"path\" and \"synth\"", NULL);
+    parse_fails("{\"name\": \"t\", \"model\": 3, \"cache\": \"warm\", \"workload\": {\"prompt_tokens\": 4, \"generate\": 4}}",
+                ".model: expected a path or an object", NULL);
+}
+
+static void test_synth_spec(void **state) {
+    (void)state;
+    scenario *s = parse_ok("{\"name\": \"t\", \"model\": {\"synth\": {\"shape\": \"tiny\", \"seed\": 7}}, \"cache\": \"warm\", "
+                           "\"workload\": {\"prompt_tokens\": 4, \"generate\": 4}}");
+    assert_true(s->synth);
+    char p[256];
+    assert_int_equal(sc_synth_path(s, "results/models", p, sizeof(p)), 0);
+    assert_string_equal(p, "results/models/tiny-f32-s7.gguf");
+    sc_free(s);
+    parse_fails("{\"name\": \"t\", \"model\": {\"synth\": {\"shape\": \"huge-9t\"}}, \"cache\": \"warm\", "
+                "\"workload\": {\"prompt_tokens\": 4, \"generate\": 4}}", ".model.synth.shape: unknown shape \"huge-9t\" (have: ", NULL);
+    parse_fails("{\"name\": \"t\", \"model\": {\"synth\": {\"shape\": \"tiny\", \"dtype\": \"f8\"}}, \"cache\": \"warm\", "
+                "\"workload\": {\"prompt_tokens\": 4, \"generate\": 4}}", ".model.synth.dtype: unknown dtype \"f8\"", NULL);
+    parse_fails("{\"name\": \"t\", \"model\": {\"synth\": {\"shape\": \"tiny\", \"format\": \"onnx\"}}, \"cache\": \"warm\", "
+                "\"workload\": {\"prompt_tokens\": 4, \"generate\": 4}}", ".model.synth.format: unknown format \"onnx\"", NULL);
+    parse_fails("{\"name\": \"t\", \"model\": {\"synth\": {\"shape\": \"tiny\", \"format\": \"llama2c\", \"dtype\": \"f16\"}}, "
+                "\"cache\": \"warm\", \"workload\": {\"prompt_tokens\": 4, \"generate\": 4}}", ".model.synth: format llama2c holds f32 only", NULL);
+}
+
+static void test_unknown_module(void **state) {
+    (void)state;
+    parse_fails("{" BASE ", \"cache\": \"warm\", \"matrix\": {\"loader\": [\"pread\", \"mmpa\"]}}",
+                ".matrix.loader[1]: unknown loader \"mmpa\" (have: ", "mmap", "pread", NULL);
+    parse_fails("{" BASE ", \"cache\": \"warm\", \"matrix\": {\"fixed\": {\"kv\": \"paged\"}}}",
+                ".matrix.fixed.kv: unknown kv \"paged\" (have: ", NULL);
+}
+
+static void test_module_options(void **state) {
+    (void)state;
+    parse_fails("{" BASE ", \"cache\": \"warm\", \"matrix\": {\"loader\": [{\"name\": \"mmap\", \"options\": {\"advise\": \"random\"}}]}}",
+                ".matrix.loader[0]: loader mmap: unknown option \"advise\" (have: ", NULL);
+    parse_fails("{" BASE ", \"cache\": \"warm\", \"matrix\": {\"loader\": [{\"name\": \"mmap\", \"options\": {\"advice\": \"bogus\"}}]}}",
+                ".matrix.loader[0]: loader mmap: option advice=bogus: expected one of", NULL);
+    parse_fails("{" BASE ", \"cache\": \"warm\", \"matrix\": {\"loader\": [{\"name\": \"pread\", \"options\": {\"chunk\": [1]}}]}}",
+                ".matrix.loader[0].options.chunk: expected a boolean, number or string", NULL);
+}
+
+static void test_cache_rules(void **state) {
+    (void)state;
+    parse_fails("{" BASE "}", ".cache: required: \"cold\" or \"warm\"", NULL);
+    parse_fails("{" BASE ", \"cache\": \"lukewarm\"}", ".cache: expected \"cold\" or \"warm\", got \"lukewarm\"", NULL);
+    parse_fails("{" BASE ", \"cache\": \"warm\", \"matrix\": {\"cache\": [\"cold\"]}}", ".matrix.cache: cache is given twice", NULL);
+}
+
+static void test_axis_list_rules(void **state) {
+    (void)state;
+    parse_fails("{" BASE ", \"cache\": \"warm\", \"matrix\": {\"loader\": []}}", ".matrix.loader: empty list", NULL);
+    parse_fails("{" BASE ", \"cache\": \"warm\", \"matrix\": {\"loader\": [\"mmap\", \"mmap\"]}}",
+                ".matrix.loader[1]: duplicate choice \"mmap\"", "label", NULL);
+    parse_fails("{" BASE ", \"cache\": \"warm\", \"matrix\": {\"kv\": [\"prealloc\"], \"fixed\": {\"kv\": \"dynamic\"}}}",
+                ".matrix.fixed.kv: kv is given twice", NULL);
+    parse_fails("{" BASE ", \"cache\": \"warm\", \"matrix\": {\"threads\": [1, -2]}}", ".matrix.threads[1]: -2 is out of range", NULL);
+}
+
+static void test_metrics_rules(void **state) {
+    (void)state;
+    parse_fails("{" BASE ", \"cache\": \"warm\", \"metrics\": [\"timeline\", \"cycles\"]}",
+                ".metrics[1]: expected one of timeline, pss, smaps, perf, tokens, got \"cycles\"", NULL);
+    parse_fails("{" BASE ", \"cache\": \"warm\", \"metrics\": [\"pss\"]}", ".metrics: \"pss\" is sampled with the timeline", NULL);
+    scenario *s = parse_ok("{" BASE ", \"cache\": \"warm\", \"metrics\": [\"timeline\", \"perf\"]}");
+    assert_int_equal(s->metrics, SC_M_TIMELINE | SC_M_PERF);
+    sc_free(s);
+}
+
+static void test_test_hooks_need_env(void **state) {
+    (void)state;
+    unsetenv("BENCH_TEST_HOOKS");
+    parse_fails("{" BASE ", \"cache\": \"warm\", \"test_hooks\": {\"fault\": \"segv\"}}",
+                ".test_hooks: accepted only when BENCH_TEST_HOOKS=1", NULL);
+    setenv("BENCH_TEST_HOOKS", "1", 1);
+    scenario *s = parse_ok("{" BASE ", \"cache\": \"warm\", \"test_hooks\": {\"fault\": \"segv\", \"delay_ms\": 5}}");
+    assert_string_equal(s->fault, "segv");
+    assert_int_equal(s->delay_ms, 5);
+    sc_free(s);
+    parse_fails("{" BASE ", \"cache\": \"warm\", \"test_hooks\": {\"fault\": \"melt\"}}", ".test_hooks.fault: unknown fault \"melt\"", NULL);
+    unsetenv("BENCH_TEST_HOOKS");
+}
+
+static void test_every_error_reported(void **state) {
+    (void)state;
+    int n = parse_fails("{\"name\": \"t\", \"model\": \"MODEL\", \"cache\": \"cold\", \"bogus\": 1, \"repetitions\": 0,"
+                        " \"workload\": {\"prompt_tokens\": 4, \"generate\": 4}, \"matrix\": {\"loader\": [\"mmpa\"]}}",
+                        ".bogus: unknown key", NULL);
+    assert_true(n >= 3);
+}
+
+static void test_only_selects(void **state) {
+    (void)state;
+    scenario *s = parse_ok("{" BASE ", \"matrix\": {\"loader\": [\"pread\", \"mmap\"], \"cache\": [\"cold\", \"warm\"]}}");
+    char err[256];
+    assert_int_equal(sc_select(s, "loader=mmap,cache=warm", err, sizeof(err)), 0);
+    assert_int_equal(sc_n_selected(s), 1);
+    assert_true(s->variants[3].selected);
+    assert_int_equal(sc_select(s, "cache=cold,cache=warm,loader=pread", err, sizeof(err)), 0);
+    assert_int_equal(sc_n_selected(s), 2);
+    assert_int_equal(sc_select(s, "laoder=mmap", err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "unknown key \"laoder\""));
+    assert_int_equal(sc_select(s, "loader=mmpa", err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "no choice \"mmpa\" in this scenario (have: pread, mmap)"));
+    sc_free(s);
+}
+
+static void test_missing_file(void **state) {
+    (void)state;
+    scenario *s;
+    sc_errors e;
+    assert_int_equal(sc_load("/nonexistent/x.json", NULL, &s, &e), -1);
+    assert_int_equal(e.n, 1);
+    assert_non_null(strstr(e.v[0], "/nonexistent/x.json: cannot open"));
+    sc_errors_free(&e);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_minimal_defaults),
+        cmocka_unit_test(test_matrix_expansion_order),
+        cmocka_unit_test(test_not_json),
+        cmocka_unit_test(test_top_level_not_object),
+        cmocka_unit_test(test_unknown_key),
+        cmocka_unit_test(test_duplicate_key),
+        cmocka_unit_test(test_required_fields),
+        cmocka_unit_test(test_wrong_type),
+        cmocka_unit_test(test_out_of_range),
+        cmocka_unit_test(test_name_charset),
+        cmocka_unit_test(test_prompt_exactly_one),
+        cmocka_unit_test(test_ctx_too_small),
+        cmocka_unit_test(test_model_missing),
+        cmocka_unit_test(test_model_forms),
+        cmocka_unit_test(test_synth_spec),
+        cmocka_unit_test(test_unknown_module),
+        cmocka_unit_test(test_module_options),
+        cmocka_unit_test(test_cache_rules),
+        cmocka_unit_test(test_axis_list_rules),
+        cmocka_unit_test(test_metrics_rules),
+        cmocka_unit_test(test_test_hooks_need_env),
+        cmocka_unit_test(test_every_error_reported),
+        cmocka_unit_test(test_only_selects),
+        cmocka_unit_test(test_missing_file),
+    };
+    return cmocka_run_group_tests(tests, setup, NULL);
+}
