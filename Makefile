@@ -24,6 +24,9 @@ LDLIBS   = -lcjson -lpfm -ldl -lm
 ifeq ($(SAN),1)
   CFLAGS  += -fsanitize=address,undefined -fno-sanitize-recover=undefined
   LDFLAGS += -fsanitize=address,undefined
+else ifneq ($(OPT),-O0)
+  # Release builds drop the allocators' debug checks, which double their cost.
+  CPPFLAGS += -DNDEBUG
 endif
 
 CORE_SRC    := $(wildcard engines/core/*.c)
@@ -51,6 +54,10 @@ deps:
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+# results.json records how the binary was built.
+BUILD_FLAGS := $(CC) $(CFLAGS) $(filter -DNDEBUG,$(CPPFLAGS))
+$(BUILD)/obj/harness/results.o: CPPFLAGS += -DBENCH_CFLAGS='"$(BUILD_FLAGS)"'
 
 $(BUILD)/libbench.a: $(LIB_OBJ)
 	@rm -f $@
