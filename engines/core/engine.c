@@ -49,7 +49,12 @@ static void name_region(const bench_host *h, void *addr, size_t len, const char 
     const engine *e = (const engine *)((const char *)h - offsetof(engine, host));
     uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
     uintptr_t a = ((uintptr_t)addr + page - 1) & ~(page - 1), end = ((uintptr_t)addr + len) & ~(page - 1);
-    if (end > a) prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, a, end - a, name);
+    /* Without the name the kernel may merge the region with a neighbouring anonymous
+     * mapping, and the harness, which finds it by address, would then share one VMA's
+     * resident pages between them by length. A flag the neighbours lack keeps it a VMA
+     * of its own; DONTFORK is harmless here because the engine never forks. */
+    if (end > a && prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, a, end - a, name) != 0)
+        madvise((void *)a, end - a, MADV_DONTFORK);
     if (e->on_region) e->on_region(e->region_user, addr, len, name);
 }
 
