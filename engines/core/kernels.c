@@ -130,6 +130,43 @@ void kn_matmul(tp_pool *pool, float *y, const float *x, int n, const void *w, be
     tp_run(pool, kn_mm_task, &job, (rows + chunk - 1) / chunk);
 }
 
+typedef struct kn_mm_multi_job {
+    const kn_mm_out *outs;
+    int count, n, cols, threads;
+    const float *x;
+} kn_mm_multi_job;
+
+/* Task t takes the t-th contiguous share of every matrix's rows. */
+static void kn_mm_multi_task(void *arg, int task, int n_tasks) {
+    const kn_mm_multi_job *j = arg;
+    (void)n_tasks;
+    const kn_ops *ops = kn_ops_now();
+    for (int k = 0; k < j->count; k++) {
+        const kn_mm_out *o = &j->outs[k];
+        int chunk = ((o->rows + j->threads - 1) / j->threads + 7) & ~7;
+        int r0 = task * chunk, r1 = r0 + chunk < o->rows ? r0 + chunk : o->rows;
+        if (r0 < r1) ops->mm[o->dt](o->y, j->x, j->n, o->w, o->rows, j->cols, r0, r1);
+    }
+}
+
+void kn_matmul_multi(tp_pool *pool, const float *x, int n, int cols, const kn_mm_out *outs, int count) {
+    int threads = tp_threads(pool);
+    int64_t macs = 0;
+    for (int k = 0; k < count; k++) {
+        assert((unsigned)outs[k].dt < BENCH_DTYPE_COUNT);
+        assert(outs[k].dt != BENCH_Q8_0 || cols % BENCH_Q8_0_BLOCK == 0);
+        macs += (int64_t)outs[k].rows * cols * n;
+    }
+    if (n <= 0 || cols <= 0 || count <= 0) return;
+    if (threads == 1 || macs < KN_PARALLEL_MIN_MACS) {
+        for (int k = 0; k < count; k++)
+            if (outs[k].rows > 0) kn_ops_now()->mm[outs[k].dt](outs[k].y, x, n, outs[k].w, outs[k].rows, cols, 0, outs[k].rows);
+        return;
+    }
+    kn_mm_multi_job job = {.outs = outs, .count = count, .n = n, .cols = cols, .threads = threads, .x = x};
+    tp_run(pool, kn_mm_multi_task, &job, threads);
+}
+
 /* ======================= row conversions ======================= */
 
 void kn_dequant_row(bench_dtype dt, const void *row, float *out, int cols) {

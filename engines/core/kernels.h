@@ -17,6 +17,17 @@ int kn_set_isa(const char *isa);        /* 0 on success; -1 if the CPU lacks it 
 void kn_matmul(tp_pool *pool, float *y, const float *x, int n,
                const void *w, bench_dtype dt, int rows, int cols);
 
+/* Several products of the same x (n, cols), e.g. q, k and v, in one hand-off to
+ * the pool: each thread takes its share of every matrix's rows, so the threads
+ * meet once instead of once per matrix (decode makes ~85 products a token). */
+typedef struct kn_mm_out {
+    float *y;           /* (n, rows) */
+    const void *w;      /* (rows, cols) in dt */
+    bench_dtype dt;
+    int rows;
+} kn_mm_out;
+void kn_matmul_multi(tp_pool *pool, const float *x, int n, int cols, const kn_mm_out *outs, int count);
+
 /* One row of W as f32 (the embedding lookup). */
 void kn_dequant_row(bench_dtype dt, const void *row, float *out, int cols);
 /* f32 -> dt, for the writers (Q8_0: cols a multiple of 32). */

@@ -147,9 +147,9 @@ int tf_forward(tf_ctx *t, int seq, const int *tokens, int n, int pos0, float *lo
     for (int l = 0; l < c->n_layers; l++) {
         const tf_layer *L = &w->layers[l];
         for (int i = 0; i < n; i++) rmsnorm(s.xb + (size_t)i * dim, s.x + (size_t)i * dim, L->attn_norm, dim, c->norm_eps);
-        matmul(t, s.q, s.xb, n, &L->wq);
-        matmul(t, s.k, s.xb, n, &L->wk);
-        matmul(t, s.v, s.xb, n, &L->wv);
+        kn_mm_out qkv[3] = {{s.q, L->wq.data, L->wq.dtype, L->wq.rows}, {s.k, L->wk.data, L->wk.dtype, L->wk.rows},
+                            {s.v, L->wv.data, L->wv.dtype, L->wv.rows}};
+        kn_matmul_multi(t->pool, s.xb, n, dim, qkv, 3);
         for (int i = 0; i < n; i++) {
             rope(s.q + (size_t)i * dim, c->n_heads, hd, pos0 + i, c->rope_theta, c->rope);
             rope(s.k + (size_t)i * kv_dim, c->n_kv_heads, hd, pos0 + i, c->rope_theta, c->rope);
@@ -160,8 +160,8 @@ int tf_forward(tf_ctx *t, int seq, const int *tokens, int n, int pos0, float *lo
         for (size_t j = 0; j < nn * dim; j++) s.x[j] += s.xb2[j];
 
         for (int i = 0; i < n; i++) rmsnorm(s.xb + (size_t)i * dim, s.x + (size_t)i * dim, L->ffn_norm, dim, c->norm_eps);
-        matmul(t, s.hb, s.xb, n, &L->w1);
-        matmul(t, s.hb2, s.xb, n, &L->w3);
+        kn_mm_out gate_up[2] = {{s.hb, L->w1.data, L->w1.dtype, L->w1.rows}, {s.hb2, L->w3.data, L->w3.dtype, L->w3.rows}};
+        kn_matmul_multi(t->pool, s.xb, n, dim, gate_up, 2);
         for (size_t j = 0; j < nn * hidden; j++) {
             float val = s.hb[j];
             val *= 1.0f / (1.0f + expf(-val)); /* SiLU */
