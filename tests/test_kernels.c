@@ -136,6 +136,43 @@ static void test_matmul_threads(void **state) {
     tp_destroy(p1); tp_destroy(p3); tp_destroy(p4);
 }
 
+/* kn_matmul_multi gives each matrix the bytes kn_matmul gives it alone: the
+ * same kernels over the same rows, only dispatched together. Mixed dtypes and
+ * row counts that do not divide among the threads. */
+static void test_matmul_multi(void **state) {
+    (void)state;
+    enum { N = 3, COLS = 96, K = 3 };
+    const int rows[K] = {301, 64, 17};
+    const bench_dtype dts[K] = {BENCH_F32, BENCH_F16, BENCH_Q8_0};
+    tp_pool *p3 = tp_create(3);
+    assert_non_null(p3);
+    float x[N * COLS];
+    for (int i = 0; i < N * COLS; i++) x[i] = sinf((float)i * 0.37f);
+    void *w[K];
+    float *want[K], *got[K];
+    kn_mm_out outs[K];
+    for (int k = 0; k < K; k++) {
+        float *wf = malloc((size_t)rows[k] * COLS * sizeof(float));
+        w[k] = malloc(bench_dtype_row_bytes(dts[k], COLS) * (size_t)rows[k]);
+        want[k] = malloc((size_t)N * rows[k] * sizeof(float));
+        got[k] = malloc((size_t)N * rows[k] * sizeof(float));
+        assert_true(wf && w[k] && want[k] && got[k]);
+        for (int i = 0; i < rows[k] * COLS; i++) wf[i] = cosf((float)(i + 7 * k) * 0.11f);
+        for (int r = 0; r < rows[k]; r++)
+            kn_quant_row(dts[k], wf + (size_t)r * COLS, (uint8_t *)w[k] + bench_dtype_row_bytes(dts[k], COLS) * (size_t)r, COLS);
+        free(wf);
+        kn_matmul(p3, want[k], x, N, w[k], dts[k], rows[k], COLS);
+        outs[k] = (kn_mm_out){got[k], w[k], dts[k], rows[k]};
+    }
+    kn_matmul_multi(p3, x, N, COLS, outs, K);
+    for (int k = 0; k < K; k++) {
+        if (memcmp(want[k], got[k], (size_t)N * rows[k] * sizeof(float)))
+            fail_msg("matrix %d (%s, %d rows): kn_matmul_multi differs from kn_matmul", k, bench_dtype_name(dts[k]), rows[k]);
+        free(w[k]); free(want[k]); free(got[k]);
+    }
+    tp_destroy(p3);
+}
+
 /* ---- exact conversions inside the kernels: every 16-bit pattern ----
  * With cols = 1 and x = 1, y[r] is exactly the kernel's conversion of W[r][0]. */
 static void check_all_halves(bench_dtype dt) {
@@ -328,6 +365,7 @@ int main(void) {
         cmocka_unit_test(test_matmul_bf16),
         cmocka_unit_test(test_matmul_q8_0),
         cmocka_unit_test(test_matmul_threads),
+        cmocka_unit_test(test_matmul_multi),
         cmocka_unit_test(test_triad),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
