@@ -124,6 +124,8 @@ static void test_header_length_beyond_file(void **state) {
     expect_error(d, st, "header length 1000 (offset 0) runs past the end of the file");
     write_st_raw(st, 1ull << 40, "{}", 10); /* refused before anything is allocated */
     expect_error(d, st, "header length 1099511627776 (offset 0) is more than the 100 MB");
+    write_st_raw(st, 1ull << 60, "{}", 10); /* the case: 2^60 */
+    expect_error(d, st, "header length 1152921504606846976 (offset 0) is more than the 100 MB");
 }
 
 static void test_invalid_json(void **state) {
