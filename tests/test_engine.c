@@ -114,9 +114,9 @@ static void expect_oracle(fixture *f, const char *model, const char *tok, const 
 static void test_llama2c_every_loader_and_kv(void **state) {
     fixture *f = *state;
     NEED_FIXTURE(f);
-    const char *loaders[] = {"mmap", "pread"}, *kvs[] = {"prealloc", "dynamic"};
+    const char *loaders[] = {"mmap", "pread"}, *kvs[] = {"prealloc", "dynamic", "block", "token"};
     for (int l = 0; l < 2; l++)
-        for (int k = 0; k < 2; k++) expect_oracle(f, f->model, f->tok, loaders[l], kvs[k], 0);
+        for (int k = 0; k < 4; k++) expect_oracle(f, f->model, f->tok, loaders[l], kvs[k], 0);
 }
 
 static void test_module_options_keep_ids(void **state) {

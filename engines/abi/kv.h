@@ -13,7 +13,10 @@
 
 #include "module.h"
 
-#define BENCH_KV_IFACE_VERSION 1u
+#define BENCH_KV_IFACE_VERSION 2u
+/* Version 2 added the optional prefix-sharing slots at the end of the iface; a
+ * version 1 module (whose struct ends at destroy) still loads, without them. */
+#define BENCH_KV_IFACE_MIN_VERSION 1u
 
 typedef struct bench_kv_shape {
     int n_layers;
@@ -39,6 +42,25 @@ struct bench_kv_iface {
     /* (optional) bytes reserved, bytes used, grow events, bytes copied, allocations... */
     void (*counters)(void *ctx, const bench_counter_sink *sink);
     void (*destroy)(void *ctx); /* ctx may be NULL */
+
+    /* ---- since version 2, every slot (optional): prefix sharing; NULL where the module has none.
+     * Read them through bench_kv_v2(), which is NULL for a version 1 module. ---- */
+    /* Tells the module the token ids of positions pos0 .. pos0+n-1 of seq, after reserve and
+     * before they are stored; it keys its prefix cache on them. */
+    void (*tokens)(void *ctx, int seq, int pos0, int n, const int *ids);
+    /* For the empty sequence seq, attaches the longest cached prefix of ids[0 .. n-1) (never
+     * the last id: at least one token is run, for its logits) and returns its length in
+     * positions, 0 when nothing is cached; the caller runs the model from there. The ids of
+     * the attached positions count as told. -1 with err when seq is not empty or out of range. */
+    int  (*share_prefix)(void *ctx, int seq, const int *ids, int n, char *err, size_t errlen);
+    /* Makes the empty sequence dst share every stored position of src (parallel sampling);
+     * the first write into a shared partial block copies it (copy-on-write). */
+    int  (*fork)(void *ctx, int src, int dst, char *err, size_t errlen);
 };
+
+/* The iface when it has the version 2 slots, else NULL. */
+static inline const struct bench_kv_iface *bench_kv_v2(const struct bench_kv_iface *i) {
+    return i && i->version >= 2u ? i : NULL;
+}
 
 #endif

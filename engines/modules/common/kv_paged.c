@@ -1,0 +1,141 @@
+#include "kv_paged.h"
+
+#include <math.h>
+
+#include "engines/abi/alloc.h"
+
+int kvp_pool_create(kvp_pool *p, const bench_kv_shape *s, int n_rows, const bench_host *host, int touch,
+                    const char *mod, char *err, size_t errlen) {
+    memset(p, 0, sizeof(*p));
+    if (n_rows < 1) return bench_errf(err, errlen, "%s: a pool of %d tokens: expected at least 1", mod, n_rows);
+    size_t per = kvp_token_bytes(s);
+    if (per == 0 || (size_t)n_rows > SIZE_MAX / per)
+        return bench_errf(err, errlen, "%s: a pool of %d tokens overflows the address space", mod, n_rows);
+    p->bytes = per * (size_t)n_rows;
+    p->mem = bench_alloc(host ? host->alloc : NULL, p->bytes, 4096);
+    if (!p->mem) return bench_errf(err, errlen, "%s: cannot allocate a pool of %zu bytes (%d tokens)", mod, p->bytes, n_rows);
+    p->n_rows = n_rows;
+    if (host && host->name_region) host->name_region(host, p->mem, p->bytes, "bench:kv");
+    if (touch) memset(p->mem, 0, p->bytes);
+    return 0;
+}
+
+void kvp_pool_destroy(kvp_pool *p, const bench_host *host) {
+    if (p->mem) bench_free(host ? host->alloc : NULL, p->mem, p->bytes);
+    memset(p, 0, sizeof(*p));
+}
+
+void kvp_copy_rows(const bench_kv_shape *s, kvp_pool *p, int dst, int src, int n) {
+    size_t kv_dim = kvp_kv_dim(s), len = (size_t)n * kv_dim * sizeof(float);
+    for (int l = 0; l < s->n_layers; l++) {
+        memcpy(kvp_k(s, p, l) + (size_t)dst * kv_dim, kvp_k(s, p, l) + (size_t)src * kv_dim, len);
+        memcpy(kvp_v(s, p, l) + (size_t)dst * kv_dim, kvp_v(s, p, l) + (size_t)src * kv_dim, len);
+    }
+}
+
+void kvp_store(const bench_kv_shape *s, kvp_pool *p, const int *table, int bs, int layer, int pos0, int n,
+               const float *k, const float *v) {
+    size_t kv_dim = kvp_kv_dim(s);
+    float *kl = kvp_k(s, p, layer), *vl = kvp_v(s, p, layer);
+    /* one memcpy per run of positions that share a block */
+    for (int i = 0; i < n;) {
+        int pos = pos0 + i, off = pos % bs, run = bs - off;
+        if (run > n - i) run = n - i;
+        size_t row = (size_t)table[pos / bs] * (size_t)bs + (size_t)off;
+        memcpy(kl + row * kv_dim, k + (size_t)i * kv_dim, (size_t)run * kv_dim * sizeof(float));
+        memcpy(vl + row * kv_dim, v + (size_t)i * kv_dim, (size_t)run * kv_dim * sizeof(float));
+        i += run;
+    }
+}
+
+typedef struct attend_job {
+    const bench_kv_shape *s;
+    const float *k, *v, *q;     /* k, v: layer bases of the pool */
+    const int *table;
+    float *out, *scratch;
+    int bs, pos0, n;
+} attend_job;
+
+/* The same 16-lane dot and axpy as common/kv_contig.c (kept static there):
+ * the same order of adds, so block, token and contiguous caches agree bit for bit
+ * (-std=c17 keeps the compiler from contracting them into FMAs differently). */
+#define KVP_LANES 16
+__attribute__((target_clones("avx512f", "avx2", "default")))
+static float dot_f32(const float *a, const float *b, int n) {
+    float acc[KVP_LANES] = {0};
+    int d = 0;
+    for (; d + KVP_LANES <= n; d += KVP_LANES)
+        for (int l = 0; l < KVP_LANES; l++) acc[l] += a[d + l] * b[d + l];
+    float sum = 0.0f;
+    for (int l = 0; l < KVP_LANES; l++) sum += acc[l];
+    for (; d < n; d++) sum += a[d] * b[d];
+    return sum;
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default")))
+static void axpy_f32(float *restrict y, float a, const float *restrict x, int n) {
+    int d = 0;
+    for (; d + KVP_LANES <= n; d += KVP_LANES)
+        for (int l = 0; l < KVP_LANES; l++) y[d + l] += a * x[d + l];
+    for (; d < n; d++) y[d] += a * x[d];
+}
+
+/* (query, head) pairs are dealt round-robin to the tasks, as in kv_contig.c.
+ * Positions are walked block by block: inside a block the rows are contiguous. */
+static void attend_task(void *arg, int task, int n_tasks) {
+    const attend_job *j = arg;
+    const bench_kv_shape *s = j->s;
+    int hd = s->head_dim, kv_dim = s->n_kv_heads * hd, q_dim = s->n_heads * hd, bs = j->bs;
+    int group = s->n_heads / s->n_kv_heads;
+    float sqrt_hd = sqrtf((float)hd);
+    float *att = j->scratch + (size_t)task * (size_t)s->max_pos;
+    int pairs = j->n * s->n_heads;
+    size_t block_floats = (size_t)bs * (size_t)kv_dim;
+    for (int p = task; p < pairs; p += n_tasks) {
+        int i = p / s->n_heads, h = p % s->n_heads;
+        int pos = j->pos0 + i;
+        const float *qh = j->q + (size_t)i * q_dim + (size_t)h * hd;
+        size_t head = (size_t)(h / group) * hd;
+        float max = -INFINITY;
+        if (bs == 1) { /* slots: one lookup per position, no block bookkeeping */
+            for (int t = 0; t <= pos; t++) {
+                float dot = dot_f32(qh, j->k + (size_t)j->table[t] * kv_dim + head, hd);
+                dot /= sqrt_hd;
+                att[t] = dot;
+                if (dot > max) max = dot;
+            }
+        } else for (int b = 0, t0 = 0; t0 <= pos; b++, t0 += bs) {
+            const float *kb = j->k + (size_t)j->table[b] * block_floats + head;
+            int tn = pos + 1 - t0 < bs ? pos + 1 - t0 : bs;
+            for (int t = 0; t < tn; t++) {
+                float dot = dot_f32(qh, kb + (size_t)t * kv_dim, hd);
+                dot /= sqrt_hd; /* divide, as the reference does */
+                att[t0 + t] = dot;
+                if (dot > max) max = dot;
+            }
+        }
+        float sum = 0.0f;
+        for (int t = 0; t <= pos; t++) {
+            att[t] = expf(att[t] - max);
+            sum += att[t];
+        }
+        float *o = j->out + (size_t)i * q_dim + (size_t)h * hd;
+        memset(o, 0, (size_t)hd * sizeof(float));
+        if (bs == 1) {
+            for (int t = 0; t <= pos; t++) axpy_f32(o, att[t] / sum, j->v + (size_t)j->table[t] * kv_dim + head, hd);
+        } else for (int b = 0, t0 = 0; t0 <= pos; b++, t0 += bs) {
+            const float *vb = j->v + (size_t)j->table[b] * block_floats + head;
+            int tn = pos + 1 - t0 < bs ? pos + 1 - t0 : bs;
+            for (int t = 0; t < tn; t++) axpy_f32(o, att[t0 + t] / sum, vb + (size_t)t * kv_dim, hd);
+        }
+    }
+}
+
+void kvp_attend(const bench_kv_shape *s, const bench_host *host, const kvp_pool *p, const int *table, int bs,
+                int layer, int pos0, int n, const float *q, float *out, float *scratch) {
+    int n_tasks = host && host->n_threads > 0 ? host->n_threads : 1;
+    attend_job j = {.s = s, .k = kvp_k(s, p, layer), .v = kvp_v(s, p, layer), .q = q, .table = table,
+                    .out = out, .scratch = scratch, .bs = bs, .pos0 = pos0, .n = n};
+    if (host && host->parallel_for && n_tasks > 1) host->parallel_for(host->pool, attend_task, &j, n_tasks);
+    else attend_task(&j, 0, 1);
+}

@@ -1,0 +1,61 @@
+/* A pool of token rows and the attention that reads it through an index table,
+ * shared by kv "block" (paged) and kv "token" (one slot per token) and compiled
+ * into each module (modules link nothing of the core's).
+ *
+ * Glossary:
+ *   row     the K (or V) vector of one token of one layer: kv_dim floats
+ *   block   bs consecutive rows; block b holds rows b*bs .. b*bs+bs-1 in every layer
+ *   table   a sequence's block ids in position order: position p lives in row
+ *           table[p / bs] * bs + p % bs. kv "token" is the case bs = 1 (table = slots).
+ *
+ * Layout of the pool (f32):
+ *   K (n_layers, n_rows, kv_dim)   then   V (n_layers, n_rows, kv_dim)
+ * so a block of one layer is bs * kv_dim contiguous floats: attention walks it
+ * with the same vectorised dot/axpy as the contiguous cache, and no position is
+ * gathered into a temporary buffer.
+ */
+#ifndef BENCH_KV_PAGED_H
+#define BENCH_KV_PAGED_H
+
+#include "engines/abi/kv.h"
+
+typedef struct kvp_pool {
+    float *mem;         /* (2, n_layers, n_rows, kv_dim) */
+    size_t bytes;       /* bytes of mem */
+    int n_rows;         /* token rows in each layer */
+} kvp_pool;
+
+static inline size_t kvp_kv_dim(const bench_kv_shape *s) { return (size_t)s->n_kv_heads * (size_t)s->head_dim; }
+
+/* Bytes of K and V of one token over all layers. */
+static inline size_t kvp_token_bytes(const bench_kv_shape *s) {
+    return 2u * (size_t)s->n_layers * kvp_kv_dim(s) * sizeof(float);
+}
+
+static inline float *kvp_k(const bench_kv_shape *s, const kvp_pool *p, int layer) {
+    return p->mem + (size_t)layer * (size_t)p->n_rows * kvp_kv_dim(s);
+}
+static inline float *kvp_v(const bench_kv_shape *s, const kvp_pool *p, int layer) {
+    return p->mem + ((size_t)s->n_layers + (size_t)layer) * (size_t)p->n_rows * kvp_kv_dim(s);
+}
+
+/* Allocates n_rows rows from host->alloc (libc when NULL), names the region
+ * "bench:kv" and writes every page once when touch is set. mod names the module in errors. */
+int kvp_pool_create(kvp_pool *p, const bench_kv_shape *s, int n_rows, const bench_host *host, int touch,
+                    const char *mod, char *err, size_t errlen);
+void kvp_pool_destroy(kvp_pool *p, const bench_host *host);   /* p->mem may be NULL */
+
+/* Copies n rows starting at row src to row dst, in every layer, K and V (copy-on-write). */
+void kvp_copy_rows(const bench_kv_shape *s, kvp_pool *p, int dst, int src, int n);
+
+/* Writes K/V of positions pos0 .. pos0+n-1 of one layer through the table. */
+void kvp_store(const bench_kv_shape *s, kvp_pool *p, const int *table, int bs, int layer, int pos0, int n,
+               const float *k, const float *v);
+
+/* Causal GQA attention (kv.h) of n queries at pos0.. over the positions the table
+ * maps. The sums run in the same order as common/kv_contig.c's, so the results are
+ * bitwise those of a contiguous cache. scratch: host->n_threads * max_pos floats. */
+void kvp_attend(const bench_kv_shape *s, const bench_host *host, const kvp_pool *p, const int *table, int bs,
+                int layer, int pos0, int n, const float *q, float *out, float *scratch);
+
+#endif
