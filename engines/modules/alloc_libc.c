@@ -8,6 +8,8 @@
 
 static const bench_option_desc libc_options[] = {
     {"trim_threshold", "size", "0", "M_TRIM_THRESHOLD (0: glibc's default); heap trimming makes every step refault"},
+    {"mmap_threshold", "size", "0", "M_MMAP_THRESHOLD (0: glibc's default, 128 KiB rising with freed sizes); "
+                                   "blocks above it are mmap'd and unmapped (faults) every time"},
     {"timing", "bool", "0", "time every call with clock_gettime (costs ~2x20 ns per call)"},
     {NULL, NULL, NULL, NULL},
 };
@@ -24,14 +26,20 @@ static uint64_t now_ns(void) {
 }
 
 static int libc_create(const bench_opts *opts, void **out, char *err, size_t errlen) {
-    uint64_t trim = 0;
+    uint64_t trim = 0, mmap_thr = 0;
     int timing = 0;
     if (bench_opt_size(opts, libc_options, "alloc libc", "trim_threshold", &trim, err, errlen)) return -1;
+    if (bench_opt_size(opts, libc_options, "alloc libc", "mmap_threshold", &mmap_thr, err, errlen)) return -1;
+    /* glibc caps M_MMAP_THRESHOLD at HEAP_MAX/2 (32 MiB on 64-bit) and ignores a larger one */
+    if (mmap_thr > (32u << 20))
+        return bench_errf(err, errlen, "alloc libc: option mmap_threshold=%llu: expected at most 32m (glibc's limit)",
+                          (unsigned long long)mmap_thr);
     if (bench_opt_bool(opts, libc_options, "alloc libc", "timing", &timing, err, errlen)) return -1;
     libc_ctx *c = calloc(1, sizeof(*c));
     if (!c) return bench_errf(err, errlen, "alloc libc: out of memory");
     c->timing = timing;
     if (trim) mallopt(M_TRIM_THRESHOLD, (int)(trim > 0x7fffffff ? 0x7fffffff : trim));
+    if (mmap_thr) mallopt(M_MMAP_THRESHOLD, (int)mmap_thr);
     *out = c;
     return 0;
 }
