@@ -8,6 +8,16 @@
 #include <string.h>
 #include <unistd.h>
 
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#define MODREG_ON_VALGRIND RUNNING_ON_VALGRIND
+#endif
+#endif
+#ifndef MODREG_ON_VALGRIND
+#define MODREG_ON_VALGRIND 0
+#endif
+
 char *modreg_default_dir(const char *dir) {
     if (dir && *dir) return strdup(dir);
     const char *env = getenv("BENCH_MODULE_PATH");
@@ -233,9 +243,10 @@ int modreg_parse_opts(const char *text, bench_opts *opts, void **storage, char *
 
 void modreg_entry_close(modreg_entry *e) {
     if (!e) return;
-    /* Sanitizer builds keep modules mapped so leak reports can still symbolize their frames. */
+    /* Sanitizer builds, and any build under valgrind, keep modules mapped so that leak
+     * reports, massif and callgrind can still symbolize their frames at exit. */
 #if !defined(__SANITIZE_ADDRESS__)
-    if (e->handle) dlclose(e->handle);
+    if (e->handle && !MODREG_ON_VALGRIND) dlclose(e->handle);
 #endif
     free(e->path);
     memset(e, 0, sizeof(*e));
