@@ -1,0 +1,315 @@
+/* bench compare and the CI gate, on real runs of stories260K: two runs of the same
+ * build do not trip the gate; a KV cache that allocates on every decode step
+ * (kv dynamic step=1, labelled "dynamic" so it stands in for the default) does, and so
+ * does a copy of results.json with twice the load faults. Plus the Mann-Whitney test
+ * against hand-computed values. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "harness/compare.h"
+#include "tests/lib/testutil.h"
+
+typedef struct fx {
+    char tmp[512];
+    char a[700], a2[700], b[700];   /* results dirs: baseline, same build again, injected regression */
+} fx;
+
+static fx *g;
+
+static int write_scenario(const char *path, const char *name, const char *model, const char *dynamic) {
+    FILE *o = fopen(path, "w");
+    if (!o) return -1;
+    fprintf(o,
+            "{\"name\": \"%s\", \"model\": \"%s\", \"workload\": {\"prompt_tokens\": 4, \"generate\": 12, \"seed\": 1},"
+            " \"cache\": \"warm\", \"repetitions\": 1, \"warmup\": 0, \"threads\": 1,"
+            " \"matrix\": {\"loader\": [\"pread\", \"mmap\"], \"kv\": [\"prealloc\", %s]}}",
+            name, model, dynamic);
+    return fclose(o);
+}
+
+static int setup(void **state) {
+    (void)state;
+    char model[512], sc[700], sc_bad[700];
+    g = calloc(1, sizeof(*g));
+    if (!g || !tu_shared("models/stories260K.bin", model, sizeof(model)) || !tu_tmpdir(g->tmp, sizeof(g->tmp))) {
+        free(g);
+        g = NULL;
+        return 0; /* each test skips */
+    }
+    snprintf(sc, sizeof(sc), "%s/cmp.json", g->tmp);
+    snprintf(sc_bad, sizeof(sc_bad), "%s/cmp_step1.json", g->tmp);
+    snprintf(g->a, sizeof(g->a), "%s/a", g->tmp);
+    snprintf(g->a2, sizeof(g->a2), "%s/a2", g->tmp);
+    snprintf(g->b, sizeof(g->b), "%s/b", g->tmp);
+    if (write_scenario(sc, "cmp", model, "\"dynamic\"") ||
+        write_scenario(sc_bad, "cmp", model, "{\"name\": \"dynamic\", \"label\": \"dynamic\", \"options\": {\"step\": 1}}"))
+        return -1;
+    /* BENCH_GNUPLOT: figures are test_plot's business; here they would only cost time */
+    setenv("BENCH_GNUPLOT", "/nonexistent/gnuplot", 1);
+    if (tu_bench("/dev/null", "run '%s' --out '%s' 2>/dev/null", sc, g->a) ||
+        tu_bench("/dev/null", "run '%s' --out '%s' 2>/dev/null", sc, g->a2) ||
+        tu_bench("/dev/null", "run '%s' --out '%s' 2>/dev/null", sc_bad, g->b))
+        return -1;
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    if (g) tu_rmtree(g->tmp);
+    free(g);
+    return 0;
+}
+
+static int file_has(const char *path, const char *needle) {
+    size_t n;
+    char err[256];
+    char *t = rr_slurp(path, &n, err, sizeof(err));
+    if (!t) return 0;
+    int found = strstr(t, needle) != NULL;
+    free(t);
+    return found;
+}
+
+/* Runs scripts/ci_gate.sh against baseline on an existing run; returns its exit status. */
+static int run_gate(const char *baseline_dir, const char *run_dir, const char *out) {
+    char cmd[3000];
+    snprintf(cmd, sizeof(cmd), "BENCH_BASELINE='%s/results.json' bash scripts/ci_gate.sh '%s' >'%s' 2>&1", baseline_dir,
+             run_dir, out);
+    int rc = system(cmd);
+    return rc == -1 ? -1 : WEXITSTATUS(rc);
+}
+
+/* ---- the noise test ---- */
+
+static void test_mann_whitney(void **state) {
+    (void)state;
+    double a[] = {1, 2, 3, 4}, b[] = {5, 6, 7, 8}, c[] = {1.5, 2.5, 5.5, 6.5};
+    int dec;
+    /* complete separation: 2 of the C(8,4) = 70 orderings are as extreme */
+    assert_float_equal(cmp_mann_whitney(a, 4, b, 4, 0.05, &dec), 2.0 / 70, 1e-12);
+    assert_true(dec);
+    /* U_a = #(a > c) = 5 (2>1.5, 3>1.5, 3>2.5, 4>1.5, 4>2.5); 17 of the 70 orderings have
+     * U <= 5 (enumerated by hand: 1+1+2+3+5+5), two-sided 34/70 */
+    assert_float_equal(cmp_mann_whitney(a, 4, c, 4, 0.05, &dec), 34.0 / 70, 1e-12);
+    /* identical samples: nothing to see */
+    assert_float_equal(cmp_mann_whitney(a, 4, a, 4, 0.05, &dec), 1.0, 1e-12);
+    /* 3 + 3 cannot reach 5% even when fully separated (2/20 = 0.1) */
+    assert_float_equal(cmp_mann_whitney(a, 3, b, 3, 0.05, &dec), 0.1, 1e-12);
+    assert_false(dec);
+    /* large samples take the normal approximation: far apart gives a tiny p */
+    double x[30], y[30];
+    for (int i = 0; i < 30; i++) x[i] = i, y[i] = 100 + i;
+    assert_true(cmp_mann_whitney(x, 30, y, 30, 0.05, &dec) < 1e-6);
+    assert_true(dec);
+}
+
+static void test_classify(void **state) {
+    (void)state;
+    assert_int_equal(cmp_classify("ttft_ms", "ms"), CMP_TIMED);
+    assert_int_equal(cmp_classify("decode_tok_s", "tok/s"), CMP_TIMED);
+    assert_int_equal(cmp_classify("minflt_load", "count"), CMP_FAULTS);
+    assert_int_equal(cmp_classify("perf_page-faults_total", "count"), CMP_FAULTS);
+    assert_int_equal(cmp_classify("region_kv_rss_end_mib", "MiB"), CMP_MEMORY);
+    assert_int_equal(cmp_classify("mod.kv.allocs", "count"), CMP_EXACT);
+    assert_int_equal(cmp_classify("pss_end_mib", "MiB"), CMP_INFO);
+    assert_int_equal(cmp_classify("perf_context-switches_decode", "count"), CMP_INFO);
+    assert_int_equal(cmp_direction("decode_tok_s", "tok/s"), +1);
+    assert_int_equal(cmp_direction("ttft_ms", "ms"), -1);
+    /* a deterministic counter that grows is a regression; one that shrinks is not */
+    cmp_opts o = {.threshold = 0.05, .deterministic_only = 1};
+    double one = 1, two = 2;
+    rr_series a = {.n = 1, .v = &one}, b = {.n = 1, .v = &two};
+    cmp_row r;
+    cmp_metric(&a, &b, "mod.kv.allocs", "count", &o, &r);
+    assert_int_equal(r.verdict, CMP_REGRESSED);
+    cmp_metric(&b, &a, "mod.kv.allocs", "count", &o, &r);
+    assert_int_equal(r.verdict, CMP_IMPROVED);
+    /* within the fault tolerance (5% + 16) */
+    double f1 = 1000, f2 = 1060;
+    rr_series fa = {.n = 1, .v = &f1}, fb = {.n = 1, .v = &f2};
+    cmp_metric(&fa, &fb, "minflt_load", "count", &o, &r);
+    assert_int_equal(r.verdict, CMP_SAME);
+    /* times decide nothing with 1 + 1 repetitions */
+    cmp_metric(&a, &b, "ttft_ms", "ms", &o, &r);
+    assert_int_equal(r.verdict, CMP_FEW);
+    assert_false(r.gated);
+}
+
+/* ---- whole runs ---- */
+
+static void test_same_build_passes(void **state) {
+    (void)state;
+    if (!g) skip();
+    char out[800];
+    snprintf(out, sizeof(out), "%s/same.txt", g->tmp);
+    assert_int_equal(tu_bench(out, "compare '%s' '%s' --deterministic-only --brief 2>&1", g->a, g->a2), 0);
+    assert_true(file_has(out, "0 regressions"));
+    /* without --deterministic-only the times are tested too, and 1 + 1 repetitions cannot decide */
+    assert_int_equal(tu_bench(out, "compare '%s' '%s' 2>&1", g->a, g->a2), 0);
+    assert_true(file_has(out, "too few repetitions"));
+    struct stat st;
+    if (stat("scripts/ci_gate.sh", &st)) {
+        fprintf(stderr, "test_compare: scripts/ci_gate.sh not found from %s; gate part skipped\n", getenv("PWD"));
+        return;
+    }
+    assert_int_equal(run_gate(g->a, g->a2, out), 0);
+}
+
+static void test_injected_regression_caught(void **state) {
+    (void)state;
+    if (!g) skip();
+    char out[800];
+    snprintf(out, sizeof(out), "%s/inject.txt", g->tmp);
+    assert_int_equal(tu_bench(out, "compare '%s' '%s' --deterministic-only --brief 2>&1", g->a, g->b), 1);
+    assert_true(file_has(out, "mod.kv.allocs"));
+    assert_true(file_has(out, "REGRESSION"));
+    /* the JSON form says which variants: the dynamic ones, and only in kv figures the step drives */
+    assert_int_equal(tu_bench(out, "compare '%s' '%s' --deterministic-only --format json", g->a, g->b), 1);
+    size_t n;
+    char err[256];
+    char *t = rr_slurp(out, &n, err, sizeof(err));
+    assert_non_null(t);
+    cJSON *j = cJSON_Parse(t);
+    free(t);
+    assert_non_null(j);
+    int allocs_regressed = 0, prealloc_regressed = 0;
+    const cJSON *r;
+    cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(j, "rows")) {
+        const char *v = cJSON_GetObjectItemCaseSensitive(r, "variant")->valuestring;
+        const char *m = cJSON_GetObjectItemCaseSensitive(r, "metric")->valuestring;
+        const char *verdict = cJSON_GetObjectItemCaseSensitive(r, "verdict")->valuestring;
+        if (strcmp(verdict, "REGRESSION")) continue;
+        if (!strcmp(m, "mod.kv.allocs")) {
+            assert_non_null(strstr(v, "dynamic"));
+            allocs_regressed++;
+        }
+        if (strstr(v, "prealloc") && !strncmp(m, "mod.", 4)) prealloc_regressed++;
+    }
+    cJSON_Delete(j);
+    assert_int_equal(allocs_regressed, 2);   /* pread/dynamic and mmap/dynamic */
+    assert_int_equal(prealloc_regressed, 0); /* the untouched cache's counters are unchanged */
+    struct stat st;
+    if (stat("scripts/ci_gate.sh", &st)) return;
+    assert_int_equal(run_gate(g->a, g->b, out), 1);
+    assert_true(file_has(out, "ratio mod.kv.allocs kv=dynamic/kv=prealloc"));
+}
+
+/* A copy of results.json with twice the load-phase faults of one variant. */
+static void test_edited_copy(void **state) {
+    (void)state;
+    if (!g) skip();
+    char src[800], dir[800], dst[900], out[800];
+    snprintf(src, sizeof(src), "%s/results.json", g->a);
+    snprintf(dir, sizeof(dir), "%s/edited", g->tmp);
+    snprintf(dst, sizeof(dst), "%s/results.json", dir);
+    snprintf(out, sizeof(out), "%s/edited.txt", g->tmp);
+    mkdir(dir, 0777);
+    size_t n;
+    char err[256];
+    char *t = rr_slurp(src, &n, err, sizeof(err));
+    assert_non_null(t);
+    cJSON *doc = cJSON_Parse(t);
+    free(t);
+    assert_non_null(doc);
+    const cJSON *r;
+    cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(doc, "runs")) {
+        if (cJSON_GetObjectItemCaseSensitive(r, "variant")->valueint != 0) continue;
+        const cJSON *p;
+        cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(r, "processes")) {
+            cJSON *m = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(p, "metrics"), "minflt_load");
+            assert_non_null(m);
+            cJSON_SetNumberValue(m, m->valuedouble * 2);
+        }
+    }
+    char *text = cJSON_Print(doc);
+    cJSON_Delete(doc);
+    FILE *f = fopen(dst, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    free(text);
+    assert_int_equal(tu_bench(out, "compare '%s' '%s' --deterministic-only --brief --format markdown", g->a, dir), 1);
+    assert_true(file_has(out, "| minflt_load (count) |"));
+    assert_true(file_has(out, "**REGRESSION**"));
+    /* the other direction is an improvement, not a regression */
+    assert_int_equal(tu_bench(out, "compare '%s' '%s' --deterministic-only --brief", dir, g->a), 0);
+    assert_true(file_has(out, "improved"));
+}
+
+static void test_bad_arguments(void **state) {
+    (void)state;
+    if (!g) skip();
+    char out[800];
+    snprintf(out, sizeof(out), "%s/bad.txt", g->tmp);
+    assert_int_equal(tu_bench("/dev/null", "compare '%s' /nonexistent/run 2>'%s'", g->a, out), 2);
+    assert_true(file_has(out, "/nonexistent/run"));
+    assert_int_equal(tu_bench("/dev/null", "compare '%s' '%s' --ratio nonsense 2>'%s'", g->a, g->a2, out), 2);
+    assert_true(file_has(out, "METRIC:AXIS=VALUE/AXIS=VALUE"));
+    assert_int_equal(tu_bench("/dev/null", "compare '%s' '%s' --ratio x:kv=none/kv=other 2>'%s'", g->a, g->a2, out), 2);
+    assert_true(file_has(out, "no pair of variants"));
+    assert_int_equal(tu_bench("/dev/null", "compare '%s' '%s' --threshold abc 2>'%s'", g->a, g->a2, out), 2);
+    assert_true(file_has(out, "--threshold"));
+    /* a file that is JSON but not results */
+    char bogus[800];
+    snprintf(bogus, sizeof(bogus), "%s/bogus.json", g->tmp);
+    FILE *f = fopen(bogus, "w");
+    assert_non_null(f);
+    fputs("{\"schema\": \"something-else\"}", f);
+    fclose(f);
+    assert_int_equal(tu_bench("/dev/null", "compare '%s' '%s' 2>'%s'", bogus, g->a, out), 2);
+    assert_true(file_has(out, ".schema"));
+}
+
+/* history: the three runs in a folder, in order; the step to the injected run is found */
+static void test_history_marks_step(void **state) {
+    (void)state;
+    if (!g) skip();
+    char hist[800], cmd[6000], out[900];
+    snprintf(hist, sizeof(hist), "%s/history_runs", g->tmp);
+    snprintf(out, sizeof(out), "%s/history.txt", g->tmp);
+    snprintf(cmd, sizeof(cmd), "mkdir -p '%s' && ln -s '%s' '%s/1-a' && ln -s '%s' '%s/2-a2' && ln -s '%s' '%s/3-b'", hist,
+             g->a, hist, g->a2, hist, g->b, hist);
+    assert_int_equal(system(cmd), 0);
+    assert_int_equal(tu_bench(out, "history '%s' --metric mod.kv.allocs --metric minflt_load 2>/dev/null", hist), 0);
+    /* exactly the two dynamic variants step, between the second and the third run */
+    size_t n;
+    char err[256];
+    char *t = rr_slurp(out, &n, err, sizeof(err));
+    assert_non_null(t);
+    int steps = 0;
+    for (char *l = t; (l = strstr(l, "mod.kv.allocs")); l++) {
+        steps++;
+        char *eol = strchr(l, '\n');
+        if (eol) *eol = 0;
+        assert_non_null(strstr(l, "dynamic"));
+        assert_non_null(strstr(l, "REGRESSION"));
+        if (eol) *eol = '\n';
+    }
+    free(t);
+    assert_int_equal(steps, 2);
+    assert_int_equal(tu_bench("/dev/null", "history '%s' --metric no_such_metric 2>/dev/null", hist), 2);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_mann_whitney),
+        cmocka_unit_test(test_classify),
+        cmocka_unit_test(test_same_build_passes),
+        cmocka_unit_test(test_injected_regression_caught),
+        cmocka_unit_test(test_edited_copy),
+        cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_history_marks_step),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

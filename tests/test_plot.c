@@ -1,0 +1,272 @@
+/* bench plot and report.html on a real run of stories260K: bench run draws the
+ * figures at its end (PNG and SVG of each kind the results have data for), the
+ * report renders in headless Chromium with every figure decoded and the run's
+ * numbers in its table, a run without gnuplot still gets its report, and an
+ * allocator-style result (ns/op metrics) gets its figure. Skips the gnuplot and
+ * Chromium parts, with a message, where they are not installed. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness/plot.h"
+#include "harness/resread.h"
+#include "tests/lib/testutil.h"
+
+typedef struct fx {
+    char tmp[512];
+    char run[700];
+    int ran;
+} fx;
+
+static fx *g;
+
+static int setup(void **state) {
+    (void)state;
+    char model[512], sc[700];
+    g = calloc(1, sizeof(*g));
+    if (!g) return -1;
+    if (!tu_shared("models/stories260K.bin", model, sizeof(model)) || !tu_tmpdir(g->tmp, sizeof(g->tmp))) return 0;
+    snprintf(sc, sizeof(sc), "%s/plot.json", g->tmp);
+    snprintf(g->run, sizeof(g->run), "%s/run", g->tmp);
+    FILE *o = fopen(sc, "w");
+    if (!o) return -1;
+    fprintf(o,
+            "{\"name\": \"plot\", \"model\": \"%s\", \"workload\": {\"prompt_tokens\": 4, \"generate\": 24, \"seed\": 1},"
+            " \"cache\": \"warm\", \"repetitions\": 2, \"warmup\": 0, \"threads\": 1, \"sample_ms\": 1,"
+            " \"matrix\": {\"kv\": [\"prealloc\", {\"name\": \"dynamic\", \"options\": {\"step\": 8}}],"
+            " \"fixed\": {\"loader\": \"mmap\"}}}",
+            model);
+    fclose(o);
+    unsetenv("BENCH_GNUPLOT");
+    if (tu_bench("/dev/null", "run '%s' --out '%s' 2>/dev/null", sc, g->run)) return -1;
+    g->ran = 1;
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    if (g && g->tmp[0]) tu_rmtree(g->tmp);
+    free(g);
+    return 0;
+}
+
+static long file_size(const char *path) {
+    struct stat st;
+    return stat(path, &st) ? -1 : (long)st.st_size;
+}
+
+static char *slurp(const char *path) {
+    char err[256];
+    return rr_slurp(path, NULL, err, sizeof(err));
+}
+
+static void test_figures_written_by_run(void **state) {
+    (void)state;
+    if (!g->ran) skip();
+    if (!pl_gnuplot_found(NULL)) {
+        fprintf(stderr, "test_plot: gnuplot not installed (scripts/deps.sh installs gnuplot-nox); skipped\n");
+        skip();
+    }
+    static const char *const want[] = {"rss_timeline", "latency", "itl", "faults", "kv"};
+    for (int i = 0; i < 5; i++) {
+        char png[900], svg[900], gp[900];
+        snprintf(png, sizeof(png), "%s/plots/%s.png", g->run, want[i]);
+        snprintf(svg, sizeof(svg), "%s/plots/%s.svg", g->run, want[i]);
+        snprintf(gp, sizeof(gp), "%s/plots/%s.gp", g->run, want[i]);
+        assert_true(file_size(png) > 1000);
+        assert_true(file_size(gp) > 100);
+        char *p = slurp(png), *s = slurp(svg);
+        assert_non_null(p);
+        assert_non_null(s);
+        assert_memory_equal(p, "\x89PNG", 4);
+        assert_non_null(strstr(s, "<svg"));
+        free(p);
+        /* titles and axis units are in the figure, not only in the report */
+        if (!strcmp(want[i], "latency")) assert_non_null(strstr(s, "TTFT (ms)"));
+        if (!strcmp(want[i], "rss_timeline")) {
+            assert_non_null(strstr(s, "MiB"));
+            assert_non_null(strstr(s, "first token"));   /* a phase mark */
+            assert_non_null(strstr(s, "kv (at phase ends)"));
+        }
+        if (!strcmp(want[i], "kv")) assert_non_null(strstr(s, "tokens in the cache"));
+        free(s);
+    }
+    /* no ns/op metrics in an inference run: no allocator figure, and no error either */
+    char alloc[900];
+    snprintf(alloc, sizeof(alloc), "%s/plots/alloc.png", g->run);
+    assert_int_equal(file_size(alloc), -1);
+}
+
+static void test_report_renders_in_chromium(void **state) {
+    (void)state;
+    if (!g->ran) skip();
+    const char *const names[] = {"chromium", "chromium-browser", NULL};
+    const char *browser = NULL;
+    for (int i = 0; names[i] && !browser; i++) {
+        char cmd[256];
+        snprintf(cmd, sizeof(cmd), "command -v %s >/dev/null 2>&1", names[i]);
+        if (system(cmd) == 0) browser = names[i];
+    }
+    if (!browser) {
+        fprintf(stderr, "test_plot: chromium not installed (scripts/deps.sh installs it); report rendering skipped\n");
+        skip();
+    }
+    char report[900], dom[900], cmd[3000];
+    snprintf(report, sizeof(report), "%s/report.html", g->run);
+    snprintf(dom, sizeof(dom), "%s/dom.html", g->tmp);
+    assert_true(file_size(report) > 0);
+    char *abs = realpath(report, NULL);
+    assert_non_null(abs);
+    snprintf(cmd, sizeof(cmd),
+             "HOME='%s' timeout 120 %s --headless --no-sandbox --disable-gpu --no-first-run --disable-background-networking"
+             " --disable-component-update --disable-sync --user-data-dir='%s/chromium' --dump-dom 'file://%s' >'%s' 2>/dev/null",
+             g->tmp, browser, g->tmp, abs, dom);
+    free(abs);
+    int rc = system(cmd);
+    assert_int_equal(WEXITSTATUS(rc), 0);
+    char *d = slurp(dom);
+    assert_non_null(d);
+    /* the page's own script counted the images that decoded */
+    int figs = 0;
+    for (int i = 0; pl_figure_names[i]; i++) {
+        char png[900];
+        snprintf(png, sizeof(png), "%s/plots/%s.png", g->run, pl_figure_names[i]);
+        figs += file_size(png) > 0;
+    }
+    char want[64];
+    snprintf(want, sizeof(want), "data-images=\"%d/%d\"", figs, figs);
+    if (figs) {
+        assert_non_null(strstr(d, want));
+        assert_non_null(strstr(d, "data-images-ok=\"yes\""));
+    }
+    /* the table holds this run's numbers: TTFT and the KV bytes reserved of each variant */
+    rr_doc doc;
+    char err[512];
+    assert_int_equal(rr_load(g->run, &doc, err, sizeof(err)), 0);
+    assert_int_equal(doc.n, 2);
+    for (int v = 0; v < doc.n; v++) {
+        static const char *const metrics[] = {"ttft_ms", "mod.kv.bytes_reserved", "minflt_load"};
+        for (int k = 0; k < 3; k++) {
+            double med = rr_summary_num(&doc.v[v], metrics[k], "median");
+            assert_true(isfinite(med));
+            char cell[512];
+            snprintf(cell, sizeof(cell), "data-metric=\"%s\" data-variant=\"%s\">%.6g", metrics[k], doc.v[v].key, med);
+            if (!strstr(d, cell)) fprintf(stderr, "not in the rendered page: %s\n", cell);
+            assert_non_null(strstr(d, cell));
+        }
+    }
+    assert_non_null(strstr(d, "id=\"environment\""));
+    assert_non_null(strstr(d, "\"as_written\""));
+    rr_free(&doc);
+    free(d);
+}
+
+static void test_without_gnuplot(void **state) {
+    (void)state;
+    if (!g->ran) skip();
+    /* a copy of the results without plots/, plotted where gnuplot cannot be found */
+    char dir[800], cmd[3000], err_path[900], report[900];
+    snprintf(dir, sizeof(dir), "%s/nognuplot", g->tmp);
+    snprintf(err_path, sizeof(err_path), "%s/nognuplot.txt", g->tmp);
+    snprintf(report, sizeof(report), "%s/report.html", dir);
+    snprintf(cmd, sizeof(cmd), "mkdir -p '%s' && cp '%s/results.json' '%s/'", dir, g->run, dir);
+    assert_int_equal(system(cmd), 0);
+    snprintf(cmd, sizeof(cmd), "BENCH_GNUPLOT=/nonexistent/gnuplot '%s' plot '%s' 2>'%s'",
+             getenv("BENCH_BIN") ? getenv("BENCH_BIN") : "build/asan/bench", dir, err_path);
+    int rc = system(cmd);
+    assert_int_equal(WEXITSTATUS(rc), 0);
+    char *e = slurp(err_path), *r = slurp(report);
+    assert_non_null(e);
+    assert_non_null(r);
+    int said = strstr(e, "gnuplot not found") != NULL, nofig = strstr(r, "No figures") != NULL;
+    int table = strstr(r, "data-metric=\"ttft_ms\"") != NULL;
+    free(e);
+    free(r);
+    assert_true(said);
+    assert_true(nofig);
+    assert_true(table);
+    struct stat st;
+    char plots[900];
+    snprintf(plots, sizeof(plots), "%s/plots", dir);
+    assert_int_not_equal(stat(plots, &st), 0);
+}
+
+/* An allocator scenario's results: every variant an allocator, metrics in ns/op. */
+static void test_alloc_figure(void **state) {
+    (void)state;
+    if (!g->ran) skip();
+    if (!pl_gnuplot_found(NULL)) skip();
+    char src[800], dir[800], dst[900];
+    snprintf(src, sizeof(src), "%s/results.json", g->run);
+    snprintf(dir, sizeof(dir), "%s/alloc", g->tmp);
+    snprintf(dst, sizeof(dst), "%s/results.json", dir);
+    mkdir(dir, 0777);
+    char *t = slurp(src);
+    assert_non_null(t);
+    cJSON *doc = cJSON_Parse(t);
+    free(t);
+    assert_non_null(doc);
+    const cJSON *s;
+    int k = 0;
+    cJSON_ArrayForEach(s, cJSON_GetObjectItemCaseSensitive(doc, "summary")) {
+        cJSON *m = cJSON_GetObjectItemCaseSensitive(s, "metrics");
+        static const char *const w[] = {"churn64_ns_op", "mixed_ns_op"};
+        for (int i = 0; i < 2; i++) {
+            cJSON *x = cJSON_AddObjectToObject(m, w[i]);
+            cJSON_AddStringToObject(x, "unit", "ns/op");
+            cJSON_AddNumberToObject(x, "median", 10.0 * (k + 1) * (i + 1));
+        }
+        k++;
+    }
+    char *text = cJSON_Print(doc);
+    cJSON_Delete(doc);
+    FILE *f = fopen(dst, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    free(text);
+    assert_int_equal(tu_bench("/dev/null", "plot '%s' 2>/dev/null", dir), 0);
+    char png[900], svg[900];
+    snprintf(png, sizeof(png), "%s/plots/alloc.png", dir);
+    snprintf(svg, sizeof(svg), "%s/plots/alloc.svg", dir);
+    assert_true(file_size(png) > 1000);
+    char *sv = slurp(svg);
+    assert_non_null(sv);
+    assert_non_null(strstr(sv, "ns/op"));
+    assert_non_null(strstr(sv, "churn64_ns_op"));
+    free(sv);
+}
+
+static void test_plot_bad_input(void **state) {
+    (void)state;
+    if (!g->ran) skip();
+    char err_path[800];
+    snprintf(err_path, sizeof(err_path), "%s/bad.txt", g->tmp);
+    assert_int_equal(tu_bench("/dev/null", "plot /nonexistent/dir 2>'%s'", err_path), 2);
+    char *e = slurp(err_path);
+    assert_non_null(e);
+    assert_non_null(strstr(e, "/nonexistent/dir"));
+    free(e);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_figures_written_by_run),
+        cmocka_unit_test(test_without_gnuplot),
+        cmocka_unit_test(test_report_renders_in_chromium),
+        cmocka_unit_test(test_alloc_figure),
+        cmocka_unit_test(test_plot_bad_input),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
