@@ -22,7 +22,7 @@ static void usage(FILE *f) {
             "                      [--temperature T] [--topp P] [--seed S] [--threads N] [--ctx N]\n"
             "                      [--loader NAME] [--loader-opt k=v,...] [--kv NAME] [--kv-opt k=v,...]\n"
             "                      [--alloc NAME] [--alloc-opt k=v,...] [--prompt-tokens N] [--bandwidth]\n"
-            "                      [--ids] [--quiet]\n\n"
+            "                      [--ids] [--quiet] [--trace-alloc FILE]\n\n"
             "Runs one engine on one prompt: prints the text on stdout, then load time, prompt tokens,\n"
             "TTFT, prefill tokens/s and decode tokens/s on stderr.\n\n"
             "  --steps N        positions in all, the prompt's included (as llama2.c counts); default 256.\n"
@@ -35,7 +35,9 @@ static void usage(FILE *f) {
             "  --bandwidth      also measure a STREAM triad on the same threads and report decode speed as a\n"
             "                   fraction of the bound: triad bytes/s / weight bytes read per token\n"
             "  --ids            print token ids (BOS first, space-separated) instead of text\n"
-            "  modules          --loader pread|mmap, --kv prealloc|dynamic, --alloc libc|... (see bench list)\n\n"
+            "  --trace-alloc FILE  record every allocator call (KV at load, scratch per forward pass) to FILE,\n"
+            "                   for the \"trace\" allocator workload (allocators/alloc_trace.h, docs/scenarios.md)\n"
+            "  modules          --loader pread|mmap, --kv prealloc|dynamic|block|token, --alloc libc|... (see bench list)\n\n"
             "example:\n"
             "  bench generate --model ../shared/models/stories260K.bin --tokenizer ../shared/models/tok512.bin \\\n"
             "                 --prompt \"The little dog\" --steps 200 --loader pread --kv dynamic\n");
@@ -69,6 +71,7 @@ int cmd_generate(int argc, char **argv) {
         else if (ARG("--kv-opt")) kopt = v;
         else if (ARG("--alloc-opt")) aopt = v;
         else if (ARG("--modules")) spec.module_dir = v;
+        else if (ARG("--trace-alloc")) spec.trace_alloc = v;
         else if (!strcmp(a, "--ids")) print_ids = 1;
         else if (!strcmp(a, "--quiet")) quiet = 1;
         else if (!strcmp(a, "--bandwidth")) bandwidth = 1;

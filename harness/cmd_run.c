@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "harness/alloc_workload.h"
 #include "harness/perfev.h"
+#include "harness/plot.h"
 #include "harness/results.h"
 #include "harness/runner.h"
 #include "harness/scenario.h"
@@ -147,7 +149,8 @@ int cmd_run(int argc, char **argv) {
         goto out;
     }
     const char *cache = getenv("BENCH_MODEL_CACHE");
-    if (rn_prepare_model(s, cache && *cache ? cache : "results/models", &mf, err, sizeof(err))) {
+    /* an allocator scenario (s->aw) has no model */
+    if (!s->aw && rn_prepare_model(s, cache && *cache ? cache : "results/models", &mf, err, sizeof(err))) {
         fprintf(stderr, "bench run: %s: %s\n", file, err);
         goto out;
     }
@@ -216,12 +219,13 @@ int cmd_run(int argc, char **argv) {
         free(text);
         cJSON_Delete(j);
     } else {
-        rs_print_table(stdout, &ctx.in, &sum);
+        (s->aw ? aw_print_table : rs_print_table)(stdout, &ctx.in, &sum);
     }
     fflush(stdout);
     int bad = 0;
     for (int i = 0; i < res.n_runs; i++) bad += res.runs[i].status != RN_OK || !res.runs[i].cache_ok;
     rs_summary_free(&sum);
+    pl_after_run(dir);
     fprintf(stderr, "bench run: %d of %d repetitions done%s; results in %s\n", res.n_runs, res.total_planned,
             res.interrupted ? " (interrupted)" : res.stopped ? " (stopped by --fail-fast)" : "", dir);
     rc = res.interrupted ? 130 : bad ? 1 : 0;

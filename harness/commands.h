@@ -4,9 +4,13 @@
 #define BENCH_COMMANDS_H
 
 int cmd_run(int argc, char **argv);        /* bench run SCENARIO.json ...        (harness/cmd_run.c) */
+int cmd_exec(int argc, char **argv);       /* bench exec SCENARIO --variant k=v   (harness/cmd_exec.c) */
 int cmd_worker(int argc, char **argv);     /* internal: one repetition in a child (harness/worker.c) */
 int cmd_list(int argc, char **argv);       /* bench list                          (harness/cmd_list.c) */
 int cmd_generate(int argc, char **argv);   /* bench generate ...                  (harness/cmd_generate.c) */
 int cmd_model(int argc, char **argv);      /* bench model info|convert|synth ...  (harness/cmd_model.c) */
+int cmd_plot(int argc, char **argv);       /* bench plot RESULTS_DIR              (harness/cmd_plot.c) */
+int cmd_compare(int argc, char **argv);    /* bench compare A B                   (harness/cmd_compare.c) */
+int cmd_history(int argc, char **argv);    /* bench history results/<scenario>    (harness/cmd_history.c) */
 
 #endif

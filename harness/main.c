@@ -1,8 +1,19 @@
 /* bench: the driver. One table of subcommands; exit() is called only here. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "commands.h"
+
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#endif
+#endif
+#ifndef RUNNING_ON_VALGRIND
+#define RUNNING_ON_VALGRIND 0
+#endif
 
 typedef struct command {
     const char *name;
@@ -16,6 +27,10 @@ static const command commands[] = {
     {"generate", "run one engine on one prompt and print the text and speeds", cmd_generate, 0},
     {"list", "list every engine module found, with its options and devices", cmd_list, 0},
     {"model", "model tools: info, convert, synth, shapes", cmd_model, 0},
+    {"exec", "one repetition of one variant in this process, for perf and valgrind", cmd_exec, 0},
+    {"plot", "figures (PNG, SVG) and report.html of a results directory", cmd_plot, 0},
+    {"compare", "compare two runs: changes, noise test, verdicts; exit 1 on a regression", cmd_compare, 0},
+    {"history", "plot each metric across the runs of a scenario, by commit time", cmd_history, 0},
     {"worker", "(internal) one repetition, driven by `bench run`", cmd_worker, 1},
     {NULL, NULL, NULL, 0},
 };
@@ -34,7 +49,23 @@ static void usage(FILE *f) {
             "  bench list\n");
 }
 
+/* The jemalloc alloc module, dlopen'd, needs static TLS that glibc sets aside only
+ * when told at startup: run again, once, with the tunable (workers inherit it). */
+static void main_static_tls(char **argv) {
+    const char *t = getenv("GLIBC_TUNABLES");
+    if (t && strstr(t, "optional_static_tls")) return;
+    /* under valgrind /proc/self/exe is valgrind's tool, and an exec would leave valgrind
+     * anyway: stay (give GLIBC_TUNABLES yourself to load jemalloc under valgrind) */
+    if (RUNNING_ON_VALGRIND) return;
+    char buf[1024];
+    snprintf(buf, sizeof(buf), "%s%sglibc.rtld.optional_static_tls=16384", t ? t : "", t && *t ? ":" : "");
+    if (setenv("GLIBC_TUNABLES", buf, 1)) return;
+    execv("/proc/self/exe", argv);
+    /* no exec: go on; only jemalloc will fail to load, with dlopen's message */
+}
+
 int main(int argc, char **argv) {
+    main_static_tls(argv);
     if (argc < 2) {
         usage(stderr);
         return 2;

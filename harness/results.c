@@ -266,6 +266,15 @@ int rs_summarize(const rs_input *in, rs_summary *out) {
                 mt_bag_free(&b);
             }
         }
+        /* instructions:callgrind: one deterministic count per variant, from its callgrind repetition */
+        const cg_counts *cg = in->res->cg ? &in->res->cg[vi] : NULL;
+        static const int cg_ph[] = {CG_PH_LOAD, CG_PH_PREFILL, CG_PH_DECODE, -1};
+        for (int k = 0; cg && cg->ok && k < 4; k++) {
+            char name[64];
+            snprintf(name, sizeof(name), "instructions_%s", cg_ph[k] < 0 ? "total" : cg_phase_name(cg_ph[k]));
+            rs_metric *m = rs_metric_get(v, name, "count");
+            if (m) rs_metric_push(m, (double)(cg_ph[k] < 0 ? cg->total : cg->ir[cg_ph[k]]), -1, -1);
+        }
         for (int k = 0; k < v->n; k++) {
             rs_metric *m = &v->m[k];
             m->outlier = calloc((size_t)m->n, sizeof(int));
@@ -573,6 +582,15 @@ cJSON *rs_document(const rs_input *in, const rs_summary *sum) {
         cJSON_AddItemToObject(o, "alloc", rs_choice_json(sc_pick(s, v, SC_AX_ALLOC)));
         cJSON_AddStringToObject(o, "cache", sc_pick(s, v, SC_AX_CACHE)->name);
         cJSON_AddNumberToObject(o, "threads", sc_pick(s, v, SC_AX_THREADS)->ival);
+        const cg_counts *cg = in->res->cg ? &in->res->cg[i] : NULL;
+        if (cg && cg->out_file[0]) {
+            cJSON *c = cJSON_AddObjectToObject(o, "callgrind");
+            cJSON_AddStringToObject(c, "out_file", cg->out_file);
+            if (!cg->ok) cJSON_AddStringToObject(c, "error", cg->error);
+            cJSON *ins = cJSON_AddObjectToObject(c, "instructions");
+            for (int k = 0; cg->ok && k < CG_PH_COUNT; k++) cJSON_AddNumberToObject(ins, cg_phase_name(k), (double)cg->ir[k]);
+            if (cg->ok) cJSON_AddNumberToObject(ins, "total", (double)cg->total);
+        }
         cJSON_AddItemToArray(vars, o);
     }
     cJSON *runs = cJSON_AddArrayToObject(doc, "runs");
@@ -688,6 +706,9 @@ static const rs_row rs_rows[] = {
     {"minflt_decode", "minor faults, decode"},
     {"mod.kv.grow_events", "KV grow events"},
     {"residency_pct", "page cache before run"},
+    {"instructions_load", "instructions, load"},
+    {"instructions_prefill", "instructions, prefill"},
+    {"instructions_decode", "instructions, decode"},
     {NULL, NULL},
 };
 

@@ -19,6 +19,7 @@
 #include "engines/abi/module.h"
 #include "engines/core/model.h"
 #include "engines/core/synth.h"
+#include "harness/alloc_workload.h"
 #include "harness/events.h"
 #include "harness/pagecache.h"
 
@@ -122,6 +123,7 @@ void rn_model_files_free(rn_model_files *mf) {
 /* ---- the worker's spec ---- */
 
 char *rn_worker_spec(const scenario *s, const sc_variant *v) {
+    if (s->aw) return aw_worker_spec(s, v);
     cJSON *j = cJSON_CreateObject();
     if (!j) return NULL;
     cJSON_AddStringToObject(j, "model", s->model_path ? s->model_path : "");
@@ -590,6 +592,8 @@ static int rn_one(const scenario *s, const rn_model_files *mf, const rn_opts *o,
 
 int rn_execute(const scenario *s, const rn_model_files *mf, const rn_opts *o, rn_result *res, char *err, size_t errlen) {
     memset(res, 0, sizeof(*res));
+    /* before the timed repetitions: a missing valgrind must not waste them */
+    if ((s->metrics & SC_M_CALLGRIND) && cg_available(err, errlen)) return -1;
     char path[PATH_MAX];
     snprintf(path, sizeof(path), "%s/logs", o->out_dir);
     if (rn_mkdirs(path)) return bench_errf(err, errlen, "%s: %s", path, strerror(errno));
@@ -644,11 +648,16 @@ int rn_execute(const scenario *s, const rn_model_files *mf, const rn_opts *o, rn
         }
     }
     sigaction(SIGPIPE, &old, NULL);
+    /* instruction counts are deterministic: one more repetition per variant, after the timed ones */
+    if ((s->metrics & SC_M_CALLGRIND) && !res->interrupted && !res->stopped &&
+        cg_run_variants(s, o->worker_exe, o->out_dir, o->interrupted, &res->cg))
+        return bench_errf(err, errlen, "out of memory");
     return 0;
 }
 
 void rn_result_free(rn_result *res) {
     for (int r = 0; r < res->n_runs; r++) rn_run_free(&res->runs[r]);
     free(res->runs);
+    free(res->cg);
     memset(res, 0, sizeof(*res));
 }

@@ -30,6 +30,7 @@
 #include "harness/perfev.h"
 #include "harness/procmem.h"
 #include "harness/scenario.h"
+#include "harness/callgrind.h"
 
 enum { RN_PH_START, RN_PH_LOAD, RN_PH_PREFILL, RN_PH_END, RN_PH_COUNT };
 const char *rn_phase_name(int ph);          /* "start", "load", "prefill", "end" */
@@ -138,6 +139,7 @@ typedef struct rn_result {
     int interrupted;                /* Ctrl-C stopped it */
     int stopped;                    /* --fail-fast stopped it */
     int total_planned;
+    cg_counts *cg;                  /* (scenario n_variants) instructions:callgrind; NULL when not asked */
 } rn_result;
 
 /* Makes the model ready: a synth spec is generated into cache_dir (once) and

@@ -12,6 +12,7 @@
 #include "engines/abi/dtype.h"
 #include "engines/core/modreg.h"
 #include "engines/core/synth.h"
+#include "harness/alloc_workload.h"
 
 /* ---- errors ---- */
 
@@ -269,7 +270,7 @@ static void sc_parse_workload(sc_ctx *c, scenario *s, const cJSON *w) {
 
 /* ---- matrix ---- */
 
-static const char *const sc_axis_names[] = {"loader", "kv", "alloc", "cache", "threads", NULL};
+static const char *const sc_axis_names[] = {"loader", "kv", "alloc", "cache", "threads", "workload", NULL};
 static const char *const sc_cache_names[] = {"cold", "warm", NULL};
 
 const char *sc_axis_name(int axis) { return axis >= 0 && axis < SC_AX_COUNT ? sc_axis_names[axis] : "?"; }
@@ -442,8 +443,10 @@ static void sc_parse_matrix(sc_ctx *c, scenario *s, const cJSON *m) {
     sc_check_keys(c, m, ".matrix", keys);
     const cJSON *fixed = cJSON_GetObjectItemCaseSensitive(m, "fixed");
     if (fixed && !cJSON_IsObject(fixed)) sc_err(c, ".matrix.fixed", "expected an object, got %s", sc_type_name(fixed));
-    else if (fixed) sc_check_keys(c, fixed, ".matrix.fixed", sc_axis_names);
-    for (int a = 0; a < SC_AX_COUNT; a++) {
+    static const char *const fixed_keys[] = {"loader", "kv", "alloc", "cache", "threads", NULL};
+    if (fixed && cJSON_IsObject(fixed)) sc_check_keys(c, fixed, ".matrix.fixed", fixed_keys);
+    /* the workload axis belongs to allocator scenarios (harness/alloc_workload.c) */
+    for (int a = 0; a < SC_AX_WORKLOAD; a++) {
         const cJSON *j = cJSON_GetObjectItemCaseSensitive(m, sc_axis_names[a]);
         const cJSON *f = fixed && cJSON_IsObject(fixed) ? cJSON_GetObjectItemCaseSensitive(fixed, sc_axis_names[a]) : NULL;
         char p[128];
@@ -506,7 +509,7 @@ static int sc_name_ok(const char *n) {
     return 1;
 }
 
-static const char *const sc_metric_names[] = {"timeline", "pss", "smaps", "perf", "tokens", NULL};
+static const char *const sc_metric_names[] = {"timeline", "pss", "smaps", "perf", "tokens", "instructions:callgrind", NULL};
 static const char *const sc_fault_names[] = {"none", "segv", "exit3", "hang", "sigkill", NULL};
 
 int sc_parse(const char *file, const char *text, const char *module_dir, scenario **out, sc_errors *errs) {
@@ -550,6 +553,12 @@ int sc_parse(const char *file, const char *text, const char *module_dir, scenari
     if (!cJSON_IsObject(root)) {
         sc_err(&c, ".", "expected an object, got %s", sc_type_name(root));
         goto fail;
+    }
+    /* "kind": "allocators" has fields of its own: harness/alloc_workload.c */
+    if (cJSON_GetObjectItemCaseSensitive(root, "kind")) {
+        if (aw_parse_scenario(s, root, errs)) goto fail;
+        *out = s;
+        return 0;
     }
     static const char *const keys[] = {"name", "description", "model", "workload", "cache", "repetitions",
                                        "warmup", "matrix", "threads", "sample_ms", "metrics", "timeout_s",
@@ -630,6 +639,11 @@ int sc_parse(const char *file, const char *text, const char *module_dir, scenari
         sc_default_axis(&c, s, SC_AX_KV, "prealloc");
         sc_default_axis(&c, s, SC_AX_ALLOC, "libc");
         sc_default_axis(&c, s, SC_AX_THREADS, "0");
+        /* the pool's idle workers spin: with more than one thread the count is the scheduler's, not the work's */
+        for (int i = 0; (s->metrics & SC_M_CALLGRIND) && i < s->axes[SC_AX_THREADS].n; i++)
+            if (s->axes[SC_AX_THREADS].v[i].ival != 1)
+                sc_err(&c, ".threads", "\"instructions:callgrind\" needs threads 1 (one thread's instructions are "
+                       "deterministic; idle pool workers spin), got %s", s->axes[SC_AX_THREADS].v[i].label);
     }
     if (errs->n) goto fail;
     sc_expand(s);
@@ -698,6 +712,7 @@ void sc_free(scenario *s) {
     for (int i = 0; i < s->n_variants; i++) free(s->variants[i].key);
     free(s->variants);
     cJSON_Delete(s->json);
+    aw_scenario_free(s->aw);
     free(s);
 }
 

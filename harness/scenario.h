@@ -19,7 +19,8 @@
 
 typedef struct cJSON cJSON;
 
-enum { SC_AX_LOADER, SC_AX_KV, SC_AX_ALLOC, SC_AX_CACHE, SC_AX_THREADS, SC_AX_COUNT };
+/* SC_AX_WORKLOAD: allocator scenarios only ("kind": "allocators", harness/alloc_workload.h) */
+enum { SC_AX_LOADER, SC_AX_KV, SC_AX_ALLOC, SC_AX_CACHE, SC_AX_THREADS, SC_AX_WORKLOAD, SC_AX_COUNT };
 enum { SC_CACHE_COLD, SC_CACHE_WARM };
 
 /* metrics a scenario may ask for (bit mask) */
@@ -29,7 +30,9 @@ enum {
     SC_M_SMAPS = 1 << 2,        /* per-region Rss/Pss from smaps at phase boundaries */
     SC_M_PERF = 1 << 3,         /* perf_event counters */
     SC_M_TOKENS = 1 << 4,       /* every token's timestamp in results.json */
-    SC_M_ALL = (1 << 5) - 1,
+    SC_M_ALL = (1 << 5) - 1,   /* the default set (but pss) draws from these */
+    SC_M_CALLGRIND = 1 << 5,    /* "instructions:callgrind": one more repetition per variant under
+                                   callgrind, for instructions per phase (harness/callgrind.h) */
 };
 
 typedef struct sc_choice {
@@ -77,6 +80,7 @@ typedef struct scenario {
     int delay_ms;
     char *module_dir;           /* where modules were looked up */
     cJSON *json;                /* the file as parsed, for results.json */
+    struct aw_scenario *aw;     /* an allocator scenario's workloads (harness/alloc_workload.h); NULL: engine */
 } scenario;
 
 typedef struct sc_errors {
@@ -93,7 +97,7 @@ int sc_load(const char *file, const char *module_dir, scenario **out, sc_errors 
 int sc_parse(const char *file, const char *text, const char *module_dir, scenario **out, sc_errors *errs);
 void sc_free(scenario *s);              /* s may be NULL */
 
-const char *sc_axis_name(int axis);     /* "loader", "kv", "alloc", "cache", "threads" */
+const char *sc_axis_name(int axis);     /* "loader", "kv", "alloc", "cache", "threads", "workload" */
 const sc_choice *sc_pick(const scenario *s, const sc_variant *v, int axis);
 
 /* --only key=val,...: keeps the variants whose axis key has the label or name val

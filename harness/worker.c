@@ -20,6 +20,7 @@
 #include "engines/core/engine.h"
 #include "engines/core/modreg.h"
 #include "engines/core/sampler.h"
+#include "harness/alloc_workload.h"
 #include "harness/events.h"
 #include "harness/worker.h"
 
@@ -269,6 +270,8 @@ int cmd_worker(int argc, char **argv) {
         return 2;
     }
     char err[1024];
+    int handled = 0, arc = aw_worker_file(spec_path, c.ev_fd, c.ack_fd, &handled);
+    if (handled) return arc;    /* an allocator workload (harness/alloc_workload.h) */
     wk_spec s;
     cJSON *json = wk_read_spec(spec_path, &s, err, sizeof(err));
     if (!json) return wk_fail(&c, "%s", err);
@@ -279,6 +282,7 @@ int cmd_worker(int argc, char **argv) {
 
 int worker_exec(const char *spec_text, const char *spec_name, const worker_opts *o) {
     wk_ctx c = {.ev_fd = -1, .ack_fd = -1, .loop = o ? o->loop : 0, .callgrind = o ? o->callgrind : 0};
+    if (aw_is_spec(spec_text)) return aw_worker(spec_text, spec_name, -1, -1);
     char err[1024];
     wk_spec s;
     cJSON *json = wk_parse_spec(spec_text, spec_name, &s, err, sizeof(err));

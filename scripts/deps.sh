@@ -11,6 +11,7 @@ PACKAGES=(
   libjemalloc-dev     # allocator baselines
   libmimalloc-dev
   gnuplot-nox         # graphs (found at run time)
+  chromium            # renders report.html in the tests (headless)
   valgrind linux-perf # investigations
 )
 

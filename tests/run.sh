@@ -8,6 +8,8 @@ export BENCH_SHARED=${BENCH_SHARED:-$(cd "$(dirname "$0")/../.." && pwd)/shared}
 export BENCH_MODULE_PATH=${BENCH_MODULE_PATH:-$PWD/$build/modules}
 export BENCH_BIN=${BENCH_BIN:-$PWD/$build/bench}
 export BENCH_TMP=${BENCH_TMP:-$(mktemp -d /tmp/bench-tests.XXXXXX)}
+# bench run draws its figures at the end (about 1 s each run); only test_plot wants them, and it unsets this
+export BENCH_GNUPLOT=${BENCH_GNUPLOT:-/nonexistent/gnuplot}
 # Leaks are errors; modules stay loaded under ASan so their frames symbolize.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}

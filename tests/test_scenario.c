@@ -268,7 +268,13 @@ static void test_axis_list_rules(void **state) {
 static void test_metrics_rules(void **state) {
     (void)state;
     parse_fails("{" BASE ", \"cache\": \"warm\", \"metrics\": [\"timeline\", \"cycles\"]}",
-                ".metrics[1]: expected one of timeline, pss, smaps, perf, tokens, got \"cycles\"", NULL);
+                ".metrics[1]: expected one of timeline, pss, smaps, perf, tokens, instructions:callgrind, got \"cycles\"", NULL);
+    /* instruction counts are deterministic with one thread only */
+    parse_fails("{" BASE ", \"cache\": \"warm\", \"metrics\": [\"instructions:callgrind\"]}",
+                ".threads: \"instructions:callgrind\" needs threads 1", "got 0", NULL);
+    scenario *cg = parse_ok("{" BASE ", \"cache\": \"warm\", \"threads\": 1, \"metrics\": [\"instructions:callgrind\"]}");
+    assert_int_equal(cg->metrics, SC_M_CALLGRIND);
+    sc_free(cg);
     parse_fails("{" BASE ", \"cache\": \"warm\", \"metrics\": [\"pss\"]}", ".metrics: \"pss\" is sampled with the timeline", NULL);
     scenario *s = parse_ok("{" BASE ", \"cache\": \"warm\", \"metrics\": [\"timeline\", \"perf\"]}");
     assert_int_equal(s->metrics, SC_M_TIMELINE | SC_M_PERF);

@@ -11,6 +11,7 @@
 #include "../abi/alloc.h"
 #include "../abi/kv.h"
 #include "../abi/loader.h"
+#include "allocators/alloc_trace.h"
 #include "kernels.h"
 #include "modreg.h"
 #include "threadpool.h"
@@ -29,7 +30,8 @@ struct engine {
     const struct bench_kv_iface *kv;
     const struct bench_alloc_iface *alloc;
     void *loader_ctx, *kv_ctx, *alloc_ctx;
-    bench_allocator allocator;
+    bench_allocator allocator;      /* the module's, or the trace recorder wrapping it */
+    at_recorder *trace;             /* spec->trace_alloc; NULL: none */
     bench_host host;
     tp_pool *pool;
     bench_tensor_ref *refs;     /* (n_tensors) */
@@ -90,10 +92,10 @@ int engine_create(const engine_spec *spec, engine **out, char *err, size_t errle
     e->loader = e->loader_mod.mod->iface;
     e->kv = e->kv_mod.mod->iface;
     if (e->alloc->version != BENCH_ALLOC_IFACE_VERSION || e->loader->version != BENCH_LOADER_IFACE_VERSION ||
-        e->kv->version != BENCH_KV_IFACE_VERSION) {
-        bench_errf(err, errlen, "module interface versions alloc %u loader %u kv %u, this bench expects %u %u %u",
+        e->kv->version < BENCH_KV_IFACE_MIN_VERSION || e->kv->version > BENCH_KV_IFACE_VERSION) {
+        bench_errf(err, errlen, "module interface versions alloc %u loader %u kv %u, this bench expects %u %u %u..%u",
                    e->alloc->version, e->loader->version, e->kv->version,
-                   BENCH_ALLOC_IFACE_VERSION, BENCH_LOADER_IFACE_VERSION, BENCH_KV_IFACE_VERSION);
+                   BENCH_ALLOC_IFACE_VERSION, BENCH_LOADER_IFACE_VERSION, BENCH_KV_IFACE_MIN_VERSION, BENCH_KV_IFACE_VERSION);
         goto err;
     }
 
@@ -103,6 +105,10 @@ int engine_create(const engine_spec *spec, engine **out, char *err, size_t errle
 
     if (e->alloc->create(&spec->alloc_opts, &e->alloc_ctx, err, errlen)) goto err;
     e->allocator = (bench_allocator){e->alloc, e->alloc_ctx};
+    if (spec->trace_alloc) {
+        if (at_recorder_open(spec->trace_alloc, &e->allocator, &e->trace, err, errlen)) goto err;
+        e->allocator = *at_recorder_allocator(e->trace);
+    }
     e->host = (bench_host){.parallel_for = tp_run, .pool = e->pool, .n_threads = threads,
                            .alloc = &e->allocator, .name_region = name_region};
 
@@ -137,6 +143,8 @@ void engine_destroy(engine *e) {
     if (e->kv && e->kv_ctx) e->kv->destroy(e->kv_ctx);
     tf_unbind(&e->w);
     if (e->loader && e->loader_ctx) e->loader->close(e->loader_ctx);
+    char terr[256];
+    if (at_recorder_close(e->trace, terr, sizeof(terr))) fprintf(stderr, "bench: %s\n", terr);
     if (e->alloc && e->alloc_ctx) e->alloc->destroy(e->alloc_ctx);
     tp_destroy(e->pool);
     modreg_entry_close(&e->kv_mod);
@@ -161,8 +169,15 @@ static int check_range(engine *e, int seq, int n, int pos0, char *err, size_t er
     return e->kv->reserve(e->kv_ctx, seq, pos0 + n, err, errlen);
 }
 
+/* A prefix-sharing KV module keys its cache on the ids it is told. */
+static void tell_tokens(engine *e, int seq, const int *tokens, int n, int pos0) {
+    const struct bench_kv_iface *kv2 = bench_kv_v2(e->kv);
+    if (kv2 && kv2->tokens) kv2->tokens(e->kv_ctx, seq, pos0, n, tokens);
+}
+
 int engine_forward(engine *e, int seq, const int *tokens, int n, int pos0, float **logits, char *err, size_t errlen) {
     if (check_range(e, seq, n, pos0, err, errlen)) return -1;
+    tell_tokens(e, seq, tokens, n, pos0);
     if (tf_forward(&e->tf, seq, tokens, n, pos0, e->logits, 1, err, errlen)) return -1;
     *logits = e->logits;
     return 0;
@@ -170,6 +185,7 @@ int engine_forward(engine *e, int seq, const int *tokens, int n, int pos0, float
 
 int engine_forward_all(engine *e, int seq, const int *tokens, int n, int pos0, float *out, char *err, size_t errlen) {
     if (check_range(e, seq, n, pos0, err, errlen)) return -1;
+    tell_tokens(e, seq, tokens, n, pos0);
     return tf_forward(&e->tf, seq, tokens, n, pos0, out, n, err, errlen);
 }
 

@@ -27,6 +27,9 @@ typedef struct engine_spec {
      * where the kernel cannot name them (CONFIG_ANON_VMA_NAME unset). NULL: not told. */
     void (*on_region)(void *user, const void *addr, size_t len, const char *name);
     void *region_user;
+    /* (optional) a file that records every allocator call, allocators/alloc_trace.h
+     * (bench generate --trace-alloc); closed by engine_destroy. NULL: no trace. */
+    const char *trace_alloc;
 } engine_spec;
 
 typedef struct engine engine;
