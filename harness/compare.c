@@ -311,10 +311,14 @@ static int cmp_swap(const char *key, const char *from, const char *to, char *out
     return 0;
 }
 
-static double cmp_var_ratio(const rr_doc *d, const char *num_key, const char *den_key, const char *metric) {
-    const rr_variant *vn = rr_find_variant(d, num_key), *vd = rr_find_variant(d, den_key);
-    double n = cmp_median(rr_find(vn, metric)), m = cmp_median(rr_find(vd, metric));
-    return m != 0 ? n / m : NAN;
+/* The median of metric in variant key, and the tolerance its class allows it (0 for exact
+ * figures); NAN when the variant or metric is absent. */
+static double cmp_var_median(const rr_doc *d, const char *key, const char *metric, double *tol) {
+    const rr_series *s = rr_find(rr_find_variant(d, key), metric);
+    double m = cmp_median(s), rel = 0, abs_ = 0;
+    if (s) cmp_tolerance(cmp_classify(metric, s->unit), metric, &rel, &abs_);
+    *tol = rel * fabs(m) + abs_;
+    return m;
 }
 
 int cmp_ratios(const rr_doc *a, const rr_doc *b, const cmp_ratio *q, cmp_report *out) {
@@ -330,19 +334,30 @@ int cmp_ratios(const rr_doc *a, const rr_doc *b, const cmp_ratio *q, cmp_report 
         snprintf(r->metric, sizeof(r->metric), "ratio %s %s/%s", q->metric, q->num, q->den);
         snprintf(r->unit, sizeof(r->unit), "x");
         r->cls = CMP_EXACT;
-        r->a = cmp_var_ratio(a, b->v[i].key, den_key, q->metric);
-        r->b = cmp_var_ratio(b, b->v[i].key, den_key, q->metric);
+        double tn, td, tb;
+        double na = cmp_var_median(a, b->v[i].key, q->metric, &tn), da = cmp_var_median(a, den_key, q->metric, &td);
+        r->a = da != 0 ? na / da : NAN;
+        double nb = cmp_var_median(b, b->v[i].key, q->metric, &tb), db = cmp_var_median(b, den_key, q->metric, &tb);
+        r->b = db != 0 ? nb / db : NAN;
         r->na = r->nb = 1;
         r->p = NAN;
         r->gated = 1;
         r->change = isfinite(r->a) && r->a != 0 ? (r->b - r->a) / fabs(r->a) : NAN;
-        snprintf(r->test, sizeof(r->test), "within x%g of A", q->factor);
         if (!isfinite(r->b) || !isfinite(r->a)) {
+            snprintf(r->test, sizeof(r->test), "within x%g of A", q->factor);
             /* both undefined (0/0) is no change; one side undefined is */
             r->verdict = isfinite(r->a) == isfinite(r->b) ? CMP_SAME : CMP_CHANGED;
         } else {
-            double lo = fmin(r->a / q->factor, r->a * q->factor), hi = fmax(r->a / q->factor, r->a * q->factor);
-            r->verdict = r->b >= lo && r->b <= hi ? CMP_SAME : CMP_REGRESSED;
+            /* A ratio can be no steadier than its parts: A's numerator and denominator
+             * may each move by their class's tolerance (faults 5% + 16, memory 2% +
+             * 0.25 MiB) before the factor applies. Small fault counts on either side
+             * thus widen the band instead of raising false alarms. */
+            double lo_n = fmax(fabs(na) - tn, 0), hi_n = fabs(na) + tn;
+            double lo_d = fmax(fabs(da) - td, 0), hi_d = fabs(da) + td;
+            double lo = lo_n / hi_d / q->factor, hi = lo_d > 0 ? hi_n / lo_d * q->factor : INFINITY;
+            if (tn > 0 || td > 0) snprintf(r->test, sizeof(r->test), "in [%.3g, %.3g]: x%g + tolerances", lo, hi, q->factor);
+            else snprintf(r->test, sizeof(r->test), "within x%g of A", q->factor);
+            r->verdict = fabs(r->b) >= lo && fabs(r->b) <= hi ? CMP_SAME : CMP_REGRESSED;
         }
         cmp_count(out, r);
     }

@@ -22,7 +22,9 @@
  *
  * Ratios inside one run (cmp_ratio): METRIC of the variants matching NUM over the
  * variants matching DEN with the same other axes, in A and in B; a regression when
- * B's ratio leaves [A / factor, A x factor].
+ * B's ratio leaves [A / factor, A x factor], that band first widened by the tolerance
+ * of the metric's class on A's numerator and denominator (a ratio of two small fault
+ * counts is no steadier than the counts).
  */
 #ifndef BENCH_COMPARE_H
 #define BENCH_COMPARE_H
