@@ -34,6 +34,7 @@ ALLOC_SRC   := $(wildcard allocators/*.c)
 HARNESS_SRC := $(filter-out harness/main.c,$(wildcard harness/*.c))
 MODULE_SRC  := $(wildcard engines/modules/*.c)
 MODCOMMON_SRC := $(wildcard engines/modules/common/*.c)
+CUDAHOST_SRC := $(wildcard engines/cuda/host/*.c)
 TEST_SRC    := $(wildcard tests/test_*.c)
 TESTLIB_SRC := $(wildcard tests/lib/*.c)
 
@@ -74,6 +75,9 @@ $(BUILD)/modules/%.so: $(call obj,engines/modules/%.c) $(MODCOMMON_OBJ)
 $(BUILD)/tests/%: $(call obj,tests/%.c) $(TESTLIB_OBJ) $(BUILD)/libbench.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS) -lcmocka
+
+# The CUDA modules' host-side logic is plain C: built and tested on every machine.
+$(BUILD)/tests/test_cuda_host: $(call obj,$(CUDAHOST_SRC))
 
 tests-build: $(BUILD)/bench $(MODULES) $(TESTS)
 
