@@ -352,7 +352,10 @@ static void sc_check_module(sc_ctx *c, const char *family, sc_choice *ch, const 
 }
 
 /* A device: "cpu" (the core's own forward pass, no options) or a device module that is
- * built and can run here. Returns -1 when refused. */
+ * built and can run here. Returns -1 when it is not built (nothing to check its loader
+ * and kv choices against); a built device that cannot run here is an error too, but its
+ * modules are still checked, so that one run on a machine without the device shows
+ * every other mistake as well. */
 static int sc_check_device(sc_ctx *c, const sc_choice *ch, const char *p) {
     if (!strcmp(ch->name, "cpu")) {
         if (ch->opts[0]) {
@@ -378,10 +381,8 @@ static int sc_check_device(sc_ctx *c, const sc_choice *ch, const char *p) {
         sc_err(c, p, "%s: device interface version %u, this bench expects %u: rebuild it", e.path, d->version,
                BENCH_DEVICE_IFACE_VERSION);
         rc = -1;
-    } else if (d->probe && !d->probe(err, sizeof(err))) {
-        sc_err(c, p, "device %s: %s", ch->name, err);
-        rc = -1;
     } else {
+        if (d->probe && !d->probe(err, sizeof(err))) sc_err(c, p, "device %s: %s", ch->name, err);
         sc_check_opts(c, &e, ch, p);
     }
     modreg_entry_close(&e);

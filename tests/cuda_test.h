@@ -19,12 +19,12 @@ static inline int ct_state(char *why, size_t n) {
     char path[1024], err[768];
     snprintf(path, sizeof(path), "%s/device_cuda.so", tu_module_dir());
     if (access(path, R_OK) != 0) {
-        if (why) snprintf(why, n, "%s is not built (no nvcc, or CUDA=0)", path);
+        if (why) snprintf(why, n, "%.500s is not built (no nvcc, or CUDA=0)", path);
         return CT_NOT_BUILT;
     }
     modreg_entry e;
     if (modreg_load(tu_module_dir(), "device", "cuda", &e, err, sizeof(err))) {
-        if (why) snprintf(why, n, "%s does not load: %s", path, err);
+        if (why) snprintf(why, n, "%.300s does not load: %.400s", path, err);
         return CT_NOT_BUILT;
     }
     const struct bench_device_iface *d = e.mod->iface;

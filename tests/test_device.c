@@ -134,10 +134,19 @@ static void test_device_axis_errors(void **state) {
     if (f->cuda == CT_NOT_BUILT) {
         fails_with(f, ", \"device\": \"cuda\"", ".device: device \"cuda\" is not built here: no device_cuda.so", NULL);
     } else if (f->cuda == CT_NO_GPU) {
-        /* one clear error, and none for the CUDA loader it would use */
-        int n = fails_with(f, ", \"device\": \"cuda\", \"matrix\": {\"loader\": [\"pinned\"], \"kv\": [\"vmm\"]}",
+        /* one clear error: the CUDA modules it names exist, with these options ... */
+        int n = fails_with(f, ", \"device\": \"cuda\", \"matrix\": {\"loader\": [\"pinned\", {\"name\": \"mmap\", "
+                           "\"options\": {\"register\": false}}], \"kv\": [\"vmm\", \"block\"]}",
                            ".device: device cuda: no CUDA device: ", NULL);
         assert_int_equal(n, 1);
+        /* ... and without a GPU they are still checked on cuda: a CPU-only option, a CPU-only name */
+        n = fails_with(f, ", \"device\": \"cuda\", \"matrix\": {\"loader\": [{\"name\": \"pread\", \"options\": {\"direct\": 1}}]}",
+                       ".matrix.loader[0]: loader pread: unknown option \"direct\" (have: chunk)", NULL);
+        assert_int_equal(n, 2);
+        fails_with(f, ", \"matrix\": {\"device\": [\"cpu\", \"cuda\"], \"loader\": [\"pinned\"]}",
+                   ".matrix.loader[0]: unknown loader \"pinned\" (have: mmap, pread)", NULL);
+        fails_with(f, ", \"device\": {\"name\": \"cuda\", \"options\": {\"scratch\": \"heap\"}}",
+                   ".device: device cuda: option scratch=heap: expected one of pool|arena|malloc", NULL);
         fails_with(f, ", \"device\": \"tpu\"", ".device: unknown device \"tpu\" (have: cpu, cuda)", NULL);
     } else {
         /* with a GPU: the CUDA modules validate, CPU-only names do not */
@@ -186,6 +195,40 @@ static void test_run_device_override(void **state) {
         fclose(fp);
         assert_non_null(strstr(buf, f->cuda == CT_NOT_BUILT ? "is not built here" : "no CUDA device: "));
         assert_non_null(strstr(buf, "nothing was run"));
+    }
+}
+
+/* Every engine scenario shipped validates on cuda (bench run FILE --device cuda): with a
+ * GPU without an error; without one with exactly the device's, so that every loader and
+ * kv name and option in them is known to exist on cuda. */
+static void test_shipped_scenarios_on_cuda(void **state) {
+    fixture *f = *state;
+    NEED_FIXTURE(f);
+    const char *files[] = {"scenarios/mmap_vs_pread.json", "scenarios/kv_prealloc_vs_dynamic.json",
+                           "scenarios/kv_block_vs_token.json", "scenarios/ci.json", "scenarios/investigate_kv.json",
+                           "scenarios/investigate_loaders.json", "scenarios/cuda_kv_growth.json", "scenarios/cuda_speed.json"};
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        scenario *s = NULL;
+        sc_errors e;
+        int cuda_file = strstr(files[i], "cuda_") != NULL;
+        int rc = cuda_file ? sc_load(files[i], tu_module_dir(), &s, &e) : sc_load_on(files[i], tu_module_dir(), "cuda", &s, &e);
+        for (int k = 0; k < e.n; k++) fprintf(stderr, "%s\n", e.v[k]);
+        if (f->cuda == CT_GPU) {
+            assert_int_equal(rc, 0);
+            assert_string_equal(sc_device(s, &s->variants[0]), "cuda");
+        } else {
+            assert_int_equal(rc, -1);
+            assert_int_equal(e.n, 1);
+            assert_non_null(strstr(e.v[0], f->cuda == CT_NOT_BUILT ? "is not built here" : "no CUDA device: "));
+        }
+        sc_errors_free(&e);
+        sc_free(s);
+        if (cuda_file) continue;
+        /* and on the CPU as they are (kv_block_vs_token is new here) */
+        assert_int_equal(sc_load(files[i], tu_module_dir(), &s, &e), 0);
+        assert_string_equal(sc_device(s, &s->variants[0]), "cpu");
+        sc_errors_free(&e);
+        sc_free(s);
     }
 }
 
@@ -325,6 +368,7 @@ int main(void) {
         cmocka_unit_test(test_device_axis_cpu),
         cmocka_unit_test(test_device_axis_errors),
         cmocka_unit_test(test_run_device_override),
+        cmocka_unit_test(test_shipped_scenarios_on_cuda),
         cmocka_unit_test(test_modreg_devices),
         cmocka_unit_test(test_engine_device_choice),
         cmocka_unit_test(test_generate_without_gpu),

@@ -29,6 +29,7 @@ static const bench_option_desc dc_options[] = {
     {"release_threshold", "size", "256m", "pool: bytes the pool keeps at a synchronisation (0: every pass's memory goes back)"},
     {"gemv", "bool", "1", "one-token passes through bench's GEMV kernels (0: cuBLAS for every product)"},
     {"profile", "int", "32", "time the kernel groups of every Nth decode pass (left out of the TPOT events); 0: never"},
+    {"bandwidth", "bool", "0", "with the counters, measure a triad on the GPU and report decode speed against the bound it sets"},
     {NULL, NULL, NULL, NULL},
 };
 
@@ -43,7 +44,7 @@ typedef struct dc_mem_sample {
 } dc_mem_sample;
 
 typedef struct dc_ctx {
-    int gpu, scratch, use_gemv, profile_every;
+    int gpu, scratch, use_gemv, profile_every, measure_bw;
     uint64_t release_threshold;
     cudaStream_t stream;
     cublasHandle_t blas;
@@ -53,6 +54,7 @@ typedef struct dc_ctx {
     bench_dev_layer *layers;        /* (n_layers) copy of bind's array */
     dsl_shape shape;
     int bound;
+    uint64_t token_bytes;           /* B of weights a one-token pass reads: every matrix, one embedding row */
     /* scratch */
     void *arena;                    /* DC_ARENA: one region, grown to the largest pass */
     size_t arena_bytes;
@@ -113,7 +115,8 @@ static int dc_create(const bench_opts *opts, void **out, void **stream, char *er
     if (bench_opt_size(opts, dc_options, "device cuda", "gpu", &gpu, err, errlen) ||
         bench_opt_size(opts, dc_options, "device cuda", "release_threshold", &c->release_threshold, err, errlen) ||
         bench_opt_bool(opts, dc_options, "device cuda", "gemv", &c->use_gemv, err, errlen) ||
-        bench_opt_size(opts, dc_options, "device cuda", "profile", &profile, err, errlen))
+        bench_opt_size(opts, dc_options, "device cuda", "profile", &profile, err, errlen) ||
+        bench_opt_bool(opts, dc_options, "device cuda", "bandwidth", &c->measure_bw, err, errlen))
         goto fail;
     c->scratch = !strcmp(scratch, "arena") ? DC_ARENA : !strcmp(scratch, "malloc") ? DC_MALLOC : DC_POOL;
     c->profile_every = profile > 1000000 ? 1000000 : (int)profile;
@@ -194,6 +197,13 @@ static int dc_bind(void *ctx, const bench_dev_model *m, char *err, size_t errlen
         if (!L->attn_norm || !L->ffn_norm) return bench_errf(err, errlen, "device cuda: layer %d has no norm weights", l);
     }
     c->m = *m;
+    c->token_bytes = (uint64_t)bench_dtype_row_bytes(m->output.dtype, m->dim) * (uint64_t)m->vocab_size +
+                     bench_dtype_row_bytes(m->tok_embd.dtype, m->dim);
+    for (int l = 0; l < m->n_layers; l++) {
+        const bench_dev_matrix *w[] = {&m->layers[l].wq, &m->layers[l].wk, &m->layers[l].wv, &m->layers[l].wo,
+                                       &m->layers[l].w1, &m->layers[l].w2, &m->layers[l].w3};
+        for (int i = 0; i < 7; i++) c->token_bytes += (uint64_t)bench_dtype_row_bytes(w[i]->dtype, w[i]->cols) * (uint64_t)w[i]->rows;
+    }
     c->layers = malloc((size_t)m->n_layers * sizeof(*c->layers));
     if (!c->layers) return bench_errf(err, errlen, "device cuda: out of memory");
     memcpy(c->layers, m->layers, (size_t)m->n_layers * sizeof(*c->layers));
@@ -581,6 +591,20 @@ static void dc_counters(void *ctx, const bench_counter_sink *s) {
         bench_emit(s, "share_attention", "fraction", c->share_ms[CAT_ATTN] / total);
         bench_emit(s, "share_other", "fraction", c->share_ms[CAT_OTHER] / total);
         bench_emit(s, "profiled_pass_ms", "ms", total / c->profiled);
+    }
+    bench_emit(s, "weights_per_token_B", "B", (double)c->token_bytes);
+    if (c->measure_bw && c->n_decode && c->token_bytes) {
+        /* decode reads every weight once a token: memory bandwidth / those bytes bounds it */
+        double bw = dc_bandwidth(c, 0, 5), mean = 0;
+        for (int i = 0; i < c->n_decode; i++) mean += c->decode_ms[i];
+        mean /= c->n_decode;
+        bench_emit(s, "triad_gb_s", "GB/s", bw / 1e9);
+        if (bw > 0 && mean > 0) {
+            double bound = bw / (double)c->token_bytes, tps = 1000.0 / mean;
+            bench_emit(s, "decode_bound_tok_s", "tokens/s", bound);
+            bench_emit(s, "decode_event_tok_s", "tokens/s", tps);
+            bench_emit(s, "decode_bound_fraction", "fraction", tps / bound);
+        }
     }
 }
 
