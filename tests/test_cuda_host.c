@@ -353,12 +353,12 @@ static void test_scratch_layout(void **state) {
     (void)state;
     dsl_shape s = {.dim = 2048, .hidden = 5632, .kv_dim = 256, .vocab = 32000};
     dsl_layout l;
-    size_t total = dsl_make(&s, 512, 1, &l);
+    size_t total = dsl_make(&s, 512, &l);
     assert_int_equal(total, l.total);
     struct { size_t off, len; } b[] = {
         {l.x, 512 * 2048 * 4}, {l.xb, 512 * 2048 * 4}, {l.q, 512 * 2048 * 4}, {l.k, 512 * 256 * 4},
         {l.v, 512 * 256 * 4}, {l.hb, 512 * 5632 * 4}, {l.hb2, 512 * 5632 * 4}, {l.xh, 512 * 5632 * 2},
-        {l.logits, 32000 * 4}, {l.tokens, 512 * 4},
+        {l.tokens, 512 * 4},
     };
     size_t n = sizeof(b) / sizeof(b[0]);
     for (size_t i = 0; i < n; i++) {
@@ -366,11 +366,13 @@ static void test_scratch_layout(void **state) {
         assert_true(b[i].off + b[i].len <= total);
         for (size_t j = 0; j < i; j++) assert_true(b[i].off >= b[j].off + b[j].len || b[j].off >= b[i].off + b[i].len);
     }
-    assert_int_equal(dsl_make(&s, 1, 1, &l) < total, 1);
-    assert_int_equal(dsl_make(&s, 4, 5, &l), 0);    /* more logits rows than tokens */
-    assert_int_equal(dsl_make(&s, 0, 0, &l), 0);
+    assert_int_equal(dsl_make(&s, 1, &l) < total, 1);
+    assert_int_equal(dsl_make(&s, 0, &l), 0);
+    dsl_shape bad = s;
+    bad.kv_dim = 0;
+    assert_int_equal(dsl_make(&bad, 4, &l), 0);
     dsl_shape huge = {.dim = 1 << 30, .hidden = 1 << 30, .kv_dim = 1 << 30, .vocab = 1 << 30};
-    assert_int_equal(dsl_make(&huge, 1 << 30, 1 << 30, &l), 0);     /* overflow */
+    assert_int_equal(dsl_make(&huge, 1 << 30, &l), 0);     /* overflow */
 }
 
 int main(void) {

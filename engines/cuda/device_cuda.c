@@ -436,7 +436,7 @@ static int dc_forward(void *ctx, int seq, const int *tokens, int n, int pos0, fl
             return bench_errf(err, errlen, "forward: token %d at position %d is outside the vocabulary of %d", tokens[i],
                               pos0 + i, m->vocab_size);
     dsl_layout L;
-    size_t bytes = dsl_make(&c->shape, n, n_out, &L);
+    size_t bytes = dsl_make(&c->shape, n, &L);
     if (!bytes) return bench_errf(err, errlen, "device cuda: a pass of %d tokens overflows the scratch sizes", n);
     if (ensure_logits(c, n_out, err, errlen)) return -1;
     void *mem = NULL;

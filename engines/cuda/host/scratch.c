@@ -12,9 +12,9 @@ static size_t take(size_t *top, size_t count, size_t elem) {
     return at - DSL_ALIGN; /* offsets start at 0: top is kept one DSL_ALIGN ahead so 0 means failed */
 }
 
-size_t dsl_make(const dsl_shape *s, int n, int n_out, dsl_layout *out) {
+size_t dsl_make(const dsl_shape *s, int n, dsl_layout *out) {
     memset(out, 0, sizeof(*out));
-    if (n < 1 || n_out < 1 || n_out > n || s->dim < 1 || s->hidden < 1 || s->kv_dim < 1 || s->vocab < 1) return 0;
+    if (n < 1 || s->dim < 1 || s->hidden < 1 || s->kv_dim < 1 || s->vocab < 1) return 0;
     size_t nn = (size_t)n, wide = (size_t)(s->dim > s->hidden ? s->dim : s->hidden);
     size_t top = DSL_ALIGN;
     out->x = take(&top, nn * (size_t)s->dim, 4);
@@ -25,7 +25,6 @@ size_t dsl_make(const dsl_shape *s, int n, int n_out, dsl_layout *out) {
     out->hb = take(&top, nn * (size_t)s->hidden, 4);
     out->hb2 = take(&top, nn * (size_t)s->hidden, 4);
     out->xh = take(&top, nn * wide, 2);
-    out->logits = take(&top, (size_t)n_out * (size_t)s->vocab, 4);
     out->tokens = take(&top, nn, 4);
     if (!top) {
         memset(out, 0, sizeof(*out));

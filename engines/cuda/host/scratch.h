@@ -7,7 +7,8 @@
  *   x (n, dim)  residual stream         xb (n, dim)  normed input, attention output
  *   q (n, dim)  k, v (n, kv_dim)        hb (n, hidden) gate, then SwiGLU's output
  *   hb2 (n, hidden) up                  xh (n, max(dim, hidden)) 16-bit copy of a GEMM input
- *   logits (n_out, vocab)               tokens (n) int32
+ *   tokens (n) int32
+ * (The logits stay in a buffer of their own: the sampler reads them after the pass.)
  * Every offset is a multiple of DSL_ALIGN; no two buffers overlap.
  */
 #ifndef BENCH_CUDA_SCRATCH_H
@@ -22,12 +23,12 @@ typedef struct dsl_shape {
 } dsl_shape;
 
 typedef struct dsl_layout {
-    size_t x, xb, q, k, v, hb, hb2, xh, logits, tokens;    /* B, offsets */
+    size_t x, xb, q, k, v, hb, hb2, xh, tokens;            /* B, offsets */
     size_t total;                                          /* B */
 } dsl_layout;
 
-/* Fills out for n >= 1 tokens and 1 <= n_out <= n rows of logits; returns the total bytes,
- * 0 when the sizes overflow or are out of range. */
-size_t dsl_make(const dsl_shape *s, int n, int n_out, dsl_layout *out);
+/* Fills out for n >= 1 tokens; returns the total bytes, 0 when the sizes overflow or are
+ * out of range. */
+size_t dsl_make(const dsl_shape *s, int n, dsl_layout *out);
 
 #endif
