@@ -124,7 +124,7 @@ $(BUILD)/modules/cuda/kv_%.so: $(call obj,engines/cuda/modules/kv_%.c engines/cu
 	$(CC) $(LDFLAGS) -shared $^ -o $@ $(CUDA_LIBS)
 
 $(CU_PAGED:%=$(BUILD)/modules/cuda/%.so): $(BUILD)/modules/cuda/%.so: $(BUILD)/obj/cuda/engines/modules/%.o \
-		$(call obj,engines/cuda/kvp_cuda.c) $(BUILD)/obj/engines/cuda/attn.o $(CU_COMMON)
+		$(call obj,engines/cuda/kvp_cuda.c engines/cuda/kvc_cuda.c) $(BUILD)/obj/engines/cuda/attn.o $(CU_COMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -shared $^ -o $@ $(CUDA_LIBS)
 endif

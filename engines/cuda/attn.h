@@ -25,12 +25,17 @@ int cuatt_store(void *stream, float *kb, float *vb, size_t stride, const int *ta
                 int kv_dim, const float *k, const float *v);
 
 /* Causal grouped-query attention (engines/abi/kv.h) of q (n, n_heads*hd) at pos0.. into
- * out (n, n_heads*hd); scores / sqrt(hd), softmax in f32. */
+ * out (n, n_heads*hd); scores / sqrt(hd), softmax in f32. work: device memory of
+ * cuatt_work_bytes for the split kernel of short passes (decode); NULL: never split. */
 int cuatt_attend(void *stream, const float *kb, const float *vb, size_t stride, const int *table, int bs, int pos0,
-                 int n, int n_heads, int n_kv_heads, int hd, const float *q, float *out);
+                 int n, int n_heads, int n_kv_heads, int hd, const float *q, float *out, float *work);
 
-/* The most positions one attention launch holds (its scores live in shared memory) for
- * head dimension hd on the current device; 0 when the device cannot be asked. */
+/* Bytes of the work area for contexts of max_pos positions. */
+size_t cuatt_work_bytes(int n_heads, int hd, int max_pos);
+
+/* The most positions a pass may attend over for head dimension hd on the current device
+ * (the one-block kernel keeps every score in shared memory); 0 when hd is outside 1..256
+ * or the device cannot be asked. */
 int cuatt_max_positions(int hd);
 
 #ifdef __cplusplus

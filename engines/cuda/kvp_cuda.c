@@ -15,6 +15,7 @@
 #include "engines/cuda/attn.h"
 #include "engines/cuda/cu_util.h"
 #include "engines/cuda/host/tablemirror.h"
+#include "engines/cuda/kvc_cuda.h"
 
 typedef struct kvp_mirror {
     const int *host;        /* the host table mirrored; NULL: unused */
@@ -25,6 +26,7 @@ typedef struct kvp_mirror {
 } kvp_mirror;
 
 typedef struct kvp_dev {
+    kvcc k;                 /* the checks, the stream, the attention's work area */
     cudaStream_t stream;
     int n_layers;
     kvp_mirror *m;          /* (n_m) one per table, round-robin when more tables than that appear */
@@ -43,24 +45,21 @@ static void mirror_free(kvp_mirror *m) {
 int kvp_pool_create(kvp_pool *p, const bench_kv_shape *s, int n_rows, const bench_host *host, int touch, const char *mod,
                     char *err, size_t errlen) {
     memset(p, 0, sizeof(*p));
-    if (!cu_probe(err, errlen)) return -1;
-    if (!host || !host->stream)
-        return bench_errf(err, errlen, "%s: built for CUDA: run it with the cuda device (--device cuda)", mod);
     if (n_rows < 1) return bench_errf(err, errlen, "%s: a pool of %d tokens: expected at least 1", mod, n_rows);
-    int max = cuatt_max_positions(s->head_dim);
-    if (s->max_pos > max)
-        return bench_errf(err, errlen, "%s: a context of %d positions: the CUDA attention holds at most %d on this GPU (lower --ctx)",
-                          mod, s->max_pos, max);
     size_t per = kvp_token_bytes(s);
     if (per == 0 || (size_t)n_rows > SIZE_MAX / per)
         return bench_errf(err, errlen, "%s: a pool of %d tokens overflows the address space", mod, n_rows);
     kvp_dev *d = calloc(1, sizeof(*d));
     if (!d) return bench_errf(err, errlen, "%s: out of memory", mod);
+    p->dev = d;
+    if (kvcc_open(&d->k, s, host, mod, err, errlen)) {
+        kvp_pool_destroy(p, host);
+        return -1;
+    }
     d->stream = (cudaStream_t)host->stream;
     d->n_layers = s->n_layers;
     d->n_m = s->max_seqs > 0 ? s->max_seqs : 1;
     d->m = calloc((size_t)d->n_m, sizeof(*d->m));
-    p->dev = d;
     if (!d->m) {
         kvp_pool_destroy(p, host);
         return bench_errf(err, errlen, "%s: out of memory", mod);
@@ -87,8 +86,9 @@ void kvp_pool_destroy(kvp_pool *p, const bench_host *host) {
     (void)host;
     kvp_dev *d = p->dev;
     if (d) {
-        cudaStreamSynchronize(d->stream);
+        if (d->stream) cudaStreamSynchronize(d->stream);
         for (int i = 0; d->m && i < d->n_m; i++) mirror_free(&d->m[i]);
+        kvcc_close(&d->k);
         free(d->m);
         free(d);
     }
@@ -169,5 +169,5 @@ void kvp_attend(const bench_kv_shape *s, const bench_host *host, const kvp_pool 
     const int *dt = mirror(d, table, entries(pos0 + n, bs), s->max_pos, layer == d->n_layers - 1);
     if (!dt) return;
     cuatt_attend(d->stream, kvp_k(s, p, layer), kvp_v(s, p, layer), kvp_kv_dim(s), dt, bs, pos0, n, s->n_heads,
-                 s->n_kv_heads, s->head_dim, q, out);
+                 s->n_kv_heads, s->head_dim, q, out, d->k.work);
 }

@@ -18,8 +18,7 @@ typedef struct dseq {
 } dseq;
 
 typedef struct dynamic_ctx {
-    bench_kv_shape shape;
-    void *stream;
+    kvcc k;                 /* shape, stream, attention work */
     int step;
     dseq *seqs;             /* (max_seqs) */
     uint64_t allocs, grow_events, bytes_copied, bytes_reserved, grow_ns;
@@ -29,11 +28,9 @@ static void dynamic_destroy(void *ctx);
 
 static int dynamic_create(const bench_kv_shape *shape, const bench_opts *opts, const bench_host *host, void **out,
                           char *err, size_t errlen) {
-    if (kvcc_check(shape, host, "kv dynamic", err, errlen)) return -1;
     dynamic_ctx *c = calloc(1, sizeof(*c));
     if (!c) return bench_errf(err, errlen, "kv dynamic: out of memory");
-    c->shape = *shape;
-    c->stream = host->stream;
+    if (kvcc_open(&c->k, shape, host, "kv dynamic", err, errlen)) goto fail;
     uint64_t step = 0;
     if (bench_opt_size(opts, dynamic_options, "kv dynamic", "step", &step, err, errlen)) goto fail;
     if (step < 1 || step > (uint64_t)shape->max_pos) {
@@ -53,22 +50,22 @@ fail:
 
 static int dynamic_reserve(void *ctx, int seq, int n_pos, char *err, size_t errlen) {
     dynamic_ctx *c = ctx;
-    if (seq < 0 || seq >= c->shape.max_seqs) return bench_errf(err, errlen, "kv dynamic: sequence %d out of range", seq);
-    if (n_pos > c->shape.max_pos)
-        return bench_errf(err, errlen, "kv dynamic: position %d is past the context of %d", n_pos - 1, c->shape.max_pos);
+    if (seq < 0 || seq >= c->k.shape.max_seqs) return bench_errf(err, errlen, "kv dynamic: sequence %d out of range", seq);
+    if (n_pos > c->k.shape.max_pos)
+        return bench_errf(err, errlen, "kv dynamic: position %d is past the context of %d", n_pos - 1, c->k.shape.max_pos);
     dseq *q = &c->seqs[seq];
     if (n_pos <= q->cap) return 0;
     uint64_t t0 = cu_now_ns();
-    int cap = kvg_dynamic_cap(n_pos, c->step, c->shape.max_pos);
-    size_t pb = kvcc_pos_bytes(&c->shape), bytes = (size_t)cap * pb;
+    int cap = kvg_dynamic_cap(n_pos, c->step, c->k.shape.max_pos);
+    size_t pb = kvcc_pos_bytes(&c->k.shape), bytes = (size_t)cap * pb;
     float *mem = NULL;
     CU_TRY(cudaMalloc((void **)&mem, bytes), "kv dynamic: cudaMalloc");
     c->allocs++;
     if (q->mem) {
         size_t live = (size_t)q->used * pb;
-        cudaError_t e = live ? cudaMemcpyAsync(mem, q->mem, live, cudaMemcpyDeviceToDevice, (cudaStream_t)c->stream)
+        cudaError_t e = live ? cudaMemcpyAsync(mem, q->mem, live, cudaMemcpyDeviceToDevice, (cudaStream_t)c->k.stream)
                              : cudaSuccess;
-        if (e == cudaSuccess) e = cudaStreamSynchronize((cudaStream_t)c->stream);
+        if (e == cudaSuccess) e = cudaStreamSynchronize((cudaStream_t)c->k.stream);
         if (e != cudaSuccess) {
             cudaFree(mem);
             return cu_fail(err, errlen, "kv dynamic: growth copy", e);
@@ -87,23 +84,23 @@ static int dynamic_reserve(void *ctx, int seq, int n_pos, char *err, size_t errl
 
 static void dynamic_store(void *ctx, int seq, int layer, int pos0, int n, const float *k, const float *v) {
     dynamic_ctx *c = ctx;
-    kvcc_store(&c->shape, c->stream, c->seqs[seq].mem, layer, pos0, n, k, v);
+    kvcc_store(&c->k, c->seqs[seq].mem, layer, pos0, n, k, v);
     if (pos0 + n > c->seqs[seq].used) c->seqs[seq].used = pos0 + n;
 }
 
 static void dynamic_attend(void *ctx, int seq, int layer, int pos0, int n, const float *q, float *out) {
     dynamic_ctx *c = ctx;
-    kvcc_attend(&c->shape, c->stream, c->seqs[seq].mem, layer, pos0, n, q, out);
+    kvcc_attend(&c->k, c->seqs[seq].mem, layer, pos0, n, q, out);
 }
 
 static void dynamic_release(void *ctx, int seq) {
     dynamic_ctx *c = ctx;
-    if (seq < 0 || seq >= c->shape.max_seqs) return;
+    if (seq < 0 || seq >= c->k.shape.max_seqs) return;
     dseq *q = &c->seqs[seq];
     if (q->mem) {
-        cudaStreamSynchronize((cudaStream_t)c->stream); /* no queued kernel may still read it */
+        cudaStreamSynchronize((cudaStream_t)c->k.stream); /* no queued kernel may still read it */
         cudaFree(q->mem);
-        c->bytes_reserved -= (uint64_t)q->cap * kvcc_pos_bytes(&c->shape);
+        c->bytes_reserved -= (uint64_t)q->cap * kvcc_pos_bytes(&c->k.shape);
     }
     *q = (dseq){0};
 }
@@ -111,7 +108,7 @@ static void dynamic_release(void *ctx, int seq) {
 static void dynamic_counters(void *ctx, const bench_counter_sink *s) {
     dynamic_ctx *c = ctx;
     uint64_t used = 0;
-    for (int i = 0; i < c->shape.max_seqs; i++) used += (uint64_t)c->seqs[i].used * kvcc_pos_bytes(&c->shape);
+    for (int i = 0; i < c->k.shape.max_seqs; i++) used += (uint64_t)c->seqs[i].used * kvcc_pos_bytes(&c->k.shape);
     bench_emit(s, "allocs", "count", (double)c->allocs);
     bench_emit(s, "grow_events", "count", (double)c->grow_events);
     bench_emit(s, "bytes_copied", "B", (double)c->bytes_copied);
@@ -123,7 +120,8 @@ static void dynamic_counters(void *ctx, const bench_counter_sink *s) {
 static void dynamic_destroy(void *ctx) {
     dynamic_ctx *c = ctx;
     if (!c) return;
-    for (int i = 0; c->seqs && i < c->shape.max_seqs; i++) dynamic_release(c, i);
+    for (int i = 0; c->seqs && i < c->k.shape.max_seqs; i++) dynamic_release(c, i);
+    kvcc_close(&c->k);
     free(c->seqs);
     free(c);
 }

@@ -16,8 +16,7 @@ typedef struct pseq {
 } pseq;
 
 typedef struct prealloc_ctx {
-    bench_kv_shape shape;
-    void *stream;
+    kvcc k;                 /* shape, stream, attention work */
     pseq *seqs;             /* (max_seqs) */
     size_t seq_bytes;
     int touch;
@@ -28,11 +27,9 @@ static void prealloc_destroy(void *ctx);
 
 static int prealloc_create(const bench_kv_shape *shape, const bench_opts *opts, const bench_host *host, void **out,
                            char *err, size_t errlen) {
-    if (kvcc_check(shape, host, "kv prealloc", err, errlen)) return -1;
     prealloc_ctx *c = calloc(1, sizeof(*c));
     if (!c) return bench_errf(err, errlen, "kv prealloc: out of memory");
-    c->shape = *shape;
-    c->stream = host->stream;
+    if (kvcc_open(&c->k, shape, host, "kv prealloc", err, errlen)) goto fail;
     if (bench_opt_bool(opts, prealloc_options, "kv prealloc", "touch", &c->touch, err, errlen)) goto fail;
     c->seqs = calloc((size_t)shape->max_seqs, sizeof(*c->seqs));
     if (!c->seqs) { bench_errf(err, errlen, "kv prealloc: out of memory"); goto fail; }
@@ -43,14 +40,14 @@ static int prealloc_create(const bench_kv_shape *shape, const bench_opts *opts, 
         c->allocs++;
         c->bytes_reserved += c->seq_bytes;
         if (c->touch) {
-            if ((e = cudaMemsetAsync(c->seqs[i].mem, 0, c->seq_bytes, (cudaStream_t)c->stream)) != cudaSuccess) {
+            if ((e = cudaMemsetAsync(c->seqs[i].mem, 0, c->seq_bytes, (cudaStream_t)c->k.stream)) != cudaSuccess) {
                 cu_fail(err, errlen, "kv prealloc: cudaMemset", e);
                 goto fail;
             }
             c->bytes_touched += c->seq_bytes;
         }
     }
-    cudaError_t e = cudaStreamSynchronize((cudaStream_t)c->stream);
+    cudaError_t e = cudaStreamSynchronize((cudaStream_t)c->k.stream);
     if (e != cudaSuccess) { cu_fail(err, errlen, "kv prealloc: start-up", e); goto fail; }
     *out = c;
     return 0;
@@ -61,32 +58,32 @@ fail:
 
 static int prealloc_reserve(void *ctx, int seq, int n_pos, char *err, size_t errlen) {
     prealloc_ctx *c = ctx;
-    if (seq < 0 || seq >= c->shape.max_seqs) return bench_errf(err, errlen, "kv prealloc: sequence %d out of range", seq);
-    if (n_pos > c->shape.max_pos)
-        return bench_errf(err, errlen, "kv prealloc: position %d is past the context of %d", n_pos - 1, c->shape.max_pos);
+    if (seq < 0 || seq >= c->k.shape.max_seqs) return bench_errf(err, errlen, "kv prealloc: sequence %d out of range", seq);
+    if (n_pos > c->k.shape.max_pos)
+        return bench_errf(err, errlen, "kv prealloc: position %d is past the context of %d", n_pos - 1, c->k.shape.max_pos);
     return 0;
 }
 
 static void prealloc_store(void *ctx, int seq, int layer, int pos0, int n, const float *k, const float *v) {
     prealloc_ctx *c = ctx;
-    kvcc_store(&c->shape, c->stream, c->seqs[seq].mem, layer, pos0, n, k, v);
+    kvcc_store(&c->k, c->seqs[seq].mem, layer, pos0, n, k, v);
     if (pos0 + n > c->seqs[seq].used) c->seqs[seq].used = pos0 + n;
 }
 
 static void prealloc_attend(void *ctx, int seq, int layer, int pos0, int n, const float *q, float *out) {
     prealloc_ctx *c = ctx;
-    kvcc_attend(&c->shape, c->stream, c->seqs[seq].mem, layer, pos0, n, q, out);
+    kvcc_attend(&c->k, c->seqs[seq].mem, layer, pos0, n, q, out);
 }
 
 static void prealloc_release(void *ctx, int seq) {
     prealloc_ctx *c = ctx;
-    if (seq >= 0 && seq < c->shape.max_seqs) c->seqs[seq].used = 0;
+    if (seq >= 0 && seq < c->k.shape.max_seqs) c->seqs[seq].used = 0;
 }
 
 static void prealloc_counters(void *ctx, const bench_counter_sink *s) {
     prealloc_ctx *c = ctx;
     uint64_t used = 0;
-    for (int i = 0; i < c->shape.max_seqs; i++) used += (uint64_t)c->seqs[i].used * kvcc_pos_bytes(&c->shape);
+    for (int i = 0; i < c->k.shape.max_seqs; i++) used += (uint64_t)c->seqs[i].used * kvcc_pos_bytes(&c->k.shape);
     bench_emit(s, "allocs", "count", (double)c->allocs);
     bench_emit(s, "grow_events", "count", 0);
     bench_emit(s, "bytes_copied", "B", 0);
@@ -98,8 +95,9 @@ static void prealloc_counters(void *ctx, const bench_counter_sink *s) {
 static void prealloc_destroy(void *ctx) {
     prealloc_ctx *c = ctx;
     if (!c) return;
-    if (c->stream) cudaStreamSynchronize((cudaStream_t)c->stream);
-    for (int i = 0; c->seqs && i < c->shape.max_seqs; i++) cudaFree(c->seqs[i].mem);
+    if (c->k.stream) cudaStreamSynchronize((cudaStream_t)c->k.stream);
+    for (int i = 0; c->seqs && i < c->k.shape.max_seqs; i++) cudaFree(c->seqs[i].mem);
+    kvcc_close(&c->k);
     free(c->seqs);
     free(c);
 }

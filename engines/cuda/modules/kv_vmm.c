@@ -40,8 +40,7 @@ typedef struct vseq {
 } vseq;
 
 typedef struct vmm_ctx {
-    bench_kv_shape shape;
-    void *stream;
+    kvcc k;                             /* shape, stream, attention work */
     drv d;
     kvg_vmm plan;
     CUmemAllocationProp prop;
@@ -71,11 +70,9 @@ static void vmm_destroy(void *ctx);
 
 static int vmm_create(const bench_kv_shape *shape, const bench_opts *opts, const bench_host *host, void **out, char *err,
                       size_t errlen) {
-    if (kvcc_check(shape, host, "kv vmm", err, errlen)) return -1;
     vmm_ctx *c = calloc(1, sizeof(*c));
     if (!c) return bench_errf(err, errlen, "kv vmm: out of memory");
-    c->shape = *shape;
-    c->stream = host->stream;
+    if (kvcc_open(&c->k, shape, host, "kv vmm", err, errlen)) goto fail;
     uint64_t chunk = 0;
     if (bench_opt_size(opts, vmm_options, "kv vmm", "chunk", &chunk, err, errlen)) goto fail;
     if (get_entry("cuMemGetAllocationGranularity", (void **)&c->d.granularity, err, errlen) ||
@@ -121,9 +118,9 @@ fail:
 
 static int vmm_reserve(void *ctx, int seq, int n_pos, char *err, size_t errlen) {
     vmm_ctx *c = ctx;
-    if (seq < 0 || seq >= c->shape.max_seqs) return bench_errf(err, errlen, "kv vmm: sequence %d out of range", seq);
-    if (n_pos > c->shape.max_pos)
-        return bench_errf(err, errlen, "kv vmm: position %d is past the context of %d", n_pos - 1, c->shape.max_pos);
+    if (seq < 0 || seq >= c->k.shape.max_seqs) return bench_errf(err, errlen, "kv vmm: sequence %d out of range", seq);
+    if (n_pos > c->k.shape.max_pos)
+        return bench_errf(err, errlen, "kv vmm: position %d is past the context of %d", n_pos - 1, c->k.shape.max_pos);
     vseq *q = &c->seqs[seq];
     size_t need = kvg_vmm_chunks(&c->plan, n_pos), had = q->mapped;
     if (need <= had) return 0;
@@ -148,7 +145,7 @@ static int vmm_reserve(void *ctx, int seq, int n_pos, char *err, size_t errlen) 
     if (had) c->grow_events++;
     c->map_ns += cu_now_ns() - t0;
     uint64_t mapped = 0;
-    for (int i = 0; i < c->shape.max_seqs; i++) mapped += c->seqs[i].mapped;
+    for (int i = 0; i < c->k.shape.max_seqs; i++) mapped += c->seqs[i].mapped;
     if (mapped > c->peak_mapped) c->peak_mapped = mapped;
     return 0;
 }
@@ -157,18 +154,18 @@ static float *base(const vmm_ctx *c, int seq) { return (float *)(uintptr_t)c->se
 
 static void vmm_store(void *ctx, int seq, int layer, int pos0, int n, const float *k, const float *v) {
     vmm_ctx *c = ctx;
-    kvcc_store(&c->shape, c->stream, base(c, seq), layer, pos0, n, k, v);
+    kvcc_store(&c->k, base(c, seq), layer, pos0, n, k, v);
     if (pos0 + n > c->seqs[seq].used) c->seqs[seq].used = pos0 + n;
 }
 
 static void vmm_attend(void *ctx, int seq, int layer, int pos0, int n, const float *q, float *out) {
     vmm_ctx *c = ctx;
-    kvcc_attend(&c->shape, c->stream, base(c, seq), layer, pos0, n, q, out);
+    kvcc_attend(&c->k, base(c, seq), layer, pos0, n, q, out);
 }
 
 /* Unmaps and frees the sequence's chunks; the address range stays reserved for the next. */
 static void unmap_all(vmm_ctx *c, vseq *q) {
-    if (q->mapped && c->stream) cudaStreamSynchronize((cudaStream_t)c->stream); /* no kernel may still read them */
+    if (q->mapped && c->k.stream) cudaStreamSynchronize((cudaStream_t)c->k.stream); /* no kernel may still read them */
     while (q->mapped) {
         q->mapped--;
         c->d.unmap(q->va + q->mapped * c->plan.chunk, c->plan.chunk);
@@ -179,14 +176,14 @@ static void unmap_all(vmm_ctx *c, vseq *q) {
 
 static void vmm_release(void *ctx, int seq) {
     vmm_ctx *c = ctx;
-    if (seq >= 0 && seq < c->shape.max_seqs) unmap_all(c, &c->seqs[seq]);
+    if (seq >= 0 && seq < c->k.shape.max_seqs) unmap_all(c, &c->seqs[seq]);
 }
 
 static void vmm_counters(void *ctx, const bench_counter_sink *s) {
     vmm_ctx *c = ctx;
     uint64_t used = 0, mapped = 0;
-    for (int i = 0; i < c->shape.max_seqs; i++) {
-        used += (uint64_t)c->seqs[i].used * kvcc_pos_bytes(&c->shape);
+    for (int i = 0; i < c->k.shape.max_seqs; i++) {
+        used += (uint64_t)c->seqs[i].used * kvcc_pos_bytes(&c->k.shape);
         mapped += c->seqs[i].mapped;
     }
     bench_emit(s, "allocs", "count", (double)c->chunks_created);
@@ -195,7 +192,7 @@ static void vmm_counters(void *ctx, const bench_counter_sink *s) {
     bench_emit(s, "bytes_reserved", "B", (double)(mapped * c->plan.chunk));
     bench_emit(s, "bytes_used", "B", (double)used);
     bench_emit(s, "bytes_mapped_peak", "B", (double)(c->peak_mapped * c->plan.chunk));
-    bench_emit(s, "address_space_B", "B", (double)c->plan.reserve * c->shape.max_seqs);
+    bench_emit(s, "address_space_B", "B", (double)c->plan.reserve * c->k.shape.max_seqs);
     bench_emit(s, "chunk_B", "B", (double)c->plan.chunk);
     bench_emit(s, "map_ms", "ms", (double)c->map_ns * 1e-6);
 }
@@ -203,12 +200,13 @@ static void vmm_counters(void *ctx, const bench_counter_sink *s) {
 static void vmm_destroy(void *ctx) {
     vmm_ctx *c = ctx;
     if (!c) return;
-    for (int i = 0; c->seqs && i < c->shape.max_seqs; i++) {
+    for (int i = 0; c->seqs && i < c->k.shape.max_seqs; i++) {
         vseq *q = &c->seqs[i];
         if (q->h) unmap_all(c, q);
         if (q->va) c->d.address_free(q->va, c->plan.reserve);
         free(q->h);
     }
+    kvcc_close(&c->k);
     free(c->seqs);
     free(c);
 }
