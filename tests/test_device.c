@@ -15,6 +15,7 @@
 
 #include "engines/core/engine.h"
 #include "engines/core/modreg.h"
+#include "harness/compare.h"
 #include "harness/runner.h"
 #include "harness/scenario.h"
 #include "tests/cuda_test.h"
@@ -312,6 +313,21 @@ static void test_engine_device_choice(void **state) {
     assert_non_null(strstr(err, f->cuda == CT_NOT_BUILT ? "device \"cuda\" is not built here" : "device cuda: no CUDA device: "));
 }
 
+/* bench compare: the CUDA modules' clocks and device memory readings are not exact figures */
+static void test_compare_classes(void **state) {
+    (void)state;
+    assert_int_equal(cmp_classify("mod.device.tpot_event_ms", "ms"), CMP_TIMED);
+    assert_int_equal(cmp_classify("mod.loader.h2d_gb_s", "GB/s"), CMP_TIMED);
+    assert_int_equal(cmp_classify("mod.device.decode_bound_fraction", "fraction"), CMP_TIMED);
+    assert_int_equal(cmp_classify("mod.kv.grow_ms", "ms"), CMP_TIMED);
+    assert_int_equal(cmp_classify("mod.device.gpu_mem_used_peak_B", "B"), CMP_MEMORY);
+    /* what the CI gate holds exact stays exact */
+    assert_int_equal(cmp_classify("mod.kv.bytes_reserved", "B"), CMP_EXACT);
+    assert_int_equal(cmp_classify("mod.kv.grow_events", "count"), CMP_EXACT);
+    assert_int_equal(cmp_classify("mod.loader.h2d_bytes", "B"), CMP_EXACT);
+    assert_int_equal(cmp_classify("mod.aw.sys_ms", "ms"), CMP_EXACT); /* allocator workloads: untouched */
+}
+
 static int read_text(const char *path, char *buf, size_t n) {
     FILE *fp = fopen(path, "r");
     if (!fp) return -1;
@@ -373,6 +389,7 @@ int main(void) {
         cmocka_unit_test(test_engine_device_choice),
         cmocka_unit_test(test_generate_without_gpu),
         cmocka_unit_test(test_list_shows_devices),
+        cmocka_unit_test(test_compare_classes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
