@@ -56,8 +56,15 @@ static int drv_fail(const vmm_ctx *c, char *err, size_t errlen, const char *what
 }
 
 static int get_entry(const char *name, void **fn, char *err, size_t errlen) {
-    enum cudaDriverEntryPointQueryResult q;
+    enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSuccess;
+    /* ByVersion from CUDA 12.5 (the other is deprecated there); 12000: the cuMem* ABI of CUDA 12 */
+#if CUDART_VERSION >= 12050
     cudaError_t e = cudaGetDriverEntryPointByVersion(name, fn, 12000, cudaEnableDefault, &q);
+#elif CUDART_VERSION >= 12000
+    cudaError_t e = cudaGetDriverEntryPoint(name, fn, cudaEnableDefault, &q);
+#else
+    cudaError_t e = cudaGetDriverEntryPoint(name, fn, cudaEnableDefault);
+#endif
     if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || !*fn) {
         if (e == cudaSuccess) cudaGetLastError();
         return bench_errf(err, errlen, "kv vmm: the CUDA driver has no %s (%s)", name,
