@@ -6,7 +6,8 @@
 #   make asan       the sanitizer build alone
 #   make valgrind   runs the test suite's memcheck pass on the release build
 #   make clean
-# Switches: CC=..., BUILD=dir, SAN=1 (sanitizers), OPT=-O0, CUDA=0 to skip nvcc even when present.
+# Switches: CC=..., BUILD=dir, SAN=1 (sanitizers), OPT=-O0, CUDA=0 to skip nvcc even when present
+#   (CUDA=1 insists on it), NVCC=path, CUDA_ARCH='-gencode ...' (default: sm_80, sm_90 + compute_90 PTX).
 
 ifeq ($(origin CC),default)
   CC = gcc
@@ -34,13 +35,40 @@ ALLOC_SRC   := $(wildcard allocators/*.c)
 HARNESS_SRC := $(filter-out harness/main.c,$(wildcard harness/*.c))
 MODULE_SRC  := $(wildcard engines/modules/*.c)
 MODCOMMON_SRC := $(wildcard engines/modules/common/*.c)
+CUDAHOST_SRC := $(wildcard engines/cuda/host/*.c)
 TEST_SRC    := $(wildcard tests/test_*.c)
 TESTLIB_SRC := $(wildcard tests/lib/*.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+
+# ---- CUDA (docs/cuda.md): the device module and the cuda loader/KV modules, built when
+# nvcc is found. The bench binary never links the CUDA runtime: the engine dlopens
+# modules/device_cuda.so for --device cuda, and the modules under modules/cuda/.
+ifeq ($(origin NVCC),undefined)
+  NVCC := $(or $(shell command -v nvcc 2>/dev/null),$(wildcard /usr/local/cuda/bin/nvcc))
+endif
+CUDA ?= $(if $(NVCC),1,0)
+ifeq ($(CUDA),1)
+  ifeq ($(NVCC),)
+    $(error CUDA=1 but no nvcc found: put it on the PATH or give NVCC=/path/to/nvcc)
+  endif
+  CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+  # machine code for Ampere (sm_80; runs on 8.x) and Hopper (sm_90), and PTX the driver compiles for newer GPUs
+  CUDA_ARCH ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
+  NVCCFLAGS = -std=c++17 -O3 -lineinfo $(CUDA_ARCH) -MMD -MP -I. --Werror all-warnings \
+              -Xcompiler -fPIC,-Wall,-Wextra,-Wno-unused-parameter,-Werror
+  # nvcc objects are C++: their exception tables want libstdc++
+  CUDA_LIBS = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lstdc++
+  CU_C_SRC   := $(wildcard engines/cuda/*.c engines/cuda/modules/*.c)
+  CU_COMMON  := $(call obj,engines/cuda/cu_util.c $(CUDAHOST_SRC))
+  CU_PAGED   := kv_block kv_token
+  CU_MODULES := $(BUILD)/modules/device_cuda.so \
+                $(patsubst engines/cuda/modules/%.c,$(BUILD)/modules/cuda/%.so,$(wildcard engines/cuda/modules/*.c)) \
+                $(CU_PAGED:%=$(BUILD)/modules/cuda/%.so)
+endif
 LIB_OBJ      := $(call obj,$(CORE_SRC) $(ALLOC_SRC) $(HARNESS_SRC))
 MODCOMMON_OBJ := $(call obj,$(MODCOMMON_SRC) $(ALLOC_SRC))
-MODULES      := $(patsubst engines/modules/%.c,$(BUILD)/modules/%.so,$(MODULE_SRC))
+MODULES      := $(patsubst engines/modules/%.c,$(BUILD)/modules/%.so,$(MODULE_SRC)) $(CU_MODULES)
 TESTS        := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 TESTLIB_OBJ  := $(call obj,$(TESTLIB_SRC))
 
@@ -71,9 +99,42 @@ $(BUILD)/modules/%.so: $(call obj,engines/modules/%.c) $(MODCOMMON_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -shared $^ -o $@ -lm $(if $(findstring jemalloc,$*),-ljemalloc) $(if $(findstring mimalloc,$*),-lmimalloc)
 
+ifeq ($(CUDA),1)
+# Host C of the CUDA modules sees the runtime's C headers; kernels go through nvcc.
+$(call obj,$(CU_C_SRC)): CPPFLAGS += -isystem $(CUDA_HOME)/include
+$(BUILD)/obj/%.o: %.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+
+# kv block and token: the CPU modules' own sources over a device pool (common/kv_paged.h)
+$(BUILD)/obj/cuda/engines/modules/%.o: engines/modules/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -DKVP_DEVICE='"cuda"' $(CFLAGS) -c $< -o $@
+
+$(BUILD)/modules/device_cuda.so: $(call obj,engines/cuda/device_cuda.c) $(BUILD)/obj/engines/cuda/kernels.o $(CU_COMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -shared $^ -o $@ $(CUDA_LIBS) -lcublas -lm
+
+$(BUILD)/modules/cuda/loader_%.so: $(call obj,engines/cuda/modules/loader_%.c engines/cuda/ld_cuda.c) $(CU_COMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -shared $^ -o $@ $(CUDA_LIBS)
+
+$(BUILD)/modules/cuda/kv_%.so: $(call obj,engines/cuda/modules/kv_%.c engines/cuda/kvc_cuda.c) $(BUILD)/obj/engines/cuda/attn.o $(CU_COMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -shared $^ -o $@ $(CUDA_LIBS)
+
+$(CU_PAGED:%=$(BUILD)/modules/cuda/%.so): $(BUILD)/modules/cuda/%.so: $(BUILD)/obj/cuda/engines/modules/%.o \
+		$(call obj,engines/cuda/kvp_cuda.c engines/cuda/kvc_cuda.c) $(BUILD)/obj/engines/cuda/attn.o $(CU_COMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -shared $^ -o $@ $(CUDA_LIBS)
+endif
+
 $(BUILD)/tests/%: $(call obj,tests/%.c) $(TESTLIB_OBJ) $(BUILD)/libbench.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS) -lcmocka
+
+# The CUDA modules' host-side logic is plain C: built and tested on every machine.
+$(BUILD)/tests/test_cuda_host: $(call obj,$(CUDAHOST_SRC))
 
 tests-build: $(BUILD)/bench $(MODULES) $(TESTS)
 

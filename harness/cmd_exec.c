@@ -24,7 +24,7 @@ static void ex_usage(FILE *f) {
             "stderr. The model is resolved as `bench run` does (synth models cached under\n"
             "$BENCH_MODEL_CACHE, default results/models), and the variant's page-cache state\n"
             "(cold: evicted, warm: read) is set up first.\n\n"
-            "  --variant k=v,...  the variant whose axis k (loader, kv, alloc, cache, threads) is v;\n"
+            "  --variant k=v,...  the variant whose axis k (loader, kv, alloc, cache, threads, device) is v;\n"
             "                     needed unless the scenario has one variant, and must match one\n"
             "  --loop N           run the decode phase N times (same positions each pass), to give\n"
             "                     perf a long hot phase to sample\n"
@@ -62,7 +62,7 @@ static int ex_labels_match(const scenario *s, const sc_variant *v, const char *w
         *eq = 0;
         int hit = 0;
         for (int a = 0; a < SC_AX_COUNT; a++)
-            if (!strcmp(tok, sc_axis_name(a))) hit = !strcmp(sc_pick(s, v, a)->label, eq + 1);
+            if (!strcmp(tok, sc_axis_name(a))) hit = s->axes[a].n && !strcmp(sc_pick(s, v, a)->label, eq + 1);
         if (!hit) return 0;
     }
     return 1;

@@ -10,8 +10,10 @@ int cmd_list(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             printf("usage: bench list [--modules DIR]\n\n"
-                   "Lists every engine module found (default: $BENCH_MODULE_PATH, else modules/ beside the bench binary),\n"
-                   "with its family, devices and options (name, type, default).\n");
+                   "Lists every engine module found (default: $BENCH_MODULE_PATH, else modules/ beside the bench binary,\n"
+                   "and a device's modules in the directory of its name there, e.g. modules/cuda/), with its family,\n"
+                   "devices and options (name, type, default). A module that cannot run on this machine (a CUDA\n"
+                   "module without a GPU) is marked \"not usable here\".\n");
             return 0;
         } else if (!strcmp(argv[i], "--modules") && i + 1 < argc) {
             dir = argv[++i];
@@ -28,10 +30,11 @@ int cmd_list(int argc, char **argv) {
         return 1;
     }
     if (warn[0]) fprintf(stderr, "%s", warn);
-    static const char *families[] = {"loader", "kv", "alloc", NULL};
+    static const char *families[] = {"loader", "kv", "alloc", "device", NULL};
     printf("modules in %s\n", r.dir);
     for (const char **f = families; *f; f++) {
         printf("\n%s:\n", *f);
+        if (!strcmp(*f, "device")) printf("  %-10s %s  [devices: cpu]\n", "cpu", "the core's own forward pass (built in, the default)");
         for (int i = 0; i < r.n; i++) {
             const bench_module *m = r.v[i].mod;
             if (strcmp(m->family, *f)) continue;

@@ -28,17 +28,19 @@ static void run_on_signal(int sig) {
 static void run_usage(FILE *f) {
     fprintf(f,
             "usage: bench run SCENARIO.json [--out DIR] [--only key=val,...] [--repeat N] [--quick]\n"
-            "                 [--json] [--fail-fast]\n\n"
+            "                 [--device cpu|cuda] [--json] [--fail-fast]\n\n"
             "Runs every variant of a scenario's matrix, each repetition in a fresh `bench worker`\n"
             "process, interleaved (A B A B ...). Measures load time, TTFT, TPOT, inter-token latency,\n"
             "RSS/PSS timelines and per-region memory (weights, KV, scratch, model file), faults per\n"
             "phase, perf counters and the modules' counters; then prints a table of medians with\n"
             "95%% confidence intervals and writes results.json, results.csv and timelines/.\n\n"
             "  --out DIR        write the results into DIR (default results/<scenario>/<UTC time>-<sha>)\n"
-            "  --only k=v,...   run only the variants whose axis k (loader, kv, alloc, cache, threads)\n"
+            "  --only k=v,...   run only the variants whose axis k (loader, kv, alloc, cache, threads, device)\n"
             "                   is v; several values of one key are alternatives\n"
             "  --repeat N       N measured repetitions instead of the scenario's\n"
             "  --quick          1 repetition, no warm-up: a smoke test, not a measurement\n"
+            "  --device D       run every variant on device D (in place of the scenario's device axis):\n"
+            "                   the loader and kv names then mean the modules built for D\n"
             "  --json           print the summary as JSON on stdout instead of the table\n"
             "  --fail-fast      stop at the first failed repetition\n\n"
             "Exit status: 0 all repetitions ok; 1 some failed or were invalid (see results.json);\n"
@@ -47,7 +49,8 @@ static void run_usage(FILE *f) {
             "examples:\n"
             "  bench run scenarios/mmap_vs_pread.json\n"
             "  bench run scenarios/mmap_vs_pread.json --only loader=mmap,cache=warm --repeat 10\n"
-            "  bench run scenarios/ci.json --quick --json > summary.json\n");
+            "  bench run scenarios/ci.json --quick --json > summary.json\n"
+            "  bench run scenarios/kv_prealloc_vs_dynamic.json --device cuda\n");
 }
 
 typedef struct run_ctx {
@@ -93,13 +96,14 @@ static int run_mkdirs(const char *path) {
 }
 
 int cmd_run(int argc, char **argv) {
-    const char *file = NULL, *out = NULL, *only = NULL;
+    const char *file = NULL, *out = NULL, *only = NULL, *device = NULL;
     int repeat = 0, quick = 0, json = 0, fail_fast = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { run_usage(stdout); return 0; }
         else if (!strcmp(a, "--out") && v) out = argv[++i];
         else if (!strcmp(a, "--only") && v) only = argv[++i];
+        else if (!strcmp(a, "--device") && v) device = argv[++i];
         else if (!strcmp(a, "--repeat") && v) {
             char *end;
             long n = strtol(argv[++i], &end, 10);
@@ -127,7 +131,7 @@ int cmd_run(int argc, char **argv) {
 
     scenario *s = NULL;
     sc_errors errs;
-    if (sc_load(file, NULL, &s, &errs)) {
+    if (sc_load_on(file, NULL, device, &s, &errs)) {
         for (int i = 0; i < errs.n; i++) fprintf(stderr, "%s\n", errs.v[i]);
         fprintf(stderr, "bench run: %d error%s in %s; nothing was run\n", errs.n, errs.n == 1 ? "" : "s", file);
         sc_errors_free(&errs);

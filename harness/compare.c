@@ -23,6 +23,14 @@ cmp_class cmp_classify(const char *metric, const char *unit) {
         has(metric, "residency") || has(metric, "pss"))
         return CMP_INFO;
     if (has(metric, "flt") || has(metric, "faults")) return CMP_FAULTS;
+    /* the engine modules' clocks and the device's memory readings (the CUDA modules': load
+     * times, GB/s, event times, cudaMemGetInfo) vary from run to run like the harness's own */
+    if (!strncmp(metric, "mod.loader.", 11) || !strncmp(metric, "mod.kv.", 7) || !strncmp(metric, "mod.device.", 11)) {
+        static const char *const clock_units[] = {"ms", "ns", "s", "GB/s", "tokens/s", "fraction", NULL};
+        for (const char *const *u = clock_units; *u; u++)
+            if (!strcmp(unit, *u)) return CMP_TIMED;
+        if (!strncmp(metric, "mod.device.gpu_mem_", 19)) return CMP_MEMORY;
+    }
     if (!strncmp(metric, "mod.", 4) || has(metric, "instructions")) return CMP_EXACT;
     if (!strcmp(unit, "MiB") || !strcmp(unit, "KiB") || !strcmp(unit, "B")) return CMP_MEMORY;
     if (!strcmp(unit, "count")) return CMP_EXACT;

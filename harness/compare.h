@@ -13,6 +13,9 @@
  *              libc and stack; tolerance 2% + 0.25 MiB.
  *   CMP_EXACT  the modules' counters (bytes, allocation counts, grow events) and
  *              instruction counts: compared exactly (tolerance 0.5% for instructions).
+ *              A loader, KV or device counter in a clock's unit (ms, ns, s, GB/s,
+ *              tokens/s, fraction: the CUDA modules' times) is TIMED instead, and the
+ *              device's memory readings (mod.device.gpu_mem_*) are MEMORY.
  *   CMP_INFO   figures that depend on the rest of the machine: context switches, page
  *              cache residency, and PSS (a shared page's cost is split among every
  *              process that maps it, other benches and shells included): shown, never

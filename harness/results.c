@@ -582,6 +582,7 @@ cJSON *rs_document(const rs_input *in, const rs_summary *sum) {
         cJSON_AddItemToObject(o, "alloc", rs_choice_json(sc_pick(s, v, SC_AX_ALLOC)));
         cJSON_AddStringToObject(o, "cache", sc_pick(s, v, SC_AX_CACHE)->name);
         cJSON_AddNumberToObject(o, "threads", sc_pick(s, v, SC_AX_THREADS)->ival);
+        if (s->axes[SC_AX_DEVICE].n) cJSON_AddItemToObject(o, "device", rs_choice_json(sc_pick(s, v, SC_AX_DEVICE)));
         const cg_counts *cg = in->res->cg ? &in->res->cg[i] : NULL;
         if (cg && cg->out_file[0]) {
             cJSON *c = cJSON_AddObjectToObject(o, "callgrind");

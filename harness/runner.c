@@ -137,6 +137,8 @@ char *rn_worker_spec(const scenario *s, const sc_variant *v) {
         cJSON_AddStringToObject(j, key, c->opts ? c->opts : "");
     }
     cJSON_AddNumberToObject(j, "threads", sc_pick(s, v, SC_AX_THREADS)->ival);
+    cJSON_AddStringToObject(j, "device", sc_device(s, v));
+    cJSON_AddStringToObject(j, "device_opts", sc_device_opts(s, v));
     cJSON_AddNumberToObject(j, "ctx", s->ctx);
     if (s->prompt) cJSON_AddStringToObject(j, "prompt", s->prompt);
     else cJSON_AddNumberToObject(j, "prompt_tokens", s->prompt_tokens);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "engines/abi/device.h"
 #include "engines/abi/dtype.h"
 #include "engines/core/modreg.h"
 #include "engines/core/synth.h"
@@ -20,6 +21,8 @@ typedef struct sc_ctx {
     const char *file;
     sc_errors *errs;
     char *module_dir;
+    const scenario *s;      /* its device axis, once parsed, says which modules to check */
+    int device_failed;      /* a device choice was refused: its modules go unchecked */
 } sc_ctx;
 
 static void sc_err(sc_ctx *c, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -270,7 +273,7 @@ static void sc_parse_workload(sc_ctx *c, scenario *s, const cJSON *w) {
 
 /* ---- matrix ---- */
 
-static const char *const sc_axis_names[] = {"loader", "kv", "alloc", "cache", "threads", "workload", NULL};
+static const char *const sc_axis_names[] = {"loader", "kv", "alloc", "cache", "threads", "device", "workload", NULL};
 static const char *const sc_cache_names[] = {"cold", "warm", NULL};
 
 const char *sc_axis_name(int axis) { return axis >= 0 && axis < SC_AX_COUNT ? sc_axis_names[axis] : "?"; }
@@ -286,11 +289,21 @@ static int sc_opt_text(const cJSON *v, char *buf, size_t len) {
     return strchr(buf, ',') || strchr(buf, '=') ? -1 : 0;
 }
 
-/* Checks a module name and options against what is built; dlopens it for its option list. */
-static void sc_check_module(sc_ctx *c, const char *family, sc_choice *ch, const char *p) {
-    char *have = modreg_names(c->module_dir, family);
-    char want[160];
-    snprintf(want, sizeof(want), "%s_%s.so", family, ch->name);
+/* A module's options against what it declares. */
+static void sc_check_opts(sc_ctx *c, const modreg_entry *e, const sc_choice *ch, const char *p) {
+    bench_opts opts;
+    void *storage = NULL;
+    char err[512];
+    if (modreg_parse_opts(ch->opts, &opts, &storage, err, sizeof(err)) || modreg_check_opts(e->mod, &opts, err, sizeof(err)))
+        sc_err(c, p, "%s", err);
+    free(storage);
+}
+
+/* Checks a module name and options against what is built for device (NULL: the CPU);
+ * dlopens it for its option list. */
+static void sc_check_module_on(sc_ctx *c, const char *family, const char *device, sc_choice *ch, const char *p) {
+    char *dir = modreg_device_dir(c->module_dir, device);
+    char *have = dir ? modreg_names(dir, family) : NULL;
     int found = 0;
     if (have) {
         /* modreg_names gives "a, b, c" */
@@ -302,29 +315,78 @@ static void sc_check_module(sc_ctx *c, const char *family, sc_choice *ch, const 
             while (*q == ',' || *q == ' ') q++;
         }
     }
+    char on[64] = "";
+    if (device) snprintf(on, sizeof(on), " on device %s", device);
     if (!found) {
         if (have && *have)
-            sc_err(c, p, "unknown %s \"%s\" (have: %s)", family, ch->name, have);
+            sc_err(c, p, "unknown %s \"%s\"%s (have: %s)", family, ch->name, on, have);
         else
-            sc_err(c, p, "unknown %s \"%s\": no %s modules in %s (build them with `make`, or set BENCH_MODULE_PATH)",
-                   family, ch->name, family, c->module_dir);
+            sc_err(c, p, "unknown %s \"%s\"%s: no %s modules in %s (build them with `make`, or set BENCH_MODULE_PATH)",
+                   family, ch->name, on, family, dir ? dir : c->module_dir);
         free(have);
+        free(dir);
         return;
     }
     free(have);
+    free(dir);
     modreg_entry e;
     char err[512];
-    if (modreg_load(c->module_dir, family, ch->name, &e, err, sizeof(err))) {
+    if (modreg_load_for(c->module_dir, device, family, ch->name, &e, err, sizeof(err))) {
         sc_err(c, p, "%s", err);
         return;
     }
-    bench_opts opts;
-    void *storage = NULL;
-    if (modreg_parse_opts(ch->opts, &opts, &storage, err, sizeof(err)) ||
-        modreg_check_opts(e.mod, &opts, err, sizeof(err)))
-        sc_err(c, p, "%s", err);
-    free(storage);
+    sc_check_opts(c, &e, ch, p);
     modreg_entry_close(&e);
+}
+
+/* Loader and KV modules are built per device: each is checked on every device of the
+ * scenario (the device axis is parsed first). Allocators serve the host: the CPU's. */
+static void sc_check_module(sc_ctx *c, const char *family, sc_choice *ch, const char *p) {
+    const sc_axis *dev = c->s && strcmp(family, "alloc") ? &c->s->axes[SC_AX_DEVICE] : NULL;
+    if (!dev || !dev->n) {
+        if (!c->device_failed || !dev) sc_check_module_on(c, family, NULL, ch, p);
+        return;
+    }
+    for (int k = 0; k < dev->n; k++)
+        sc_check_module_on(c, family, strcmp(dev->v[k].name, "cpu") ? dev->v[k].name : NULL, ch, p);
+}
+
+/* A device: "cpu" (the core's own forward pass, no options) or a device module that is
+ * built and can run here. Returns -1 when it is not built (nothing to check its loader
+ * and kv choices against); a built device that cannot run here is an error too, but its
+ * modules are still checked, so that one run on a machine without the device shows
+ * every other mistake as well. */
+static int sc_check_device(sc_ctx *c, const sc_choice *ch, const char *p) {
+    if (!strcmp(ch->name, "cpu")) {
+        if (ch->opts[0]) {
+            sc_err(c, p, "device cpu takes no options (the CPU's forward pass is the core's own)");
+            return -1;
+        }
+        return 0;
+    }
+    modreg_entry e;
+    char err[768];
+    if (modreg_load(c->module_dir, "device", ch->name, &e, err, sizeof(err))) {
+        char *have = modreg_names(c->module_dir, "device");
+        if (have && *have) sc_err(c, p, "unknown device \"%s\" (have: cpu, %s)", ch->name, have);
+        else
+            sc_err(c, p, "device \"%s\" is not built here: no device_%s.so in %s (make builds the CUDA modules where nvcc "
+                   "is on the PATH)", ch->name, ch->name, c->module_dir);
+        free(have);
+        return -1;
+    }
+    const struct bench_device_iface *d = e.mod->iface;
+    int rc = 0;
+    if (d->version != BENCH_DEVICE_IFACE_VERSION) {
+        sc_err(c, p, "%s: device interface version %u, this bench expects %u: rebuild it", e.path, d->version,
+               BENCH_DEVICE_IFACE_VERSION);
+        rc = -1;
+    } else {
+        if (d->probe && !d->probe(err, sizeof(err))) sc_err(c, p, "device %s: %s", ch->name, err);
+        sc_check_opts(c, &e, ch, p);
+    }
+    modreg_entry_close(&e);
+    return rc;
 }
 
 static int sc_parse_choice(sc_ctx *c, int axis, const cJSON *j, const char *p, sc_choice *ch) {
@@ -386,6 +448,13 @@ static int sc_parse_choice(sc_ctx *c, int axis, const cJSON *j, const char *p, s
         ch->label = malloc(len);
         if (ch->label) snprintf(ch->label, len, "%s%s%s", ch->name, opts[0] ? ":" : "", opts);
     }
+    if (axis == SC_AX_DEVICE) {
+        if (sc_check_device(c, ch, p)) {
+            c->device_failed = 1;
+            return -1;
+        }
+        return 0;
+    }
     sc_check_module(c, family, ch, p);
     return 0;
 }
@@ -439,14 +508,17 @@ static void sc_parse_matrix(sc_ctx *c, scenario *s, const cJSON *m) {
                sc_type_name(m));
         return;
     }
-    static const char *const keys[] = {"loader", "kv", "alloc", "cache", "threads", "fixed", NULL};
+    static const char *const keys[] = {"loader", "kv", "alloc", "cache", "threads", "device", "fixed", NULL};
     sc_check_keys(c, m, ".matrix", keys);
     const cJSON *fixed = cJSON_GetObjectItemCaseSensitive(m, "fixed");
     if (fixed && !cJSON_IsObject(fixed)) sc_err(c, ".matrix.fixed", "expected an object, got %s", sc_type_name(fixed));
-    static const char *const fixed_keys[] = {"loader", "kv", "alloc", "cache", "threads", NULL};
+    static const char *const fixed_keys[] = {"loader", "kv", "alloc", "cache", "threads", "device", NULL};
     if (fixed && cJSON_IsObject(fixed)) sc_check_keys(c, fixed, ".matrix.fixed", fixed_keys);
-    /* the workload axis belongs to allocator scenarios (harness/alloc_workload.c) */
-    for (int a = 0; a < SC_AX_WORKLOAD; a++) {
+    /* the workload axis belongs to allocator scenarios (harness/alloc_workload.c); the
+     * device axis goes first: the loader and kv choices are checked on its devices */
+    static const int order[] = {SC_AX_DEVICE, SC_AX_LOADER, SC_AX_KV, SC_AX_ALLOC, SC_AX_CACHE, SC_AX_THREADS};
+    for (size_t o = 0; o < sizeof(order) / sizeof(order[0]); o++) {
+        int a = order[o];
         const cJSON *j = cJSON_GetObjectItemCaseSensitive(m, sc_axis_names[a]);
         const cJSON *f = fixed && cJSON_IsObject(fixed) ? cJSON_GetObjectItemCaseSensitive(fixed, sc_axis_names[a]) : NULL;
         char p[128];
@@ -517,6 +589,7 @@ int sc_parse(const char *file, const char *text, const char *module_dir, scenari
     memset(errs, 0, sizeof(*errs));
     sc_ctx c = {.file = file, .errs = errs, .module_dir = modreg_default_dir(module_dir)};
     scenario *s = calloc(1, sizeof(*s));
+    c.s = s;
     if (!s || !c.module_dir) {
         sc_err(&c, "", "out of memory");
         free(s);
@@ -561,7 +634,7 @@ int sc_parse(const char *file, const char *text, const char *module_dir, scenari
         return 0;
     }
     static const char *const keys[] = {"name", "description", "model", "workload", "cache", "repetitions",
-                                       "warmup", "matrix", "threads", "sample_ms", "metrics", "timeout_s",
+                                       "warmup", "matrix", "threads", "device", "sample_ms", "metrics", "timeout_s",
                                        "processes", "test_hooks", NULL};
     sc_check_keys(&c, root, "", keys);
     if (!sc_get_string(&c, root, "name", "", 1, &s->name) && !sc_name_ok(s->name))
@@ -628,6 +701,8 @@ int sc_parse(const char *file, const char *text, const char *module_dir, scenari
     if (ca) sc_parse_axis(&c, s, SC_AX_CACHE, ca, ".cache", 0);
     const cJSON *tj = cJSON_GetObjectItemCaseSensitive(root, "threads");
     if (tj) sc_parse_axis(&c, s, SC_AX_THREADS, tj, ".threads", 0);
+    const cJSON *dj = cJSON_GetObjectItemCaseSensitive(root, "device");
+    if (dj) sc_parse_axis(&c, s, SC_AX_DEVICE, dj, ".device", 0);
     const cJSON *mx = cJSON_GetObjectItemCaseSensitive(root, "matrix");
     if (mx) sc_parse_matrix(&c, s, mx);
     if (!s->axes[SC_AX_CACHE].n && !(ca || (mx && cJSON_IsObject(mx) && (cJSON_GetObjectItemCaseSensitive(mx, "cache") ||
@@ -639,6 +714,7 @@ int sc_parse(const char *file, const char *text, const char *module_dir, scenari
         sc_default_axis(&c, s, SC_AX_KV, "prealloc");
         sc_default_axis(&c, s, SC_AX_ALLOC, "libc");
         sc_default_axis(&c, s, SC_AX_THREADS, "0");
+        sc_default_axis(&c, s, SC_AX_DEVICE, "cpu");
         /* the pool's idle workers spin: with more than one thread the count is the scheduler's, not the work's */
         for (int i = 0; (s->metrics & SC_M_CALLGRIND) && i < s->axes[SC_AX_THREADS].n; i++)
             if (s->axes[SC_AX_THREADS].v[i].ival != 1)
@@ -659,6 +735,27 @@ fail:
 }
 
 int sc_load(const char *file, const char *module_dir, scenario **out, sc_errors *errs) {
+    return sc_load_on(file, module_dir, NULL, out, errs);
+}
+
+/* The text with "device": device at its top level and no device axis in its matrix; NULL
+ * when it is no JSON object (sc_parse then reports the text as it is). */
+static char *sc_with_device(const char *text, const char *device) {
+    cJSON *root = cJSON_Parse(text);
+    char *out = NULL;
+    if (cJSON_IsObject(root) && !cJSON_GetObjectItemCaseSensitive(root, "kind")) {
+        cJSON *m = cJSON_GetObjectItemCaseSensitive(root, "matrix");
+        cJSON *fixed = cJSON_IsObject(m) ? cJSON_GetObjectItemCaseSensitive(m, "fixed") : NULL;
+        if (cJSON_IsObject(m)) cJSON_DeleteItemFromObjectCaseSensitive(m, "device");
+        if (cJSON_IsObject(fixed)) cJSON_DeleteItemFromObjectCaseSensitive(fixed, "device");
+        cJSON_DeleteItemFromObjectCaseSensitive(root, "device");
+        if (cJSON_AddStringToObject(root, "device", device)) out = cJSON_Print(root);
+    }
+    cJSON_Delete(root);
+    return out;
+}
+
+int sc_load_on(const char *file, const char *module_dir, const char *device, scenario **out, sc_errors *errs) {
     *out = NULL;
     memset(errs, 0, sizeof(*errs));
     FILE *f = fopen(file, "rb");
@@ -687,7 +784,9 @@ int sc_load(const char *file, const char *module_dir, scenario **out, sc_errors 
         return -1;
     }
     buf[len] = 0;
-    int rc = sc_parse(file, buf, module_dir, out, errs);
+    char *moved = device ? sc_with_device(buf, device) : NULL;
+    int rc = sc_parse(file, moved ? moved : buf, module_dir, out, errs);
+    free(moved);
     free(buf);
     return rc;
 }
@@ -718,6 +817,14 @@ void sc_free(scenario *s) {
 
 const sc_choice *sc_pick(const scenario *s, const sc_variant *v, int axis) {
     return &s->axes[axis].v[v->pick[axis]];
+}
+
+const char *sc_device(const scenario *s, const sc_variant *v) {
+    return s->axes[SC_AX_DEVICE].n ? sc_pick(s, v, SC_AX_DEVICE)->name : "cpu";
+}
+
+const char *sc_device_opts(const scenario *s, const sc_variant *v) {
+    return s->axes[SC_AX_DEVICE].n ? sc_pick(s, v, SC_AX_DEVICE)->opts : "";
 }
 
 int sc_select(scenario *s, const char *only, char *err, size_t errlen) {

@@ -5,11 +5,12 @@
  * e.g.  scenarios/x.json: .matrix.loader[1]: unknown loader "mmpa" (have: mmap, pread)
  * Unknown keys are errors.
  *
- * The matrix: each axis (loader, kv, alloc, cache, threads) is a list of
+ * The matrix: each axis (loader, kv, alloc, cache, threads, device) is a list of
  * choices; the variants are their cross product, in file order, the first axis
  * varying slowest. An axis not crossed has one choice: from matrix.fixed, the
- * top level (cache, threads) or the documented default (loader mmap, kv
- * prealloc, alloc libc, threads 0 = all CPUs).
+ * top level (cache, threads, device) or the documented default (loader mmap, kv
+ * prealloc, alloc libc, threads 0 = all CPUs, device cpu). The loader and kv
+ * choices are checked against the modules built for each device of the scenario.
  */
 #ifndef BENCH_SCENARIO_H
 #define BENCH_SCENARIO_H
@@ -20,7 +21,7 @@
 typedef struct cJSON cJSON;
 
 /* SC_AX_WORKLOAD: allocator scenarios only ("kind": "allocators", harness/alloc_workload.h) */
-enum { SC_AX_LOADER, SC_AX_KV, SC_AX_ALLOC, SC_AX_CACHE, SC_AX_THREADS, SC_AX_WORKLOAD, SC_AX_COUNT };
+enum { SC_AX_LOADER, SC_AX_KV, SC_AX_ALLOC, SC_AX_CACHE, SC_AX_THREADS, SC_AX_DEVICE, SC_AX_WORKLOAD, SC_AX_COUNT };
 enum { SC_CACHE_COLD, SC_CACHE_WARM };
 
 /* metrics a scenario may ask for (bit mask) */
@@ -36,7 +37,7 @@ enum {
 };
 
 typedef struct sc_choice {
-    char *name;         /* module name, "cold"/"warm", or the thread count as text */
+    char *name;         /* module name, "cold"/"warm", the thread count as text, or the device ("cpu", "cuda") */
     char *opts;         /* modules: "k=v,k=v" ("" when none) */
     char *label;        /* how the variant is named: the label given, else name[:opts] */
     int ival;           /* cache: SC_CACHE_*, threads: the count */
@@ -93,12 +94,18 @@ void sc_errors_free(sc_errors *e);
 /* Parses and validates file. module_dir: NULL for the default (modreg_default_dir).
  * On failure returns -1 and fills errs with every error found. */
 int sc_load(const char *file, const char *module_dir, scenario **out, sc_errors *errs);
+/* sc_load with the file's top level saying "device": device and no device axis elsewhere
+ * (bench run --device): every variant runs on that device. */
+int sc_load_on(const char *file, const char *module_dir, const char *device, scenario **out, sc_errors *errs);
 /* The same from a JSON text; file only names it in messages. */
 int sc_parse(const char *file, const char *text, const char *module_dir, scenario **out, sc_errors *errs);
 void sc_free(scenario *s);              /* s may be NULL */
 
-const char *sc_axis_name(int axis);     /* "loader", "kv", "alloc", "cache", "threads", "workload" */
+const char *sc_axis_name(int axis);     /* "loader", "kv", "alloc", "cache", "threads", "device", "workload" */
 const sc_choice *sc_pick(const scenario *s, const sc_variant *v, int axis);
+/* The variant's device and its options ("cpu" and "" where the scenario has no device axis). */
+const char *sc_device(const scenario *s, const sc_variant *v);
+const char *sc_device_opts(const scenario *s, const sc_variant *v);
 
 /* --only key=val,...: keeps the variants whose axis key has the label or name val
  * (several values of one key are alternatives). Errors name the key or value. */

@@ -37,6 +37,7 @@
 typedef struct wk_spec {
     const char *model, *tokenizer, *prompt, *fault, *module_dir;
     const char *module[3], *opts[3];            /* loader, kv, alloc */
+    const char *device, *device_opts;           /* NULL: cpu */
     int threads, ctx, prompt_tokens, generate, delay_ms;
     double temperature, topp, seed;
 } wk_spec;
@@ -194,6 +195,8 @@ static cJSON *wk_parse_spec(const char *text, const char *path, wk_spec *s, char
         s->module[i] = wk_str(j, fam[i]);
         s->opts[i] = wk_str(j, fopt[i]);
     }
+    s->device = wk_str(j, "device");
+    s->device_opts = wk_str(j, "device_opts");
     s->threads = (int)wk_num(j, "threads", 0);
     s->ctx = (int)wk_num(j, "ctx", 0);
     s->prompt_tokens = (int)wk_num(j, "prompt_tokens", 0);
@@ -299,13 +302,14 @@ static int wk_run(wk_ctx c, wk_spec s) {
     engine *e = NULL;
     sampler *smp = NULL;
     int *ids = NULL, rc = 1;
-    void *storage[3] = {NULL, NULL, NULL};
+    void *storage[4] = {NULL, NULL, NULL, NULL};
     engine_spec es = {.model_path = s.model, .tokenizer_path = s.tokenizer, .loader = s.module[0],
                       .kv = s.module[1], .alloc = s.module[2], .threads = s.threads, .max_pos = s.ctx,
-                      .module_dir = s.module_dir, .on_region = wk_region, .region_user = &c};
-    bench_opts *opts[3] = {&es.loader_opts, &es.kv_opts, &es.alloc_opts};
-    for (int i = 0; i < 3; i++)
-        if (modreg_parse_opts(s.opts[i], opts[i], &storage[i], err, sizeof(err))) {
+                      .module_dir = s.module_dir, .on_region = wk_region, .region_user = &c, .device = s.device};
+    bench_opts *opts[4] = {&es.loader_opts, &es.kv_opts, &es.alloc_opts, &es.device_opts};
+    const char *opt_text[4] = {s.opts[0], s.opts[1], s.opts[2], s.device_opts};
+    for (int i = 0; i < 4; i++)
+        if (modreg_parse_opts(opt_text[i], opts[i], &storage[i], err, sizeof(err))) {
             wk_fail(&c, "%s", err);
             goto out;
         }
@@ -364,7 +368,7 @@ static int wk_run(wk_ctx c, wk_spec s) {
         goto out;
     }
     int n = n_prompt;
-    ids[n++] = sampler_sample(smp, logits);
+    ids[n++] = engine_sample(e, smp, logits);
     if (wk_send(&c, BENCH_EV_PREFILL_END, 1, n_prompt, ids[n - 1], NULL, NULL, 0)) goto out;
 
     /* exactly `generate` tokens: EOS/BOS do not stop a benchmark, so variants do the same work */
@@ -378,7 +382,7 @@ static int wk_run(wk_ctx c, wk_spec s) {
                 wk_fail(&c, "decode step %d: %s", k, err);
                 goto out;
             }
-            ids[n++] = sampler_sample(smp, logits);
+            ids[n++] = engine_sample(e, smp, logits);
             wk_send(&c, BENCH_EV_TOKEN, 0, k, ids[n - 1], NULL, NULL, 0);
         }
     }
@@ -395,6 +399,6 @@ out:
     sampler_free(smp);
     free(ids);
     engine_destroy(e);
-    for (int i = 0; i < 3; i++) free(storage[i]);
+    for (int i = 0; i < 4; i++) free(storage[i]);
     return rc;
 }

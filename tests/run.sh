@@ -10,8 +10,13 @@ export BENCH_BIN=${BENCH_BIN:-$PWD/$build/bench}
 export BENCH_TMP=${BENCH_TMP:-$(mktemp -d /tmp/bench-tests.XXXXXX)}
 # bench run draws its figures at the end (about 1 s each run); only test_plot wants them, and it unsets this
 export BENCH_GNUPLOT=${BENCH_GNUPLOT:-/nonexistent/gnuplot}
-# Leaks are errors; modules stay loaded under ASan so their frames symbolize.
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+# Leaks are errors; modules stay loaded under ASan so their frames symbolize. Where an
+# NVIDIA GPU is, the driver maps memory in ASan's shadow gap (protect_shadow_gap=0 lets
+# it) and keeps allocations to the end (lsan.supp names those libraries).
+gpu_asan=""
+[ -e /dev/nvidiactl ] && gpu_asan=":protect_shadow_gap=0"
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0$gpu_asan}
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$(cd "$(dirname "$0")" && pwd)/lsan.supp}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
 [ -d "$BENCH_SHARED/models" ] || echo "run.sh: note: $BENCH_SHARED/models is missing; tests that need the shared models will skip" >&2

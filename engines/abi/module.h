@@ -6,9 +6,13 @@
  * api_version other than BENCH_MODULE_API_VERSION (printing both numbers), and
  * calls score(): 0 means "not usable on this machine" (a CUDA module without a GPU).
  *
- * The family's vtable (`iface`) is declared in the family header: loader.h, kv.h, alloc.h.
- * Modules never call the core directly: what they need from the host (threads,
+ * The family's vtable (`iface`) is declared in the family header: loader.h, kv.h, alloc.h,
+ * device.h. Modules never call the core directly: what they need from the host (threads,
  * memory for their buffers, a log) arrives in a bench_host at create time.
+ *
+ * Devices: a module is built for one device. The CPU's are <dir>/<family>_<name>.so; those
+ * of another device d (built by nvcc for d = "cuda") are <dir>/<d>/<family>_<name>.so, found
+ * by the same family and name when the engine runs on d (modreg_load_for).
  */
 #ifndef BENCH_MODULE_H
 #define BENCH_MODULE_H
@@ -70,16 +74,23 @@ typedef struct bench_host {
      * and tells the host's caller about it (it finds the region where the kernel cannot name it).
      * Call as host->name_region(host, addr, len, "bench:kv"). */
     void (*name_region)(const struct bench_host *host, void *addr, size_t len, const char *name);
+    /* The device the engine runs on: "cpu", or a device module's name ("cuda"). A module built
+     * for a device takes and returns device pointers (the loader's tensors, the KV module's
+     * k, v, q and out). NULL is read as "cpu". */
+    const char *device;
+    /* Off the CPU: the device's stream (a cudaStream_t for "cuda") on which the forward pass
+     * runs; the module queues its kernels and copies there, in the order it is called. */
+    void *stream;
 } bench_host;
 
 /* ---- registration ---- */
 
 typedef struct bench_module {
     uint32_t api_version;               /* BENCH_MODULE_API_VERSION */
-    const char *family;                 /* "loader", "kv", "alloc" */
+    const char *family;                 /* "loader", "kv", "alloc", "device" */
     const char *name;                   /* unique within the family */
     const char *summary;                /* one line for `bench list` */
-    const char *devices;                /* comma-separated: "cpu" */
+    const char *devices;                /* comma-separated: "cpu", or "cuda" for a CUDA module */
     const bench_option_desc *options;   /* NULL-terminated; may be NULL */
     int (*score)(void);                 /* (optional) 0 = not usable here; default: usable */
     const void *iface;                  /* the family's vtable */

@@ -12,6 +12,7 @@
 #include "../abi/kv.h"
 #include "../abi/loader.h"
 #include "allocators/alloc_trace.h"
+#include "devhost.h"
 #include "kernels.h"
 #include "modreg.h"
 #include "threadpool.h"
@@ -39,6 +40,7 @@ struct engine {
     tf_weights w;
     tf_ctx tf;
     float *logits;              /* (vocab) */
+    devhost *dev;               /* NULL: the forward pass runs on the CPU (transformer.c) */
     int max_pos;
     void (*on_region)(void *user, const void *addr, size_t len, const char *name);
     void *region_user;
@@ -60,9 +62,10 @@ static void name_region(const bench_host *h, void *addr, size_t len, const char 
     if (e->on_region) e->on_region(e->region_user, addr, len, name);
 }
 
-static int load_module(const engine_spec *spec, const char *family, const char *name, const bench_opts *opts,
-                       modreg_entry *out, char *err, size_t errlen) {
-    if (modreg_load(spec->module_dir, family, name, out, err, errlen)) return -1;
+/* device: NULL for the CPU's modules, else the device's (the allocator always is the host's). */
+static int load_module(const engine_spec *spec, const char *device, const char *family, const char *name,
+                       const bench_opts *opts, modreg_entry *out, char *err, size_t errlen) {
+    if (modreg_load_for(spec->module_dir, device, family, name, out, err, errlen)) return -1;
     if (out->mod->score && out->mod->score() == 0)
         return bench_errf(err, errlen, "%s module %s is not usable on this machine", family, name);
     return modreg_check_opts(out->mod, opts, err, errlen);
@@ -84,9 +87,14 @@ int engine_create(const engine_spec *spec, engine **out, char *err, size_t errle
         fprintf(stderr, "bench: note: context %d is past the %d positions %s declares; RoPE extends, quality is the model's business\n",
                 e->max_pos, c->seq_len_header, e->m->name);
 
-    if (load_module(spec, "alloc", spec->alloc ? spec->alloc : "libc", &spec->alloc_opts, &e->alloc_mod, err, errlen) ||
-        load_module(spec, "loader", spec->loader ? spec->loader : "mmap", &spec->loader_opts, &e->loader_mod, err, errlen) ||
-        load_module(spec, "kv", spec->kv ? spec->kv : "prealloc", &spec->kv_opts, &e->kv_mod, err, errlen))
+    /* The platform choice, made here once: off the CPU a device module owns the forward
+     * pass, and the loader and KV modules are those built for that device. */
+    const char *device = spec->device && *spec->device && strcmp(spec->device, "cpu") ? spec->device : NULL;
+    void *stream = NULL;
+    if (device && devhost_open(spec->module_dir, device, &spec->device_opts, &e->dev, &stream, err, errlen)) goto err;
+    if (load_module(spec, NULL, "alloc", spec->alloc ? spec->alloc : "libc", &spec->alloc_opts, &e->alloc_mod, err, errlen) ||
+        load_module(spec, device, "loader", spec->loader ? spec->loader : "mmap", &spec->loader_opts, &e->loader_mod, err, errlen) ||
+        load_module(spec, device, "kv", spec->kv ? spec->kv : "prealloc", &spec->kv_opts, &e->kv_mod, err, errlen))
         goto err;
     e->alloc = e->alloc_mod.mod->iface;
     e->loader = e->loader_mod.mod->iface;
@@ -110,7 +118,8 @@ int engine_create(const engine_spec *spec, engine **out, char *err, size_t errle
         e->allocator = *at_recorder_allocator(e->trace);
     }
     e->host = (bench_host){.parallel_for = tp_run, .pool = e->pool, .n_threads = threads,
-                           .alloc = &e->allocator, .name_region = name_region};
+                           .alloc = &e->allocator, .name_region = name_region,
+                           .device = device ? device : "cpu", .stream = stream};
 
     int n = e->m->n_tensors;
     e->refs = calloc((size_t)n, sizeof(*e->refs));
@@ -128,6 +137,7 @@ int engine_create(const engine_spec *spec, engine **out, char *err, size_t errle
     bench_kv_shape shape = {.n_layers = c->n_layers, .n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads,
                             .head_dim = c->dim / c->n_heads, .max_pos = e->max_pos, .max_seqs = 1};
     if (e->kv->create(&shape, &spec->kv_opts, &e->host, &e->kv_ctx, err, errlen)) goto err;
+    if (e->dev && devhost_bind(e->dev, c, &e->w, e->max_pos, e->kv, e->kv_ctx, err, errlen)) goto err;
     e->logits = malloc((size_t)c->vocab_size * sizeof(float));
     if (!e->logits) { bench_errf(err, errlen, "out of memory"); goto err; }
     e->tf = (tf_ctx){.cfg = c, .w = &e->w, .pool = e->pool, .kv = e->kv, .kv_ctx = e->kv_ctx, .alloc = &e->allocator};
@@ -147,6 +157,7 @@ void engine_destroy(engine *e) {
     if (at_recorder_close(e->trace, terr, sizeof(terr))) fprintf(stderr, "bench: %s\n", terr);
     if (e->alloc && e->alloc_ctx) e->alloc->destroy(e->alloc_ctx);
     tp_destroy(e->pool);
+    devhost_close(e->dev); /* after the loader and KV modules: their device memory goes first */
     modreg_entry_close(&e->kv_mod);
     modreg_entry_close(&e->loader_mod);
     modreg_entry_close(&e->alloc_mod);
@@ -178,7 +189,9 @@ static void tell_tokens(engine *e, int seq, const int *tokens, int n, int pos0) 
 int engine_forward(engine *e, int seq, const int *tokens, int n, int pos0, float **logits, char *err, size_t errlen) {
     if (check_range(e, seq, n, pos0, err, errlen)) return -1;
     tell_tokens(e, seq, tokens, n, pos0);
-    if (tf_forward(&e->tf, seq, tokens, n, pos0, e->logits, 1, err, errlen)) return -1;
+    if (e->dev ? devhost_forward(e->dev, seq, tokens, n, pos0, e->logits, 1, err, errlen)
+               : tf_forward(&e->tf, seq, tokens, n, pos0, e->logits, 1, err, errlen))
+        return -1;
     *logits = e->logits;
     return 0;
 }
@@ -186,7 +199,8 @@ int engine_forward(engine *e, int seq, const int *tokens, int n, int pos0, float
 int engine_forward_all(engine *e, int seq, const int *tokens, int n, int pos0, float *out, char *err, size_t errlen) {
     if (check_range(e, seq, n, pos0, err, errlen)) return -1;
     tell_tokens(e, seq, tokens, n, pos0);
-    return tf_forward(&e->tf, seq, tokens, n, pos0, out, n, err, errlen);
+    return e->dev ? devhost_forward(e->dev, seq, tokens, n, pos0, out, n, err, errlen)
+                  : tf_forward(&e->tf, seq, tokens, n, pos0, out, n, err, errlen);
 }
 
 void engine_reset(engine *e, int seq) {
@@ -211,5 +225,19 @@ void engine_counters(const engine *e, const bench_counter_sink *sink) {
     if (e->kv->counters) e->kv->counters(e->kv_ctx, &s);
     ps = (prefix_sink){sink, "alloc"};
     if (e->alloc->counters) e->alloc->counters(e->alloc_ctx, &s);
+    ps = (prefix_sink){sink, "device"};
+    if (e->dev) devhost_counters(e->dev, &s);
     bench_emit(sink, "engine.scratch_allocs", "count", (double)e->tf.scratch_allocs);
+}
+
+int engine_sample(engine *e, sampler *s, float *logits) {
+    int token;
+    if (e->dev && devhost_sample(e->dev, s, &token) == 0) return token;
+    return sampler_sample(s, logits);
+}
+
+const char *engine_device(const engine *e) { return e->dev ? devhost_name(e->dev) : "cpu"; }
+
+double engine_device_bandwidth(engine *e, size_t bytes_per_array, int reps) {
+    return e->dev ? devhost_bandwidth(e->dev, bytes_per_array, reps) : 0;
 }

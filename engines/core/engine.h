@@ -9,6 +9,7 @@
 #define BENCH_ENGINE_H
 
 #include "model.h"
+#include "sampler.h"
 #include "tokenizer.h"
 #include "../abi/module.h"
 
@@ -19,6 +20,10 @@ typedef struct engine_spec {
     const char *kv;
     const char *alloc;
     bench_opts loader_opts, kv_opts, alloc_opts;
+    /* Where the forward pass runs: NULL or "cpu", the core's own; else a device module
+     * ("cuda": device_cuda.so), with the loader and KV modules built for that device. */
+    const char *device;
+    bench_opts device_opts;
     int threads;                    /* 0: all online CPUs */
     int max_pos;                    /* 0: the model's context length */
     const char *module_dir;         /* NULL: $BENCH_MODULE_PATH, else <dir of executable>/modules */
@@ -55,5 +60,16 @@ void engine_reset(engine *e, int seq);
 
 /* Emits every module's counters, named "<family>.<counter>". */
 void engine_counters(const engine *e, const bench_counter_sink *sink);
+
+/* The next token after the last forward pass: drawn on the device when the engine runs
+ * on one (its sampler draws as sampler.c does), else sampler_sample(s, logits). */
+int engine_sample(engine *e, sampler *s, float *logits);
+
+/* "cpu", or the device the forward pass runs on. */
+const char *engine_device(const engine *e);
+
+/* Bytes/s of the device's memory (a triad there, 3 arrays of bytes_per_array, 0: the
+ * device's default size); 0 on the CPU (kn_triad_bandwidth measures it) or on failure. */
+double engine_device_bandwidth(engine *e, size_t bytes_per_array, int reps);
 
 #endif

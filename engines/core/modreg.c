@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #if defined(__has_include)
@@ -61,17 +62,50 @@ static int load_path(const char *path, modreg_entry *out, char *err, size_t errl
     return 0;
 }
 
-int modreg_load(const char *dir, const char *family, const char *name, modreg_entry *out,
-                char *err, size_t errlen) {
+static int is_cpu(const char *device) { return !device || !*device || !strcmp(device, "cpu"); }
+
+char *modreg_device_dir(const char *dir, const char *device) {
     char *d = modreg_default_dir(dir);
+    if (!d || is_cpu(device)) return d;
+    size_t len = strlen(d) + strlen(device) + 2;
+    char *out = malloc(len);
+    if (out) snprintf(out, len, "%s/%s", d, device);
+    free(d);
+    return out;
+}
+
+/* "; it is built for cuda (--device cuda)" when another device's directory has the
+ * module (the CPU's is the module directory, every other device a directory in it). */
+static void built_for(const char *dir, const char *device, const char *family, const char *name, char *out, size_t n) {
+    out[0] = 0;
+    char *top = modreg_default_dir(dir), path[PATH_MAX];
+    if (!top) return;
+    snprintf(path, sizeof(path), "%s/%s_%s.so", top, family, name);
+    if (!is_cpu(device) && access(path, R_OK) == 0) snprintf(out, n, "; it is built for cpu (--device cpu)");
+    DIR *d = out[0] ? NULL : opendir(top);
+    struct dirent *de;
+    while (d && !out[0] && (de = readdir(d))) {
+        if (de->d_name[0] == '.' || (!is_cpu(device) && !strcmp(de->d_name, device))) continue;
+        snprintf(path, sizeof(path), "%s/%s/%s_%s.so", top, de->d_name, family, name);
+        if (access(path, R_OK) == 0) snprintf(out, n, "; it is built for %.40s (--device %.40s)", de->d_name, de->d_name);
+    }
+    if (d) closedir(d);
+    free(top);
+}
+
+int modreg_load_for(const char *dir, const char *device, const char *family, const char *name,
+                    modreg_entry *out, char *err, size_t errlen) {
+    memset(out, 0, sizeof(*out));
+    char *d = modreg_device_dir(dir, device);
     if (!d) return bench_errf(err, errlen, "out of memory");
     char path[PATH_MAX];
     snprintf(path, sizeof(path), "%s/%s_%s.so", d, family, name);
     int rc = 0;
     if (access(path, R_OK) != 0) {
-        char *have = modreg_names(d, family);
-        bench_errf(err, errlen, "unknown %s module \"%s\" (have: %s; looked in %s)", family, name,
-                   have && *have ? have : "none", d);
+        char *have = modreg_names(d, family), elsewhere[128];
+        built_for(dir, device, family, name, elsewhere, sizeof(elsewhere));
+        bench_errf(err, errlen, "unknown %s%s%s module \"%s\" (have: %s; looked in %s)%s", is_cpu(device) ? "" : device,
+                   is_cpu(device) ? "" : " ", family, name, have && *have ? have : "none", d, elsewhere);
         free(have);
         rc = -1;
     } else {
@@ -85,6 +119,11 @@ int modreg_load(const char *dir, const char *family, const char *name, modreg_en
     }
     free(d);
     return rc;
+}
+
+int modreg_load(const char *dir, const char *family, const char *name, modreg_entry *out,
+                char *err, size_t errlen) {
+    return modreg_load_for(dir, NULL, family, name, out, err, errlen);
 }
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
@@ -136,13 +175,44 @@ char *modreg_names(const char *dir, const char *family) {
     return s;
 }
 
+/* The *.so of dir, then those of each directory below it as "<sub>/<file>" (a device's modules). */
+static int scan_tree(const char *dir, char ***out) {
+    int n = scan(dir, NULL, out);
+    DIR *d = opendir(dir);
+    if (!d) return n;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        char sub[PATH_MAX];
+        struct stat st;
+        if (de->d_name[0] == '.') continue;
+        snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name);
+        if (stat(sub, &st) || !S_ISDIR(st.st_mode)) continue;
+        char **v;
+        int m = scan(sub, NULL, &v);
+        char **nv = m ? realloc(*out, (size_t)(n + m) * sizeof(char *)) : *out;
+        for (int i = 0; i < m; i++) {
+            size_t len = strlen(de->d_name) + strlen(v[i]) + 2;
+            char *rel = nv ? malloc(len) : NULL;
+            if (rel) {
+                snprintf(rel, len, "%s/%s", de->d_name, v[i]);
+                nv[n++] = rel;
+            }
+            free(v[i]);
+        }
+        free(v);
+        if (nv) *out = nv;
+    }
+    closedir(d);
+    return n;
+}
+
 int modreg_open_all(const char *dir, modreg *r, char *warnings, size_t wlen, char *err, size_t errlen) {
     memset(r, 0, sizeof(*r));
     if (warnings && wlen) warnings[0] = 0;
     r->dir = modreg_default_dir(dir);
     if (!r->dir) return bench_errf(err, errlen, "out of memory");
     char **v;
-    int n = scan(r->dir, NULL, &v);
+    int n = scan_tree(r->dir, &v);
     if (n == 0) {
         free(v);
         return bench_errf(err, errlen, "%s: no modules found (build them with `make`)", r->dir);

@@ -117,6 +117,10 @@ static int sample_topp(const float *p, int n, float topp, candidate *cand, float
     return cand[last].index;
 }
 
+float sampler_temperature(const sampler *s) { return s->temperature; }
+float sampler_topp(const sampler *s) { return s->topp; }
+float sampler_next_coin(sampler *s) { return random_f32(&s->state); }
+
 int sampler_sample(sampler *s, float *logits) {
     int n = s->vocab_size;
     if (s->temperature == 0) return argmax(logits, n);

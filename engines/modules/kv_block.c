@@ -477,7 +477,8 @@ static const bench_module block_module = {
     .family = "kv",
     .name = "block",
     .summary = "paged cache: fixed-size blocks, block tables, prefix caching by block hash, copy-on-write (vLLM style)",
-    .devices = "cpu",
+    .devices = KVP_DEVICE,
+    .score = kvp_score,
     .options = block_options,
     .iface = &block_iface,
 };

@@ -443,7 +443,8 @@ static const bench_module token_module = {
     .family = "kv",
     .name = "token",
     .summary = "token slots: free-slot stack, request-to-slot map, radix-tree prefix sharing (SGLang style)",
-    .devices = "cpu",
+    .devices = KVP_DEVICE,
+    .score = kvp_score,
     .options = token_options,
     .iface = &token_iface,
 };

@@ -23,7 +23,19 @@ typedef struct kvp_pool {
     float *mem;         /* (2, n_layers, n_rows, kv_dim) */
     size_t bytes;       /* bytes of mem */
     int n_rows;         /* token rows in each layer */
+    void *dev;          /* off the CPU: the device side's state (engines/cuda/kvp_cuda.c); NULL here */
 } kvp_pool;
+
+/* The device the pool lives on, for the modules' registration. The CUDA build of kv
+ * "block" and "token" compiles the same module sources with -DKVP_DEVICE='"cuda"' and
+ * links engines/cuda/kvp_cuda.c, the functions below over device memory, in place of
+ * kv_paged.c: one block-table and radix-tree logic for both devices. */
+#ifndef KVP_DEVICE
+#define KVP_DEVICE "cpu"
+#endif
+
+/* The modules' score(): 1 on the CPU; on CUDA, 0 where no usable GPU is. */
+int kvp_score(void);
 
 static inline size_t kvp_kv_dim(const bench_kv_shape *s) { return (size_t)s->n_kv_heads * (size_t)s->head_dim; }
 
