@@ -365,7 +365,7 @@ static void sc_parse_requests(sc_ctx *c, scenario *s, const cJSON *j) {
     r->seed = 1;
     r->stop_at_eos = 1;
     static const char *const keys[] = {"count", "prompt_len", "output_len", "shared_prefix", "arrival", "kv_budget",
-                                       "targets", "seed", "max_batch", "stop_at_eos", NULL};
+                                       "targets", "seed", "max_batch", "reserve_output", "stop_at_eos", NULL};
     sc_check_keys(c, j, path, keys);
     sc_get_i(c, j, "count", path, 1, 1, 100000, &r->count);
     sc_parse_dist(c, j, "prompt_len", path, 1, SC_MAX_LEN, &r->prompt_len);
@@ -374,6 +374,7 @@ static void sc_parse_requests(sc_ctx *c, scenario *s, const cJSON *j) {
     sc_get_int(c, j, "seed", path, 0, 0, INT64_MAX / 2, &seed);
     r->seed = (uint64_t)seed;
     sc_get_i(c, j, "max_batch", path, 0, 1, 100000, &r->max_batch);
+    sc_get_num(c, j, "reserve_output", path, 0, 0, 1, &r->reserve_output);
     const cJSON *eos = cJSON_GetObjectItemCaseSensitive(j, "stop_at_eos");
     if (eos && !cJSON_IsBool(eos)) sc_err(c, ".workload.requests.stop_at_eos", "expected true or false, got %s", sc_type_name(eos));
     else if (eos) r->stop_at_eos = cJSON_IsTrue(eos);

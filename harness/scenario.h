@@ -78,6 +78,7 @@ typedef struct sc_requests {
     double ttft_ms, tpot_ms;    /* goodput targets; 0: none */
     uint64_t seed;
     int max_batch;              /* concurrent requests at most; 0: as the budget allows */
+    double reserve_output;      /* 0 .. 1: share of the tokens still to come kept free at admission (sched.h) */
     int stop_at_eos;            /* 1: a request also ends at the model's EOS */
 } sc_requests;
 

@@ -137,6 +137,7 @@ void sv_spec_add(cJSON *spec, const scenario *s) {
     cJSON_AddNumberToObject(o, "kv_budget_tokens", (double)r->kv_budget_tokens);
     cJSON_AddNumberToObject(o, "seed", (double)r->seed);
     cJSON_AddNumberToObject(o, "max_batch", r->max_batch);
+    cJSON_AddNumberToObject(o, "reserve_output", r->reserve_output);
     cJSON_AddBoolToObject(o, "stop_at_eos", r->stop_at_eos);
 }
 
@@ -182,14 +183,14 @@ sc_requests *sv_spec_read(const cJSON *spec, char *err, size_t errlen) {
         bench_errf(err, errlen, "out of memory");
         return NULL;
     }
-    double count = 0, np = 0, frac = 0, rate = 0, bb = 0, bt = 0, seed = 0, mb = 0;
+    double count = 0, np = 0, frac = 0, rate = 0, bb = 0, bt = 0, seed = 0, mb = 0, ro = 0;
     const cJSON *eos = cJSON_GetObjectItemCaseSensitive(o, "stop_at_eos");
     if (sv_num(o, "count", 1, 1e5, &count, err, errlen) || sv_dist_read(o, "prompt_len", &r->prompt_len, err, errlen) ||
         sv_dist_read(o, "output_len", &r->output_len, err, errlen) ||
         sv_num(o, "prefix_tokens", 0, 1 << 20, &np, err, errlen) || sv_num(o, "prefix_fraction", 0, 1, &frac, err, errlen) ||
         sv_num(o, "poisson_rate", 0, 1e9, &rate, err, errlen) || sv_num(o, "kv_budget_bytes", 0, 0x1p62, &bb, err, errlen) ||
         sv_num(o, "kv_budget_tokens", 0, 0x1p62, &bt, err, errlen) || sv_num(o, "seed", 0, 0x1p63, &seed, err, errlen) ||
-        sv_num(o, "max_batch", 0, 1e5, &mb, err, errlen)) {
+        sv_num(o, "max_batch", 0, 1e5, &mb, err, errlen) || sv_num(o, "reserve_output", 0, 1, &ro, err, errlen)) {
         sc_requests_free(r);
         return NULL;
     }
@@ -206,6 +207,7 @@ sc_requests *sv_spec_read(const cJSON *spec, char *err, size_t errlen) {
     r->kv_budget_tokens = (uint64_t)bt;
     r->seed = (uint64_t)seed;
     r->max_batch = (int)mb;
+    r->reserve_output = ro;
     r->stop_at_eos = cJSON_IsTrue(eos);
     return r;
 }
@@ -266,6 +268,7 @@ int sv_serve(engine *e, const sc_requests *rq, double temperature, double topp, 
     sv_reqs reqs;
     if (sv_make_requests(rq, m->cfg.vocab_size, bos, seed, &reqs, err, errlen)) return -1;
     sched_opts o = {.eos = eos, .temperature = (float)temperature, .topp = (float)topp, .max_batch = rq->max_batch,
+                    .reserve_output = rq->reserve_output,
                     .on_step = sv_on_step, .on_done = sv_on_done, .user = (void *)sink};
     sched *s = NULL;
     int rc = sched_create(e, reqs.r, reqs.n, &o, &s, err, errlen);

@@ -215,7 +215,8 @@ static void test_requests_parsed(void **state) {
              "\"temperature\": 0.5, \"requests\": {\"count\": 64, \"prompt_len\": {\"uniform\": [32, 128]}, "
              "\"output_len\": {\"file\": \"%s\"}, \"shared_prefix\": {\"tokens\": 64, \"fraction\": 0.75}, "
              "\"arrival\": {\"poisson_rate\": 20}, \"kv_budget\": {\"bytes\": \"8m\"}, "
-             "\"targets\": {\"ttft_ms\": 500, \"tpot_ms\": 50}, \"seed\": 7, \"max_batch\": 16, \"stop_at_eos\": false}}, "
+             "\"targets\": {\"ttft_ms\": 500, \"tpot_ms\": 50}, \"seed\": 7, \"max_batch\": 16, \"reserve_output\": 0.5, "
+             "\"stop_at_eos\": false}}, "
              "\"matrix\": {\"kv\": [\"block\", \"token\", \"prealloc\"]}}", lens);
     scenario *s = parse_ok(text);
     free(text);
@@ -232,7 +233,7 @@ static void test_requests_parsed(void **state) {
     assert_true(r->poisson_rate == 20);
     assert_true(r->kv_budget_bytes == 8u << 20 && r->kv_budget_tokens == 0);
     assert_true(r->ttft_ms == 500 && r->tpot_ms == 50);
-    assert_true(r->seed == 7 && r->max_batch == 16 && !r->stop_at_eos);
+    assert_true(r->seed == 7 && r->max_batch == 16 && !r->stop_at_eos && r->reserve_output == 0.5);
     assert_int_equal(s->n_variants, 3);
     sc_free(s);
 
@@ -240,7 +241,7 @@ static void test_requests_parsed(void **state) {
     s = parse_ok(SERVE(REQ_MIN));
     r = s->requests;
     assert_true(r->poisson_rate == 0 && r->prefix_tokens == 0 && r->ttft_ms == 0 && r->tpot_ms == 0);
-    assert_true(r->seed == 1 && r->max_batch == 0 && r->stop_at_eos && r->kv_budget_tokens == 512);
+    assert_true(r->seed == 1 && r->max_batch == 0 && r->stop_at_eos && r->kv_budget_tokens == 512 && r->reserve_output == 0);
     assert_int_equal(r->prompt_len.kind, SC_DIST_FIXED);
     sc_free(s);
     tu_rmtree(dir);
@@ -290,6 +291,7 @@ static void test_requests_errors(void **state) {
     parse_fails(SERVE(REQ_MIN ", \"targets\": {}"), ".workload.requests.targets: empty", NULL);
     parse_fails(SERVE(REQ_MIN ", \"targets\": {\"ttft\": 5}"), ".workload.requests.targets.ttft: unknown key", NULL);
     parse_fails(SERVE(REQ_MIN ", \"stop_at_eos\": 1"), ".workload.requests.stop_at_eos: expected true or false", NULL);
+    parse_fails(SERVE(REQ_MIN ", \"reserve_output\": 1.5"), ".workload.requests.reserve_output: 1.5 is out of range", NULL);
     /* the longest request must fit the context: 32 + 100 + 8 - 1 = 139 > 128 */
     parse_fails("{\"name\": \"t\", \"model\": \"MODEL\", \"cache\": \"warm\", \"workload\": {\"ctx\": 128, \"requests\": {"
                 "\"count\": 8, \"prompt_len\": {\"uniform\": [1, 100]}, \"output_len\": {\"fixed\": 8}, \"kv_budget\": "

@@ -117,8 +117,8 @@ static void on_done(void *user, const sched_done *d) {
 
 /* Runs rs on e, whose kv module is kv (block with block size bs), checking the waste
  * at every step; out[i] gets request i's tokens (out_n[i] of them). */
-static sched_stats run(engine *e, const char *kv, int bs, const reqset *rs, int max_batch, run_obs *obs, int out[][256],
-                       int *out_n) {
+static sched_stats run(engine *e, const char *kv, int bs, const reqset *rs, int max_batch, double reserve, run_obs *obs,
+                       int out[][256], int *out_n) {
     char err[512];
     memset(obs, 0, sizeof(*obs));
     obs->e = e;
@@ -126,7 +126,8 @@ static sched_stats run(engine *e, const char *kv, int bs, const reqset *rs, int 
     obs->is_token = !strcmp(kv, "token");
     obs->is_contig = !strcmp(kv, "prealloc") || !strcmp(kv, "dynamic");
     obs->token_bytes = (double)engine_kv_token_bytes(e);
-    sched_opts o = {.eos = -1, .max_batch = max_batch, .on_step = on_step, .on_done = on_done, .user = obs};
+    sched_opts o = {.eos = -1, .max_batch = max_batch, .reserve_output = reserve, .on_step = on_step, .on_done = on_done,
+                    .user = obs};
     sched *s;
     if (sched_create(e, rs->r, rs->n, &o, &s, err, sizeof(err))) fail_msg("%s", err);
     if (sched_run(s, err, sizeof(err))) fail_msg("%s", err);
@@ -160,7 +161,7 @@ static void test_one_request_matches_oracle(void **state) {
         for (int i = 0; i < rs.r[0].n_prompt; i++) assert_int_equal(rs.ids[0][i], want[i]);
         run_obs obs;
         int out[16][256], out_n[16];
-        sched_stats st = run(e, kvs[k], 16, &rs, 0, &obs, out, out_n);
+        sched_stats st = run(e, kvs[k], 16, &rs, 0, 0, &obs, out, out_n);
         assert_int_equal(out_n[0], rs.r[0].max_new);
         for (int i = 0; i < out_n[0]; i++)
             if (out[0][i] != want[rs.r[0].n_prompt + i])
@@ -190,7 +191,7 @@ static void test_batch_matches_alone(void **state) {
             one.r[0] = rs.r[i];
             one.r[0].prompt = one.ids[0];
             int o1[16][256], n1[16];
-            run(e1, kvs[k], 16, &one, 0, &obs, o1, n1);
+            run(e1, kvs[k], 16, &one, 0, 0, &obs, o1, n1);
             assert_int_equal(n1[0], NEW);
             if (k == 0) {
                 memcpy(alone[i], o1[0], sizeof(alone[i]));
@@ -209,7 +210,7 @@ static void test_batch_matches_alone(void **state) {
             engine_destroy(probe);
             uint64_t budget = tight == 0 ? (uint64_t)(N * CTX * tb) : tight == 1 ? (uint64_t)(2 * CTX * tb) : (uint64_t)(100 * tb);
             engine *e = open_engine(f, kvs[k], !strcmp(kvs[k], "block") ? "block_size=4" : "", N, budget, CTX);
-            sched_stats st = run(e, kvs[k], 4, &rs, 0, &obs, got, got_n);
+            sched_stats st = run(e, kvs[k], 4, &rs, 0, 0, &obs, got, got_n);
             for (int i = 0; i < N; i++) {
                 assert_int_equal(got_n[i], NEW);
                 for (int t = 0; t < NEW; t++)
@@ -236,6 +237,35 @@ static void test_batch_matches_alone(void **state) {
             assert_int_equal(obs.max_running <= st.peak_running, 1);
             engine_destroy(e);
         }
+    }
+}
+
+/* A shared pool too small for every request's worst case: admitting on the prompt alone
+ * preempts; keeping the outputs' room free (reserve_output 1) never does, queues
+ * instead, and gives the same ids. */
+static void test_reserve_output_avoids_preemption(void **state) {
+    fx *f = *state;
+    NEED(f);
+    enum { N = 6, NEW = 40, CTX = 128 };
+    static int a[16][256], a_n[16], b[16][256], b_n[16];
+    run_obs obs;
+    reqset rs;
+    for (int k = 0; k < 2; k++) {
+        engine *e = open_engine(f, kvs[k], "", N, (uint64_t)(160 * TOKEN_BYTES), CTX);
+        make_reqs(e, &rs, N, NEW, NULL);
+        sched_stats s0 = run(e, kvs[k], 16, &rs, 0, 0, &obs, a, a_n);
+        sched_stats s1 = run(e, kvs[k], 16, &rs, 0, 1, &obs, b, b_n);
+        printf("[ INFO     ] kv %s, 160 positions: reserve_output 0: peak %d, %d preemptions; 1: peak %d, %d preemptions, %d waited\n",
+               kvs[k], s0.peak_running, s0.preemptions, s1.peak_running, s1.preemptions, s1.waited);
+        assert_true(s0.preemptions > 0);
+        assert_int_equal(s1.preemptions, 0);
+        assert_true(s1.waited > 0 && s1.peak_running < s0.peak_running);
+        for (int i = 0; i < N; i++) {
+            assert_int_equal(a_n[i], NEW);
+            assert_int_equal(b_n[i], NEW);
+            assert_memory_equal(a[i], b[i], NEW * sizeof(int));
+        }
+        engine_destroy(e);
     }
 }
 
@@ -295,6 +325,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_one_request_matches_oracle),
         cmocka_unit_test(test_batch_matches_alone),
+        cmocka_unit_test(test_reserve_output_avoids_preemption),
         cmocka_unit_test(test_engine_errors),
     };
     return cmocka_run_group_tests_name("sched", tests, setup, NULL);

@@ -41,6 +41,7 @@ struct engine {
     float *logits;              /* (max_seqs, vocab) */
     tf_span *spans;             /* (max_seqs) a batched decode's */
     int max_pos, max_seqs;
+    int kv_pooled;              /* the kv module has one pool for every sequence (declares pool_bytes) */
     void (*on_region)(void *user, const void *addr, size_t len, const char *name);
     void *region_user;
 };
@@ -61,6 +62,13 @@ static void name_region(const bench_host *h, void *addr, size_t len, const char 
     if (e->on_region) e->on_region(e->region_user, addr, len, name);
 }
 
+/* A kv module with one pool for every sequence declares its size as an option. */
+static int kv_is_pooled(const bench_module *kv) {
+    for (const bench_option_desc *d = kv->options; d && d->name; d++)
+        if (!strcmp(d->name, "pool_bytes")) return 1;
+    return 0;
+}
+
 /* The kv module's options, and max_seqs, for a KV budget (engine.h: kv_budget_*).
  * *extra gets the pool size in bytes, as text, for a module with a pool; "" otherwise. */
 static int size_kv(const engine_spec *spec, const bench_module *kv, uint64_t token_bytes, int max_pos,
@@ -75,9 +83,7 @@ static int size_kv(const engine_spec *spec, const bench_module *kv, uint64_t tok
         return bench_errf(err, errlen, "engine: a KV budget of %llu positions overflows", (unsigned long long)spec->kv_budget_tokens);
     uint64_t budget = spec->kv_budget_bytes ? spec->kv_budget_bytes : spec->kv_budget_tokens * token_bytes;
     if (!budget) return 0;
-    int pooled = 0;
-    for (const bench_option_desc *d = kv->options; d && d->name; d++) pooled |= !strcmp(d->name, "pool_bytes");
-    if (pooled) {
+    if (kv_is_pooled(kv)) {
         for (int i = 0; i < spec->kv_opts.n; i++)
             if (!strcmp(spec->kv_opts.v[i].key, "pool_bytes") || !strcmp(spec->kv_opts.v[i].key, "pool_tokens"))
                 return bench_errf(err, errlen, "kv %s: option %s=%s and a KV budget of %llu bytes both size the pool; give one of them",
@@ -161,6 +167,7 @@ int engine_create(const engine_spec *spec, engine **out, char *err, size_t errle
     if (tf_bind(e->m, e->data, &e->w, err, errlen)) goto err;
 
     char pool[32];
+    e->kv_pooled = kv_is_pooled(e->kv_mod.mod);
     if (size_kv(spec, e->kv_mod.mod, engine_kv_token_bytes(e), e->max_pos, &e->max_seqs, pool, sizeof(pool), err, errlen))
         goto err;
     bench_kv_shape shape = {.n_layers = c->n_layers, .n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads,
@@ -292,7 +299,7 @@ engine_kv_mem engine_kv_memory(const engine *e) {
     bench_counter_sink sink = {kv_mem_emit, &m};
     if (e->kv->counters) e->kv->counters(e->kv_ctx, &sink);
     return (engine_kv_mem){.reserved = m.reserved, .live = m.used - m.cached, .cached = m.cached,
-                           .wasted = m.have_wasted ? m.wasted : m.reserved - m.used};
+                           .wasted = m.have_wasted ? m.wasted : m.reserved - m.used, .shared_pool = e->kv_pooled};
 }
 
 void engine_reset(engine *e, int seq) {

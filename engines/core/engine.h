@@ -97,6 +97,10 @@ uint64_t engine_kv_token_bytes(const engine *e);
  * reserved - live - cached - wasted is free. */
 typedef struct engine_kv_mem {
     double reserved, live, cached, wasted;  /* B */
+    /* 1: one pool shared by every sequence (a module with the option pool_bytes: block,
+     * token): a new sequence can take reserved - live - wasted (cached is evictable);
+     * 0: one cache per sequence, whose room is a free sequence */
+    int shared_pool;
 } engine_kv_mem;
 engine_kv_mem engine_kv_memory(const engine *e);
 

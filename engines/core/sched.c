@@ -2,6 +2,7 @@
 #include "sched.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -77,6 +78,8 @@ int sched_create(engine *e, const sched_req *reqs, int n, const sched_opts *o, s
                                   i, q->prompt[k], k, vocab);
     }
     if (o->max_batch < 0) return bench_errf(err, errlen, "sched: max_batch %d: expected >= 0", o->max_batch);
+    if (!(o->reserve_output >= 0 && o->reserve_output <= 1))
+        return bench_errf(err, errlen, "sched: reserve_output %g: expected 0 .. 1", o->reserve_output);
     sched *s = calloc(1, sizeof(*s));
     if (!s) return bench_errf(err, errlen, "sched: out of memory");
     s->e = e;
@@ -194,6 +197,20 @@ static int take_token(sched *s, rq *r, float *logits) {
 
 /* ---- one step ---- */
 
+/* Positions kept free for r's tokens still to come (sched.h: reserve). */
+static double keep_free(const sched *s, const rq *r) { return ceil(s->o.reserve_output * (r->in->max_new - r->n_out)); }
+
+/* With reserve_output, whether a shared pool has room for r (whose cached prefix is
+ * attached) beside the tokens the running requests may still generate. */
+static int pool_has_room(const sched *s, const rq *r, int new_positions) {
+    if (s->o.reserve_output <= 0 || !s->n_running) return 1;
+    engine_kv_mem m = engine_kv_memory(s->e);
+    if (!m.shared_pool) return 1;
+    double want = new_positions + keep_free(s, r);
+    for (int k = 0; k < s->n_running; k++) want += keep_free(s, &s->r[s->running[k]]);
+    return want * (double)engine_kv_token_bytes(s->e) <= m.reserved - m.live - m.wasted;
+}
+
 /* Admits from the head of the queue while there is a sequence, batch room and KV room. */
 static int admit(sched *s, char *err, size_t errlen) {
     /* memory is contended: a request admitted now would only be preempted again (thrashing) */
@@ -206,6 +223,10 @@ static int admit(sched *s, char *err, size_t errlen) {
         int m = engine_share_prefix(s->e, r->seq, r->ids, n_ids, err, errlen);
         if (m < 0) return -1;
         char why[512];
+        if (!pool_has_room(s, r, n_ids - m)) {
+            seq_release(s, r);
+            return 0;
+        }
         if (engine_reserve(s->e, r->seq, n_ids, why, sizeof(why))) {
             seq_release(s, r);
             /* with nothing running every position is free or evictable: it never fits */

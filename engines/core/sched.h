@@ -20,6 +20,12 @@
  *             recompute preemption; the prefix cache usually still holds most of it).
  *             After a preemption nothing new is admitted while requests run, until one
  *             finishes: memory is short, and a newcomer would only be preempted again.
+ *   reserve   (reserve_output r, shared pools only) a request is admitted only when the
+ *             pool's room (engine_kv_memory: reserved - live - wasted) covers its new
+ *             positions plus r x the tokens it may still generate, plus r x those of
+ *             every running request: r 0 admits on the prompt alone (vLLM), r 1 never
+ *             preempts (every request's worst case is kept free), in between is SGLang's
+ *             new_token_ratio, fixed.
  *   finish    at the request's max_new tokens or at EOS; its sequence is released
  *
  * Invariants: not yet arrived + waiting + running + finished == n; the running
@@ -70,6 +76,7 @@ typedef struct sched_opts {
     int eos;                /* the token that finishes a request; -1: none */
     float temperature, topp;    /* temperature 0: greedy */
     int max_batch;          /* running requests at most; 0: the engine's max_seqs */
+    double reserve_output;  /* 0 .. 1: share of the tokens still to generate kept free at admission (see reserve) */
     /* (optional) called after every step and at every finished request */
     void (*on_step)(void *user, const sched_step *st);
     void (*on_done)(void *user, const sched_done *d);
