@@ -14,13 +14,7 @@
  * The requests
  * ====================================================================== */
 
-/* splitmix64: small, and the same sequence on every machine */
-static uint64_t sv_next(uint64_t *s) {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
+static uint64_t sv_next(uint64_t *s) { return st_splitmix64(s); }
 
 static double sv_unit(uint64_t *s) { return (double)(sv_next(s) >> 11) * 0x1.0p-53; }   /* [0, 1) */
 

@@ -10,6 +10,7 @@
  *   - no block or slot leaked: the module's counters after every request finished;
  *   - admission under one budget: prealloc runs budget / context sequences and queues
  *     the rest; the shared pools run more; goodput follows the targets;
+ *   - the kv figure draws the serving timeline (when gnuplot is installed);
  *   - the requests themselves: the same for the same seed, lengths in their ranges, the
  *     prefix in front of exactly round(fraction x count) prompts, Poisson arrivals in order.
  * Skips without the shared model files. */
@@ -25,6 +26,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "harness/plot.h"
 #include "harness/serve.h"
 #include "tests/lib/harness_jsonschema.h"
 #include "tests/lib/testutil.h"
@@ -235,6 +237,51 @@ static void test_admission_under_budget(void **state) {
     cJSON_Delete(doc);
 }
 
+/* bench plot on the prefix run: the kv figure is the serving timeline, one data block per variant. */
+static void test_kv_figure(void **state) {
+    fx *f = *state;
+    NEED(f);
+    char dir[700], path[800];
+    struct stat st;
+    snprintf(dir, sizeof(dir), "%s/out_prefix", f->tmp);
+    if (stat(dir, &st)) skip();     /* test_prefix_waste_and_leaks did not get that far */
+    /* run.sh hides gnuplot from bench run (figures cost a second a run): this test wants it */
+    char *hidden = getenv("BENCH_GNUPLOT") ? strdup(getenv("BENCH_GNUPLOT")) : NULL;
+    unsetenv("BENCH_GNUPLOT");
+    int found = pl_gnuplot_found(NULL);
+    int rc = found ? tu_bench("/dev/null", "plot '%s' 2>/dev/null", dir) : 0;
+    if (hidden) setenv("BENCH_GNUPLOT", hidden, 1);
+    free(hidden);
+    if (!found) {
+        fprintf(stderr, "test_serve: gnuplot not installed; the figure is not checked\n");
+        skip();
+    }
+    assert_int_equal(rc, 0);
+    snprintf(path, sizeof(path), "%s/plots/kv.gp", dir);
+    char *gp = NULL;
+    FILE *g = fopen(path, "r");
+    assert_non_null(g);
+    size_t cap = 0;
+    assert_true(getdelim(&gp, &cap, 0, g) > 0);
+    fclose(g);
+    for (int i = 0; i < 3; i++) {
+        char block[32];
+        snprintf(block, sizeof(block), "$sv%d << EOD", i);
+        assert_non_null(strstr(gp, block));
+    }
+    assert_non_null(strstr(gp, "prealloc wasted"));
+    assert_non_null(strstr(gp, "token prefix cache"));
+    assert_non_null(strstr(gp, "block running"));
+    free(gp);
+    unsigned char sig[8];
+    snprintf(path, sizeof(path), "%s/plots/kv.png", dir);
+    FILE *png = fopen(path, "rb");
+    assert_non_null(png);
+    assert_int_equal(fread(sig, 1, 8, png), 8);
+    fclose(png);
+    assert_memory_equal(sig, "\x89PNG\r\n\x1a\n", 8);
+}
+
 /* The workload's requests, without a model: deterministic from the seed. */
 static void test_requests_from_seed(void **state) {
     (void)state;
@@ -290,6 +337,7 @@ static void test_requests_from_seed(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_prefix_waste_and_leaks),
+        cmocka_unit_test(test_kv_figure),
         cmocka_unit_test(test_admission_under_budget),
         cmocka_unit_test(test_requests_from_seed),
     };
