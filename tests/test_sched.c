@@ -7,7 +7,10 @@
  *   - waste at every step: token 0, block <= block_size - 1 positions per running
  *     sequence, prealloc = its whole reserve less the positions it holds;
  *   - no block or slot leaked once every request finished;
- *   - admission within the KV budget, the rest queued, never dropped.
+ *   - admission within the KV budget, the rest queued, never dropped; reserve_output 1
+ *     queues instead of preempting;
+ *   - EOS ends a request; requests arriving later are waited for, never admitted early;
+ *   - engine and scheduler errors name what does not fit.
  * Skips without the shared model files. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -269,6 +272,63 @@ static void test_reserve_output_avoids_preemption(void **state) {
     }
 }
 
+/* A request ends at EOS: here an id the oracle's continuation has, so the request stops
+ * at its first occurrence, with it. */
+static void test_eos_finishes(void **state) {
+    fx *f = *state;
+    NEED(f);
+    int want[256];
+    int n_want = tu_read_ints(f->oracle, want, 256);
+    engine *e = open_engine(f, "token", "", 1, 0, 0);
+    reqset rs;
+    make_reqs(e, &rs, 1, n_want, NULL);
+    rs.r[0].max_new = n_want - rs.r[0].n_prompt;
+    int eos = want[rs.r[0].n_prompt + 7], first = 7;
+    for (int i = 0; i < 7; i++)
+        if (want[rs.r[0].n_prompt + i] == eos) { first = i; break; }
+    char err[256];
+    sched *s;
+    sched_opts o = {.eos = eos};
+    assert_int_equal(sched_create(e, rs.r, 1, &o, &s, err, sizeof(err)), 0);
+    assert_int_equal(sched_run(s, err, sizeof(err)), 0);
+    int n;
+    const int *out = sched_output(s, 0, &n);
+    assert_int_equal(n, first + 1);
+    assert_int_equal(out[n - 1], eos);
+    sched_destroy(s);
+    engine_destroy(e);
+}
+
+/* Requests that arrive later: the scheduler waits for them, none is admitted before it
+ * arrives, and each still gets the ids it gets alone (the batch changes, the ids do not). */
+static void test_staggered_arrivals(void **state) {
+    fx *f = *state;
+    NEED(f);
+    enum { N = 4, NEW = 12 };
+    engine *e = open_engine(f, "block", "", N, (uint64_t)(N * 64 * TOKEN_BYTES), 64);
+    reqset rs;
+    make_reqs(e, &rs, N, NEW, NULL);
+    static int a[16][256], a_n[16], b[16][256], b_n[16];
+    run_obs obs;
+    run(e, "block", 16, &rs, 0, 0, &obs, a, a_n);
+    for (int i = 0; i < N; i++) rs.r[i].arrival_ns = (int64_t)i * 20000000;    /* every 20 ms, in order */
+    sched_stats st = run(e, "block", 16, &rs, 0, 0, &obs, b, b_n);
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(b_n[i], NEW);
+        assert_memory_equal(a[i], b[i], NEW * sizeof(int));
+    }
+    /* arrival times are the run's start + the request's offset */
+    int64_t start = obs.done[0].arrival_ns - rs.r[obs.done[0].req].arrival_ns;
+    assert_true(start == st.t_start_ns);
+    for (int k = 0; k < obs.n_done; k++) {
+        const sched_done *d = &obs.done[k];
+        assert_true(d->arrival_ns - rs.r[d->req].arrival_ns == start);
+        assert_true(d->admit_ns >= d->arrival_ns && d->first_ns >= d->admit_ns && d->end_ns >= d->first_ns);
+    }
+    assert_true(st.t_end_ns - st.t_start_ns >= (int64_t)(N - 1) * 20000000);
+    engine_destroy(e);
+}
+
 /* The engine with several sequences refuses what it cannot do, with the numbers. */
 static void test_engine_errors(void **state) {
     fx *f = *state;
@@ -326,6 +386,8 @@ int main(void) {
         cmocka_unit_test(test_one_request_matches_oracle),
         cmocka_unit_test(test_batch_matches_alone),
         cmocka_unit_test(test_reserve_output_avoids_preemption),
+        cmocka_unit_test(test_eos_finishes),
+        cmocka_unit_test(test_staggered_arrivals),
         cmocka_unit_test(test_engine_errors),
     };
     return cmocka_run_group_tests_name("sched", tests, setup, NULL);
