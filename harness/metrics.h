@@ -8,6 +8,7 @@
  *   {minflt,majflt}_{load,prefill,decode}   {minflt,majflt}_total  nvcsw nivcsw user_ms sys_ms
  *   perf_<event>_{load,prefill,decode,total}  (only the events that are available)
  *   mod.<family>.<counter>                     (the modules' own, in their units)
+ *   serve_*  minflt_serve majflt_serve         (a serving run's: harness/serve.h)
  * and per repetition (all processes together):
  *   pss_total_end_mib  weights_pss_total_mib  residency_pct
  */

@@ -448,7 +448,63 @@ static double pl_counter(const cJSON *p, const char *name) {
     return NAN;
 }
 
+/* A serving run's KV memory and concurrency over time, one colour per variant: the
+ * scheduler's samples (harness/serve.h), not the phase boundaries. 0 when no variant served. */
+static int pl_fig_kv_serve(const rr_doc *d, FILE *f, FILE *b) {
+    static const char *const colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
+    static const char *const cols[] = {"reserved_bytes", "live_bytes", "cached_bytes", "wasted_bytes", "running", "waiting"};
+    char *mem = NULL, *conc = NULL;
+    size_t mlen = 0, clen = 0;
+    FILE *mf = open_memstream(&mem, &mlen), *cf = open_memstream(&conc, &clen);
+    int drawn = 0;
+    for (int i = 0; mf && cf && i < d->n && drawn < PL_MAX_PANELS; i++) {
+        const cJSON *sv = pl_get(pl_first_proc(d, &d->v[i]), "serve"), *tl = pl_get(sv, "kv_timeline");
+        const cJSON *t = pl_get(tl, "t_ms");
+        int n = cJSON_GetArraySize(t);
+        double t0 = pl_dbl(sv, "start_ms");
+        if (!cJSON_IsArray(t) || n < 1 || !isfinite(t0)) continue;
+        fprintf(f, "$sv%d << EOD\n# s_since_start reserved live cached wasted (MiB) running waiting\n", i);
+        for (int k = 0; k < n; k++) {
+            pl_num(f, (cJSON_GetArrayItem(t, k)->valuedouble - t0) / 1000);
+            for (int c = 0; c < 6; c++) {
+                const cJSON *x = cJSON_GetArrayItem(pl_get(tl, cols[c]), k);
+                double v = cJSON_IsNumber(x) ? x->valuedouble : NAN;
+                pl_num(f, c < 4 ? v / 1048576 : v);
+            }
+            fputc('\n', f);
+        }
+        fprintf(f, "EOD\n");
+        const char *c = colors[drawn % 8], *sep = drawn ? ", " : "";
+        fprintf(mf, "%s$sv%d using 1:2 with steps lw 1 lc rgb \"%s\" title \"%s reserved\", "
+                    "'' using 1:3 with steps lw 2.5 lc rgb \"%s\" title \"%s live\", "
+                    "'' using 1:4 with steps lw 1.5 dt 3 lc rgb \"%s\" title \"%s prefix cache\", "
+                    "'' using 1:5 with steps lw 1.5 dt 2 lc rgb \"%s\" title \"%s wasted\"",
+                sep, i, c, d->v[i].label, c, d->v[i].label, c, d->v[i].label, c, d->v[i].label);
+        fprintf(cf, "%s$sv%d using 1:6 with steps lw 2 lc rgb \"%s\" title \"%s running\", "
+                    "'' using 1:7 with steps lw 1.5 dt 2 lc rgb \"%s\" title \"%s waiting\"",
+                sep, i, c, d->v[i].label, c, d->v[i].label);
+        drawn++;
+    }
+    if (mf) fclose(mf);
+    if (cf) fclose(cf);
+    if (drawn) {
+        fprintf(b, "  set multiplot layout 2,1 title \"%s: KV cache memory and concurrency over the serving run "
+                   "(first counted repetition, sampled after every scheduler step)\"\n", d->scenario);
+        fprintf(b, "  set xlabel \"time since the scheduler started (s)\"\n  set grid\n  set yrange [0:*]\n  set key outside right\n");
+        fprintf(b, "  set title \"KV bytes: reserved; live (running sequences); prefix cache (kept for reuse); "
+                   "wasted (taken for a sequence, holding nothing)\"\n  set ylabel \"MiB\"\n  plot %s\n", mem);
+        fprintf(b, "  set title \"requests holding a sequence (running) and queued for room (waiting)\"\n"
+                   "  set ylabel \"requests\"\n  plot %s\n  unset multiplot\n", conc);
+    }
+    free(mem);
+    free(conc);
+    return drawn ? 2 : 0;
+}
+
 static int pl_fig_kv(const rr_doc *d, FILE *f, FILE *b) {
+    /* a serving run has a timeline per scheduler step: that is the figure */
+    int served = pl_fig_kv_serve(d, f, b);
+    if (served) return served;
     int drawn = 0;
     static const char *const colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
     char *plot = NULL;
@@ -705,6 +761,7 @@ int pl_results(const rr_doc *d, int *n_figures, char *err, size_t errlen) {
             fclose(bf);
             int h = 520;
             if (k == 0 && got > 0) h = 80 + 250 * got;
+            if (!strcmp(pl_figure_names[k], "kv") && got > 1) h = 860;   /* the serving figure's two panels */
             if (got < 0 || pl_end(f, pl_figure_names[k], body, 1000, h, term)) {
                 free(body);
                 snprintf(err, errlen, "%s: out of memory or write error", path);

@@ -17,6 +17,7 @@
 
 #include "engines/abi/module.h"
 #include "harness/perfev.h"
+#include "harness/serve.h"
 
 /* ---- atomic files ---- */
 
@@ -418,6 +419,9 @@ static cJSON *rs_proc_json(const rs_input *in, const rn_run *r, int pi) {
         mt_bag_free(&b);
     }
 
+    cJSON *serve = sv_proc_json(p, p->t_hello);
+    if (serve) cJSON_AddItemToObject(o, "serve", serve);
+
     if ((s->metrics & SC_M_TOKENS) && p->n_tok) {
         cJSON *tk = cJSON_AddObjectToObject(o, "tokens");
         double *t = malloc((size_t)p->n_tok * sizeof(*t)), *id = malloc((size_t)p->n_tok * sizeof(*id));
@@ -676,6 +680,17 @@ int rs_write_timelines(const rs_input *in, int ri, char *err, size_t errlen) {
         free(buf);
         if (rc) return rc;
     }
+    /* a serving run's KV memory per scheduler step */
+    for (int pi = 0; pi < r->nproc; pi++) {
+        const rn_proc *p = &r->procs[pi];
+        size_t len;
+        char *csv = sv_timeline_csv(p, p->t_hello, &len);
+        if (!csv) continue;
+        snprintf(path, sizeof(path), "%s/timelines/v%d-r%d-p%d-kv.csv", in->dir, r->variant, r->rep, pi);
+        int rc = rs_write_atomic(path, csv, len, err, errlen);
+        free(csv);
+        if (rc) return rc;
+    }
     return 0;
 }
 
@@ -706,6 +721,26 @@ static const rs_row rs_rows[] = {
     {"majflt_prefill", "major faults, prefill"},
     {"minflt_decode", "minor faults, decode"},
     {"mod.kv.grow_events", "KV grow events"},
+    {"serve_requests", "requests served"},
+    {"serve_s", "serving time"},
+    {"serve_output_tok_s", "tokens/s, output"},
+    {"serve_total_tok_s", "tokens/s, prompt+output"},
+    {"serve_ttft_p50_ms", "TTFT p50"},
+    {"serve_ttft_p99_ms", "TTFT p99"},
+    {"serve_tpot_p50_ms", "TPOT p50"},
+    {"serve_tpot_p99_ms", "TPOT p99"},
+    {"serve_goodput_pct", "goodput (met the targets)"},
+    {"serve_peak_seqs", "peak concurrent seqs"},
+    {"serve_waited", "requests queued for room"},
+    {"serve_preemptions", "preemptions"},
+    {"serve_prefill_tokens", "prefill positions run"},
+    {"serve_prefix_reused_tokens", "prefix positions reused"},
+    {"serve_kv_reserved_peak_mib", "KV reserved, peak"},
+    {"serve_kv_live_peak_mib", "KV live, peak"},
+    {"serve_kv_cached_peak_mib", "KV prefix cache, peak"},
+    {"serve_kv_wasted_peak_mib", "KV wasted, peak"},
+    {"serve_kv_live_mean_pct", "KV live/reserved, mean"},
+    {"serve_kv_wasted_mean_pct", "KV wasted/reserved, mean"},
     {"residency_pct", "page cache before run"},
     {"instructions_load", "instructions, load"},
     {"instructions_prefill", "instructions, prefill"},

@@ -22,6 +22,7 @@
 #include "harness/alloc_workload.h"
 #include "harness/events.h"
 #include "harness/pagecache.h"
+#include "harness/serve.h"
 
 /* a repetition's residency bounds, in % of the model's pages */
 #define RN_COLD_MAX_PCT 5.0
@@ -140,9 +141,13 @@ char *rn_worker_spec(const scenario *s, const sc_variant *v) {
     cJSON_AddStringToObject(j, "device", sc_device(s, v));
     cJSON_AddStringToObject(j, "device_opts", sc_device_opts(s, v));
     cJSON_AddNumberToObject(j, "ctx", s->ctx);
-    if (s->prompt) cJSON_AddStringToObject(j, "prompt", s->prompt);
-    else cJSON_AddNumberToObject(j, "prompt_tokens", s->prompt_tokens);
-    cJSON_AddNumberToObject(j, "generate", s->generate);
+    if (s->requests) {
+        sv_spec_add(j, s);
+    } else {
+        if (s->prompt) cJSON_AddStringToObject(j, "prompt", s->prompt);
+        else cJSON_AddNumberToObject(j, "prompt_tokens", s->prompt_tokens);
+        cJSON_AddNumberToObject(j, "generate", s->generate);
+    }
     cJSON_AddNumberToObject(j, "seed", (double)s->seed);
     cJSON_AddNumberToObject(j, "temperature", s->temperature);
     cJSON_AddNumberToObject(j, "topp", s->topp);
@@ -323,6 +328,43 @@ static void rn_event(rn_proc *p, const bench_event *ev) {
         snprintf(g->name, sizeof(g->name), "%.31s", nm);
         break;
     }
+    case BENCH_EV_SERVE_START:
+        p->t_serve_start = ev->t_ns;
+        p->n_requests_planned = (int)ev->a;
+        break;
+    case BENCH_EV_SERVE_END: p->t_serve_end = ev->t_ns; break;
+    case BENCH_EV_KV_SAMPLE: {
+        if (p->n_kvs == p->cap_kvs) {
+            int cap = p->cap_kvs ? p->cap_kvs * 2 : 1024;
+            rn_kv_sample *n = realloc(p->kvs, (size_t)cap * sizeof(*n));
+            if (!n) break;
+            p->kvs = n;
+            p->cap_kvs = cap;
+        }
+        const int64_t *x = ev->x;
+        p->kvs[p->n_kvs++] = (rn_kv_sample){
+            .t_ns = ev->t_ns, .step = ev->a, .tokens = ev->b, .reserved = x[BENCH_KVS_RESERVED], .live = x[BENCH_KVS_LIVE],
+            .cached = x[BENCH_KVS_CACHED],
+            .wasted = x[BENCH_KVS_WASTED], .running = (int)x[BENCH_KVS_RUNNING], .batch = (int)x[BENCH_KVS_BATCH],
+            .waiting = (int)x[BENCH_KVS_WAITING]};
+        break;
+    }
+    case BENCH_EV_REQUEST: {
+        if (p->n_reqs == p->cap_reqs) {
+            int cap = p->cap_reqs ? p->cap_reqs * 2 : 64;
+            rn_request *n = realloc(p->reqs, (size_t)cap * sizeof(*n));
+            if (!n) break;
+            p->reqs = n;
+            p->cap_reqs = cap;
+        }
+        const int64_t *x = ev->x;
+        p->reqs[p->n_reqs++] = (rn_request){
+            .id = ev->a, .n_out = ev->b, .arrival_ns = x[BENCH_RQ_ARRIVAL_NS], .admit_ns = x[BENCH_RQ_ADMIT_NS],
+            .first_ns = x[BENCH_RQ_FIRST_NS], .end_ns = ev->t_ns, .n_prompt = x[BENCH_RQ_PROMPT],
+            .prefix_reused = x[BENCH_RQ_PREFIX_REUSED], .prefilled = x[BENCH_RQ_PREFILLED],
+            .preemptions = x[BENCH_RQ_PREEMPTIONS], .waited = x[BENCH_RQ_WAITED]};
+        break;
+    }
     case BENCH_EV_ERROR:
         rn_setf(p->reason, sizeof(p->reason), "worker: %.*s", (int)sizeof(ev->name) - 1, ev->name);
         break;
@@ -463,6 +505,8 @@ static void rn_run_free(rn_run *run) {
         free(p->counters);
         free(p->ranges);
         free(p->tl);
+        free(p->kvs);
+        free(p->reqs);
     }
     free(run->procs);
     run->procs = NULL;

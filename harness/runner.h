@@ -66,6 +66,20 @@ typedef struct rn_snap {
     uint64_t perf[PE_MAX];          /* cumulative */
 } rn_snap;
 
+/* A serving run's scheduler step (events.h: KV_SAMPLE). */
+typedef struct rn_kv_sample {
+    int64_t t_ns, step, tokens;             /* tokens: positions run so far */
+    int64_t reserved, live, cached, wasted; /* B, engine.h: engine_kv_memory */
+    int running, batch, waiting;
+} rn_kv_sample;
+
+/* A serving run's finished request (events.h: REQUEST). */
+typedef struct rn_request {
+    int64_t id, n_out;
+    int64_t arrival_ns, admit_ns, first_ns, end_ns;     /* CLOCK_MONOTONIC */
+    int64_t n_prompt, prefix_reused, prefilled, preemptions, waited;
+} rn_request;
+
 typedef struct rn_counter {
     char name[96], unit[16];
     double value;
@@ -90,6 +104,13 @@ typedef struct rn_proc {
     pm_range *ranges;               /* (n_ranges) regions the worker reported by address */
     int n_tl, cap_tl;
     rn_sample *tl;                  /* (n_tl) the timeline */
+    /* a serving run (harness/serve.h); t_serve_start 0: not one */
+    int64_t t_serve_start, t_serve_end;
+    int n_requests_planned;
+    int n_kvs, cap_kvs;
+    rn_kv_sample *kvs;              /* (n_kvs) one per scheduler step */
+    int n_reqs, cap_reqs;
+    rn_request *reqs;               /* (n_reqs) in the order they finished */
     rn_snap snap[RN_PH_COUNT];
     int waiting;                    /* phase whose ack it waits for, or -1 */
     int eof, reaped, killed_by_us;

@@ -243,6 +243,214 @@ static void sc_parse_model(sc_ctx *c, scenario *s, const cJSON *j) {
         sc_err(c, ".model.tokenizer", "tokenizer not found: %s (%s)", s->tokenizer_path, strerror(errno));
 }
 
+/* ---- workload.requests: a serving run ---- */
+
+#define SC_MAX_LEN (1 << 20)    /* tokens of a prompt or an output, at most */
+
+/* A file of lengths: integers separated by white space, each in [lo, hi]. */
+static void sc_read_lengths(sc_ctx *c, const char *p, const char *file, int lo, int hi, sc_dist *d) {
+    FILE *f = fopen(file, "r");
+    if (!f) {
+        sc_err(c, p, "%s: %s (a file of lengths, one integer per token count, relative to the current directory)",
+               file, strerror(errno));
+        return;
+    }
+    int line = 1, cap = 0, ch, bad = 0;
+    for (;;) {
+        while ((ch = fgetc(f)) == ' ' || ch == '\t' || ch == '\r' || ch == '\n')
+            if (ch == '\n') line++;
+        if (ch == EOF) break;
+        ungetc(ch, f);
+        char word[64], *end;
+        if (fscanf(f, "%63s", word) != 1) break;
+        errno = 0;
+        long long v = strtoll(word, &end, 10);
+        if (*end || errno || v < lo || v > hi) {
+            sc_err(c, p, "%s:%d: expected an integer %d .. %d, got \"%s\"", file, line, lo, hi, word);
+            d->n_values = 0;
+            bad = 1;
+            break;
+        }
+        if (d->n_values == cap) {
+            cap = cap ? cap * 2 : 64;
+            int *nv = cap < (1 << 24) ? realloc(d->values, (size_t)cap * sizeof(int)) : NULL;
+            if (!nv) {
+                sc_err(c, p, "%s: more lengths than this reads (%d)", file, d->n_values);
+                break;
+            }
+            d->values = nv;
+        }
+        d->values[d->n_values++] = (int)v;
+    }
+    fclose(f);
+    if (!d->n_values && !bad) sc_err(c, p, "%s: no lengths in the file (expected integers %d .. %d)", file, lo, hi);
+    d->lo = hi;
+    d->hi = lo;
+    for (int i = 0; i < d->n_values; i++) {
+        if (d->values[i] < d->lo) d->lo = d->values[i];
+        if (d->values[i] > d->hi) d->hi = d->values[i];
+    }
+}
+
+/* {"fixed": N} | {"uniform": [lo, hi]} | {"file": "path"}, each length in [lo, hi]. */
+static void sc_parse_dist(sc_ctx *c, const cJSON *obj, const char *key, const char *path, int lo, int hi, sc_dist *d) {
+    char p[256];
+    sc_join(p, sizeof(p), path, key);
+    const cJSON *j = cJSON_GetObjectItemCaseSensitive(obj, key);
+    const char *want = "{\"fixed\": N}, {\"uniform\": [LO, HI]} or {\"file\": \"path\"}";
+    if (!j) {
+        sc_err(c, p, "required: %s", want);
+        return;
+    }
+    if (!cJSON_IsObject(j) || cJSON_GetArraySize(j) != 1) {
+        sc_err(c, p, "expected one of %s, got %s", want, cJSON_IsObject(j) ? "an object without exactly one key" : sc_type_name(j));
+        return;
+    }
+    static const char *const kinds[] = {"fixed", "uniform", "file", NULL};
+    sc_check_keys(c, j, p, kinds);
+    const cJSON *v = j->child;
+    char q[300];
+    sc_join(q, sizeof(q), p, v->string);
+    long long a = 0, b = 0;
+    if (!strcmp(v->string, "fixed")) {
+        d->kind = SC_DIST_FIXED;
+        if (!sc_int_value(c, v, q, lo, hi, &a)) d->lo = d->hi = (int)a;
+    } else if (!strcmp(v->string, "uniform")) {
+        d->kind = SC_DIST_UNIFORM;
+        if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != 2) {
+            sc_err(c, q, "expected [LO, HI] (two integers, LO <= HI), got %s", sc_type_name(v));
+            return;
+        }
+        char q0[320], q1[320];
+        snprintf(q0, sizeof(q0), "%s[0]", q);
+        snprintf(q1, sizeof(q1), "%s[1]", q);
+        if (sc_int_value(c, cJSON_GetArrayItem(v, 0), q0, lo, hi, &a) | sc_int_value(c, cJSON_GetArrayItem(v, 1), q1, lo, hi, &b))
+            return;
+        if (b < a) sc_err(c, q, "[%lld, %lld]: expected LO <= HI", a, b);
+        d->lo = (int)a;
+        d->hi = (int)b;
+    } else if (!strcmp(v->string, "file")) {
+        d->kind = SC_DIST_FILE;
+        if (!cJSON_IsString(v)) {
+            sc_err(c, q, "expected a path (a string), got %s", sc_type_name(v));
+            return;
+        }
+        d->file = strdup(v->valuestring);
+        sc_read_lengths(c, q, v->valuestring, lo, hi, d);
+    }
+}
+
+static void sc_dist_free(sc_dist *d) {
+    free(d->file);
+    free(d->values);
+}
+
+void sc_requests_free(sc_requests *r) {
+    if (!r) return;
+    sc_dist_free(&r->prompt_len);
+    sc_dist_free(&r->output_len);
+    free(r);
+}
+
+static void sc_parse_requests(sc_ctx *c, scenario *s, const cJSON *j) {
+    const char *path = ".workload.requests";
+    if (!cJSON_IsObject(j)) {
+        sc_err(c, path, "expected an object {\"count\": N, \"prompt_len\": ..., \"output_len\": ..., \"kv_budget\": ...}, got %s",
+               sc_type_name(j));
+        return;
+    }
+    sc_requests *r = calloc(1, sizeof(*r));
+    if (!r) {
+        sc_err(c, path, "out of memory");
+        return;
+    }
+    s->requests = r;
+    r->seed = 1;
+    r->stop_at_eos = 1;
+    static const char *const keys[] = {"count", "prompt_len", "output_len", "shared_prefix", "arrival", "kv_budget",
+                                       "targets", "seed", "max_batch", "reserve_output", "stop_at_eos", NULL};
+    sc_check_keys(c, j, path, keys);
+    sc_get_i(c, j, "count", path, 1, 1, 100000, &r->count);
+    sc_parse_dist(c, j, "prompt_len", path, 1, SC_MAX_LEN, &r->prompt_len);
+    sc_parse_dist(c, j, "output_len", path, 1, SC_MAX_LEN, &r->output_len);
+    long long seed = 1;
+    sc_get_int(c, j, "seed", path, 0, 0, INT64_MAX / 2, &seed);
+    r->seed = (uint64_t)seed;
+    sc_get_i(c, j, "max_batch", path, 0, 1, 100000, &r->max_batch);
+    sc_get_num(c, j, "reserve_output", path, 0, 0, 1, &r->reserve_output);
+    const cJSON *eos = cJSON_GetObjectItemCaseSensitive(j, "stop_at_eos");
+    if (eos && !cJSON_IsBool(eos)) sc_err(c, ".workload.requests.stop_at_eos", "expected true or false, got %s", sc_type_name(eos));
+    else if (eos) r->stop_at_eos = cJSON_IsTrue(eos);
+
+    const cJSON *sp = cJSON_GetObjectItemCaseSensitive(j, "shared_prefix");
+    if (sp && !cJSON_IsObject(sp)) {
+        sc_err(c, ".workload.requests.shared_prefix", "expected {\"tokens\": N, \"fraction\": 0..1}, got %s", sc_type_name(sp));
+    } else if (sp) {
+        const char *pp = ".workload.requests.shared_prefix";
+        static const char *const pk[] = {"tokens", "fraction", NULL};
+        sc_check_keys(c, sp, pp, pk);
+        sc_get_i(c, sp, "tokens", pp, 1, 1, SC_MAX_LEN, &r->prefix_tokens);
+        if (!cJSON_GetObjectItemCaseSensitive(sp, "fraction"))
+            sc_err(c, ".workload.requests.shared_prefix.fraction", "required: the share of the requests that start with the prefix, 0 .. 1");
+        sc_get_num(c, sp, "fraction", pp, 0, 0, 1, &r->prefix_fraction);
+    }
+
+    const cJSON *ar = cJSON_GetObjectItemCaseSensitive(j, "arrival");
+    const char *ap = ".workload.requests.arrival";
+    if (ar && cJSON_IsString(ar) && strcmp(ar->valuestring, "all")) {
+        sc_err(c, ap, "unknown arrival \"%s\": expected \"all\" or {\"poisson_rate\": requests per second}", ar->valuestring);
+    } else if (ar && cJSON_IsObject(ar)) {
+        static const char *const ak[] = {"poisson_rate", NULL};
+        sc_check_keys(c, ar, ap, ak);
+        if (!cJSON_GetObjectItemCaseSensitive(ar, "poisson_rate"))
+            sc_err(c, ".workload.requests.arrival.poisson_rate", "required: requests per second, more than 0");
+        sc_get_num(c, ar, "poisson_rate", ap, 0, 1, 1e9, &r->poisson_rate);
+    } else if (ar && !cJSON_IsString(ar)) {
+        sc_err(c, ap, "expected \"all\" or {\"poisson_rate\": requests per second}, got %s", sc_type_name(ar));
+    }
+
+    const cJSON *kb = cJSON_GetObjectItemCaseSensitive(j, "kv_budget");
+    const char *kp = ".workload.requests.kv_budget";
+    if (!kb) {
+        sc_err(c, kp, "required: {\"bytes\": SIZE} (e.g. \"64m\") or {\"tokens\": N}: the KV memory every backend gets");
+    } else if (!cJSON_IsObject(kb) || cJSON_GetArraySize(kb) != 1) {
+        sc_err(c, kp, "expected {\"bytes\": SIZE} or {\"tokens\": N} (exactly one), got %s",
+               cJSON_IsObject(kb) ? "an object without exactly one key" : sc_type_name(kb));
+    } else {
+        static const char *const bk[] = {"bytes", "tokens", NULL};
+        sc_check_keys(c, kb, kp, bk);
+        const cJSON *v = kb->child;
+        char q[128];
+        sc_join(q, sizeof(q), kp, v->string);
+        long long n = 0;
+        if (!strcmp(v->string, "tokens")) {
+            if (!sc_int_value(c, v, q, 1, 1ll << 40, &n)) r->kv_budget_tokens = (uint64_t)n;
+        } else if (!strcmp(v->string, "bytes")) {
+            uint64_t b = 0;
+            if (cJSON_IsNumber(v)) {
+                if (!sc_int_value(c, v, q, 1, 1ll << 50, &n)) r->kv_budget_bytes = (uint64_t)n;
+            } else if (!cJSON_IsString(v) || bench_parse_size(v->valuestring, &b) || b == 0) {
+                sc_err(c, q, "expected a size in bytes: an integer or a string such as \"8m\", \"512k\", \"1g\"%s%s%s",
+                       cJSON_IsString(v) ? ", got \"" : "", cJSON_IsString(v) ? v->valuestring : "", cJSON_IsString(v) ? "\"" : "");
+            } else {
+                r->kv_budget_bytes = b;
+            }
+        }
+    }
+
+    const cJSON *tg = cJSON_GetObjectItemCaseSensitive(j, "targets");
+    const char *tp = ".workload.requests.targets";
+    if (tg && !cJSON_IsObject(tg)) {
+        sc_err(c, tp, "expected {\"ttft_ms\": MS, \"tpot_ms\": MS}, got %s", sc_type_name(tg));
+    } else if (tg) {
+        static const char *const tk[] = {"ttft_ms", "tpot_ms", NULL};
+        sc_check_keys(c, tg, tp, tk);
+        if (!cJSON_GetArraySize(tg)) sc_err(c, tp, "empty: give \"ttft_ms\", \"tpot_ms\" or both");
+        sc_get_num(c, tg, "ttft_ms", tp, 0, 1, 1e9, &r->ttft_ms);
+        sc_get_num(c, tg, "tpot_ms", tp, 0, 1, 1e9, &r->tpot_ms);
+    }
+}
+
 /* ---- workload ---- */
 
 static void sc_parse_workload(sc_ctx *c, scenario *s, const cJSON *w) {
@@ -252,21 +460,41 @@ static void sc_parse_workload(sc_ctx *c, scenario *s, const cJSON *w) {
                sc_type_name(w));
         return;
     }
-    static const char *const keys[] = {"prompt", "prompt_tokens", "generate", "seed", "temperature", "topp", "ctx", NULL};
+    static const char *const keys[] = {"prompt", "prompt_tokens", "generate", "seed", "temperature", "topp", "ctx",
+                                       "requests", NULL};
     sc_check_keys(c, w, path, keys);
     int has_text = cJSON_GetObjectItemCaseSensitive(w, "prompt") != NULL;
     int has_n = cJSON_GetObjectItemCaseSensitive(w, "prompt_tokens") != NULL;
-    if (has_text == has_n) sc_err(c, path, "expected exactly one of \"prompt\" (text) and \"prompt_tokens\" (a count)");
-    if (has_text) sc_get_string(c, w, "prompt", path, 1, &s->prompt);
-    if (has_n) sc_get_i(c, w, "prompt_tokens", path, 1, 1, 1 << 20, &s->prompt_tokens);
-    sc_get_i(c, w, "generate", path, 1, 1, 1 << 20, &s->generate);
+    const cJSON *rq = cJSON_GetObjectItemCaseSensitive(w, "requests");
+    if (rq) {
+        /* each request has its own prompt and output lengths */
+        static const char *const single[] = {"prompt", "prompt_tokens", "generate", NULL};
+        for (int i = 0; single[i]; i++)
+            if (cJSON_GetObjectItemCaseSensitive(w, single[i])) {
+                char p[64];
+                snprintf(p, sizeof(p), ".workload.%s", single[i]);
+                sc_err(c, p, "not with \"requests\": each request has its own prompt_len and output_len");
+            }
+        sc_parse_requests(c, s, rq);
+    } else {
+        if (has_text == has_n) sc_err(c, path, "expected exactly one of \"prompt\" (text) and \"prompt_tokens\" (a count)");
+        if (has_text) sc_get_string(c, w, "prompt", path, 1, &s->prompt);
+        if (has_n) sc_get_i(c, w, "prompt_tokens", path, 1, 1, 1 << 20, &s->prompt_tokens);
+        sc_get_i(c, w, "generate", path, 1, 1, 1 << 20, &s->generate);
+    }
     long long seed = (long long)s->seed;
     sc_get_int(c, w, "seed", path, 0, 0, INT64_MAX / 2, &seed);
     s->seed = (uint64_t)seed;
     sc_get_num(c, w, "temperature", path, 0, 0, 100, &s->temperature);
     sc_get_num(c, w, "topp", path, 0, 1, 1, &s->topp);
     sc_get_i(c, w, "ctx", path, 0, 0, 1 << 24, &s->ctx);
-    if (s->ctx > 0 && s->prompt_tokens + s->generate > s->ctx)
+    const sc_requests *r = s->requests;
+    /* the longest request: the prefix, its prompt, its tokens but the last (never fed back) */
+    long long longest = r ? (long long)r->prefix_tokens + r->prompt_len.hi + r->output_len.hi - 1 : 0;
+    if (r && s->ctx > 0 && longest > s->ctx)
+        sc_err(c, ".workload.ctx", "%d positions cannot hold the longest request: shared prefix %d + prompt_len %d + "
+               "output_len %d - 1 = %lld", s->ctx, r->prefix_tokens, r->prompt_len.hi, r->output_len.hi, longest);
+    if (!r && s->ctx > 0 && s->prompt_tokens + s->generate > s->ctx)
         sc_err(c, ".workload.ctx", "%d positions cannot hold prompt_tokens %d + generate %d", s->ctx,
                s->prompt_tokens, s->generate);
 }
@@ -715,6 +943,14 @@ int sc_parse(const char *file, const char *text, const char *module_dir, scenari
         sc_default_axis(&c, s, SC_AX_ALLOC, "libc");
         sc_default_axis(&c, s, SC_AX_THREADS, "0");
         sc_default_axis(&c, s, SC_AX_DEVICE, "cpu");
+        /* a serving run's KV budget sizes a shared pool itself (engine.h: kv_budget) */
+        for (int i = 0; s->requests && i < s->axes[SC_AX_KV].n; i++) {
+            const sc_choice *k = &s->axes[SC_AX_KV].v[i];
+            for (const char *o = k->opts; o && *o; o += strcspn(o, ","), o += *o == ',')
+                if (!strncmp(o, "pool_bytes=", 11) || !strncmp(o, "pool_tokens=", 12))
+                    sc_err(&c, ".workload.requests.kv_budget", "kv choice \"%s\" sizes its pool with %.*s too: "
+                           "leave the option out, the budget sizes the pool of every variant", k->label, (int)strcspn(o, ","), o);
+        }
         /* the pool's idle workers spin: with more than one thread the count is the scheduler's, not the work's */
         for (int i = 0; (s->metrics & SC_M_CALLGRIND) && i < s->axes[SC_AX_THREADS].n; i++)
             if (s->axes[SC_AX_THREADS].v[i].ival != 1)
@@ -802,6 +1038,7 @@ void sc_free(scenario *s) {
     free(s->synth_dtype);
     free(s->synth_format);
     free(s->prompt);
+    sc_requests_free(s->requests);
     free(s->fault);
     free(s->module_dir);
     for (int a = 0; a < SC_AX_COUNT; a++) {

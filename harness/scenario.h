@@ -55,6 +55,34 @@ typedef struct sc_variant {
     int selected;           /* 0: dropped by --only */
 } sc_variant;
 
+/* A length distribution of a serving workload (workload.requests, docs/scenarios.md). */
+enum { SC_DIST_FIXED, SC_DIST_UNIFORM, SC_DIST_FILE };
+typedef struct sc_dist {
+    int kind;                   /* SC_DIST_* */
+    int lo, hi;                 /* tokens: fixed lo == hi; uniform over [lo, hi]; file: min, max of values */
+    char *file;                 /* file: the path as written */
+    int n_values;
+    int *values;                /* (n_values) file: the lengths, request i takes values[i % n_values] */
+} sc_dist;
+
+/* workload.requests: a serving run of many requests through the scheduler
+ * (engines/core/sched.h, harness/serve.h). */
+typedef struct sc_requests {
+    int count;
+    sc_dist prompt_len;         /* tokens of each request's own prompt (after any shared prefix) */
+    sc_dist output_len;         /* tokens generated at most */
+    int prefix_tokens;          /* a shared prefix (BOS first) in front of some prompts; 0: none */
+    double prefix_fraction;     /* share of the requests that start with it, 0 .. 1 */
+    double poisson_rate;        /* arrivals per second; 0: all at once */
+    uint64_t kv_budget_bytes;   /* B; exactly one of the budget's two forms is non-zero */
+    uint64_t kv_budget_tokens;  /* positions */
+    double ttft_ms, tpot_ms;    /* goodput targets; 0: none */
+    uint64_t seed;
+    int max_batch;              /* concurrent requests at most; 0: as the budget allows */
+    double reserve_output;      /* 0 .. 1: share of the tokens still to come kept free at admission (sched.h) */
+    int stop_at_eos;            /* 1: a request also ends at the model's EOS */
+} sc_requests;
+
 typedef struct scenario {
     char *file;                 /* as given */
     char *name, *description;
@@ -69,6 +97,7 @@ typedef struct scenario {
     int prompt_tokens, generate, ctx;
     uint64_t seed;
     double temperature, topp;
+    sc_requests *requests;      /* workload.requests: a serving run; NULL: one sequence */
     /* runs */
     int repetitions, warmup, processes;
     double sample_ms, timeout_s;
@@ -100,6 +129,7 @@ int sc_load_on(const char *file, const char *module_dir, const char *device, sce
 /* The same from a JSON text; file only names it in messages. */
 int sc_parse(const char *file, const char *text, const char *module_dir, scenario **out, sc_errors *errs);
 void sc_free(scenario *s);              /* s may be NULL */
+void sc_requests_free(sc_requests *r);  /* r may be NULL */
 
 const char *sc_axis_name(int axis);     /* "loader", "kv", "alloc", "cache", "threads", "device", "workload" */
 const sc_choice *sc_pick(const scenario *s, const sc_variant *v, int axis);

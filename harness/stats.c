@@ -23,8 +23,7 @@ double st_quantile_sorted(const double *s, int n, double q) {
     return i + 1 < n ? s[i] + frac * (s[i + 1] - s[i]) : s[i];
 }
 
-/* splitmix64: small, seedable, and the same on every platform */
-static uint64_t st_next(uint64_t *state) {
+uint64_t st_splitmix64(uint64_t *state) {
     uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
@@ -59,7 +58,7 @@ int st_summarize(const double *x, int n, st_summary *out, int *outlier) {
         uint64_t st = ST_BOOTSTRAP_SEED;
         for (int r = 0; r < ST_BOOTSTRAP_RESAMPLES; r++) {
             double m = 0;
-            for (int i = 0; i < n; i++) m += x[st_next(&st) % (uint64_t)n];
+            for (int i = 0; i < n; i++) m += x[st_splitmix64(&st) % (uint64_t)n];
             means[r] = m / n;
         }
         st_sort(means, ST_BOOTSTRAP_RESAMPLES);

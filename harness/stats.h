@@ -33,4 +33,7 @@ double st_quantile_sorted(const double *sorted, int n, double q);
 /* Sorts x in place, ascending. */
 void st_sort(double *x, int n);
 
+/* splitmix64: the next draw of a seeded stream; small, and the same on every platform. */
+uint64_t st_splitmix64(uint64_t *state);
+
 #endif

@@ -22,6 +22,7 @@
 #include "engines/core/sampler.h"
 #include "harness/alloc_workload.h"
 #include "harness/events.h"
+#include "harness/serve.h"
 #include "harness/worker.h"
 
 #if defined(__has_include)
@@ -38,6 +39,7 @@ typedef struct wk_spec {
     const char *model, *tokenizer, *prompt, *fault, *module_dir;
     const char *module[3], *opts[3];            /* loader, kv, alloc */
     const char *device, *device_opts;           /* NULL: cpu */
+    sc_requests *requests;                      /* a serving run (harness/serve.h), owned; NULL: one sequence */
     int threads, ctx, prompt_tokens, generate, delay_ms;
     double temperature, topp, seed;
 } wk_spec;
@@ -72,18 +74,47 @@ static int64_t wk_now(void) {
 
 static const char *wk_type_name(uint32_t t) {
     static const char *n[] = {"?", "hello", "load_start", "load_end", "prefill_start", "prefill_end",
-                              "decode_start", "token", "decode_end", "counter", "done", "error", "region"};
-    return t <= BENCH_EV_REGION ? n[t] : "?";
+                              "decode_start", "token", "decode_end", "counter", "done", "error", "region",
+                              "serve_start", "kv_sample", "request", "serve_end"};
+    return t <= BENCH_EV_SERVE_END ? n[t] : "?";
 }
 
-/* Sends one event; with ack, waits until the parent has taken its snapshot. */
-static int wk_send(wk_ctx *c, uint32_t type, int ack, int64_t a, int64_t b, const char *name, const char *unit,
-                   double value) {
+/* Writes one event; with BENCH_EV_ACK, waits until the parent has taken its snapshot.
+ * Without the events pipe it prints the phases on stderr (not the per-token ones). */
+static int wk_write(wk_ctx *c, const bench_event *ev) {
+    uint32_t type = ev->type;
     if (c->callgrind) {
         wk_callgrind_mark(type);
         /* printing a time costs a time-dependent number of instructions */
         if (c->ev_fd < 0) return 0;
     }
+    if (c->ev_fd < 0) {
+        if (type == BENCH_EV_TOKEN || type == BENCH_EV_KV_SAMPLE || type == BENCH_EV_REQUEST) return 0;
+        fprintf(stderr, "%9.3f ms  %-13s", (double)(ev->t_ns - c->t0) * 1e-6, wk_type_name(type));
+        if (type == BENCH_EV_COUNTER) fprintf(stderr, " %s = %g %s", ev->name, ev->value, ev->unit);
+        if (type == BENCH_EV_PREFILL_END) fprintf(stderr, " %lld prompt tokens", (long long)ev->a);
+        if (type == BENCH_EV_SERVE_START) fprintf(stderr, " %lld requests", (long long)ev->a);
+        if (type == BENCH_EV_SERVE_END) fprintf(stderr, " after %lld scheduler steps", (long long)ev->a);
+        if (type == BENCH_EV_ERROR) fprintf(stderr, " %s", ev->name);
+        if (type == BENCH_EV_REGION) fprintf(stderr, " %s: %lld bytes at %#llx", ev->name, (long long)ev->b, (unsigned long long)ev->a);
+        fputc('\n', stderr);
+        return 0;
+    }
+    ssize_t w;
+    while ((w = write(c->ev_fd, ev, sizeof(*ev))) < 0 && errno == EINTR) {}
+    if (w != (ssize_t)sizeof(*ev)) return -1;
+    if (ev->flags & BENCH_EV_ACK) {
+        char byte;
+        ssize_t r;
+        while ((r = read(c->ack_fd, &byte, 1)) < 0 && errno == EINTR) {}
+        if (r != 1) return -1;     /* the parent is gone */
+    }
+    return 0;
+}
+
+/* Sends one event stamped now; with ack, waits until the parent has taken its snapshot. */
+static int wk_send(wk_ctx *c, uint32_t type, int ack, int64_t a, int64_t b, const char *name, const char *unit,
+                   double value) {
     bench_event ev;
     memset(&ev, 0, sizeof(ev));
     ev.type = type;
@@ -94,27 +125,11 @@ static int wk_send(wk_ctx *c, uint32_t type, int ack, int64_t a, int64_t b, cons
     ev.value = value;
     if (name) snprintf(ev.name, sizeof(ev.name), "%s", name);
     if (unit) snprintf(ev.unit, sizeof(ev.unit), "%s", unit);
-    if (c->ev_fd < 0) {
-        if (type == BENCH_EV_TOKEN) return 0;
-        fprintf(stderr, "%9.3f ms  %-13s", (double)(ev.t_ns - c->t0) * 1e-6, wk_type_name(type));
-        if (type == BENCH_EV_COUNTER) fprintf(stderr, " %s = %g %s", ev.name, value, ev.unit);
-        if (type == BENCH_EV_PREFILL_END) fprintf(stderr, " %lld prompt tokens", (long long)a);
-        if (type == BENCH_EV_ERROR) fprintf(stderr, " %s", name);
-        if (type == BENCH_EV_REGION) fprintf(stderr, " %s: %lld bytes at %#llx", name, (long long)b, (unsigned long long)a);
-        fputc('\n', stderr);
-        return 0;
-    }
-    ssize_t w;
-    while ((w = write(c->ev_fd, &ev, sizeof(ev))) < 0 && errno == EINTR) {}
-    if (w != (ssize_t)sizeof(ev)) return -1;
-    if (ack) {
-        char byte;
-        ssize_t r;
-        while ((r = read(c->ack_fd, &byte, 1)) < 0 && errno == EINTR) {}
-        if (r != 1) return -1;     /* the parent is gone */
-    }
-    return 0;
+    return wk_write(c, &ev);
 }
+
+/* The serving run's events (harness/serve.h), stamped by the scheduler. */
+static void wk_serve_event(void *user, const bench_event *ev) { wk_write(user, ev); }
 
 static void wk_emit(void *user, const char *name, const char *unit, double v) {
     wk_send(user, BENCH_EV_COUNTER, 0, 0, 0, name, unit, v);
@@ -210,8 +225,17 @@ static cJSON *wk_parse_spec(const char *text, const char *path, wk_spec *s, char
         s->fault = wk_str(j, "fault");
         s->delay_ms = (int)wk_num(j, "delay_ms", 0);
     }
-    if (!s->model || s->generate < 1 || (!s->prompt && s->prompt_tokens < 1)) {
-        snprintf(err, errlen, "%s: the spec needs model, generate >= 1 and prompt or prompt_tokens >= 1", path);
+    char rerr[512];
+    s->requests = sv_spec_read(j, rerr, sizeof(rerr));
+    if (!s->requests && rerr[0]) {
+        snprintf(err, errlen, "%s: %s", path, rerr);
+        cJSON_Delete(j);
+        return NULL;
+    }
+    if (!s->model || (!s->requests && (s->generate < 1 || (!s->prompt && s->prompt_tokens < 1)))) {
+        snprintf(err, errlen, "%s: the spec needs model, and requests or generate >= 1 and prompt or prompt_tokens >= 1", path);
+        sc_requests_free(s->requests);
+        s->requests = NULL;
         cJSON_Delete(j);
         return NULL;
     }
@@ -279,6 +303,7 @@ int cmd_worker(int argc, char **argv) {
     cJSON *json = wk_read_spec(spec_path, &s, err, sizeof(err));
     if (!json) return wk_fail(&c, "%s", err);
     int rc = wk_run(c, s);
+    sc_requests_free(s.requests);
     cJSON_Delete(json);
     return rc;
 }
@@ -291,7 +316,80 @@ int worker_exec(const char *spec_text, const char *spec_name, const worker_opts 
     cJSON *json = wk_parse_spec(spec_text, spec_name, &s, err, sizeof(err));
     if (!json) return wk_fail(&c, "%s", err);
     int rc = wk_run(c, s);
+    sc_requests_free(s.requests);
     cJSON_Delete(json);
+    return rc;
+}
+
+/* One sequence: the prompt's prefill, then `generate - 1` decode steps. *produced gets
+ * the tokens generated. Returns 0, or 1 after reporting the failure. */
+static int wk_generate(wk_ctx *c, const wk_spec *s, engine *e, int64_t *produced) {
+    char err[1024];
+    sampler *smp = NULL;
+    int *ids = NULL, rc = 1;
+    const model *m = engine_model(e);
+    const tokenizer *tok = engine_tokenizer(e);
+    int cap = (s->prompt ? (int)strlen(s->prompt) + 8 : s->prompt_tokens) + s->generate;
+    ids = malloc((size_t)cap * sizeof(int));
+    smp = sampler_create(m->cfg.vocab_size, (float)s->temperature, (float)s->topp, (uint64_t)s->seed);
+    if (!ids || !smp) {
+        wk_fail(c, "out of memory");
+        goto out;
+    }
+    int n_prompt;
+    if (s->prompt) {
+        if (!tok) {
+            wk_fail(c, "%s has no vocabulary: give the scenario's model a \"tokenizer\", or use workload.prompt_tokens", s->model);
+            goto out;
+        }
+        n_prompt = tokenizer_encode(tok, s->prompt, 1, 0, ids, cap - s->generate, err, sizeof(err));
+        if (n_prompt < 0) {
+            wk_fail(c, "prompt: %s", err);
+            goto out;
+        }
+    } else {
+        /* BOS, then ids 3, 4, 5...: a deterministic prompt of the asked length for any vocabulary */
+        n_prompt = s->prompt_tokens;
+        ids[0] = tok ? tokenizer_bos(tok) : 1;
+        for (int i = 1; i < n_prompt; i++) ids[i] = 3 + (i - 1) % (m->cfg.vocab_size > 3 ? m->cfg.vocab_size - 3 : 1);
+    }
+    if (n_prompt + s->generate > m->cfg.seq_len && s->ctx <= 0) {
+        wk_fail(c, "prompt %d + generate %d positions exceed the model's context %d: set workload.ctx", n_prompt,
+                s->generate, m->cfg.seq_len);
+        goto out;
+    }
+
+    float *logits;
+    wk_send(c, BENCH_EV_PREFILL_START, 0, 0, 0, NULL, NULL, 0);
+    if (engine_forward(e, 0, ids, n_prompt, 0, &logits, err, sizeof(err))) {
+        wk_fail(c, "prefill: %s", err);
+        goto out;
+    }
+    int n = n_prompt;
+    ids[n++] = engine_sample(e, smp, logits);
+    if (wk_send(c, BENCH_EV_PREFILL_END, 1, n_prompt, ids[n - 1], NULL, NULL, 0)) goto out;
+
+    /* exactly `generate` tokens: EOS/BOS do not stop a benchmark, so variants do the same work */
+    wk_send(c, BENCH_EV_DECODE_START, 0, 0, 0, NULL, NULL, 0);
+    /* bench exec --loop: every pass decodes the same positions again, so each does the same work */
+    int n_first = n;
+    for (int pass = 0; pass < (c->loop > 1 ? c->loop : 1); pass++) {
+        n = n_first;
+        for (int k = 1; k < s->generate; k++) {
+            if (engine_forward(e, 0, &ids[n - 1], 1, n - 1, &logits, err, sizeof(err))) {
+                wk_fail(c, "decode step %d: %s", k, err);
+                goto out;
+            }
+            ids[n++] = engine_sample(e, smp, logits);
+            wk_send(c, BENCH_EV_TOKEN, 0, k, ids[n - 1], NULL, NULL, 0);
+        }
+    }
+    wk_send(c, BENCH_EV_DECODE_END, 0, 0, 0, NULL, NULL, 0);
+    *produced = n - n_prompt;
+    rc = 0;
+out:
+    sampler_free(smp);
+    free(ids);
     return rc;
 }
 
@@ -300,12 +398,13 @@ int worker_exec(const char *spec_text, const char *spec_name, const worker_opts 
 static int wk_run(wk_ctx c, wk_spec s) {
     char err[1024];
     engine *e = NULL;
-    sampler *smp = NULL;
-    int *ids = NULL, rc = 1;
+    int rc = 1;
     void *storage[4] = {NULL, NULL, NULL, NULL};
     engine_spec es = {.model_path = s.model, .tokenizer_path = s.tokenizer, .loader = s.module[0],
                       .kv = s.module[1], .alloc = s.module[2], .threads = s.threads, .max_pos = s.ctx,
                       .module_dir = s.module_dir, .on_region = wk_region, .region_user = &c, .device = s.device};
+    /* a serving run: sequences and KV memory for its requests */
+    if (s.requests) sv_engine_spec(s.requests, &es);
     bench_opts *opts[4] = {&es.loader_opts, &es.kv_opts, &es.alloc_opts, &es.device_opts};
     const char *opt_text[4] = {s.opts[0], s.opts[1], s.opts[2], s.device_opts};
     for (int i = 0; i < 4; i++)
@@ -329,75 +428,25 @@ static int wk_run(wk_ctx c, wk_spec s) {
     }
     if (wk_send(&c, BENCH_EV_LOAD_END, 1, 0, 0, NULL, NULL, 0)) goto out;
 
-    const model *m = engine_model(e);
-    const tokenizer *tok = engine_tokenizer(e);
-    int cap = (s.prompt ? (int)strlen(s.prompt) + 8 : s.prompt_tokens) + s.generate;
-    ids = malloc((size_t)cap * sizeof(int));
-    smp = sampler_create(m->cfg.vocab_size, (float)s.temperature, (float)s.topp, (uint64_t)s.seed);
-    if (!ids || !smp) {
-        wk_fail(&c, "out of memory");
-        goto out;
-    }
-    int n_prompt;
-    if (s.prompt) {
-        if (!tok) {
-            wk_fail(&c, "%s has no vocabulary: give the scenario's model a \"tokenizer\", or use workload.prompt_tokens", s.model);
+    int64_t produced = 0;
+    if (s.requests) {
+        sv_sink sink = {.send = wk_serve_event, .user = &c};
+        if (sv_serve(e, s.requests, s.temperature, s.topp, (uint64_t)s.seed, &sink, err, sizeof(err))) {
+            wk_fail(&c, "serve: %s", err);
             goto out;
         }
-        n_prompt = tokenizer_encode(tok, s.prompt, 1, 0, ids, cap - s.generate, err, sizeof(err));
-        if (n_prompt < 0) {
-            wk_fail(&c, "prompt: %s", err);
-            goto out;
-        }
-    } else {
-        /* BOS, then ids 3, 4, 5...: a deterministic prompt of the asked length for any vocabulary */
-        n_prompt = s.prompt_tokens;
-        ids[0] = tok ? tokenizer_bos(tok) : 1;
-        for (int i = 1; i < n_prompt; i++) ids[i] = 3 + (i - 1) % (m->cfg.vocab_size > 3 ? m->cfg.vocab_size - 3 : 1);
-    }
-    if (n_prompt + s.generate > m->cfg.seq_len && s.ctx <= 0) {
-        wk_fail(&c, "prompt %d + generate %d positions exceed the model's context %d: set workload.ctx", n_prompt,
-                s.generate, m->cfg.seq_len);
+    } else if (wk_generate(&c, &s, e, &produced)) {
         goto out;
     }
-
-    float *logits;
-    wk_send(&c, BENCH_EV_PREFILL_START, 0, 0, 0, NULL, NULL, 0);
-    if (engine_forward(e, 0, ids, n_prompt, 0, &logits, err, sizeof(err))) {
-        wk_fail(&c, "prefill: %s", err);
-        goto out;
-    }
-    int n = n_prompt;
-    ids[n++] = engine_sample(e, smp, logits);
-    if (wk_send(&c, BENCH_EV_PREFILL_END, 1, n_prompt, ids[n - 1], NULL, NULL, 0)) goto out;
-
-    /* exactly `generate` tokens: EOS/BOS do not stop a benchmark, so variants do the same work */
-    wk_send(&c, BENCH_EV_DECODE_START, 0, 0, 0, NULL, NULL, 0);
-    /* bench exec --loop: every pass decodes the same positions again, so each does the same work */
-    int n_first = n;
-    for (int pass = 0; pass < (c.loop > 1 ? c.loop : 1); pass++) {
-        n = n_first;
-        for (int k = 1; k < s.generate; k++) {
-            if (engine_forward(e, 0, &ids[n - 1], 1, n - 1, &logits, err, sizeof(err))) {
-                wk_fail(&c, "decode step %d: %s", k, err);
-                goto out;
-            }
-            ids[n++] = engine_sample(e, smp, logits);
-            wk_send(&c, BENCH_EV_TOKEN, 0, k, ids[n - 1], NULL, NULL, 0);
-        }
-    }
-    wk_send(&c, BENCH_EV_DECODE_END, 0, 0, 0, NULL, NULL, 0);
     bench_counter_sink sink = {.emit = wk_emit, .user = &c};
     engine_counters(e, &sink);
     if (s.delay_ms > 0) {
         struct timespec d = {.tv_sec = s.delay_ms / 1000, .tv_nsec = (long)(s.delay_ms % 1000) * 1000000};
         while (nanosleep(&d, &d) && errno == EINTR) {}
     }
-    if (wk_send(&c, BENCH_EV_DONE, 1, n - n_prompt, 0, NULL, NULL, 0)) goto out;
+    if (wk_send(&c, BENCH_EV_DONE, 1, produced, 0, NULL, NULL, 0)) goto out;
     rc = 0;
 out:
-    sampler_free(smp);
-    free(ids);
     engine_destroy(e);
     for (int i = 0; i < 4; i++) free(storage[i]);
     return rc;

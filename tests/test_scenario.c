@@ -195,6 +195,133 @@ static void test_ctx_too_small(void **state) {
                 "\"generate\": 40, \"ctx\": 64}}", ".workload.ctx: 64 positions cannot hold", NULL);
 }
 
+/* ---- workload.requests ---- */
+
+/* A serving scenario whose workload.requests is REQ (the rest of the object's text). */
+#define SERVE(REQ) "{\"name\": \"t\", \"model\": \"MODEL\", \"cache\": \"warm\", \"workload\": {\"requests\": {" REQ "}}}"
+#define REQ_MIN "\"count\": 8, \"prompt_len\": {\"fixed\": 16}, \"output_len\": {\"fixed\": 8}, \"kv_budget\": {\"tokens\": 512}"
+
+static void test_requests_parsed(void **state) {
+    (void)state;
+    char dir[512], lens[600];
+    assert_non_null(tu_tmpdir(dir, sizeof(dir)));
+    snprintf(lens, sizeof(lens), "%s/lens.txt", dir);
+    FILE *f = fopen(lens, "w");
+    assert_non_null(f);
+    fputs("12 7\n30\n", f);
+    fclose(f);
+    char *text = malloc(4096);
+    snprintf(text, 4096, "{\"name\": \"t\", \"model\": \"MODEL\", \"cache\": \"warm\", \"workload\": {\"ctx\": 256, "
+             "\"temperature\": 0.5, \"requests\": {\"count\": 64, \"prompt_len\": {\"uniform\": [32, 128]}, "
+             "\"output_len\": {\"file\": \"%s\"}, \"shared_prefix\": {\"tokens\": 64, \"fraction\": 0.75}, "
+             "\"arrival\": {\"poisson_rate\": 20}, \"kv_budget\": {\"bytes\": \"8m\"}, "
+             "\"targets\": {\"ttft_ms\": 500, \"tpot_ms\": 50}, \"seed\": 7, \"max_batch\": 16, \"reserve_output\": 0.5, "
+             "\"stop_at_eos\": false}}, "
+             "\"matrix\": {\"kv\": [\"block\", \"token\", \"prealloc\"]}}", lens);
+    scenario *s = parse_ok(text);
+    free(text);
+    const sc_requests *r = s->requests;
+    assert_non_null(r);
+    assert_int_equal(r->count, 64);
+    assert_int_equal(r->prompt_len.kind, SC_DIST_UNIFORM);
+    assert_true(r->prompt_len.lo == 32 && r->prompt_len.hi == 128);
+    assert_int_equal(r->output_len.kind, SC_DIST_FILE);
+    assert_int_equal(r->output_len.n_values, 3);
+    assert_true(r->output_len.values[0] == 12 && r->output_len.values[1] == 7 && r->output_len.values[2] == 30);
+    assert_true(r->output_len.lo == 7 && r->output_len.hi == 30);
+    assert_true(r->prefix_tokens == 64 && r->prefix_fraction == 0.75);
+    assert_true(r->poisson_rate == 20);
+    assert_true(r->kv_budget_bytes == 8u << 20 && r->kv_budget_tokens == 0);
+    assert_true(r->ttft_ms == 500 && r->tpot_ms == 50);
+    assert_true(r->seed == 7 && r->max_batch == 16 && !r->stop_at_eos && r->reserve_output == 0.5);
+    assert_int_equal(s->n_variants, 3);
+    sc_free(s);
+
+    /* the defaults: all at once, no prefix, no targets, seed 1, stop at EOS */
+    s = parse_ok(SERVE(REQ_MIN));
+    r = s->requests;
+    assert_true(r->poisson_rate == 0 && r->prefix_tokens == 0 && r->ttft_ms == 0 && r->tpot_ms == 0);
+    assert_true(r->seed == 1 && r->max_batch == 0 && r->stop_at_eos && r->kv_budget_tokens == 512 && r->reserve_output == 0);
+    assert_int_equal(r->prompt_len.kind, SC_DIST_FIXED);
+    sc_free(s);
+    tu_rmtree(dir);
+}
+
+static void test_requests_errors(void **state) {
+    (void)state;
+    /* one sequence's fields do not go with requests */
+    parse_fails("{\"name\": \"t\", \"model\": \"MODEL\", \"cache\": \"warm\", \"workload\": {\"generate\": 4, \"requests\": {"
+                REQ_MIN "}}}", ".workload.generate: not with \"requests\"", NULL);
+    parse_fails(SERVE(REQ_MIN ", \"cuont\": 3"), ".workload.requests.cuont: unknown key", "allowed: count", NULL);
+    parse_fails(SERVE("\"prompt_len\": {\"fixed\": 16}, \"output_len\": {\"fixed\": 8}, \"kv_budget\": {\"tokens\": 512}"),
+                ".workload.requests.count: required", NULL);
+    parse_fails(SERVE("\"count\": 8, \"prompt_len\": {\"fixed\": 16}, \"output_len\": {\"fixed\": 8}"),
+                ".workload.requests.kv_budget: required", NULL);
+    parse_fails(SERVE("\"count\": 8, \"prompt_len\": {\"fixed\": 16}, \"output_len\": {\"fixed\": 8}, "
+                      "\"kv_budget\": {\"tokens\": 512, \"bytes\": 4096}"),
+                ".workload.requests.kv_budget: expected {\"bytes\": SIZE} or {\"tokens\": N} (exactly one)", NULL);
+    parse_fails(SERVE("\"count\": 8, \"prompt_len\": {\"fixed\": 16}, \"output_len\": {\"fixed\": 8}, "
+                      "\"kv_budget\": {\"bytes\": \"8 MB\"}"),
+                ".workload.requests.kv_budget.bytes: expected a size in bytes", "\"8 MB\"", NULL);
+    parse_fails(SERVE("\"count\": 8, \"output_len\": {\"fixed\": 8}, \"kv_budget\": {\"tokens\": 512}"),
+                ".workload.requests.prompt_len: required", "uniform", NULL);
+    parse_fails(SERVE("\"count\": 8, \"prompt_len\": {\"uniform\": [64, 32]}, \"output_len\": {\"fixed\": 8}, "
+                      "\"kv_budget\": {\"tokens\": 512}"),
+                ".workload.requests.prompt_len.uniform: [64, 32]: expected LO <= HI", NULL);
+    parse_fails(SERVE("\"count\": 8, \"prompt_len\": {\"uniform\": [0, 32]}, \"output_len\": {\"fixed\": 8}, "
+                      "\"kv_budget\": {\"tokens\": 512}"),
+                ".workload.requests.prompt_len.uniform[0]: 0 is out of range", NULL);
+    parse_fails(SERVE("\"count\": 8, \"prompt_len\": {\"fixed\": 16, \"uniform\": [1, 2]}, \"output_len\": {\"fixed\": 8}, "
+                      "\"kv_budget\": {\"tokens\": 512}"),
+                ".workload.requests.prompt_len: expected one of {\"fixed\": N}", NULL);
+    parse_fails(SERVE("\"count\": 8, \"prompt_len\": {\"normal\": 16}, \"output_len\": {\"fixed\": 8}, "
+                      "\"kv_budget\": {\"tokens\": 512}"),
+                ".workload.requests.prompt_len.normal: unknown key", "allowed: fixed, uniform, file", NULL);
+    parse_fails(SERVE("\"count\": 8, \"prompt_len\": {\"fixed\": 16}, \"output_len\": {\"file\": \"/nonexistent/lens\"}, "
+                      "\"kv_budget\": {\"tokens\": 512}"),
+                ".workload.requests.output_len.file: /nonexistent/lens: No such file", NULL);
+    parse_fails(SERVE(REQ_MIN ", \"shared_prefix\": {\"tokens\": 32, \"fraction\": 1.5}"),
+                ".workload.requests.shared_prefix.fraction: 1.5 is out of range", NULL);
+    parse_fails(SERVE(REQ_MIN ", \"shared_prefix\": {\"tokens\": 32}"),
+                ".workload.requests.shared_prefix.fraction: required", NULL);
+    parse_fails(SERVE(REQ_MIN ", \"arrival\": \"burst\""), ".workload.requests.arrival: unknown arrival \"burst\"", NULL);
+    parse_fails(SERVE(REQ_MIN ", \"arrival\": {\"poisson_rate\": 0}"),
+                ".workload.requests.arrival.poisson_rate: 0 is out of range: expected more than 0", NULL);
+    parse_fails(SERVE(REQ_MIN ", \"arrival\": {}"), ".workload.requests.arrival.poisson_rate: required", NULL);
+    parse_fails(SERVE(REQ_MIN ", \"targets\": {}"), ".workload.requests.targets: empty", NULL);
+    parse_fails(SERVE(REQ_MIN ", \"targets\": {\"ttft\": 5}"), ".workload.requests.targets.ttft: unknown key", NULL);
+    parse_fails(SERVE(REQ_MIN ", \"stop_at_eos\": 1"), ".workload.requests.stop_at_eos: expected true or false", NULL);
+    parse_fails(SERVE(REQ_MIN ", \"reserve_output\": 1.5"), ".workload.requests.reserve_output: 1.5 is out of range", NULL);
+    /* the longest request must fit the context: 32 + 100 + 8 - 1 = 139 > 128 */
+    parse_fails("{\"name\": \"t\", \"model\": \"MODEL\", \"cache\": \"warm\", \"workload\": {\"ctx\": 128, \"requests\": {"
+                "\"count\": 8, \"prompt_len\": {\"uniform\": [1, 100]}, \"output_len\": {\"fixed\": 8}, \"kv_budget\": "
+                "{\"tokens\": 512}, \"shared_prefix\": {\"tokens\": 32, \"fraction\": 0.5}}}}",
+                ".workload.ctx: 128 positions cannot hold the longest request", "= 139", NULL);
+    /* the budget sizes the pool of every variant: a pool option beside it is a clash */
+    parse_fails("{\"name\": \"t\", \"model\": \"MODEL\", \"cache\": \"warm\", \"workload\": {\"requests\": {" REQ_MIN "}}, "
+                "\"matrix\": {\"kv\": [\"prealloc\", {\"name\": \"block\", \"options\": {\"pool_tokens\": 64}}]}}",
+                ".workload.requests.kv_budget: kv choice \"block:pool_tokens=64\"", "pool_tokens=64", NULL);
+}
+
+static void test_requests_length_file_errors(void **state) {
+    (void)state;
+    char dir[512], lens[600], text[1024];
+    assert_non_null(tu_tmpdir(dir, sizeof(dir)));
+    snprintf(lens, sizeof(lens), "%s/lens.txt", dir);
+    FILE *f = fopen(lens, "w");
+    assert_non_null(f);
+    fputs("12\n7 x9\n", f);
+    fclose(f);
+    snprintf(text, sizeof(text), SERVE("\"count\": 8, \"prompt_len\": {\"file\": \"%s\"}, \"output_len\": {\"fixed\": 8}, "
+                                       "\"kv_budget\": {\"tokens\": 512}"), lens);
+    parse_fails(text, ".workload.requests.prompt_len.file: ", "lens.txt:2: expected an integer 1 .. 1048576, got \"x9\"", NULL);
+    f = fopen(lens, "w");
+    assert_non_null(f);
+    fclose(f);
+    parse_fails(text, ".workload.requests.prompt_len.file: ", "no lengths in the file", NULL);
+    tu_rmtree(dir);
+}
+
 static void test_model_missing(void **state) {
     (void)state;
     parse_fails("{\"name\": \"t\", \"model\": \"/nonexistent/m.gguf\", \"cache\": \"warm\", \"workload\": "
@@ -343,6 +470,9 @@ int main(void) {
         cmocka_unit_test(test_name_charset),
         cmocka_unit_test(test_prompt_exactly_one),
         cmocka_unit_test(test_ctx_too_small),
+        cmocka_unit_test(test_requests_parsed),
+        cmocka_unit_test(test_requests_errors),
+        cmocka_unit_test(test_requests_length_file_errors),
         cmocka_unit_test(test_model_missing),
         cmocka_unit_test(test_model_forms),
         cmocka_unit_test(test_synth_spec),

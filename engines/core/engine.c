@@ -39,9 +39,11 @@ struct engine {
     const void **data;          /* (n_tensors) tensor bytes, owned by the loader */
     tf_weights w;
     tf_ctx tf;
-    float *logits;              /* (vocab) */
+    float *logits;              /* (max_seqs, vocab) */
+    tf_span *spans;             /* (max_seqs) a batched decode's */
     devhost *dev;               /* NULL: the forward pass runs on the CPU (transformer.c) */
-    int max_pos;
+    int max_pos, max_seqs;
+    int kv_pooled;              /* the kv module has one pool for every sequence (declares pool_bytes) */
     void (*on_region)(void *user, const void *addr, size_t len, const char *name);
     void *region_user;
 };
@@ -60,6 +62,45 @@ static void name_region(const bench_host *h, void *addr, size_t len, const char 
     if (end > a && prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, a, end - a, name) != 0)
         madvise((void *)a, end - a, MADV_DONTFORK);
     if (e->on_region) e->on_region(e->region_user, addr, len, name);
+}
+
+/* A kv module with one pool for every sequence declares its size as an option. */
+static int kv_is_pooled(const bench_module *kv) {
+    for (const bench_option_desc *d = kv->options; d && d->name; d++)
+        if (!strcmp(d->name, "pool_bytes")) return 1;
+    return 0;
+}
+
+/* The kv module's options, and max_seqs, for a KV budget (engine.h: kv_budget_*).
+ * *extra gets the pool size in bytes, as text, for a module with a pool; "" otherwise. */
+static int size_kv(const engine_spec *spec, const bench_module *kv, uint64_t token_bytes, int max_pos,
+                   int *max_seqs, char *extra, size_t extra_len, char *err, size_t errlen) {
+    int want = spec->max_seqs > 0 ? spec->max_seqs : 1;
+    extra[0] = 0;
+    *max_seqs = want;
+    if (spec->kv_budget_bytes && spec->kv_budget_tokens)
+        return bench_errf(err, errlen, "engine: a KV budget of %llu bytes and of %llu positions: give one of them",
+                          (unsigned long long)spec->kv_budget_bytes, (unsigned long long)spec->kv_budget_tokens);
+    if (spec->kv_budget_tokens > UINT64_MAX / token_bytes)
+        return bench_errf(err, errlen, "engine: a KV budget of %llu positions overflows", (unsigned long long)spec->kv_budget_tokens);
+    uint64_t budget = spec->kv_budget_bytes ? spec->kv_budget_bytes : spec->kv_budget_tokens * token_bytes;
+    if (!budget) return 0;
+    if (kv_is_pooled(kv)) {
+        for (int i = 0; i < spec->kv_opts.n; i++)
+            if (!strcmp(spec->kv_opts.v[i].key, "pool_bytes") || !strcmp(spec->kv_opts.v[i].key, "pool_tokens"))
+                return bench_errf(err, errlen, "kv %s: option %s=%s and a KV budget of %llu bytes both size the pool; give one of them",
+                                  kv->name, spec->kv_opts.v[i].key, spec->kv_opts.v[i].value, (unsigned long long)budget);
+        snprintf(extra, extra_len, "%llu", (unsigned long long)budget);
+        return 0;
+    }
+    /* one cache per sequence, each at full context: the budget decides how many */
+    uint64_t per_seq = token_bytes * (uint64_t)max_pos, fit = budget / per_seq;
+    if (fit < 1)
+        return bench_errf(err, errlen, "kv %s: a KV budget of %llu bytes holds no sequence: each takes %d positions x %llu bytes = %llu bytes "
+                          "(raise the budget or lower the context)", kv->name, (unsigned long long)budget, max_pos,
+                          (unsigned long long)token_bytes, (unsigned long long)per_seq);
+    *max_seqs = spec->max_seqs > 0 && (uint64_t)spec->max_seqs < fit ? spec->max_seqs : fit > 1 << 20 ? 1 << 20 : (int)fit;
+    return 0;
 }
 
 /* device: NULL for the CPU's modules, else the device's (the allocator always is the host's). */
@@ -134,12 +175,25 @@ int engine_create(const engine_spec *spec, engine **out, char *err, size_t errle
         goto err;
     if (tf_bind(e->m, e->data, &e->w, err, errlen)) goto err;
 
+    char pool[32];
+    e->kv_pooled = kv_is_pooled(e->kv_mod.mod);
+    if (size_kv(spec, e->kv_mod.mod, engine_kv_token_bytes(e), e->max_pos, &e->max_seqs, pool, sizeof(pool), err, errlen))
+        goto err;
     bench_kv_shape shape = {.n_layers = c->n_layers, .n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads,
-                            .head_dim = c->dim / c->n_heads, .max_pos = e->max_pos, .max_seqs = 1};
-    if (e->kv->create(&shape, &spec->kv_opts, &e->host, &e->kv_ctx, err, errlen)) goto err;
+                            .head_dim = c->dim / c->n_heads, .max_pos = e->max_pos, .max_seqs = e->max_seqs};
+    /* the budget's pool size goes after the scenario's options (bench_opts_get reads the last) */
+    bench_opt *kv_opt = malloc(((size_t)spec->kv_opts.n + 1) * sizeof(*kv_opt));
+    if (!kv_opt) { bench_errf(err, errlen, "out of memory"); goto err; }
+    if (spec->kv_opts.n) memcpy(kv_opt, spec->kv_opts.v, (size_t)spec->kv_opts.n * sizeof(*kv_opt));
+    bench_opts kv_opts = {spec->kv_opts.n, kv_opt};
+    if (pool[0]) kv_opt[kv_opts.n++] = (bench_opt){"pool_bytes", pool};
+    int kv_rc = e->kv->create(&shape, &kv_opts, &e->host, &e->kv_ctx, err, errlen);
+    free(kv_opt);
+    if (kv_rc) goto err;
     if (e->dev && devhost_bind(e->dev, c, &e->w, e->max_pos, e->kv, e->kv_ctx, err, errlen)) goto err;
-    e->logits = malloc((size_t)c->vocab_size * sizeof(float));
-    if (!e->logits) { bench_errf(err, errlen, "out of memory"); goto err; }
+    e->logits = malloc((size_t)e->max_seqs * (size_t)c->vocab_size * sizeof(float));
+    e->spans = malloc((size_t)e->max_seqs * sizeof(*e->spans));
+    if (!e->logits || !e->spans) { bench_errf(err, errlen, "out of memory"); goto err; }
     e->tf = (tf_ctx){.cfg = c, .w = &e->w, .pool = e->pool, .kv = e->kv, .kv_ctx = e->kv_ctx, .alloc = &e->allocator};
     *out = e;
     return 0;
@@ -164,6 +218,7 @@ void engine_destroy(engine *e) {
     free(e->refs);
     free(e->data);
     free(e->logits);
+    free(e->spans);
     tokenizer_free(e->tok);
     model_free(e->m);
     free(e);
@@ -172,8 +227,17 @@ void engine_destroy(engine *e) {
 const model *engine_model(const engine *e) { return e->m; }
 const tokenizer *engine_tokenizer(const engine *e) { return e->tok; }
 
+int engine_max_seqs(const engine *e) { return e->max_seqs; }
+int engine_max_pos(const engine *e) { return e->max_pos; }
+
+uint64_t engine_kv_token_bytes(const engine *e) {
+    const model_config *c = &e->m->cfg;
+    return 2u * (uint64_t)c->n_layers * (uint64_t)c->n_kv_heads * (uint64_t)(c->dim / c->n_heads) * sizeof(float);
+}
+
 static int check_range(engine *e, int seq, int n, int pos0, char *err, size_t errlen) {
-    if (seq != 0) return bench_errf(err, errlen, "engine: sequence %d: this engine runs one sequence", seq);
+    if (seq < 0 || seq >= e->max_seqs)
+        return bench_errf(err, errlen, "engine: sequence %d is outside 0..%d (engine_spec.max_seqs)", seq, e->max_seqs - 1);
     if (n <= 0 || pos0 < 0 || pos0 + n > e->max_pos)
         return bench_errf(err, errlen, "engine: positions %d..%d are outside the context of %d (raise it with --ctx)",
                           pos0, pos0 + n - 1, e->max_pos);
@@ -201,6 +265,63 @@ int engine_forward_all(engine *e, int seq, const int *tokens, int n, int pos0, f
     tell_tokens(e, seq, tokens, n, pos0);
     return e->dev ? devhost_forward(e->dev, seq, tokens, n, pos0, out, n, err, errlen)
                   : tf_forward(&e->tf, seq, tokens, n, pos0, out, n, err, errlen);
+}
+
+int engine_forward_batch(engine *e, const int *seqs, const int *tokens, const int *pos, int n, float **logits,
+                         char *err, size_t errlen) {
+    if (n < 1 || n > e->max_seqs)
+        return bench_errf(err, errlen, "engine: a batch of %d sequences: expected 1..%d", n, e->max_seqs);
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < i; j++)
+            if (seqs[j] == seqs[i]) return bench_errf(err, errlen, "engine: sequence %d is twice in one batch", seqs[i]);
+    for (int i = 0; i < n; i++) {
+        if (check_range(e, seqs[i], 1, pos[i], err, errlen)) return -1;
+        tell_tokens(e, seqs[i], &tokens[i], 1, pos[i]);
+        e->spans[i] = (tf_span){.seq = seqs[i], .pos0 = pos[i], .n = 1};
+    }
+    if (e->dev) {
+        /* a device runs the batch one sequence at a time (device.h has no batched forward yet) */
+        size_t vocab = (size_t)e->m->cfg.vocab_size;
+        for (int i = 0; i < n; i++)
+            if (devhost_forward(e->dev, seqs[i], &tokens[i], 1, pos[i], e->logits + (size_t)i * vocab, 1, err, errlen))
+                return -1;
+    } else if (tf_forward_spans(&e->tf, e->spans, n, tokens, e->logits, n, err, errlen)) {
+        return -1;
+    }
+    *logits = e->logits;
+    return 0;
+}
+
+int engine_reserve(engine *e, int seq, int n_pos, char *err, size_t errlen) {
+    if (n_pos < 1) return bench_errf(err, errlen, "engine: reserve %d positions: expected at least 1", n_pos);
+    return check_range(e, seq, n_pos, 0, err, errlen);
+}
+
+int engine_share_prefix(engine *e, int seq, const int *ids, int n, char *err, size_t errlen) {
+    if (seq < 0 || seq >= e->max_seqs)
+        return bench_errf(err, errlen, "engine: sequence %d is outside 0..%d (engine_spec.max_seqs)", seq, e->max_seqs - 1);
+    const struct bench_kv_iface *kv2 = bench_kv_v2(e->kv);
+    if (!kv2 || !kv2->share_prefix) return 0;
+    return kv2->share_prefix(e->kv_ctx, seq, ids, n, err, errlen);
+}
+
+typedef struct kv_mem_sink { double reserved, used, cached, wasted; int have_wasted; } kv_mem_sink;
+
+static void kv_mem_emit(void *user, const char *name, const char *unit, double v) {
+    kv_mem_sink *m = user;
+    (void)unit;
+    if (!strcmp(name, "bytes_reserved")) m->reserved = v;
+    else if (!strcmp(name, "bytes_used")) m->used = v;
+    else if (!strcmp(name, "bytes_cached")) m->cached = v;
+    else if (!strcmp(name, "bytes_wasted")) m->wasted = v, m->have_wasted = 1;
+}
+
+engine_kv_mem engine_kv_memory(const engine *e) {
+    kv_mem_sink m = {0};
+    bench_counter_sink sink = {kv_mem_emit, &m};
+    if (e->kv->counters) e->kv->counters(e->kv_ctx, &sink);
+    return (engine_kv_mem){.reserved = m.reserved, .live = m.used - m.cached, .cached = m.cached,
+                           .wasted = m.have_wasted ? m.wasted : m.reserved - m.used, .shared_pool = e->kv_pooled};
 }
 
 void engine_reset(engine *e, int seq) {

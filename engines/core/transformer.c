@@ -111,14 +111,26 @@ typedef struct scratch {
 
 int tf_forward(tf_ctx *t, int seq, const int *tokens, int n, int pos0, float *logits, int n_out,
                char *err, size_t errlen) {
+    tf_span one = {.seq = seq, .pos0 = pos0, .n = n};
+    return tf_forward_spans(t, &one, 1, tokens, logits, n_out, err, errlen);
+}
+
+int tf_forward_spans(tf_ctx *t, const tf_span *spans, int n_spans, const int *tokens, float *logits, int n_out,
+                     char *err, size_t errlen) {
     const model_config *c = t->cfg;
     const tf_weights *w = t->w;
     int dim = c->dim, hd = c->dim / c->n_heads, kv_dim = c->n_kv_heads * hd, hidden = c->hidden_dim;
-    if (n <= 0 || n_out <= 0 || n_out > n) return bench_errf(err, errlen, "forward: %d tokens, %d outputs", n, n_out);
-    for (int i = 0; i < n; i++)
-        if (tokens[i] < 0 || tokens[i] >= c->vocab_size)
-            return bench_errf(err, errlen, "forward: token %d at position %d is outside the vocabulary of %d",
-                              tokens[i], pos0 + i, c->vocab_size);
+    int n = 0;
+    for (int k = 0; k < n_spans; k++) {
+        if (spans[k].n <= 0) return bench_errf(err, errlen, "forward: span %d of sequence %d has %d tokens", k, spans[k].seq, spans[k].n);
+        n += spans[k].n;
+    }
+    if (n_spans <= 0 || n_out <= 0 || n_out > n) return bench_errf(err, errlen, "forward: %d tokens, %d outputs", n, n_out);
+    for (int k = 0, i = 0; k < n_spans; k++)
+        for (int j = 0; j < spans[k].n; j++, i++)
+            if (tokens[i] < 0 || tokens[i] >= c->vocab_size)
+                return bench_errf(err, errlen, "forward: token %d at position %d of sequence %d is outside the vocabulary of %d",
+                                  tokens[i], spans[k].pos0 + j, spans[k].seq, c->vocab_size);
 
     /* one block of scratch per call: the allocator module's cost per step is one pair */
     size_t nn = (size_t)n;
@@ -150,12 +162,17 @@ int tf_forward(tf_ctx *t, int seq, const int *tokens, int n, int pos0, float *lo
         kn_mm_out qkv[3] = {{s.q, L->wq.data, L->wq.dtype, L->wq.rows}, {s.k, L->wk.data, L->wk.dtype, L->wk.rows},
                             {s.v, L->wv.data, L->wv.dtype, L->wv.rows}};
         kn_matmul_multi(t->pool, s.xb, n, dim, qkv, 3);
-        for (int i = 0; i < n; i++) {
-            rope(s.q + (size_t)i * dim, c->n_heads, hd, pos0 + i, c->rope_theta, c->rope);
-            rope(s.k + (size_t)i * kv_dim, c->n_kv_heads, hd, pos0 + i, c->rope_theta, c->rope);
+        /* each span at its own positions, through its own sequence's cache */
+        for (int k = 0, i0 = 0; k < n_spans; i0 += spans[k++].n) {
+            const tf_span *sp = &spans[k];
+            for (int j = 0; j < sp->n; j++) {
+                size_t i = (size_t)(i0 + j);
+                rope(s.q + i * dim, c->n_heads, hd, sp->pos0 + j, c->rope_theta, c->rope);
+                rope(s.k + i * kv_dim, c->n_kv_heads, hd, sp->pos0 + j, c->rope_theta, c->rope);
+            }
+            t->kv->store(t->kv_ctx, sp->seq, l, sp->pos0, sp->n, s.k + (size_t)i0 * kv_dim, s.v + (size_t)i0 * kv_dim);
+            t->kv->attend(t->kv_ctx, sp->seq, l, sp->pos0, sp->n, s.q + (size_t)i0 * dim, s.xb + (size_t)i0 * dim);
         }
-        t->kv->store(t->kv_ctx, seq, l, pos0, n, s.k, s.v);
-        t->kv->attend(t->kv_ctx, seq, l, pos0, n, s.q, s.xb);
         matmul(t, s.xb2, s.xb, n, &L->wo);
         for (size_t j = 0; j < nn * dim; j++) s.x[j] += s.xb2[j];
 

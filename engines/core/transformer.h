@@ -51,4 +51,19 @@ typedef struct tf_ctx {
 int tf_forward(tf_ctx *t, int seq, const int *tokens, int n, int pos0, float *logits, int n_out,
                char *err, size_t errlen);
 
+/* A run of consecutive positions pos0 .. pos0+n-1 of one sequence inside a forward pass. */
+typedef struct tf_span {
+    int seq, pos0, n;
+} tf_span;
+
+/* One forward pass over the tokens of several spans, laid out in span order
+ * (sum of span n tokens): the matrix work runs over all of them at once (the
+ * weights are read once per pass), RoPE rotates each row at its own position,
+ * and attention runs per span through the KV module. A batched decode is one
+ * span of one token per sequence; tf_forward is the case of one span.
+ * logits: (n_out, vocab) for the last n_out tokens. Every span's room must be
+ * reserved, and no sequence may appear in two spans. */
+int tf_forward_spans(tf_ctx *t, const tf_span *spans, int n_spans, const int *tokens, float *logits, int n_out,
+                     char *err, size_t errlen);
+
 #endif

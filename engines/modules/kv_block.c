@@ -430,6 +430,8 @@ static void block_counters(void *ctx, const bench_counter_sink *s) {
     bench_emit(s, "bytes_reserved", "B", (double)c->pool.bytes);
     bench_emit(s, "bytes_used", "B", (double)c->tokens_held * tb);
     bench_emit(s, "bytes_wasted", "B", (double)waste * tb);
+    /* held for prefix reuse only (full blocks no sequence holds): evictable */
+    bench_emit(s, "bytes_cached", "B", (double)c->n_cached * (double)c->bs * tb);
     bench_emit(s, "bytes_used_peak", "B", (double)c->peak_tokens_held * tb);
     bench_emit(s, "bytes_wasted_peak", "B", (double)c->peak_waste_tokens * tb);
     bench_emit(s, "block_size", "tokens", c->bs);

@@ -1,0 +1,346 @@
+/* The serving scheduler; see sched.h for the glossary and the invariants. */
+#include "sched.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sampler.h"
+
+typedef enum { RQ_PENDING, RQ_WAITING, RQ_RUNNING, RQ_DONE } rq_state;
+
+typedef struct rq {
+    const sched_req *in;
+    int *ids;               /* (n_prompt + max_new) the prompt, then the tokens generated */
+    int n_out;
+    int seq;                /* while running */
+    rq_state state;
+    sampler *smp;           /* from the first admission to the finish */
+    sched_done done;
+} rq;
+
+struct sched {
+    engine *e;
+    sched_opts o;
+    int n;
+    rq *r;                  /* (n) */
+    sched_req *reqs;        /* (n) the caller's, copied */
+    int *arrival;           /* (n) request indices by arrival time, ties in index order */
+    int next_arrival;       /* arrival[next_arrival] is the next to arrive */
+    int *queue;             /* (n) ring of waiting requests, head first */
+    int q_head, q_len;
+    int *running;           /* (max_batch) running requests, oldest admission first */
+    int n_running, max_batch;
+    int *free_seqs, n_free; /* (max_seqs) sequences no request holds */
+    int *b_seq, *b_tok, *b_pos; /* (max_batch) one decode step's batch */
+    int vocab, n_done;
+    int hold;               /* a preemption since the last finish: admit nothing while others run */
+    int step_peak;          /* running requests at most during this step */
+    int batch;              /* this step's decode batch */
+    uint64_t tokens;        /* positions run so far */
+    sched_stats st;
+};
+
+static int64_t sched_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ---- create / destroy ---- */
+
+static int by_arrival(const void *a, const void *b, void *reqs) {
+    const sched_req *r = reqs;
+    int i = *(const int *)a, j = *(const int *)b;
+    if (r[i].arrival_ns != r[j].arrival_ns) return r[i].arrival_ns < r[j].arrival_ns ? -1 : 1;
+    return i - j;
+}
+
+int sched_create(engine *e, const sched_req *reqs, int n, const sched_opts *o, sched **out, char *err, size_t errlen) {
+    *out = NULL;
+    if (n < 1) return bench_errf(err, errlen, "sched: %d requests: expected at least 1", n);
+    const model *m = engine_model(e);
+    int vocab = m->cfg.vocab_size, max_pos = engine_max_pos(e), max_seqs = engine_max_seqs(e);
+    for (int i = 0; i < n; i++) {
+        const sched_req *q = &reqs[i];
+        if (q->n_prompt < 1 || q->max_new < 1 || q->arrival_ns < 0)
+            return bench_errf(err, errlen, "sched: request %d: prompt %d tokens, max_new %d, arrival %lld ns: expected >= 1, >= 1, >= 0",
+                              i, q->n_prompt, q->max_new, (long long)q->arrival_ns);
+        /* the last token generated is never fed back */
+        if ((int64_t)q->n_prompt + q->max_new - 1 > max_pos)
+            return bench_errf(err, errlen, "sched: request %d: prompt %d + max_new %d - 1 positions exceed the engine's context of %d",
+                              i, q->n_prompt, q->max_new, max_pos);
+        for (int k = 0; k < q->n_prompt; k++)
+            if (q->prompt[k] < 0 || q->prompt[k] >= vocab)
+                return bench_errf(err, errlen, "sched: request %d: token %d at position %d is outside the vocabulary of %d",
+                                  i, q->prompt[k], k, vocab);
+    }
+    if (o->max_batch < 0) return bench_errf(err, errlen, "sched: max_batch %d: expected >= 0", o->max_batch);
+    if (!(o->reserve_output >= 0 && o->reserve_output <= 1))
+        return bench_errf(err, errlen, "sched: reserve_output %g: expected 0 .. 1", o->reserve_output);
+    sched *s = calloc(1, sizeof(*s));
+    if (!s) return bench_errf(err, errlen, "sched: out of memory");
+    s->e = e;
+    s->o = *o;
+    s->n = n;
+    s->vocab = vocab;
+    s->max_batch = o->max_batch > 0 && o->max_batch < max_seqs ? o->max_batch : max_seqs;
+    s->r = calloc((size_t)n, sizeof(*s->r));
+    s->reqs = malloc((size_t)n * sizeof(*s->reqs));
+    s->arrival = malloc((size_t)n * sizeof(int));
+    s->queue = malloc((size_t)n * sizeof(int));
+    s->running = malloc((size_t)s->max_batch * sizeof(int));
+    s->free_seqs = malloc((size_t)max_seqs * sizeof(int));
+    s->b_seq = malloc((size_t)s->max_batch * sizeof(int));
+    s->b_tok = malloc((size_t)s->max_batch * sizeof(int));
+    s->b_pos = malloc((size_t)s->max_batch * sizeof(int));
+    if (!s->r || !s->reqs || !s->arrival || !s->queue || !s->running || !s->free_seqs || !s->b_seq || !s->b_tok || !s->b_pos)
+        goto oom;
+    memcpy(s->reqs, reqs, (size_t)n * sizeof(*reqs));
+    for (int i = 0; i < n; i++) {
+        rq *r = &s->r[i];
+        r->in = &s->reqs[i];
+        r->seq = -1;
+        r->ids = malloc(((size_t)r->in->n_prompt + (size_t)r->in->max_new) * sizeof(int));
+        if (!r->ids) goto oom;
+        memcpy(r->ids, r->in->prompt, (size_t)r->in->n_prompt * sizeof(int));
+        r->done = (sched_done){.req = i, .n_prompt = r->in->n_prompt};
+        s->arrival[i] = i;
+    }
+    qsort_r(s->arrival, (size_t)n, sizeof(int), by_arrival, s->reqs);
+    /* popped from the top: sequence 0 first */
+    for (int q = 0; q < max_seqs; q++) s->free_seqs[q] = max_seqs - 1 - q;
+    s->n_free = max_seqs;
+    *out = s;
+    return 0;
+oom:
+    sched_destroy(s);
+    return bench_errf(err, errlen, "sched: out of memory");
+}
+
+void sched_destroy(sched *s) {
+    if (!s) return;
+    for (int i = 0; s->r && i < s->n; i++) {
+        free(s->r[i].ids);
+        sampler_free(s->r[i].smp);
+    }
+    free(s->r);
+    free(s->reqs);
+    free(s->arrival);
+    free(s->queue);
+    free(s->running);
+    free(s->free_seqs);
+    free(s->b_seq);
+    free(s->b_tok);
+    free(s->b_pos);
+    free(s);
+}
+
+const int *sched_output(const sched *s, int req, int *n) {
+    if (req < 0 || req >= s->n) {
+        *n = 0;
+        return NULL;
+    }
+    *n = s->r[req].n_out;
+    return s->r[req].ids + s->r[req].in->n_prompt;
+}
+
+const sched_stats *sched_get_stats(const sched *s) { return &s->st; }
+
+/* ---- the queue and the sequences ---- */
+
+static void q_push_back(sched *s, int i) {
+    s->queue[(s->q_head + s->q_len++) % s->n] = i;
+    s->r[i].state = RQ_WAITING;
+}
+
+static void q_push_front(sched *s, int i) {
+    s->q_head = (s->q_head + s->n - 1) % s->n;
+    s->queue[s->q_head] = i;
+    s->q_len++;
+    s->r[i].state = RQ_WAITING;
+}
+
+static void q_pop(sched *s) {
+    s->q_head = (s->q_head + 1) % s->n;
+    s->q_len--;
+}
+
+/* Gives r's sequence and KV back to the engine. */
+static void seq_release(sched *s, rq *r) {
+    engine_reset(s->e, r->seq);
+    s->free_seqs[s->n_free++] = r->seq;
+    r->seq = -1;
+}
+
+/* Takes the token sampled from logits; finishes r at max_new or EOS. Returns 1 when it finished. */
+static int take_token(sched *s, rq *r, float *logits) {
+    int tok = sampler_sample(r->smp, logits);
+    int64_t now = sched_now();
+    r->ids[r->in->n_prompt + r->n_out++] = tok;
+    s->st.output_tokens++;
+    if (r->n_out == 1) r->done.first_ns = now;
+    if (r->n_out < r->in->max_new && tok != s->o.eos) return 0;
+    r->done.end_ns = now;
+    r->done.n_out = r->n_out;
+    r->state = RQ_DONE;
+    s->hold = 0;
+    seq_release(s, r);
+    sampler_free(r->smp);
+    r->smp = NULL;
+    s->n_done++;
+    if (s->o.on_done) s->o.on_done(s->o.user, &r->done);
+    return 1;
+}
+
+/* ---- one step ---- */
+
+/* Positions kept free for r's tokens still to come (sched.h: reserve). */
+static double keep_free(const sched *s, const rq *r) { return ceil(s->o.reserve_output * (r->in->max_new - r->n_out)); }
+
+/* With reserve_output, whether a shared pool has room for r (whose cached prefix is
+ * attached) beside the tokens the running requests may still generate. */
+static int pool_has_room(const sched *s, const rq *r, int new_positions) {
+    if (s->o.reserve_output <= 0 || !s->n_running) return 1;
+    engine_kv_mem m = engine_kv_memory(s->e);
+    if (!m.shared_pool) return 1;
+    double want = new_positions + keep_free(s, r);
+    for (int k = 0; k < s->n_running; k++) want += keep_free(s, &s->r[s->running[k]]);
+    return want * (double)engine_kv_token_bytes(s->e) <= m.reserved - m.live - m.wasted;
+}
+
+/* Admits from the head of the queue while there is a sequence, batch room and KV room. */
+static int admit(sched *s, char *err, size_t errlen) {
+    /* memory is contended: a request admitted now would only be preempted again (thrashing) */
+    if (s->hold && s->n_running) return 0;
+    while (s->q_len && s->n_free && s->n_running < s->max_batch) {
+        int i = s->queue[s->q_head];
+        rq *r = &s->r[i];
+        int n_ids = r->in->n_prompt + r->n_out;     /* a preempted request recomputes its tokens too */
+        r->seq = s->free_seqs[--s->n_free];
+        int m = engine_share_prefix(s->e, r->seq, r->ids, n_ids, err, errlen);
+        if (m < 0) return -1;
+        char why[512];
+        if (!pool_has_room(s, r, n_ids - m)) {
+            seq_release(s, r);
+            return 0;
+        }
+        if (engine_reserve(s->e, r->seq, n_ids, why, sizeof(why))) {
+            seq_release(s, r);
+            /* with nothing running every position is free or evictable: it never fits */
+            if (!s->n_running)
+                return bench_errf(err, errlen, "sched: request %d (%d positions) does not fit the KV cache even alone: %s",
+                                  i, n_ids, why);
+            return 0;
+        }
+        q_pop(s);
+        if (!r->smp && !(r->smp = sampler_create(s->vocab, s->o.temperature, s->o.topp, r->in->seed)))
+            return bench_errf(err, errlen, "sched: out of memory");
+        if (!r->done.admit_ns) r->done.admit_ns = sched_now();
+        float *logits;
+        if (engine_forward(s->e, r->seq, r->ids + m, n_ids - m, m, &logits, err, errlen)) return -1;
+        r->done.prefix_reused += m;
+        r->done.prefill_tokens += n_ids - m;
+        s->st.prefix_reused += (uint64_t)m;
+        s->st.prefill_tokens += (uint64_t)(n_ids - m);
+        s->tokens += (uint64_t)(n_ids - m);
+        r->state = RQ_RUNNING;
+        if (!take_token(s, r, logits)) s->running[s->n_running++] = i;
+        if (s->n_running > s->step_peak) s->step_peak = s->n_running;
+    }
+    return 0;
+}
+
+/* The newest running request gives its KV back and goes to the head of the queue. */
+static void preempt_newest(sched *s) {
+    int i = s->running[--s->n_running];
+    rq *r = &s->r[i];
+    seq_release(s, r);
+    r->done.preemptions++;
+    s->st.preemptions++;
+    s->hold = 1;
+    q_push_front(s, i);
+}
+
+static int decode(sched *s, char *err, size_t errlen) {
+    /* room for every running request's next position, oldest first; the newest yield */
+    for (int k = 0; k < s->n_running; k++) {
+        rq *r = &s->r[s->running[k]];
+        char why[512];
+        while (engine_reserve(s->e, r->seq, r->in->n_prompt + r->n_out, why, sizeof(why)))
+            if (s->running[s->n_running - 1] == s->running[k]) {
+                preempt_newest(s);  /* itself: it waits until others finish */
+                break;
+            } else {
+                preempt_newest(s);
+            }
+    }
+    if (!s->n_running) return 0;
+    s->batch = s->n_running;
+    for (int k = 0; k < s->n_running; k++) {
+        const rq *r = &s->r[s->running[k]];
+        s->b_seq[k] = r->seq;
+        s->b_pos[k] = r->in->n_prompt + r->n_out - 1;
+        s->b_tok[k] = r->ids[s->b_pos[k]];
+    }
+    float *logits;
+    if (engine_forward_batch(s->e, s->b_seq, s->b_tok, s->b_pos, s->n_running, &logits, err, errlen)) return -1;
+    s->tokens += (uint64_t)s->n_running;
+    s->st.decode_tokens += (uint64_t)s->n_running;
+    int kept = 0;
+    for (int k = 0; k < s->n_running; k++) {
+        int i = s->running[k];
+        if (!take_token(s, &s->r[i], logits + (size_t)k * s->vocab)) s->running[kept++] = i;
+    }
+    s->n_running = kept;
+    return 0;
+}
+
+static void report_step(sched *s) {
+    sched_step st = {.step = s->st.steps, .t_ns = sched_now(), .running = s->step_peak, .batch = s->batch,
+                     .waiting = s->q_len, .tokens = s->tokens};
+    if (s->step_peak > s->st.peak_running) s->st.peak_running = s->step_peak;
+    st.kv = engine_kv_memory(s->e);
+    engine_kv_mem *pk = &s->st.kv_peak;
+    if (st.kv.reserved > pk->reserved) pk->reserved = st.kv.reserved;
+    if (st.kv.live > pk->live) pk->live = st.kv.live;
+    if (st.kv.cached > pk->cached) pk->cached = st.kv.cached;
+    if (st.kv.wasted > pk->wasted) pk->wasted = st.kv.wasted;
+    s->st.steps++;
+    if (s->o.on_step) s->o.on_step(s->o.user, &st);
+}
+
+int sched_run(sched *s, char *err, size_t errlen) {
+    int64_t t0 = sched_now();
+    s->st.t_start_ns = t0;
+    while (s->n_done < s->n) {
+        int64_t now = sched_now();
+        while (s->next_arrival < s->n && s->reqs[s->arrival[s->next_arrival]].arrival_ns <= now - t0) {
+            int i = s->arrival[s->next_arrival++];
+            s->r[i].done.arrival_ns = t0 + s->reqs[i].arrival_ns;
+            q_push_back(s, i);
+        }
+        if (!s->n_running && !s->q_len && s->next_arrival < s->n) {
+            /* idle until the next request arrives */
+            int64_t wait = t0 + s->reqs[s->arrival[s->next_arrival]].arrival_ns - now;
+            struct timespec d = {.tv_sec = wait / 1000000000, .tv_nsec = wait % 1000000000};
+            while (nanosleep(&d, &d) && errno == EINTR) {}
+            continue;
+        }
+        s->step_peak = s->n_running;
+        s->batch = 0;
+        if (admit(s, err, errlen) || decode(s, err, errlen)) return -1;
+        /* the requests still queued had to wait for room */
+        for (int k = 0; k < s->q_len; k++) {
+            rq *r = &s->r[s->queue[(s->q_head + k) % s->n]];
+            if (!r->done.waited) s->st.waited++;
+            r->done.waited = 1;
+        }
+        if (s->q_len > s->st.peak_waiting) s->st.peak_waiting = s->q_len;
+        report_step(s);
+    }
+    s->st.t_end_ns = sched_now();
+    return 0;
+}
