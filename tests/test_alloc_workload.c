@@ -201,6 +201,11 @@ static void test_end_to_end_and_trace(void **state) {
             assert_int_equal(summary_metric(doc, key, "mod.aw.peak_live_bytes", &v), 0);
             if (v != peak[w]) fail_msg("%s: peak live %.0f B, want %.0f", key, v, peak[w]);
         }
+    /* the slab's LIFO rounds of 100 x 256 B stay in its thread cache once warm: the
+     * refills are the first round's carving only, whatever the number of rounds */
+    double refills;
+    assert_int_equal(summary_metric(doc, "alloc=slab,workload=lifo", "mod.alloc.central_refills", &refills), 0);
+    assert_true(refills >= 1 && refills <= 4);
     cJSON_Delete(doc);
     snprintf(path, sizeof(path), "%s/results.csv", out);
     f = fopen(path, "r");
