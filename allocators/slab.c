@@ -82,9 +82,12 @@ struct slab {
 
 static size_t class_size[SLAB_NCLASS];
 static uint32_t class_batch[SLAB_NCLASS];
-static uint32_t class_bin_cap[SLAB_NCLASS];   /* most a bin's limit grows to: max(2 * batch, SLAB_BIN_MAX_BYTES / C) */
+static uint32_t class_bin_cap[SLAB_NCLASS];
+static uint8_t small_class[1024 / 16 + 1];    /* [(size + 15) / 16] = the class of size, for size <= 1 KiB */   /* most a bin's limit grows to: max(2 * batch, SLAB_BIN_MAX_BYTES / C) */
 static pthread_once_t classes_once = PTHREAD_ONCE_INIT;
 static _Atomic uint64_t next_id = 1;
+
+static inline unsigned class_index(size_t size);
 
 static void classes_init(void) {
     for (unsigned i = 0; i < SLAB_NCLASS; i++) {
@@ -100,6 +103,7 @@ static void classes_init(void) {
         size_t cap = SLAB_BIN_MAX_BYTES / class_size[i];
         class_bin_cap[i] = (uint32_t)(cap > 2 * class_batch[i] ? cap : 2 * class_batch[i]);
     }
+    for (size_t k = 0; k <= 1024 / 16; k++) small_class[k] = (uint8_t)class_index(k ? k * 16 : 1);
 }
 
 /* size in [1, SLAB_MAX_CLASS] -> class index */
@@ -109,9 +113,13 @@ static inline unsigned class_index(size_t size) {
     return 8 + (b - 7) * 4 + (unsigned)((size - 1) >> (b - 2)) - 4;
 }
 
-/* The class for (size, align), or -1 for the large path. */
+/* The class for (size, align), or -1 for the large path. size 0 and align 0 are taken
+ * as 1 and 16. The common requests (up to 1 KiB, alignment up to 16) cost one load. */
 static inline int class_for(size_t size, size_t align) {
-    if (align <= 16) return size <= SLAB_MAX_CLASS ? (int)class_index(size) : -1;
+    if (__builtin_expect(align <= 16, 1)) {
+        if (__builtin_expect(size <= 1024, 1)) return small_class[(size + 15) >> 4];
+        return size <= SLAB_MAX_CLASS ? (int)class_index(size) : -1;
+    }
     if (align > SLAB_MAX_ALIGN) return -1;
     size_t s = size < align ? align : size;
     if (s > SLAB_MAX_CLASS) return -1;
@@ -432,6 +440,7 @@ void slab_destroy(slab *s) {
 
 /* What slab_alloc's fast path does not do: an empty bin, a large block, no thread cache. */
 __attribute__((noinline)) static void *slab_alloc_slow(slab *s, slab_tcache *tc, size_t size, size_t align, int c) {
+    if (align == 0) align = 16;
     if (!tc && !(tc = tcache_get(s))) return NULL;
     void *p;
     if (c >= 0 && tc->bins[c].head) {
@@ -456,9 +465,8 @@ __attribute__((noinline)) static void *slab_alloc_slow(slab *s, slab_tcache *tc,
 /* The fast path: a small class and a non-empty bin; no call, no lock. */
 void *slab_alloc(slab *s, size_t size, size_t align) {
     if (size == 0) size = 1;
-    if (align == 0) align = 16;
-    if (BENCH_ALLOC_DEBUG && !alloc_is_pow2(align)) alloc_misuse("slab", "alignment %zu is not a power of two", align);
-    int c = class_for(size, align);
+    if (BENCH_ALLOC_DEBUG && align && !alloc_is_pow2(align)) alloc_misuse("slab", "alignment %zu is not a power of two", align);
+    int c = class_for(size, align);   /* align 0 is taken as 16 there, and in the slow path */
     slab_tcache *tc = slab_tl.id == s->id ? slab_tl.tc : NULL;
     if (__builtin_expect(c >= 0 && tc != NULL, 1)) {
         slab_bin *bin = &tc->bins[c];
