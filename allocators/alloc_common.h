@@ -68,6 +68,11 @@ static inline void alloc_misuse(const char *who, const char *fmt, ...) {
     abort();
 }
 
+/* The allocators' functions are linked into the driver and into each alloc module.
+ * Hidden, they are called directly inside a module's shared object instead of through
+ * its PLT (no symbol interposition), and a module exports its init symbol only. */
+#define ALLOC_INTERNAL __attribute__((visibility("hidden")))
+
 static inline int alloc_is_pow2(size_t x) { return x && !(x & (x - 1)); }
 static inline uintptr_t alloc_align_up(uintptr_t x, size_t a) { return (x + (a - 1)) & ~(uintptr_t)(a - 1); }
 /* floor(log2(x)), x > 0 */

@@ -5,28 +5,15 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-typedef struct arena_chunk {
+struct arena_chunk {
     struct arena_chunk *next;
     size_t size;   /* B, whole mapping including this header */
     size_t top;    /* offset of the first free byte; only current for chunks before cur */
-} arena_chunk;
+};
 
 /* Header rounded to 64 so the first block of a chunk is cache-line aligned. */
 #define ARENA_HDR ((sizeof(arena_chunk) + 63) & ~(size_t)63)
 #define ARENA_DEFAULT_CHUNK ((size_t)1 << 20)
-
-struct arena {
-    char *ptr;            /* next free byte in cur: the fast path reads only ptr and end */
-    char *end;            /* one past cur's last byte */
-    arena_chunk *cur;
-    arena_chunk *first;
-    size_t chunk_size;    /* B, page multiple */
-    size_t n_chunks;
-    int grow;
-#if BENCH_ALLOC_STATS
-    alloc_stats st;
-#endif
-};
 
 static size_t page_size(void) {
     long p = sysconf(_SC_PAGESIZE);
@@ -65,6 +52,8 @@ arena *arena_create(size_t chunk_size, int grow) {
     a->first = chunk_map(a, chunk_size);
     if (!a->first) goto err;
     enter_chunk(a, a->first);
+    a->first_data = a->ptr;
+    a->first_end = a->end;
     return a;
 err:
     free(a);
@@ -81,9 +70,15 @@ void arena_destroy(arena *a) {
     free(a);
 }
 
-/* The slow path: cur is full. Takes the first later chunk the request fits in
- * (chunks skipped on the way stay empty until the next reset), else maps one. */
-static void *arena_alloc_slow(arena *a, size_t size, size_t align) {
+/* Brings st.bytes_peak up to date before bytes_live drops or is read (see "peak" in arena.h). */
+static inline void settle_peak(arena *a) {
+    ALLOC_STAT(if (a->st.bytes_live > a->st.bytes_peak) a->st.bytes_peak = a->st.bytes_live);
+    (void)a;
+}
+
+/* cur is full: takes the first later chunk the request fits in (chunks skipped on the
+ * way stay empty until the next reset), else maps one; NULL when that fails. */
+static void *find_chunk(arena *a, size_t size, size_t align) {
     a->cur->top = (size_t)(a->ptr - (char *)a->cur);
     for (arena_chunk *c = a->cur->next; c; c = c->next) {
         uintptr_t p = alloc_align_up((uintptr_t)c + ARENA_HDR, align);
@@ -108,22 +103,16 @@ static void *arena_alloc_slow(arena *a, size_t size, size_t align) {
     return (void *)alloc_align_up((uintptr_t)a->ptr, align);
 }
 
-void *arena_alloc(arena *a, size_t size, size_t align) {
-    if (size == 0) size = 1;
-    if (align == 0) align = 16;
-    if (BENCH_ALLOC_DEBUG && !alloc_is_pow2(align)) alloc_misuse("arena", "alignment %zu is not a power of two", align);
-    char *p = (char *)alloc_align_up((uintptr_t)a->ptr, align);
-    /* Compared as differences so a huge size cannot wrap the pointer. */
-    if (p > a->end || size > (size_t)(a->end - p)) {
-        p = arena_alloc_slow(a, size, align);
-        if (!p) {
-            ALLOC_STAT(a->st.failed++);
-            return NULL;
-        }
+/* arena_alloc's slow path (arena.h): size and align as the fast path normalised them. */
+void *arena_alloc_slow(arena *a, size_t size, size_t align) {
+    char *p = find_chunk(a, size, align);
+    if (!p) {
+        ALLOC_STAT(a->st.failed++);
+        return NULL;
     }
     a->ptr = p + size;
     ALLOC_UNPOISON(p, size);
-    ALLOC_STAT_ALLOC(&a->st, size);
+    ALLOC_STAT(a->st.allocs++; a->st.bytes_live += size);
     return p;
 }
 
@@ -160,16 +149,17 @@ void arena_rollback(arena *a, arena_pos m) {
     enter_chunk(a, c);
     a->ptr = (char *)c + m.top;
     poison_after(a, c, m.top);
+    settle_peak(a);
 #if BENCH_ALLOC_STATS
     /* frees counts nothing here: a rollback drops blocks, not frees them one by one. */
     a->st.bytes_live = m.bytes_live;
 #endif
 }
 
-void arena_reset(arena *a) {
+/* arena_reset under ASan (arena.h): the same, and every chunk poisoned again. */
+void arena_reset_poison(arena *a) {
     enter_chunk(a, a->first);
     poison_after(a, a->first, ARENA_HDR);
-    ALLOC_STAT(a->st.bytes_live = 0);
 }
 
 int arena_owns(const arena *a, const void *p) {
@@ -183,8 +173,7 @@ int arena_owns(const arena *a, const void *p) {
     return 0;
 }
 
-void arena_verify_free(const arena *a, const void *p, size_t size) {
-    if (!BENCH_ALLOC_DEBUG || !p) return;
+void arena_verify_free_debug(const arena *a, const void *p, size_t size) {
     if (!arena_owns(a, p))
         alloc_misuse("arena", "free of %p (%zu B): not a live block of this arena "
                      "(another allocator's pointer, or used after reset/rollback)", p, size);
@@ -211,11 +200,12 @@ int arena_check(const arena *a, char *err, size_t errlen) {
     }
     if (!seen_cur) return snprintf(err, errlen, "arena: current chunk not in the list"), -1;
     if (n != a->n_chunks) return snprintf(err, errlen, "arena: %zu chunks listed, %zu counted", n, a->n_chunks), -1;
+    if (a->first_data != (char *)a->first + ARENA_HDR || a->first_end != (char *)a->first + a->first->size)
+        return snprintf(err, errlen, "arena: reset position is not the first chunk's data"), -1;
 #if BENCH_ALLOC_STATS
     if (reserved != a->st.bytes_reserved)
         return snprintf(err, errlen, "arena: reserved %llu != sum of chunks %llu",
                         (unsigned long long)a->st.bytes_reserved, (unsigned long long)reserved), -1;
-    if (a->st.bytes_live > a->st.bytes_peak) return snprintf(err, errlen, "arena: live > peak"), -1;
 #else
     (void)reserved;
 #endif
@@ -226,6 +216,7 @@ void arena_get_stats(const arena *a, alloc_stats *out) {
     memset(out, 0, sizeof(*out));
 #if BENCH_ALLOC_STATS
     *out = a->st;
+    if (out->bytes_live > out->bytes_peak) out->bytes_peak = out->bytes_live;   /* the lagging peak */
 #else
     (void)a;
 #endif

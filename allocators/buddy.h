@@ -51,25 +51,25 @@ typedef struct buddy buddy;
 /* region: bytes to reserve, rounded up to a power of two (0: 1 GiB; at most 2^46).
  * min_block: smallest block, a power of two >= 16 (0: 64). cache: freed blocks held back
  * per order (0: none, at most 64). NULL when invalid or mmap fails. */
-buddy *buddy_create(size_t region, size_t min_block, unsigned cache, int locked);
+ALLOC_INTERNAL buddy *buddy_create(size_t region, size_t min_block, unsigned cache, int locked);
 /* Frees the cached blocks for real, coalescing them. */
-void buddy_flush(buddy *b);
-void buddy_destroy(buddy *b);   /* b may be NULL */
+ALLOC_INTERNAL void buddy_flush(buddy *b);
+ALLOC_INTERNAL void buddy_destroy(buddy *b);   /* b may be NULL */
 
 /* size 0 is taken as 1; align a power of two (0 means 16). NULL when no block is big enough. */
-void *buddy_alloc(buddy *b, size_t size, size_t align);
+ALLOC_INTERNAL void *buddy_alloc(buddy *b, size_t size, size_t align);
 /* p may be NULL; size is what alloc was given. */
-void buddy_free(buddy *b, void *p, size_t size);
+ALLOC_INTERNAL void buddy_free(buddy *b, void *p, size_t size);
 
-int buddy_owns(const buddy *b, const void *p);   /* 1 when p lies in the region */
-size_t buddy_region(const buddy *b);             /* B */
-size_t buddy_min_block(const buddy *b);          /* B */
+ALLOC_INTERNAL int buddy_owns(const buddy *b, const void *p);   /* 1 when p lies in the region */
+ALLOC_INTERNAL size_t buddy_region(const buddy *b);             /* B */
+ALLOC_INTERNAL size_t buddy_min_block(const buddy *b);          /* B */
 /* Free blocks at order k (k = log2(block / min_block)); -1 when k is out of range. For tests. */
-long buddy_free_count(buddy *b, unsigned k);
-unsigned buddy_max_order(const buddy *b);
+ALLOC_INTERNAL long buddy_free_count(buddy *b, unsigned k);
+ALLOC_INTERNAL unsigned buddy_max_order(const buddy *b);
 
 /* 0 when the invariants hold; -1 and a message otherwise. O(region / min_block). */
-int buddy_check(buddy *b, char *err, size_t errlen);
-void buddy_get_stats(buddy *b, alloc_stats *out);   /* zeros when BENCH_ALLOC_STATS=0 */
+ALLOC_INTERNAL int buddy_check(buddy *b, char *err, size_t errlen);
+ALLOC_INTERNAL void buddy_get_stats(buddy *b, alloc_stats *out);   /* zeros when BENCH_ALLOC_STATS=0 */
 
 #endif

@@ -16,14 +16,17 @@ typedef struct slab_block { struct slab_block *next; } slab_block;
 
 typedef struct slab_bin {
     slab_block *head;
-    uint32_t count;   /* blocks on head's list */
-    uint32_t limit;   /* 2 * batch: above it, batch blocks go back to central */
+    uint32_t count;     /* blocks on head's list */
+    uint32_t limit;     /* above it, batch blocks go back to central; 2 * batch at first, doubled
+                           (up to bin_cap) when the bin overflows after having refilled */
+    uint32_t refilled;  /* 1: the bin took a batch from central since it last overflowed */
 } slab_bin;
 
 /* Counters written by one thread and read by slab_get_stats from another: relaxed
  * atomics, which compile to plain loads and stores here, keep that race defined. */
 typedef struct tc_stats {
     _Atomic uint64_t allocs, frees, large_allocs, failed;
+    _Atomic uint64_t refills, flushes;   /* trips to a central list (each one lock round trip) */
     _Atomic int64_t live;   /* B; negative where this thread frees what others allocated */
     _Atomic int64_t peak;   /* B; max of live */
 } tc_stats;
@@ -66,6 +69,7 @@ struct slab {
     slab_tcache *caches;      /* live tcaches */
     alloc_stats retired;      /* folded in from threads that exited */
     int64_t retired_peak;
+    uint64_t retired_refills, retired_flushes;
 
     pthread_mutex_t large_lock;
     large_hdr *large_live;
@@ -78,8 +82,12 @@ struct slab {
 
 static size_t class_size[SLAB_NCLASS];
 static uint32_t class_batch[SLAB_NCLASS];
+static uint32_t class_bin_cap[SLAB_NCLASS];
+static uint8_t small_class[1024 / 16 + 1];    /* [(size + 15) / 16] = the class of size, for size <= 1 KiB */   /* most a bin's limit grows to: max(2 * batch, SLAB_BIN_MAX_BYTES / C) */
 static pthread_once_t classes_once = PTHREAD_ONCE_INIT;
 static _Atomic uint64_t next_id = 1;
+
+static inline unsigned class_index(size_t size);
 
 static void classes_init(void) {
     for (unsigned i = 0; i < SLAB_NCLASS; i++) {
@@ -92,7 +100,10 @@ static void classes_init(void) {
         /* About 8 KiB moved per lock, at least 4 blocks, at most 64. */
         size_t bt = 8192 / class_size[i];
         class_batch[i] = (uint32_t)(bt < 4 ? 4 : bt > 64 ? 64 : bt);
+        size_t cap = SLAB_BIN_MAX_BYTES / class_size[i];
+        class_bin_cap[i] = (uint32_t)(cap > 2 * class_batch[i] ? cap : 2 * class_batch[i]);
     }
+    for (size_t k = 0; k <= 1024 / 16; k++) small_class[k] = (uint8_t)class_index(k ? k * 16 : 1);
 }
 
 /* size in [1, SLAB_MAX_CLASS] -> class index */
@@ -102,9 +113,13 @@ static inline unsigned class_index(size_t size) {
     return 8 + (b - 7) * 4 + (unsigned)((size - 1) >> (b - 2)) - 4;
 }
 
-/* The class for (size, align), or -1 for the large path. */
+/* The class for (size, align), or -1 for the large path. size 0 and align 0 are taken
+ * as 1 and 16. The common requests (up to 1 KiB, alignment up to 16) cost one load. */
 static inline int class_for(size_t size, size_t align) {
-    if (align <= 16) return size <= SLAB_MAX_CLASS ? (int)class_index(size) : -1;
+    if (__builtin_expect(align <= 16, 1)) {
+        if (__builtin_expect(size <= 1024, 1)) return small_class[(size + 15) >> 4];
+        return size <= SLAB_MAX_CLASS ? (int)class_index(size) : -1;
+    }
     if (align > SLAB_MAX_ALIGN) return -1;
     size_t s = size < align ? align : size;
     if (s > SLAB_MAX_CLASS) return -1;
@@ -144,6 +159,8 @@ static void tcache_destructor(void *arg) {
     s->retired.frees += atomic_load_explicit(&tc->st.frees, memory_order_relaxed);
     s->retired.large_allocs += atomic_load_explicit(&tc->st.large_allocs, memory_order_relaxed);
     s->retired.failed += atomic_load_explicit(&tc->st.failed, memory_order_relaxed);
+    s->retired_refills += atomic_load_explicit(&tc->st.refills, memory_order_relaxed);
+    s->retired_flushes += atomic_load_explicit(&tc->st.flushes, memory_order_relaxed);
     s->retired.bytes_live += (uint64_t)atomic_load_explicit(&tc->st.live, memory_order_relaxed);
     s->retired_peak += atomic_load_explicit(&tc->st.peak, memory_order_relaxed);
     pthread_mutex_unlock(&s->reg_lock);
@@ -151,8 +168,10 @@ static void tcache_destructor(void *arg) {
 }
 
 /* One slot per thread remembers the last allocator used, so the common case (one
- * allocator per process) costs a compare instead of pthread_getspecific. */
-static _Thread_local struct { uint64_t id; slab_tcache *tc; } slab_tl;
+ * allocator per process) costs a compare instead of pthread_getspecific. Initial-exec:
+ * in a dlopen'ed module the default (general-dynamic) model makes every access a call
+ * to __tls_get_addr; these 16 bytes fit in the static TLS glibc keeps for dlopen. */
+static _Thread_local __attribute__((tls_model("initial-exec"))) struct { uint64_t id; slab_tcache *tc; } slab_tl;
 
 __attribute__((noinline)) static slab_tcache *tcache_slow(slab *s) {
     slab_tcache *tc = pthread_getspecific(s->key);
@@ -246,9 +265,11 @@ __attribute__((noinline)) static slab_block *tcache_refill(slab *s, slab_tcache 
         got++;
     }
     pthread_mutex_unlock(&k->lock);
+    ALLOC_STAT(TC_ADD(tc->st.refills, 1));
     if (!head) return NULL;
     tc->bins[c].head = head->next;
     tc->bins[c].count = got - 1;
+    tc->bins[c].refilled = 1;
     return head;
 }
 
@@ -267,6 +288,7 @@ static void tcache_flush(slab *s, slab_tcache *tc, unsigned c, uint32_t n) {
     k->free = first;
     k->n_free += moved;
     pthread_mutex_unlock(&k->lock);
+    ALLOC_STAT(TC_ADD(tc->st.flushes, 1));
 }
 
 static void tcache_flush_all(slab *s, slab_tcache *tc) {
@@ -416,34 +438,48 @@ void slab_destroy(slab *s) {
     free(s);
 }
 
-void *slab_alloc(slab *s, size_t size, size_t align) {
-    if (size == 0) size = 1;
+/* What slab_alloc's fast path does not do: an empty bin, a large block, no thread cache. */
+__attribute__((noinline)) static void *slab_alloc_slow(slab *s, slab_tcache *tc, size_t size, size_t align, int c) {
     if (align == 0) align = 16;
-    if (BENCH_ALLOC_DEBUG && !alloc_is_pow2(align)) alloc_misuse("slab", "alignment %zu is not a power of two", align);
-    slab_tcache *tc = tcache_get(s);
-    if (__builtin_expect(!tc, 0)) return NULL;
-    int c = class_for(size, align);
+    if (!tc && !(tc = tcache_get(s))) return NULL;
     void *p;
-    if (__builtin_expect(c >= 0, 1)) {
+    if (c >= 0 && tc->bins[c].head) {
+        /* the fast path did not know this thread's cache (another slab was used last) */
         slab_bin *bin = &tc->bins[c];
         slab_block *b = bin->head;
-        if (__builtin_expect(b != NULL, 1)) {
-            bin->head = b->next;
-            bin->count--;
-        } else {
-            b = tcache_refill(s, tc, (unsigned)c);
-        }
-        if (BENCH_ALLOC_DEBUG && b) ((uint64_t *)b)[1] = 0;
+        bin->head = b->next;
+        bin->count--;
         p = b;
     } else {
-        p = large_alloc(s, tc, size, align);
+        p = c >= 0 ? tcache_refill(s, tc, (unsigned)c) : large_alloc(s, tc, size, align);
     }
     if (__builtin_expect(!p, 0)) {
         ALLOC_STAT(TC_ADD(tc->st.failed, 1));
         return NULL;
     }
+    if (BENCH_ALLOC_DEBUG && c >= 0) ((uint64_t *)p)[1] = 0;
     tc_count_alloc(tc, size);
     return p;
+}
+
+/* The fast path: a small class and a non-empty bin; no call, no lock. */
+void *slab_alloc(slab *s, size_t size, size_t align) {
+    if (size == 0) size = 1;
+    if (BENCH_ALLOC_DEBUG && align && !alloc_is_pow2(align)) alloc_misuse("slab", "alignment %zu is not a power of two", align);
+    int c = class_for(size, align);   /* align 0 is taken as 16 there, and in the slow path */
+    slab_tcache *tc = slab_tl.id == s->id ? slab_tl.tc : NULL;
+    if (__builtin_expect(c >= 0 && tc != NULL, 1)) {
+        slab_bin *bin = &tc->bins[c];
+        slab_block *b = bin->head;
+        if (__builtin_expect(b != NULL, 1)) {
+            bin->head = b->next;
+            bin->count--;
+            if (BENCH_ALLOC_DEBUG) ((uint64_t *)b)[1] = 0;
+            tc_count_alloc(tc, size);
+            return b;
+        }
+    }
+    return slab_alloc_slow(s, tc, size, align, c);
 }
 
 /* Debug checks of a small free: the block must start a block of a slab in use, the size
@@ -462,12 +498,26 @@ static void check_small_free(slab *s, const void *p, size_t size, size_t off) {
         alloc_misuse("slab", "double free of %p (%zu B)", p, size);
 }
 
-void slab_free(slab *s, void *p, size_t size) {
-    if (!p) return;
-    if (size == 0) size = 1;
-    size_t off = (size_t)((uintptr_t)p - (uintptr_t)s->base);
+/* A bin above its limit gives a batch back to central. A bin that also had to refill
+ * since it last overflowed holds a working set larger than its limit (a burst of
+ * allocations, then their frees): its limit doubles, up to bin_cap, so the next burst
+ * stays in the bin instead of paying two lock round trips per batch. A bin that only
+ * frees (another thread allocates) never refills, and its limit stays. */
+__attribute__((noinline)) static void bin_overflow(slab *s, slab_tcache *tc, unsigned c) {
+    slab_bin *bin = &tc->bins[c];
+    if (bin->refilled && bin->limit < class_bin_cap[c]) {
+        bin->limit = bin->limit * 2 < class_bin_cap[c] ? bin->limit * 2 : class_bin_cap[c];
+        bin->refilled = 0;
+        if (bin->count <= bin->limit) return;
+    }
+    bin->refilled = 0;
+    tcache_flush(s, tc, c, class_batch[c]);
+}
+
+/* What slab_free's fast path does not do: a large block, no thread cache. */
+__attribute__((noinline)) static void slab_free_slow(slab *s, void *p, size_t size, size_t off) {
     slab_tcache *tc = tcache_get(s);
-    if (__builtin_expect(off >= s->region, 0)) {
+    if (off >= s->region) {
         large_free(s, p, size);
         if (tc) tc_count_free(tc, size);
         return;
@@ -476,7 +526,7 @@ void slab_free(slab *s, void *p, size_t size) {
     unsigned c = s->class_of[off >> SLAB_SHIFT] - 1u;
     slab_block *b = p;
     if (BENCH_ALLOC_DEBUG) ((uint64_t *)b)[1] = freed_tag(b);
-    if (__builtin_expect(!tc, 0)) {
+    if (!tc) {
         /* No cache for this thread (out of memory): straight to central. */
         slab_central *k = &s->central[c];
         pthread_mutex_lock(&k->lock);
@@ -489,8 +539,29 @@ void slab_free(slab *s, void *p, size_t size) {
     slab_bin *bin = &tc->bins[c];
     b->next = bin->head;
     bin->head = b;
-    if (__builtin_expect(++bin->count > bin->limit, 0)) tcache_flush(s, tc, c, class_batch[c]);
+    if (++bin->count > bin->limit) bin_overflow(s, tc, c);
     tc_count_free(tc, size);
+}
+
+/* The fast path: a small block, this thread's cache known, the bin below its limit. */
+void slab_free(slab *s, void *p, size_t size) {
+    if (!p) return;
+    if (size == 0) size = 1;
+    size_t off = (size_t)((uintptr_t)p - (uintptr_t)s->base);
+    slab_tcache *tc = slab_tl.id == s->id ? slab_tl.tc : NULL;
+    if (__builtin_expect(off >= s->region || tc == NULL, 0)) {
+        slab_free_slow(s, p, size, off);
+        return;
+    }
+    if (BENCH_ALLOC_DEBUG) check_small_free(s, p, size, off);
+    unsigned c = s->class_of[off >> SLAB_SHIFT] - 1u;
+    slab_block *b = p;
+    if (BENCH_ALLOC_DEBUG) ((uint64_t *)b)[1] = freed_tag(b);
+    slab_bin *bin = &tc->bins[c];
+    b->next = bin->head;
+    bin->head = b;
+    tc_count_free(tc, size);
+    if (__builtin_expect(++bin->count > bin->limit, 0)) bin_overflow(s, tc, c);   /* a tail call: no frame here */
 }
 
 int slab_owns(slab *s, const void *p) {
@@ -539,7 +610,13 @@ int slab_check(slab *s, char *err, size_t errlen) {
         size_t free_blocks = k->n_free;
         rc = check_list(s, c, k->free, k->n_free, seen, "central list", err, errlen);
         for (slab_tcache *tc = s->caches; tc && !rc; tc = tc->next) {
-            rc = check_list(s, c, tc->bins[c].head, tc->bins[c].count, seen, "thread cache", err, errlen);
+            const slab_bin *bin = &tc->bins[c];
+            if (bin->limit < 2 * class_batch[c] || bin->limit > class_bin_cap[c] || bin->count > bin->limit) {
+                rc = (snprintf(err, errlen, "slab: class %zu: bin holds %u, limit %u outside [%u, %u]", class_size[c],
+                               bin->count, bin->limit, 2 * class_batch[c], class_bin_cap[c]), -1);
+                break;
+            }
+            rc = check_list(s, c, bin->head, bin->count, seen, "thread cache", err, errlen);
             free_blocks += tc->bins[c].count;
         }
         if (!rc && free_blocks > k->carved)
@@ -575,6 +652,22 @@ void slab_get_stats(slab *s, alloc_stats *out) {
     out->bytes_live = live > 0 ? (uint64_t)live : 0;
     out->bytes_peak = (uint64_t)(peak > live ? peak : live);
     out->bytes_reserved = (uint64_t)atomic_load(&s->slabs_used) * SLAB_BYTES + atomic_load(&s->large_reserved);
+#else
+    (void)s;
+#endif
+}
+
+void slab_get_trips(slab *s, uint64_t *refills, uint64_t *flushes) {
+    *refills = *flushes = 0;
+#if BENCH_ALLOC_STATS
+    pthread_mutex_lock(&s->reg_lock);
+    *refills = s->retired_refills;
+    *flushes = s->retired_flushes;
+    for (slab_tcache *tc = s->caches; tc; tc = tc->next) {
+        *refills += atomic_load_explicit(&tc->st.refills, memory_order_relaxed);
+        *flushes += atomic_load_explicit(&tc->st.flushes, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&s->reg_lock);
 #else
     (void)s;
 #endif

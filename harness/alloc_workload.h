@@ -9,14 +9,23 @@
  *             order; the last round is shorter when ops/2 is not a multiple of live.
  *   batch     AW_BATCH ops timed by one pair of clock reads; ns/op p50/p99 are
  *             quantiles over the batches, less the clock's own cost (measured).
- *   reset     an allocator that has reset() (the arena) is reset whenever the
- *             workload's live count drops to 0; its free() is then a no-op.
+ *   reset     an allocator that has reset() (the arena; its free() is a no-op) is
+ *             reset when nothing is live: at the end of each round (lifo, fifo,
+ *             random) or replay (trace), and in churn once per batch (32 pairs), as
+ *             an engine resets once per step after many allocations.
+ *   floor     the driver's own cost per op: the same passes (same machine code, same
+ *             indirect calls, touches and counts) on the null allocator, whose alloc
+ *             returns one preallocated block and whose free does nothing. Measured
+ *             twice in each worker before the allocator's pass; the lower pass counts.
+ *   net       the allocator's figure less the floor's same statistic (mean from mean,
+ *             p50 from p50, p99 from p99). The raw figures are always reported too.
  *
  * The worker reports counters (results: mod.aw.<name>): ops, ns_per_op, ns_op_p50,
- * ns_op_p99, ops_per_s, timer_ns, minflt, minflt_per_op, sys_ms, user_ms (the timed
- * pass only), peak_live_bytes, rss_growth_bytes (VmHWM less VmRSS before the first
- * allocation), fragmentation (rss_growth_bytes / peak_live_bytes), and the module's
- * own counters as mod.alloc.<name>.
+ * ns_op_p99, ops_per_s, floor_ns_per_op, floor_ns_op_p50, floor_ns_op_p99,
+ * net_ns_per_op, net_ns_op_p50, net_ns_op_p99, timer_ns, minflt, minflt_per_op,
+ * sys_ms, user_ms (the timed pass only), peak_live_bytes, rss_growth_bytes (VmHWM
+ * less VmRSS before the first allocation), fragmentation (rss_growth_bytes /
+ * peak_live_bytes), and the module's own counters as mod.alloc.<name>.
  */
 #ifndef BENCH_ALLOC_WORKLOAD_H
 #define BENCH_ALLOC_WORKLOAD_H

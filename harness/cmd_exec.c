@@ -162,7 +162,8 @@ int cmd_exec(int argc, char **argv) {
     }
     rc = 1;
     const char *cache = getenv("BENCH_MODEL_CACHE");
-    if (rn_prepare_model(s, cache && *cache ? cache : "results/models", &mf, err, sizeof(err))) {
+    /* an allocator scenario has no model: nothing to prepare, nothing to evict */
+    if (!s->aw && rn_prepare_model(s, cache && *cache ? cache : "results/models", &mf, err, sizeof(err))) {
         fprintf(stderr, "bench exec: %s: %s\n", file, err);
         goto out;
     }

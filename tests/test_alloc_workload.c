@@ -188,12 +188,24 @@ static void test_end_to_end_and_trace(void **state) {
             if (v != ops[w]) fail_msg("%s: ops %.0f, want %.0f", key, v, ops[w]);
             assert_int_equal(summary_metric(doc, key, "mod.aw.ns_op_p50", &v), 0);
             assert_true(v >= 0);
+            /* the driver's floor is measured in every worker, and the net figures come with it */
+            double raw, floor, net;
+            assert_int_equal(summary_metric(doc, key, "mod.aw.ns_per_op", &raw), 0);
+            assert_int_equal(summary_metric(doc, key, "mod.aw.floor_ns_per_op", &floor), 0);
+            assert_true(floor > 0);
+            assert_int_equal(summary_metric(doc, key, "mod.aw.net_ns_per_op", &net), 0);
+            assert_int_equal(summary_metric(doc, key, "mod.aw.net_ns_op_p50", &v), 0);
             assert_int_equal(summary_metric(doc, key, "mod.aw.minflt_per_op", &v), 0);
             assert_int_equal(summary_metric(doc, key, "mod.aw.fragmentation", &v), 0);
             if (peak[w] < 0) continue;
             assert_int_equal(summary_metric(doc, key, "mod.aw.peak_live_bytes", &v), 0);
             if (v != peak[w]) fail_msg("%s: peak live %.0f B, want %.0f", key, v, peak[w]);
         }
+    /* the slab's LIFO rounds of 100 x 256 B stay in its thread cache once warm: the
+     * refills are the first round's carving only, whatever the number of rounds */
+    double refills;
+    assert_int_equal(summary_metric(doc, "alloc=slab,workload=lifo", "mod.alloc.central_refills", &refills), 0);
+    assert_true(refills >= 1 && refills <= 4);
     cJSON_Delete(doc);
     snprintf(path, sizeof(path), "%s/results.csv", out);
     f = fopen(path, "r");
@@ -229,6 +241,37 @@ static void test_trace_rejects_corrupt(void **state) {
     tu_rmtree(dir);
 }
 
+/* bench exec runs one allocator variant in-process (for perf and valgrind): no model to
+ * prepare, the worker's counters on stderr, the floor among them. */
+static void test_exec_one_variant(void **state) {
+    (void)state;
+    char dir[512], sc[1024], out[1024], err[1024];
+    assert_non_null(tu_tmpdir(dir, sizeof(dir)));
+    snprintf(sc, sizeof(sc), "%s/one.json", dir);
+    FILE *f = fopen(sc, "w");
+    assert_non_null(f);
+    fputs("{\"kind\": \"allocators\", \"name\": \"one\", \"allocators\": [\"arena\", \"slab\"],\n"
+          " \"workloads\": [{\"name\": \"churn64\", \"pattern\": \"churn\", \"size\": 64, \"ops\": 2000}]}\n", f);
+    fclose(f);
+    snprintf(out, sizeof(out), "%s/out.txt", dir);
+    snprintf(err, sizeof(err), "%s/err.txt", dir);
+    assert_int_equal(tu_bench(out, "exec '%s' --variant alloc=arena 2>'%s'", sc, err), 0);
+    f = fopen(err, "r");
+    assert_non_null(f);
+    char line[512];
+    int ops = 0, floor = 0, resets = 0;
+    while (fgets(line, sizeof(line), f)) {
+        ops |= strstr(line, "aw.ops = 2000 count") != NULL;
+        floor |= strstr(line, "aw.floor_ns_per_op = ") != NULL;
+        /* churn resets the arena once per 32 pairs: the warm-up (2000 ops, capped at the
+         * workload's) and the timed pass each make 31 full batches and one of 8 pairs */
+        resets |= strstr(line, "alloc.resets = 64 count") != NULL;
+    }
+    fclose(f);
+    if (!ops || !floor || !resets) fail_msg("bench exec: missing counters (ops %d, floor %d, resets %d); see %s", ops, floor, resets, err);
+    tu_rmtree(dir);
+}
+
 /* The greedy ids of stories260K on "The little dog" are the oracle's with every allocator. */
 static void test_greedy_every_allocator(void **state) {
     (void)state;
@@ -261,6 +304,7 @@ int main(void) {
         cmocka_unit_test(test_variants),
         cmocka_unit_test(test_trace_rejects_corrupt),
         cmocka_unit_test(test_end_to_end_and_trace),
+        cmocka_unit_test(test_exec_one_variant),
         cmocka_unit_test(test_greedy_every_allocator),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

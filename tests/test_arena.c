@@ -90,6 +90,39 @@ static void test_rollback(void **state) {
     arena_destroy(a);
 }
 
+/* The peak is brought up to date lazily (at reset, rollback and reads), never on the
+ * fast path: it must still be exact across resets and rollbacks. */
+static void test_peak_exact(void **state) {
+    (void)state;
+    if (!BENCH_ALLOC_STATS) skip();   /* the counters compile away */
+    arena *a = arena_create(4096, 1);
+    assert_non_null(a);
+    alloc_stats st;
+    arena_alloc(a, 100, 16);
+    arena_alloc(a, 200, 16);
+    arena_pos m = arena_mark(a);
+    arena_alloc(a, 500, 16);              /* live 800: the peak */
+    arena_rollback(a, m);                 /* live 300 */
+    arena_alloc(a, 50, 16);               /* live 350 */
+    arena_get_stats(a, &st);
+    assert_int_equal(st.bytes_live, 350);
+    assert_int_equal(st.bytes_peak, 800);
+    arena_reset(a);
+    arena_alloc(a, 10, 16);
+    arena_get_stats(a, &st);
+    assert_int_equal(st.bytes_live, 10);
+    assert_int_equal(st.bytes_peak, 800);
+    for (int i = 0; i < 10; i++) arena_alloc(a, 100, 16);   /* live 1010, not yet settled */
+    arena_get_stats(a, &st);
+    assert_int_equal(st.bytes_peak, 1010);
+    arena_reset(a);
+    arena_get_stats(a, &st);
+    assert_int_equal(st.bytes_peak, 1010);
+    assert_int_equal(st.allocs, 15);
+    check(a);
+    arena_destroy(a);
+}
+
 static void test_no_grow_fails_when_full(void **state) {
     (void)state;
     arena *a = arena_create(4096, 0);
@@ -223,6 +256,7 @@ int main(void) {
         cmocka_unit_test(test_alignment),
         cmocka_unit_test(test_reset_to_empty),
         cmocka_unit_test(test_rollback),
+        cmocka_unit_test(test_peak_exact),
         cmocka_unit_test(test_no_grow_fails_when_full),
         cmocka_unit_test(test_grow_oversize),
         cmocka_unit_test(test_stress_shadow),

@@ -235,6 +235,70 @@ static void test_producer_consumer(void **state) {
     free(r);
 }
 
+/* ---- the thread cache's bins ---- */
+
+/* Rounds of 1000 x 64 B allocated, then freed newest first (or oldest first): more
+ * than a bin holds at first (2 x 64 blocks), so the first rounds trip to the central
+ * list; the bin's limit then grows to the working set, and later rounds make no trip. */
+static void bursts(slab *s, int rounds, int lifo) {
+    static void *v[1000];
+    for (int r = 0; r < rounds; r++) {
+        for (int i = 0; i < 1000; i++) assert_non_null(v[i] = slab_alloc(s, 64, 16));
+        for (int i = 0; i < 1000; i++) slab_free(s, v[lifo ? 999 - i : i], 64);
+    }
+}
+
+static void test_bursts_stay_in_bin(void **state) {
+    (void)state;
+    if (!BENCH_ALLOC_STATS) skip();   /* the counters compile away */
+    for (int lifo = 0; lifo < 2; lifo++) {
+        slab *s = slab_create(64 << 20, 0);
+        assert_non_null(s);
+        uint64_t r0, f0, r1, f1;
+        bursts(s, 4, lifo);
+        check(s);   /* the bins' limits within [2 x batch, cap], counts within limits */
+        slab_get_trips(s, &r0, &f0);
+        assert_true(r0 >= 1000 / 64);   /* the first round carves in batches */
+        bursts(s, 50, lifo);
+        slab_get_trips(s, &r1, &f1);
+        assert_int_equal(r1, r0);
+        assert_int_equal(f1, f0);
+        check(s);
+        slab_destroy(s);
+    }
+}
+
+/* A bin that only frees (another thread allocates) never refills, so its limit stays
+ * 2 x batch: it gives a batch back every batch frees, and the allocating thread finds
+ * them on the central list instead of carving new slabs. */
+enum { FO_N = 10000 };
+static void *fo_blocks[FO_N];
+
+static void *free_only(void *arg) {
+    slab *s = arg;
+    for (int i = 0; i < FO_N; i++) slab_free(s, fo_blocks[i], 64);
+    return NULL;   /* the thread's cache goes back to central at exit */
+}
+
+static void test_free_only_bin_keeps_limit(void **state) {
+    (void)state;
+    if (!BENCH_ALLOC_STATS) skip();   /* the counters compile away */
+    slab *s = slab_create(64 << 20, 0);
+    assert_non_null(s);
+    for (int i = 0; i < FO_N; i++) assert_non_null(fo_blocks[i] = slab_alloc(s, 64, 16));
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, free_only, s), 0);
+    pthread_join(t, NULL);
+    uint64_t refills, flushes;
+    slab_get_trips(s, &refills, &flushes);
+    /* 64 B: batch 64, limit 128. The bin overflows at its 129th block and then every 64
+     * frees: 1 + (10000 - 129) / 64 = 155 flushes, then the 80 blocks left at exit. */
+    assert_int_equal(flushes, 156);
+    assert_int_equal(refills, (FO_N + 63) / 64);   /* the allocating thread carved them, 64 at a time */
+    check(s);
+    slab_destroy(s);
+}
+
 /* ---- misuse ---- */
 
 static void misuse_double_free_small(void) {
@@ -289,6 +353,8 @@ int main(void) {
         cmocka_unit_test(test_stress_shadow),
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_producer_consumer),
+        cmocka_unit_test(test_bursts_stay_in_bin),
+        cmocka_unit_test(test_free_only_bin_keeps_limit),
         cmocka_unit_test(test_misuse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
