@@ -1,18 +1,8 @@
 #include "kvgrow.h"
 
-#include <stdarg.h>
+#include "engines/abi/module.h"
 #include <stdio.h>
 #include <string.h>
-
-static int kvg_errf(char *err, size_t n, const char *fmt, ...) {
-    if (err && n) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, n, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 int kvg_dynamic_cap(int n_pos, int step, int max_pos) {
     if (step < 1) step = 1;
@@ -24,13 +14,13 @@ int kvg_dynamic_cap(int n_pos, int step, int max_pos) {
 int kvg_vmm_plan(size_t pos_bytes, int max_pos, size_t granularity, uint64_t chunk_opt, kvg_vmm *out,
                  char *err, size_t errlen) {
     memset(out, 0, sizeof(*out));
-    if (pos_bytes == 0 || max_pos < 1) return kvg_errf(err, errlen, "kv vmm: %zu bytes per position, %d positions", pos_bytes, max_pos);
+    if (pos_bytes == 0 || max_pos < 1) return bench_errf(err, errlen, "kv vmm: %zu bytes per position, %d positions", pos_bytes, max_pos);
     if (granularity == 0 || (granularity & (granularity - 1)))
-        return kvg_errf(err, errlen, "kv vmm: allocation granularity %zu is not a power of two", granularity);
+        return bench_errf(err, errlen, "kv vmm: allocation granularity %zu is not a power of two", granularity);
     if (chunk_opt > (uint64_t)SIZE_MAX / 2)
-        return kvg_errf(err, errlen, "kv vmm: option chunk=%llu: too large", (unsigned long long)chunk_opt);
+        return bench_errf(err, errlen, "kv vmm: option chunk=%llu: too large", (unsigned long long)chunk_opt);
     size_t chunk = chunk_opt ? ((size_t)chunk_opt + granularity - 1) & ~(granularity - 1) : granularity;
-    if ((size_t)max_pos > SIZE_MAX / pos_bytes) return kvg_errf(err, errlen, "kv vmm: %d positions of %zu bytes overflow", max_pos, pos_bytes);
+    if ((size_t)max_pos > SIZE_MAX / pos_bytes) return bench_errf(err, errlen, "kv vmm: %d positions of %zu bytes overflow", max_pos, pos_bytes);
     size_t need = (size_t)max_pos * pos_bytes;
     size_t chunks = need / chunk + (need % chunk != 0);
     *out = (kvg_vmm){.pos_bytes = pos_bytes, .max_pos = max_pos, .chunk = chunk, .reserve = chunks * chunk,

@@ -1,19 +1,9 @@
 #include "staging.h"
 
-#include <stdarg.h>
+#include "engines/abi/module.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int stg_errf(char *err, size_t n, const char *fmt, ...) {
-    if (err && n) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, n, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 uint64_t stg_layout(const uint64_t *nbytes, int n, uint64_t align, uint64_t *dst) {
     if (align == 0 || (align & (align - 1))) return 0;
@@ -73,17 +63,17 @@ static int by_file_offset(const void *a, const void *b, void *base) {
 int stg_plan_make(const stg_piece *pieces, int n, size_t chunk_bytes, size_t max_gap, stg_plan *out,
                   char *err, size_t errlen) {
     memset(out, 0, sizeof(*out));
-    if (chunk_bytes == 0 || n < 0) return stg_errf(err, errlen, "staging: chunk of %zu bytes, %d pieces", chunk_bytes, n);
+    if (chunk_bytes == 0 || n < 0) return bench_errf(err, errlen, "staging: chunk of %zu bytes, %d pieces", chunk_bytes, n);
     out->chunk_bytes = chunk_bytes;
     int *order = malloc((size_t)(n ? n : 1) * sizeof(int));
-    if (!order) return stg_errf(err, errlen, "staging: out of memory");
+    if (!order) return bench_errf(err, errlen, "staging: out of memory");
     for (int i = 0; i < n; i++) order[i] = i;
     qsort_r(order, (size_t)n, sizeof(int), by_file_offset, (void *)pieces);
     builder b = {.p = out};
     for (int k = 0; k < n; k++) {
         const stg_piece *pc = &pieces[order[k]];
         if (pc->len > UINT64_MAX - pc->off) {
-            stg_errf(err, errlen, "staging: piece %d [%llu, +%llu) overflows", order[k],
+            bench_errf(err, errlen, "staging: piece %d [%llu, +%llu) overflows", order[k],
                      (unsigned long long)pc->off, (unsigned long long)pc->len);
             free(order);
             stg_plan_free(out);
@@ -115,7 +105,7 @@ int stg_plan_make(const stg_piece *pieces, int n, size_t chunk_bytes, size_t max
 oom:
     free(order);
     stg_plan_free(out);
-    return stg_errf(err, errlen, "staging: out of memory");
+    return bench_errf(err, errlen, "staging: out of memory");
 }
 
 void stg_plan_free(stg_plan *p) {
@@ -128,10 +118,10 @@ void stg_plan_free(stg_plan *p) {
 /* ---- running it ---- */
 
 int stg_run(const stg_plan *p, int n_slots, const stg_ops *ops, void *user, char *err, size_t errlen) {
-    if (n_slots < 1) return stg_errf(err, errlen, "staging: %d slots", n_slots);
+    if (n_slots < 1) return bench_errf(err, errlen, "staging: %d slots", n_slots);
     /* busy[s]: slot s was submitted and not yet waited for */
     unsigned char *busy = calloc((size_t)n_slots, 1);
-    if (!busy) return stg_errf(err, errlen, "staging: out of memory");
+    if (!busy) return bench_errf(err, errlen, "staging: out of memory");
     int rc = 0;
     for (int k = 0; k < p->n_chunks && !rc; k++) {
         int slot = k % n_slots;
