@@ -11,7 +11,8 @@
 # which prefills 128 tokens as one batch, decodes 64, and measures a STREAM triad on the
 # same threads right after. Prints one line per run, then per dtype the median and
 # min..max of prefill tokens/s, decode tokens/s, triad GB/s and decode as a share of the
-# bandwidth bound (triad bytes/s / weight bytes read per token).
+# bandwidth bound (triad bytes/s / weight bytes read per token). One uncounted run per dtype
+# first brings the model into the page cache and the CPU to speed.
 # Models are made once with `bench model synth` into $BENCH_MODEL_CACHE (results/models).
 # BENCH: the bench binary (default build/bench, a release build).
 set -euo pipefail
@@ -32,7 +33,7 @@ done
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
 echo "# engine_speed: llama-110m synth, 128-token prompt, 64 decoded tokens, $threads threads, $reps repetitions" >&2
-for ((r = 1; r <= reps; r++)); do
+for ((r = 0; r <= reps; r++)); do
   for dt in "${dtypes[@]}"; do
     out=$("$bench" generate --model "$cache/llama-110m-$dt-s1.gguf" --prompt-tokens 128 --steps 192 \
           --threads "$threads" --bandwidth --ids 2>&1 >/dev/null)
@@ -43,7 +44,11 @@ for ((r = 1; r <= reps; r++)); do
     frac=$(sed -n 's/.*decode at \([0-9.]*\)% of it.*/\1/p' <<<"$out")
     [ -n "$pre" ] && [ -n "$dec" ] && [ -n "$bw" ] && [ -n "$frac" ] ||
       { echo "engine_speed.sh: could not read bench generate's output:" >&2; echo "$out" >&2; exit 1; }
-    printf '%s %s %s %s %s %s\n' "$dt" "$r" "$pre" "$dec" "$bw" "$frac" | tee -a "$tmp" >&2
+    if [ "$r" -eq 0 ]; then
+      printf '%s warm-up %s %s %s %s (not counted)\n' "$dt" "$pre" "$dec" "$bw" "$frac" >&2
+    else
+      printf '%s %s %s %s %s %s\n' "$dt" "$r" "$pre" "$dec" "$bw" "$frac" | tee -a "$tmp" >&2
+    fi
   done
 done
 
