@@ -450,6 +450,12 @@ static double pl_counter(const cJSON *p, const char *name) {
 
 /* A serving run's KV memory and concurrency over time, one colour per variant: the
  * scheduler's samples (harness/serve.h), not the phase boundaries. 0 when no variant served. */
+/* Item k of a number array; NAN when it is not there (a results.json edited by hand). */
+static double pl_at(const cJSON *arr, int k) {
+    const cJSON *x = cJSON_GetArrayItem(arr, k);
+    return cJSON_IsNumber(x) ? x->valuedouble : NAN;
+}
+
 static int pl_fig_kv_serve(const rr_doc *d, FILE *f, FILE *b) {
     static const char *const colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
     static const char *const cols[] = {"reserved_bytes", "live_bytes", "cached_bytes", "wasted_bytes", "running", "waiting"};
@@ -525,7 +531,19 @@ static int pl_fig_kv(const rr_doc *d, FILE *f, FILE *b) {
         static const char *const phn[] = {"load", "prefill", "end"};
         double tok[3] = {0, prompt, pos_end};
         fprintf(f, "$kv%d << EOD\n# tokens reserved resident live wasted (MiB)\n", i);
-        for (int k = 0; k < 3; k++) {
+        /* the worker's samples where the reserve moved (a dynamic cache's steps), when it sent them */
+        const cJSON *tl = pl_get(p, "kv_timeline"), *tt = pl_get(tl, "tokens");
+        int nt = cJSON_GetArraySize(tt);
+        for (int k = 0; cJSON_IsArray(tt) && k < nt; k++) {
+            double res = pl_at(pl_get(tl, "reserved_bytes"), k) / 1048576, live = pl_at(pl_get(tl, "live_bytes"), k) / 1048576;
+            fprintf(f, "%g", pl_at(tt, k));
+            pl_num(f, res);
+            pl_num(f, NAN);
+            pl_num(f, live);
+            pl_num(f, res - live);
+            fputc('\n', f);
+        }
+        for (int k = 0; k < 3 && !(cJSON_IsArray(tt) && nt > 0); k++) {
             const cJSON *kv = pl_get(pl_get(pl_get(ph, phn[k]), "regions_kib"), "kv");
             double res = kv ? pl_dbl(kv, "size") / 1024 : NAN, rss = kv ? pl_dbl(kv, "rss") / 1024 : NAN;
             if (k == 2 && !isfinite(res) && isfinite(reserved_end)) res = reserved_end / 1048576;
@@ -540,19 +558,27 @@ static int pl_fig_kv(const rr_doc *d, FILE *f, FILE *b) {
         fprintf(f, "EOD\n");
         const char *c = colors[drawn % 8];
         const char *sep = drawn ? ", " : "";
-        /* measured only at the phase boundaries: points, since a line would invent what happened between
-         * (a dynamic cache's reserve moves in steps); live is linear in tokens by construction */
-        fprintf(pf, "%s$kv%d using 1:2 with points ps 1.6 pt 7 lc rgb \"%s\" title \"%s reserved\", "
-                    "'' using 1:3 with points ps 1.6 pt 6 lc rgb \"%s\" title \"%s resident\", "
-                    "'' using 1:4 with linespoints lw 1.5 dt 2 pt 5 lc rgb \"%s\" title \"%s live\", "
-                    "'' using 1:5 with points ps 1.6 pt 9 lc rgb \"%s\" title \"%s wasted\"",
-                sep, i, c, d->v[i].label, c, d->v[i].label, c, d->v[i].label, c, d->v[i].label);
+        /* with the worker's samples the reserve is known at every step where it moved: steps; measured
+         * only at the phase boundaries, points, since a line would invent what happened between */
+        if (cJSON_IsArray(tt) && nt > 0)
+            /* wasted is the gap between the two curves: sampled only where the reserve moved, as a
+             * curve of its own it would be a step function it is not */
+            fprintf(pf, "%s$kv%d using 1:2 with steps lw 2 lc rgb \"%s\" title \"%s reserved\", "
+                        "'' using 1:4 with lines lw 1.5 dt 2 lc rgb \"%s\" title \"%s live\"",
+                    sep, i, c, d->v[i].label, c, d->v[i].label);
+        else
+            fprintf(pf, "%s$kv%d using 1:2 with points ps 1.6 pt 7 lc rgb \"%s\" title \"%s reserved\", "
+                        "'' using 1:3 with points ps 1.6 pt 6 lc rgb \"%s\" title \"%s resident\", "
+                        "'' using 1:4 with linespoints lw 1.5 dt 2 pt 5 lc rgb \"%s\" title \"%s live\", "
+                        "'' using 1:5 with points ps 1.6 pt 9 lc rgb \"%s\" title \"%s wasted\"",
+                    sep, i, c, d->v[i].label, c, d->v[i].label, c, d->v[i].label, c, d->v[i].label);
         drawn++;
     }
     fclose(pf);
     if (drawn) {
-        fprintf(b, "  set title \"%s: KV cache memory against tokens (first counted repetition; measured at load, after prefill, at the end)\\n"
-                   "reserved: the KV mapping's size; resident: its RSS; live: kv.bytes_used pro rata; wasted = reserved - live\"\n",
+        fprintf(b, "  set title \"%s: KV cache memory against tokens (first counted repetition)\\n"
+                   "reserved: the cache's bytes; live: bytes holding positions; wasted = reserved - live, the gap; "
+                   "resident: its RSS\"\n",
                 d->scenario);
         fprintf(b, "  set xlabel \"tokens in the cache\"\n  set ylabel \"MiB\"\n  set grid\n  set yrange [0:*]\n"
                    "  set key outside right\n  plot %s\n",

@@ -421,6 +421,9 @@ static cJSON *rs_proc_json(const rs_input *in, const rn_run *r, int pi) {
 
     cJSON *serve = sv_proc_json(p, p->t_hello);
     if (serve) cJSON_AddItemToObject(o, "serve", serve);
+    /* one sequence: its KV memory at the decode steps where it changed (a dynamic cache's growth) */
+    cJSON *kvt = serve ? NULL : sv_kv_timeline_json(p, p->t_hello);
+    if (kvt) cJSON_AddItemToObject(o, "kv_timeline", kvt);
 
     if ((s->metrics & SC_M_TOKENS) && p->n_tok) {
         cJSON *tk = cJSON_AddObjectToObject(o, "tokens");
@@ -680,7 +683,7 @@ int rs_write_timelines(const rs_input *in, int ri, char *err, size_t errlen) {
         free(buf);
         if (rc) return rc;
     }
-    /* a serving run's KV memory per scheduler step */
+    /* the KV memory per scheduler step (serving) or where it changed (one sequence) */
     for (int pi = 0; pi < r->nproc; pi++) {
         const rn_proc *p = &r->procs[pi];
         size_t len;

@@ -383,6 +383,25 @@ out:
         free(c_);                                                      \
     } while (0)
 
+cJSON *sv_kv_timeline_json(const rn_proc *p, int64_t t0) {
+    if (!p->n_kvs) return NULL;
+    cJSON *kv = cJSON_CreateObject();
+    if (!kv) return NULL;
+    const rn_kv_sample *k = p->kvs;
+    int m = p->n_kvs;
+    SV_COLUMN(kv, "t_ms", m, sv_ms(k[i].t_ns - t0));
+    SV_COLUMN(kv, "step", m, (double)k[i].step);
+    SV_COLUMN(kv, "tokens", m, (double)k[i].tokens);
+    SV_COLUMN(kv, "reserved_bytes", m, (double)k[i].reserved);
+    SV_COLUMN(kv, "live_bytes", m, (double)k[i].live);
+    SV_COLUMN(kv, "cached_bytes", m, (double)k[i].cached);
+    SV_COLUMN(kv, "wasted_bytes", m, (double)k[i].wasted);
+    SV_COLUMN(kv, "running", m, (double)k[i].running);
+    SV_COLUMN(kv, "batch", m, (double)k[i].batch);
+    SV_COLUMN(kv, "waiting", m, (double)k[i].waiting);
+    return kv;
+}
+
 cJSON *sv_proc_json(const rn_proc *p, int64_t t0) {
     if (!p->t_serve_start) return NULL;
     cJSON *o = cJSON_CreateObject();
@@ -407,26 +426,15 @@ cJSON *sv_proc_json(const rn_proc *p, int64_t t0) {
     SV_COLUMN(rq, "ttft_ms", n, sv_ms(r[i].first_ns - r[i].arrival_ns));
     /* null for a one-token request */
     SV_COLUMN(rq, "tpot_ms", n, r[i].n_out > 1 ? sv_ms(r[i].end_ns - r[i].first_ns) / (double)(r[i].n_out - 1) : NAN);
-    cJSON *kv = cJSON_AddObjectToObject(o, "kv_timeline");
-    const rn_kv_sample *k = p->kvs;
-    int m = p->n_kvs;
-    SV_COLUMN(kv, "t_ms", m, sv_ms(k[i].t_ns - t0));
-    SV_COLUMN(kv, "step", m, (double)k[i].step);
-    SV_COLUMN(kv, "tokens", m, (double)k[i].tokens);
-    SV_COLUMN(kv, "reserved_bytes", m, (double)k[i].reserved);
-    SV_COLUMN(kv, "live_bytes", m, (double)k[i].live);
-    SV_COLUMN(kv, "cached_bytes", m, (double)k[i].cached);
-    SV_COLUMN(kv, "wasted_bytes", m, (double)k[i].wasted);
-    SV_COLUMN(kv, "running", m, (double)k[i].running);
-    SV_COLUMN(kv, "batch", m, (double)k[i].batch);
-    SV_COLUMN(kv, "waiting", m, (double)k[i].waiting);
+    cJSON *kv = sv_kv_timeline_json(p, t0);
+    if (kv) cJSON_AddItemToObject(o, "kv_timeline", kv);
     return o;
 }
 #undef SV_COLUMN
 
 char *sv_timeline_csv(const rn_proc *p, int64_t t0, size_t *len) {
     *len = 0;
-    if (!p->t_serve_start || !p->n_kvs) return NULL;
+    if (!p->n_kvs) return NULL;
     char *buf = NULL;
     size_t cap = 0;
     FILE *f = open_memstream(&buf, &cap);

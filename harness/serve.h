@@ -82,8 +82,12 @@ int sv_serve(engine *e, const sc_requests *rq, double temperature, double topp, 
 void sv_metrics(const scenario *s, const rn_proc *p, mt_bag *b);
 /* results.json's "serve" object of one process, times in ms since t0_ns; NULL when not a serving run. */
 struct cJSON *sv_proc_json(const rn_proc *p, int64_t t0_ns);
+/* The KV_SAMPLE events of one process as results.json's "kv_timeline" object: a serving run's
+ * scheduler steps, or a single sequence's decode steps where its KV memory changed; NULL
+ * when it sent none. */
+struct cJSON *sv_kv_timeline_json(const rn_proc *p, int64_t t0_ns);
 /* The KV timeline as CSV (t_ms since t0_ns, step, tokens, bytes, sequences); *out is malloc'd,
- * NULL when not a serving run. */
+ * NULL when the process sent no KV_SAMPLE. */
 char *sv_timeline_csv(const rn_proc *p, int64_t t0_ns, size_t *len);
 
 #endif

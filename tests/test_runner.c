@@ -285,6 +285,65 @@ static void test_results_validate_against_schema(void **state) {
     assert_int_equal(stat(csv, &st), 0);
 }
 
+/* ---- the KV timeline of one sequence ---- */
+
+static double counter_at(const cJSON *proc, const char *name) {
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(proc, "counters"))
+        if (!strcmp(str_at(c, "name"), name)) return num_at(c, "value");
+    return -1;
+}
+
+/* A dynamic cache growing by 16 positions: a row after prefill, one where each growth
+ * shows, one after the last step; prealloc: two rows at one reserve. */
+static void test_kv_timeline_steps(void **state) {
+    fx *f = *state;
+    const char *sc = scenario_file(f, "kvtl", "\"workload\": {\"prompt_tokens\": 8, \"generate\": 60}, \"cache\": \"warm\","
+                                   " \"repetitions\": 1, \"warmup\": 0,"
+                                   " \"matrix\": {\"kv\": [\"prealloc\", {\"name\": \"dynamic\", \"options\": {\"step\": 16}}]}");
+    char out[700];
+    snprintf(out, sizeof(out), "%s/out_kvtl", f->tmp);
+    assert_int_equal(tu_bench("/dev/null", "run '%s' --out '%s' 2>/dev/null", sc, out), 0);
+    cJSON *doc = load_results(out);
+    assert_non_null(doc);
+    assert_schema_valid(doc);
+    const cJSON *run;
+    int seen = 0;
+    cJSON_ArrayForEach(run, cJSON_GetObjectItemCaseSensitive(doc, "runs")) {
+        const cJSON *p = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(run, "processes"), 0);
+        const cJSON *tl = cJSON_GetObjectItemCaseSensitive(p, "kv_timeline");
+        const cJSON *tok = cJSON_GetObjectItemCaseSensitive(tl, "tokens"), *res = cJSON_GetObjectItemCaseSensitive(tl, "reserved_bytes");
+        const cJSON *live = cJSON_GetObjectItemCaseSensitive(tl, "live_bytes");
+        int n = cJSON_GetArraySize(tok);
+        assert_true(n >= 2);
+        assert_int_equal(cJSON_GetArrayItem(tok, 0)->valueint, 8);        /* after prefill */
+        assert_int_equal(cJSON_GetArrayItem(tok, n - 1)->valueint, 8 + 59); /* the last token is never fed back */
+        int moves = 0;
+        for (int i = 1; i < n; i++) {
+            double a = cJSON_GetArrayItem(res, i - 1)->valuedouble, b = cJSON_GetArrayItem(res, i)->valuedouble;
+            assert_true(b >= a);
+            moves += b > a;
+        }
+        /* live grows with the positions: bytes_used at the end, pro rata after prefill */
+        double used = counter_at(p, "kv.bytes_used");
+        assert_true(used > 0);
+        assert_true(cJSON_GetArrayItem(live, n - 1)->valuedouble == used);
+        assert_true(cJSON_GetArrayItem(live, 0)->valuedouble == used / 67 * 8);
+        if (cJSON_GetObjectItemCaseSensitive(run, "variant")->valueint == 0) {
+            assert_int_equal(n, 2);
+            assert_int_equal(moves, 0);
+        } else {
+            /* 8 positions fit the first 16; growth at 16, 32, 48 and 64 */
+            assert_int_equal(moves, 4);
+            assert_int_equal((int)counter_at(p, "kv.grow_events"), moves);
+            assert_int_equal(n, 1 + moves + 1);
+        }
+        seen++;
+    }
+    assert_int_equal(seen, 2);
+    cJSON_Delete(doc);
+}
+
 /* ---- several processes ---- */
 
 static void test_multiprocess_pss(void **state) {
@@ -338,6 +397,7 @@ int main(void) {
         cmocka_unit_test(test_cold_and_warm_runs),
         cmocka_unit_test(test_results_validate_against_schema),
         cmocka_unit_test(test_multiprocess_pss),
+        cmocka_unit_test(test_kv_timeline_steps),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
