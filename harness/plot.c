@@ -403,38 +403,82 @@ static int pl_fig_faults(const rr_doc *d, FILE *f, FILE *b) {
 
 /* ---- figure: allocator ns/op ---- */
 
-static int pl_fig_alloc(const rr_doc *d, FILE *f, FILE *b) {
-    /* the workloads: every metric whose unit is ns/op, in first-seen order */
-    const char *names[64];
-    int nn = 0;
-    for (int i = 0; i < d->n; i++) {
-        const cJSON *m;
-        cJSON_ArrayForEach(m, pl_get(d->v[i].summary, "metrics")) {
-            const cJSON *u = pl_get(m, "unit");
-            if (!cJSON_IsString(u) || strcmp(u->valuestring, "ns/op")) continue;
-            int seen = 0;
-            for (int q = 0; q < nn; q++) seen |= !strcmp(names[q], m->string);
-            if (!seen && nn < 64) names[nn++] = m->string;
-        }
+/* The value of axis `axis` in a variant key ("alloc=libc,workload=churn64") into out; 0 when absent. */
+static int pl_key_axis(const char *key, const char *axis, char *out, size_t len) {
+    size_t al = strlen(axis);
+    for (const char *p = key; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
+        if (strncmp(p, axis, al) || p[al] != '=') continue;
+        const char *v = p + al + 1;
+        snprintf(out, len, "%.*s", (int)strcspn(v, ","), v);
+        return 1;
     }
-    if (!nn) return 0;
-    fprintf(f, "$ns << EOD\n");
-    for (int q = 0; q < nn; q++) {
-        pl_quote(f, names[q]);
-        for (int i = 0; i < d->n; i++) pl_num(f, rr_summary_num(&d->v[i], names[q], "median"));
+    return 0;
+}
+
+/* Index of name in names (adding it when new and there is room); -1 when full. */
+static int pl_intern(char names[][64], int *n, int max, const char *name) {
+    for (int i = 0; i < *n; i++)
+        if (!strcmp(names[i], name)) return i;
+    if (*n == max) return -1;
+    snprintf(names[*n], 64, "%s", name);
+    return (*n)++;
+}
+
+/* An allocator scenario (harness/alloc_workload.h): one variant per allocator x workload.
+ * Panel 1: ns per op (mean over the timed pass; median over repetitions, bars min..max),
+ * log scale, since the cells span 4 ns to 500 us. Panel 2: each allocator relative to the
+ * first one (libc in the shipped scenario), the table's "x" column. */
+static int pl_fig_alloc(const rr_doc *d, FILE *f, FILE *b) {
+    enum { MAXW = 32, MAXA = 12 };
+    char work[MAXW][64], alloc[MAXA][64], buf[64];
+    int nw = 0, na = 0;
+    double med[MAXW][MAXA], lo[MAXW][MAXA], hi[MAXW][MAXA];
+    for (int w = 0; w < MAXW; w++)
+        for (int k = 0; k < MAXA; k++) med[w][k] = lo[w][k] = hi[w][k] = NAN;
+    for (int i = 0; i < d->n; i++) {
+        const rr_variant *v = &d->v[i];
+        double m = rr_summary_num(v, "mod.aw.ns_per_op", "median");
+        if (!isfinite(m) || !pl_key_axis(v->key, "workload", buf, sizeof(buf))) continue;
+        int w = pl_intern(work, &nw, MAXW, buf);
+        /* the allocator's label: the key's alloc value, or the variant label's first part */
+        if (!pl_key_axis(v->key, "alloc", buf, sizeof(buf))) snprintf(buf, sizeof(buf), "%.*s", (int)strcspn(v->label, "/"), v->label);
+        int k = pl_intern(alloc, &na, MAXA, buf);
+        if (w < 0 || k < 0) continue;
+        med[w][k] = m;
+        lo[w][k] = rr_summary_num(v, "mod.aw.ns_per_op", "min");
+        hi[w][k] = rr_summary_num(v, "mod.aw.ns_per_op", "max");
+    }
+    if (!nw || !na) return 0;
+    fprintf(f, "$ns << EOD\n# workload, then per allocator: median min max (ns/op), median relative to %s\n", alloc[0]);
+    for (int w = 0; w < nw; w++) {
+        pl_quote(f, work[w]);
+        for (int k = 0; k < na; k++) {
+            pl_num(f, med[w][k]);
+            pl_num(f, lo[w][k]);
+            pl_num(f, hi[w][k]);
+            pl_num(f, med[w][0] > 0 ? med[w][k] / med[w][0] : NAN);
+        }
         fputc('\n', f);
     }
     fprintf(f, "EOD\n");
-    fprintf(b, "  set title \"%s: allocator cost per operation (median over repetitions)\"\n", d->scenario);
-    fprintf(b, "  set style data histograms\n  set style histogram clustered gap 1\n  set style fill solid 0.6 border -1\n"
-               "  set grid ytics\n  set yrange [0:*]\n  set ylabel \"ns/op\"\n  set xlabel \"workload\"\n"
-               "  set xtics rotate by -30\n  set key top left\n  plot ");
-    for (int i = 0; i < d->n; i++) {
-        fprintf(b, "%s$ns using %d%s title ", i ? ", " : "", i + 2, i ? "" : ":xtic(1)");
-        pl_quote(b, d->v[i].label);
+    fprintf(b, "  set multiplot layout 2,1 title \"%s: allocator cost per operation (op = one alloc or one free; "
+               "median over repetitions)\"\n", d->scenario);
+    fprintf(b, "  set style data histograms\n  set style fill solid 0.6 border -1\n  set grid ytics\n"
+               "  set logscale y\n  set xtics rotate by -30\n  set key outside right\n");
+    fprintf(b, "  set style histogram errorbars gap 1 lw 1\n  set title \"ns per op (bars: min .. max)\"\n"
+               "  set ylabel \"ns/op (log)\"\n  plot ");
+    for (int k = 0; k < na; k++) {
+        fprintf(b, "%s$ns using %d:%d:%d%s title ", k ? ", " : "", 2 + 4 * k, 3 + 4 * k, 4 + 4 * k, k ? "" : ":xtic(1)");
+        pl_quote(b, alloc[k]);
     }
-    fprintf(b, "\n");
-    return 1;
+    fprintf(b, "\n  set style histogram clustered gap 1\n  set title \"relative to %s (1 = as fast; below 1 is faster)\"\n"
+               "  set ylabel \"x %s (log)\"\n  plot ", alloc[0], alloc[0]);
+    for (int k = 0; k < na; k++) {
+        fprintf(b, "%s$ns using %d%s title ", k ? ", " : "", 5 + 4 * k, k ? "" : ":xtic(1)");
+        pl_quote(b, alloc[k]);
+    }
+    fprintf(b, ", 1 with lines lc rgb \"black\" dt 2 notitle\n  unset multiplot\n  unset logscale y\n");
+    return 2;
 }
 
 /* ---- figure: KV bytes against tokens ---- */
@@ -787,7 +831,8 @@ int pl_results(const rr_doc *d, int *n_figures, char *err, size_t errlen) {
             fclose(bf);
             int h = 520;
             if (k == 0 && got > 0) h = 80 + 250 * got;
-            if (!strcmp(pl_figure_names[k], "kv") && got > 1) h = 860;   /* the serving figure's two panels */
+            /* the two-panel figures: serving KV, allocators */
+            if ((!strcmp(pl_figure_names[k], "kv") || !strcmp(pl_figure_names[k], "alloc")) && got > 1) h = 860;
             if (got < 0 || pl_end(f, pl_figure_names[k], body, 1000, h, term)) {
                 free(body);
                 snprintf(err, errlen, "%s: out of memory or write error", path);

@@ -1,8 +1,8 @@
 /* bench plot and report.html on a real run of stories260K: bench run draws the
  * figures at its end (PNG and SVG of each kind the results have data for), the
  * report renders in headless Chromium with every figure decoded and the run's
- * numbers in its table, a run without gnuplot still gets its report, and an
- * allocator-style result (ns/op metrics) gets its figure. Skips the gnuplot and
+ * numbers in its table, a run without gnuplot still gets its report, and a
+ * real allocator run gets its figure. Skips the gnuplot and
  * Chromium parts, with a message, where they are not installed. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -203,49 +203,52 @@ static void test_without_gnuplot(void **state) {
 }
 
 /* An allocator scenario's results: every variant an allocator, metrics in ns/op. */
+/* A real allocator run (2 allocators x 2 workloads): its figure has a bar per allocator
+ * and workload, and a panel relative to the first allocator. */
 static void test_alloc_figure(void **state) {
     (void)state;
     if (!g->ran) skip();
     if (!pl_gnuplot_found(NULL)) skip();
-    char src[800], dir[800], dst[900];
-    snprintf(src, sizeof(src), "%s/results.json", g->run);
+    char sc[800], dir[800];
+    snprintf(sc, sizeof(sc), "%s/alloc.json", g->tmp);
     snprintf(dir, sizeof(dir), "%s/alloc", g->tmp);
-    snprintf(dst, sizeof(dst), "%s/results.json", dir);
-    mkdir(dir, 0777);
-    char *t = slurp(src);
-    assert_non_null(t);
-    cJSON *doc = cJSON_Parse(t);
-    free(t);
-    assert_non_null(doc);
-    const cJSON *s;
-    int k = 0;
-    cJSON_ArrayForEach(s, cJSON_GetObjectItemCaseSensitive(doc, "summary")) {
-        cJSON *m = cJSON_GetObjectItemCaseSensitive(s, "metrics");
-        static const char *const w[] = {"churn64_ns_op", "mixed_ns_op"};
-        for (int i = 0; i < 2; i++) {
-            cJSON *x = cJSON_AddObjectToObject(m, w[i]);
-            cJSON_AddStringToObject(x, "unit", "ns/op");
-            cJSON_AddNumberToObject(x, "median", 10.0 * (k + 1) * (i + 1));
-        }
-        k++;
-    }
-    char *text = cJSON_Print(doc);
-    cJSON_Delete(doc);
-    FILE *f = fopen(dst, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-    free(text);
-    assert_int_equal(tu_bench("/dev/null", "plot '%s' 2>/dev/null", dir), 0);
+    FILE *o = fopen(sc, "w");
+    assert_non_null(o);
+    fprintf(o, "{\"kind\": \"allocators\", \"name\": \"allocfig\", \"allocators\": [\"libc\", \"arena\"],"
+               " \"workloads\": [{\"name\": \"churn64\", \"pattern\": \"churn\", \"size\": 64, \"ops\": 20000},"
+               " {\"name\": \"lifo256\", \"pattern\": \"lifo\", \"size\": 256, \"live\": 100, \"ops\": 20000}],"
+               " \"repetitions\": 2, \"warmup\": 0}");
+    fclose(o);
+    assert_int_equal(tu_bench("/dev/null", "run '%s' --out '%s' 2>/dev/null", sc, dir), 0);
     char png[900], svg[900];
     snprintf(png, sizeof(png), "%s/plots/alloc.png", dir);
     snprintf(svg, sizeof(svg), "%s/plots/alloc.svg", dir);
     assert_true(file_size(png) > 1000);
     char *sv = slurp(svg);
     assert_non_null(sv);
-    assert_non_null(strstr(sv, "ns/op"));
-    assert_non_null(strstr(sv, "churn64_ns_op"));
+    static const char *const want[] = {"ns/op", "churn64", "lifo256", "libc", "arena", "relative to libc"};
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        if (!strstr(sv, want[i])) fprintf(stderr, "alloc.svg lacks \"%s\"\n", want[i]);
+        assert_non_null(strstr(sv, want[i]));
+    }
     free(sv);
+    /* the data block holds each cell's median from the summary: libc's churn64 bar */
+    char gp[900];
+    snprintf(gp, sizeof(gp), "%s/plots/alloc.gp", dir);
+    char *script = slurp(gp);
+    assert_non_null(script);
+    rr_doc d;
+    char err[256];
+    assert_int_equal(rr_load(dir, &d, err, sizeof(err)), 0);
+    const rr_variant *v = rr_find_variant(&d, "alloc=libc,workload=churn64");
+    assert_non_null(v);
+    double m = rr_summary_num(v, "mod.aw.ns_per_op", "median");
+    assert_true(m > 0);
+    char cell[64];
+    snprintf(cell, sizeof(cell), "\"churn64\" %.9g", m);
+    assert_non_null(strstr(script, cell));
+    rr_free(&d);
+    free(script);
 }
 
 static void test_plot_bad_input(void **state) {
