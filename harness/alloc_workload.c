@@ -732,6 +732,14 @@ __attribute__((noinline)) static int aw_run_prodcon(aw_run *r, uint64_t ops) {
         while (h - atomic_load_explicit(&q->tail, memory_order_acquire) >= AW_RING) sched_yield();
         if (r->locked) pthread_mutex_lock(&r->mu);
         void *p = f.alloc(f.ctx, (size_t)sz, (size_t)r->w->align);
+        /* counted live under the lock: else the consumer, freeing the last counted block,
+         * could reset the arena between this alloc and its count, and p would be freed
+         * after the reset (caught as misuse in debug builds) */
+        uint64_t lb = 0;
+        if (p) {
+            lb = atomic_fetch_add_explicit(&r->a_live_bytes, sz, memory_order_relaxed) + sz;
+            atomic_fetch_add_explicit(&r->a_live_blocks, 1, memory_order_relaxed);
+        }
         if (r->locked) pthread_mutex_unlock(&r->mu);
         if (!p) {
             /* the consumer waits for q->n blocks: stop it by passing NULLs it will not free */
@@ -739,8 +747,6 @@ __attribute__((noinline)) static int aw_run_prodcon(aw_run *r, uint64_t ops) {
             break;
         }
         aw_touch_t(p, sz, r->w->touch);
-        uint64_t lb = atomic_fetch_add_explicit(&r->a_live_bytes, sz, memory_order_relaxed) + sz;
-        atomic_fetch_add_explicit(&r->a_live_blocks, 1, memory_order_relaxed);
         if (lb > r->peak_live) r->peak_live = lb;
         q->v[h % AW_RING] = p;
         atomic_store_explicit(&q->head, h + 1, memory_order_release);
