@@ -342,10 +342,10 @@ int cmp_ratios(const rr_doc *a, const rr_doc *b, const cmp_ratio *q, cmp_report 
         snprintf(r->metric, sizeof(r->metric), "ratio %s %s/%s", q->metric, q->num, q->den);
         snprintf(r->unit, sizeof(r->unit), "x");
         r->cls = CMP_EXACT;
-        double tn, td, tb;
+        double tn, td, tol_b; /* B's tolerances are not used: the band is A's */
         double na = cmp_var_median(a, b->v[i].key, q->metric, &tn), da = cmp_var_median(a, den_key, q->metric, &td);
         r->a = da != 0 ? na / da : NAN;
-        double nb = cmp_var_median(b, b->v[i].key, q->metric, &tb), db = cmp_var_median(b, den_key, q->metric, &tb);
+        double nb = cmp_var_median(b, b->v[i].key, q->metric, &tol_b), db = cmp_var_median(b, den_key, q->metric, &tol_b);
         r->b = db != 0 ? nb / db : NAN;
         r->na = r->nb = 1;
         r->p = NAN;

@@ -327,18 +327,17 @@ int worker_exec(const char *spec_text, const char *spec_name, const worker_opts 
  * fields of a serving run's step, one sequence running). Sent after prefill, then only where
  * the reserve moved and after the last step, so a dynamic cache's growth is seen without an
  * event per token. */
-static void wk_kv_sample(wk_ctx *c, const engine *e, int64_t step, int64_t tokens) {
-    engine_kv_mem kv = engine_kv_memory(e);
+static void wk_kv_sample(wk_ctx *c, const engine_kv_mem *kv, int64_t step, int64_t tokens) {
     bench_event ev;
     memset(&ev, 0, sizeof(ev));
     ev.type = BENCH_EV_KV_SAMPLE;
     ev.t_ns = wk_now();
     ev.a = step;
     ev.b = tokens;
-    ev.x[BENCH_KVS_RESERVED] = (int64_t)kv.reserved;
-    ev.x[BENCH_KVS_LIVE] = (int64_t)kv.live;
-    ev.x[BENCH_KVS_CACHED] = (int64_t)kv.cached;
-    ev.x[BENCH_KVS_WASTED] = (int64_t)kv.wasted;
+    ev.x[BENCH_KVS_RESERVED] = (int64_t)kv->reserved;
+    ev.x[BENCH_KVS_LIVE] = (int64_t)kv->live;
+    ev.x[BENCH_KVS_CACHED] = (int64_t)kv->cached;
+    ev.x[BENCH_KVS_WASTED] = (int64_t)kv->wasted;
     ev.x[BENCH_KVS_RUNNING] = 1;
     ev.x[BENCH_KVS_BATCH] = 1;
     wk_write(c, &ev);
@@ -389,8 +388,9 @@ static int wk_generate(wk_ctx *c, const wk_spec *s, engine *e, int64_t *produced
     int n = n_prompt;
     ids[n++] = engine_sample(e, smp, logits);
     if (wk_send(c, BENCH_EV_PREFILL_END, 1, n_prompt, ids[n - 1], NULL, NULL, 0)) goto out;
-    wk_kv_sample(c, e, 0, n_prompt);
-    double reserved = engine_kv_memory(e).reserved;
+    engine_kv_mem kv = engine_kv_memory(e);
+    wk_kv_sample(c, &kv, 0, n_prompt);
+    double reserved = kv.reserved;
 
     /* exactly `generate` tokens: EOS/BOS do not stop a benchmark, so variants do the same work */
     wk_send(c, BENCH_EV_DECODE_START, 0, 0, 0, NULL, NULL, 0);
@@ -405,9 +405,10 @@ static int wk_generate(wk_ctx *c, const wk_spec *s, engine *e, int64_t *produced
             }
             ids[n++] = engine_sample(e, smp, logits);
             wk_send(c, BENCH_EV_TOKEN, 0, k, ids[n - 1], NULL, NULL, 0);
-            if (pass == 0 && (k == s->generate - 1 || engine_kv_memory(e).reserved != reserved)) {
-                wk_kv_sample(c, e, k, n - 1);
-                reserved = engine_kv_memory(e).reserved;
+            if (pass == 0) {
+                kv = engine_kv_memory(e);
+                if (k == s->generate - 1 || kv.reserved != reserved) wk_kv_sample(c, &kv, k, n - 1);
+                reserved = kv.reserved;
             }
         }
     }
