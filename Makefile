@@ -30,9 +30,9 @@ else ifneq ($(OPT),-O0)
   CPPFLAGS += -DNDEBUG
 endif
 
-CORE_SRC    := $(wildcard engines/core/*.c)
+CORE_SRC    := $(wildcard engines/core/*/*.c)
 ALLOC_SRC   := $(wildcard allocators/*.c)
-HARNESS_SRC := $(filter-out harness/main.c,$(wildcard harness/*.c))
+HARNESS_SRC := $(filter-out harness/cli/main.c,$(wildcard harness/*/*.c))
 MODULE_SRC  := $(wildcard engines/modules/*.c)
 MODCOMMON_SRC := $(wildcard engines/modules/common/*.c)
 CUDAHOST_SRC := $(wildcard engines/cuda/host/*.c)
@@ -85,14 +85,14 @@ $(BUILD)/obj/%.o: %.c
 
 # results.json records how the binary was built.
 BUILD_FLAGS := $(CC) $(CFLAGS) $(filter -DNDEBUG,$(CPPFLAGS))
-$(BUILD)/obj/harness/results.o: CPPFLAGS += -DBENCH_CFLAGS='"$(BUILD_FLAGS)"'
+$(BUILD)/obj/harness/report/results.o: CPPFLAGS += -DBENCH_CFLAGS='"$(BUILD_FLAGS)"'
 
 $(BUILD)/libbench.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
 # -rdynamic is not needed: modules link nothing of the driver's.
-$(BUILD)/bench: $(call obj,harness/main.c) $(BUILD)/libbench.a
+$(BUILD)/bench: $(call obj,harness/cli/main.c) $(BUILD)/libbench.a
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
 $(BUILD)/modules/%.so: $(call obj,engines/modules/%.c) $(MODCOMMON_OBJ)

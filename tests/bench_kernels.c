@@ -2,7 +2,7 @@
  * Not a test (no test_ prefix, so the Makefile does not build it):
  *
  *   gcc -std=c17 -D_GNU_SOURCE -I. -O2 -pthread tests/bench_kernels.c \
- *       engines/core/kernels*.c engines/core/threadpool.c -lm -o /tmp/bench_kernels
+ *       engines/core/kernels*.c engines/core/compute/threadpool.c -lm -o /tmp/bench_kernels
  *   /tmp/bench_kernels [--isa avx512|avx2|portable] [--dtype f32|f16|bf16|q8_0]
  *                      [--threads N] [--reps N] [--no-prefill]
  *
@@ -25,7 +25,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "engines/core/kernels.h"
+#include "engines/core/compute/kernels.h"
 
 #define BK_MIB (1024.0 * 1024.0)
 #define BK_COLD_BYTES (256u << 20) /* rotate single matrices through this much memory */

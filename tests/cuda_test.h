@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "engines/abi/device.h"
-#include "engines/core/modreg.h"
+#include "engines/core/runtime/modreg.h"
 #include "tests/lib/testutil.h"
 
 enum { CT_NOT_BUILT, CT_NO_GPU, CT_GPU };

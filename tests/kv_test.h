@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "engines/abi/kv.h"
-#include "engines/core/engine.h"
-#include "engines/core/modreg.h"
+#include "engines/core/runtime/engine.h"
+#include "engines/core/runtime/modreg.h"
 #include "tests/lib/testutil.h"
 
 typedef struct kvt {

@@ -1,4 +1,4 @@
-/* Allocator scenarios (harness/alloc_workload.c) and traces (allocators/alloc_trace.c):
+/* Allocator scenarios (harness/child/alloc_workload.c) and traces (engines/core/runtime/alloc_trace.c):
  * validation with JSON paths, a tiny scenario end to end with deterministic counts,
  * a trace recorded by `bench generate --trace-alloc` and replayed, and the greedy
  * output of stories260K with every allocator module. */
@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "allocators/alloc_trace.h"
-#include "harness/alloc_workload.h"
-#include "harness/scenario.h"
+#include "engines/core/runtime/alloc_trace.h"
+#include "harness/child/alloc_workload.h"
+#include "harness/spec/scenario.h"
 #include "tests/lib/testutil.h"
 
 static const char *const allocs[] = {"libc", "jemalloc", "mimalloc", "arena", "slab", "buddy"};

@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include "harness/compare.h"
+#include "harness/report/compare.h"
 #include "tests/lib/testutil.h"
 
 typedef struct fx {

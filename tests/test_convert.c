@@ -15,11 +15,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engines/core/hf_names.h"
-#include "engines/core/kernels.h"
-#include "engines/core/model.h"
-#include "engines/core/model_write.h"
-#include "harness/commands.h"
+#include "engines/core/model/hf_names.h"
+#include "engines/core/compute/kernels.h"
+#include "engines/core/model/model.h"
+#include "engines/core/model/model_write.h"
+#include "harness/cli/commands.h"
 #include "tests/lib/testutil.h"
 
 typedef struct fixture {

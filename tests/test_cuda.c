@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engines/core/engine.h"
+#include "engines/core/runtime/engine.h"
 #include "tests/cuda_test.h"
 #include "tests/lib/testutil.h"
 

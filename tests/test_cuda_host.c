@@ -272,7 +272,7 @@ static int cand_cmp(const void *a, const void *b) {
     return (x->i > y->i) - (x->i < y->i);
 }
 
-/* engines/core/sampler.c's sample_topp / sample_mult, line for line */
+/* engines/core/runtime/sampler.c's sample_topp / sample_mult, line for line */
 static int sorted_draw(const float *p, int n, float topp, float coin) {
     if (!(topp < 1)) {
         float cdf = 0;

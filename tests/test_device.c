@@ -13,11 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engines/core/engine.h"
-#include "engines/core/modreg.h"
-#include "harness/compare.h"
-#include "harness/runner.h"
-#include "harness/scenario.h"
+#include "engines/core/runtime/engine.h"
+#include "engines/core/runtime/modreg.h"
+#include "harness/report/compare.h"
+#include "harness/parent/runner.h"
+#include "harness/spec/scenario.h"
 #include "tests/cuda_test.h"
 #include "tests/lib/testutil.h"
 

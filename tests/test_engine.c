@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engines/core/engine.h"
+#include "engines/core/runtime/engine.h"
 #include "tests/lib/testutil.h"
 
 #define MAX_IDS 256

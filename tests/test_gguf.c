@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engines/core/model.h"
+#include "engines/core/model/model.h"
 #include "tests/lib/testutil.h"
 
 static char tmp[512];

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engines/core/kernels.h"
+#include "engines/core/compute/kernels.h"
 
 #define KN_TEST_RTOL 2e-5
 

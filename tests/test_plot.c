@@ -19,8 +19,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "harness/plot.h"
-#include "harness/resread.h"
+#include "harness/report/plot.h"
+#include "harness/report/resread.h"
 #include "tests/lib/testutil.h"
 
 typedef struct fx {

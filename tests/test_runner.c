@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "harness/pagecache.h"
+#include "harness/parent/pagecache.h"
 #include "tests/lib/harness_jsonschema.h"
 #include "tests/lib/testutil.h"
 

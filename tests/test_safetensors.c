@@ -20,9 +20,9 @@
 #include <unistd.h>
 
 #include "engines/abi/module.h"
-#include "engines/core/hf_names.h"
-#include "engines/core/model.h"
-#include "engines/core/model_write.h"
+#include "engines/core/model/hf_names.h"
+#include "engines/core/model/model.h"
+#include "engines/core/model/model_write.h"
 #include "tests/lib/testutil.h"
 
 static char tmp[512];

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "engines/core/sampler.h"
+#include "engines/core/runtime/sampler.h"
 
 static void test_create_rejects_empty_vocab(void **state) {
     (void)state;

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/scenario.h"
+#include "harness/spec/scenario.h"
 #include "tests/lib/testutil.h"
 
 static char model_path[512];

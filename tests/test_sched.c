@@ -1,4 +1,4 @@
-/* The engine with several sequences and the serving scheduler (engines/core/sched.h),
+/* The engine with several sequences and the serving scheduler (engines/core/runtime/sched.h),
  * on stories260K with the kv modules block, token and prealloc:
  *   - greedy ids equal the oracle for one request, and for each request of a batch
  *     they equal that request's ids run alone (batched decode, queueing, preemption);
@@ -18,7 +18,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "engines/core/sched.h"
+#include "engines/core/runtime/sched.h"
 #include "tests/kv_test.h"
 
 typedef struct fx {

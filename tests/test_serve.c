@@ -1,5 +1,5 @@
 /* Serving runs end to end through $BENCH_BIN (`bench run` of a scenario with
- * workload.requests, harness/serve.h) on stories260K, kv block, token and prealloc:
+ * workload.requests, harness/child/serve.h) on stories260K, kv block, token and prealloc:
  *   - results.json validates against docs/results-schema.json, and holds every request
  *     and the KV timeline; results.csv, the table and the KV timeline CSV have them too;
  *   - every variant serves the same requests and generates the same number of tokens;
@@ -26,8 +26,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "harness/plot.h"
-#include "harness/serve.h"
+#include "harness/report/plot.h"
+#include "harness/child/serve.h"
 #include "tests/lib/harness_jsonschema.h"
 #include "tests/lib/testutil.h"
 

@@ -15,11 +15,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engines/core/engine.h"
-#include "engines/core/kernels.h"
-#include "engines/core/model_write.h"
-#include "engines/core/synth.h"
-#include "engines/core/tokenizer.h"
+#include "engines/core/runtime/engine.h"
+#include "engines/core/compute/kernels.h"
+#include "engines/core/model/model_write.h"
+#include "engines/core/model/synth.h"
+#include "engines/core/runtime/tokenizer.h"
 #include "tests/lib/testutil.h"
 
 static char tmp[512];

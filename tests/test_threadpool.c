@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "engines/core/threadpool.h"
+#include "engines/core/compute/threadpool.h"
 
 typedef struct count_job {
     atomic_int *hits;       /* (n_tasks) times each task ran */

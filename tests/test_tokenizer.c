@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engines/core/model.h"
-#include "engines/core/tokenizer.h"
+#include "engines/core/model/model.h"
+#include "engines/core/runtime/tokenizer.h"
 #include "tests/lib/testutil.h"
 
 #define MAX_IDS 4096

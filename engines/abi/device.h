@@ -1,6 +1,6 @@
 /* Family "device": an accelerator that runs the forward pass. Version BENCH_DEVICE_IFACE_VERSION.
  *
- * The CPU is no module: the core's own forward pass (engines/core/transformer.c) runs
+ * The CPU is no module: the core's own forward pass (engines/core/compute/transformer.c) runs
  * there. A device module `device_<name>.so` owns what the forward pass needs on its
  * device: a context and a stream, the kernels, scratch memory, and the device's own
  * measurements (memory in use, event timings, kernel time shares), which it reports
@@ -8,7 +8,7 @@
  * device (<dir>/<name>/<family>_<name>.so, see module.h): they receive the device's
  * stream in bench_host.stream and deal in device pointers.
  *
- * Order of calls (engines/core/devhost.c):
+ * Order of calls (engines/core/runtime/devhost.c):
  *   probe -> create -> [loader open + load, kv create, with host.stream = create's stream]
  *         -> bind -> { forward, sample }* -> counters -> destroy (after the loader and KV
  *            modules are closed: their device memory goes first)
@@ -39,7 +39,7 @@ typedef struct bench_dev_layer {
     bench_dev_matrix w2;            /* (dim, hidden) down */
 } bench_dev_layer;
 
-/* The model as the device runs it: the core's description (engines/core/model.h) with
+/* The model as the device runs it: the core's description (engines/core/model/model.h) with
  * every tensor already bound to the loader's device pointers. */
 typedef struct bench_dev_model {
     int dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size;
@@ -62,13 +62,13 @@ struct bench_device_iface {
     int  (*create)(const bench_opts *opts, void **ctx, void **stream, char *err, size_t errlen);
     /* Keeps m (the weights stay the loader's) and sizes what the forward pass needs. */
     int  (*bind)(void *ctx, const bench_dev_model *m, char *err, size_t errlen);
-    /* As tf_forward (engines/core/transformer.h): tokens (n) at positions pos0.. of sequence
+    /* As tf_forward (engines/core/compute/transformer.h): tokens (n) at positions pos0.. of sequence
      * seq, host arrays in and out; logits (n_out, vocab) of the last n_out positions. Returns
      * when the logits are on the host. The KV room is reserved. */
     int  (*forward)(void *ctx, int seq, const int *tokens, int n, int pos0, float *logits, int n_out,
                     char *err, size_t errlen);
     /* (optional) The next token from the last logits row of the last forward, drawn on the
-     * device as engines/core/sampler.c draws it: temperature 0 is the first index of the
+     * device as engines/core/runtime/sampler.c draws it: temperature 0 is the first index of the
      * maximum; else softmax(logits / temperature), the top-p nucleus, and coin in [0, 1).
      * Default: the engine samples the host's copy of the logits. */
     int  (*sample)(void *ctx, float temperature, float topp, float coin, int *token, char *err, size_t errlen);

@@ -2,7 +2,7 @@
  * conversion, decode GEMV, argmax and top-p sampling, and the triad bandwidth probe.
  * Prefill's matrix products go to cuBLAS (device_cuda.c). Launchers: kernels.h.
  *
- * Numerics follow engines/core/transformer.c where it matters for greedy ids: f32
+ * Numerics follow engines/core/compute/transformer.c where it matters for greedy ids: f32
  * everywhere, the same formulas (1/sqrt(ss/dim + eps), theta^(-i/hd), x/(1+exp(-x))),
  * no fast-math intrinsics; only the order of the sums differs (tree reductions).
  */

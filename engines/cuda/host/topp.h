@@ -1,6 +1,6 @@
 /* The top-p (nucleus) draw of the CUDA sampler, without a sort: the reference on the
  * host of what the kernel does (engines/cuda/kernels.cu, sample_kernel), tested against
- * the sort-based draw of engines/core/sampler.c on the CPU (tests/test_cuda_host.c).
+ * the sort-based draw of engines/core/runtime/sampler.c on the CPU (tests/test_cuda_host.c).
  *
  * sampler.c sorts the candidates (p >= cutoff = (1 - topp) / (n - 1)) by probability,
  * descending, ties by index; takes the shortest prefix whose mass exceeds topp (all of

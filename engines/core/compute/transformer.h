@@ -1,0 +1,69 @@
+/* The Llama forward pass on the CPU: RMSNorm, RoPE, grouped-query attention
+ * (through the KV module), SwiGLU, tied or untied classifier. Activations are
+ * f32; weights are read in their stored dtype by the kernels. */
+#ifndef BENCH_TRANSFORMER_H
+#define BENCH_TRANSFORMER_H
+
+#include "engines/core/model/model.h"
+#include "threadpool.h"
+#include "engines/abi/kv.h"
+#include "engines/abi/alloc.h"
+
+typedef struct tf_matrix {
+    const void *data;
+    bench_dtype dtype;
+    int rows, cols;
+} tf_matrix;
+
+typedef struct tf_layer {
+    const float *attn_norm;     /* (dim) */
+    const float *ffn_norm;      /* (dim) */
+    tf_matrix wq;               /* (n_heads*hd, dim) */
+    tf_matrix wk, wv;           /* (kv_dim, dim) */
+    tf_matrix wo;               /* (dim, n_heads*hd) */
+    tf_matrix w1, w3;           /* (hidden, dim) gate, up */
+    tf_matrix w2;               /* (dim, hidden) down */
+} tf_layer;
+
+typedef struct tf_weights {
+    tf_matrix tok_embd;         /* (vocab, dim) */
+    const float *out_norm;      /* (dim) */
+    tf_matrix output;           /* (vocab, dim); tok_embd when tied */
+    tf_layer *layers;           /* (n_layers) */
+} tf_weights;
+
+/* Points the weights at the loaded tensor bytes (data[i] is tensor i of m). */
+int tf_bind(const model *m, const void *const *data, tf_weights *w, char *err, size_t errlen);
+void tf_unbind(tf_weights *w);
+
+typedef struct tf_ctx {
+    const model_config *cfg;
+    const tf_weights *w;
+    tp_pool *pool;
+    const struct bench_kv_iface *kv;
+    void *kv_ctx;
+    const bench_allocator *alloc;   /* scratch and activations, taken and given back per call */
+    uint64_t scratch_allocs;        /* allocations made for scratch, all calls */
+} tf_ctx;
+
+/* Runs n tokens at positions pos0.. of sequence seq. logits: (n_out, vocab) for the
+ * last n_out positions (1 for generation, n for tests). The KV room must be reserved. */
+int tf_forward(tf_ctx *t, int seq, const int *tokens, int n, int pos0, float *logits, int n_out,
+               char *err, size_t errlen);
+
+/* A run of consecutive positions pos0 .. pos0+n-1 of one sequence inside a forward pass. */
+typedef struct tf_span {
+    int seq, pos0, n;
+} tf_span;
+
+/* One forward pass over the tokens of several spans, laid out in span order
+ * (sum of span n tokens): the matrix work runs over all of them at once (the
+ * weights are read once per pass), RoPE rotates each row at its own position,
+ * and attention runs per span through the KV module. A batched decode is one
+ * span of one token per sequence; tf_forward is the case of one span.
+ * logits: (n_out, vocab) for the last n_out tokens. Every span's room must be
+ * reserved, and no sequence may appear in two spans. */
+int tf_forward_spans(tf_ctx *t, const tf_span *spans, int n_spans, const int *tokens, float *logits, int n_out,
+                     char *err, size_t errlen);
+
+#endif

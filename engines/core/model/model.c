@@ -1,0 +1,297 @@
+/* Model description: format dispatch, the llama2.c checkpoint parser, and the
+ * helpers every format parser shares.
+ *
+ * llama2.c checkpoint (v0), little endian:
+ *   offset 0   int32 dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size, seq_len
+ *              (vocab_size < 0: the classifier is stored separately, "unshared")
+ *   offset 28  f32 token_embedding (vocab, dim)
+ *              f32 rms_att (layer, dim)
+ *              f32 wq (layer, n_heads*hd, dim), wk (layer, kv_dim, dim), wv (layer, kv_dim, dim)
+ *              f32 wo (layer, dim, n_heads*hd)
+ *              f32 rms_ffn (layer, dim)
+ *              f32 w1 (layer, hidden, dim), w2 (layer, dim, hidden), w3 (layer, hidden, dim)
+ *              f32 rms_final (dim)
+ *              f32 freq_cis_real (seq_len, hd/2), freq_cis_imag (seq_len, hd/2)  (unused: RoPE is computed)
+ *              f32 wcls (vocab, dim)  only when unshared
+ * Each layer's slice of a stacked array becomes its own tensor, pointing into the file.
+ */
+#include "model.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "engines/abi/module.h"
+
+const char *model_format_name(model_format f) {
+    switch (f) {
+    case MODEL_FORMAT_LLAMA2C: return "llama2c";
+    case MODEL_FORMAT_GGUF: return "gguf";
+    case MODEL_FORMAT_SAFETENSORS: return "safetensors";
+    }
+    return "?";
+}
+
+/* ---- shared helpers ---- */
+
+int64_t model_tensor_nelems(int n_dims, const int64_t *ne) {
+    if (n_dims < 1 || n_dims > MODEL_MAX_DIMS) return -1;
+    int64_t n = 1;
+    for (int i = 0; i < n_dims; i++) {
+        if (ne[i] <= 0 || n > INT64_MAX / ne[i]) return -1;
+        n *= ne[i];
+    }
+    return n;
+}
+
+int model_add_file(model *m, const char *path) {
+    for (int i = 0; i < m->n_files; i++)
+        if (strcmp(m->files[i], path) == 0) return i;
+    char **files = realloc(m->files, (size_t)(m->n_files + 1) * sizeof(*files));
+    if (!files) return -1;
+    m->files = files;
+    if (!(files[m->n_files] = strdup(path))) return -1;
+    return m->n_files++;
+}
+
+int model_add_tensor(model *m, const char *name, bench_dtype dt, int n_dims, const int64_t *ne,
+                     int file, uint64_t offset, char *err, size_t errlen) {
+    const char *fname = (file >= 0 && file < m->n_files) ? m->files[file] : "?";
+    if ((unsigned)dt >= BENCH_DTYPE_COUNT)
+        return bench_errf(err, errlen, "%s: tensor %s: unknown dtype %d", fname, name, (int)dt);
+    int64_t n = model_tensor_nelems(n_dims, ne);
+    if (n < 0)
+        return bench_errf(err, errlen, "%s: tensor %s: shape has %d dims or a product that overflows",
+                          fname, name, n_dims);
+    if (ne[0] % (int64_t)bench_dtype_block_elems(dt))
+        return bench_errf(err, errlen, "%s: tensor %s: row of %lld elements is not a whole number of %s blocks",
+                          fname, name, (long long)ne[0], bench_dtype_name(dt));
+    uint64_t blocks = (uint64_t)n / bench_dtype_block_elems(dt);
+    if (blocks > UINT64_MAX / bench_dtype_block_bytes(dt))
+        return bench_errf(err, errlen, "%s: tensor %s: byte size overflows", fname, name);
+    for (int i = 0; i < m->n_tensors; i++)
+        if (strcmp(m->tensors[i].name, name) == 0)
+            return bench_errf(err, errlen, "%s: tensor %s appears twice", fname, name);
+    model_tensor *t = realloc(m->tensors, (size_t)(m->n_tensors + 1) * sizeof(*t));
+    if (!t) return bench_errf(err, errlen, "%s: out of memory", fname);
+    m->tensors = t;
+    t = &m->tensors[m->n_tensors];
+    memset(t, 0, sizeof(*t));
+    if (!(t->name = strdup(name))) return bench_errf(err, errlen, "%s: out of memory", fname);
+    t->dtype = dt;
+    t->n_dims = n_dims;
+    for (int i = 0; i < n_dims; i++) t->ne[i] = ne[i];
+    t->file = file;
+    t->offset = offset;
+    t->nbytes = blocks * bench_dtype_block_bytes(dt);
+    m->n_tensors++;
+    return 0;
+}
+
+const model_tensor *model_find(const model *m, const char *name) {
+    for (int i = 0; i < m->n_tensors; i++)
+        if (strcmp(m->tensors[i].name, name) == 0) return &m->tensors[i];
+    return NULL;
+}
+
+uint64_t model_weight_bytes(const model *m) {
+    uint64_t b = 0;
+    for (int i = 0; i < m->n_tensors; i++) b += m->tensors[i].nbytes;
+    return b;
+}
+
+uint64_t model_param_count(const model *m) {
+    uint64_t n = 0;
+    for (int i = 0; i < m->n_tensors; i++) n += (uint64_t)model_tensor_nelems(m->tensors[i].n_dims, m->tensors[i].ne);
+    return n;
+}
+
+void model_free(model *m) {
+    if (!m) return;
+    for (int i = 0; i < m->n_files; i++) free(m->files[i]);
+    free(m->files);
+    for (int i = 0; i < m->n_tensors; i++) free(m->tensors[i].name);
+    free(m->tensors);
+    model_vocab_free(&m->vocab);
+    free(m->name);
+    free(m);
+}
+
+/* ---- validation ---- */
+
+static int expect_tensor(const model *m, const char *name, int64_t cols, int64_t rows, char *err, size_t errlen) {
+    const model_tensor *t = model_find(m, name);
+    const char *f = m->n_files ? m->files[0] : "model";
+    if (!t) return bench_errf(err, errlen, "%s: missing tensor %s", f, name);
+    int64_t got_rows = t->n_dims >= 2 ? t->ne[1] : 1;
+    for (int i = 2; i < t->n_dims; i++)
+        if (t->ne[i] != 1) got_rows = -1;
+    if (t->ne[0] != cols || got_rows != rows)
+        return bench_errf(err, errlen, "%s: tensor %s has shape [%lld, %lld], expected [%lld, %lld] (cols, rows)",
+                          m->files[t->file], name, (long long)t->ne[0], (long long)got_rows,
+                          (long long)cols, (long long)rows);
+    if (rows == 1 && t->dtype != BENCH_F32)
+        return bench_errf(err, errlen, "%s: tensor %s: norm weights must be f32, found %s",
+                          m->files[t->file], name, bench_dtype_name(t->dtype));
+    return 0;
+}
+
+int model_validate(const model *m, char *err, size_t errlen) {
+    const model_config *c = &m->cfg;
+    const char *f = m->n_files ? m->files[0] : "model";
+    struct { const char *key; int v; } need[] = {
+        {"dim", c->dim}, {"hidden_dim", c->hidden_dim}, {"n_layers", c->n_layers}, {"n_heads", c->n_heads},
+        {"n_kv_heads", c->n_kv_heads}, {"vocab_size", c->vocab_size}, {"seq_len", c->seq_len},
+    };
+    for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++)
+        if (need[i].v <= 0)
+            return bench_errf(err, errlen, "%s: model %s is %d, expected a positive number", f, need[i].key, need[i].v);
+    if (c->dim % c->n_heads || c->n_heads % c->n_kv_heads)
+        return bench_errf(err, errlen, "%s: dim %d, n_heads %d, n_kv_heads %d: heads must divide dim and kv heads must divide heads",
+                          f, c->dim, c->n_heads, c->n_kv_heads);
+    int hd = c->dim / c->n_heads;
+    if (hd % 2) return bench_errf(err, errlen, "%s: head size %d is odd; RoPE needs pairs", f, hd);
+    if (!(c->norm_eps > 0) || !(c->rope_theta > 0))
+        return bench_errf(err, errlen, "%s: rms epsilon %g and rope theta %g must be positive", f, c->norm_eps, c->rope_theta);
+    int kv_dim = c->n_kv_heads * hd;
+    char name[96];
+    if (expect_tensor(m, "token_embd.weight", c->dim, c->vocab_size, err, errlen)) return -1;
+    if (expect_tensor(m, "output_norm.weight", c->dim, 1, err, errlen)) return -1;
+    if (model_find(m, "output.weight") && expect_tensor(m, "output.weight", c->dim, c->vocab_size, err, errlen)) return -1;
+    for (int l = 0; l < c->n_layers; l++) {
+        struct { const char *n; int64_t cols, rows; } lt[] = {
+            {"attn_norm", c->dim, 1}, {"attn_q", c->dim, c->dim}, {"attn_k", c->dim, kv_dim},
+            {"attn_v", c->dim, kv_dim}, {"attn_output", c->dim, c->dim}, {"ffn_norm", c->dim, 1},
+            {"ffn_gate", c->dim, c->hidden_dim}, {"ffn_down", c->hidden_dim, c->dim}, {"ffn_up", c->dim, c->hidden_dim},
+        };
+        for (size_t i = 0; i < sizeof(lt) / sizeof(lt[0]); i++) {
+            snprintf(name, sizeof(name), "blk.%d.%s.weight", l, lt[i].n);
+            if (expect_tensor(m, name, lt[i].cols, lt[i].rows, err, errlen)) return -1;
+        }
+    }
+    if (m->vocab.n && m->vocab.n != c->vocab_size)
+        return bench_errf(err, errlen, "%s: the vocabulary has %d tokens, the model %d", f, m->vocab.n, c->vocab_size);
+    return 0;
+}
+
+/* ---- llama2.c checkpoint ---- */
+
+int llama2c_open(const char *path, model *m, char *err, size_t errlen) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return bench_errf(err, errlen, "%s: %s", path, strerror(errno));
+    int32_t h[7];
+    struct stat st;
+    ssize_t got = pread(fd, h, sizeof(h), 0);
+    int fst = fstat(fd, &st);
+    close(fd);
+    if (fst) return bench_errf(err, errlen, "%s: %s", path, strerror(errno));
+    if (got != (ssize_t)sizeof(h))
+        return bench_errf(err, errlen, "%s: file of %lld bytes is shorter than the 28-byte llama2.c header",
+                          path, (long long)st.st_size);
+    static const char *hname[] = {"dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size", "seq_len"};
+    int shared = h[5] > 0;
+    if (h[5] < 0) h[5] = -h[5];
+    for (int i = 0; i < 7; i++)
+        if (h[i] <= 0 || h[i] > (1 << 24))
+            return bench_errf(err, errlen, "%s: header field %s (offset %d) is %d, expected 1..%d: not a llama2.c checkpoint",
+                              path, hname[i], i * 4, h[i], 1 << 24);
+    model_config *c = &m->cfg;
+    c->dim = h[0]; c->hidden_dim = h[1]; c->n_layers = h[2]; c->n_heads = h[3]; c->n_kv_heads = h[4];
+    c->vocab_size = h[5]; c->seq_len = c->seq_len_header = h[6];
+    c->rope_theta = 10000.0f;   /* llama2.c hard-codes these */
+    c->norm_eps = 1e-5f;
+    c->rope = ROPE_INTERLEAVED;
+    if (c->dim % c->n_heads || c->n_heads % c->n_kv_heads)
+        return bench_errf(err, errlen, "%s: dim %d, n_heads %d, n_kv_heads %d do not divide", path, c->dim, c->n_heads, c->n_kv_heads);
+    m->format = MODEL_FORMAT_LLAMA2C;
+    int file = model_add_file(m, path);
+    if (file < 0) return bench_errf(err, errlen, "%s: out of memory", path);
+
+    /* 64-bit offsets: a 7B checkpoint is > 4 GiB. */
+    int64_t dim = c->dim, hd = c->dim / c->n_heads, kv = c->n_kv_heads * hd, hid = c->hidden_dim, L = c->n_layers;
+    /* Check the size the header implies before making a tensor per layer: a
+     * corrupt header must not cost millions of allocations. 128-bit: it can overflow 64. */
+    unsigned __int128 need = (unsigned __int128)c->vocab_size * dim * (shared ? 1 : 2) + dim + (unsigned __int128)c->seq_len * hd +
+                             (unsigned __int128)L * (2 * dim + 2 * (unsigned __int128)dim * dim + 2 * (unsigned __int128)dim * kv +
+                                                    3 * (unsigned __int128)dim * hid);
+    need = need * 4 + 28;
+    if (need > (unsigned __int128)st.st_size) {
+        if (need >> 64) return bench_errf(err, errlen, "%s: the header's shape needs more than 2^64 bytes, the file has %lld", path, (long long)st.st_size);
+        return bench_errf(err, errlen, "%s: the header's shape needs %llu bytes, the file has %lld (truncated?)",
+                          path, (unsigned long long)need, (long long)st.st_size);
+    }
+    uint64_t off = 28;
+    char name[96];
+#define ADD(nm, cols, rows) do { \
+        int64_t ne_[2] = {(cols), (rows)}; \
+        if (model_add_tensor(m, (nm), BENCH_F32, (rows) == 1 ? 1 : 2, ne_, file, off, err, errlen)) return -1; \
+        off += (uint64_t)(cols) * (uint64_t)(rows) * 4; } while (0)
+#define ADD_LAYERS(suffix, cols, rows) do { \
+        for (int64_t l_ = 0; l_ < L; l_++) { snprintf(name, sizeof(name), "blk.%lld.%s.weight", (long long)l_, suffix); ADD(name, cols, rows); } \
+    } while (0)
+    ADD("token_embd.weight", dim, c->vocab_size);
+    ADD_LAYERS("attn_norm", dim, 1);
+    ADD_LAYERS("attn_q", dim, dim);
+    ADD_LAYERS("attn_k", dim, kv);
+    ADD_LAYERS("attn_v", dim, kv);
+    ADD_LAYERS("attn_output", dim, dim);
+    ADD_LAYERS("ffn_norm", dim, 1);
+    ADD_LAYERS("ffn_gate", dim, hid);
+    ADD_LAYERS("ffn_down", hid, dim);
+    ADD_LAYERS("ffn_up", dim, hid);
+    ADD("output_norm.weight", dim, 1);
+    off += (uint64_t)c->seq_len * (uint64_t)hd * 4; /* freq_cis_real and freq_cis_imag, (seq_len, hd/2) each */
+    if (!shared) ADD("output.weight", dim, c->vocab_size);
+#undef ADD_LAYERS
+#undef ADD
+    if (off > (uint64_t)st.st_size)
+        return bench_errf(err, errlen, "%s: the header's shape needs %llu bytes, the file has %lld (truncated?)",
+                          path, (unsigned long long)off, (long long)st.st_size);
+    return 0;
+}
+
+/* ---- dispatch ---- */
+
+static int has_suffix(const char *s, const char *suf) {
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && strcmp(s + a - b, suf) == 0;
+}
+
+int model_open(const char *path, const char *tokenizer_path, model **out, char *err, size_t errlen) {
+    *out = NULL;
+    model *m = calloc(1, sizeof(*m));
+    if (!m) return bench_errf(err, errlen, "%s: out of memory", path);
+    struct stat st;
+    if (stat(path, &st)) { bench_errf(err, errlen, "%s: %s", path, strerror(errno)); goto err; }
+    int rc;
+    if (S_ISDIR(st.st_mode) || has_suffix(path, ".safetensors") || has_suffix(path, ".json")) {
+        rc = safetensors_open(path, m, err, errlen);
+    } else {
+        uint8_t magic[4] = {0};
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) { bench_errf(err, errlen, "%s: %s", path, strerror(errno)); goto err; }
+        ssize_t got = pread(fd, magic, 4, 0);
+        close(fd);
+        if (got == 4 && memcmp(magic, "GGUF", 4) == 0) rc = gguf_open(path, m, err, errlen);
+        else rc = llama2c_open(path, m, err, errlen);
+    }
+    if (rc) goto err;
+    if (!m->name) {
+        const char *base = strrchr(path, '/');
+        m->name = strdup(base ? base + 1 : path);
+    }
+    if (tokenizer_path) {
+        model_vocab_free(&m->vocab);
+        if (model_vocab_load_llama2c(tokenizer_path, m->cfg.vocab_size, &m->vocab, err, errlen)) goto err;
+    }
+    if (model_validate(m, err, errlen)) goto err;
+    *out = m;
+    return 0;
+err:
+    model_free(m);
+    return -1;
+}

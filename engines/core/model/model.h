@@ -1,0 +1,121 @@
+/* One in-memory description of a Llama-family model, whatever file it came from.
+ *
+ * A model is its hyperparameters, its vocabulary, and a list of tensors, each
+ * naming a file and a byte range in it. Parsing reads only headers: the tensor
+ * bytes are brought in later by a loader module (see engines/abi/loader.h).
+ *
+ * Tensor names are GGUF's (llama.cpp's) names:
+ *   token_embd.weight            (vocab, dim)        ne = {dim, vocab}
+ *   output_norm.weight           (dim)
+ *   output.weight                (vocab, dim)        absent when the classifier is tied to token_embd
+ *   blk.N.attn_norm.weight       (dim)
+ *   blk.N.attn_q.weight          (n_heads*hd, dim)
+ *   blk.N.attn_k.weight          (n_kv_heads*hd, dim)
+ *   blk.N.attn_v.weight          (n_kv_heads*hd, dim)
+ *   blk.N.attn_output.weight     (dim, n_heads*hd)
+ *   blk.N.ffn_norm.weight        (dim)
+ *   blk.N.ffn_gate.weight        (hidden, dim)       w1
+ *   blk.N.ffn_down.weight        (dim, hidden)       w2
+ *   blk.N.ffn_up.weight          (hidden, dim)       w3
+ * A matrix (rows, cols) is stored row-major; its GGUF dims are ne[0] = cols, ne[1] = rows.
+ */
+#ifndef BENCH_MODEL_H
+#define BENCH_MODEL_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include "engines/abi/dtype.h"
+
+typedef enum model_format {
+    MODEL_FORMAT_LLAMA2C = 0,
+    MODEL_FORMAT_GGUF,
+    MODEL_FORMAT_SAFETENSORS,
+} model_format;
+
+const char *model_format_name(model_format f);
+
+typedef enum rope_style {
+    ROPE_INTERLEAVED = 0,   /* rotates pairs (2i, 2i+1) of each head: llama2.c, GGUF */
+    ROPE_HALF,              /* rotates pairs (i, i + hd/2): HF's q/k row layout (rotate_half) */
+} rope_style;
+
+typedef struct model_config {
+    int dim;            /* embedding width */
+    int hidden_dim;     /* SwiGLU inner width */
+    int n_layers;
+    int n_heads;        /* query heads */
+    int n_kv_heads;     /* key/value heads (GQA when < n_heads) */
+    int vocab_size;
+    int seq_len;        /* context length the engine allows (see model_open's note) */
+    int seq_len_header; /* context length the file declares */
+    float rope_theta;   /* RoPE frequency base */
+    float norm_eps;     /* RMSNorm epsilon */
+    rope_style rope;
+} model_config;
+
+#define MODEL_MAX_DIMS 4
+
+typedef struct model_tensor {
+    char *name;
+    bench_dtype dtype;
+    int n_dims;
+    int64_t ne[MODEL_MAX_DIMS]; /* ne[0] is the innermost (contiguous) dimension */
+    int file;                   /* index into model.files */
+    uint64_t offset;            /* absolute byte offset in that file */
+    uint64_t nbytes;
+} model_tensor;
+
+/* Token types, as GGUF's tokenizer.ggml.token_type */
+enum { TOKEN_NORMAL = 1, TOKEN_UNKNOWN = 2, TOKEN_CONTROL = 3, TOKEN_USER = 4, TOKEN_UNUSED = 5, TOKEN_BYTE = 6 };
+
+typedef struct model_vocab {
+    int n;                  /* 0: no vocabulary in the model file */
+    char **tokens;          /* (n) NUL-terminated UTF-8 pieces, as stored (▁ or ' ' for spaces) */
+    float *scores;          /* (n) merge priority: higher merges first */
+    int32_t *types;         /* (n) TOKEN_* (NORMAL when the format has none) */
+    int bos, eos, unk;      /* -1 when unknown */
+    int add_space_prefix;   /* SentencePiece adds a leading space to the text */
+} model_vocab;
+
+typedef struct model {
+    model_format format;
+    model_config cfg;
+    char *name;                 /* general.name or the file's base name */
+    int n_files;
+    char **files;               /* paths of the files holding tensor bytes */
+    int n_tensors;
+    model_tensor *tensors;
+    model_vocab vocab;
+} model;
+
+/* Opens a model by content: a llama2.c checkpoint, a .gguf file, a .safetensors
+ * file, a model.safetensors.index.json, or a directory holding one of those
+ * (with config.json). tokenizer_path (optional) names a llama2.c tokenizer.bin;
+ * it replaces any vocabulary found in the model, and must match its vocab size.
+ * Every count and size is checked against the file; errors name the file. */
+int model_open(const char *path, const char *tokenizer_path, model **out, char *err, size_t errlen);
+void model_free(model *m);              /* m may be NULL or half-built */
+
+const model_tensor *model_find(const model *m, const char *name);
+uint64_t model_weight_bytes(const model *m);
+uint64_t model_param_count(const model *m);
+
+/* Checks that every tensor the forward pass needs is present with the right shape. */
+int model_validate(const model *m, char *err, size_t errlen);
+
+/* ---- helpers the format parsers share (model.c) ---- */
+int model_add_tensor(model *m, const char *name, bench_dtype dt, int n_dims, const int64_t *ne,
+                     int file, uint64_t offset, char *err, size_t errlen);
+int model_add_file(model *m, const char *path);
+/* Number of elements, with overflow check; -1 on overflow. */
+int64_t model_tensor_nelems(int n_dims, const int64_t *ne);
+void model_vocab_free(model_vocab *v);
+/* Reads a llama2.c tokenizer.bin into v (expected_n > 0: must hold exactly that many tokens). */
+int model_vocab_load_llama2c(const char *path, int expected_n, model_vocab *v, char *err, size_t errlen);
+
+/* ---- format parsers (each fills a zeroed model; on error the caller frees it) ---- */
+int llama2c_open(const char *path, model *m, char *err, size_t errlen);
+int gguf_open(const char *path, model *m, char *err, size_t errlen);
+int safetensors_open(const char *path, model *m, char *err, size_t errlen);
+
+#endif

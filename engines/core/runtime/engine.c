@@ -1,0 +1,364 @@
+#include "engine.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "engines/abi/alloc.h"
+#include "engines/abi/kv.h"
+#include "engines/abi/loader.h"
+#include "engines/core/runtime/alloc_trace.h"
+#include "devhost.h"
+#include "engines/core/compute/kernels.h"
+#include "modreg.h"
+#include "engines/core/compute/threadpool.h"
+#include "engines/core/compute/transformer.h"
+
+#ifndef PR_SET_VMA
+#define PR_SET_VMA 0x53564d41
+#define PR_SET_VMA_ANON_NAME 0
+#endif
+
+struct engine {
+    model *m;
+    tokenizer *tok;
+    modreg_entry loader_mod, kv_mod, alloc_mod;
+    const struct bench_loader_iface *loader;
+    const struct bench_kv_iface *kv;
+    const struct bench_alloc_iface *alloc;
+    void *loader_ctx, *kv_ctx, *alloc_ctx;
+    bench_allocator allocator;      /* the module's, or the trace recorder wrapping it */
+    at_recorder *trace;             /* spec->trace_alloc; NULL: none */
+    bench_host host;
+    tp_pool *pool;
+    bench_tensor_ref *refs;     /* (n_tensors) */
+    const void **data;          /* (n_tensors) tensor bytes, owned by the loader */
+    tf_weights w;
+    tf_ctx tf;
+    float *logits;              /* (max_seqs, vocab) */
+    tf_span *spans;             /* (max_seqs) a batched decode's */
+    devhost *dev;               /* NULL: the forward pass runs on the CPU (transformer.c) */
+    int max_pos, max_seqs;
+    int kv_pooled;              /* the kv module has one pool for every sequence (declares pool_bytes) */
+    void (*on_region)(void *user, const void *addr, size_t len, const char *name);
+    void *region_user;
+};
+
+/* Names the whole pages inside [addr, addr+len) (the kernel needs CONFIG_ANON_VMA_NAME,
+ * Linux 5.17+; failure is expected elsewhere and ignored), and tells the spec's
+ * on_region, which is how the harness finds the regions on kernels without it. */
+static void name_region(const bench_host *h, void *addr, size_t len, const char *name) {
+    const engine *e = (const engine *)((const char *)h - offsetof(engine, host));
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t a = ((uintptr_t)addr + page - 1) & ~(page - 1), end = ((uintptr_t)addr + len) & ~(page - 1);
+    /* Without the name the kernel may merge the region with a neighbouring anonymous
+     * mapping, and the harness, which finds it by address, would then share one VMA's
+     * resident pages between them by length. A flag the neighbours lack keeps it a VMA
+     * of its own; DONTFORK is harmless here because the engine never forks. */
+    if (end > a && prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, a, end - a, name) != 0)
+        madvise((void *)a, end - a, MADV_DONTFORK);
+    if (e->on_region) e->on_region(e->region_user, addr, len, name);
+}
+
+/* A kv module with one pool for every sequence declares its size as an option. */
+static int kv_is_pooled(const bench_module *kv) {
+    for (const bench_option_desc *d = kv->options; d && d->name; d++)
+        if (!strcmp(d->name, "pool_bytes")) return 1;
+    return 0;
+}
+
+/* The kv module's options, and max_seqs, for a KV budget (engine.h: kv_budget_*).
+ * *extra gets the pool size in bytes, as text, for a module with a pool; "" otherwise. */
+static int size_kv(const engine_spec *spec, const bench_module *kv, uint64_t token_bytes, int max_pos,
+                   int *max_seqs, char *extra, size_t extra_len, char *err, size_t errlen) {
+    int want = spec->max_seqs > 0 ? spec->max_seqs : 1;
+    extra[0] = 0;
+    *max_seqs = want;
+    if (spec->kv_budget_bytes && spec->kv_budget_tokens)
+        return bench_errf(err, errlen, "engine: a KV budget of %llu bytes and of %llu positions: give one of them",
+                          (unsigned long long)spec->kv_budget_bytes, (unsigned long long)spec->kv_budget_tokens);
+    if (spec->kv_budget_tokens > UINT64_MAX / token_bytes)
+        return bench_errf(err, errlen, "engine: a KV budget of %llu positions overflows", (unsigned long long)spec->kv_budget_tokens);
+    uint64_t budget = spec->kv_budget_bytes ? spec->kv_budget_bytes : spec->kv_budget_tokens * token_bytes;
+    if (!budget) return 0;
+    if (kv_is_pooled(kv)) {
+        for (int i = 0; i < spec->kv_opts.n; i++)
+            if (!strcmp(spec->kv_opts.v[i].key, "pool_bytes") || !strcmp(spec->kv_opts.v[i].key, "pool_tokens"))
+                return bench_errf(err, errlen, "kv %s: option %s=%s and a KV budget of %llu bytes both size the pool; give one of them",
+                                  kv->name, spec->kv_opts.v[i].key, spec->kv_opts.v[i].value, (unsigned long long)budget);
+        snprintf(extra, extra_len, "%llu", (unsigned long long)budget);
+        return 0;
+    }
+    /* one cache per sequence, each at full context: the budget decides how many */
+    uint64_t per_seq = token_bytes * (uint64_t)max_pos, fit = budget / per_seq;
+    if (fit < 1)
+        return bench_errf(err, errlen, "kv %s: a KV budget of %llu bytes holds no sequence: each takes %d positions x %llu bytes = %llu bytes "
+                          "(raise the budget or lower the context)", kv->name, (unsigned long long)budget, max_pos,
+                          (unsigned long long)token_bytes, (unsigned long long)per_seq);
+    *max_seqs = spec->max_seqs > 0 && (uint64_t)spec->max_seqs < fit ? spec->max_seqs : fit > 1 << 20 ? 1 << 20 : (int)fit;
+    return 0;
+}
+
+/* device: NULL for the CPU's modules, else the device's (the allocator always is the host's). */
+static int load_module(const engine_spec *spec, const char *device, const char *family, const char *name,
+                       const bench_opts *opts, modreg_entry *out, char *err, size_t errlen) {
+    if (modreg_load_for(spec->module_dir, device, family, name, out, err, errlen)) return -1;
+    if (out->mod->score && out->mod->score() == 0)
+        return bench_errf(err, errlen, "%s module %s is not usable on this machine", family, name);
+    return modreg_check_opts(out->mod, opts, err, errlen);
+}
+
+int engine_create(const engine_spec *spec, engine **out, char *err, size_t errlen) {
+    *out = NULL;
+    engine *e = calloc(1, sizeof(*e));
+    if (!e) return bench_errf(err, errlen, "out of memory");
+    kn_init();
+    e->on_region = spec->on_region;
+    e->region_user = spec->region_user;
+    if (model_open(spec->model_path, spec->tokenizer_path, &e->m, err, errlen)) goto err;
+    const model_config *c = &e->m->cfg;
+    if (e->m->vocab.n && tokenizer_create(&e->m->vocab, &e->tok, err, errlen)) goto err;
+
+    e->max_pos = spec->max_pos > 0 ? spec->max_pos : c->seq_len;
+    if (e->max_pos > c->seq_len_header)
+        fprintf(stderr, "bench: note: context %d is past the %d positions %s declares; RoPE extends, quality is the model's business\n",
+                e->max_pos, c->seq_len_header, e->m->name);
+
+    /* The platform choice, made here once: off the CPU a device module owns the forward
+     * pass, and the loader and KV modules are those built for that device. */
+    const char *device = spec->device && *spec->device && strcmp(spec->device, "cpu") ? spec->device : NULL;
+    void *stream = NULL;
+    if (device && devhost_open(spec->module_dir, device, &spec->device_opts, &e->dev, &stream, err, errlen)) goto err;
+    if (load_module(spec, NULL, "alloc", spec->alloc ? spec->alloc : "libc", &spec->alloc_opts, &e->alloc_mod, err, errlen) ||
+        load_module(spec, device, "loader", spec->loader ? spec->loader : "mmap", &spec->loader_opts, &e->loader_mod, err, errlen) ||
+        load_module(spec, device, "kv", spec->kv ? spec->kv : "prealloc", &spec->kv_opts, &e->kv_mod, err, errlen))
+        goto err;
+    e->alloc = e->alloc_mod.mod->iface;
+    e->loader = e->loader_mod.mod->iface;
+    e->kv = e->kv_mod.mod->iface;
+    if (e->alloc->version != BENCH_ALLOC_IFACE_VERSION || e->loader->version != BENCH_LOADER_IFACE_VERSION ||
+        e->kv->version < BENCH_KV_IFACE_MIN_VERSION || e->kv->version > BENCH_KV_IFACE_VERSION) {
+        bench_errf(err, errlen, "module interface versions alloc %u loader %u kv %u, this bench expects %u %u %u..%u",
+                   e->alloc->version, e->loader->version, e->kv->version,
+                   BENCH_ALLOC_IFACE_VERSION, BENCH_LOADER_IFACE_VERSION, BENCH_KV_IFACE_MIN_VERSION, BENCH_KV_IFACE_VERSION);
+        goto err;
+    }
+
+    int threads = spec->threads > 0 ? spec->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (threads < 1) threads = 1;
+    if (!(e->pool = tp_create(threads))) { bench_errf(err, errlen, "cannot start %d threads", threads); goto err; }
+
+    if (e->alloc->create(&spec->alloc_opts, &e->alloc_ctx, err, errlen)) goto err;
+    e->allocator = (bench_allocator){e->alloc, e->alloc_ctx};
+    if (spec->trace_alloc) {
+        if (at_recorder_open(spec->trace_alloc, &e->allocator, &e->trace, err, errlen)) goto err;
+        e->allocator = *at_recorder_allocator(e->trace);
+    }
+    e->host = (bench_host){.parallel_for = tp_run, .pool = e->pool, .n_threads = threads,
+                           .alloc = &e->allocator, .name_region = name_region,
+                           .device = device ? device : "cpu", .stream = stream};
+
+    int n = e->m->n_tensors;
+    e->refs = calloc((size_t)n, sizeof(*e->refs));
+    e->data = calloc((size_t)n, sizeof(*e->data));
+    if (!e->refs || !e->data) { bench_errf(err, errlen, "out of memory"); goto err; }
+    for (int i = 0; i < n; i++) {
+        const model_tensor *t = &e->m->tensors[i];
+        e->refs[i] = (bench_tensor_ref){t->name, t->dtype, t->file, t->offset, t->nbytes};
+    }
+    if (e->loader->open(&spec->loader_opts, &e->host, &e->loader_ctx, err, errlen)) goto err;
+    if (e->loader->load(e->loader_ctx, (const char *const *)e->m->files, e->m->n_files, e->refs, n, e->data, err, errlen))
+        goto err;
+    if (tf_bind(e->m, e->data, &e->w, err, errlen)) goto err;
+
+    char pool[32];
+    e->kv_pooled = kv_is_pooled(e->kv_mod.mod);
+    if (size_kv(spec, e->kv_mod.mod, engine_kv_token_bytes(e), e->max_pos, &e->max_seqs, pool, sizeof(pool), err, errlen))
+        goto err;
+    bench_kv_shape shape = {.n_layers = c->n_layers, .n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads,
+                            .head_dim = c->dim / c->n_heads, .max_pos = e->max_pos, .max_seqs = e->max_seqs};
+    /* the budget's pool size goes after the scenario's options (bench_opts_get reads the last) */
+    bench_opt *kv_opt = malloc(((size_t)spec->kv_opts.n + 1) * sizeof(*kv_opt));
+    if (!kv_opt) { bench_errf(err, errlen, "out of memory"); goto err; }
+    if (spec->kv_opts.n) memcpy(kv_opt, spec->kv_opts.v, (size_t)spec->kv_opts.n * sizeof(*kv_opt));
+    bench_opts kv_opts = {spec->kv_opts.n, kv_opt};
+    if (pool[0]) kv_opt[kv_opts.n++] = (bench_opt){"pool_bytes", pool};
+    int kv_rc = e->kv->create(&shape, &kv_opts, &e->host, &e->kv_ctx, err, errlen);
+    free(kv_opt);
+    if (kv_rc) goto err;
+    if (e->dev && devhost_bind(e->dev, c, &e->w, e->max_pos, e->kv, e->kv_ctx, err, errlen)) goto err;
+    e->logits = malloc((size_t)e->max_seqs * (size_t)c->vocab_size * sizeof(float));
+    e->spans = malloc((size_t)e->max_seqs * sizeof(*e->spans));
+    if (!e->logits || !e->spans) { bench_errf(err, errlen, "out of memory"); goto err; }
+    e->tf = (tf_ctx){.cfg = c, .w = &e->w, .pool = e->pool, .kv = e->kv, .kv_ctx = e->kv_ctx, .alloc = &e->allocator};
+    *out = e;
+    return 0;
+err:
+    engine_destroy(e);
+    return -1;
+}
+
+void engine_destroy(engine *e) {
+    if (!e) return;
+    if (e->kv && e->kv_ctx) e->kv->destroy(e->kv_ctx);
+    tf_unbind(&e->w);
+    if (e->loader && e->loader_ctx) e->loader->close(e->loader_ctx);
+    char terr[256];
+    if (at_recorder_close(e->trace, terr, sizeof(terr))) fprintf(stderr, "bench: %s\n", terr);
+    if (e->alloc && e->alloc_ctx) e->alloc->destroy(e->alloc_ctx);
+    tp_destroy(e->pool);
+    devhost_close(e->dev); /* after the loader and KV modules: their device memory goes first */
+    modreg_entry_close(&e->kv_mod);
+    modreg_entry_close(&e->loader_mod);
+    modreg_entry_close(&e->alloc_mod);
+    free(e->refs);
+    free(e->data);
+    free(e->logits);
+    free(e->spans);
+    tokenizer_free(e->tok);
+    model_free(e->m);
+    free(e);
+}
+
+const model *engine_model(const engine *e) { return e->m; }
+const tokenizer *engine_tokenizer(const engine *e) { return e->tok; }
+
+int engine_max_seqs(const engine *e) { return e->max_seqs; }
+int engine_max_pos(const engine *e) { return e->max_pos; }
+
+uint64_t engine_kv_token_bytes(const engine *e) {
+    const model_config *c = &e->m->cfg;
+    return 2u * (uint64_t)c->n_layers * (uint64_t)c->n_kv_heads * (uint64_t)(c->dim / c->n_heads) * sizeof(float);
+}
+
+static int check_range(engine *e, int seq, int n, int pos0, char *err, size_t errlen) {
+    if (seq < 0 || seq >= e->max_seqs)
+        return bench_errf(err, errlen, "engine: sequence %d is outside 0..%d (engine_spec.max_seqs)", seq, e->max_seqs - 1);
+    if (n <= 0 || pos0 < 0 || pos0 + n > e->max_pos)
+        return bench_errf(err, errlen, "engine: positions %d..%d are outside the context of %d (raise it with --ctx)",
+                          pos0, pos0 + n - 1, e->max_pos);
+    return e->kv->reserve(e->kv_ctx, seq, pos0 + n, err, errlen);
+}
+
+/* A prefix-sharing KV module keys its cache on the ids it is told. */
+static void tell_tokens(engine *e, int seq, const int *tokens, int n, int pos0) {
+    const struct bench_kv_iface *kv2 = bench_kv_v2(e->kv);
+    if (kv2 && kv2->tokens) kv2->tokens(e->kv_ctx, seq, pos0, n, tokens);
+}
+
+int engine_forward(engine *e, int seq, const int *tokens, int n, int pos0, float **logits, char *err, size_t errlen) {
+    if (check_range(e, seq, n, pos0, err, errlen)) return -1;
+    tell_tokens(e, seq, tokens, n, pos0);
+    if (e->dev ? devhost_forward(e->dev, seq, tokens, n, pos0, e->logits, 1, err, errlen)
+               : tf_forward(&e->tf, seq, tokens, n, pos0, e->logits, 1, err, errlen))
+        return -1;
+    *logits = e->logits;
+    return 0;
+}
+
+int engine_forward_all(engine *e, int seq, const int *tokens, int n, int pos0, float *out, char *err, size_t errlen) {
+    if (check_range(e, seq, n, pos0, err, errlen)) return -1;
+    tell_tokens(e, seq, tokens, n, pos0);
+    return e->dev ? devhost_forward(e->dev, seq, tokens, n, pos0, out, n, err, errlen)
+                  : tf_forward(&e->tf, seq, tokens, n, pos0, out, n, err, errlen);
+}
+
+int engine_forward_batch(engine *e, const int *seqs, const int *tokens, const int *pos, int n, float **logits,
+                         char *err, size_t errlen) {
+    if (n < 1 || n > e->max_seqs)
+        return bench_errf(err, errlen, "engine: a batch of %d sequences: expected 1..%d", n, e->max_seqs);
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < i; j++)
+            if (seqs[j] == seqs[i]) return bench_errf(err, errlen, "engine: sequence %d is twice in one batch", seqs[i]);
+    for (int i = 0; i < n; i++) {
+        if (check_range(e, seqs[i], 1, pos[i], err, errlen)) return -1;
+        tell_tokens(e, seqs[i], &tokens[i], 1, pos[i]);
+        e->spans[i] = (tf_span){.seq = seqs[i], .pos0 = pos[i], .n = 1};
+    }
+    if (e->dev) {
+        /* a device runs the batch one sequence at a time (device.h has no batched forward yet) */
+        size_t vocab = (size_t)e->m->cfg.vocab_size;
+        for (int i = 0; i < n; i++)
+            if (devhost_forward(e->dev, seqs[i], &tokens[i], 1, pos[i], e->logits + (size_t)i * vocab, 1, err, errlen))
+                return -1;
+    } else if (tf_forward_spans(&e->tf, e->spans, n, tokens, e->logits, n, err, errlen)) {
+        return -1;
+    }
+    *logits = e->logits;
+    return 0;
+}
+
+int engine_reserve(engine *e, int seq, int n_pos, char *err, size_t errlen) {
+    if (n_pos < 1) return bench_errf(err, errlen, "engine: reserve %d positions: expected at least 1", n_pos);
+    return check_range(e, seq, n_pos, 0, err, errlen);
+}
+
+int engine_share_prefix(engine *e, int seq, const int *ids, int n, char *err, size_t errlen) {
+    if (seq < 0 || seq >= e->max_seqs)
+        return bench_errf(err, errlen, "engine: sequence %d is outside 0..%d (engine_spec.max_seqs)", seq, e->max_seqs - 1);
+    const struct bench_kv_iface *kv2 = bench_kv_v2(e->kv);
+    if (!kv2 || !kv2->share_prefix) return 0;
+    return kv2->share_prefix(e->kv_ctx, seq, ids, n, err, errlen);
+}
+
+typedef struct kv_mem_sink { double reserved, used, cached, wasted; int have_wasted; } kv_mem_sink;
+
+static void kv_mem_emit(void *user, const char *name, const char *unit, double v) {
+    kv_mem_sink *m = user;
+    (void)unit;
+    if (!strcmp(name, "bytes_reserved")) m->reserved = v;
+    else if (!strcmp(name, "bytes_used")) m->used = v;
+    else if (!strcmp(name, "bytes_cached")) m->cached = v;
+    else if (!strcmp(name, "bytes_wasted")) m->wasted = v, m->have_wasted = 1;
+}
+
+engine_kv_mem engine_kv_memory(const engine *e) {
+    kv_mem_sink m = {0};
+    bench_counter_sink sink = {kv_mem_emit, &m};
+    if (e->kv->counters) e->kv->counters(e->kv_ctx, &sink);
+    return (engine_kv_mem){.reserved = m.reserved, .live = m.used - m.cached, .cached = m.cached,
+                           .wasted = m.have_wasted ? m.wasted : m.reserved - m.used, .shared_pool = e->kv_pooled};
+}
+
+void engine_reset(engine *e, int seq) {
+    if (e->kv->release) e->kv->release(e->kv_ctx, seq);
+}
+
+typedef struct prefix_sink { const bench_counter_sink *inner; const char *family; } prefix_sink;
+
+static void emit_prefixed(void *user, const char *name, const char *unit, double v) {
+    const prefix_sink *p = user;
+    char full[128];
+    snprintf(full, sizeof(full), "%s.%s", p->family, name);
+    bench_emit(p->inner, full, unit, v);
+}
+
+void engine_counters(const engine *e, const bench_counter_sink *sink) {
+    prefix_sink ps;
+    bench_counter_sink s = {emit_prefixed, &ps};
+    ps = (prefix_sink){sink, "loader"};
+    if (e->loader->counters) e->loader->counters(e->loader_ctx, &s);
+    ps = (prefix_sink){sink, "kv"};
+    if (e->kv->counters) e->kv->counters(e->kv_ctx, &s);
+    ps = (prefix_sink){sink, "alloc"};
+    if (e->alloc->counters) e->alloc->counters(e->alloc_ctx, &s);
+    ps = (prefix_sink){sink, "device"};
+    if (e->dev) devhost_counters(e->dev, &s);
+    bench_emit(sink, "engine.scratch_allocs", "count", (double)e->tf.scratch_allocs);
+}
+
+int engine_sample(engine *e, sampler *s, float *logits) {
+    int token;
+    if (e->dev && devhost_sample(e->dev, s, &token) == 0) return token;
+    return sampler_sample(s, logits);
+}
+
+const char *engine_device(const engine *e) { return e->dev ? devhost_name(e->dev) : "cpu"; }
+
+double engine_device_bandwidth(engine *e, size_t bytes_per_array, int reps) {
+    return e->dev ? devhost_bandwidth(e->dev, bytes_per_array, reps) : 0;
+}

@@ -1,0 +1,126 @@
+/* An engine: the inference core composed with one module of each family.
+ *
+ *   engine_create   parse the model, dlopen the modules, load the weights
+ *   engine_prefill  run the prompt through the model as one batch
+ *   engine_decode   one token
+ * The caller times the phases; the engine reports the modules' counters.
+ */
+#ifndef BENCH_ENGINE_H
+#define BENCH_ENGINE_H
+
+#include "engines/core/model/model.h"
+#include "sampler.h"
+#include "tokenizer.h"
+#include "engines/abi/module.h"
+
+typedef struct engine_spec {
+    const char *model_path;
+    const char *tokenizer_path;     /* optional llama2.c tokenizer.bin */
+    const char *loader;             /* module names; NULL: "mmap", "prealloc", "libc" */
+    const char *kv;
+    const char *alloc;
+    bench_opts loader_opts, kv_opts, alloc_opts;
+    /* Where the forward pass runs: NULL or "cpu", the core's own; else a device module
+     * ("cuda": device_cuda.so), with the loader and KV modules built for that device. */
+    const char *device;
+    bench_opts device_opts;
+    int threads;                    /* 0: all online CPUs */
+    int max_pos;                    /* 0: the model's context length */
+    int max_seqs;                   /* concurrent sequences, ids 0 .. max_seqs-1; 0: 1 (but see kv_budget_*) */
+    /* (optional) the KV storage: bytes, or positions (x engine_kv_token_bytes); at most one
+     * of the two; 0: the module's own sizing. A kv module that declares the option
+     * "pool_bytes" (one pool shared by every sequence: block, token) gets the budget as its
+     * pool and max_seqs as given; any other (one contiguous cache per sequence: prealloc,
+     * dynamic) gets as many sequences as the budget holds at full context, budget /
+     * (max_pos x engine_kv_token_bytes), at most max_seqs when that is set. A budget that
+     * holds no sequence, or pool options next to it, is an error. */
+    uint64_t kv_budget_bytes, kv_budget_tokens;
+    const char *module_dir;         /* NULL: $BENCH_MODULE_PATH, else <dir of executable>/modules */
+    /* (optional) told about every region a module names ("bench:weights", "bench:kv", ...),
+     * besides the PR_SET_VMA_ANON_NAME the engine applies, so a caller can find the regions
+     * where the kernel cannot name them (CONFIG_ANON_VMA_NAME unset). NULL: not told. */
+    void (*on_region)(void *user, const void *addr, size_t len, const char *name);
+    void *region_user;
+    /* (optional) a file that records every allocator call, engines/core/runtime/alloc_trace.h
+     * (bench generate --trace-alloc); closed by engine_destroy. NULL: no trace. */
+    const char *trace_alloc;
+} engine_spec;
+
+typedef struct engine engine;
+
+int engine_create(const engine_spec *spec, engine **out, char *err, size_t errlen);
+void engine_destroy(engine *e);                 /* e may be NULL */
+
+const model *engine_model(const engine *e);
+const tokenizer *engine_tokenizer(const engine *e);   /* NULL when the model has no vocabulary */
+
+/* Runs tokens at positions pos0 .. pos0+n-1 of sequence seq (0 for one sequence)
+ * and returns the logits of the last one (vocab_size floats, owned by the engine,
+ * valid until the next call). Prefill is batched (matrix-matrix); n == 1 is decode. */
+int engine_forward(engine *e, int seq, const int *tokens, int n, int pos0, float **logits,
+                   char *err, size_t errlen);
+
+/* Logits of every position (n, vocab) for tests; out must hold n*vocab floats. */
+int engine_forward_all(engine *e, int seq, const int *tokens, int n, int pos0, float *out,
+                       char *err, size_t errlen);
+
+/* One batched decode step: token tokens[i] at position pos[i] of sequence seqs[i], for
+ * i < n, in one forward pass (the matrix work over the n rows at once; attention per
+ * sequence). *logits: (n, vocab), row i for sequence seqs[i], owned by the engine and valid
+ * until the next call. The sequences must be distinct. */
+int engine_forward_batch(engine *e, const int *seqs, const int *tokens, const int *pos, int n, float **logits,
+                         char *err, size_t errlen);
+
+/* Makes KV room for positions [0, n_pos) of seq without running anything; -1 with err when
+ * the module has no room (a shared pool is full) or n_pos is past the context. A scheduler
+ * asks this before it commits a sequence to a step. */
+int engine_reserve(engine *e, int seq, int n_pos, char *err, size_t errlen);
+
+/* For the empty sequence seq: attaches the longest prefix of ids[0 .. n) that the KV module
+ * has cached (never the last id) and returns its length in positions, from which the caller
+ * runs the model; 0 when the module shares no prefixes (kv ABI v1, or none cached).
+ * -1 with err on a bad sequence. */
+int engine_share_prefix(engine *e, int seq, const int *ids, int n, char *err, size_t errlen);
+
+/* Forgets sequence seq (KV release). */
+void engine_reset(engine *e, int seq);
+
+int engine_max_seqs(const engine *e);
+int engine_max_pos(const engine *e);
+/* Bytes of K and V of one position over all layers (f32). */
+uint64_t engine_kv_token_bytes(const engine *e);
+
+/* The KV module's memory now, in bytes, from its counters bytes_reserved, bytes_used,
+ * bytes_cached and bytes_wasted:
+ *   reserved  its storage
+ *   live      holding positions of the sequences: used - cached
+ *   cached    holding positions no sequence holds, kept for prefix reuse (evictable); 0
+ *             for a module that does not report bytes_cached
+ *   wasted    internal fragmentation: taken for a sequence, holding no position; a module
+ *             that does not report bytes_wasted (a contiguous cache) wastes all it
+ *             reserved and does not use
+ * reserved - live - cached - wasted is free. */
+typedef struct engine_kv_mem {
+    double reserved, live, cached, wasted;  /* B */
+    /* 1: one pool shared by every sequence (a module with the option pool_bytes: block,
+     * token): a new sequence can take reserved - live - wasted (cached is evictable);
+     * 0: one cache per sequence, whose room is a free sequence */
+    int shared_pool;
+} engine_kv_mem;
+engine_kv_mem engine_kv_memory(const engine *e);
+
+/* Emits every module's counters, named "<family>.<counter>". */
+void engine_counters(const engine *e, const bench_counter_sink *sink);
+
+/* The next token after the last forward pass: drawn on the device when the engine runs
+ * on one (its sampler draws as sampler.c does), else sampler_sample(s, logits). */
+int engine_sample(engine *e, sampler *s, float *logits);
+
+/* "cpu", or the device the forward pass runs on. */
+const char *engine_device(const engine *e);
+
+/* Bytes/s of the device's memory (a triad there, 3 arrays of bytes_per_array, 0: the
+ * device's default size); 0 on the CPU (kn_triad_bandwidth measures it) or on failure. */
+double engine_device_bandwidth(engine *e, size_t bytes_per_array, int reps);
+
+#endif

@@ -1,0 +1,481 @@
+/* bench worker: one repetition of one variant, in a process of its own.
+ *
+ * `bench run` forks and execs it with a spec file and two pipes (events.h):
+ *     bench worker --spec specs/v0.json --events 3 --ack 4
+ * Run by hand, without --events, it prints its phases on stderr: the way to
+ * look at one variant under perf or valgrind:
+ *     perf stat -e page-faults bench worker --spec results/<...>/specs/v0.json
+ */
+#include <cJSON.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness/cli/commands.h"
+#include "engines/core/runtime/engine.h"
+#include "engines/core/runtime/modreg.h"
+#include "engines/core/runtime/sampler.h"
+#include "harness/child/alloc_workload.h"
+#include "harness/spec/events.h"
+#include "harness/child/serve.h"
+#include "harness/child/worker.h"
+
+#if defined(__has_include)
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#define WK_HAVE_CALLGRIND 1
+#endif
+#endif
+#ifndef WK_HAVE_CALLGRIND
+#define WK_HAVE_CALLGRIND 0
+#endif
+
+typedef struct wk_spec {
+    const char *model, *tokenizer, *prompt, *fault, *module_dir;
+    const char *module[3], *opts[3];            /* loader, kv, alloc */
+    const char *device, *device_opts;           /* NULL: cpu */
+    sc_requests *requests;                      /* a serving run (harness/child/serve.h), owned; NULL: one sequence */
+    int threads, ctx, prompt_tokens, generate, delay_ms;
+    double temperature, topp, seed;
+} wk_spec;
+
+typedef struct wk_ctx {
+    int ev_fd, ack_fd;
+    int64_t t0;             /* HELLO, for the human-readable mode */
+    int loop, callgrind;    /* worker_opts */
+} wk_ctx;
+
+int worker_has_callgrind(void) { return WK_HAVE_CALLGRIND; }
+
+/* Under `valgrind --tool=callgrind` each dump closes one phase's file (harness/parent/callgrind.h
+ * reads them; the exit writes the last one, "end"). Outside valgrind a client request
+ * costs a few instructions. */
+static void wk_callgrind_mark(uint32_t type) {
+#if WK_HAVE_CALLGRIND
+    if (type == BENCH_EV_HELLO) CALLGRIND_DUMP_STATS_AT("start");
+    else if (type == BENCH_EV_LOAD_END) CALLGRIND_DUMP_STATS_AT("load");
+    else if (type == BENCH_EV_PREFILL_END) CALLGRIND_DUMP_STATS_AT("prefill");
+    else if (type == BENCH_EV_DECODE_END) CALLGRIND_DUMP_STATS_AT("decode");
+#else
+    (void)type;
+#endif
+}
+
+static int64_t wk_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static const char *wk_type_name(uint32_t t) {
+    static const char *n[] = {"?", "hello", "load_start", "load_end", "prefill_start", "prefill_end",
+                              "decode_start", "token", "decode_end", "counter", "done", "error", "region",
+                              "serve_start", "kv_sample", "request", "serve_end"};
+    return t <= BENCH_EV_SERVE_END ? n[t] : "?";
+}
+
+/* Writes one event; with BENCH_EV_ACK, waits until the parent has taken its snapshot.
+ * Without the events pipe it prints the phases on stderr (not the per-token ones). */
+static int wk_write(wk_ctx *c, const bench_event *ev) {
+    uint32_t type = ev->type;
+    if (c->callgrind) {
+        wk_callgrind_mark(type);
+        /* printing a time costs a time-dependent number of instructions */
+        if (c->ev_fd < 0) return 0;
+    }
+    if (c->ev_fd < 0) {
+        if (type == BENCH_EV_TOKEN || type == BENCH_EV_KV_SAMPLE || type == BENCH_EV_REQUEST) return 0;
+        fprintf(stderr, "%9.3f ms  %-13s", (double)(ev->t_ns - c->t0) * 1e-6, wk_type_name(type));
+        if (type == BENCH_EV_COUNTER) fprintf(stderr, " %s = %g %s", ev->name, ev->value, ev->unit);
+        if (type == BENCH_EV_PREFILL_END) fprintf(stderr, " %lld prompt tokens", (long long)ev->a);
+        if (type == BENCH_EV_SERVE_START) fprintf(stderr, " %lld requests", (long long)ev->a);
+        if (type == BENCH_EV_SERVE_END) fprintf(stderr, " after %lld scheduler steps", (long long)ev->a);
+        if (type == BENCH_EV_ERROR) fprintf(stderr, " %s", ev->name);
+        if (type == BENCH_EV_REGION) fprintf(stderr, " %s: %lld bytes at %#llx", ev->name, (long long)ev->b, (unsigned long long)ev->a);
+        fputc('\n', stderr);
+        return 0;
+    }
+    ssize_t w;
+    while ((w = write(c->ev_fd, ev, sizeof(*ev))) < 0 && errno == EINTR) {}
+    if (w != (ssize_t)sizeof(*ev)) return -1;
+    if (ev->flags & BENCH_EV_ACK) {
+        char byte;
+        ssize_t r;
+        while ((r = read(c->ack_fd, &byte, 1)) < 0 && errno == EINTR) {}
+        if (r != 1) return -1;     /* the parent is gone */
+    }
+    return 0;
+}
+
+/* Sends one event stamped now; with ack, waits until the parent has taken its snapshot. */
+static int wk_send(wk_ctx *c, uint32_t type, int ack, int64_t a, int64_t b, const char *name, const char *unit,
+                   double value) {
+    bench_event ev;
+    memset(&ev, 0, sizeof(ev));
+    ev.type = type;
+    ev.flags = ack ? BENCH_EV_ACK : 0;
+    ev.t_ns = wk_now();
+    ev.a = a;
+    ev.b = b;
+    ev.value = value;
+    if (name) snprintf(ev.name, sizeof(ev.name), "%s", name);
+    if (unit) snprintf(ev.unit, sizeof(ev.unit), "%s", unit);
+    return wk_write(c, &ev);
+}
+
+/* The serving run's events (harness/child/serve.h), stamped by the scheduler. */
+static void wk_serve_event(void *user, const bench_event *ev) { wk_write(user, ev); }
+
+static void wk_emit(void *user, const char *name, const char *unit, double v) {
+    wk_send(user, BENCH_EV_COUNTER, 0, 0, 0, name, unit, v);
+}
+
+static void wk_region(void *user, const void *addr, size_t len, const char *name) {
+    wk_send(user, BENCH_EV_REGION, 0, (int64_t)(uintptr_t)addr, (int64_t)len, name, NULL, 0);
+}
+
+static int wk_fail(wk_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int wk_fail(wk_ctx *c, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "bench worker: %s\n", msg);
+    if (c->ev_fd >= 0) wk_send(c, BENCH_EV_ERROR, 0, 0, 0, msg, NULL, 0);
+    return 1;
+}
+
+/* ---- the spec ---- */
+
+static const char *wk_str(const cJSON *j, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static double wk_num(const cJSON *j, const char *key, double def) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
+    return cJSON_IsNumber(v) ? v->valuedouble : def;
+}
+
+static cJSON *wk_parse_spec(const char *text, const char *path, wk_spec *s, char *err, size_t errlen);
+
+static cJSON *wk_read_spec(const char *path, wk_spec *s, char *err, size_t errlen) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    char *buf = NULL;
+    size_t len = 0;
+    for (;;) {
+        char *nb = realloc(buf, len + 65536 + 1);
+        if (!nb) break;
+        buf = nb;
+        size_t r = fread(buf + len, 1, 65536, f);
+        len += r;
+        if (r == 0) break;
+    }
+    fclose(f);
+    if (!buf) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    buf[len] = 0;
+    cJSON *j = wk_parse_spec(buf, path, s, err, errlen);
+    free(buf);
+    return j;
+}
+
+/* The spec's text (a file's, or the one `bench exec` made) into s, which points into the returned JSON. */
+static cJSON *wk_parse_spec(const char *text, const char *path, wk_spec *s, char *err, size_t errlen) {
+    cJSON *j = cJSON_Parse(text);
+    if (!cJSON_IsObject(j)) {
+        cJSON_Delete(j);
+        snprintf(err, errlen, "%s: not a worker spec (a JSON object written by bench run)", path);
+        return NULL;
+    }
+    memset(s, 0, sizeof(*s));
+    s->model = wk_str(j, "model");
+    s->tokenizer = wk_str(j, "tokenizer");
+    s->prompt = wk_str(j, "prompt");
+    s->module_dir = wk_str(j, "module_dir");
+    static const char *fam[] = {"loader", "kv", "alloc"}, *fopt[] = {"loader_opts", "kv_opts", "alloc_opts"};
+    for (int i = 0; i < 3; i++) {
+        s->module[i] = wk_str(j, fam[i]);
+        s->opts[i] = wk_str(j, fopt[i]);
+    }
+    s->device = wk_str(j, "device");
+    s->device_opts = wk_str(j, "device_opts");
+    s->threads = (int)wk_num(j, "threads", 0);
+    s->ctx = (int)wk_num(j, "ctx", 0);
+    s->prompt_tokens = (int)wk_num(j, "prompt_tokens", 0);
+    s->generate = (int)wk_num(j, "generate", 0);
+    s->temperature = wk_num(j, "temperature", 0);
+    s->topp = wk_num(j, "topp", 0.9);
+    s->seed = wk_num(j, "seed", 42);
+    /* the test hooks act only where the test suite asked for them */
+    const char *hooks = getenv("BENCH_TEST_HOOKS");
+    if (hooks && !strcmp(hooks, "1")) {
+        s->fault = wk_str(j, "fault");
+        s->delay_ms = (int)wk_num(j, "delay_ms", 0);
+    }
+    char rerr[512];
+    s->requests = sv_spec_read(j, rerr, sizeof(rerr));
+    if (!s->requests && rerr[0]) {
+        snprintf(err, errlen, "%s: %s", path, rerr);
+        cJSON_Delete(j);
+        return NULL;
+    }
+    if (!s->model || (!s->requests && (s->generate < 1 || (!s->prompt && s->prompt_tokens < 1)))) {
+        snprintf(err, errlen, "%s: the spec needs model, and requests or generate >= 1 and prompt or prompt_tokens >= 1", path);
+        sc_requests_free(s->requests);
+        s->requests = NULL;
+        cJSON_Delete(j);
+        return NULL;
+    }
+    return j;
+}
+
+/* Test hooks: fail the way a real worker can. The default action is restored
+ * first, so a sanitizer build dies by the signal as a release build does. */
+static int wk_fault(const char *fault) {
+    if (!fault || !strcmp(fault, "none")) return 0;
+    if (!strcmp(fault, "segv")) {
+        signal(SIGSEGV, SIG_DFL);
+        raise(SIGSEGV);
+    } else if (!strcmp(fault, "exit3")) {
+        fprintf(stderr, "bench worker: test hook: exit 3\n");
+        return 3;
+    } else if (!strcmp(fault, "hang")) {
+        for (;;) pause();
+    } else if (!strcmp(fault, "sigkill")) {
+        raise(SIGKILL);
+    }
+    return 0;
+}
+
+static void wk_usage(FILE *f) {
+    fprintf(f,
+            "usage: bench worker --spec FILE [--events FD --ack FD]\n\n"
+            "(internal) One repetition of one variant, as `bench run` starts it in a fresh process.\n"
+            "The spec files of a run are kept in its results directory (specs/v<N>.json); without\n"
+            "--events the worker prints its phases on stderr; `bench exec` runs the same code\n"
+            "from a scenario, the easier entry point for perf and valgrind on one variant.\n"
+            "  --callgrind   dump callgrind stats at each phase's end and print no timings\n"
+            "                (how `bench run` counts instructions per phase)\n\n"
+            "example:\n"
+            "  perf stat -e page-faults,major-faults bench worker --spec results/mmap_vs_pread/<run>/specs/v0.json\n");
+}
+
+static int wk_run(wk_ctx c, wk_spec s);
+
+int cmd_worker(int argc, char **argv) {
+    const char *spec_path = NULL;
+    wk_ctx c = {.ev_fd = -1, .ack_fd = -1};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { wk_usage(stdout); return 0; }
+        else if (!strcmp(a, "--spec") && v) spec_path = argv[++i];
+        else if (!strcmp(a, "--events") && v) c.ev_fd = atoi(argv[++i]);
+        else if (!strcmp(a, "--ack") && v) c.ack_fd = atoi(argv[++i]);
+        else if (!strcmp(a, "--callgrind") && worker_has_callgrind()) c.callgrind = 1;
+        else {
+            fprintf(stderr, "bench worker: unknown or incomplete argument \"%s\"\n", a);
+            wk_usage(stderr);
+            return 2;
+        }
+    }
+    if (!spec_path || (c.ev_fd >= 0) != (c.ack_fd >= 0)) {
+        fprintf(stderr, "bench worker: --spec is required; --events and --ack go together\n");
+        wk_usage(stderr);
+        return 2;
+    }
+    char err[1024];
+    int handled = 0, arc = aw_worker_file(spec_path, c.ev_fd, c.ack_fd, &handled);
+    if (handled) return arc;    /* an allocator workload (harness/child/alloc_workload.h) */
+    wk_spec s;
+    cJSON *json = wk_read_spec(spec_path, &s, err, sizeof(err));
+    if (!json) return wk_fail(&c, "%s", err);
+    int rc = wk_run(c, s);
+    sc_requests_free(s.requests);
+    cJSON_Delete(json);
+    return rc;
+}
+
+int worker_exec(const char *spec_text, const char *spec_name, const worker_opts *o) {
+    wk_ctx c = {.ev_fd = -1, .ack_fd = -1, .loop = o ? o->loop : 0, .callgrind = o ? o->callgrind : 0};
+    if (aw_is_spec(spec_text)) return aw_worker(spec_text, spec_name, -1, -1);
+    char err[1024];
+    wk_spec s;
+    cJSON *json = wk_parse_spec(spec_text, spec_name, &s, err, sizeof(err));
+    if (!json) return wk_fail(&c, "%s", err);
+    int rc = wk_run(c, s);
+    sc_requests_free(s.requests);
+    cJSON_Delete(json);
+    return rc;
+}
+
+/* One sequence: the prompt's prefill, then `generate - 1` decode steps. *produced gets
+ * the tokens generated. Returns 0, or 1 after reporting the failure. */
+/* The cache's memory after `tokens` positions of the one sequence (events.h KV_SAMPLE; the
+ * fields of a serving run's step, one sequence running). Sent after prefill, then only where
+ * the reserve moved and after the last step, so a dynamic cache's growth is seen without an
+ * event per token. */
+static void wk_kv_sample(wk_ctx *c, const engine_kv_mem *kv, int64_t step, int64_t tokens) {
+    bench_event ev;
+    memset(&ev, 0, sizeof(ev));
+    ev.type = BENCH_EV_KV_SAMPLE;
+    ev.t_ns = wk_now();
+    ev.a = step;
+    ev.b = tokens;
+    ev.x[BENCH_KVS_RESERVED] = (int64_t)kv->reserved;
+    ev.x[BENCH_KVS_LIVE] = (int64_t)kv->live;
+    ev.x[BENCH_KVS_CACHED] = (int64_t)kv->cached;
+    ev.x[BENCH_KVS_WASTED] = (int64_t)kv->wasted;
+    ev.x[BENCH_KVS_RUNNING] = 1;
+    ev.x[BENCH_KVS_BATCH] = 1;
+    wk_write(c, &ev);
+}
+
+static int wk_generate(wk_ctx *c, const wk_spec *s, engine *e, int64_t *produced) {
+    char err[1024];
+    sampler *smp = NULL;
+    int *ids = NULL, rc = 1;
+    const model *m = engine_model(e);
+    const tokenizer *tok = engine_tokenizer(e);
+    int cap = (s->prompt ? (int)strlen(s->prompt) + 8 : s->prompt_tokens) + s->generate;
+    ids = malloc((size_t)cap * sizeof(int));
+    smp = sampler_create(m->cfg.vocab_size, (float)s->temperature, (float)s->topp, (uint64_t)s->seed);
+    if (!ids || !smp) {
+        wk_fail(c, "out of memory");
+        goto out;
+    }
+    int n_prompt;
+    if (s->prompt) {
+        if (!tok) {
+            wk_fail(c, "%s has no vocabulary: give the scenario's model a \"tokenizer\", or use workload.prompt_tokens", s->model);
+            goto out;
+        }
+        n_prompt = tokenizer_encode(tok, s->prompt, 1, 0, ids, cap - s->generate, err, sizeof(err));
+        if (n_prompt < 0) {
+            wk_fail(c, "prompt: %s", err);
+            goto out;
+        }
+    } else {
+        /* BOS, then ids 3, 4, 5...: a deterministic prompt of the asked length for any vocabulary */
+        n_prompt = s->prompt_tokens;
+        ids[0] = tok ? tokenizer_bos(tok) : 1;
+        for (int i = 1; i < n_prompt; i++) ids[i] = 3 + (i - 1) % (m->cfg.vocab_size > 3 ? m->cfg.vocab_size - 3 : 1);
+    }
+    if (n_prompt + s->generate > m->cfg.seq_len && s->ctx <= 0) {
+        wk_fail(c, "prompt %d + generate %d positions exceed the model's context %d: set workload.ctx", n_prompt,
+                s->generate, m->cfg.seq_len);
+        goto out;
+    }
+
+    float *logits;
+    wk_send(c, BENCH_EV_PREFILL_START, 0, 0, 0, NULL, NULL, 0);
+    if (engine_forward(e, 0, ids, n_prompt, 0, &logits, err, sizeof(err))) {
+        wk_fail(c, "prefill: %s", err);
+        goto out;
+    }
+    int n = n_prompt;
+    ids[n++] = engine_sample(e, smp, logits);
+    if (wk_send(c, BENCH_EV_PREFILL_END, 1, n_prompt, ids[n - 1], NULL, NULL, 0)) goto out;
+    engine_kv_mem kv = engine_kv_memory(e);
+    wk_kv_sample(c, &kv, 0, n_prompt);
+    double reserved = kv.reserved;
+
+    /* exactly `generate` tokens: EOS/BOS do not stop a benchmark, so variants do the same work */
+    wk_send(c, BENCH_EV_DECODE_START, 0, 0, 0, NULL, NULL, 0);
+    /* bench exec --loop: every pass decodes the same positions again, so each does the same work */
+    int n_first = n;
+    for (int pass = 0; pass < (c->loop > 1 ? c->loop : 1); pass++) {
+        n = n_first;
+        for (int k = 1; k < s->generate; k++) {
+            if (engine_forward(e, 0, &ids[n - 1], 1, n - 1, &logits, err, sizeof(err))) {
+                wk_fail(c, "decode step %d: %s", k, err);
+                goto out;
+            }
+            ids[n++] = engine_sample(e, smp, logits);
+            wk_send(c, BENCH_EV_TOKEN, 0, k, ids[n - 1], NULL, NULL, 0);
+            if (pass == 0) {
+                kv = engine_kv_memory(e);
+                if (k == s->generate - 1 || kv.reserved != reserved) wk_kv_sample(c, &kv, k, n - 1);
+                reserved = kv.reserved;
+            }
+        }
+    }
+    wk_send(c, BENCH_EV_DECODE_END, 0, 0, 0, NULL, NULL, 0);
+    *produced = n - n_prompt;
+    rc = 0;
+out:
+    sampler_free(smp);
+    free(ids);
+    return rc;
+}
+
+/* The repetition itself, shared by cmd_worker and worker_exec. s points into the
+ * caller's spec JSON; c and s are copies, so the body reads as it did inline. */
+static int wk_run(wk_ctx c, wk_spec s) {
+    char err[1024];
+    engine *e = NULL;
+    int rc = 1;
+    void *storage[4] = {NULL, NULL, NULL, NULL};
+    engine_spec es = {.model_path = s.model, .tokenizer_path = s.tokenizer, .loader = s.module[0],
+                      .kv = s.module[1], .alloc = s.module[2], .threads = s.threads, .max_pos = s.ctx,
+                      .module_dir = s.module_dir, .on_region = wk_region, .region_user = &c, .device = s.device};
+    /* a serving run: sequences and KV memory for its requests */
+    if (s.requests) sv_engine_spec(s.requests, &es);
+    bench_opts *opts[4] = {&es.loader_opts, &es.kv_opts, &es.alloc_opts, &es.device_opts};
+    const char *opt_text[4] = {s.opts[0], s.opts[1], s.opts[2], s.device_opts};
+    for (int i = 0; i < 4; i++)
+        if (modreg_parse_opts(opt_text[i], opts[i], &storage[i], err, sizeof(err))) {
+            wk_fail(&c, "%s", err);
+            goto out;
+        }
+
+    c.t0 = wk_now();
+    if (wk_send(&c, BENCH_EV_HELLO, 1, getpid(), 0, NULL, NULL, 0)) goto out;
+    int hook = wk_fault(s.fault);
+    if (hook) {
+        rc = hook;
+        goto out;
+    }
+
+    wk_send(&c, BENCH_EV_LOAD_START, 0, 0, 0, NULL, NULL, 0);
+    if (engine_create(&es, &e, err, sizeof(err))) {
+        wk_fail(&c, "%s", err);
+        goto out;
+    }
+    if (wk_send(&c, BENCH_EV_LOAD_END, 1, 0, 0, NULL, NULL, 0)) goto out;
+
+    int64_t produced = 0;
+    if (s.requests) {
+        sv_sink sink = {.send = wk_serve_event, .user = &c};
+        if (sv_serve(e, s.requests, s.temperature, s.topp, (uint64_t)s.seed, &sink, err, sizeof(err))) {
+            wk_fail(&c, "serve: %s", err);
+            goto out;
+        }
+    } else if (wk_generate(&c, &s, e, &produced)) {
+        goto out;
+    }
+    bench_counter_sink sink = {.emit = wk_emit, .user = &c};
+    engine_counters(e, &sink);
+    if (s.delay_ms > 0) {
+        struct timespec d = {.tv_sec = s.delay_ms / 1000, .tv_nsec = (long)(s.delay_ms % 1000) * 1000000};
+        while (nanosleep(&d, &d) && errno == EINTR) {}
+    }
+    if (wk_send(&c, BENCH_EV_DONE, 1, produced, 0, NULL, NULL, 0)) goto out;
+    rc = 0;
+out:
+    engine_destroy(e);
+    for (int i = 0; i < 4; i++) free(storage[i]);
+    return rc;
+}

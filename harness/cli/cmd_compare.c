@@ -1,0 +1,116 @@
+/* bench compare A B: what changed between two runs, and is it a regression. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "harness/report/compare.h"
+
+static void compare_usage(FILE *f) {
+    fprintf(f,
+            "usage: bench compare A B [--threshold 5%%] [--format table|markdown|json] [--brief]\n"
+            "                     [--deterministic-only] [--ratio METRIC:AXIS=V/AXIS=W[:FACTOR]]...\n\n"
+            "Compares run B against run A (results directories or results.json files), per variant\n"
+            "(matched by key) and metric: A and B medians, the change, the test and a verdict.\n"
+            "  timed metrics (ms, tok/s, ns/op): Mann-Whitney U on the repetitions, alpha 0.05;\n"
+            "      \"too few repetitions\" below 4 + 4; a regression is beyond noise and worse\n"
+            "      than --threshold (default 5%%)\n"
+            "  page faults: tolerance 5%% + 16; memory (MiB): 2%% + 0.25 MiB; module counters\n"
+            "      (bytes, allocations, grow events): exact. A change in the worse direction is a\n"
+            "      regression.\n"
+            "  context switches, page-cache residency, PSS (shared with other processes): shown, never\n"
+            "      gated\n\n"
+            "  --deterministic-only  timed metrics are shown but not gated (the CI gate: times are\n"
+            "                        graphed, not gated)\n"
+            "  --ratio SPEC          gate a ratio inside each run: METRIC of the variants with AXIS=V\n"
+            "                        over those with AXIS=W (other axes equal); B's ratio must stay\n"
+            "                        within FACTOR (default 1.5) of A's\n"
+            "  --brief               only the rows that changed\n\n"
+            "Exit status: 0 no regression; 1 a regression; 2 bad arguments or unreadable results.\n\n"
+            "examples:\n"
+            "  bench compare results/ci/run1 results/ci/run2\n"
+            "  bench compare results/baselines/ci.json results/ci/latest --deterministic-only --brief \\\n"
+            "      --ratio mod.kv.bytes_reserved:kv=prealloc/kv=dynamic\n");
+}
+
+int cmd_compare(int argc, char **argv) {
+    const char *pa = NULL, *pb = NULL;
+    cmp_opts o = {.threshold = 0.05};
+    cmp_format fmt = CMP_FMT_TABLE;
+    int brief = 0, nratios = 0;
+    cmp_ratio *ratios = calloc((size_t)argc, sizeof(*ratios));
+    char err[1024];
+    int rc = 2;
+    rr_doc a = {0}, b = {0};
+    cmp_report rep = {0};
+    if (!ratios) {
+        fprintf(stderr, "bench compare: out of memory\n");
+        return 2;
+    }
+    for (int i = 1; i < argc; i++) {
+        const char *x = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(x, "--help") || !strcmp(x, "-h")) {
+            compare_usage(stdout);
+            rc = 0;
+            goto out;
+        } else if (!strcmp(x, "--threshold") && v) {
+            char *end;
+            double t = strtod(argv[++i], &end);
+            if (end == argv[i] || (*end && strcmp(end, "%")) || !(t >= 0) || t > 1000) {
+                fprintf(stderr, "bench compare: --threshold %s: expected a percentage such as 5%%\n", argv[i]);
+                goto out;
+            }
+            o.threshold = t / 100;
+        } else if (!strcmp(x, "--format") && v) {
+            i++;
+            if (!strcmp(v, "table")) fmt = CMP_FMT_TABLE;
+            else if (!strcmp(v, "markdown")) fmt = CMP_FMT_MARKDOWN;
+            else if (!strcmp(v, "json")) fmt = CMP_FMT_JSON;
+            else {
+                fprintf(stderr, "bench compare: --format %s: expected table, markdown or json\n", v);
+                goto out;
+            }
+        } else if (!strcmp(x, "--ratio") && v) {
+            if (cmp_parse_ratio(argv[++i], &ratios[nratios], err, sizeof(err))) {
+                fprintf(stderr, "bench compare: %s\n", err);
+                goto out;
+            }
+            nratios++;
+        } else if (!strcmp(x, "--brief")) brief = 1;
+        else if (!strcmp(x, "--deterministic-only")) o.deterministic_only = 1;
+        else if (x[0] != '-' && !pa) pa = x;
+        else if (x[0] != '-' && !pb) pb = x;
+        else {
+            fprintf(stderr, "bench compare: unknown or incomplete argument \"%s\"\n\n", x);
+            compare_usage(stderr);
+            goto out;
+        }
+    }
+    if (!pa || !pb) {
+        fprintf(stderr, "bench compare: which two runs? (bench compare A B)\n\n");
+        compare_usage(stderr);
+        goto out;
+    }
+    if (rr_load(pa, &a, err, sizeof(err)) || rr_load(pb, &b, err, sizeof(err))) {
+        fprintf(stderr, "bench compare: %s\n", err);
+        goto out;
+    }
+    if (cmp_docs(&a, &b, &o, &rep, err, sizeof(err))) {
+        fprintf(stderr, "bench compare: %s\n", err);
+        goto out;
+    }
+    for (int i = 0; i < nratios; i++)
+        if (!cmp_ratios(&a, &b, &ratios[i], &rep)) {
+            fprintf(stderr, "bench compare: --ratio %s:%s/%s: no pair of variants in B matches\n", ratios[i].metric,
+                    ratios[i].num, ratios[i].den);
+            goto out;
+        }
+    cmp_print(stdout, &rep, fmt, brief, &o);
+    rc = rep.regressions ? 1 : 0;
+out:
+    cmp_report_free(&rep);
+    rr_free(&a);
+    rr_free(&b);
+    free(ratios);
+    return rc;
+}

@@ -1,0 +1,234 @@
+/* bench generate: one engine, one prompt. Text to stdout, measurements to stderr. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "commands.h"
+#include "engines/core/runtime/engine.h"
+#include "engines/core/compute/kernels.h"
+#include "engines/core/runtime/modreg.h"
+#include "engines/core/runtime/sampler.h"
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The device's own figures, for the summary on stderr. */
+typedef struct dev_figures { double ttft_ms, tpot_ms, mem_peak, h2d_gb_s, share_w; } dev_figures;
+
+static void dev_figure(void *user, const char *name, const char *unit, double v) {
+    dev_figures *f = user;
+    (void)unit;
+    if (!strcmp(name, "device.ttft_event_ms")) f->ttft_ms = v;
+    else if (!strcmp(name, "device.tpot_event_ms")) f->tpot_ms = v;
+    else if (!strcmp(name, "device.gpu_mem_used_peak_B")) f->mem_peak = v;
+    else if (!strcmp(name, "loader.h2d_gb_s")) f->h2d_gb_s = v;
+    else if (!strcmp(name, "device.share_weights")) f->share_w = v;
+}
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: bench generate --model FILE [--tokenizer FILE] [--prompt TEXT] [--steps N]\n"
+            "                      [--temperature T] [--topp P] [--seed S] [--threads N] [--ctx N]\n"
+            "                      [--loader NAME] [--loader-opt k=v,...] [--kv NAME] [--kv-opt k=v,...]\n"
+            "                      [--alloc NAME] [--alloc-opt k=v,...] [--device cpu|cuda] [--device-opt k=v,...]\n"
+            "                      [--prompt-tokens N] [--bandwidth]\n"
+            "                      [--ids] [--quiet] [--trace-alloc FILE]\n\n"
+            "Runs one engine on one prompt: prints the text on stdout, then load time, prompt tokens,\n"
+            "TTFT, prefill tokens/s and decode tokens/s on stderr.\n\n"
+            "  --steps N        positions in all, the prompt's included (as llama2.c counts); default 256.\n"
+            "                   Generation also stops if BOS is sampled.\n"
+            "  --temperature T  0 (default) is greedy: argmax, first index on ties\n"
+            "  --topp P         nucleus sampling when T > 0 (default 0.9)\n"
+            "  --ctx N          context length; default: the model's declared context. Going past the\n"
+            "                   declared figure is allowed, with a note (RoPE has no hard limit).\n"
+            "  --prompt-tokens N  use N synthetic prompt tokens (BOS, then ids 3, 4, 5, ...) instead of --prompt\n"
+            "  --bandwidth      also measure a STREAM triad on the same threads (on the GPU with --device cuda)\n"
+            "                   and report decode speed as a fraction of the bound: triad bytes/s / weight\n"
+            "                   bytes read per token\n"
+            "  --device D       where the forward pass runs: cpu (default) or cuda (device_cuda.so; the loader\n"
+            "                   and KV modules are then the CUDA ones: bench list shows them, e.g. --loader pinned\n"
+            "                   --kv vmm); --device-opt gives the device module's options\n"
+            "  --ids            print token ids (BOS first, space-separated) instead of text\n"
+            "  --trace-alloc FILE  record every allocator call (KV at load, scratch per forward pass) to FILE,\n"
+            "                   for the \"trace\" allocator workload (engines/core/runtime/alloc_trace.h, docs/scenarios.md)\n"
+            "  modules          --loader pread|mmap, --kv prealloc|dynamic|block|token, --alloc libc|... (see bench list)\n\n"
+            "example:\n"
+            "  bench generate --model ../shared/models/stories260K.bin --tokenizer ../shared/models/tok512.bin \\\n"
+            "                 --prompt \"The little dog\" --steps 200 --loader pread --kv dynamic\n");
+}
+
+int cmd_generate(int argc, char **argv) {
+    engine_spec spec = {0};
+    const char *prompt = "", *lopt = NULL, *kopt = NULL, *aopt = NULL, *dopt = NULL;
+    int steps = 256, print_ids = 0, quiet = 0, prompt_tokens = 0, bandwidth = 0;
+    float temperature = 0.0f, topp = 0.9f;
+    unsigned long long seed = 42;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define ARG(name) (!strcmp(a, name) && v && (i++, 1))
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
+        else if (ARG("--model")) spec.model_path = v;
+        else if (ARG("--tokenizer")) spec.tokenizer_path = v;
+        else if (ARG("--prompt")) prompt = v;
+        else if (ARG("--steps")) steps = atoi(v);
+        else if (ARG("--temperature")) temperature = strtof(v, NULL);
+        else if (ARG("--topp")) topp = strtof(v, NULL);
+        else if (ARG("--seed")) seed = strtoull(v, NULL, 10);
+        else if (ARG("--threads")) spec.threads = atoi(v);
+        else if (ARG("--prompt-tokens")) prompt_tokens = atoi(v);
+        else if (ARG("--ctx")) spec.max_pos = atoi(v);
+        else if (ARG("--loader")) spec.loader = v;
+        else if (ARG("--kv")) spec.kv = v;
+        else if (ARG("--alloc")) spec.alloc = v;
+        else if (ARG("--loader-opt")) lopt = v;
+        else if (ARG("--kv-opt")) kopt = v;
+        else if (ARG("--alloc-opt")) aopt = v;
+        else if (ARG("--device")) spec.device = v;
+        else if (ARG("--device-opt")) dopt = v;
+        else if (ARG("--modules")) spec.module_dir = v;
+        else if (ARG("--trace-alloc")) spec.trace_alloc = v;
+        else if (!strcmp(a, "--ids")) print_ids = 1;
+        else if (!strcmp(a, "--quiet")) quiet = 1;
+        else if (!strcmp(a, "--bandwidth")) bandwidth = 1;
+        else {
+            fprintf(stderr, "bench generate: unknown or incomplete argument \"%s\"\n", a);
+            usage(stderr);
+            return 2;
+        }
+#undef ARG
+    }
+    if (!spec.model_path) {
+        fprintf(stderr, "bench generate: --model is required\n");
+        return 2;
+    }
+    if (steps < 1 || temperature < 0 || topp <= 0 || topp > 1) {
+        fprintf(stderr, "bench generate: --steps must be >= 1, --temperature >= 0, --topp in (0, 1]\n");
+        return 2;
+    }
+    char err[1024];
+    void *ls = NULL, *ks = NULL, *as = NULL, *ds = NULL;
+    engine *e = NULL;
+    sampler *smp = NULL;
+    int *ids = NULL, rc = 1;
+    if (modreg_parse_opts(lopt, &spec.loader_opts, &ls, err, sizeof(err)) ||
+        modreg_parse_opts(kopt, &spec.kv_opts, &ks, err, sizeof(err)) ||
+        modreg_parse_opts(aopt, &spec.alloc_opts, &as, err, sizeof(err)) ||
+        modreg_parse_opts(dopt, &spec.device_opts, &ds, err, sizeof(err))) {
+        fprintf(stderr, "bench generate: %s\n", err);
+        goto out;
+    }
+
+    double t0 = now_s();
+    if (engine_create(&spec, &e, err, sizeof(err))) {
+        fprintf(stderr, "bench generate: %s\n", err);
+        goto out;
+    }
+    double t_load = now_s() - t0;
+    const model *m = engine_model(e);
+    const tokenizer *tok = engine_tokenizer(e);
+    if (!tok) {
+        fprintf(stderr, "bench generate: %s has no vocabulary; give one with --tokenizer\n", spec.model_path);
+        goto out;
+    }
+    ids = malloc((size_t)(steps + 1) * sizeof(int));
+    smp = sampler_create(m->cfg.vocab_size, temperature, topp, seed);
+    if (!ids || !smp) { fprintf(stderr, "bench generate: out of memory\n"); goto out; }
+    int n_prompt;
+    if (prompt_tokens > 0) {
+        n_prompt = prompt_tokens < steps + 1 ? prompt_tokens : steps + 1;
+        ids[0] = tokenizer_bos(tok);
+        for (int i = 1; i < n_prompt; i++) ids[i] = 3 + (i - 1) % (m->cfg.vocab_size - 3);
+    } else {
+        n_prompt = tokenizer_encode(tok, prompt, 1, 0, ids, steps + 1, err, sizeof(err));
+    }
+    if (n_prompt < 0) { fprintf(stderr, "bench generate: prompt: %s\n", err); goto out; }
+    if (n_prompt > steps) {
+        fprintf(stderr, "bench generate: the prompt has %d tokens, more than --steps %d\n", n_prompt, steps);
+        goto out;
+    }
+
+    /* prefill: the whole prompt in one batch; its last logits give the first new token */
+    float *logits;
+    double t1 = now_s();
+    if (engine_forward(e, 0, ids, n_prompt, 0, &logits, err, sizeof(err))) { fprintf(stderr, "bench generate: %s\n", err); goto out; }
+    int n = n_prompt;
+    ids[n++] = engine_sample(e, smp, logits);
+    double t_first = now_s();
+    /* position n-1 is fed next; positions 0 .. steps-1 are fed in all */
+    while (n - 1 < steps && ids[n - 1] != tokenizer_bos(tok)) {
+        if (engine_forward(e, 0, &ids[n - 1], 1, n - 1, &logits, err, sizeof(err))) {
+            fprintf(stderr, "bench generate: %s\n", err);
+            goto out;
+        }
+        ids[n++] = engine_sample(e, smp, logits);
+    }
+    double t_end = now_s();
+
+    char buf[16];
+    if (print_ids) {
+        for (int i = 0; i < n; i++) printf("%s%d", i ? " " : "", ids[i]);
+        printf("\n");
+    } else {
+        for (int i = 1; i < n; i++) fputs(tokenizer_decode(tok, ids[i - 1], ids[i], buf, sizeof(buf)), stdout);
+        printf("\n");
+    }
+    fflush(stdout);
+    int decoded = n - n_prompt - 1;
+    if (!quiet) {
+        fprintf(stderr, "load         %.1f ms (%s loader%s%s, %.1f MB of weights)\n", t_load * 1e3,
+                spec.loader ? spec.loader : "mmap", strcmp(engine_device(e), "cpu") ? " on " : "",
+                strcmp(engine_device(e), "cpu") ? engine_device(e) : "", (double)model_weight_bytes(m) / 1e6);
+        fprintf(stderr, "prompt       %d tokens\n", n_prompt);
+        fprintf(stderr, "TTFT         %.2f ms\n", (t_first - t1) * 1e3);
+        fprintf(stderr, "prefill      %.1f tokens/s\n", n_prompt / (t_first - t1));
+        if (decoded > 0)
+            fprintf(stderr, "decode       %.1f tokens/s (%d tokens, TPOT %.3f ms)\n", decoded / (t_end - t_first),
+                    decoded, (t_end - t_first) * 1e3 / decoded);
+        if (strcmp(engine_device(e), "cpu")) {
+            dev_figures f = {-1, -1, -1, -1, -1};
+            bench_counter_sink sink = {dev_figure, &f};
+            engine_counters(e, &sink);
+            fprintf(stderr, "%-12s TTFT %.3f ms, TPOT %.3f ms (events); %.1f MB device memory at peak; load %.2f GB/s to the device",
+                    engine_device(e), f.ttft_ms, f.tpot_ms, f.mem_peak / 1e6, f.h2d_gb_s);
+            if (f.share_w >= 0) fprintf(stderr, "; weights %.0f%% of a decode pass", 100 * f.share_w);
+            fputc('\n', stderr);
+        }
+    }
+    if (bandwidth && decoded > 0) {
+        /* the weights a decode step streams: every matrix, the classifier included;
+         * of an untied embedding table only one row is read */
+        double per_token = (double)model_weight_bytes(m);
+        const model_tensor *emb = model_find(m, "token_embd.weight");
+        if (model_find(m, "output.weight") && emb) per_token -= (double)emb->nbytes;
+        double bw;
+        if (strcmp(engine_device(e), "cpu")) {
+            bw = engine_device_bandwidth(e, 0, 5);
+        } else {
+            tp_pool *pool = tp_create(spec.threads > 0 ? spec.threads : 2);
+            bw = kn_triad_bandwidth(pool, 64u << 20, 5);
+            tp_destroy(pool);
+        }
+        double bound = bw / per_token, tps = decoded / (t_end - t_first);
+        if (bw > 0)
+            fprintf(stderr, "bandwidth    %.1f GB/s triad%s%s; %.1f MB read per token; bound %.1f tokens/s; decode at %.0f%% of it\n",
+                    bw / 1e9, strcmp(engine_device(e), "cpu") ? " on " : "",
+                    strcmp(engine_device(e), "cpu") ? engine_device(e) : "", per_token / 1e6, bound, 100.0 * tps / bound);
+        else
+            fprintf(stderr, "bandwidth    could not be measured on %s\n", engine_device(e));
+    }
+    rc = 0;
+out:
+    sampler_free(smp);
+    free(ids);
+    engine_destroy(e);
+    free(ls);
+    free(ks);
+    free(as);
+    free(ds);
+    return rc;
+}

@@ -1,0 +1,534 @@
+/* bench model: info, convert, synth, shapes.
+ *
+ * Reports go to stdout; progress and notes to stderr. Conversion reads each
+ * tensor with pread when its writer asks for it (no loader module: a
+ * conversion is a stream, not a benchmark) and converts 2-D weights row by row
+ * through f32 (kn_dequant_row -> kn_quant_row). The writers write atomically.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "engines/abi/module.h"
+#include "engines/core/compute/kernels.h"
+#include "engines/core/model/model.h"
+#include "engines/core/model/model_write.h"
+#include "engines/core/model/synth.h"
+#include "engines/core/compute/threadpool.h"
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int has_suffix(const char *s, const char *suf) {
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && strcmp(s + a - b, suf) == 0;
+}
+
+/* 1234567 -> "1.23 M"; units of 1000 (parameters, bytes as disks count them) */
+static const char *human(double v, char *buf, size_t len) {
+    static const char *u[] = {"", " K", " M", " G", " T"};
+    int i = 0;
+    while (v >= 1000.0 && i < 4) v /= 1000.0, i++;
+    snprintf(buf, len, i ? "%.2f%s" : "%.0f%s", v, u[i]);
+    return buf;
+}
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: bench model <info|convert|synth|shapes> [options]   (bench model <sub> --help for each)\n\n"
+            "  info FILE [--tokenizer F] [--tensors]   print a model's format, shape, dtypes and sizes\n"
+            "  convert IN OUT [--dtype T] [--tokenizer F] [--shard SIZE]\n"
+            "                                          write IN as OUT.gguf, OUT.bin (llama2.c) or a safetensors directory\n"
+            "  synth --shape NAME [--dtype T] [--format F] [--seed S] -o PATH\n"
+            "                                          write a deterministic model of a named shape\n"
+            "  shapes                                  list the synth shapes\n\n"
+            "examples:\n"
+            "  bench model info ../shared/models/stories260K.bin --tokenizer ../shared/models/tok512.bin\n"
+            "  bench model convert ../shared/models/stories260K.bin stories260K-q8_0.gguf --dtype q8_0 \\\n"
+            "                      --tokenizer ../shared/models/tok512.bin\n"
+            "  bench model synth --shape llama-110m --dtype f16 --format gguf -o results/models/llama-110m-f16.gguf\n");
+}
+
+/* ======================= info ======================= */
+
+static void info_usage(FILE *f) {
+    fprintf(f,
+            "usage: bench model info FILE [--tokenizer F] [--tensors]\n\n"
+            "Prints the format, name, files, shape (context as the file declares it and as the\n"
+            "engine uses it), RoPE style, classifier, parameters, bytes per dtype and the vocabulary.\n"
+            "FILE: a llama2.c checkpoint, a .gguf, a .safetensors file, a model.safetensors.index.json,\n"
+            "or a directory holding safetensors and config.json.\n\n"
+            "  --tokenizer F  a llama2.c tokenizer.bin, replacing the model's vocabulary\n"
+            "  --tensors      also list every tensor: name, dtype, shape (cols x rows), file, offset, bytes\n\n"
+            "examples:\n"
+            "  bench model info ../shared/models/stories260K.bin\n"
+            "  bench model info ../shared/thirdparty/stories260K-f32.gguf --tensors\n");
+}
+
+static int model_info(int argc, char **argv) {
+    const char *path = NULL, *tok = NULL;
+    int tensors = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { info_usage(stdout); return 0; }
+        else if (!strcmp(argv[i], "--tokenizer") && i + 1 < argc) tok = argv[++i];
+        else if (!strcmp(argv[i], "--tensors")) tensors = 1;
+        else if (argv[i][0] != '-' && !path) path = argv[i];
+        else {
+            fprintf(stderr, "bench model info: unknown or incomplete argument \"%s\"\n", argv[i]);
+            info_usage(stderr);
+            return 2;
+        }
+    }
+    if (!path) {
+        fprintf(stderr, "bench model info: expected a model FILE\n");
+        info_usage(stderr);
+        return 2;
+    }
+    model *m = NULL;
+    char err[1024], h1[32], h2[32];
+    if (model_open(path, tok, &m, err, sizeof(err))) {
+        fprintf(stderr, "bench model info: %s\n", err);
+        return 1;
+    }
+    const model_config *c = &m->cfg;
+    printf("%-12s %s\n", "file", path);
+    printf("%-12s %s\n", "format", model_format_name(m->format));
+    printf("%-12s %s\n", "name", m->name ? m->name : "");
+    printf("%-12s %d\n", "files", m->n_files);
+    for (int i = 0; m->n_files > 1 && i < m->n_files; i++) printf("%-12s   %d: %s\n", "", i, m->files[i]);
+    printf("%-12s dim %d, hidden %d, layers %d, heads %d, kv heads %d, head_dim %d, vocab %d\n", "shape", c->dim,
+           c->hidden_dim, c->n_layers, c->n_heads, c->n_kv_heads, c->n_heads ? c->dim / c->n_heads : 0, c->vocab_size);
+    printf("%-12s %d declared, %d used\n", "context", c->seq_len_header, c->seq_len);
+    printf("%-12s %s, theta %g\n", "rope",
+           c->rope == ROPE_HALF ? "half (HF rotate_half q/k rows)" : "interleaved (llama2.c/GGUF q/k rows)", c->rope_theta);
+    printf("%-12s %g\n", "norm eps", c->norm_eps);
+    printf("%-12s %s\n", "classifier", model_find(m, "output.weight") ? "separate (output.weight)" : "tied to token_embd");
+    uint64_t params = model_param_count(m), bytes = model_weight_bytes(m);
+    printf("%-12s %s (%llu)\n", "params", human((double)params, h1, sizeof(h1)), (unsigned long long)params);
+    printf("%-12s %sB (%llu bytes)\n", "weights", human((double)bytes, h1, sizeof(h1)), (unsigned long long)bytes);
+    int first = 1;
+    for (int t = 0; t < BENCH_DTYPE_COUNT; t++) {
+        int n = 0;
+        uint64_t b = 0, e = 0;
+        for (int i = 0; i < m->n_tensors; i++)
+            if (m->tensors[i].dtype == (bench_dtype)t) {
+                n++;
+                b += m->tensors[i].nbytes;
+                e += (uint64_t)model_tensor_nelems(m->tensors[i].n_dims, m->tensors[i].ne);
+            }
+        if (!n) continue;
+        printf("%-12s %-5s %4d tensors, %s params, %sB (%llu bytes)\n", first ? "dtypes" : "", bench_dtype_name((bench_dtype)t),
+               n, human((double)e, h1, sizeof(h1)), human((double)b, h2, sizeof(h2)), (unsigned long long)b);
+        first = 0;
+    }
+    if (m->vocab.n)
+        printf("%-12s %d tokens, bos %d, eos %d, unk %d, add_space_prefix %d\n", "vocab", m->vocab.n, m->vocab.bos,
+               m->vocab.eos, m->vocab.unk, m->vocab.add_space_prefix);
+    else
+        printf("%-12s none in the file (give --tokenizer tokenizer.bin)\n", "vocab");
+    if (tensors) {
+        printf("\n%-32s %-5s %-14s %4s %12s %12s\n", "tensor", "dtype", "shape", "file", "offset", "bytes");
+        for (int i = 0; i < m->n_tensors; i++) {
+            const model_tensor *t = &m->tensors[i];
+            char shape[64] = "";
+            for (int d = 0; d < t->n_dims; d++)
+                snprintf(shape + strlen(shape), sizeof(shape) - strlen(shape), "%s%lld", d ? "x" : "", (long long)t->ne[d]);
+            printf("%-32s %-5s %-14s %4d %12llu %12llu\n", t->name, bench_dtype_name(t->dtype), shape, t->file,
+                   (unsigned long long)t->offset, (unsigned long long)t->nbytes);
+        }
+    }
+    model_free(m);
+    return 0;
+}
+
+/* ======================= convert ======================= */
+
+static void convert_usage(FILE *f) {
+    fprintf(f,
+            "usage: bench model convert IN OUT [--dtype f32|f16|bf16|q8_0] [--tokenizer F] [--shard SIZE]\n\n"
+            "Writes the model IN (any format bench reads) as OUT:\n"
+            "  OUT ending in .gguf   GGUF v3 with the vocabulary as tokenizer.ggml.*\n"
+            "  OUT ending in .bin    a llama2.c checkpoint (f32 only), and its vocabulary beside it as\n"
+            "                        OUT without .bin + .tokenizer.bin (llama2.c's tokenizer.bin format)\n"
+            "  anything else         a safetensors directory: config.json, tokenizer.json, model*.safetensors\n"
+            "                        (f32, f16, bf16)\n"
+            "Files are written under a temporary name and renamed: a failed conversion leaves nothing.\n\n"
+            "  --dtype T      dtype of the 2-D weights (default: as in IN; f32 for .bin). Norms stay f32.\n"
+            "                 q8_0 needs rows of whole 32-element blocks; other rows are written as f16,\n"
+            "                 as llama.cpp's quantizer does.\n"
+            "  --tokenizer F  a llama2.c tokenizer.bin: the vocabulary to write (IN's own otherwise)\n"
+            "  --shard SIZE   safetensors only: split into files of at most SIZE (e.g. 2g, 500m)\n\n"
+            "examples:\n"
+            "  bench model convert ../shared/models/stories260K.bin stories260K.gguf --tokenizer ../shared/models/tok512.bin\n"
+            "  bench model convert stories260K.gguf stories260K-hf --dtype bf16\n"
+            "  bench model convert stories260K-hf stories260K-back.bin\n");
+}
+
+typedef struct convert_ctx {
+    const model *m;
+    const model_tensor *out;    /* (m->n_tensors) the tensors as written: same order, dtype maybe changed */
+    int *fds;                   /* (m->n_files) */
+    void *scratch;              /* a source tensor's bytes, when it is converted */
+    size_t scratch_len;
+    tp_pool *pool;
+} convert_ctx;
+
+static int pread_full(int fd, void *buf, uint64_t n, uint64_t off) {
+    char *p = buf;
+    while (n) {
+        ssize_t r = pread(fd, p, n > (1u << 30) ? (1u << 30) : (size_t)n, (off_t)off);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            if (r == 0) errno = EIO; /* the file shrank since it was opened */
+            return -1;
+        }
+        p += r;
+        n -= (uint64_t)r;
+        off += (uint64_t)r;
+    }
+    return 0;
+}
+
+typedef struct convert_job {
+    const uint8_t *src;
+    uint8_t *dst;
+    bench_dtype sdt, ddt;
+    int64_t cols, rows;
+    size_t srow, drow;          /* bytes per row in each dtype */
+    int n_tasks;
+} convert_job;
+
+#define CONVERT_CHUNK 512 /* elements at a time through f32; a multiple of the Q8_0 block */
+
+static void convert_task(void *arg, int task, int n_tasks) {
+    const convert_job *j = arg;
+    int64_t r0 = j->rows * task / n_tasks, r1 = j->rows * (task + 1) / n_tasks;
+    size_t sbe = bench_dtype_block_elems(j->sdt), sbb = bench_dtype_block_bytes(j->sdt);
+    size_t dbe = bench_dtype_block_elems(j->ddt), dbb = bench_dtype_block_bytes(j->ddt);
+    float buf[CONVERT_CHUNK];
+    for (int64_t r = r0; r < r1; r++) {
+        const uint8_t *s = j->src + (size_t)r * j->srow;
+        uint8_t *d = j->dst + (size_t)r * j->drow;
+        for (int64_t c0 = 0; c0 < j->cols; c0 += CONVERT_CHUNK) {
+            int n = (int)(j->cols - c0 < CONVERT_CHUNK ? j->cols - c0 : CONVERT_CHUNK);
+            kn_dequant_row(j->sdt, s + (size_t)c0 / sbe * sbb, buf, n);
+            synth_quant_row(j->ddt, buf, d + (size_t)c0 / dbe * dbb, n);
+        }
+    }
+}
+
+static int convert_fill(void *user, int i, void *dst, uint64_t nbytes, char *err, size_t errlen) {
+    convert_ctx *c = user;
+    const model_tensor *st = &c->m->tensors[i], *dt = &c->out[i];
+    const char *file = c->m->files[st->file];
+    if (nbytes != dt->nbytes)
+        return bench_errf(err, errlen, "convert: tensor %s: the writer asked for %llu bytes, expected %llu", dt->name,
+                          (unsigned long long)nbytes, (unsigned long long)dt->nbytes);
+    void *src = dst;
+    if (st->dtype != dt->dtype) {
+        if (st->nbytes > c->scratch_len) {
+            void *p = realloc(c->scratch, (size_t)st->nbytes);
+            if (!p) return bench_errf(err, errlen, "%s: out of memory for tensor %s (%llu bytes)", file, st->name,
+                                      (unsigned long long)st->nbytes);
+            c->scratch = p;
+            c->scratch_len = (size_t)st->nbytes;
+        }
+        src = c->scratch;
+    }
+    if (pread_full(c->fds[st->file], src, st->nbytes, st->offset))
+        return bench_errf(err, errlen, "%s: reading tensor %s (%llu bytes at offset %llu): %s", file, st->name,
+                          (unsigned long long)st->nbytes, (unsigned long long)st->offset, strerror(errno));
+    if (src == dst) return 0;
+    int64_t rows = model_tensor_nelems(st->n_dims, st->ne) / st->ne[0];
+    convert_job job = {.src = src, .dst = dst, .sdt = st->dtype, .ddt = dt->dtype, .cols = st->ne[0], .rows = rows,
+                       .srow = bench_dtype_row_bytes(st->dtype, st->ne[0]), .drow = bench_dtype_row_bytes(dt->dtype, st->ne[0])};
+    int tasks = rows < 64 ? 1 : 4 * tp_threads(c->pool);
+    tp_run(c->pool, convert_task, &job, tasks);
+    return 0;
+}
+
+static int model_convert(int argc, char **argv) {
+    const char *in = NULL, *out = NULL, *tok = NULL, *dtype_s = NULL, *shard_s = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { convert_usage(stdout); return 0; }
+        else if (!strcmp(a, "--dtype") && v) dtype_s = v, i++;
+        else if (!strcmp(a, "--tokenizer") && v) tok = v, i++;
+        else if (!strcmp(a, "--shard") && v) shard_s = v, i++;
+        else if (a[0] != '-' && !in) in = a;
+        else if (a[0] != '-' && !out) out = a;
+        else {
+            fprintf(stderr, "bench model convert: unknown or incomplete argument \"%s\"\n", a);
+            convert_usage(stderr);
+            return 2;
+        }
+    }
+    if (!in || !out) {
+        fprintf(stderr, "bench model convert: expected IN and OUT\n");
+        convert_usage(stderr);
+        return 2;
+    }
+    int want = -1;
+    if (dtype_s && (want = bench_dtype_parse(dtype_s)) < 0) {
+        fprintf(stderr, "bench model convert: --dtype %s: expected f32, f16, bf16 or q8_0\n", dtype_s);
+        return 2;
+    }
+    uint64_t shard = 0;
+    if (shard_s && bench_parse_size(shard_s, &shard)) {
+        fprintf(stderr, "bench model convert: --shard %s: expected a size such as 2g or 500m\n", shard_s);
+        return 2;
+    }
+    int is_gguf = has_suffix(out, ".gguf"), is_l2c = has_suffix(out, ".bin"), is_st = !is_gguf && !is_l2c;
+    if (shard_s && !is_st) {
+        fprintf(stderr, "bench model convert: --shard applies to safetensors output only, not %s\n", out);
+        return 2;
+    }
+    if (is_l2c && want >= 0 && want != BENCH_F32) {
+        fprintf(stderr, "bench model convert: %s: llama2.c checkpoints hold f32 only, not %s\n", out, dtype_s);
+        return 2;
+    }
+    if (is_st && want == BENCH_Q8_0) {
+        fprintf(stderr, "bench model convert: %s: safetensors holds f32, f16 and bf16, not q8_0\n", out);
+        return 2;
+    }
+    if (is_l2c && want < 0) want = BENCH_F32;
+
+    int rc = 1;
+    char err[1024], h1[32];
+    model *m = NULL;
+    model_tensor *ot = NULL;
+    convert_ctx cx = {0};
+    double t0 = now_s();
+    if (model_open(in, tok, &m, err, sizeof(err))) {
+        fprintf(stderr, "bench model convert: %s\n", err);
+        return 1;
+    }
+    ot = calloc((size_t)m->n_tensors, sizeof(*ot));
+    cx.fds = malloc((size_t)(m->n_files ? m->n_files : 1) * sizeof(int));
+    if (!ot || !cx.fds) {
+        fprintf(stderr, "bench model convert: out of memory\n");
+        goto done;
+    }
+    for (int f = 0; f < m->n_files; f++) cx.fds[f] = -1;
+    int fallback = 0;
+    for (int i = 0; i < m->n_tensors; i++) {
+        ot[i] = m->tensors[i]; /* shallow: the name stays m's */
+        int64_t cols = ot[i].ne[0], rows = model_tensor_nelems(ot[i].n_dims, ot[i].ne) / cols;
+        if (want >= 0 && rows > 1) {
+            ot[i].dtype = synth_weight_dtype((bench_dtype)want, cols);
+            fallback += ot[i].dtype != (bench_dtype)want;
+        } else if (rows == 1 && ot[i].dtype != BENCH_F32)
+            ot[i].dtype = BENCH_F32; /* norms are f32 in every format we write */
+        ot[i].nbytes = (uint64_t)rows * bench_dtype_row_bytes(ot[i].dtype, cols);
+        if (is_st && ot[i].dtype == BENCH_Q8_0) {
+            fprintf(stderr, "bench model convert: %s: tensor %s is q8_0; safetensors holds f32, f16 and bf16 "
+                            "(pass --dtype f16)\n", in, ot[i].name);
+            goto done;
+        }
+    }
+    if (fallback)
+        fprintf(stderr, "bench model convert: note: %d tensors have rows that are not whole q8_0 blocks of 32; "
+                        "written as f16\n", fallback);
+    for (int f = 0; f < m->n_files; f++)
+        if ((cx.fds[f] = open(m->files[f], O_RDONLY | O_CLOEXEC)) < 0) {
+            fprintf(stderr, "bench model convert: %s: %s\n", m->files[f], strerror(errno));
+            goto done;
+        }
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    if (!(cx.pool = tp_create(ncpu > 0 ? (int)ncpu : 1))) {
+        fprintf(stderr, "bench model convert: cannot start threads\n");
+        goto done;
+    }
+    cx.m = m;
+    cx.out = ot;
+    /* Write what the file declares, not what the engine would allow. */
+    model_config cfg = m->cfg;
+    cfg.seq_len = cfg.seq_len_header > 0 ? cfg.seq_len_header : cfg.seq_len;
+    model_write_src src = {.name = m->name, .cfg = &cfg, .vocab = &m->vocab, .n_tensors = m->n_tensors,
+                           .tensors = ot, .fill = convert_fill, .user = &cx};
+    if (!m->vocab.n)
+        fprintf(stderr, "bench model convert: note: %s has no vocabulary; %s will have none (give --tokenizer)\n", in, out);
+    if (is_l2c && cfg.rope_theta != 10000.0f)
+        fprintf(stderr, "bench model convert: note: llama2.c checkpoints have no rope theta field; readers assume "
+                        "10000, this model has %g (only the freq_cis tables carry it)\n", cfg.rope_theta);
+    int wrc;
+    if (is_gguf) wrc = gguf_write(out, &src, err, sizeof(err));
+    else if (is_st) wrc = safetensors_write(out, &src, shard, err, sizeof(err));
+    else wrc = llama2c_write(out, &src, err, sizeof(err));
+    if (wrc) {
+        fprintf(stderr, "bench model convert: %s\n", err);
+        goto done;
+    }
+    char tokpath[4096] = "";
+    if (is_l2c && m->vocab.n) {
+        if (llama2c_tokenizer_path(out, tokpath, sizeof(tokpath)) ||
+            llama2c_write_tokenizer(tokpath, &m->vocab, err, sizeof(err))) {
+            fprintf(stderr, "bench model convert: note: the vocabulary was not written: %s\n", err);
+            tokpath[0] = '\0';
+        }
+    }
+    uint64_t bytes = 0;
+    for (int i = 0; i < m->n_tensors; i++) bytes += ot[i].nbytes;
+    double dt = now_s() - t0;
+    printf("wrote %s: %s, %d tensors, %sB of weights, in %.2f s\n", out, is_gguf ? "gguf" : is_st ? "safetensors" : "llama2c",
+           m->n_tensors, human((double)bytes, h1, sizeof(h1)), dt);
+    if (tokpath[0]) printf("wrote %s: vocabulary of %d tokens\n", tokpath, m->vocab.n);
+    rc = 0;
+done:
+    for (int f = 0; cx.fds && f < m->n_files; f++)
+        if (cx.fds[f] >= 0) close(cx.fds[f]);
+    free(cx.fds);
+    free(cx.scratch);
+    tp_destroy(cx.pool);
+    free(ot);
+    model_free(m);
+    return rc;
+}
+
+/* ======================= synth ======================= */
+
+static void synth_usage(FILE *f) {
+    fprintf(f,
+            "usage: bench model synth --shape NAME [--dtype f32|f16|bf16|q8_0] [--format gguf|safetensors|llama2c]\n"
+            "                         [--seed S] -o PATH\n\n"
+            "Writes a deterministic model of a named shape (bench model shapes lists them), like vLLM's\n"
+            "--load-format dummy: the compute and memory behaviour of that shape, with no download.\n"
+            "Same shape, dtype, format and seed -> the same bytes. Values are uniform, scaled by fan-in\n"
+            "so activations stay finite however long it decodes; norms are 1. It carries a synthetic\n"
+            "SentencePiece-style vocabulary (byte fallback, so any text encodes).\n\n"
+            "  --dtype T    dtype of the 2-D weights (default f32); norms stay f32. q8_0 rows that are not\n"
+            "               whole blocks of 32 are written as f16.\n"
+            "  --format F   default: from PATH (.gguf -> gguf, .bin -> llama2c, else safetensors)\n"
+            "               llama2c also writes PATH without .bin + .tokenizer.bin\n"
+            "  --seed S     default 0\n\n"
+            "examples:\n"
+            "  bench model synth --shape tiny --dtype f32 --format gguf -o tiny.gguf\n"
+            "  bench model synth --shape llama-110m --dtype f16 --format safetensors -o llama-110m-f16\n"
+            "  bench model synth --shape tinyllama-1.1b --dtype q8_0 --seed 7 -o tinyllama-q8_0.gguf\n");
+}
+
+static int model_synth(int argc, char **argv) {
+    synth_spec spec = {.dtype = BENCH_F32};
+    const char *out = NULL, *dtype_s = "f32";
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { synth_usage(stdout); return 0; }
+        else if (!strcmp(a, "--shape") && v) spec.shape = v, i++;
+        else if (!strcmp(a, "--dtype") && v) dtype_s = v, i++;
+        else if (!strcmp(a, "--format") && v) spec.format = v, i++;
+        else if ((!strcmp(a, "-o") || !strcmp(a, "--output")) && v) out = v, i++;
+        else if (!strcmp(a, "--seed") && v) {
+            char *end;
+            errno = 0;
+            spec.seed = strtoull(v, &end, 0);
+            if (errno || *end || !*v || v[0] == '-') {
+                fprintf(stderr, "bench model synth: --seed %s: expected a non-negative integer\n", v);
+                return 2;
+            }
+            i++;
+        } else {
+            fprintf(stderr, "bench model synth: unknown or incomplete argument \"%s\"\n", a);
+            synth_usage(stderr);
+            return 2;
+        }
+    }
+    if (!spec.shape || !out) {
+        fprintf(stderr, "bench model synth: expected --shape NAME and -o PATH\n");
+        synth_usage(stderr);
+        return 2;
+    }
+    int dt = bench_dtype_parse(dtype_s);
+    if (dt < 0) {
+        fprintf(stderr, "bench model synth: --dtype %s: expected f32, f16, bf16 or q8_0\n", dtype_s);
+        return 2;
+    }
+    spec.dtype = (bench_dtype)dt;
+    if (!spec.format) spec.format = has_suffix(out, ".gguf") ? "gguf" : has_suffix(out, ".bin") ? "llama2c" : "safetensors";
+    const synth_shape *sh = synth_find_shape(spec.shape);
+    char err[1024], h1[32], h2[32];
+    double t0 = now_s();
+    if (synth_write(&spec, out, err, sizeof(err))) {
+        fprintf(stderr, "bench model synth: %s\n", err);
+        return 1;
+    }
+    double dt_s = now_s() - t0;
+    /* Reopen: the report states what was written, as any reader sees it. */
+    model *m = NULL;
+    char tok[4096] = "";
+    if (!strcmp(spec.format, "llama2c")) llama2c_tokenizer_path(out, tok, sizeof(tok));
+    if (model_open(out, tok[0] ? tok : NULL, &m, err, sizeof(err))) {
+        fprintf(stderr, "bench model synth: wrote %s, but it does not reopen: %s\n", out, err);
+        return 1;
+    }
+    uint64_t bytes = model_weight_bytes(m);
+    printf("wrote %s: shape %s, %s, %s, seed %llu, %s params, %sB in %.2f s (%.0f MB/s)\n", out, sh->name,
+           bench_dtype_name(spec.dtype), spec.format, (unsigned long long)spec.seed,
+           human((double)model_param_count(m), h1, sizeof(h1)), human((double)bytes, h2, sizeof(h2)), dt_s,
+           dt_s > 0 ? (double)bytes / dt_s / 1e6 : 0.0);
+    if (tok[0]) printf("wrote %s: vocabulary of %d tokens\n", tok, m->vocab.n);
+    model_free(m);
+    return 0;
+}
+
+/* ======================= shapes ======================= */
+
+static uint64_t shape_params(const synth_shape *s) {
+    const model_config *c = &s->cfg;
+    uint64_t d = (uint64_t)c->dim, kv = (uint64_t)c->n_kv_heads * (d / (uint64_t)c->n_heads), h = (uint64_t)c->hidden_dim;
+    uint64_t layer = 2 * d + 2 * d * d + 2 * d * kv + 3 * d * h;
+    return (uint64_t)c->vocab_size * d * (s->tied ? 1 : 2) + d + (uint64_t)c->n_layers * layer;
+}
+
+static int model_shapes(int argc, char **argv) {
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: bench model shapes\n\nLists the shapes bench model synth writes, with their parameters and f32 size.\n\n"
+                   "example:\n  bench model shapes\n");
+            return 0;
+        }
+        fprintf(stderr, "bench model shapes: unknown argument \"%s\"\n", argv[i]);
+        return 2;
+    }
+    char h1[32], h2[32];
+    printf("%-15s %5s %6s %6s %5s %3s %7s %6s %7s %5s %8s %9s\n", "shape", "dim", "hidden", "layers", "heads", "kv",
+           "vocab", "ctx", "theta", "tied", "params", "f32");
+    for (const synth_shape *s = synth_shapes; s->name; s++) {
+        const model_config *c = &s->cfg;
+        uint64_t p = shape_params(s);
+        printf("%-15s %5d %6d %6d %5d %3d %7d %6d %7g %5s %8s %8sB\n", s->name, c->dim, c->hidden_dim, c->n_layers,
+               c->n_heads, c->n_kv_heads, c->vocab_size, c->seq_len, c->rope_theta, s->tied ? "yes" : "no",
+               human((double)p, h1, sizeof(h1)), human((double)p * 4, h2, sizeof(h2)));
+    }
+    printf("\n");
+    for (const synth_shape *s = synth_shapes; s->name; s++) printf("%-15s %s\n", s->name, s->about);
+    return 0;
+}
+
+/* ======================= dispatch ======================= */
+
+int cmd_model(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *sub = argv[1];
+    if (!strcmp(sub, "--help") || !strcmp(sub, "-h") || !strcmp(sub, "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(sub, "info")) return model_info(argc - 1, argv + 1);
+    if (!strcmp(sub, "convert")) return model_convert(argc - 1, argv + 1);
+    if (!strcmp(sub, "synth")) return model_synth(argc - 1, argv + 1);
+    if (!strcmp(sub, "shapes")) return model_shapes(argc - 1, argv + 1);
+    fprintf(stderr, "bench model: unknown subcommand \"%s\" (have: info, convert, synth, shapes)\n\n", sub);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,243 @@
+/* bench run: a scenario from file to results directory and table. */
+#include <cJSON.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "harness/child/alloc_workload.h"
+#include "harness/parent/perfev.h"
+#include "harness/report/plot.h"
+#include "harness/report/results.h"
+#include "harness/parent/runner.h"
+#include "harness/spec/scenario.h"
+
+static volatile sig_atomic_t run_interrupted;
+
+static void run_on_signal(int sig) {
+    (void)sig;
+    run_interrupted = 1;
+}
+
+static void run_usage(FILE *f) {
+    fprintf(f,
+            "usage: bench run SCENARIO.json [--out DIR] [--only key=val,...] [--repeat N] [--quick]\n"
+            "                 [--device cpu|cuda] [--json] [--fail-fast]\n\n"
+            "Runs every variant of a scenario's matrix, each repetition in a fresh `bench worker`\n"
+            "process, interleaved (A B A B ...). Measures load time, TTFT, TPOT, inter-token latency,\n"
+            "RSS/PSS timelines and per-region memory (weights, KV, scratch, model file), faults per\n"
+            "phase, perf counters and the modules' counters; then prints a table of medians with\n"
+            "95%% confidence intervals and writes results.json, results.csv and timelines/.\n\n"
+            "  --out DIR        write the results into DIR (default results/<scenario>/<UTC time>-<sha>)\n"
+            "  --only k=v,...   run only the variants whose axis k (loader, kv, alloc, cache, threads, device)\n"
+            "                   is v; several values of one key are alternatives\n"
+            "  --repeat N       N measured repetitions instead of the scenario's\n"
+            "  --quick          1 repetition, no warm-up: a smoke test, not a measurement\n"
+            "  --device D       run every variant on device D (in place of the scenario's device axis):\n"
+            "                   the loader and kv names then mean the modules built for D\n"
+            "  --json           print the summary as JSON on stdout instead of the table\n"
+            "  --fail-fast      stop at the first failed repetition\n\n"
+            "Exit status: 0 all repetitions ok; 1 some failed or were invalid (see results.json);\n"
+            "2 bad arguments or scenario; 130 interrupted (the finished repetitions are written).\n"
+            "Synth models are generated once into $BENCH_MODEL_CACHE (default results/models).\n\n"
+            "examples:\n"
+            "  bench run scenarios/mmap_vs_pread.json\n"
+            "  bench run scenarios/mmap_vs_pread.json --only loader=mmap,cache=warm --repeat 10\n"
+            "  bench run scenarios/ci.json --quick --json > summary.json\n"
+            "  bench run scenarios/kv_prealloc_vs_dynamic.json --device cuda\n");
+}
+
+typedef struct run_ctx {
+    rs_input in;
+    int tty;
+    int64_t t0;
+    char err[512];
+} run_ctx;
+
+static void run_progress(void *user, const rn_run *r, int done, int total) {
+    run_ctx *c = user;
+    rn_result *res = (rn_result *)c->in.res;
+    (void)res;
+    if (rs_write_timelines(&c->in, done - 1, c->err, sizeof(c->err)))
+        fprintf(stderr, "\nbench run: %s\n", c->err);
+    /* results.json after every repetition: a crash of bench itself still leaves the finished ones */
+    rs_summary sum;
+    if (!rs_summarize(&c->in, &sum)) {
+        if (rs_write(&c->in, &sum, c->err, sizeof(c->err))) fprintf(stderr, "\nbench run: %s\n", c->err);
+        rs_summary_free(&sum);
+    }
+    if (!c->tty) return;
+    double el = (double)(rn_now_ns() - c->t0) * 1e-9, eta = done ? el / done * (total - done) : 0;
+    char label[128];
+    rs_variant_label(c->in.s, r->variant, label, sizeof(label));
+    fprintf(stderr, "\r\033[K[%d/%d] %s %s%d %s%s  elapsed %d:%02d  ETA %d:%02d", done, total, label,
+            r->warmup ? "warm-up " : "rep ", r->warmup ? r->rep + 1 : r->rep - c->in.s->warmup + 1,
+            rn_status_name(r->status), r->cache_ok ? "" : " (invalid)", (int)el / 60, (int)el % 60,
+            (int)eta / 60, (int)eta % 60);
+    if (done == total) fputc('\n', stderr);
+}
+
+static int run_mkdirs(const char *path) {
+    char buf[PATH_MAX];
+    snprintf(buf, sizeof(buf), "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        if (mkdir(buf, 0777) && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    return mkdir(buf, 0777) && errno != EEXIST ? -1 : 0;
+}
+
+int cmd_run(int argc, char **argv) {
+    const char *file = NULL, *out = NULL, *only = NULL, *device = NULL;
+    int repeat = 0, quick = 0, json = 0, fail_fast = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { run_usage(stdout); return 0; }
+        else if (!strcmp(a, "--out") && v) out = argv[++i];
+        else if (!strcmp(a, "--only") && v) only = argv[++i];
+        else if (!strcmp(a, "--device") && v) device = argv[++i];
+        else if (!strcmp(a, "--repeat") && v) {
+            char *end;
+            long n = strtol(argv[++i], &end, 10);
+            if (*end || n < 1 || n > 100000) {
+                fprintf(stderr, "bench run: --repeat %s: expected a count >= 1\n", argv[i]);
+                return 2;
+            }
+            repeat = (int)n;
+        }
+        else if (!strcmp(a, "--quick")) quick = 1;
+        else if (!strcmp(a, "--json")) json = 1;
+        else if (!strcmp(a, "--fail-fast")) fail_fast = 1;
+        else if (a[0] != '-' && !file) file = a;
+        else {
+            fprintf(stderr, "bench run: unknown or incomplete argument \"%s\"\n\n", a);
+            run_usage(stderr);
+            return 2;
+        }
+    }
+    if (!file) {
+        fprintf(stderr, "bench run: which scenario? (e.g. bench run scenarios/mmap_vs_pread.json)\n\n");
+        run_usage(stderr);
+        return 2;
+    }
+
+    scenario *s = NULL;
+    sc_errors errs;
+    if (sc_load_on(file, NULL, device, &s, &errs)) {
+        for (int i = 0; i < errs.n; i++) fprintf(stderr, "%s\n", errs.v[i]);
+        fprintf(stderr, "bench run: %d error%s in %s; nothing was run\n", errs.n, errs.n == 1 ? "" : "s", file);
+        sc_errors_free(&errs);
+        return 2;
+    }
+    int rc = 1;
+    char err[1024];
+    rn_model_files mf = {0};
+    rn_result res = {0};
+    cJSON *env = NULL;
+    if (repeat) s->repetitions = repeat;
+    if (quick) {
+        s->repetitions = 1;
+        s->warmup = 0;
+    }
+    if (sc_select(s, only, err, sizeof(err))) {
+        fprintf(stderr, "bench run: %s\n", err);
+        rc = 2;
+        goto out;
+    }
+    const char *cache = getenv("BENCH_MODEL_CACHE");
+    /* an allocator scenario (s->aw) has no model */
+    if (!s->aw && rn_prepare_model(s, cache && *cache ? cache : "results/models", &mf, err, sizeof(err))) {
+        fprintf(stderr, "bench run: %s: %s\n", file, err);
+        goto out;
+    }
+    char dir[PATH_MAX];
+    if (out) {
+        snprintf(dir, sizeof(dir), "%s", out);
+    } else {
+        char stamp[32], sha[64];
+        time_t now = time(NULL);
+        struct tm tm;
+        gmtime_r(&now, &tm);
+        strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
+        rs_short_sha(sha, sizeof(sha));
+        snprintf(dir, sizeof(dir), "results/%s/%s-%s", s->name, stamp, sha);
+    }
+    if (run_mkdirs(dir)) {
+        fprintf(stderr, "bench run: cannot create %s: %s\n", dir, strerror(errno));
+        goto out;
+    }
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n <= 0) {
+        fprintf(stderr, "bench run: cannot find my own executable (/proc/self/exe): %s\n", strerror(errno));
+        goto out;
+    }
+    exe[n] = 0;
+    env = rs_environment();
+
+    run_ctx ctx = {.tty = isatty(2), .t0 = rn_now_ns()};
+    ctx.in = (rs_input){.s = s, .mf = &mf, .res = &res, .status = "running", .dir = dir, .only = only,
+                        .repeat_override = repeat, .quick = quick, .env = env};
+    rn_opts o = {.worker_exe = exe, .out_dir = dir, .fail_fast = fail_fast, .interrupted = &run_interrupted,
+                 .on_run = run_progress, .user = &ctx};
+    fprintf(stderr, "bench run: %s: %d variant%s x %d repetition%s (+%d warm-up) x %d process%s -> %s\n", s->name,
+            sc_n_selected(s), sc_n_selected(s) == 1 ? "" : "s", s->repetitions, s->repetitions == 1 ? "" : "s",
+            s->warmup, s->processes, s->processes == 1 ? "" : "es", dir);
+
+    struct sigaction sa = {.sa_handler = run_on_signal}, old_int, old_term;
+    sigemptyset(&sa.sa_mask);
+    /* no SA_RESTART: the runner's poll returns at once on Ctrl-C */
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    int xrc = rn_execute(s, &mf, &o, &res, err, sizeof(err));
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    if (xrc) {
+        fprintf(stderr, "bench run: %s\n", err);
+        goto out;
+    }
+    if (ctx.tty && res.n_runs < res.total_planned) fputc('\n', stderr);
+    ctx.in.status = res.interrupted ? "interrupted" : res.stopped ? "stopped" : "complete";
+    rs_summary sum;
+    if (rs_summarize(&ctx.in, &sum)) {
+        fprintf(stderr, "bench run: out of memory\n");
+        goto out;
+    }
+    if (rs_write(&ctx.in, &sum, err, sizeof(err))) fprintf(stderr, "bench run: %s\n", err);
+    if (json) {
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "scenario", s->name);
+        cJSON_AddStringToObject(j, "results_dir", dir);
+        cJSON_AddStringToObject(j, "status", ctx.in.status);
+        cJSON_AddItemToObject(j, "summary", rs_summary_json(&ctx.in, &sum));
+        char *text = cJSON_Print(j);
+        if (text) printf("%s\n", text);
+        free(text);
+        cJSON_Delete(j);
+    } else {
+        (s->aw ? aw_print_table : rs_print_table)(stdout, &ctx.in, &sum);
+    }
+    fflush(stdout);
+    int bad = 0;
+    for (int i = 0; i < res.n_runs; i++) bad += res.runs[i].status != RN_OK || !res.runs[i].cache_ok;
+    rs_summary_free(&sum);
+    pl_after_run(dir);
+    fprintf(stderr, "bench run: %d of %d repetitions done%s; results in %s\n", res.n_runs, res.total_planned,
+            res.interrupted ? " (interrupted)" : res.stopped ? " (stopped by --fail-fast)" : "", dir);
+    rc = res.interrupted ? 130 : bad ? 1 : 0;
+out:
+    cJSON_Delete(env);
+    rn_result_free(&res);
+    rn_model_files_free(&mf);
+    sc_free(s);
+    pe_library_fini();
+    return rc;
+}

@@ -1,0 +1,16 @@
+/* The `bench` subcommands. Each takes argv after the command name (argv[0] is
+ * the command) and returns the process exit status. main.c holds the table. */
+#ifndef BENCH_COMMANDS_H
+#define BENCH_COMMANDS_H
+
+int cmd_run(int argc, char **argv);        /* bench run SCENARIO.json ...        (harness/cli/cmd_run.c) */
+int cmd_exec(int argc, char **argv);       /* bench exec SCENARIO --variant k=v   (harness/cli/cmd_exec.c) */
+int cmd_worker(int argc, char **argv);     /* internal: one repetition in a child (harness/child/worker.c) */
+int cmd_list(int argc, char **argv);       /* bench list                          (harness/cli/cmd_list.c) */
+int cmd_generate(int argc, char **argv);   /* bench generate ...                  (harness/cli/cmd_generate.c) */
+int cmd_model(int argc, char **argv);      /* bench model info|convert|synth ...  (harness/cli/cmd_model.c) */
+int cmd_plot(int argc, char **argv);       /* bench plot RESULTS_DIR              (harness/cli/cmd_plot.c) */
+int cmd_compare(int argc, char **argv);    /* bench compare A B                   (harness/cli/cmd_compare.c) */
+int cmd_history(int argc, char **argv);    /* bench history results/<scenario>    (harness/cli/cmd_history.c) */
+
+#endif

@@ -1,0 +1,709 @@
+#include "runner.h"
+
+#include <cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engines/abi/dtype.h"
+#include "engines/abi/module.h"
+#include "engines/core/model/model.h"
+#include "engines/core/model/synth.h"
+#include "harness/child/alloc_workload.h"
+#include "harness/spec/events.h"
+#include "harness/parent/pagecache.h"
+#include "harness/child/serve.h"
+
+/* a repetition's residency bounds, in % of the model's pages */
+#define RN_COLD_MAX_PCT 5.0
+#define RN_WARM_MIN_PCT 95.0
+
+/* Messages are cut to their buffer: a truncated reason is still a reason. */
+static void rn_setf(char *dst, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void rn_setf(char *dst, size_t len, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(dst, len, fmt, ap);
+    va_end(ap);
+}
+
+int64_t rn_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+const char *rn_phase_name(int ph) {
+    static const char *n[] = {"start", "load", "prefill", "end"};
+    return ph >= 0 && ph < RN_PH_COUNT ? n[ph] : "?";
+}
+
+const char *rn_status_name(rn_status s) {
+    static const char *n[] = {"pending", "ok", "crash", "exit", "timeout", "oom", "interrupted", "error"};
+    return (unsigned)s <= RN_ERROR ? n[s] : "?";
+}
+
+/* ---- the model ---- */
+
+static int rn_mkdirs(const char *path) {
+    char buf[PATH_MAX];
+    snprintf(buf, sizeof(buf), "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        if (mkdir(buf, 0777) && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    return mkdir(buf, 0777) && errno != EEXIST ? -1 : 0;
+}
+
+int rn_prepare_model(scenario *s, const char *cache_dir, rn_model_files *mf, char *err, size_t errlen) {
+    memset(mf, 0, sizeof(*mf));
+    if (s->synth && !s->model_path) {
+        char path[PATH_MAX], tmp[PATH_MAX + 32];
+        if (sc_synth_path(s, cache_dir, path, sizeof(path)))
+            return bench_errf(err, errlen, "synth model path too long under %s", cache_dir);
+        struct stat st;
+        if (stat(path, &st) != 0) {
+            if (rn_mkdirs(cache_dir))
+                return bench_errf(err, errlen, "%s: cannot create the model cache: %s", cache_dir, strerror(errno));
+            /* written under a temporary name and renamed: a concurrent or interrupted run never sees half a model */
+            snprintf(tmp, sizeof(tmp), "%s.tmp%d", path, (int)getpid());
+            synth_spec sp = {.shape = s->synth_shape, .dtype = (bench_dtype)bench_dtype_parse(s->synth_dtype),
+                             .format = s->synth_format, .seed = s->synth_seed};
+            fprintf(stderr, "bench run: generating synth model %s (once; cached)\n", path);
+            char e[512];
+            if (synth_write(&sp, tmp, e, sizeof(e))) return bench_errf(err, errlen, "synth model: %s", e);
+            if (rename(tmp, path)) return bench_errf(err, errlen, "%s: rename: %s", path, strerror(errno));
+        }
+        s->model_path = strdup(path);
+        if (!s->model_path) return bench_errf(err, errlen, "out of memory");
+    }
+    model *m = NULL;
+    char e[512];
+    if (model_open(s->model_path, NULL, &m, e, sizeof(e))) {
+        model_free(m);
+        return bench_errf(err, errlen, "%s", e);
+    }
+    mf->path = calloc((size_t)(m->n_files > 0 ? m->n_files : 1), sizeof(char *));
+    if (!mf->path) {
+        model_free(m);
+        return bench_errf(err, errlen, "out of memory");
+    }
+    for (int i = 0; i < m->n_files; i++) {
+        char *rp = realpath(m->files[i], NULL);
+        if (!rp) {
+            int ee = errno;
+            model_free(m);
+            rn_model_files_free(mf);
+            return bench_errf(err, errlen, "%s: %s", m->files[i], strerror(ee));
+        }
+        mf->path[mf->n++] = rp;
+    }
+    mf->bytes = model_weight_bytes(m);
+    model_free(m);
+    return 0;
+}
+
+void rn_model_files_free(rn_model_files *mf) {
+    for (int i = 0; i < mf->n; i++) free(mf->path[i]);
+    free(mf->path);
+    memset(mf, 0, sizeof(*mf));
+}
+
+/* ---- the worker's spec ---- */
+
+char *rn_worker_spec(const scenario *s, const sc_variant *v) {
+    if (s->aw) return aw_worker_spec(s, v);
+    cJSON *j = cJSON_CreateObject();
+    if (!j) return NULL;
+    cJSON_AddStringToObject(j, "model", s->model_path ? s->model_path : "");
+    if (s->tokenizer_path) cJSON_AddStringToObject(j, "tokenizer", s->tokenizer_path);
+    static const int fam[] = {SC_AX_LOADER, SC_AX_KV, SC_AX_ALLOC};
+    for (int i = 0; i < 3; i++) {
+        const sc_choice *c = sc_pick(s, v, fam[i]);
+        char key[32];
+        cJSON_AddStringToObject(j, sc_axis_name(fam[i]), c->name);
+        snprintf(key, sizeof(key), "%s_opts", sc_axis_name(fam[i]));
+        cJSON_AddStringToObject(j, key, c->opts ? c->opts : "");
+    }
+    cJSON_AddNumberToObject(j, "threads", sc_pick(s, v, SC_AX_THREADS)->ival);
+    cJSON_AddStringToObject(j, "device", sc_device(s, v));
+    cJSON_AddStringToObject(j, "device_opts", sc_device_opts(s, v));
+    cJSON_AddNumberToObject(j, "ctx", s->ctx);
+    if (s->requests) {
+        sv_spec_add(j, s);
+    } else {
+        if (s->prompt) cJSON_AddStringToObject(j, "prompt", s->prompt);
+        else cJSON_AddNumberToObject(j, "prompt_tokens", s->prompt_tokens);
+        cJSON_AddNumberToObject(j, "generate", s->generate);
+    }
+    cJSON_AddNumberToObject(j, "seed", (double)s->seed);
+    cJSON_AddNumberToObject(j, "temperature", s->temperature);
+    cJSON_AddNumberToObject(j, "topp", s->topp);
+    cJSON_AddStringToObject(j, "module_dir", s->module_dir);
+    if (s->fault) cJSON_AddStringToObject(j, "fault", s->fault);
+    if (s->delay_ms) cJSON_AddNumberToObject(j, "delay_ms", s->delay_ms);
+    char *text = cJSON_Print(j);
+    cJSON_Delete(j);
+    return text;
+}
+
+static int rn_write_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    if (!f) return -1;
+    int rc = fputs(text, f) < 0;
+    rc |= fclose(f) != 0;
+    return rc ? -1 : 0;
+}
+
+/* ---- one worker process ---- */
+
+static int rn_dup_high(int fd) { return fcntl(fd, F_DUPFD_CLOEXEC, 10); }
+
+static int rn_spawn(const scenario *s, const rn_opts *o, rn_proc *p, const char *spec_path) {
+    int ev[2] = {-1, -1}, ack[2] = {-1, -1}, go[2] = {-1, -1};
+    if (pipe2(ev, O_CLOEXEC) || pipe2(ack, O_CLOEXEC) || pipe2(go, O_CLOEXEC)) {
+        rn_setf(p->reason, sizeof(p->reason), "pipe: %s", strerror(errno));
+        goto fail;
+    }
+    int logfd = open(p->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (logfd < 0) {
+        rn_setf(p->reason, sizeof(p->reason), "%s: %s", p->log_path, strerror(errno));
+        goto fail;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        rn_setf(p->reason, sizeof(p->reason), "fork: %s", strerror(errno));
+        close(logfd);
+        goto fail;
+    }
+    if (pid == 0) {
+        /* Its own process group: a Ctrl-C on the terminal reaches bench only,
+         * which then stops the workers itself and records why. */
+        setpgid(0, 0);
+        int e = rn_dup_high(ev[1]), a = rn_dup_high(ack[0]), l = rn_dup_high(logfd);
+        if (e < 0 || a < 0 || l < 0 || dup2(e, 3) < 0 || dup2(a, 4) < 0 || dup2(l, 2) < 0 || dup2(l, 1) < 0) _exit(127);
+        char b;
+        /* wait until the parent has opened the perf counters on this pid */
+        if (read(go[0], &b, 1) != 1) _exit(127);
+        char *argv[] = {(char *)"bench", (char *)"worker", (char *)"--spec", (char *)spec_path,
+                        (char *)"--events", (char *)"3", (char *)"--ack", (char *)"4", NULL};
+        execv(o->worker_exe, argv);
+        dprintf(2, "bench run: cannot exec %s: %s\n", o->worker_exe, strerror(errno));
+        _exit(127);
+    }
+    close(logfd);
+    close(ev[1]);
+    close(ack[0]);
+    close(go[0]);
+    p->pid = pid;
+    p->ev_fd = ev[0];
+    p->ack_fd = ack[1];
+    p->t_spawn = rn_now_ns();
+    if (s->metrics & SC_M_PERF) {
+        pe_open(&p->perf, pid);
+        p->perf_opened = 1;
+    }
+    if (write(go[1], "g", 1) != 1) { /* the child died already: its exit status will say why */ }
+    close(go[1]);
+    return 0;
+fail:
+    for (int i = 0; i < 2; i++) {
+        if (ev[i] >= 0) close(ev[i]);
+        if (ack[i] >= 0) close(ack[i]);
+        if (go[i] >= 0) close(go[i]);
+    }
+    p->status = RN_ERROR;
+    p->ev_fd = p->ack_fd = -1;
+    p->eof = p->reaped = 1;
+    return -1;
+}
+
+static void rn_take_sample(const scenario *s, rn_proc *p, int64_t now) {
+    pm_status st;
+    if (!p->t_hello || p->eof || pm_read_status(&p->pm, &st)) return;
+    if (p->n_tl == p->cap_tl) {
+        int cap = p->cap_tl ? p->cap_tl * 2 : 1024;
+        rn_sample *n = realloc(p->tl, (size_t)cap * sizeof(*n));
+        if (!n) return;
+        p->tl = n;
+        p->cap_tl = cap;
+    }
+    rn_sample *x = &p->tl[p->n_tl++];
+    x->t_ns = now;
+    x->rss = st.vm_rss;
+    x->hwm = st.vm_hwm;
+    x->anon = st.rss_anon;
+    x->file = st.rss_file;
+    x->shmem = st.rss_shmem;
+    x->pss = -1;
+    if (s->metrics & SC_M_PSS) pm_read_pss(&p->pm, &x->pss);
+}
+
+static void rn_snapshot(const scenario *s, const rn_model_files *mf, rn_proc *p, int ph) {
+    rn_snap *sn = &p->snap[ph];
+    memset(sn, 0, sizeof(*sn));
+    sn->taken = 1;
+    sn->t_ns = rn_now_ns();
+    sn->pss_kib = -1;
+    if (pm_read_status(&p->pm, &sn->st)) sn->st.vm_rss = -1;
+    pm_read_pss(&p->pm, &sn->pss_kib);
+    if (s->metrics & SC_M_SMAPS)
+        sn->has_smaps = pm_read_smaps(p->pid, (const char *const *)mf->path, mf->n, p->ranges, p->n_ranges, &sn->smaps) == 0;
+    sn->has_faults = pm_read_faults(p->pid, &sn->minflt, &sn->majflt) == 0;
+    for (int i = 0; p->perf_opened && i < p->perf.n; i++) sn->perf_ok[i] = pe_read(&p->perf, i, &sn->perf[i]) == 0;
+    /* the timeline gets the boundary too, so its curve passes through the snapshot */
+    if ((s->metrics & SC_M_TIMELINE) && sn->st.vm_rss >= 0) rn_take_sample(s, p, sn->t_ns);
+}
+
+static int rn_push_token(rn_proc *p, int64_t t, int64_t id) {
+    if (p->n_tok == p->cap_tok) {
+        int cap = p->cap_tok ? p->cap_tok * 2 : 256;
+        int64_t *a = realloc(p->tok_ns, (size_t)cap * sizeof(*a));
+        if (!a) return -1;
+        p->tok_ns = a;
+        int32_t *b = realloc(p->tok_id, (size_t)cap * sizeof(*b));
+        if (!b) return -1;
+        p->tok_id = b;
+        p->cap_tok = cap;
+    }
+    p->tok_ns[p->n_tok] = t;
+    p->tok_id[p->n_tok++] = (int32_t)id;
+    return 0;
+}
+
+static void rn_event(rn_proc *p, const bench_event *ev) {
+    int ph = -1;
+    switch ((bench_ev_type)ev->type) {
+    case BENCH_EV_HELLO:
+        p->t_hello = ev->t_ns;
+        /* opened now, after exec: a smaps fd opened before would show the pre-exec memory */
+        if (pm_open(&p->pm, p->pid)) pm_close(&p->pm);
+        ph = RN_PH_START;
+        break;
+    case BENCH_EV_LOAD_START: p->t_load_start = ev->t_ns; break;
+    case BENCH_EV_LOAD_END: p->t_load_end = ev->t_ns; ph = RN_PH_LOAD; break;
+    case BENCH_EV_PREFILL_START: p->t_prefill_start = ev->t_ns; break;
+    case BENCH_EV_PREFILL_END:
+        p->t_prefill_end = ev->t_ns;
+        p->n_prompt = (int)ev->a;
+        rn_push_token(p, ev->t_ns, ev->b);
+        ph = RN_PH_PREFILL;
+        break;
+    case BENCH_EV_DECODE_START: p->t_decode_start = ev->t_ns; break;
+    case BENCH_EV_TOKEN: rn_push_token(p, ev->t_ns, ev->b); break;
+    case BENCH_EV_DECODE_END: p->t_decode_end = ev->t_ns; break;
+    case BENCH_EV_COUNTER: {
+        rn_counter *n = realloc(p->counters, (size_t)(p->n_counters + 1) * sizeof(*n));
+        if (!n) break;
+        p->counters = n;
+        rn_counter *c = &n[p->n_counters++];
+        snprintf(c->name, sizeof(c->name), "%.*s", (int)sizeof(ev->name) - 1, ev->name);
+        snprintf(c->unit, sizeof(c->unit), "%.*s", (int)sizeof(ev->unit) - 1, ev->unit);
+        c->value = ev->value;
+        break;
+    }
+    case BENCH_EV_DONE: p->t_done = ev->t_ns; ph = RN_PH_END; break;
+    case BENCH_EV_REGION: {
+        pm_range *n = realloc(p->ranges, (size_t)(p->n_ranges + 1) * sizeof(*n));
+        if (!n) break;
+        p->ranges = n;
+        pm_range *g = &n[p->n_ranges++];
+        g->start = (uint64_t)ev->a;
+        g->end = (uint64_t)ev->a + (uint64_t)ev->b;
+        /* "bench:weights" -> "weights", as smaps names them "[anon:bench:weights]" */
+        const char *nm = strncmp(ev->name, "bench:", 6) ? ev->name : ev->name + 6;
+        snprintf(g->name, sizeof(g->name), "%.31s", nm);
+        break;
+    }
+    case BENCH_EV_SERVE_START:
+        p->t_serve_start = ev->t_ns;
+        p->n_requests_planned = (int)ev->a;
+        break;
+    case BENCH_EV_SERVE_END: p->t_serve_end = ev->t_ns; break;
+    case BENCH_EV_KV_SAMPLE: {
+        if (p->n_kvs == p->cap_kvs) {
+            int cap = p->cap_kvs ? p->cap_kvs * 2 : 1024;
+            rn_kv_sample *n = realloc(p->kvs, (size_t)cap * sizeof(*n));
+            if (!n) break;
+            p->kvs = n;
+            p->cap_kvs = cap;
+        }
+        const int64_t *x = ev->x;
+        p->kvs[p->n_kvs++] = (rn_kv_sample){
+            .t_ns = ev->t_ns, .step = ev->a, .tokens = ev->b, .reserved = x[BENCH_KVS_RESERVED], .live = x[BENCH_KVS_LIVE],
+            .cached = x[BENCH_KVS_CACHED],
+            .wasted = x[BENCH_KVS_WASTED], .running = (int)x[BENCH_KVS_RUNNING], .batch = (int)x[BENCH_KVS_BATCH],
+            .waiting = (int)x[BENCH_KVS_WAITING]};
+        break;
+    }
+    case BENCH_EV_REQUEST: {
+        if (p->n_reqs == p->cap_reqs) {
+            int cap = p->cap_reqs ? p->cap_reqs * 2 : 64;
+            rn_request *n = realloc(p->reqs, (size_t)cap * sizeof(*n));
+            if (!n) break;
+            p->reqs = n;
+            p->cap_reqs = cap;
+        }
+        const int64_t *x = ev->x;
+        p->reqs[p->n_reqs++] = (rn_request){
+            .id = ev->a, .n_out = ev->b, .arrival_ns = x[BENCH_RQ_ARRIVAL_NS], .admit_ns = x[BENCH_RQ_ADMIT_NS],
+            .first_ns = x[BENCH_RQ_FIRST_NS], .end_ns = ev->t_ns, .n_prompt = x[BENCH_RQ_PROMPT],
+            .prefix_reused = x[BENCH_RQ_PREFIX_REUSED], .prefilled = x[BENCH_RQ_PREFILLED],
+            .preemptions = x[BENCH_RQ_PREEMPTIONS], .waited = x[BENCH_RQ_WAITED]};
+        break;
+    }
+    case BENCH_EV_ERROR:
+        rn_setf(p->reason, sizeof(p->reason), "worker: %.*s", (int)sizeof(ev->name) - 1, ev->name);
+        break;
+    default:
+        rn_setf(p->reason, sizeof(p->reason), "worker sent an unknown event type %u", ev->type);
+        break;
+    }
+    if (ph >= 0 && (ev->flags & BENCH_EV_ACK)) p->waiting = ph;
+}
+
+/* Reads what is in the pipe; sets eof at end of file. */
+static void rn_read_events(rn_proc *p) {
+    unsigned char buf[sizeof(bench_event) * 64];
+    for (;;) {
+        memcpy(buf, p->carry, p->carry_len);
+        ssize_t r = read(p->ev_fd, buf + p->carry_len, sizeof(buf) - p->carry_len);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            if (r == 0 || errno != EAGAIN) p->eof = 1;
+            return;
+        }
+        size_t len = p->carry_len + (size_t)r, off = 0;
+        for (; off + sizeof(bench_event) <= len; off += sizeof(bench_event)) {
+            bench_event ev;
+            memcpy(&ev, buf + off, sizeof(ev));
+            rn_event(p, &ev);
+        }
+        p->carry_len = len - off;
+        memcpy(p->carry, buf + off, p->carry_len);
+        if ((size_t)r < sizeof(buf) - p->carry_len) return;     /* drained */
+    }
+}
+
+/* The last non-empty line of the worker's stderr, for a failure's reason. */
+static void rn_log_tail(const char *path, char *out, size_t len, int *sanitizer) {
+    out[0] = 0;
+    *sanitizer = 0;
+    FILE *f = fopen(path, "r");
+    if (!f) return;
+    char line[512];
+    while (fgets(line, sizeof(line), f)) {
+        if (strstr(line, "Sanitizer") || strstr(line, "runtime error:")) {
+            if (!*sanitizer) {
+                line[strcspn(line, "\n")] = 0;
+                rn_setf(out, len, "%s", line);
+            }
+            *sanitizer = 1;
+            continue;
+        }
+        size_t n = strcspn(line, "\n");
+        line[n] = 0;
+        if (n && !*sanitizer) rn_setf(out, len, "%s", line);
+    }
+    fclose(f);
+}
+
+static void rn_reap(rn_proc *p, double timeout_s) {
+    if (p->reaped) return;
+    int st = 0;
+    while (wait4(p->pid, &st, 0, &p->ru) < 0 && errno == EINTR) {}
+    p->wstatus = st;
+    p->reaped = 1;
+    pm_close(&p->pm);
+    char tail[400], why[512];
+    int san;
+    rn_log_tail(p->log_path, tail, sizeof(tail), &san);
+    if (p->killed_by_us == RN_TIMEOUT || p->killed_by_us == RN_INTERRUPTED) {
+        p->status = (rn_status)p->killed_by_us;
+        if (p->status == RN_TIMEOUT)
+            rn_setf(p->reason, sizeof(p->reason), "killed after the scenario's timeout_s (%g s)", timeout_s);
+        else
+            rn_setf(p->reason, sizeof(p->reason), "stopped by Ctrl-C");
+        return;
+    }
+    if (WIFSIGNALED(st)) {
+        int sig = WTERMSIG(st);
+        if (sig == SIGKILL) {
+            p->status = RN_OOM;
+            rn_setf(p->reason, sizeof(p->reason),
+                     "killed by SIGKILL that bench did not send: most likely the kernel's OOM killer (see dmesg)");
+        } else {
+            p->status = RN_CRASH;
+            rn_setf(why, sizeof(why), "signal %d (%s)%s%s", sig, strsignal(sig), tail[0] ? ": " : "", tail);
+            rn_setf(p->reason, sizeof(p->reason), "%s", why);
+        }
+    } else if (WIFEXITED(st) && WEXITSTATUS(st) != 0) {
+        p->status = san ? RN_CRASH : RN_EXIT;
+        if (san || !p->reason[0])
+            rn_setf(p->reason, sizeof(p->reason), "exit code %d%s%s", WEXITSTATUS(st), tail[0] ? ": " : "", tail);
+        else {
+            rn_setf(why, sizeof(why), "exit code %d: %s", WEXITSTATUS(st), p->reason);
+            rn_setf(p->reason, sizeof(p->reason), "%s", why);
+        }
+    } else if (!p->t_done) {
+        p->status = RN_ERROR;
+        rn_setf(p->reason, sizeof(p->reason), "exited with status 0 before DONE");
+    } else {
+        p->status = RN_OK;
+    }
+}
+
+static void rn_kill(rn_proc *p, rn_status why) {
+    if (p->reaped || p->pid <= 0) return;
+    if (!p->killed_by_us) p->killed_by_us = (int)why;
+    kill(p->pid, SIGKILL);
+}
+
+/* Acks a boundary once every live worker of the repetition has reached it. */
+static void rn_barrier(const scenario *s, const rn_model_files *mf, rn_run *run) {
+    int ph = INT_MAX;
+    for (int i = 0; i < run->nproc; i++) {
+        rn_proc *p = &run->procs[i];
+        if (p->eof || p->killed_by_us) continue;
+        if (p->waiting < 0) return;
+        if (p->waiting < ph) ph = p->waiting;
+    }
+    if (ph == INT_MAX) return;
+    for (int i = 0; i < run->nproc; i++) {
+        rn_proc *p = &run->procs[i];
+        if (p->eof || p->killed_by_us || p->waiting != ph) continue;
+        rn_snapshot(s, mf, p, ph);
+    }
+    for (int i = 0; i < run->nproc; i++) {
+        rn_proc *p = &run->procs[i];
+        if (p->eof || p->killed_by_us || p->waiting != ph) continue;
+        p->waiting = -1;
+        if (write(p->ack_fd, "a", 1) != 1) { /* the worker is gone; its EOF follows */ }
+    }
+}
+
+/* ---- one repetition ---- */
+
+static void rn_run_free(rn_run *run) {
+    for (int i = 0; i < run->nproc; i++) {
+        rn_proc *p = &run->procs[i];
+        free(p->tok_ns);
+        free(p->tok_id);
+        free(p->counters);
+        free(p->ranges);
+        free(p->tl);
+        free(p->kvs);
+        free(p->reqs);
+    }
+    free(run->procs);
+    run->procs = NULL;
+    run->nproc = 0;
+}
+
+static void rn_cache(const scenario *s, const rn_model_files *mf, const sc_variant *v, rn_run *run) {
+    int cold = sc_pick(s, v, SC_AX_CACHE)->ival == SC_CACHE_COLD;
+    char err[512];
+    run->cache_ok = 1;
+    for (int i = 0; i < mf->n; i++) {
+        if ((cold ? pc_evict : pc_warm)(mf->path[i], err, sizeof(err))) {
+            run->cache_ok = 0;
+            rn_setf(run->invalid_reason, sizeof(run->invalid_reason), "%s: %s", cold ? "cold" : "warm", err);
+            return;
+        }
+    }
+    for (int i = 0; i < mf->n; i++) {
+        uint64_t r, t;
+        if (pc_residency(mf->path[i], &r, &t, err, sizeof(err))) {
+            run->cache_ok = 0;
+            rn_setf(run->invalid_reason, sizeof(run->invalid_reason), "residency: %s", err);
+            return;
+        }
+        run->resident_pages += r;
+        run->total_pages += t;
+    }
+    double pct = run->total_pages ? 100.0 * (double)run->resident_pages / (double)run->total_pages : 0;
+    if (cold && pct > RN_COLD_MAX_PCT) {
+        run->cache_ok = 0;
+        rn_setf(run->invalid_reason, sizeof(run->invalid_reason),
+                 "cold cache: %.1f%% of the model's pages still resident after POSIX_FADV_DONTNEED (want <= %.0f%%); "
+                 "another process may map the file", pct, RN_COLD_MAX_PCT);
+    } else if (!cold && pct < RN_WARM_MIN_PCT) {
+        run->cache_ok = 0;
+        rn_setf(run->invalid_reason, sizeof(run->invalid_reason),
+                 "warm cache: only %.1f%% of the model's pages resident after reading it (want >= %.0f%%); "
+                 "is memory short?", pct, RN_WARM_MIN_PCT);
+    }
+}
+
+static int rn_one(const scenario *s, const rn_model_files *mf, const rn_opts *o, rn_run *run, const char *spec_path) {
+    const sc_variant *v = &s->variants[run->variant];
+    struct timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    run->wall_start_ms = (int64_t)wall.tv_sec * 1000 + wall.tv_nsec / 1000000;
+    int64_t t0 = rn_now_ns();
+    rn_cache(s, mf, v, run);
+    run->nproc = s->processes;
+    run->procs = calloc((size_t)run->nproc, sizeof(*run->procs));
+    if (!run->procs) return -1;
+    for (int i = 0; i < run->nproc; i++) {
+        rn_proc *p = &run->procs[i];
+        p->waiting = -1;
+        p->ev_fd = p->ack_fd = -1;
+        p->pm.status_fd = p->pm.rollup_fd = -1;
+        snprintf(p->log_path, sizeof(p->log_path), "%s/logs/v%d-r%d-p%d.log", o->out_dir, run->variant, run->rep, i);
+        rn_spawn(s, o, p, spec_path);
+    }
+    int64_t interval = (s->metrics & SC_M_TIMELINE) && s->sample_ms > 0 ? (int64_t)(s->sample_ms * 1e6) : 0;
+    int64_t deadline = rn_now_ns() + (int64_t)(s->timeout_s * 1e9);
+    int64_t next_sample = rn_now_ns();
+    struct pollfd *pfd = calloc((size_t)run->nproc, sizeof(*pfd));
+    int *who = calloc((size_t)run->nproc, sizeof(*who));
+    if (!pfd || !who) {
+        for (int i = 0; i < run->nproc; i++) rn_kill(&run->procs[i], RN_ERROR);
+    }
+    for (;;) {
+        int live = 0;
+        for (int i = 0; i < run->nproc; i++) live += !run->procs[i].reaped;
+        if (!live) break;
+        int64_t now = rn_now_ns();
+        if (o->interrupted && *o->interrupted)
+            for (int i = 0; i < run->nproc; i++) rn_kill(&run->procs[i], RN_INTERRUPTED);
+        if (now >= deadline)
+            for (int i = 0; i < run->nproc; i++) rn_kill(&run->procs[i], RN_TIMEOUT);
+        if (interval && now >= next_sample) {
+            for (int i = 0; i < run->nproc; i++) rn_take_sample(s, &run->procs[i], now);
+            next_sample += interval;
+            if (next_sample <= now) next_sample = now + interval;
+        }
+        int n = 0;
+        for (int i = 0; pfd && i < run->nproc; i++) {
+            rn_proc *p = &run->procs[i];
+            if (p->eof) continue;
+            pfd[n].fd = p->ev_fd;
+            pfd[n].events = POLLIN;
+            who[n++] = i;
+        }
+        int64_t wake = deadline;
+        if (interval && next_sample < wake) wake = next_sample;
+        int64_t wait_ns = wake - now;
+        if (wait_ns < 0) wait_ns = 0;
+        /* a killed worker is reaped once its pipe reports EOF; one that never had a pipe is reaped here */
+        if (n == 0) {
+            for (int i = 0; i < run->nproc; i++) rn_reap(&run->procs[i], s->timeout_s);
+            continue;
+        }
+        struct timespec ts = {.tv_sec = wait_ns / 1000000000, .tv_nsec = wait_ns % 1000000000};
+        int r = ppoll(pfd, (nfds_t)n, &ts, NULL);
+        if (r < 0 && errno != EINTR) break;
+        for (int k = 0; r > 0 && k < n; k++) {
+            if (!pfd[k].revents) continue;
+            rn_proc *p = &run->procs[who[k]];
+            rn_read_events(p);
+            if (p->eof) {
+                close(p->ev_fd);
+                p->ev_fd = -1;
+                rn_reap(p, s->timeout_s);
+            }
+        }
+        rn_barrier(s, mf, run);
+    }
+    free(pfd);
+    free(who);
+    run->status = RN_OK;
+    for (int i = 0; i < run->nproc; i++) {
+        rn_proc *p = &run->procs[i];
+        if (p->ev_fd >= 0) close(p->ev_fd);
+        if (p->ack_fd >= 0) close(p->ack_fd);
+        p->ev_fd = p->ack_fd = -1;
+        if (p->perf_opened) pe_close(&p->perf);
+        pm_close(&p->pm);
+        if (p->status != RN_OK && run->status == RN_OK) run->status = p->status;
+    }
+    run->seconds = (double)(rn_now_ns() - t0) * 1e-9;
+    return 0;
+}
+
+int rn_execute(const scenario *s, const rn_model_files *mf, const rn_opts *o, rn_result *res, char *err, size_t errlen) {
+    memset(res, 0, sizeof(*res));
+    /* before the timed repetitions: a missing valgrind must not waste them */
+    if ((s->metrics & SC_M_CALLGRIND) && cg_available(err, errlen)) return -1;
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/logs", o->out_dir);
+    if (rn_mkdirs(path)) return bench_errf(err, errlen, "%s: %s", path, strerror(errno));
+    snprintf(path, sizeof(path), "%s/specs", o->out_dir);
+    if (rn_mkdirs(path)) return bench_errf(err, errlen, "%s: %s", path, strerror(errno));
+    /* one spec file per variant: `bench worker --spec FILE` reruns it by hand (perf, valgrind) */
+    for (int i = 0; i < s->n_variants; i++) {
+        if (!s->variants[i].selected) continue;
+        char *spec = rn_worker_spec(s, &s->variants[i]);
+        snprintf(path, sizeof(path), "%s/specs/v%d.json", o->out_dir, i);
+        int bad = !spec || rn_write_file(path, spec);
+        free(spec);
+        if (bad) return bench_errf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+    }
+    int reps = s->warmup + s->repetitions;
+    res->total_planned = reps * sc_n_selected(s);
+    res->runs = calloc((size_t)(res->total_planned > 0 ? res->total_planned : 1), sizeof(*res->runs));
+    if (!res->runs) return bench_errf(err, errlen, "out of memory");
+    res->cap_runs = res->total_planned;
+    /* a worker that dies between events must not kill bench with SIGPIPE on the ack */
+    struct sigaction ign = {.sa_handler = SIG_IGN}, old;
+    sigaction(SIGPIPE, &ign, &old);
+    for (int rep = 0; rep < reps && !res->interrupted && !res->stopped; rep++) {
+        for (int vi = 0; vi < s->n_variants; vi++) {
+            if (!s->variants[vi].selected) continue;
+            if (o->interrupted && *o->interrupted) {
+                res->interrupted = 1;
+                break;
+            }
+            rn_run *run = &res->runs[res->n_runs];
+            run->variant = vi;
+            run->rep = rep;
+            run->warmup = rep < s->warmup;
+            snprintf(path, sizeof(path), "%s/specs/v%d.json", o->out_dir, vi);
+            if (rn_one(s, mf, o, run, path)) {
+                sigaction(SIGPIPE, &old, NULL);
+                return bench_errf(err, errlen, "out of memory");
+            }
+            if (run->status == RN_INTERRUPTED || (o->interrupted && *o->interrupted)) {
+                /* an interrupted repetition is not a result: drop it */
+                res->interrupted = 1;
+                rn_run_free(run);
+                memset(run, 0, sizeof(*run));
+                break;
+            }
+            res->n_runs++;
+            if (o->on_run) o->on_run(o->user, run, res->n_runs, res->total_planned);
+            if (o->fail_fast && run->status != RN_OK) {
+                res->stopped = 1;
+                break;
+            }
+        }
+    }
+    sigaction(SIGPIPE, &old, NULL);
+    /* instruction counts are deterministic: one more repetition per variant, after the timed ones */
+    if ((s->metrics & SC_M_CALLGRIND) && !res->interrupted && !res->stopped &&
+        cg_run_variants(s, o->worker_exe, o->out_dir, o->interrupted, &res->cg))
+        return bench_errf(err, errlen, "out of memory");
+    return 0;
+}
+
+void rn_result_free(rn_result *res) {
+    for (int r = 0; r < res->n_runs; r++) rn_run_free(&res->runs[r]);
+    free(res->runs);
+    free(res->cg);
+    memset(res, 0, sizeof(*res));
+}

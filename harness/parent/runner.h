@@ -1,0 +1,182 @@
+/* The runner: expands a scenario into repetitions, runs each in fresh
+ * `bench worker` processes and records what they did.
+ *
+ * Order: the warm-up repetitions of every variant, then repetition 1 of every
+ * variant, repetition 2 of every variant... (A B A B, never A A B B), so drift
+ * of the machine spreads over all variants alike.
+ *
+ * One repetition:
+ *   1. page cache: cold evicts the model files, warm reads them; mincore then
+ *      gives the residency, which must be <= 5% (cold) or >= 95% (warm), else
+ *      the repetition is marked invalid, with the reason, and left out of the
+ *      statistics;
+ *   2. `processes` workers are forked; each waits on a pipe until the parent has
+ *      opened its perf counters, then execs `bench worker`;
+ *   3. a poll loop reads the workers' events (events.h), samples
+ *      /proc/<pid>/status (+ smaps_rollup) every sample_ms, and at each phase
+ *      boundary reads smaps, faults and perf counters before acking;
+ *   4. wait4 gives the exit status and rusage. A crash, a non-zero exit, a
+ *      timeout or a SIGKILL that bench did not send (the OOM killer) is
+ *      recorded with its cause; the run goes on unless fail_fast.
+ */
+#ifndef BENCH_RUNNER_H
+#define BENCH_RUNNER_H
+
+#include <signal.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include "harness/parent/perfev.h"
+#include "harness/parent/procmem.h"
+#include "harness/spec/scenario.h"
+#include "harness/parent/callgrind.h"
+
+enum { RN_PH_START, RN_PH_LOAD, RN_PH_PREFILL, RN_PH_END, RN_PH_COUNT };
+const char *rn_phase_name(int ph);          /* "start", "load", "prefill", "end" */
+
+/* What a worker process ended as. */
+typedef enum rn_status {
+    RN_PENDING = 0,
+    RN_OK,
+    RN_CRASH,           /* died of a signal, or a sanitizer report */
+    RN_EXIT,            /* exited non-zero */
+    RN_TIMEOUT,         /* killed by bench after timeout_s */
+    RN_OOM,             /* SIGKILL that bench did not send */
+    RN_INTERRUPTED,     /* killed by bench on Ctrl-C */
+    RN_ERROR,           /* bench could not start it, or it broke the protocol */
+} rn_status;
+const char *rn_status_name(rn_status s);
+
+typedef struct rn_sample {
+    int64_t t_ns;                               /* CLOCK_MONOTONIC */
+    int64_t rss, hwm, anon, file, shmem, pss;   /* KiB; pss -1 when not sampled */
+} rn_sample;
+
+typedef struct rn_snap {
+    int taken;
+    int64_t t_ns;
+    pm_status st;
+    int64_t pss_kib;                /* -1: unavailable */
+    int has_smaps;
+    pm_smaps smaps;
+    int has_faults;
+    uint64_t minflt, majflt;        /* /proc/<pid>/stat, cumulative */
+    int perf_ok[PE_MAX];
+    uint64_t perf[PE_MAX];          /* cumulative */
+} rn_snap;
+
+/* A serving run's scheduler step (events.h: KV_SAMPLE). */
+typedef struct rn_kv_sample {
+    int64_t t_ns, step, tokens;             /* tokens: positions run so far */
+    int64_t reserved, live, cached, wasted; /* B, engine.h: engine_kv_memory */
+    int running, batch, waiting;
+} rn_kv_sample;
+
+/* A serving run's finished request (events.h: REQUEST). */
+typedef struct rn_request {
+    int64_t id, n_out;
+    int64_t arrival_ns, admit_ns, first_ns, end_ns;     /* CLOCK_MONOTONIC */
+    int64_t n_prompt, prefix_reused, prefilled, preemptions, waited;
+} rn_request;
+
+typedef struct rn_counter {
+    char name[96], unit[16];
+    double value;
+} rn_counter;
+
+typedef struct rn_proc {
+    pid_t pid;
+    int ev_fd, ack_fd;
+    pm_proc pm;
+    pe_set perf;
+    int perf_opened;
+    /* events, CLOCK_MONOTONIC ns; 0 = not seen */
+    int64_t t_spawn, t_hello, t_load_start, t_load_end, t_prefill_start, t_prefill_end;
+    int64_t t_decode_start, t_decode_end, t_done;
+    int n_prompt;
+    int n_tok, cap_tok;
+    int64_t *tok_ns;                /* (n_tok) [0]: first token (prefill end), then each decoded token */
+    int32_t *tok_id;                /* (n_tok) */
+    int n_counters;
+    rn_counter *counters;           /* (n_counters) the modules' own */
+    int n_ranges;
+    pm_range *ranges;               /* (n_ranges) regions the worker reported by address */
+    int n_tl, cap_tl;
+    rn_sample *tl;                  /* (n_tl) the timeline */
+    /* a serving run (harness/child/serve.h); t_serve_start 0: not one */
+    int64_t t_serve_start, t_serve_end;
+    int n_requests_planned;
+    int n_kvs, cap_kvs;
+    rn_kv_sample *kvs;              /* (n_kvs) one per scheduler step */
+    int n_reqs, cap_reqs;
+    rn_request *reqs;               /* (n_reqs) in the order they finished */
+    rn_snap snap[RN_PH_COUNT];
+    int waiting;                    /* phase whose ack it waits for, or -1 */
+    int eof, reaped, killed_by_us;
+    int wstatus;
+    struct rusage ru;
+    rn_status status;
+    char reason[512];
+    char log_path[512];             /* its stderr */
+    /* partial event bytes between reads */
+    size_t carry_len;
+    unsigned char carry[512];
+} rn_proc;
+
+typedef struct rn_run {
+    int variant;                    /* index into scenario.variants */
+    int rep;                        /* 0-based, warm-up repetitions first */
+    int warmup;                     /* 1: left out of the statistics */
+    int64_t wall_start_ms;          /* unix time */
+    double seconds;                 /* wall time of the repetition */
+    int cache_ok;                   /* residency within bounds */
+    uint64_t resident_pages, total_pages;
+    char invalid_reason[512];       /* "" when valid */
+    rn_status status;               /* RN_OK when every process is */
+    int nproc;
+    rn_proc *procs;                 /* (nproc) */
+} rn_run;
+
+typedef struct rn_model_files {
+    int n;
+    char **path;                    /* canonical (realpath) paths: what smaps prints */
+    uint64_t bytes;                 /* weights bytes of the model */
+} rn_model_files;
+
+typedef struct rn_opts {
+    const char *worker_exe;         /* the `bench` binary to exec */
+    const char *out_dir;            /* run directory: specs/ and logs/ go there */
+    int fail_fast;
+    volatile sig_atomic_t *interrupted;     /* set by a SIGINT handler; NULL: none */
+    /* called after every repetition (may be NULL): progress lines, incremental results */
+    void (*on_run)(void *user, const rn_run *run, int done, int total);
+    void *user;
+} rn_opts;
+
+typedef struct rn_result {
+    int n_runs, cap_runs;
+    rn_run *runs;
+    int interrupted;                /* Ctrl-C stopped it */
+    int stopped;                    /* --fail-fast stopped it */
+    int total_planned;
+    cg_counts *cg;                  /* (scenario n_variants) instructions:callgrind; NULL when not asked */
+} rn_result;
+
+/* Makes the model ready: a synth spec is generated into cache_dir (once) and
+ * s->model_path set; then the model's headers are read for its files. */
+int rn_prepare_model(scenario *s, const char *cache_dir, rn_model_files *mf, char *err, size_t errlen);
+void rn_model_files_free(rn_model_files *mf);
+
+/* Runs every selected variant x repetition. Returns 0, or -1 with err when
+ * nothing could run at all (a failed repetition is not an error). */
+int rn_execute(const scenario *s, const rn_model_files *mf, const rn_opts *o, rn_result *res,
+               char *err, size_t errlen);
+void rn_result_free(rn_result *res);
+
+/* The worker spec (JSON text) of one variant; the caller frees it. */
+char *rn_worker_spec(const scenario *s, const sc_variant *v);
+
+int64_t rn_now_ns(void);
+
+#endif

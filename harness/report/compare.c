@@ -1,0 +1,460 @@
+/* bench compare's engine: metric classes, the noise test, verdicts, output. */
+#include "harness/report/compare.h"
+
+#include <cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/report/stats.h"
+
+#define CMP_ALPHA 0.05
+
+/* ---- classes and directions ---- */
+
+static int has(const char *s, const char *sub) { return strstr(s, sub) != NULL; }
+static int ends(const char *s, const char *suf) {
+    size_t n = strlen(s), m = strlen(suf);
+    return n >= m && !strcmp(s + n - m, suf);
+}
+
+cmp_class cmp_classify(const char *metric, const char *unit) {
+    if (has(metric, "context-switches") || !strcmp(metric, "nvcsw") || !strcmp(metric, "nivcsw") ||
+        has(metric, "residency") || has(metric, "pss"))
+        return CMP_INFO;
+    if (has(metric, "flt") || has(metric, "faults")) return CMP_FAULTS;
+    /* the engine modules' clocks and the device's memory readings (the CUDA modules': load
+     * times, GB/s, event times, cudaMemGetInfo) vary from run to run like the harness's own */
+    if (!strncmp(metric, "mod.loader.", 11) || !strncmp(metric, "mod.kv.", 7) || !strncmp(metric, "mod.device.", 11)) {
+        static const char *const clock_units[] = {"ms", "ns", "s", "GB/s", "tokens/s", "fraction", NULL};
+        for (const char *const *u = clock_units; *u; u++)
+            if (!strcmp(unit, *u)) return CMP_TIMED;
+        if (!strncmp(metric, "mod.device.gpu_mem_", 19)) return CMP_MEMORY;
+    }
+    if (!strncmp(metric, "mod.", 4) || has(metric, "instructions")) return CMP_EXACT;
+    if (!strcmp(unit, "MiB") || !strcmp(unit, "KiB") || !strcmp(unit, "B")) return CMP_MEMORY;
+    if (!strcmp(unit, "count")) return CMP_EXACT;
+    /* ms, tok/s, ns/op, ops/s, and anything else measured by a clock */
+    return CMP_TIMED;
+}
+
+const char *cmp_class_name(cmp_class c) {
+    static const char *const n[] = {"timed", "faults", "memory", "exact", "info"};
+    return c <= CMP_INFO ? n[c] : "?";
+}
+
+const char *cmp_verdict_name(cmp_verdict v) {
+    static const char *const n[] = {"same", "noise", "too few repetitions", "within threshold", "improved",
+                                    "REGRESSION", "changed", "-", "missing"};
+    return v <= CMP_MISSING ? n[v] : "?";
+}
+
+int cmp_direction(const char *metric, const char *unit) {
+    if (has(unit, "/s") || ends(metric, "_per_s") || has(metric, "zero_copy")) return +1;
+    if (has(metric, "cycles") || has(metric, "misses")) return -1;
+    if (!strcmp(unit, "ms") || !strcmp(unit, "ns/op") || !strcmp(unit, "ns") || !strcmp(unit, "s")) return -1;
+    if (!strcmp(unit, "MiB") || !strcmp(unit, "KiB") || !strcmp(unit, "B")) return -1;
+    if (has(metric, "flt") || has(metric, "faults") || has(metric, "allocs") || has(metric, "grow") ||
+        has(metric, "copied") || has(metric, "calls") || has(metric, "instructions") || has(metric, "frees"))
+        return -1;
+    return 0;
+}
+
+/* ---- Mann-Whitney U ---- */
+
+/* Number of orderings of n1 a's and n2 b's whose U (pairs a > b) is <= u, over
+ * C(n1 + n2, n1); the no-ties null distribution. */
+static double mw_cdf(int n1, int n2, double u) {
+    int umax = n1 * n2;
+    size_t w = (size_t)umax + 1;
+    /* cnt[i][j][k]: orderings of i a's and j b's with U = k; doubles hold C(40, 20) exactly enough */
+    double *cnt = calloc((size_t)(n1 + 1) * (size_t)(n2 + 1) * w, sizeof(double));
+    if (!cnt) return NAN;
+#define C(i, j, k) cnt[(((size_t)(i) * (size_t)(n2 + 1)) + (size_t)(j)) * w + (size_t)(k)]
+    for (int i = 0; i <= n1; i++)
+        for (int j = 0; j <= n2; j++) {
+            if (!i || !j) {
+                C(i, j, 0) = 1;
+                continue;
+            }
+            for (int k = 0; k <= i * j; k++) {
+                /* the largest element is an a (beating all j b's) or a b */
+                double x = k >= j ? C(i - 1, j, k - j) : 0;
+                C(i, j, k) = x + C(i, j - 1, k);
+            }
+        }
+    double below = 0, total = 0;
+    for (int k = 0; k <= umax; k++) {
+        total += C(n1, n2, k);
+        if (k <= u + 1e-9) below += C(n1, n2, k);
+    }
+#undef C
+    free(cnt);
+    return below / total;
+}
+
+double cmp_mann_whitney(const double *a, int na, const double *b, int nb, double alpha, int *decidable) {
+    if (decidable) *decidable = 0;
+    if (na < 1 || nb < 1) return NAN;
+    /* the most extreme ordering has probability 2 / C(na + nb, na) two-sided */
+    double comb = 1;
+    for (int i = 1; i <= na; i++) comb = comb * (nb + i) / i;
+    if (decidable) *decidable = 2.0 / comb <= alpha;
+    /* U_a: pairs with a > b, ties counting one half */
+    double ua = 0;
+    for (int i = 0; i < na; i++)
+        for (int j = 0; j < nb; j++) ua += a[i] > b[j] ? 1 : a[i] == b[j] ? 0.5 : 0;
+    double umin = fmin(ua, (double)na * nb - ua);
+    double p;
+    if (na + nb <= 40) {
+        p = 2 * mw_cdf(na, nb, floor(umin));
+    } else {
+        /* normal approximation with the tie correction of the variance */
+        int n = na + nb;
+        double *all = malloc(sizeof(double) * (size_t)n);
+        if (!all) return NAN;
+        memcpy(all, a, sizeof(double) * (size_t)na);
+        memcpy(all + na, b, sizeof(double) * (size_t)nb);
+        st_sort(all, n);
+        double ties = 0;
+        for (int i = 0; i < n;) {
+            int j = i;
+            while (j < n && all[j] == all[i]) j++;
+            double t = j - i;
+            ties += t * t * t - t;
+            i = j;
+        }
+        free(all);
+        double mu = (double)na * nb / 2;
+        double var = (double)na * nb / 12.0 * ((n + 1) - ties / ((double)n * (n - 1)));
+        if (var <= 0) return 1;
+        double z = (fabs(ua - mu) - 0.5) / sqrt(var);
+        p = erfc(fmax(z, 0) / sqrt(2));
+    }
+    return p > 1 ? 1 : p;
+}
+
+/* ---- one metric ---- */
+
+static double cmp_median(const rr_series *s) {
+    if (!s || s->n < 1) return NAN;
+    double *x = malloc(sizeof(double) * (size_t)s->n);
+    if (!x) return NAN;
+    memcpy(x, s->v, sizeof(double) * (size_t)s->n);
+    st_sort(x, s->n);
+    double m = st_quantile_sorted(x, s->n, 0.5);
+    free(x);
+    return m;
+}
+
+static void cmp_tolerance(cmp_class c, const char *metric, double *rel, double *abs_) {
+    switch (c) {
+    case CMP_FAULTS: *rel = 0.05, *abs_ = 16; break;
+    case CMP_MEMORY: *rel = 0.02, *abs_ = 0.25; break;
+    case CMP_EXACT: *rel = has(metric, "instructions") ? 0.005 : 0, *abs_ = 0; break;
+    default: *rel = 0, *abs_ = 0;
+    }
+}
+
+void cmp_metric(const rr_series *a, const rr_series *b, const char *metric, const char *unit, const cmp_opts *o,
+                cmp_row *r) {
+    snprintf(r->metric, sizeof(r->metric), "%s", metric);
+    snprintf(r->unit, sizeof(r->unit), "%s", unit);
+    r->cls = cmp_classify(metric, unit);
+    r->na = a ? a->n : 0;
+    r->nb = b ? b->n : 0;
+    r->a = cmp_median(a);
+    r->b = cmp_median(b);
+    r->p = NAN;
+    r->test[0] = 0;
+    r->gated = 0;
+    if (!r->na || !r->nb) {
+        r->change = NAN;
+        r->verdict = CMP_MISSING;
+        snprintf(r->test, sizeof(r->test), "in %s only", r->na ? "A" : "B");
+        return;
+    }
+    r->change = r->a != 0 ? (r->b - r->a) / fabs(r->a) : r->b == 0 ? 0 : NAN;
+    int dir = cmp_direction(metric, unit);
+    double worse = r->b > r->a ? -dir : r->b < r->a ? dir : 0; /* > 0: B is worse */
+    if (r->cls == CMP_INFO) {
+        r->verdict = CMP_SHOWN;
+        snprintf(r->test, sizeof(r->test), "not compared");
+        return;
+    }
+    if (r->cls == CMP_TIMED) {
+        int decidable;
+        r->p = cmp_mann_whitney(a->v, a->n, b->v, b->n, CMP_ALPHA, &decidable);
+        r->gated = !o->deterministic_only;
+        if (!decidable) {
+            r->verdict = CMP_FEW;
+            snprintf(r->test, sizeof(r->test), "too few repetitions (%d+%d, need 4+4)", r->na, r->nb);
+            return;
+        }
+        snprintf(r->test, sizeof(r->test), "Mann-Whitney p=%.3g", r->p);
+        if (!(r->p < CMP_ALPHA)) r->verdict = CMP_NOISE;
+        else if (!(fabs(r->change) > o->threshold)) r->verdict = CMP_WITHIN;
+        else r->verdict = worse > 0 ? CMP_REGRESSED : worse < 0 ? CMP_IMPROVED : CMP_CHANGED;
+        return;
+    }
+    double rel, abs_;
+    cmp_tolerance(r->cls, metric, &rel, &abs_);
+    r->gated = 1;
+    if (rel == 0 && abs_ == 0) snprintf(r->test, sizeof(r->test), "exact");
+    else snprintf(r->test, sizeof(r->test), "tolerance %g%% + %g", rel * 100, abs_);
+    if (fabs(r->b - r->a) <= rel * fabs(r->a) + abs_) r->verdict = CMP_SAME;
+    else r->verdict = worse > 0 ? CMP_REGRESSED : worse < 0 ? CMP_IMPROVED : CMP_CHANGED;
+}
+
+/* ---- whole documents ---- */
+
+static cmp_row *cmp_add(cmp_report *rep) {
+    if (rep->n == rep->cap) {
+        int ncap = rep->cap ? rep->cap * 2 : 256;
+        cmp_row *nr = realloc(rep->rows, sizeof(*nr) * (size_t)ncap);
+        if (!nr) return NULL;
+        rep->rows = nr;
+        rep->cap = ncap;
+    }
+    cmp_row *r = &rep->rows[rep->n++];
+    memset(r, 0, sizeof(*r));
+    return r;
+}
+
+static void cmp_count(cmp_report *rep, const cmp_row *r) {
+    if (r->gated && (r->verdict == CMP_REGRESSED || (r->verdict == CMP_CHANGED && r->cls != CMP_TIMED)))
+        rep->regressions++;
+}
+
+int cmp_docs(const rr_doc *a, const rr_doc *b, const cmp_opts *o, cmp_report *out, char *err, size_t errlen) {
+    snprintf(out->a_name, sizeof(out->a_name), "%s", a->file);
+    snprintf(out->b_name, sizeof(out->b_name), "%s", b->file);
+    if (strcmp(a->scenario, b->scenario))
+        fprintf(stderr, "bench compare: note: comparing scenario \"%s\" with \"%s\"\n", a->scenario, b->scenario);
+    for (int i = 0; i < b->n; i++) {
+        const rr_variant *vb = &b->v[i], *va = rr_find_variant(a, vb->key);
+        if (!va) {
+            cmp_row *r = cmp_add(out);
+            if (!r) goto oom;
+            snprintf(r->variant, sizeof(r->variant), "%s", vb->label);
+            snprintf(r->metric, sizeof(r->metric), "(variant)");
+            r->a = r->b = r->change = r->p = NAN;
+            r->verdict = CMP_MISSING;
+            snprintf(r->test, sizeof(r->test), "in B only");
+            continue;
+        }
+        for (int j = 0; j < vb->n; j++) {
+            const rr_series *sb = &vb->m[j], *sa = rr_find(va, sb->name);
+            cmp_row *r = cmp_add(out);
+            if (!r) goto oom;
+            snprintf(r->variant, sizeof(r->variant), "%s", vb->label);
+            cmp_metric(sa, sb, sb->name, sb->unit, o, r);
+            /* a deterministic figure that vanished from B is a change the gate must see */
+            if (r->verdict == CMP_MISSING && r->cls != CMP_TIMED && r->cls != CMP_INFO) r->gated = 1;
+            cmp_count(out, r);
+        }
+        for (int j = 0; j < va->n; j++) {
+            if (rr_find(vb, va->m[j].name)) continue;
+            cmp_row *r = cmp_add(out);
+            if (!r) goto oom;
+            snprintf(r->variant, sizeof(r->variant), "%s", vb->label);
+            cmp_metric(&va->m[j], NULL, va->m[j].name, va->m[j].unit, o, r);
+        }
+    }
+    for (int i = 0; i < a->n; i++) {
+        if (rr_find_variant(b, a->v[i].key)) continue;
+        cmp_row *r = cmp_add(out);
+        if (!r) goto oom;
+        snprintf(r->variant, sizeof(r->variant), "%s", a->v[i].label);
+        snprintf(r->metric, sizeof(r->metric), "(variant)");
+        r->a = r->b = r->change = r->p = NAN;
+        r->verdict = CMP_MISSING;
+        snprintf(r->test, sizeof(r->test), "in A only");
+    }
+    return 0;
+oom:
+    snprintf(err, errlen, "out of memory");
+    return -1;
+}
+
+/* ---- ratios inside one run ---- */
+
+int cmp_parse_ratio(const char *spec, cmp_ratio *r, char *err, size_t errlen) {
+    memset(r, 0, sizeof(*r));
+    r->factor = 1.5;
+    const char *c1 = strchr(spec, ':');
+    const char *slash = c1 ? strchr(c1, '/') : NULL;
+    if (!c1 || !slash || c1 == spec) goto bad;
+    const char *c2 = strchr(slash, ':');
+    size_t lm = (size_t)(c1 - spec), ln = (size_t)(slash - c1 - 1), ld = c2 ? (size_t)(c2 - slash - 1) : strlen(slash + 1);
+    if (!ln || !ld || lm >= sizeof(r->metric) || ln >= sizeof(r->num) || ld >= sizeof(r->den)) goto bad;
+    memcpy(r->metric, spec, lm);
+    memcpy(r->num, c1 + 1, ln);
+    memcpy(r->den, slash + 1, ld);
+    if (!strchr(r->num, '=') || !strchr(r->den, '=')) goto bad;
+    if (c2) {
+        char *end;
+        r->factor = strtod(c2 + 1, &end);
+        if (*end || !(r->factor > 1)) {
+            snprintf(err, errlen, "--ratio %s: factor \"%s\": expected a number > 1", spec, c2 + 1);
+            return -1;
+        }
+    }
+    return 0;
+bad:
+    snprintf(err, errlen, "--ratio %s: expected METRIC:AXIS=VALUE/AXIS=VALUE[:FACTOR] (e.g. mod.kv.allocs:kv=dynamic/kv=prealloc:1.5)",
+             spec);
+    return -1;
+}
+
+/* key with the selector `from` replaced by `to` ("loader=mmap,kv=dynamic", "kv=dynamic", "kv=prealloc");
+ * 0 when key does not hold `from` as a whole item. */
+static int cmp_swap(const char *key, const char *from, const char *to, char *out, size_t len) {
+    size_t fl = strlen(from);
+    for (const char *p = key; (p = strstr(p, from)); p++) {
+        if ((p != key && p[-1] != ',') || (p[fl] && p[fl] != ',')) continue;
+        snprintf(out, len, "%.*s%s%s", (int)(p - key), key, to, p + fl);
+        return 1;
+    }
+    return 0;
+}
+
+/* The median of metric in variant key, and the tolerance its class allows it (0 for exact
+ * figures); NAN when the variant or metric is absent. */
+static double cmp_var_median(const rr_doc *d, const char *key, const char *metric, double *tol) {
+    const rr_series *s = rr_find(rr_find_variant(d, key), metric);
+    double m = cmp_median(s), rel = 0, abs_ = 0;
+    if (s) cmp_tolerance(cmp_classify(metric, s->unit), metric, &rel, &abs_);
+    *tol = rel * fabs(m) + abs_;
+    return m;
+}
+
+int cmp_ratios(const rr_doc *a, const rr_doc *b, const cmp_ratio *q, cmp_report *out) {
+    int found = 0;
+    for (int i = 0; i < b->n; i++) {
+        char den_key[512];
+        if (!cmp_swap(b->v[i].key, q->num, q->den, den_key, sizeof(den_key))) continue;
+        if (!rr_find_variant(b, den_key)) continue;
+        cmp_row *r = cmp_add(out);
+        if (!r) return found;
+        found++;
+        snprintf(r->variant, sizeof(r->variant), "%s", b->v[i].label);
+        snprintf(r->metric, sizeof(r->metric), "ratio %s %s/%s", q->metric, q->num, q->den);
+        snprintf(r->unit, sizeof(r->unit), "x");
+        r->cls = CMP_EXACT;
+        double tn, td, tol_b; /* B's tolerances are not used: the band is A's */
+        double na = cmp_var_median(a, b->v[i].key, q->metric, &tn), da = cmp_var_median(a, den_key, q->metric, &td);
+        r->a = da != 0 ? na / da : NAN;
+        double nb = cmp_var_median(b, b->v[i].key, q->metric, &tol_b), db = cmp_var_median(b, den_key, q->metric, &tol_b);
+        r->b = db != 0 ? nb / db : NAN;
+        r->na = r->nb = 1;
+        r->p = NAN;
+        r->gated = 1;
+        r->change = isfinite(r->a) && r->a != 0 ? (r->b - r->a) / fabs(r->a) : NAN;
+        if (!isfinite(r->b) || !isfinite(r->a)) {
+            snprintf(r->test, sizeof(r->test), "within x%g of A", q->factor);
+            /* both undefined (0/0) is no change; one side undefined is */
+            r->verdict = isfinite(r->a) == isfinite(r->b) ? CMP_SAME : CMP_CHANGED;
+        } else {
+            /* A ratio can be no steadier than its parts: A's numerator and denominator
+             * may each move by their class's tolerance (faults 5% + 16, memory 2% +
+             * 0.25 MiB) before the factor applies. Small fault counts on either side
+             * thus widen the band instead of raising false alarms. */
+            double lo_n = fmax(fabs(na) - tn, 0), hi_n = fabs(na) + tn;
+            double lo_d = fmax(fabs(da) - td, 0), hi_d = fabs(da) + td;
+            double lo = lo_n / hi_d / q->factor, hi = lo_d > 0 ? hi_n / lo_d * q->factor : INFINITY;
+            if (tn > 0 || td > 0) snprintf(r->test, sizeof(r->test), "in [%.3g, %.3g]: x%g + tolerances", lo, hi, q->factor);
+            else snprintf(r->test, sizeof(r->test), "within x%g of A", q->factor);
+            r->verdict = fabs(r->b) >= lo && fabs(r->b) <= hi ? CMP_SAME : CMP_REGRESSED;
+        }
+        cmp_count(out, r);
+    }
+    return found;
+}
+
+void cmp_report_free(cmp_report *r) {
+    if (!r) return;
+    free(r->rows);
+    memset(r, 0, sizeof(*r));
+}
+
+/* ---- output ---- */
+
+static void cmp_num(char *buf, size_t len, double x) {
+    if (isnan(x)) snprintf(buf, len, "-");
+    else if (x != 0 && (fabs(x) >= 1e6 || fabs(x) < 1e-3)) snprintf(buf, len, "%.4g", x);
+    else snprintf(buf, len, "%.4g", x);
+}
+
+static void cmp_change(char *buf, size_t len, const cmp_row *r) {
+    if (isnan(r->change)) snprintf(buf, len, r->na && r->nb && r->a == 0 ? "new" : "-");
+    else snprintf(buf, len, "%+.1f%%", r->change * 100);
+}
+
+static int cmp_shown(const cmp_row *r, int brief) {
+    if (!brief) return 1;
+    return !(r->verdict == CMP_SAME || r->verdict == CMP_NOISE || r->verdict == CMP_SHOWN ||
+             r->verdict == CMP_FEW || r->verdict == CMP_WITHIN || (r->verdict == CMP_MISSING && !r->gated));
+}
+
+void cmp_print(FILE *f, const cmp_report *rep, cmp_format fmt, int brief, const cmp_opts *o) {
+    if (fmt == CMP_FMT_JSON) {
+        cJSON *j = cJSON_CreateObject(), *rows = cJSON_AddArrayToObject(j, "rows");
+        cJSON_AddStringToObject(j, "a", rep->a_name);
+        cJSON_AddStringToObject(j, "b", rep->b_name);
+        cJSON_AddNumberToObject(j, "threshold", o->threshold);
+        cJSON_AddBoolToObject(j, "deterministic_only", o->deterministic_only);
+        cJSON_AddNumberToObject(j, "regressions", rep->regressions);
+        for (int i = 0; i < rep->n; i++) {
+            const cmp_row *r = &rep->rows[i];
+            if (!cmp_shown(r, brief)) continue;
+            cJSON *x = cJSON_CreateObject();
+            cJSON_AddStringToObject(x, "variant", r->variant);
+            cJSON_AddStringToObject(x, "metric", r->metric);
+            cJSON_AddStringToObject(x, "unit", r->unit);
+            cJSON_AddStringToObject(x, "class", cmp_class_name(r->cls));
+            cJSON_AddNumberToObject(x, "n_a", r->na);
+            cJSON_AddNumberToObject(x, "n_b", r->nb);
+            /* cJSON writes NAN as null */
+            cJSON_AddNumberToObject(x, "a", r->a);
+            cJSON_AddNumberToObject(x, "b", r->b);
+            cJSON_AddNumberToObject(x, "change", r->change);
+            cJSON_AddNumberToObject(x, "p", r->p);
+            cJSON_AddStringToObject(x, "test", r->test);
+            cJSON_AddStringToObject(x, "verdict", cmp_verdict_name(r->verdict));
+            cJSON_AddBoolToObject(x, "gated", r->gated);
+            cJSON_AddItemToArray(rows, x);
+        }
+        char *t = cJSON_Print(j);
+        if (t) fprintf(f, "%s\n", t);
+        free(t);
+        cJSON_Delete(j);
+        return;
+    }
+    int md = fmt == CMP_FMT_MARKDOWN;
+    fprintf(f, md ? "**A** `%s`  \n**B** `%s`\n\n" : "A: %s\nB: %s\n", rep->a_name, rep->b_name);
+    if (md) fprintf(f, "| variant | metric | A | B | change | test | verdict |\n|---|---|---:|---:|---:|---|---|\n");
+    else fprintf(f, "%-22s %-38s %12s %12s %9s  %-38s %s\n", "variant", "metric", "A", "B", "change", "test", "verdict");
+    int shown = 0;
+    for (int i = 0; i < rep->n; i++) {
+        const cmp_row *r = &rep->rows[i];
+        if (!cmp_shown(r, brief)) continue;
+        shown++;
+        char a[32], b[32], ch[32], name[160];
+        cmp_num(a, sizeof(a), r->a);
+        cmp_num(b, sizeof(b), r->b);
+        cmp_change(ch, sizeof(ch), r);
+        snprintf(name, sizeof(name), r->unit[0] ? "%s (%s)" : "%s", r->metric, r->unit);
+        const char *v = cmp_verdict_name(r->verdict);
+        if (md)
+            fprintf(f, "| %s | %s | %s | %s | %s | %s | %s%s%s |\n", r->variant, name, a, b, ch, r->test,
+                    r->verdict == CMP_REGRESSED ? "**" : "", v, r->verdict == CMP_REGRESSED ? "**" : "");
+        else
+            fprintf(f, "%-22s %-38s %12s %12s %9s  %-38s %s%s\n", r->variant, name, a, b, ch, r->test, v,
+                    r->gated || r->verdict == CMP_SHOWN || r->verdict == CMP_MISSING ? "" : " (not gated)");
+    }
+    if (brief && !shown) fprintf(f, "%s(no change beyond tolerance or noise in %d comparisons)\n", md ? "\n" : "", rep->n);
+    fprintf(f, "%s%d regression%s beyond %s%s\n", md ? "\n" : "", rep->regressions, rep->regressions == 1 ? "" : "s",
+            o->deterministic_only ? "the tolerances of deterministic figures and ratios" : "tolerance or threshold",
+            o->deterministic_only ? " (times shown, not gated)" : "");
+}

@@ -1,0 +1,112 @@
+/* Comparing two runs of one scenario: what changed, whether beyond noise, and
+ * whether it is a regression.
+ *
+ * Every metric falls in one class (cmp_classify), which decides the test:
+ *   CMP_TIMED  times and rates (ms, tok/s, ns/op): noisy. Two-sided Mann-Whitney U
+ *              test on the raw values of the counted repetitions, alpha 0.05, exact
+ *              distribution; when even the most extreme ranking could not reach
+ *              alpha (fewer than 4 + 4 repetitions) the verdict is "too few
+ *              repetitions". A regression is beyond noise AND worse than --threshold.
+ *   CMP_FAULTS page faults: deterministic up to the process's own start-up (the
+ *              dynamic loader, libc); tolerance 5% + 16 faults.
+ *   CMP_MEMORY RSS/PSS by region and total (MiB): deterministic up to a few pages of
+ *              libc and stack; tolerance 2% + 0.25 MiB.
+ *   CMP_EXACT  the modules' counters (bytes, allocation counts, grow events) and
+ *              instruction counts: compared exactly (tolerance 0.5% for instructions).
+ *              A loader, KV or device counter in a clock's unit (ms, ns, s, GB/s,
+ *              tokens/s, fraction: the CUDA modules' times) is TIMED instead, and the
+ *              device's memory readings (mod.device.gpu_mem_*) are MEMORY.
+ *   CMP_INFO   figures that depend on the rest of the machine: context switches, page
+ *              cache residency, and PSS (a shared page's cost is split among every
+ *              process that maps it, other benches and shells included): shown, never
+ *              a verdict.
+ * The deterministic classes (FAULTS, MEMORY, EXACT) compare medians; any change
+ * beyond the tolerance in the worse direction is a regression.
+ *
+ * Ratios inside one run (cmp_ratio): METRIC of the variants matching NUM over the
+ * variants matching DEN with the same other axes, in A and in B; a regression when
+ * B's ratio leaves [A / factor, A x factor], that band first widened by the tolerance
+ * of the metric's class on A's numerator and denominator (a ratio of two small fault
+ * counts is no steadier than the counts).
+ */
+#ifndef BENCH_COMPARE_H
+#define BENCH_COMPARE_H
+
+#include <stdio.h>
+
+#include "harness/report/resread.h"
+
+typedef enum cmp_class { CMP_TIMED, CMP_FAULTS, CMP_MEMORY, CMP_EXACT, CMP_INFO } cmp_class;
+
+typedef enum cmp_verdict {
+    CMP_SAME,           /* deterministic, within tolerance */
+    CMP_NOISE,          /* timed, not beyond noise */
+    CMP_FEW,            /* timed, too few repetitions to decide */
+    CMP_WITHIN,         /* beyond noise (or tolerance) but smaller than the threshold */
+    CMP_IMPROVED,
+    CMP_REGRESSED,
+    CMP_CHANGED,        /* deterministic, no better/worse direction known */
+    CMP_SHOWN,          /* CMP_INFO */
+    CMP_MISSING,        /* in one run only */
+} cmp_verdict;
+
+typedef struct cmp_opts {
+    double threshold;           /* relative, 0.05 = 5% */
+    int deterministic_only;     /* timed metrics are shown but decide nothing (the CI gate) */
+} cmp_opts;
+
+typedef struct cmp_row {
+    char variant[160];
+    char metric[256];
+    char unit[16];
+    cmp_class cls;
+    int na, nb;
+    double a, b;                /* medians; NAN when absent */
+    double change;              /* (b - a) / |a|; NAN when a == 0 and b != 0 */
+    double p;                   /* Mann-Whitney two-sided p, NAN when not tested */
+    char test[64];              /* "U p=0.029", "too few repetitions", "tol 5%+16" */
+    cmp_verdict verdict;
+    int gated;                  /* counts towards the exit status */
+} cmp_row;
+
+typedef struct cmp_ratio {
+    char metric[120];
+    char num[64], den[64];      /* axis selectors "kv=dynamic" */
+    double factor;              /* allowed factor of change, > 1 */
+} cmp_ratio;
+
+typedef struct cmp_report {
+    int n, cap;
+    cmp_row *rows;
+    int regressions;
+    char a_name[4200], b_name[4200];
+} cmp_report;
+
+cmp_class cmp_classify(const char *metric, const char *unit);
+const char *cmp_class_name(cmp_class c);
+const char *cmp_verdict_name(cmp_verdict v);
+/* +1 when larger is better (rates), -1 when smaller is better, 0 unknown. */
+int cmp_direction(const char *metric, const char *unit);
+
+/* Two-sided Mann-Whitney U p-value (exact for n1 + n2 <= 40, normal approximation
+ * with tie correction above). *decidable = 0 when the smallest p the sizes allow is
+ * above alpha. Returns NAN when a side is empty. */
+double cmp_mann_whitney(const double *a, int na, const double *b, int nb, double alpha, int *decidable);
+
+/* One metric of one variant: fills r (variant/metric names left to the caller). */
+void cmp_metric(const rr_series *a, const rr_series *b, const char *metric, const char *unit, const cmp_opts *o,
+                cmp_row *r);
+
+/* Compares every variant (matched by key) and metric of b against a. */
+int cmp_docs(const rr_doc *a, const rr_doc *b, const cmp_opts *o, cmp_report *out, char *err, size_t errlen);
+/* "METRIC:NUM/DEN[:FACTOR]" -> r. */
+int cmp_parse_ratio(const char *spec, cmp_ratio *r, char *err, size_t errlen);
+/* Adds one row per matched pair of variants. Returns the number of pairs found. */
+int cmp_ratios(const rr_doc *a, const rr_doc *b, const cmp_ratio *r, cmp_report *out);
+void cmp_report_free(cmp_report *r);
+
+typedef enum cmp_format { CMP_FMT_TABLE, CMP_FMT_MARKDOWN, CMP_FMT_JSON } cmp_format;
+/* brief: only rows that are not SAME/NOISE/SHOWN. */
+void cmp_print(FILE *f, const cmp_report *r, cmp_format fmt, int brief, const cmp_opts *o);
+
+#endif

@@ -1,0 +1,153 @@
+#include "metrics.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/child/serve.h"
+#include "harness/report/stats.h"
+
+void mt_add(mt_bag *b, const char *name, const char *unit, double v) {
+    if (!isfinite(v)) return;
+    if (b->n == b->cap) {
+        int cap = b->cap ? b->cap * 2 : 64;
+        char **nn = realloc(b->name, (size_t)cap * sizeof(*nn));
+        if (nn) b->name = nn;
+        const char **nu = realloc(b->unit, (size_t)cap * sizeof(*nu));
+        if (nu) b->unit = nu;
+        double *nv = realloc(b->v, (size_t)cap * sizeof(*nv));
+        if (nv) b->v = nv;
+        char **no = realloc(b->units_owned, (size_t)cap * sizeof(*no));
+        if (no) b->units_owned = no;
+        if (!nn || !nu || !nv || !no) return;
+        b->cap = cap;
+    }
+    b->name[b->n] = strdup(name);
+    b->units_owned[b->n] = strdup(unit);
+    b->unit[b->n] = b->units_owned[b->n];
+    b->v[b->n] = v;
+    if (b->name[b->n] && b->unit[b->n]) b->n++;
+    else {
+        free(b->name[b->n]);
+        free(b->units_owned[b->n]);
+    }
+}
+
+void mt_bag_free(mt_bag *b) {
+    for (int i = 0; i < b->n; i++) {
+        free(b->name[i]);
+        free(b->units_owned[i]);
+    }
+    free(b->name);
+    free(b->unit);
+    free(b->v);
+    free(b->units_owned);
+    memset(b, 0, sizeof(*b));
+}
+
+static double mt_mib(int64_t kib) { return (double)kib / 1024.0; }
+static double mt_ms(int64_t ns) { return (double)ns * 1e-6; }
+
+void mt_proc(const scenario *s, const rn_proc *p, mt_bag *b) {
+    char name[160];
+    if (p->t_load_end && p->t_load_start) mt_add(b, "load_ms", "ms", mt_ms(p->t_load_end - p->t_load_start));
+    if (p->t_prefill_end && p->t_prefill_start) {
+        double ttft = mt_ms(p->t_prefill_end - p->t_prefill_start);
+        mt_add(b, "ttft_ms", "ms", ttft);
+        if (ttft > 0) mt_add(b, "prefill_tok_s", "tok/s", p->n_prompt / (ttft * 1e-3));
+    }
+    int steps = p->n_tok - 1;
+    if (steps > 0 && p->t_decode_start) {
+        double dec = mt_ms(p->tok_ns[p->n_tok - 1] - p->t_decode_start);
+        mt_add(b, "tpot_ms", "ms", dec / steps);
+        if (dec > 0) mt_add(b, "decode_tok_s", "tok/s", steps / (dec * 1e-3));
+        double *itl = malloc((size_t)steps * sizeof(*itl));
+        if (itl) {
+            for (int k = 0; k < steps; k++)
+                itl[k] = mt_ms(p->tok_ns[k + 1] - (k == 0 ? p->t_decode_start : p->tok_ns[k]));
+            st_sort(itl, steps);
+            mt_add(b, "itl_p50_ms", "ms", st_quantile_sorted(itl, steps, 0.50));
+            mt_add(b, "itl_p90_ms", "ms", st_quantile_sorted(itl, steps, 0.90));
+            mt_add(b, "itl_p99_ms", "ms", st_quantile_sorted(itl, steps, 0.99));
+            mt_add(b, "itl_max_ms", "ms", itl[steps - 1]);
+            free(itl);
+        }
+    }
+    const rn_snap *end = &p->snap[RN_PH_END];
+    if (end->taken && end->st.vm_hwm > 0) mt_add(b, "peak_rss_mib", "MiB", mt_mib(end->st.vm_hwm));
+    mt_add(b, "ru_maxrss_mib", "MiB", mt_mib(p->ru.ru_maxrss));
+    static const int phs[] = {RN_PH_LOAD, RN_PH_PREFILL, RN_PH_END};
+    for (int i = 0; i < 3; i++) {
+        const rn_snap *sn = &p->snap[phs[i]];
+        const char *ph = rn_phase_name(phs[i]);
+        if (!sn->taken || sn->st.vm_rss < 0) continue;
+        snprintf(name, sizeof(name), "rss_%s_mib", ph), mt_add(b, name, "MiB", mt_mib(sn->st.vm_rss));
+        snprintf(name, sizeof(name), "anon_%s_mib", ph), mt_add(b, name, "MiB", mt_mib(sn->st.rss_anon));
+        snprintf(name, sizeof(name), "file_%s_mib", ph), mt_add(b, name, "MiB", mt_mib(sn->st.rss_file));
+        snprintf(name, sizeof(name), "shmem_%s_mib", ph), mt_add(b, name, "MiB", mt_mib(sn->st.rss_shmem));
+        if (sn->pss_kib >= 0) snprintf(name, sizeof(name), "pss_%s_mib", ph), mt_add(b, name, "MiB", mt_mib(sn->pss_kib));
+    }
+    static const int rph[] = {RN_PH_LOAD, RN_PH_END};
+    for (int i = 0; i < 2; i++) {
+        const rn_snap *sn = &p->snap[rph[i]];
+        if (!sn->taken || !sn->has_smaps) continue;
+        for (int r = 0; r < sn->smaps.n; r++) {
+            const pm_region *g = &sn->smaps.v[r];
+            snprintf(name, sizeof(name), "region_%s_rss_%s_mib", g->name, rn_phase_name(rph[i]));
+            mt_add(b, name, "MiB", mt_mib(g->rss_kib));
+            snprintf(name, sizeof(name), "region_%s_pss_%s_mib", g->name, rn_phase_name(rph[i]));
+            mt_add(b, name, "MiB", mt_mib(g->pss_kib));
+        }
+    }
+    /* faults per phase: load = start..load, prefill = load..prefill, decode = prefill..end */
+    static const char *fph[] = {"load", "prefill", "decode"};
+    for (int i = 0; i < 3; i++) {
+        const rn_snap *a = &p->snap[i], *z = &p->snap[i + 1];
+        if (a->taken && z->taken && a->has_faults && z->has_faults) {
+            snprintf(name, sizeof(name), "minflt_%s", fph[i]), mt_add(b, name, "count", (double)(z->minflt - a->minflt));
+            snprintf(name, sizeof(name), "majflt_%s", fph[i]), mt_add(b, name, "count", (double)(z->majflt - a->majflt));
+        }
+        for (int k = 0; p->perf_opened && k < p->perf.n; k++) {
+            if (!a->taken || !z->taken || !a->perf_ok[k] || !z->perf_ok[k]) continue;
+            snprintf(name, sizeof(name), "perf_%s_%s", p->perf.c[k].name, fph[i]);
+            mt_add(b, name, "count", (double)(z->perf[k] - a->perf[k]));
+        }
+    }
+    for (int k = 0; p->perf_opened && k < p->perf.n; k++)
+        if (end->taken && end->perf_ok[k]) {
+            snprintf(name, sizeof(name), "perf_%s_total", p->perf.c[k].name);
+            mt_add(b, name, "count", (double)end->perf[k]);
+        }
+    mt_add(b, "minflt_total", "count", (double)p->ru.ru_minflt);
+    mt_add(b, "majflt_total", "count", (double)p->ru.ru_majflt);
+    mt_add(b, "nvcsw", "count", (double)p->ru.ru_nvcsw);
+    mt_add(b, "nivcsw", "count", (double)p->ru.ru_nivcsw);
+    mt_add(b, "user_ms", "ms", p->ru.ru_utime.tv_sec * 1e3 + p->ru.ru_utime.tv_usec * 1e-3);
+    mt_add(b, "sys_ms", "ms", p->ru.ru_stime.tv_sec * 1e3 + p->ru.ru_stime.tv_usec * 1e-3);
+    sv_metrics(s, p, b);
+    for (int i = 0; i < p->n_counters; i++) {
+        snprintf(name, sizeof(name), "mod.%s", p->counters[i].name);
+        mt_add(b, name, p->counters[i].unit[0] ? p->counters[i].unit : "count", p->counters[i].value);
+    }
+}
+
+void mt_run(const scenario *s, const rn_run *r, mt_bag *b) {
+    int64_t pss = 0, weights = 0;
+    int have_pss = 1, have_w = 0;
+    for (int i = 0; i < r->nproc; i++) {
+        const rn_snap *sn = &r->procs[i].snap[RN_PH_END];
+        if (!sn->taken || sn->pss_kib < 0) have_pss = 0;
+        else pss += sn->pss_kib;
+        if (sn->taken && sn->has_smaps) {
+            /* absent, not 0, where neither a named weights region nor a model file mapping was seen */
+            const pm_region *w = pm_find_region(&sn->smaps, "weights"), *f = pm_find_region(&sn->smaps, "model_file");
+            weights += (w ? w->pss_kib : 0) + (f ? f->pss_kib : 0);
+            have_w |= w || f;
+        }
+    }
+    if (have_pss) mt_add(b, "pss_total_end_mib", "MiB", mt_mib(pss));
+    if (have_w) mt_add(b, "weights_pss_total_mib", "MiB", mt_mib(weights));
+    if (r->total_pages) mt_add(b, "residency_pct", "%", 100.0 * (double)r->resident_pages / (double)r->total_pages);
+    (void)s;
+}

@@ -1,0 +1,36 @@
+/* Per-repetition metrics, derived from what the runner recorded.
+ *
+ * Names are stable (results.json, results.csv and `bench compare` key on them):
+ *   load_ms ttft_ms tpot_ms itl_p50_ms itl_p90_ms itl_p99_ms itl_max_ms
+ *   prefill_tok_s decode_tok_s
+ *   peak_rss_mib ru_maxrss_mib  {rss,anon,file,shmem,pss}_{load,prefill,end}_mib
+ *   region_<name>_{rss,pss}_{load,end}_mib   (weights, kv, scratch, model_file, other_anon, other_file)
+ *   {minflt,majflt}_{load,prefill,decode}   {minflt,majflt}_total  nvcsw nivcsw user_ms sys_ms
+ *   perf_<event>_{load,prefill,decode,total}  (only the events that are available)
+ *   mod.<family>.<counter>                     (the modules' own, in their units)
+ *   serve_*  minflt_serve majflt_serve         (a serving run's: harness/child/serve.h)
+ * and per repetition (all processes together):
+ *   pss_total_end_mib  weights_pss_total_mib  residency_pct
+ */
+#ifndef BENCH_METRICS_H
+#define BENCH_METRICS_H
+
+#include "harness/parent/runner.h"
+
+typedef struct mt_bag {
+    int n, cap;
+    char **name;
+    const char **unit;          /* static strings, or owned copies in units_owned */
+    double *v;
+    char **units_owned;
+} mt_bag;
+
+void mt_add(mt_bag *b, const char *name, const char *unit, double v);
+void mt_bag_free(mt_bag *b);
+
+/* The metrics of one process of a repetition that ended OK. */
+void mt_proc(const scenario *s, const rn_proc *p, mt_bag *b);
+/* The metrics of a whole repetition (sums over its processes). */
+void mt_run(const scenario *s, const rn_run *r, mt_bag *b);
+
+#endif

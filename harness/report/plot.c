@@ -1,0 +1,869 @@
+/* Figures by gnuplot, and report.html. See plot.h for what each figure shows. */
+#include "harness/report/plot.h"
+
+#include <cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness/report/stats.h"
+
+extern char **environ;
+
+const char *const pl_figure_names[] = {"rss_timeline", "latency", "itl", "faults", "alloc", "kv", NULL};
+
+/* Variants beyond this many make unreadable panels; the report says which were left out. */
+#define PL_MAX_PANELS 8
+
+/* ---- gnuplot ---- */
+
+static const char *pl_gnuplot_bin(void) {
+    const char *g = getenv("BENCH_GNUPLOT");
+    return g && *g ? g : "gnuplot";
+}
+
+/* Runs gnuplot with args in dir (NULL: here), its stderr to errfile (NULL: inherited). */
+static int pl_spawn(const char *const *args, const char *dir, const char *errfile) {
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        int fd = open("/dev/null", O_WRONLY);
+        if (fd >= 0) dup2(fd, 1);
+        if (errfile) {
+            int e = open(errfile, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            if (e >= 0) dup2(e, 2);
+        } else if (fd >= 0) {
+            dup2(fd, 2);
+        }
+        if (dir && chdir(dir)) _exit(127);
+        execvp(args[0], (char *const *)args);
+        _exit(127);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR) return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+int pl_gnuplot_found(const char **png_term) {
+    static int cached = -1;
+    static const char *term = "pngcairo";
+    if (cached < 0) {
+        const char *g = pl_gnuplot_bin();
+        const char *probe[] = {g, "-e", "set terminal pngcairo", NULL};
+        int rc = pl_spawn(probe, NULL, NULL);
+        if (rc == 0) {
+            cached = 1;
+        } else {
+            const char *probe2[] = {g, "-e", "set terminal png", NULL};
+            cached = pl_spawn(probe2, NULL, NULL) == 0;
+            term = "png";
+        }
+    }
+    if (png_term) *png_term = term;
+    return cached;
+}
+
+int pl_run_gnuplot(const char *script, char *err, size_t errlen) {
+    char dir[4096], errfile[4200];
+    snprintf(dir, sizeof(dir), "%s", script);
+    char *slash = strrchr(dir, '/');
+    const char *base = slash ? slash + 1 : script;
+    if (slash) *slash = 0;
+    else snprintf(dir, sizeof(dir), ".");
+    snprintf(errfile, sizeof(errfile), "%s/%s.log", dir, base);
+    const char *args[] = {pl_gnuplot_bin(), base, NULL};
+    int rc = pl_spawn(args, dir, errfile);
+    if (rc) {
+        snprintf(err, errlen, "gnuplot %s failed (exit %d); its messages are in %s", script, rc, errfile);
+        return -1;
+    }
+    unlink(errfile);
+    return 0;
+}
+
+void pl_quote(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') fputc('\\', f);
+        fputc(*s == '\n' ? ' ' : *s, f);
+    }
+    fputc('"', f);
+}
+
+/* Opens the script of one figure; the plot commands follow, then pl_end. */
+static FILE *pl_begin(const char *plots, const char *name, char *path, size_t len) {
+    snprintf(path, len, "%s/%s.gp", plots, name);
+    FILE *f = fopen(path, "w");
+    if (!f) return NULL;
+    fprintf(f, "# %s: written by bench plot; run `gnuplot %s.gp` in this folder to redraw\n", name, name);
+    return f;
+}
+
+/* The plot commands are in body; renders them once per terminal. */
+static int pl_end(FILE *f, const char *name, const char *body, int w, int h, const char *png_term) {
+    fprintf(f, "do for [fmt in \"png svg\"] {\n");
+    fprintf(f, "  if (fmt eq \"png\") {\n");
+    if (!strcmp(png_term, "pngcairo"))
+        fprintf(f, "    set terminal pngcairo size %d,%d font \"Sans,9\" noenhanced\n", w, h);
+    else fprintf(f, "    set terminal png size %d,%d noenhanced\n", w, h);
+    fprintf(f, "    set output \"%s.png\"\n  } else {\n", name);
+    fprintf(f, "    set terminal svg size %d,%d font \"Sans,9\" noenhanced dynamic background \"white\"\n", w, h);
+    fprintf(f, "    set output \"%s.svg\"\n  }\n", name);
+    fputs(body, f);
+    fprintf(f, "  set output\n}\n");
+    return fclose(f) ? -1 : 0;
+}
+
+static void pl_num(FILE *f, double x) {
+    if (isfinite(x)) fprintf(f, " %.9g", x);
+    else fputs(" NaN", f);
+}
+
+static const cJSON *pl_get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
+static double pl_dbl(const cJSON *o, const char *k) {
+    const cJSON *x = pl_get(o, k);
+    return cJSON_IsNumber(x) ? x->valuedouble : NAN;
+}
+
+/* The first process of the first counted run of a variant. */
+static const cJSON *pl_first_proc(const rr_doc *d, const rr_variant *v) {
+    const cJSON *runs[1];
+    if (rr_counted_runs(d, v, runs, 1) < 1) return NULL;
+    return cJSON_GetArrayItem(pl_get(runs[0], "processes"), 0);
+}
+
+/* ---- figure: RSS over time ---- */
+
+static int pl_is_region(const char *n) { return strncmp(n, "other_", 6) != 0; }
+
+static int pl_fig_rss(const rr_doc *d, FILE *f, FILE *b, int *h) {
+    int panels = 0;
+    double ymax = 0;
+    /* every region any variant named, the well-known ones first, so a region keeps its marker across panels */
+    char names[8][32];
+    int nn = 0;
+    static const char *const known[] = {"weights", "model_file", "kv", "scratch"};
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < d->n; i++) {
+            const cJSON *one;
+            cJSON_ArrayForEach(one, pl_get(pl_first_proc(d, &d->v[i]), "phases")) {
+                const cJSON *r;
+                cJSON_ArrayForEach(r, pl_get(one, "regions_kib")) {
+                    int isknown = 0, seen = 0;
+                    for (int q = 0; q < 4; q++) isknown |= !strcmp(known[q], r->string);
+                    if (!pl_is_region(r->string) || (pass == 0) != isknown) continue;
+                    for (int q = 0; q < nn; q++) seen |= !strcmp(names[q], r->string);
+                    if (!seen && nn < 8) snprintf(names[nn++], sizeof(names[0]), "%s", r->string);
+                }
+            }
+        }
+    for (int i = 0; i < d->n; i++) {
+        const cJSON *x;
+        cJSON_ArrayForEach(x, pl_get(pl_get(pl_first_proc(d, &d->v[i]), "timeline"), "rss_kib"))
+            if (cJSON_IsNumber(x) && x->valuedouble / 1024 > ymax) ymax = x->valuedouble / 1024;
+    }
+    fprintf(b, "  set yrange [0:%g]\n", ymax > 0 ? ymax * 1.12 : 1);
+    for (int i = 0; i < d->n && panels < PL_MAX_PANELS; i++) {
+        const cJSON *p = pl_first_proc(d, &d->v[i]), *tl = pl_get(p, "timeline");
+        const cJSON *t = pl_get(tl, "t_ms");
+        if (!cJSON_IsArray(t) || cJSON_GetArraySize(t) < 2) continue;
+        /* the standard columns, then any per-region column a newer timeline has */
+        fprintf(f, "$tl%d << EOD\n# t_s rss anon file (MiB)", i);
+        const cJSON *col;
+        cJSON_ArrayForEach(col, tl) {
+            const char *n = col->string;
+            if (!strcmp(n, "t_ms") || !strcmp(n, "rss_kib") || !strcmp(n, "anon_kib") || !strcmp(n, "file_kib") ||
+                !strcmp(n, "hwm_kib") || !strcmp(n, "shmem_kib") || !strcmp(n, "pss_kib"))
+                continue;
+            fprintf(f, " %s", n);
+        }
+        fputc('\n', f);
+        int n = cJSON_GetArraySize(t);
+        for (int k = 0; k < n; k++) {
+            double rss = cJSON_GetArrayItem(pl_get(tl, "rss_kib"), k) ? cJSON_GetArrayItem(pl_get(tl, "rss_kib"), k)->valuedouble : NAN;
+            pl_num(f, cJSON_GetArrayItem(t, k)->valuedouble / 1000);
+            pl_num(f, rss / 1024);
+            const cJSON *an = cJSON_GetArrayItem(pl_get(tl, "anon_kib"), k), *fi = cJSON_GetArrayItem(pl_get(tl, "file_kib"), k);
+            pl_num(f, an ? an->valuedouble / 1024 : NAN);
+            pl_num(f, fi ? fi->valuedouble / 1024 : NAN);
+            cJSON_ArrayForEach(col, tl) {
+                const char *cn = col->string;
+                if (!strcmp(cn, "t_ms") || !strcmp(cn, "rss_kib") || !strcmp(cn, "anon_kib") || !strcmp(cn, "file_kib") ||
+                    !strcmp(cn, "hwm_kib") || !strcmp(cn, "shmem_kib") || !strcmp(cn, "pss_kib"))
+                    continue;
+                const cJSON *x = cJSON_GetArrayItem(col, k);
+                pl_num(f, x ? x->valuedouble / 1024 : NAN);
+            }
+            fputc('\n', f);
+        }
+        fprintf(f, "EOD\n");
+        /* the named regions' resident MiB at each phase boundary, in the same columns in every panel */
+        const cJSON *ph = pl_get(p, "phases"), *one;
+        fprintf(f, "$rg%d << EOD\n", i);
+        cJSON_ArrayForEach(one, ph) {
+            pl_num(f, pl_dbl(one, "t_ms") / 1000);
+            for (int q = 0; q < nn; q++) pl_num(f, pl_dbl(pl_get(pl_get(one, "regions_kib"), names[q]), "rss") / 1024);
+            fputc('\n', f);
+        }
+        fprintf(f, "EOD\n");
+
+        fprintf(b, "  unset arrow\n  unset label\n  set title ");
+        pl_quote(b, d->v[i].label);
+        fprintf(b, "\n");
+        const cJSON *ev = pl_get(p, "events_ms");
+        static const char *const marks[][2] = {
+            {"load_end", "loaded"}, {"prefill_end", "first token"}, {"decode_end", "last token"}};
+        for (int m = 0; m < 3; m++) {
+            double x = pl_dbl(ev, marks[m][0]);
+            if (!isfinite(x)) continue;
+            fprintf(b, "  set arrow from %.6g, graph 0 to %.6g, graph 1 nohead dt 2 lc rgb \"gray40\"\n", x / 1000, x / 1000);
+            fprintf(b, "  set label \"%s\" at %.6g, graph %.2f left offset 0.3,0 textcolor rgb \"gray30\"\n", marks[m][1],
+                    x / 1000, 0.93 - 0.09 * m);
+        }
+        fprintf(b, "  plot $tl%d using 1:2 with lines lw 2 lc rgb \"black\" title \"RSS\", "
+                   "'' using 1:3 with lines lw 1.5 lc rgb \"#d62728\" title \"anonymous\", "
+                   "'' using 1:4 with lines lw 1.5 lc rgb \"#1f77b4\" title \"file-backed\"",
+                i);
+        int extra = 0;
+        cJSON_ArrayForEach(col, tl) {
+            const char *cn = col->string;
+            if (!strcmp(cn, "t_ms") || !strcmp(cn, "rss_kib") || !strcmp(cn, "anon_kib") || !strcmp(cn, "file_kib") ||
+                !strcmp(cn, "hwm_kib") || !strcmp(cn, "shmem_kib") || !strcmp(cn, "pss_kib"))
+                continue;
+            fprintf(b, ", '' using 1:%d with lines lw 1 dt 3 title \"%s\"", 5 + extra++, cn);
+        }
+        static const char *const pts[] = {"5", "7", "9", "11", "13", "4", "6", "8"};
+        static const char *const cols[] = {"#2ca02c", "#17becf", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22"};
+        for (int q = 0; q < nn; q++)
+            fprintf(b, ", $rg%d using 1:%d with points pt %s ps 1.4 lc rgb \"%s\" title \"%s (at phase ends)\"", i, q + 2,
+                    pts[q], cols[q], names[q]);
+        fprintf(b, "\n");
+        panels++;
+    }
+    if (!panels) return 0;
+    /* the header goes before the panels, so it is written last into its own place */
+    *h = 80 + 240 * panels;
+    return panels;
+}
+
+/* ---- figure: TTFT and TPOT ---- */
+
+static int pl_fig_latency(const rr_doc *d, FILE *f, FILE *b) {
+    int rows = 0;
+    fprintf(f, "$lat << EOD\n# x label ttft_mean lo hi median tpot_mean lo hi median (ms)\n");
+    for (int i = 0; i < d->n; i++) {
+        const rr_variant *v = &d->v[i];
+        if (!rr_summary_metric(v, "ttft_ms") && !rr_summary_metric(v, "tpot_ms")) continue;
+        fprintf(f, "%d ", i);
+        pl_quote(f, v->label);
+        static const char *const ms[] = {"ttft_ms", "tpot_ms"};
+        for (int k = 0; k < 2; k++) {
+            pl_num(f, rr_summary_num(v, ms[k], "mean"));
+            pl_num(f, rr_summary_num(v, ms[k], "ci_lo"));
+            pl_num(f, rr_summary_num(v, ms[k], "ci_hi"));
+            pl_num(f, rr_summary_num(v, ms[k], "median"));
+        }
+        fputc('\n', f);
+        rows++;
+    }
+    fprintf(f, "EOD\n");
+    if (!rows) return 0;
+    fprintf(b, "  set multiplot layout 1,2 title \"%s: latency per variant (bars: mean with 95%% CI of the mean; dots: median)\"\n",
+            d->scenario);
+    fprintf(b, "  set style fill solid 0.45 border -1\n  set boxwidth 0.6\n  set xtics rotate by -30 noenhanced\n"
+               "  set yrange [0:*]\n  set grid ytics\n  set key top left\n  set xrange [-0.7:%d.7]\n",
+            d->n - 1);
+    fputs("  set title \"time to first token\"\n  set ylabel \"TTFT (ms)\"\n"
+               "  plot $lat using 1:3:xtic(2) with boxes lc rgb \"#1f77b4\" title \"mean\", "
+               "'' using 1:3:4:5 with yerrorbars pt 0 lw 1.5 lc rgb \"black\" title \"95% CI\", "
+               "'' using 1:6 with points pt 7 ps 1 lc rgb \"#d62728\" title \"median\"\n", b);
+    fputs("  set title \"time per output token (decode)\"\n  set ylabel \"TPOT (ms)\"\n"
+               "  plot $lat using 1:7:xtic(2) with boxes lc rgb \"#ff7f0e\" title \"mean\", "
+               "'' using 1:7:8:9 with yerrorbars pt 0 lw 1.5 lc rgb \"black\" title \"95% CI\", "
+               "'' using 1:10 with points pt 7 ps 1 lc rgb \"#d62728\" title \"median\"\n", b);
+    fprintf(b, "  unset multiplot\n");
+    return 1;
+}
+
+/* ---- figure: inter-token latency distributions ---- */
+
+static int pl_cmp_dbl(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int pl_fig_itl(const rr_doc *d, FILE *f, FILE *b) {
+    int drawn = 0;
+    double lo = INFINITY, hi = 0;
+    char *plot = NULL;
+    size_t plen = 0;
+    FILE *pf = open_memstream(&plot, &plen);
+    if (!pf) return -1;
+    for (int i = 0; i < d->n; i++) {
+        const cJSON *runs[256];
+        int nr = rr_counted_runs(d, &d->v[i], runs, 256);
+        double *x = NULL;
+        int n = 0, cap = 0;
+        for (int r = 0; r < nr; r++) {
+            const cJSON *p;
+            cJSON_ArrayForEach(p, pl_get(runs[r], "processes")) {
+                const cJSON *t = pl_get(pl_get(p, "tokens"), "t_ms");
+                int nt = cJSON_GetArraySize(t);
+                for (int k = 1; k < nt; k++) {
+                    if (n == cap) {
+                        cap = cap ? cap * 2 : 256;
+                        double *nx = realloc(x, sizeof(double) * (size_t)cap);
+                        if (!nx) {
+                            free(x);
+                            fclose(pf);
+                            free(plot);
+                            return -1;
+                        }
+                        x = nx;
+                    }
+                    x[n++] = cJSON_GetArrayItem(t, k)->valuedouble - cJSON_GetArrayItem(t, k - 1)->valuedouble;
+                }
+            }
+        }
+        if (n) {
+            qsort(x, (size_t)n, sizeof(double), pl_cmp_dbl);
+            fprintf(f, "$itl%d << EOD\n", i);
+            for (int k = 0; k < n; k++) fprintf(f, "%.9g %.9g\n", x[k], (double)(k + 1) / n);
+            fprintf(f, "EOD\n");
+            if (x[0] > 0 && x[0] < lo) lo = x[0];
+            if (x[n - 1] > hi) hi = x[n - 1];
+            fprintf(pf, "%s$itl%d using 1:2 with steps lw 2 title ", drawn ? ", " : "", i);
+            char t[256];
+            snprintf(t, sizeof(t), "%s (%d tokens)", d->v[i].label, n);
+            pl_quote(pf, t);
+            drawn++;
+        }
+        free(x);
+    }
+    fclose(pf);
+    if (drawn) {
+        fprintf(b, "  set title \"%s: inter-token latency distribution (decode; all counted repetitions)\"\n", d->scenario);
+        fprintf(b, "  set xlabel \"inter-token latency (ms)%s\"\n  set ylabel \"fraction of tokens <= x\"\n",
+                hi > 20 * lo ? ", log scale" : "");
+        if (hi > 20 * lo) fprintf(b, "  set logscale x\n");
+        fprintf(b, "  set yrange [0:1.02]\n  set grid\n  set key bottom right\n  plot %s\n", plot);
+    }
+    free(plot);
+    return drawn > 0;
+}
+
+/* ---- figure: page faults per phase ---- */
+
+static int pl_fig_faults(const rr_doc *d, FILE *f, FILE *b) {
+    static const char *const phases[] = {"load", "prefill", "decode"};
+    int any = 0;
+    double majmax = 0;
+    for (int kind = 0; kind < 2; kind++) {
+        fprintf(f, "$%s << EOD\n", kind ? "maj" : "min");
+        for (int p = 0; p < 3; p++) {
+            fprintf(f, "%s", phases[p]);
+            for (int i = 0; i < d->n; i++) {
+                char m[64];
+                snprintf(m, sizeof(m), "%s_%s", kind ? "majflt" : "minflt", phases[p]);
+                double x = rr_summary_num(&d->v[i], m, "median");
+                any |= isfinite(x);
+                if (kind && x > majmax) majmax = x;
+                /* a log axis cannot draw 0: it is left out, and the title says so */
+                pl_num(f, !kind && x == 0 ? NAN : x);
+            }
+            fputc('\n', f);
+        }
+        fprintf(f, "EOD\n");
+    }
+    if (!any) return 0;
+    fprintf(b, "  set multiplot layout 1,2 title \"%s: page faults per phase (median over repetitions)\"\n", d->scenario);
+    fprintf(b, "  set style data histograms\n  set style histogram clustered gap 1\n  set style fill solid 0.6 border -1\n"
+               "  set grid ytics\n  set key top right\n  set xlabel \"phase\"\n");
+    for (int kind = 0; kind < 2; kind++) {
+        if (kind) fprintf(b, "  unset logscale y\n  set yrange [0:%g]\n", majmax > 0 ? majmax * 1.15 : 1);
+        else fprintf(b, "  set logscale y\n  set yrange [0.8:*]\n");
+        fprintf(b, "  set title \"%s\"\n  set ylabel \"%s faults (count%s)\"\n  plot ",
+                kind ? "major faults (read from disk)" : "minor faults (log scale; 0 not drawn)", kind ? "major" : "minor",
+                kind ? "" : ", log");
+        for (int i = 0; i < d->n; i++) {
+            fprintf(b, "%s$%s using %d%s title ", i ? ", " : "", kind ? "maj" : "min", i + 2, i ? "" : ":xtic(1)");
+            pl_quote(b, d->v[i].label);
+        }
+        fprintf(b, "\n");
+    }
+    fprintf(b, "  unset multiplot\n");
+    return 1;
+}
+
+/* ---- figure: allocator ns/op ---- */
+
+/* The value of axis `axis` in a variant key ("alloc=libc,workload=churn64") into out; 0 when absent. */
+static int pl_key_axis(const char *key, const char *axis, char *out, size_t len) {
+    size_t al = strlen(axis);
+    for (const char *p = key; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
+        if (strncmp(p, axis, al) || p[al] != '=') continue;
+        const char *v = p + al + 1;
+        snprintf(out, len, "%.*s", (int)strcspn(v, ","), v);
+        return 1;
+    }
+    return 0;
+}
+
+/* Index of name in names (adding it when new and there is room); -1 when full. */
+static int pl_intern(char names[][64], int *n, int max, const char *name) {
+    for (int i = 0; i < *n; i++)
+        if (!strcmp(names[i], name)) return i;
+    if (*n == max) return -1;
+    snprintf(names[*n], 64, "%s", name);
+    return (*n)++;
+}
+
+/* An allocator scenario (harness/child/alloc_workload.h): one variant per allocator x workload.
+ * Panel 1: ns per op (mean over the timed pass; median over repetitions, bars min..max),
+ * log scale, since the cells span 4 ns to 500 us. Panel 2: each allocator relative to the
+ * first one (libc in the shipped scenario), the table's "x" column. */
+static int pl_fig_alloc(const rr_doc *d, FILE *f, FILE *b) {
+    enum { MAXW = 32, MAXA = 12 };
+    char work[MAXW][64], alloc[MAXA][64], buf[64];
+    int nw = 0, na = 0;
+    double med[MAXW][MAXA], lo[MAXW][MAXA], hi[MAXW][MAXA];
+    for (int w = 0; w < MAXW; w++)
+        for (int k = 0; k < MAXA; k++) med[w][k] = lo[w][k] = hi[w][k] = NAN;
+    for (int i = 0; i < d->n; i++) {
+        const rr_variant *v = &d->v[i];
+        double m = rr_summary_num(v, "mod.aw.ns_per_op", "median");
+        if (!isfinite(m) || !pl_key_axis(v->key, "workload", buf, sizeof(buf))) continue;
+        int w = pl_intern(work, &nw, MAXW, buf);
+        /* the allocator's label: the key's alloc value, or the variant label's first part */
+        if (!pl_key_axis(v->key, "alloc", buf, sizeof(buf))) snprintf(buf, sizeof(buf), "%.*s", (int)strcspn(v->label, "/"), v->label);
+        int k = pl_intern(alloc, &na, MAXA, buf);
+        if (w < 0 || k < 0) continue;
+        med[w][k] = m;
+        lo[w][k] = rr_summary_num(v, "mod.aw.ns_per_op", "min");
+        hi[w][k] = rr_summary_num(v, "mod.aw.ns_per_op", "max");
+    }
+    if (!nw || !na) return 0;
+    fprintf(f, "$ns << EOD\n# workload, then per allocator: median min max (ns/op), median relative to %s\n", alloc[0]);
+    for (int w = 0; w < nw; w++) {
+        pl_quote(f, work[w]);
+        for (int k = 0; k < na; k++) {
+            pl_num(f, med[w][k]);
+            pl_num(f, lo[w][k]);
+            pl_num(f, hi[w][k]);
+            pl_num(f, med[w][0] > 0 ? med[w][k] / med[w][0] : NAN);
+        }
+        fputc('\n', f);
+    }
+    fprintf(f, "EOD\n");
+    fprintf(b, "  set multiplot layout 2,1 title \"%s: allocator cost per operation (op = one alloc or one free; "
+               "median over repetitions)\"\n", d->scenario);
+    fprintf(b, "  set style data histograms\n  set style fill solid 0.6 border -1\n  set grid ytics\n"
+               "  set logscale y\n  set xtics rotate by -30\n  set key outside right\n");
+    fprintf(b, "  set style histogram errorbars gap 1 lw 1\n  set title \"ns per op (bars: min .. max)\"\n"
+               "  set ylabel \"ns/op (log)\"\n  plot ");
+    for (int k = 0; k < na; k++) {
+        fprintf(b, "%s$ns using %d:%d:%d%s title ", k ? ", " : "", 2 + 4 * k, 3 + 4 * k, 4 + 4 * k, k ? "" : ":xtic(1)");
+        pl_quote(b, alloc[k]);
+    }
+    fprintf(b, "\n  set style histogram clustered gap 1\n  set title \"relative to %s (1 = as fast; below 1 is faster)\"\n"
+               "  set ylabel \"x %s (log)\"\n  plot ", alloc[0], alloc[0]);
+    for (int k = 0; k < na; k++) {
+        fprintf(b, "%s$ns using %d%s title ", k ? ", " : "", 5 + 4 * k, k ? "" : ":xtic(1)");
+        pl_quote(b, alloc[k]);
+    }
+    fprintf(b, ", 1 with lines lc rgb \"black\" dt 2 notitle\n  unset multiplot\n  unset logscale y\n");
+    return 2;
+}
+
+/* ---- figure: KV bytes against tokens ---- */
+
+static double pl_counter(const cJSON *p, const char *name) {
+    const cJSON *c;
+    cJSON_ArrayForEach(c, pl_get(p, "counters")) {
+        const cJSON *n = pl_get(c, "name");
+        if (cJSON_IsString(n) && !strcmp(n->valuestring, name)) return pl_dbl(c, "value");
+    }
+    return NAN;
+}
+
+/* A serving run's KV memory and concurrency over time, one colour per variant: the
+ * scheduler's samples (harness/child/serve.h), not the phase boundaries. 0 when no variant served. */
+/* Item k of a number array; NAN when it is not there (a results.json edited by hand). */
+static double pl_at(const cJSON *arr, int k) {
+    const cJSON *x = cJSON_GetArrayItem(arr, k);
+    return cJSON_IsNumber(x) ? x->valuedouble : NAN;
+}
+
+static int pl_fig_kv_serve(const rr_doc *d, FILE *f, FILE *b) {
+    static const char *const colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
+    static const char *const cols[] = {"reserved_bytes", "live_bytes", "cached_bytes", "wasted_bytes", "running", "waiting"};
+    char *mem = NULL, *conc = NULL;
+    size_t mlen = 0, clen = 0;
+    FILE *mf = open_memstream(&mem, &mlen), *cf = open_memstream(&conc, &clen);
+    int drawn = 0;
+    for (int i = 0; mf && cf && i < d->n && drawn < PL_MAX_PANELS; i++) {
+        const cJSON *sv = pl_get(pl_first_proc(d, &d->v[i]), "serve"), *tl = pl_get(sv, "kv_timeline");
+        const cJSON *t = pl_get(tl, "t_ms");
+        int n = cJSON_GetArraySize(t);
+        double t0 = pl_dbl(sv, "start_ms");
+        if (!cJSON_IsArray(t) || n < 1 || !isfinite(t0)) continue;
+        fprintf(f, "$sv%d << EOD\n# s_since_start reserved live cached wasted (MiB) running waiting\n", i);
+        for (int k = 0; k < n; k++) {
+            pl_num(f, (cJSON_GetArrayItem(t, k)->valuedouble - t0) / 1000);
+            for (int c = 0; c < 6; c++) {
+                const cJSON *x = cJSON_GetArrayItem(pl_get(tl, cols[c]), k);
+                double v = cJSON_IsNumber(x) ? x->valuedouble : NAN;
+                pl_num(f, c < 4 ? v / 1048576 : v);
+            }
+            fputc('\n', f);
+        }
+        fprintf(f, "EOD\n");
+        const char *c = colors[drawn % 8], *sep = drawn ? ", " : "";
+        fprintf(mf, "%s$sv%d using 1:2 with steps lw 1 lc rgb \"%s\" title \"%s reserved\", "
+                    "'' using 1:3 with steps lw 2.5 lc rgb \"%s\" title \"%s live\", "
+                    "'' using 1:4 with steps lw 1.5 dt 3 lc rgb \"%s\" title \"%s prefix cache\", "
+                    "'' using 1:5 with steps lw 1.5 dt 2 lc rgb \"%s\" title \"%s wasted\"",
+                sep, i, c, d->v[i].label, c, d->v[i].label, c, d->v[i].label, c, d->v[i].label);
+        fprintf(cf, "%s$sv%d using 1:6 with steps lw 2 lc rgb \"%s\" title \"%s running\", "
+                    "'' using 1:7 with steps lw 1.5 dt 2 lc rgb \"%s\" title \"%s waiting\"",
+                sep, i, c, d->v[i].label, c, d->v[i].label);
+        drawn++;
+    }
+    if (mf) fclose(mf);
+    if (cf) fclose(cf);
+    if (drawn) {
+        fprintf(b, "  set multiplot layout 2,1 title \"%s: KV cache memory and concurrency over the serving run "
+                   "(first counted repetition, sampled after every scheduler step)\"\n", d->scenario);
+        fprintf(b, "  set xlabel \"time since the scheduler started (s)\"\n  set grid\n  set yrange [0:*]\n  set key outside right\n");
+        fprintf(b, "  set title \"KV bytes: reserved; live (running sequences); prefix cache (kept for reuse); "
+                   "wasted (taken for a sequence, holding nothing)\"\n  set ylabel \"MiB\"\n  plot %s\n", mem);
+        fprintf(b, "  set title \"requests holding a sequence (running) and queued for room (waiting)\"\n"
+                   "  set ylabel \"requests\"\n  plot %s\n  unset multiplot\n", conc);
+    }
+    free(mem);
+    free(conc);
+    return drawn ? 2 : 0;
+}
+
+static int pl_fig_kv(const rr_doc *d, FILE *f, FILE *b) {
+    /* a serving run has a timeline per scheduler step: that is the figure */
+    int served = pl_fig_kv_serve(d, f, b);
+    if (served) return served;
+    int drawn = 0;
+    static const char *const colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
+    char *plot = NULL;
+    size_t plen = 0;
+    FILE *pf = open_memstream(&plot, &plen);
+    if (!pf) return -1;
+    for (int i = 0; i < d->n && drawn < PL_MAX_PANELS; i++) {
+        const cJSON *p = pl_first_proc(d, &d->v[i]);
+        double used = pl_counter(p, "kv.bytes_used"), reserved_end = pl_counter(p, "kv.bytes_reserved");
+        const cJSON *ph = pl_get(p, "phases");
+        if (!isfinite(used) || !ph) continue;
+        double prompt = pl_dbl(p, "prompt_tokens");
+        int ntok = cJSON_GetArraySize(pl_get(pl_get(p, "tokens"), "t_ms"));
+        if (!isfinite(prompt)) prompt = 0;
+        /* positions in the cache: the prompt, then every decoded token but the last, which is never fed back */
+        double pos_end = prompt + (ntok > 0 ? ntok - 1 : 0);
+        double per_pos = pos_end > 0 ? used / pos_end : NAN;
+        static const char *const phn[] = {"load", "prefill", "end"};
+        double tok[3] = {0, prompt, pos_end};
+        fprintf(f, "$kv%d << EOD\n# tokens reserved resident live wasted (MiB)\n", i);
+        /* the worker's samples where the reserve moved (a dynamic cache's steps), when it sent them */
+        const cJSON *tl = pl_get(p, "kv_timeline"), *tt = pl_get(tl, "tokens");
+        int nt = cJSON_GetArraySize(tt);
+        for (int k = 0; cJSON_IsArray(tt) && k < nt; k++) {
+            double res = pl_at(pl_get(tl, "reserved_bytes"), k) / 1048576, live = pl_at(pl_get(tl, "live_bytes"), k) / 1048576;
+            fprintf(f, "%g", pl_at(tt, k));
+            pl_num(f, res);
+            pl_num(f, NAN);
+            pl_num(f, live);
+            pl_num(f, res - live);
+            fputc('\n', f);
+        }
+        for (int k = 0; k < 3 && !(cJSON_IsArray(tt) && nt > 0); k++) {
+            const cJSON *kv = pl_get(pl_get(pl_get(ph, phn[k]), "regions_kib"), "kv");
+            double res = kv ? pl_dbl(kv, "size") / 1024 : NAN, rss = kv ? pl_dbl(kv, "rss") / 1024 : NAN;
+            if (k == 2 && !isfinite(res) && isfinite(reserved_end)) res = reserved_end / 1048576;
+            double live = per_pos * tok[k] / 1048576;
+            fprintf(f, "%g", tok[k]);
+            pl_num(f, res);
+            pl_num(f, rss);
+            pl_num(f, live);
+            pl_num(f, isfinite(res) ? res - live : NAN);
+            fputc('\n', f);
+        }
+        fprintf(f, "EOD\n");
+        const char *c = colors[drawn % 8];
+        const char *sep = drawn ? ", " : "";
+        /* with the worker's samples the reserve is known at every step where it moved: steps; measured
+         * only at the phase boundaries, points, since a line would invent what happened between */
+        if (cJSON_IsArray(tt) && nt > 0)
+            /* wasted is the gap between the two curves: sampled only where the reserve moved, as a
+             * curve of its own it would be a step function it is not */
+            fprintf(pf, "%s$kv%d using 1:2 with steps lw 2 lc rgb \"%s\" title \"%s reserved\", "
+                        "'' using 1:4 with lines lw 1.5 dt 2 lc rgb \"%s\" title \"%s live\"",
+                    sep, i, c, d->v[i].label, c, d->v[i].label);
+        else
+            fprintf(pf, "%s$kv%d using 1:2 with points ps 1.6 pt 7 lc rgb \"%s\" title \"%s reserved\", "
+                        "'' using 1:3 with points ps 1.6 pt 6 lc rgb \"%s\" title \"%s resident\", "
+                        "'' using 1:4 with linespoints lw 1.5 dt 2 pt 5 lc rgb \"%s\" title \"%s live\", "
+                        "'' using 1:5 with points ps 1.6 pt 9 lc rgb \"%s\" title \"%s wasted\"",
+                    sep, i, c, d->v[i].label, c, d->v[i].label, c, d->v[i].label, c, d->v[i].label);
+        drawn++;
+    }
+    fclose(pf);
+    if (drawn) {
+        fprintf(b, "  set title \"%s: KV cache memory against tokens (first counted repetition)\\n"
+                   "reserved: the cache's bytes; live: bytes holding positions; wasted = reserved - live, the gap; "
+                   "resident: its RSS\"\n",
+                d->scenario);
+        fprintf(b, "  set xlabel \"tokens in the cache\"\n  set ylabel \"MiB\"\n  set grid\n  set yrange [0:*]\n"
+                   "  set key outside right\n  plot %s\n",
+                plot);
+    }
+    free(plot);
+    return drawn > 0;
+}
+
+/* ---- report.html ---- */
+
+static void pl_html_text(FILE *f, const char *s) {
+    for (; *s; s++) {
+        switch (*s) {
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '&': fputs("&amp;", f); break;
+        case '"': fputs("&quot;", f); break;
+        default: fputc(*s, f);
+        }
+    }
+}
+
+static void pl_base64(FILE *f, const unsigned char *p, size_t n) {
+    static const char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    for (size_t i = 0; i < n; i += 3) {
+        unsigned v = (unsigned)p[i] << 16 | (i + 1 < n ? (unsigned)p[i + 1] << 8 : 0) | (i + 2 < n ? p[i + 2] : 0);
+        fputc(t[v >> 18 & 63], f);
+        fputc(t[v >> 12 & 63], f);
+        fputc(i + 1 < n ? t[v >> 6 & 63] : '=', f);
+        fputc(i + 2 < n ? t[v & 63] : '=', f);
+    }
+}
+
+static const char *const pl_captions[] = {
+    "Resident memory over time of the first counted repetition of each variant: anonymous and file-backed pages, "
+    "the named regions (weights, KV, scratch) at each phase boundary, and the phase marks.",
+    "Time to first token and time per output token: mean with the 95% bootstrap CI of the mean, and the median.",
+    "Distribution of the inter-token latencies of every counted repetition (empirical CDF).",
+    "Minor and major page faults in each phase (median over repetitions).",
+    "Allocator cost per operation, per workload and allocator (median).",
+    "KV cache bytes reserved, resident, live and wasted against the tokens in the cache.",
+};
+
+static int pl_report(const rr_doc *d, const char *plots, char *err, size_t errlen) {
+    char path[4300], tmp[4400];
+    snprintf(path, sizeof(path), "%s/report.html", d->dir);
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+        return -1;
+    }
+    const cJSON *scen = pl_get(d->root, "scenario"), *aw = pl_get(scen, "as_written");
+    const cJSON *desc = pl_get(aw, "description"), *status = pl_get(d->root, "status");
+    fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>bench: ");
+    pl_html_text(f, d->scenario);
+    fprintf(f, "</title>\n<style>\nbody{font-family:sans-serif;margin:1.5em;max-width:1200px}"
+               "table{border-collapse:collapse;font-size:0.85em}td,th{border:1px solid #ccc;padding:2px 6px}"
+               "td.n{text-align:right;font-variant-numeric:tabular-nums}th{background:#eee}"
+               "figure{margin:1em 0}img{max-width:100%%;border:1px solid #ddd}pre{background:#f6f6f6;padding:.5em;"
+               "overflow-x:auto;font-size:0.8em}\n</style></head>\n<body data-images=\"pending\">\n<h1>");
+    pl_html_text(f, d->scenario);
+    fprintf(f, "</h1>\n<p>");
+    if (cJSON_IsString(desc)) pl_html_text(f, desc->valuestring);
+    fprintf(f, "</p>\n<p>status <b>%s</b>, written %s, git <code>%.12s%s</code></p>\n",
+            cJSON_IsString(status) ? status->valuestring : "?", d->written, d->sha, d->dirty ? " (dirty)" : "");
+
+    fprintf(f, "<h2>Figures</h2>\n");
+    int figs = 0;
+    for (int k = 0; pl_figure_names[k]; k++) {
+        char png[4400];
+        snprintf(png, sizeof(png), "%s/%s.png", plots, pl_figure_names[k]);
+        size_t n;
+        char e2[256];
+        struct stat st;
+        if (stat(png, &st)) continue;
+        char *data = rr_slurp(png, &n, e2, sizeof(e2));
+        if (!data) continue;
+        fprintf(f, "<figure id=\"fig-%s\"><img alt=\"%s\" src=\"data:image/png;base64,", pl_figure_names[k],
+                pl_figure_names[k]);
+        pl_base64(f, (const unsigned char *)data, n);
+        fprintf(f, "\"><figcaption>%s (<code>plots/%s.svg</code>, <code>.png</code>)</figcaption></figure>\n",
+                pl_captions[k], pl_figure_names[k]);
+        free(data);
+        figs++;
+    }
+    if (!figs) fprintf(f, "<p>No figures: gnuplot was not found when this report was written "
+                          "(install gnuplot-nox, then <code>bench plot DIR</code>).</p>\n");
+
+    /* the summary: one row per metric, one column per variant; the median and the 95% CI */
+    fprintf(f, "<h2>Summary</h2>\n<p>Median over the counted repetitions, with the 95%% CI of the mean in brackets.</p>\n"
+               "<table id=\"summary\">\n<tr><th>metric</th><th>unit</th>");
+    for (int i = 0; i < d->n; i++) {
+        fprintf(f, "<th>");
+        pl_html_text(f, d->v[i].label);
+        fprintf(f, "</th>");
+    }
+    fprintf(f, "</tr>\n");
+    const cJSON *sm0 = NULL;
+    for (int i = 0; i < d->n && !sm0; i++) sm0 = pl_get(d->v[i].summary, "metrics");
+    const cJSON *m;
+    cJSON_ArrayForEach(m, sm0) {
+        fprintf(f, "<tr><td>");
+        pl_html_text(f, m->string);
+        const cJSON *u = pl_get(m, "unit");
+        fprintf(f, "</td><td>");
+        if (cJSON_IsString(u)) pl_html_text(f, u->valuestring);
+        fprintf(f, "</td>");
+        for (int i = 0; i < d->n; i++) {
+            double med = rr_summary_num(&d->v[i], m->string, "median");
+            double lo = rr_summary_num(&d->v[i], m->string, "ci_lo"), hi = rr_summary_num(&d->v[i], m->string, "ci_hi");
+            fprintf(f, "<td class=\"n\" data-metric=\"");
+            pl_html_text(f, m->string);
+            fprintf(f, "\" data-variant=\"");
+            pl_html_text(f, d->v[i].key);
+            if (!isfinite(med)) fprintf(f, "\">-</td>");
+            else if (lo == hi) fprintf(f, "\">%.6g</td>", med);
+            else fprintf(f, "\">%.6g <small>[%.4g, %.4g]</small></td>", med, lo, hi);
+        }
+        fprintf(f, "</tr>\n");
+    }
+    fprintf(f, "</table>\n");
+
+    char *envs = cJSON_Print(pl_get(d->root, "environment"));
+    char *scs = cJSON_Print(scen ? scen : NULL);
+    fprintf(f, "<h2>Environment</h2>\n<pre id=\"environment\">");
+    pl_html_text(f, envs ? envs : "(none)");
+    fprintf(f, "</pre>\n<h2>Scenario</h2>\n<pre id=\"scenario\">");
+    pl_html_text(f, scs ? scs : "(none)");
+    fprintf(f, "</pre>\n");
+    free(envs);
+    free(scs);
+    /* lets a headless browser (and the test) see that every figure decoded */
+    fprintf(f, "<script>\nwindow.addEventListener('load', function () {\n"
+               "  var imgs = document.images, ok = 0;\n"
+               "  for (var i = 0; i < imgs.length; i++) if (imgs[i].complete && imgs[i].naturalWidth > 0) ok++;\n"
+               "  document.body.setAttribute('data-images', ok + '/' + imgs.length);\n"
+               "  document.body.setAttribute('data-images-ok', ok === imgs.length && ok > 0 ? 'yes' : 'no');\n"
+               "});\n</script>\n</body></html>\n");
+    if (fclose(f)) {
+        snprintf(err, errlen, "%s: write error", tmp);
+        unlink(tmp);
+        return -1;
+    }
+    if (rename(tmp, path)) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- all figures ---- */
+
+typedef int (*pl_fig_fn)(const rr_doc *d, FILE *data, FILE *body);
+
+static int pl_fig_rss_fn(const rr_doc *d, FILE *data, FILE *body) {
+    int h = 0;
+    char *inner = NULL;
+    size_t len = 0;
+    FILE *ib = open_memstream(&inner, &len);
+    if (!ib) return -1;
+    int panels = pl_fig_rss(d, data, ib, &h);
+    fclose(ib);
+    if (panels > 0) {
+        fprintf(body, "  set multiplot layout %d,1 title \"%s: resident memory over time (first counted repetition)\"\n",
+                panels, d->scenario);
+        fprintf(body, "  set xlabel \"time since the worker started (s)\"\n  set ylabel \"MiB\"\n"
+                      "  set grid\n  set key outside right\n%s  unset multiplot\n",
+                inner);
+    }
+    free(inner);
+    return panels;
+}
+
+int pl_results(const rr_doc *d, int *n_figures, char *err, size_t errlen) {
+    static const pl_fig_fn figs[] = {pl_fig_rss_fn, pl_fig_latency, pl_fig_itl, pl_fig_faults, pl_fig_alloc, pl_fig_kv};
+    char plots[4200];
+    snprintf(plots, sizeof(plots), "%s/plots", d->dir);
+    *n_figures = 0;
+    const char *term;
+    if (pl_gnuplot_found(&term)) {
+        if (mkdir(plots, 0777) && errno != EEXIST) {
+            snprintf(err, errlen, "cannot create %s: %s", plots, strerror(errno));
+            return -1;
+        }
+        for (int k = 0; pl_figure_names[k]; k++) {
+            char path[4400], png[4400], svg[4400];
+            snprintf(png, sizeof(png), "%s/%s.png", plots, pl_figure_names[k]);
+            snprintf(svg, sizeof(svg), "%s/%s.svg", plots, pl_figure_names[k]);
+            /* a figure whose data vanished must not survive from an earlier plot */
+            unlink(png);
+            unlink(svg);
+            char *body = NULL;
+            size_t blen = 0;
+            FILE *bf = open_memstream(&body, &blen);
+            FILE *f = bf ? pl_begin(plots, pl_figure_names[k], path, sizeof(path)) : NULL;
+            if (!f) {
+                if (bf) fclose(bf);
+                free(body);
+                snprintf(err, errlen, "%s/%s.gp: %s", plots, pl_figure_names[k], strerror(errno));
+                return -1;
+            }
+            int got = figs[k](d, f, bf);
+            fclose(bf);
+            int h = 520;
+            if (k == 0 && got > 0) h = 80 + 250 * got;
+            /* the two-panel figures: serving KV, allocators */
+            if ((!strcmp(pl_figure_names[k], "kv") || !strcmp(pl_figure_names[k], "alloc")) && got > 1) h = 860;
+            if (got < 0 || pl_end(f, pl_figure_names[k], body, 1000, h, term)) {
+                free(body);
+                snprintf(err, errlen, "%s: out of memory or write error", path);
+                return -1;
+            }
+            free(body);
+            if (got == 0) {
+                unlink(path);
+                continue;
+            }
+            if (pl_run_gnuplot(path, err, errlen)) return -1;
+            (*n_figures)++;
+        }
+    }
+    return pl_report(d, plots, err, errlen);
+}
+
+int pl_after_run(const char *dir) {
+    const char *term;
+    if (!pl_gnuplot_found(&term)) {
+        fprintf(stderr, "bench run: gnuplot not found, so no figures (install gnuplot-nox, then: bench plot %s)\n", dir);
+        return 0;
+    }
+    rr_doc d;
+    char err[1024];
+    int n = 0, rc = rr_load(dir, &d, err, sizeof(err));
+    if (!rc) {
+        rc = pl_results(&d, &n, err, sizeof(err));
+        rr_free(&d);
+    }
+    if (rc) fprintf(stderr, "bench run: figures: %s\n", err);
+    else fprintf(stderr, "bench run: %d figure%s in %s/plots, report in %s/report.html\n", n, n == 1 ? "" : "s", dir, dir);
+    return rc;
+}

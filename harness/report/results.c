@@ -1,0 +1,829 @@
+#include "results.h"
+
+#include <cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gnu/libc-version.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engines/abi/module.h"
+#include "harness/parent/perfev.h"
+#include "harness/child/serve.h"
+
+/* ---- atomic files ---- */
+
+int rs_write_atomic(const char *path, const char *data, size_t len, char *err, size_t errlen) {
+    char tmp[PATH_MAX];
+    if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof(tmp))
+        return bench_errf(err, errlen, "%s: path too long", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return bench_errf(err, errlen, "%s: %s", tmp, strerror(errno));
+    size_t off = 0;
+    while (off < len) {
+        ssize_t w = write(fd, data + off, len - off);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            int e = errno;
+            close(fd);
+            unlink(tmp);
+            return bench_errf(err, errlen, "%s: write: %s", tmp, strerror(e));
+        }
+        off += (size_t)w;
+    }
+    /* the data reaches the disk before the name does: a crash leaves the old file or the new one */
+    if (fsync(fd) || close(fd)) {
+        int e = errno;
+        unlink(tmp);
+        return bench_errf(err, errlen, "%s: %s", tmp, strerror(e));
+    }
+    if (rename(tmp, path)) {
+        int e = errno;
+        unlink(tmp);
+        return bench_errf(err, errlen, "%s: rename: %s", path, strerror(e));
+    }
+    return 0;
+}
+
+/* ---- environment ---- */
+
+static void rs_trim(char *s) {
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == '\n' || s[n - 1] == ' ' || s[n - 1] == '\t')) s[--n] = 0;
+}
+
+/* The value of the first "key\t: value" line of a /proc file (cpuinfo, meminfo). */
+static char *rs_proc_field(const char *file, const char *key) {
+    FILE *f = fopen(file, "r");
+    if (!f) return NULL;
+    char *line = NULL, *out = NULL;
+    size_t cap = 0, kl = strlen(key);
+    while (getline(&line, &cap, f) > 0) {
+        if (strncmp(line, key, kl) || (line[kl] != ' ' && line[kl] != '\t' && line[kl] != ':')) continue;
+        char *c = strchr(line, ':');
+        if (!c) continue;
+        c++;
+        while (*c == ' ' || *c == '\t') c++;
+        rs_trim(c);
+        out = strdup(c);
+        break;
+    }
+    free(line);
+    fclose(f);
+    return out;
+}
+
+/* "always [madvise] never" -> "madvise" */
+static void rs_bracketed(const char *file, char *buf, size_t len) {
+    snprintf(buf, len, "unknown");
+    FILE *f = fopen(file, "r");
+    if (!f) return;
+    char line[256];
+    if (fgets(line, sizeof(line), f)) {
+        char *a = strchr(line, '['), *b = a ? strchr(a, ']') : NULL;
+        if (a && b) {
+            *b = 0;
+            snprintf(buf, len, "%s", a + 1);
+        }
+    }
+    fclose(f);
+}
+
+static int rs_cmd(const char *cmd, char *buf, size_t len) {
+    buf[0] = 0;
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    size_t n = fread(buf, 1, len - 1, p);
+    buf[n] = 0;
+    int st = pclose(p);
+    rs_trim(buf);
+    return st == 0 ? 0 : -1;
+}
+
+void rs_short_sha(char *buf, size_t len) {
+    char sha[64], dirty[4096];
+    if (rs_cmd("git rev-parse --short HEAD 2>/dev/null", sha, sizeof(sha)) || !sha[0]) {
+        snprintf(buf, len, "nogit");
+        return;
+    }
+    int d = rs_cmd("git status --porcelain --untracked-files=no 2>/dev/null", dirty, sizeof(dirty)) == 0 && dirty[0];
+    snprintf(buf, len, "%s%s", sha, d ? "-dirty" : "");
+}
+
+#define RS_STR(x) #x
+#define RS_XSTR(x) RS_STR(x)
+
+cJSON *rs_environment(void) {
+    cJSON *env = cJSON_CreateObject();
+    if (!env) return NULL;
+    cJSON *cpu = cJSON_AddObjectToObject(env, "cpu");
+    char *model = rs_proc_field("/proc/cpuinfo", "model name");
+    char *flags = rs_proc_field("/proc/cpuinfo", "flags");
+    cJSON_AddStringToObject(cpu, "model", model ? model : "unknown");
+    cJSON_AddStringToObject(cpu, "flags", flags ? flags : "");
+    cJSON_AddNumberToObject(cpu, "cores_online", (double)sysconf(_SC_NPROCESSORS_ONLN));
+    free(model);
+    free(flags);
+    char *mem = rs_proc_field("/proc/meminfo", "MemTotal");
+    cJSON_AddNumberToObject(env, "memory_bytes", mem ? strtod(mem, NULL) * 1024.0 : 0);
+    free(mem);
+    struct utsname u;
+    if (!uname(&u)) {
+        cJSON *k = cJSON_AddObjectToObject(env, "kernel");
+        cJSON_AddStringToObject(k, "release", u.release);
+        cJSON_AddStringToObject(k, "version", u.version);
+        cJSON_AddStringToObject(k, "machine", u.machine);
+        cJSON_AddStringToObject(env, "hostname", u.nodename);
+    }
+    char buf[256];
+    cJSON *thp = cJSON_AddObjectToObject(env, "thp");
+    rs_bracketed("/sys/kernel/mm/transparent_hugepage/enabled", buf, sizeof(buf));
+    cJSON_AddStringToObject(thp, "enabled", buf);
+    rs_bracketed("/sys/kernel/mm/transparent_hugepage/defrag", buf, sizeof(buf));
+    cJSON_AddStringToObject(thp, "defrag", buf);
+    FILE *pf = fopen("/proc/sys/kernel/perf_event_paranoid", "r");
+    int paranoid = 99;
+    if (pf) {
+        if (fscanf(pf, "%d", &paranoid) != 1) paranoid = 99;
+        fclose(pf);
+    }
+    cJSON_AddNumberToObject(env, "perf_event_paranoid", paranoid);
+    cJSON *cc = cJSON_AddObjectToObject(env, "compiler");
+    cJSON_AddStringToObject(cc, "version", __VERSION__);
+#ifdef BENCH_CFLAGS
+    cJSON_AddStringToObject(cc, "flags", BENCH_CFLAGS);
+#else
+    cJSON_AddStringToObject(cc, "flags", "unknown (the Makefile passes -DBENCH_CFLAGS=...)");
+#endif
+#ifdef __OPTIMIZE__
+    cJSON_AddBoolToObject(cc, "optimized", 1);
+#else
+    cJSON_AddBoolToObject(cc, "optimized", 0);
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+    cJSON_AddStringToObject(cc, "sanitizers", "address,undefined");
+#else
+    cJSON_AddStringToObject(cc, "sanitizers", "none");
+#endif
+    cJSON *git = cJSON_AddObjectToObject(env, "git");
+    char sha[128], dirty[4096];
+    if (rs_cmd("git rev-parse HEAD 2>/dev/null", sha, sizeof(sha)) == 0 && sha[0]) {
+        cJSON_AddStringToObject(git, "sha", sha);
+        int d = rs_cmd("git status --porcelain --untracked-files=no 2>/dev/null", dirty, sizeof(dirty)) == 0 && dirty[0];
+        cJSON_AddBoolToObject(git, "dirty", d);
+    } else {
+        cJSON_AddNullToObject(git, "sha");
+        cJSON_AddNullToObject(git, "dirty");
+    }
+    cJSON *lib = cJSON_AddObjectToObject(env, "libraries");
+    cJSON_AddStringToObject(lib, "cjson", cJSON_Version());
+    cJSON_AddStringToObject(lib, "libpfm", pe_library_version(buf, sizeof(buf)));
+    cJSON_AddStringToObject(lib, "glibc", gnu_get_libc_version());
+    return env;
+}
+
+/* ---- summary ---- */
+
+void rs_variant_label(const scenario *s, int variant, char *buf, size_t len) {
+    buf[0] = 0;
+    const sc_variant *v = &s->variants[variant];
+    size_t used = 0;
+    for (int a = 0; a < SC_AX_COUNT; a++) {
+        if (!s->axes[a].crossed) continue;
+        int n = snprintf(buf + used, len - used, "%s%s", used ? "/" : "", sc_pick(s, v, a)->label);
+        if (n < 0 || (size_t)n >= len - used) break;
+        used += (size_t)n;
+    }
+    if (!buf[0]) snprintf(buf, len, "%s", "default");
+}
+
+static rs_metric *rs_metric_get(rs_variant *v, const char *name, const char *unit) {
+    for (int i = 0; i < v->n; i++)
+        if (!strcmp(v->m[i].name, name)) return &v->m[i];
+    rs_metric *nm = realloc(v->m, (size_t)(v->n + 1) * sizeof(*nm));
+    if (!nm) return NULL;
+    v->m = nm;
+    rs_metric *m = &v->m[v->n];
+    memset(m, 0, sizeof(*m));
+    m->name = strdup(name);
+    m->unit = strdup(unit);
+    if (!m->name || !m->unit) {
+        free(m->name);
+        free(m->unit);
+        return NULL;
+    }
+    v->n++;
+    return m;
+}
+
+static void rs_metric_push(rs_metric *m, double x, int run, int proc) {
+    double *nv = realloc(m->v, (size_t)(m->n + 1) * sizeof(*nv));
+    if (nv) m->v = nv;
+    int *nr = realloc(m->run, (size_t)(m->n + 1) * sizeof(*nr));
+    if (nr) m->run = nr;
+    int *np = realloc(m->proc, (size_t)(m->n + 1) * sizeof(*np));
+    if (np) m->proc = np;
+    if (!nv || !nr || !np) return;
+    m->v[m->n] = x;
+    m->run[m->n] = run;
+    m->proc[m->n] = proc;
+    m->n++;
+}
+
+static int rs_counted(const rn_run *r) { return !r->warmup && r->status == RN_OK && r->cache_ok; }
+
+int rs_summarize(const rs_input *in, rs_summary *out) {
+    memset(out, 0, sizeof(*out));
+    const scenario *s = in->s;
+    out->v = calloc((size_t)(s->n_variants > 0 ? s->n_variants : 1), sizeof(*out->v));
+    if (!out->v) return -1;
+    for (int vi = 0; vi < s->n_variants; vi++) {
+        if (!s->variants[vi].selected) continue;
+        rs_variant *v = &out->v[out->n++];
+        v->variant = vi;
+        for (int ri = 0; ri < in->res->n_runs; ri++) {
+            const rn_run *r = &in->res->runs[ri];
+            if (r->variant != vi) continue;
+            if (r->warmup) { v->warmups++; continue; }
+            if (r->status != RN_OK) { v->failed++; continue; }
+            if (!r->cache_ok) { v->invalid++; continue; }
+            v->counted++;
+            for (int pi = -1; pi < r->nproc; pi++) {
+                mt_bag b = {0};
+                if (pi < 0) mt_run(s, r, &b);
+                else mt_proc(s, &r->procs[pi], &b);
+                for (int k = 0; k < b.n; k++) {
+                    rs_metric *m = rs_metric_get(v, b.name[k], b.unit[k]);
+                    if (m) rs_metric_push(m, b.v[k], ri, pi);
+                }
+                mt_bag_free(&b);
+            }
+        }
+        /* instructions:callgrind: one deterministic count per variant, from its callgrind repetition */
+        const cg_counts *cg = in->res->cg ? &in->res->cg[vi] : NULL;
+        static const int cg_ph[] = {CG_PH_LOAD, CG_PH_PREFILL, CG_PH_DECODE, -1};
+        for (int k = 0; cg && cg->ok && k < 4; k++) {
+            char name[64];
+            snprintf(name, sizeof(name), "instructions_%s", cg_ph[k] < 0 ? "total" : cg_phase_name(cg_ph[k]));
+            rs_metric *m = rs_metric_get(v, name, "count");
+            if (m) rs_metric_push(m, (double)(cg_ph[k] < 0 ? cg->total : cg->ir[cg_ph[k]]), -1, -1);
+        }
+        for (int k = 0; k < v->n; k++) {
+            rs_metric *m = &v->m[k];
+            m->outlier = calloc((size_t)m->n, sizeof(int));
+            st_summarize(m->v, m->n, &m->st, m->outlier);
+        }
+    }
+    return 0;
+}
+
+void rs_summary_free(rs_summary *sum) {
+    for (int i = 0; i < sum->n; i++) {
+        for (int k = 0; k < sum->v[i].n; k++) {
+            rs_metric *m = &sum->v[i].m[k];
+            free(m->name);
+            free(m->unit);
+            free(m->v);
+            free(m->run);
+            free(m->proc);
+            free(m->outlier);
+        }
+        free(sum->v[i].m);
+    }
+    free(sum->v);
+    memset(sum, 0, sizeof(*sum));
+}
+
+/* ---- results.json ---- */
+
+static cJSON *rs_num_array(const double *v, int n) {
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(v[i]));
+    return a;
+}
+
+static double rs_rel_ms(int64_t t, int64_t t0) { return t && t0 ? (double)(t - t0) * 1e-6 : NAN; }
+
+static void rs_add_num_or_null(cJSON *o, const char *k, double v) {
+    if (isfinite(v)) cJSON_AddNumberToObject(o, k, v);
+    else cJSON_AddNullToObject(o, k);
+}
+
+static cJSON *rs_snap_json(const rn_proc *p, const rn_snap *sn) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "t_ms", rs_rel_ms(sn->t_ns, p->t_hello));
+    if (sn->st.vm_rss >= 0) {
+        cJSON *st = cJSON_AddObjectToObject(o, "status_kib");
+        cJSON_AddNumberToObject(st, "vm_rss", (double)sn->st.vm_rss);
+        cJSON_AddNumberToObject(st, "vm_hwm", (double)sn->st.vm_hwm);
+        cJSON_AddNumberToObject(st, "rss_anon", (double)sn->st.rss_anon);
+        cJSON_AddNumberToObject(st, "rss_file", (double)sn->st.rss_file);
+        cJSON_AddNumberToObject(st, "rss_shmem", (double)sn->st.rss_shmem);
+    }
+    if (sn->pss_kib >= 0) cJSON_AddNumberToObject(o, "pss_kib", (double)sn->pss_kib);
+    else cJSON_AddNullToObject(o, "pss_kib");
+    if (sn->has_smaps) {
+        cJSON *regs = cJSON_AddObjectToObject(o, "regions_kib");
+        for (int i = 0; i < sn->smaps.n; i++) {
+            const pm_region *g = &sn->smaps.v[i];
+            cJSON *r = cJSON_AddObjectToObject(regs, g->name);
+            cJSON_AddNumberToObject(r, "size", (double)g->size_kib);
+            cJSON_AddNumberToObject(r, "rss", (double)g->rss_kib);
+            cJSON_AddNumberToObject(r, "pss", (double)g->pss_kib);
+            cJSON_AddNumberToObject(r, "anon", (double)g->anon_kib);
+        }
+    }
+    if (sn->has_faults) {
+        cJSON_AddNumberToObject(o, "minflt", (double)sn->minflt);
+        cJSON_AddNumberToObject(o, "majflt", (double)sn->majflt);
+    }
+    return o;
+}
+
+static cJSON *rs_proc_json(const rs_input *in, const rn_run *r, int pi) {
+    const rn_proc *p = &r->procs[pi];
+    const scenario *s = in->s;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "pid", p->pid);
+    cJSON_AddStringToObject(o, "status", rn_status_name(p->status));
+    cJSON_AddStringToObject(o, "reason", p->reason);
+    if (p->reaped && WIFEXITED(p->wstatus)) cJSON_AddNumberToObject(o, "exit_code", WEXITSTATUS(p->wstatus));
+    else cJSON_AddNullToObject(o, "exit_code");
+    if (p->reaped && WIFSIGNALED(p->wstatus)) cJSON_AddNumberToObject(o, "signal", WTERMSIG(p->wstatus));
+    else cJSON_AddNullToObject(o, "signal");
+    const char *log = strrchr(p->log_path, '/');
+    char lp[600];
+    snprintf(lp, sizeof(lp), "logs%s", log ? log : "");
+    cJSON_AddStringToObject(o, "log", lp);
+
+    /* event times in ms since the worker said HELLO */
+    cJSON *ev = cJSON_AddObjectToObject(o, "events_ms");
+    rs_add_num_or_null(ev, "load_start", rs_rel_ms(p->t_load_start, p->t_hello));
+    rs_add_num_or_null(ev, "load_end", rs_rel_ms(p->t_load_end, p->t_hello));
+    rs_add_num_or_null(ev, "prefill_start", rs_rel_ms(p->t_prefill_start, p->t_hello));
+    rs_add_num_or_null(ev, "prefill_end", rs_rel_ms(p->t_prefill_end, p->t_hello));
+    rs_add_num_or_null(ev, "decode_start", rs_rel_ms(p->t_decode_start, p->t_hello));
+    rs_add_num_or_null(ev, "decode_end", rs_rel_ms(p->t_decode_end, p->t_hello));
+    rs_add_num_or_null(ev, "done", rs_rel_ms(p->t_done, p->t_hello));
+    cJSON_AddNumberToObject(o, "prompt_tokens", p->n_prompt);
+
+    cJSON *ph = cJSON_AddObjectToObject(o, "phases");
+    for (int i = 0; i < RN_PH_COUNT; i++)
+        if (p->snap[i].taken) cJSON_AddItemToObject(ph, rn_phase_name(i), rs_snap_json(p, &p->snap[i]));
+
+    cJSON *ru = cJSON_AddObjectToObject(o, "rusage");
+    cJSON_AddNumberToObject(ru, "maxrss_kib", (double)p->ru.ru_maxrss);
+    cJSON_AddNumberToObject(ru, "minflt", (double)p->ru.ru_minflt);
+    cJSON_AddNumberToObject(ru, "majflt", (double)p->ru.ru_majflt);
+    cJSON_AddNumberToObject(ru, "nvcsw", (double)p->ru.ru_nvcsw);
+    cJSON_AddNumberToObject(ru, "nivcsw", (double)p->ru.ru_nivcsw);
+    cJSON_AddNumberToObject(ru, "utime_ms", p->ru.ru_utime.tv_sec * 1e3 + p->ru.ru_utime.tv_usec * 1e-3);
+    cJSON_AddNumberToObject(ru, "stime_ms", p->ru.ru_stime.tv_sec * 1e3 + p->ru.ru_stime.tv_usec * 1e-3);
+
+    cJSON *perf = cJSON_AddObjectToObject(o, "perf");
+    for (int k = 0; p->perf_opened && k < p->perf.n; k++) {
+        const pe_counter *c = &p->perf.c[k];
+        cJSON *e = cJSON_AddObjectToObject(perf, c->name);
+        cJSON_AddBoolToObject(e, "available", c->available);
+        if (c->reason[0]) cJSON_AddStringToObject(e, "reason", c->reason);
+        if (!c->available) continue;
+        cJSON *vals = cJSON_AddObjectToObject(e, "phases");
+        for (int i = 0; i < RN_PH_COUNT; i++)
+            if (p->snap[i].taken && p->snap[i].perf_ok[k])
+                cJSON_AddNumberToObject(vals, rn_phase_name(i), (double)p->snap[i].perf[k]);
+    }
+    if (!p->perf_opened) cJSON_AddStringToObject(perf, "note", "not collected: \"perf\" is not in the scenario's metrics");
+
+    cJSON *ctr = cJSON_AddArrayToObject(o, "counters");
+    for (int i = 0; i < p->n_counters; i++) {
+        cJSON *c = cJSON_CreateObject();
+        cJSON_AddStringToObject(c, "name", p->counters[i].name);
+        cJSON_AddStringToObject(c, "unit", p->counters[i].unit);
+        cJSON_AddNumberToObject(c, "value", p->counters[i].value);
+        cJSON_AddItemToArray(ctr, c);
+    }
+
+    cJSON *met = cJSON_AddObjectToObject(o, "metrics");
+    if (p->status == RN_OK) {
+        mt_bag b = {0};
+        mt_proc(s, p, &b);
+        for (int k = 0; k < b.n; k++) cJSON_AddNumberToObject(met, b.name[k], b.v[k]);
+        mt_bag_free(&b);
+    }
+
+    cJSON *serve = sv_proc_json(p, p->t_hello);
+    if (serve) cJSON_AddItemToObject(o, "serve", serve);
+    /* one sequence: its KV memory at the decode steps where it changed (a dynamic cache's growth) */
+    cJSON *kvt = serve ? NULL : sv_kv_timeline_json(p, p->t_hello);
+    if (kvt) cJSON_AddItemToObject(o, "kv_timeline", kvt);
+
+    if ((s->metrics & SC_M_TOKENS) && p->n_tok) {
+        cJSON *tk = cJSON_AddObjectToObject(o, "tokens");
+        double *t = malloc((size_t)p->n_tok * sizeof(*t)), *id = malloc((size_t)p->n_tok * sizeof(*id));
+        if (t && id) {
+            for (int i = 0; i < p->n_tok; i++) {
+                t[i] = rs_rel_ms(p->tok_ns[i], p->t_hello);
+                id[i] = p->tok_id[i];
+            }
+            cJSON_AddItemToObject(tk, "t_ms", rs_num_array(t, p->n_tok));
+            cJSON_AddItemToObject(tk, "id", rs_num_array(id, p->n_tok));
+        }
+        free(t);
+        free(id);
+    }
+
+    if (p->n_tl) {
+        cJSON *tl = cJSON_AddObjectToObject(o, "timeline");
+        double *col = malloc((size_t)p->n_tl * sizeof(*col));
+        if (col) {
+            static const char *names[] = {"t_ms", "rss_kib", "hwm_kib", "anon_kib", "file_kib", "shmem_kib", "pss_kib"};
+            for (int c = 0; c < 7; c++) {
+                int all_missing = 1;
+                for (int i = 0; i < p->n_tl; i++) {
+                    const rn_sample *x = &p->tl[i];
+                    double v = c == 0 ? rs_rel_ms(x->t_ns, p->t_hello) : c == 1 ? x->rss : c == 2 ? x->hwm
+                             : c == 3 ? x->anon : c == 4 ? x->file : c == 5 ? x->shmem : x->pss;
+                    col[i] = v;
+                    if (c != 6 || v >= 0) all_missing = 0;
+                }
+                if (!all_missing) cJSON_AddItemToObject(tl, names[c], rs_num_array(col, p->n_tl));
+            }
+            free(col);
+        }
+    }
+    return o;
+}
+
+static cJSON *rs_run_json(const rs_input *in, int ri) {
+    const rn_run *r = &in->res->runs[ri];
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "variant", r->variant);
+    cJSON_AddStringToObject(o, "key", in->s->variants[r->variant].key);
+    cJSON_AddNumberToObject(o, "repetition", r->rep);
+    cJSON_AddBoolToObject(o, "warmup", r->warmup);
+    cJSON_AddStringToObject(o, "status", rn_status_name(r->status));
+    cJSON_AddBoolToObject(o, "valid", r->cache_ok);
+    cJSON_AddStringToObject(o, "invalid_reason", r->invalid_reason);
+    cJSON_AddBoolToObject(o, "counted", rs_counted(r));
+    cJSON_AddNumberToObject(o, "start_unix_ms", (double)r->wall_start_ms);
+    cJSON_AddNumberToObject(o, "seconds", r->seconds);
+    cJSON *res = cJSON_AddObjectToObject(o, "residency");
+    cJSON_AddStringToObject(res, "cache", sc_pick(in->s, &in->s->variants[r->variant], SC_AX_CACHE)->name);
+    cJSON_AddNumberToObject(res, "resident_pages", (double)r->resident_pages);
+    cJSON_AddNumberToObject(res, "total_pages", (double)r->total_pages);
+    rs_add_num_or_null(res, "pct", r->total_pages ? 100.0 * (double)r->resident_pages / (double)r->total_pages : NAN);
+    cJSON *met = cJSON_AddObjectToObject(o, "metrics");
+    mt_bag b = {0};
+    mt_run(in->s, r, &b);
+    for (int k = 0; k < b.n; k++) cJSON_AddNumberToObject(met, b.name[k], b.v[k]);
+    mt_bag_free(&b);
+    cJSON *ps = cJSON_AddArrayToObject(o, "processes");
+    for (int i = 0; i < r->nproc; i++) cJSON_AddItemToArray(ps, rs_proc_json(in, r, i));
+    return o;
+}
+
+static cJSON *rs_choice_json(const sc_choice *c) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", c->name);
+    cJSON_AddStringToObject(o, "options", c->opts ? c->opts : "");
+    cJSON_AddStringToObject(o, "label", c->label);
+    return o;
+}
+
+cJSON *rs_summary_json(const rs_input *in, const rs_summary *sum) {
+    cJSON *arr = cJSON_CreateArray();
+    for (int i = 0; arr && i < sum->n; i++) {
+        const rs_variant *v = &sum->v[i];
+        char label[256];
+        rs_variant_label(in->s, v->variant, label, sizeof(label));
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "variant", v->variant);
+        cJSON_AddStringToObject(o, "key", in->s->variants[v->variant].key);
+        cJSON_AddStringToObject(o, "label", label);
+        cJSON_AddNumberToObject(o, "repetitions_counted", v->counted);
+        cJSON_AddNumberToObject(o, "repetitions_failed", v->failed);
+        cJSON_AddNumberToObject(o, "repetitions_invalid", v->invalid);
+        cJSON *ms = cJSON_AddObjectToObject(o, "metrics");
+        for (int k = 0; k < v->n; k++) {
+            const rs_metric *m = &v->m[k];
+            cJSON *x = cJSON_AddObjectToObject(ms, m->name);
+            cJSON_AddStringToObject(x, "unit", m->unit);
+            cJSON_AddNumberToObject(x, "n", m->st.n);
+            cJSON_AddNumberToObject(x, "median", m->st.median);
+            cJSON_AddNumberToObject(x, "mean", m->st.mean);
+            cJSON_AddNumberToObject(x, "stddev", m->st.stddev);
+            cJSON_AddNumberToObject(x, "min", m->st.min);
+            cJSON_AddNumberToObject(x, "max", m->st.max);
+            double ci[2] = {m->st.ci_lo, m->st.ci_hi};
+            cJSON_AddItemToObject(x, "ci95", rs_num_array(ci, 2));
+            cJSON *out = cJSON_AddArrayToObject(x, "outliers");
+            for (int j = 0; m->outlier && j < m->n; j++) {
+                if (!m->outlier[j]) continue;
+                cJSON *e = cJSON_CreateObject();
+                cJSON_AddNumberToObject(e, "run", m->run[j]);
+                cJSON_AddNumberToObject(e, "process", m->proc[j]);
+                cJSON_AddNumberToObject(e, "value", m->v[j]);
+                cJSON_AddItemToArray(out, e);
+            }
+        }
+        cJSON_AddItemToArray(arr, o);
+    }
+    return arr;
+}
+
+cJSON *rs_document(const rs_input *in, const rs_summary *sum) {
+    const scenario *s = in->s;
+    cJSON *doc = cJSON_CreateObject();
+    if (!doc) return NULL;
+    cJSON_AddStringToObject(doc, "schema", RS_SCHEMA);
+    cJSON_AddStringToObject(doc, "status", in->status);
+    time_t now = time(NULL);
+    struct tm tm;
+    char ts[64];
+    gmtime_r(&now, &tm);
+    strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    cJSON_AddStringToObject(doc, "written", ts);
+    if (in->env) cJSON_AddItemToObject(doc, "environment", cJSON_Duplicate(in->env, 1));
+    else cJSON_AddObjectToObject(doc, "environment");
+
+    cJSON *sc = cJSON_AddObjectToObject(doc, "scenario");
+    cJSON_AddStringToObject(sc, "file", s->file);
+    cJSON_AddStringToObject(sc, "name", s->name);
+    cJSON_AddItemToObject(sc, "as_written", s->json ? cJSON_Duplicate(s->json, 1) : cJSON_CreateObject());
+    cJSON *ov = cJSON_AddObjectToObject(sc, "overrides");
+    if (in->only) cJSON_AddStringToObject(ov, "only", in->only);
+    if (in->repeat_override) cJSON_AddNumberToObject(ov, "repeat", in->repeat_override);
+    cJSON_AddBoolToObject(ov, "quick", in->quick);
+    cJSON *as = cJSON_AddObjectToObject(sc, "as_run");
+    cJSON_AddNumberToObject(as, "repetitions", s->repetitions);
+    cJSON_AddNumberToObject(as, "warmup", s->warmup);
+    cJSON_AddNumberToObject(as, "processes", s->processes);
+    cJSON_AddNumberToObject(as, "sample_ms", s->sample_ms);
+    cJSON_AddNumberToObject(as, "timeout_s", s->timeout_s);
+    cJSON_AddStringToObject(as, "model_path", s->model_path ? s->model_path : "");
+    cJSON *files = cJSON_AddArrayToObject(as, "model_files");
+    for (int i = 0; in->mf && i < in->mf->n; i++) cJSON_AddItemToArray(files, cJSON_CreateString(in->mf->path[i]));
+    cJSON_AddNumberToObject(as, "model_weight_bytes", in->mf ? (double)in->mf->bytes : 0);
+    cJSON_AddStringToObject(as, "module_dir", s->module_dir);
+
+    cJSON *vars = cJSON_AddArrayToObject(doc, "variants");
+    for (int i = 0; i < s->n_variants; i++) {
+        const sc_variant *v = &s->variants[i];
+        char label[256];
+        rs_variant_label(s, i, label, sizeof(label));
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "index", i);
+        cJSON_AddStringToObject(o, "key", v->key);
+        cJSON_AddStringToObject(o, "label", label);
+        cJSON_AddBoolToObject(o, "selected", v->selected);
+        cJSON_AddItemToObject(o, "loader", rs_choice_json(sc_pick(s, v, SC_AX_LOADER)));
+        cJSON_AddItemToObject(o, "kv", rs_choice_json(sc_pick(s, v, SC_AX_KV)));
+        cJSON_AddItemToObject(o, "alloc", rs_choice_json(sc_pick(s, v, SC_AX_ALLOC)));
+        cJSON_AddStringToObject(o, "cache", sc_pick(s, v, SC_AX_CACHE)->name);
+        cJSON_AddNumberToObject(o, "threads", sc_pick(s, v, SC_AX_THREADS)->ival);
+        if (s->axes[SC_AX_DEVICE].n) cJSON_AddItemToObject(o, "device", rs_choice_json(sc_pick(s, v, SC_AX_DEVICE)));
+        const cg_counts *cg = in->res->cg ? &in->res->cg[i] : NULL;
+        if (cg && cg->out_file[0]) {
+            cJSON *c = cJSON_AddObjectToObject(o, "callgrind");
+            cJSON_AddStringToObject(c, "out_file", cg->out_file);
+            if (!cg->ok) cJSON_AddStringToObject(c, "error", cg->error);
+            cJSON *ins = cJSON_AddObjectToObject(c, "instructions");
+            for (int k = 0; cg->ok && k < CG_PH_COUNT; k++) cJSON_AddNumberToObject(ins, cg_phase_name(k), (double)cg->ir[k]);
+            if (cg->ok) cJSON_AddNumberToObject(ins, "total", (double)cg->total);
+        }
+        cJSON_AddItemToArray(vars, o);
+    }
+    cJSON *runs = cJSON_AddArrayToObject(doc, "runs");
+    for (int i = 0; i < in->res->n_runs; i++) cJSON_AddItemToArray(runs, rs_run_json(in, i));
+    cJSON_AddItemToObject(doc, "summary", rs_summary_json(in, sum));
+    return doc;
+}
+
+/* ---- files ---- */
+
+int rs_write(const rs_input *in, const rs_summary *sum, char *err, size_t errlen) {
+    char path[PATH_MAX];
+    cJSON *doc = rs_document(in, sum);
+    char *text = doc ? cJSON_Print(doc) : NULL;
+    cJSON_Delete(doc);
+    if (!text) return bench_errf(err, errlen, "out of memory building results.json");
+    snprintf(path, sizeof(path), "%s/results.json", in->dir);
+    int rc = rs_write_atomic(path, text, strlen(text), err, errlen);
+    free(text);
+    if (rc) return rc;
+
+    size_t cap = 1 << 16, len = 0;
+    char *csv = malloc(cap);
+    if (!csv) return bench_errf(err, errlen, "out of memory");
+#define CSV_PRINTF(...)                                                          \
+    do {                                                                         \
+        int need_ = snprintf(NULL, 0, __VA_ARGS__);                              \
+        if (need_ > 0 && len + (size_t)need_ + 1 > cap) {                        \
+            size_t nc_ = (len + (size_t)need_ + 1) * 2;                          \
+            char *nb_ = realloc(csv, nc_);                                       \
+            if (!nb_) { free(csv); return bench_errf(err, errlen, "out of memory"); } \
+            csv = nb_;                                                           \
+            cap = nc_;                                                           \
+        }                                                                        \
+        if (need_ > 0) len += (size_t)snprintf(csv + len, cap - len, __VA_ARGS__); \
+    } while (0)
+    CSV_PRINTF("variant,label,key,metric,unit,n,median,mean,stddev,min,max,ci95_lo,ci95_hi,outliers\n");
+    for (int i = 0; i < sum->n; i++) {
+        const rs_variant *v = &sum->v[i];
+        char label[256];
+        rs_variant_label(in->s, v->variant, label, sizeof(label));
+        for (int k = 0; k < v->n; k++) {
+            const rs_metric *m = &v->m[k];
+            /* keys hold commas: quoted */
+            CSV_PRINTF("%d,\"%s\",\"%s\",%s,%s,%d,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%d\n", v->variant, label,
+                       in->s->variants[v->variant].key, m->name, m->unit, m->st.n, m->st.median, m->st.mean,
+                       m->st.stddev, m->st.min, m->st.max, m->st.ci_lo, m->st.ci_hi, m->st.n_outliers);
+        }
+    }
+#undef CSV_PRINTF
+    snprintf(path, sizeof(path), "%s/results.csv", in->dir);
+    rc = rs_write_atomic(path, csv, len, err, errlen);
+    free(csv);
+    return rc;
+}
+
+int rs_write_timelines(const rs_input *in, int ri, char *err, size_t errlen) {
+    const rn_run *r = &in->res->runs[ri];
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/timelines", in->dir);
+    if (mkdir(path, 0777) && errno != EEXIST) return bench_errf(err, errlen, "%s: %s", path, strerror(errno));
+    for (int pi = 0; pi < r->nproc; pi++) {
+        const rn_proc *p = &r->procs[pi];
+        if (!p->n_tl) continue;
+        size_t cap = (size_t)p->n_tl * 96 + 256, len = 0;
+        char *buf = malloc(cap);
+        if (!buf) return bench_errf(err, errlen, "out of memory");
+        len += (size_t)snprintf(buf, cap, "t_ms,rss_kib,hwm_kib,anon_kib,file_kib,shmem_kib,pss_kib,phase\n");
+        for (int i = 0; i < p->n_tl; i++) {
+            const rn_sample *x = &p->tl[i];
+            const char *mark = "";
+            for (int ph = 0; ph < RN_PH_COUNT; ph++)
+                if (p->snap[ph].taken && p->snap[ph].t_ns == x->t_ns) mark = rn_phase_name(ph);
+            int n = snprintf(buf + len, cap - len, "%.3f,%lld,%lld,%lld,%lld,%lld,%lld,%s\n",
+                             rs_rel_ms(x->t_ns, p->t_hello), (long long)x->rss, (long long)x->hwm,
+                             (long long)x->anon, (long long)x->file, (long long)x->shmem, (long long)x->pss, mark);
+            if (n < 0 || (size_t)n >= cap - len) break;
+            len += (size_t)n;
+        }
+        snprintf(path, sizeof(path), "%s/timelines/v%d-r%d-p%d.csv", in->dir, r->variant, r->rep, pi);
+        int rc = rs_write_atomic(path, buf, len, err, errlen);
+        free(buf);
+        if (rc) return rc;
+    }
+    /* the KV memory per scheduler step (serving) or where it changed (one sequence) */
+    for (int pi = 0; pi < r->nproc; pi++) {
+        const rn_proc *p = &r->procs[pi];
+        size_t len;
+        char *csv = sv_timeline_csv(p, p->t_hello, &len);
+        if (!csv) continue;
+        snprintf(path, sizeof(path), "%s/timelines/v%d-r%d-p%d-kv.csv", in->dir, r->variant, r->rep, pi);
+        int rc = rs_write_atomic(path, csv, len, err, errlen);
+        free(csv);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+/* ---- the terminal table ---- */
+
+typedef struct rs_row { const char *metric, *title; } rs_row;
+
+static const rs_row rs_rows[] = {
+    {"load_ms", "load"},
+    {"ttft_ms", "TTFT"},
+    {"tpot_ms", "TPOT"},
+    {"itl_p99_ms", "ITL p99"},
+    {"decode_tok_s", "decode"},
+    {"prefill_tok_s", "prefill"},
+    {"peak_rss_mib", "peak RSS (VmHWM)"},
+    {"rss_end_mib", "RSS at end"},
+    {"anon_end_mib", "  RssAnon"},
+    {"file_end_mib", "  RssFile"},
+    {"pss_end_mib", "PSS at end"},
+    {"region_weights_rss_end_mib", "  weights (anon)"},
+    {"region_model_file_rss_end_mib", "  model file map"},
+    {"region_kv_rss_end_mib", "  KV cache"},
+    {"region_scratch_rss_end_mib", "  scratch"},
+    {"weights_pss_total_mib", "weights PSS, all procs"},
+    {"minflt_load", "minor faults, load"},
+    {"majflt_load", "major faults, load"},
+    {"minflt_prefill", "minor faults, prefill"},
+    {"majflt_prefill", "major faults, prefill"},
+    {"minflt_decode", "minor faults, decode"},
+    {"mod.kv.grow_events", "KV grow events"},
+    {"serve_requests", "requests served"},
+    {"serve_s", "serving time"},
+    {"serve_output_tok_s", "tokens/s, output"},
+    {"serve_total_tok_s", "tokens/s, prompt+output"},
+    {"serve_ttft_p50_ms", "TTFT p50"},
+    {"serve_ttft_p99_ms", "TTFT p99"},
+    {"serve_tpot_p50_ms", "TPOT p50"},
+    {"serve_tpot_p99_ms", "TPOT p99"},
+    {"serve_goodput_pct", "goodput (met the targets)"},
+    {"serve_peak_seqs", "peak concurrent seqs"},
+    {"serve_waited", "requests queued for room"},
+    {"serve_preemptions", "preemptions"},
+    {"serve_prefill_tokens", "prefill positions run"},
+    {"serve_prefix_reused_tokens", "prefix positions reused"},
+    {"serve_kv_reserved_peak_mib", "KV reserved, peak"},
+    {"serve_kv_live_peak_mib", "KV live, peak"},
+    {"serve_kv_cached_peak_mib", "KV prefix cache, peak"},
+    {"serve_kv_wasted_peak_mib", "KV wasted, peak"},
+    {"serve_kv_live_mean_pct", "KV live/reserved, mean"},
+    {"serve_kv_wasted_mean_pct", "KV wasted/reserved, mean"},
+    {"residency_pct", "page cache before run"},
+    {"instructions_load", "instructions, load"},
+    {"instructions_prefill", "instructions, prefill"},
+    {"instructions_decode", "instructions, decode"},
+    {NULL, NULL},
+};
+
+static const rs_metric *rs_find(const rs_variant *v, const char *name) {
+    for (int i = 0; i < v->n; i++)
+        if (!strcmp(v->m[i].name, name)) return &v->m[i];
+    return NULL;
+}
+
+static void rs_fmt(char *buf, size_t len, const rs_metric *m) {
+    if (!m || m->st.n == 0) {
+        snprintf(buf, len, "-");
+        return;
+    }
+    double v = m->st.median, half = (m->st.ci_hi - m->st.ci_lo) / 2;
+    int prec = fabs(v) >= 1000 ? 0 : fabs(v) >= 100 ? 1 : fabs(v) >= 1 ? 2 : 3;
+    if (!strcmp(m->unit, "count")) prec = 0;
+    if (m->st.n > 1 && half > 0) snprintf(buf, len, "%.*f ±%.*f", prec, v, prec, half);
+    else snprintf(buf, len, "%.*f", prec, v);
+}
+
+void rs_print_table(FILE *f, const rs_input *in, const rs_summary *sum) {
+    if (!sum->n) return;
+    int colw = 14;
+    char label[256];
+    for (int i = 0; i < sum->n; i++) {
+        rs_variant_label(in->s, sum->v[i].variant, label, sizeof(label));
+        if ((int)strlen(label) + 2 > colw) colw = (int)strlen(label) + 2;
+    }
+    if (colw > 40) colw = 40;
+    int titlew = 32;
+    fprintf(f, "%s: median ± half the 95%% CI of the mean over the counted repetitions (%d warm-up dropped)%s\n",
+            in->s->name, in->s->warmup, in->s->processes > 1 ? "; values pooled over the processes" : "");
+    fprintf(f, "%-*s", titlew, "metric");
+    for (int i = 0; i < sum->n; i++) {
+        rs_variant_label(in->s, sum->v[i].variant, label, sizeof(label));
+        fprintf(f, "%*.*s", colw, colw - 2, label);
+    }
+    fputc('\n', f);
+    fprintf(f, "%-*s", titlew, "repetitions counted");
+    for (int i = 0; i < sum->n; i++) fprintf(f, "%*d", colw, sum->v[i].counted);
+    fputc('\n', f);
+    for (const rs_row *row = rs_rows; row->metric; row++) {
+        int any = 0;
+        const char *unit = "";
+        for (int i = 0; i < sum->n; i++) {
+            const rs_metric *m = rs_find(&sum->v[i], row->metric);
+            if (m) { any = 1; unit = m->unit; }
+        }
+        if (!any) continue;
+        char title[128];
+        snprintf(title, sizeof(title), "%s (%s)", row->title, unit);
+        fprintf(f, "%-*s", titlew, title);
+        for (int i = 0; i < sum->n; i++) {
+            char cell[64];
+            rs_fmt(cell, sizeof(cell), rs_find(&sum->v[i], row->metric));
+            fprintf(f, "%*s", colw + (strstr(cell, "±") ? 1 : 0), cell);
+        }
+        fputc('\n', f);
+    }
+    for (int i = 0; i < sum->n; i++) {
+        const rs_variant *v = &sum->v[i];
+        if (!v->failed && !v->invalid) continue;
+        rs_variant_label(in->s, v->variant, label, sizeof(label));
+        fprintf(f, "%s: %d failed, %d invalid of %d repetitions", label, v->failed, v->invalid,
+                v->counted + v->failed + v->invalid);
+        for (int ri = 0; ri < in->res->n_runs; ri++) {
+            const rn_run *r = &in->res->runs[ri];
+            if (r->variant != v->variant || r->warmup || rs_counted(r)) continue;
+            const char *why = r->invalid_reason;
+            for (int pi = 0; pi < r->nproc && r->status != RN_OK; pi++)
+                if (r->procs[pi].status != RN_OK) { why = r->procs[pi].reason; break; }
+            fprintf(f, "; rep %d %s: %s", r->rep - in->s->warmup + 1,
+                    r->status != RN_OK ? rn_status_name(r->status) : "invalid", why);
+            break;
+        }
+        fputc('\n', f);
+    }
+}

@@ -1,0 +1,82 @@
+/* What a run leaves behind, in results/<scenario>/<UTC time>-<short sha>/:
+ *   results.json       environment, the scenario as run, every repetition's raw
+ *                      record (events, phases, regions, faults, perf, counters,
+ *                      tokens, timeline) and the summaries; docs/results-schema.json
+ *   results.csv        one row per variant x metric: the summary statistics
+ *   timelines/v<V>-r<R>-p<P>.csv   the sampled memory timeline of each process
+ *   specs/, logs/      each variant's worker spec and each worker's stderr
+ * Every file is written to a temporary name and renamed, so a reader (or a
+ * Ctrl-C) never sees half a file.
+ */
+#ifndef BENCH_RESULTS_H
+#define BENCH_RESULTS_H
+
+#include <stdio.h>
+
+#include "harness/report/metrics.h"
+#include "harness/parent/runner.h"
+#include "harness/report/stats.h"
+
+#define RS_SCHEMA "bench-results/1"
+
+typedef struct rs_input {
+    const scenario *s;
+    const rn_model_files *mf;
+    const rn_result *res;
+    const char *status;         /* "running", "complete", "interrupted", "stopped" */
+    const char *dir;            /* the results directory */
+    const char *only;           /* --only, or NULL */
+    int repeat_override;        /* --repeat N, 0: none */
+    int quick;
+    struct cJSON *env;          /* rs_environment(), captured once */
+} rs_input;
+
+typedef struct rs_metric {
+    char *name;
+    char *unit;
+    int n;
+    double *v;                  /* (n) one value per process of each counted repetition */
+    int *run, *proc;            /* (n) where each value came from: index into res->runs, process */
+    int *outlier;               /* (n) */
+    st_summary st;
+} rs_metric;
+
+typedef struct rs_variant {
+    int variant;                /* index into scenario.variants */
+    int counted, failed, invalid, warmups;
+    int n;
+    rs_metric *m;
+} rs_variant;
+
+typedef struct rs_summary {
+    int n;
+    rs_variant *v;
+} rs_summary;
+
+int rs_summarize(const rs_input *in, rs_summary *out);
+void rs_summary_free(rs_summary *sum);
+
+/* The machine, the build and the libraries, as a JSON object. */
+struct cJSON *rs_environment(void);
+/* "a1b2c3d" (+ "-dirty"), or "nogit" */
+void rs_short_sha(char *buf, size_t len);
+
+/* Writes results.json and results.csv (atomically). */
+int rs_write(const rs_input *in, const rs_summary *sum, char *err, size_t errlen);
+/* Writes the timelines of one repetition (index into res->runs). */
+int rs_write_timelines(const rs_input *in, int run, char *err, size_t errlen);
+/* The whole results.json document; the caller deletes it. */
+struct cJSON *rs_document(const rs_input *in, const rs_summary *sum);
+/* The summaries alone (what --json prints). */
+struct cJSON *rs_summary_json(const rs_input *in, const rs_summary *sum);
+
+/* The comparison table, with units, on f. */
+void rs_print_table(FILE *f, const rs_input *in, const rs_summary *sum);
+
+/* Writes len bytes to path through a temporary file and a rename. */
+int rs_write_atomic(const char *path, const char *data, size_t len, char *err, size_t errlen);
+
+/* A variant's short label: the crossed axes' labels joined by '/' ("pread/cold"). */
+void rs_variant_label(const scenario *s, int variant, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,96 @@
+/* The worker -> parent protocol of `bench run`.
+ *
+ * A worker (`bench worker --spec FILE --events FD --ack FD`) writes fixed-size
+ * bench_event records to the events pipe. Each record is smaller than PIPE_BUF,
+ * so a write is atomic and the parent never sees half a record.
+ *
+ * Order of one repetition (t_ns is CLOCK_MONOTONIC, comparable across processes):
+ *   HELLO            [ack]  the worker runs; nothing loaded yet ("start" snapshot)
+ *   LOAD_START              just before engine_create
+ *   LOAD_END         [ack]  weights loaded, KV reserved            ("load" snapshot)
+ *   PREFILL_START           just before the prompt's forward pass
+ *   PREFILL_END      [ack]  a = prompt tokens, b = first token id ("prefill" snapshot)
+ *   DECODE_START            after the ack: decode timing starts here
+ *   TOKEN * N               a = index (1..), b = token id; one per decoded token
+ *   DECODE_END
+ *   COUNTER * K             name, unit, value: the modules' own counters
+ *   DONE             [ack]  everything measured                    ("end" snapshot)
+ *   ERROR                   name = message; the worker exits non-zero after it
+ *   REGION                  any time: a = address, b = length, name = region ("weights", "kv",
+ *                           "scratch"), as the engine named it; the parent uses it where the
+ *                           kernel cannot name anonymous mappings (no CONFIG_ANON_VMA_NAME)
+ *
+ * A serving run (the scenario's workload has "requests", harness/child/serve.h) has no
+ * PREFILL_*, DECODE_* or TOKEN events; between LOAD_END and the counters it sends:
+ *   SERVE_START             the scheduler starts; a = requests
+ *   KV_SAMPLE * steps       after each scheduler step: a = step, b = positions run so far
+ *                           (prefill + decode); x[BENCH_KVS_*]: KV bytes reserved, live,
+ *                           cached and wasted (engine.h: engine_kv_memory), requests running
+ *                           (at most, in the step), in the step's decode batch, and waiting
+ *   REQUEST * requests      one per finished request (t_ns: its end): a = its index, b = tokens
+ *                           generated; x[BENCH_RQ_*]: arrival, first admission and first token
+ *                           (CLOCK_MONOTONIC ns), prompt tokens, prefix positions reused,
+ *                           positions prefilled, preemptions, waited (1: stayed queued once)
+ *   SERVE_END               every request finished
+ *
+ * [ack]: the event carries BENCH_EV_ACK and the worker then blocks reading one
+ * byte from the ack pipe. The parent reads /proc/<pid>/smaps, the fault counts
+ * and the perf counters at exactly that boundary and then writes the byte.
+ * Every timed interval starts after an ack and ends at the next event, so the
+ * wait is never inside a measurement. With `processes: N` the parent acks a
+ * boundary only when every live worker has reached it (a barrier), so the
+ * snapshots of the N processes describe the same moment.
+ */
+#ifndef BENCH_EVENTS_H
+#define BENCH_EVENTS_H
+
+#include <stdint.h>
+
+#define BENCH_EV_ACK 1u     /* flags: the worker waits for one byte on the ack pipe */
+
+typedef enum bench_ev_type {
+    BENCH_EV_HELLO = 1,
+    BENCH_EV_LOAD_START,
+    BENCH_EV_LOAD_END,
+    BENCH_EV_PREFILL_START,
+    BENCH_EV_PREFILL_END,
+    BENCH_EV_DECODE_START,
+    BENCH_EV_TOKEN,
+    BENCH_EV_DECODE_END,
+    BENCH_EV_COUNTER,
+    BENCH_EV_DONE,
+    BENCH_EV_ERROR,
+    BENCH_EV_REGION,
+    BENCH_EV_SERVE_START,
+    BENCH_EV_KV_SAMPLE,
+    BENCH_EV_REQUEST,
+    BENCH_EV_SERVE_END,
+} bench_ev_type;
+
+/* x[] of a KV_SAMPLE */
+enum { BENCH_KVS_RESERVED, BENCH_KVS_LIVE, BENCH_KVS_CACHED, BENCH_KVS_WASTED, BENCH_KVS_RUNNING, BENCH_KVS_BATCH,
+       BENCH_KVS_WAITING, BENCH_KVS_COUNT };
+/* x[] of a REQUEST */
+enum { BENCH_RQ_ARRIVAL_NS, BENCH_RQ_ADMIT_NS, BENCH_RQ_FIRST_NS, BENCH_RQ_PROMPT, BENCH_RQ_PREFIX_REUSED,
+       BENCH_RQ_PREFILLED, BENCH_RQ_PREEMPTIONS, BENCH_RQ_WAITED, BENCH_RQ_COUNT };
+
+typedef struct bench_event {
+    uint32_t type;          /* bench_ev_type */
+    uint32_t flags;         /* BENCH_EV_ACK */
+    int64_t t_ns;           /* CLOCK_MONOTONIC, ns */
+    int64_t a, b;           /* per type, see above */
+    double value;           /* COUNTER */
+    union {
+        struct {
+            char name[96];  /* COUNTER name, ERROR message (NUL-terminated, truncated) */
+            char unit[16];  /* COUNTER unit */
+        };
+        int64_t x[14];      /* KV_SAMPLE, REQUEST: the fields above */
+    };
+} bench_event;              /* 152 bytes < PIPE_BUF: one write() is atomic */
+
+_Static_assert(BENCH_KVS_COUNT <= 14 && BENCH_RQ_COUNT <= 14, "the serving fields fit the event's x[]");
+
+_Static_assert(sizeof(bench_event) <= 512, "an event must stay far below PIPE_BUF");
+
+#endif

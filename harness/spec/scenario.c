@@ -1,0 +1,1127 @@
+#include "scenario.h"
+
+#include <cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "engines/abi/device.h"
+#include "engines/abi/dtype.h"
+#include "engines/core/runtime/modreg.h"
+#include "engines/core/model/synth.h"
+#include "harness/child/alloc_workload.h"
+
+/* ---- errors ---- */
+
+typedef struct sc_ctx {
+    const char *file;
+    sc_errors *errs;
+    char *module_dir;
+    const scenario *s;      /* its device axis, once parsed, says which modules to check */
+    int device_failed;      /* a device choice was refused: its modules go unchecked */
+} sc_ctx;
+
+static void sc_err(sc_ctx *c, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void sc_err(sc_ctx *c, const char *path, const char *fmt, ...) {
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    size_t len = strlen(c->file) + strlen(path) + strlen(msg) + 8;
+    char *line = malloc(len);
+    char **nv = realloc(c->errs->v, (size_t)(c->errs->n + 1) * sizeof(char *));
+    if (!line || !nv) {
+        free(line);
+        if (nv) c->errs->v = nv;
+        return;
+    }
+    snprintf(line, len, "%s: %s%s%s", c->file, path, *path ? ": " : "", msg);
+    c->errs->v = nv;
+    c->errs->v[c->errs->n++] = line;
+}
+
+void sc_errors_free(sc_errors *e) {
+    if (!e) return;
+    for (int i = 0; i < e->n; i++) free(e->v[i]);
+    free(e->v);
+    e->v = NULL;
+    e->n = 0;
+}
+
+/* ---- small JSON helpers: each reports its own error and returns -1 ---- */
+
+static const char *sc_type_name(const cJSON *j) {
+    if (cJSON_IsString(j)) return "a string";
+    if (cJSON_IsNumber(j)) return "a number";
+    if (cJSON_IsBool(j)) return "a boolean";
+    if (cJSON_IsNull(j)) return "null";
+    if (cJSON_IsArray(j)) return "an array";
+    if (cJSON_IsObject(j)) return "an object";
+    return "invalid";
+}
+
+/* Paths are truncated rather than refused: they only name a place in messages. */
+static void sc_join(char *buf, size_t len, const char *a, const char *b) {
+    if (snprintf(buf, len, "%s.%s", a, b) >= (int)len) buf[len - 1] = 0;
+}
+
+/* Every key of obj must be in allowed (NULL-terminated); duplicates are errors too. */
+static void sc_check_keys(sc_ctx *c, const cJSON *obj, const char *path, const char *const *allowed) {
+    for (const cJSON *it = obj->child; it; it = it->next) {
+        int ok = 0;
+        for (const char *const *a = allowed; *a && !ok; a++) ok = !strcmp(*a, it->string);
+        char p[256];
+        sc_join(p, sizeof(p), path, it->string);
+        if (!ok) {
+            char list[512] = "";
+            for (const char *const *a = allowed; *a; a++) {
+                if (list[0]) strncat(list, ", ", sizeof(list) - strlen(list) - 1);
+                strncat(list, *a, sizeof(list) - strlen(list) - 1);
+            }
+            sc_err(c, p, "unknown key \"%s\" (allowed: %s)", it->string, list);
+            continue;
+        }
+        for (const cJSON *j = obj->child; j != it; j = j->next)
+            if (!strcmp(j->string, it->string)) {
+                sc_err(c, p, "duplicate key");
+                break;
+            }
+    }
+}
+
+static int sc_get_string(sc_ctx *c, const cJSON *obj, const char *key, const char *path, int required, char **out) {
+    const cJSON *j = cJSON_GetObjectItemCaseSensitive(obj, key);
+    char p[256];
+    sc_join(p, sizeof(p), path, key);
+    if (!j) {
+        if (required) sc_err(c, p, "required: a string");
+        return -1;
+    }
+    if (!cJSON_IsString(j) || !j->valuestring) {
+        sc_err(c, p, "expected a string, got %s", sc_type_name(j));
+        return -1;
+    }
+    free(*out);
+    *out = strdup(j->valuestring);
+    return 0;
+}
+
+/* An integer in [lo, hi]; *out keeps its default when the key is absent. */
+static int sc_int_value(sc_ctx *c, const cJSON *j, const char *p, long long lo, long long hi, long long *out) {
+    if (!cJSON_IsNumber(j) || j->valuedouble != floor(j->valuedouble) || !isfinite(j->valuedouble)) {
+        sc_err(c, p, "expected an integer, got %s", cJSON_IsNumber(j) ? "a fraction" : sc_type_name(j));
+        return -1;
+    }
+    if (j->valuedouble < (double)lo || j->valuedouble > (double)hi) {
+        sc_err(c, p, "%.17g is out of range: expected %lld .. %lld", j->valuedouble, lo, hi);
+        return -1;
+    }
+    *out = (long long)j->valuedouble;
+    return 0;
+}
+
+static int sc_get_int(sc_ctx *c, const cJSON *obj, const char *key, const char *path, int required,
+                      long long lo, long long hi, long long *out) {
+    const cJSON *j = cJSON_GetObjectItemCaseSensitive(obj, key);
+    char p[256];
+    sc_join(p, sizeof(p), path, key);
+    if (!j) {
+        if (required) sc_err(c, p, "required: an integer %lld .. %lld", lo, hi);
+        return required ? -1 : 0;
+    }
+    return sc_int_value(c, j, p, lo, hi, out);
+}
+
+static int sc_get_i(sc_ctx *c, const cJSON *obj, const char *key, const char *path, int required,
+                    long long lo, long long hi, int *out) {
+    long long v = *out;
+    int rc = sc_get_int(c, obj, key, path, required, lo, hi, &v);
+    *out = (int)v;
+    return rc;
+}
+
+/* A number in [lo, hi] (lo excluded when lo_open). */
+static int sc_get_num(sc_ctx *c, const cJSON *obj, const char *key, const char *path, double lo, int lo_open,
+                      double hi, double *out) {
+    const cJSON *j = cJSON_GetObjectItemCaseSensitive(obj, key);
+    char p[256];
+    sc_join(p, sizeof(p), path, key);
+    if (!j) return 0;
+    if (!cJSON_IsNumber(j)) {
+        sc_err(c, p, "expected a number, got %s", sc_type_name(j));
+        return -1;
+    }
+    double v = j->valuedouble;
+    if (!(lo_open ? v > lo : v >= lo) || v > hi) {
+        sc_err(c, p, "%g is out of range: expected %s%g .. %g", v, lo_open ? "more than " : "", lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int sc_enum(const char *s, const char *const *names) {
+    for (int i = 0; names[i]; i++)
+        if (!strcmp(s, names[i])) return i;
+    return -1;
+}
+
+static void sc_list(char *buf, size_t len, const char *const *names) {
+    buf[0] = 0;
+    for (int i = 0; names[i]; i++) {
+        if (i) strncat(buf, ", ", len - strlen(buf) - 1);
+        strncat(buf, names[i], len - strlen(buf) - 1);
+    }
+}
+
+/* ---- model ---- */
+
+static const char *const sc_formats[] = {"gguf", "safetensors", "llama2c", NULL};
+
+static int sc_file_exists(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0;
+}
+
+static void sc_parse_model(sc_ctx *c, scenario *s, const cJSON *j) {
+    const char *path = ".model";
+    if (cJSON_IsString(j)) {
+        s->model_path = strdup(j->valuestring);
+    } else if (cJSON_IsObject(j)) {
+        static const char *const keys[] = {"path", "tokenizer", "synth", NULL};
+        sc_check_keys(c, j, path, keys);
+        const cJSON *syn = cJSON_GetObjectItemCaseSensitive(j, "synth");
+        int has_path = cJSON_GetObjectItemCaseSensitive(j, "path") != NULL;
+        if (has_path == (syn != NULL)) {
+            sc_err(c, path, "expected exactly one of \"path\" and \"synth\"");
+            return;
+        }
+        sc_get_string(c, j, "tokenizer", path, 0, &s->tokenizer_path);
+        if (has_path) {
+            sc_get_string(c, j, "path", path, 1, &s->model_path);
+        } else if (!cJSON_IsObject(syn)) {
+            sc_err(c, ".model.synth", "expected an object {\"shape\": ..., \"dtype\": ..., \"format\": ..., \"seed\": ...}, got %s",
+                   sc_type_name(syn));
+        } else {
+            static const char *const skeys[] = {"shape", "dtype", "format", "seed", NULL};
+            const char *sp = ".model.synth";
+            sc_check_keys(c, syn, sp, skeys);
+            s->synth = 1;
+            s->synth_dtype = strdup("f32");
+            s->synth_format = strdup("gguf");
+            long long seed = 1;
+            if (!sc_get_string(c, syn, "shape", sp, 1, &s->synth_shape) && !synth_find_shape(s->synth_shape)) {
+                char have[512] = "";
+                for (const synth_shape *sh = synth_shapes; sh->name; sh++) {
+                    if (have[0]) strncat(have, ", ", sizeof(have) - strlen(have) - 1);
+                    strncat(have, sh->name, sizeof(have) - strlen(have) - 1);
+                }
+                sc_err(c, ".model.synth.shape", "unknown shape \"%s\" (have: %s)", s->synth_shape, have);
+            }
+            if (!sc_get_string(c, syn, "dtype", sp, 0, &s->synth_dtype) && bench_dtype_parse(s->synth_dtype) < 0)
+                sc_err(c, ".model.synth.dtype", "unknown dtype \"%s\" (have: f32, f16, bf16, q8_0)", s->synth_dtype);
+            if (!sc_get_string(c, syn, "format", sp, 0, &s->synth_format) && sc_enum(s->synth_format, sc_formats) < 0)
+                sc_err(c, ".model.synth.format", "unknown format \"%s\" (have: gguf, safetensors, llama2c)", s->synth_format);
+            if (s->synth_format && s->synth_dtype && !strcmp(s->synth_format, "llama2c") && strcmp(s->synth_dtype, "f32"))
+                sc_err(c, ".model.synth", "format llama2c holds f32 only, not %s", s->synth_dtype);
+            sc_get_int(c, syn, "seed", sp, 0, 0, INT64_MAX / 2, &seed);
+            s->synth_seed = (uint64_t)seed;
+        }
+    } else {
+        sc_err(c, path, "expected a path or an object {\"path\": ...} / {\"synth\": {...}}, got %s", sc_type_name(j));
+        return;
+    }
+    if (s->model_path && !sc_file_exists(s->model_path))
+        sc_err(c, path, "model not found: %s (%s): give a path that exists (relative to the current directory) "
+               "or a synth spec such as {\"synth\": {\"shape\": \"tiny\"}}", s->model_path, strerror(errno));
+    if (s->tokenizer_path && !sc_file_exists(s->tokenizer_path))
+        sc_err(c, ".model.tokenizer", "tokenizer not found: %s (%s)", s->tokenizer_path, strerror(errno));
+}
+
+/* ---- workload.requests: a serving run ---- */
+
+#define SC_MAX_LEN (1 << 20)    /* tokens of a prompt or an output, at most */
+
+/* A file of lengths: integers separated by white space, each in [lo, hi]. */
+static void sc_read_lengths(sc_ctx *c, const char *p, const char *file, int lo, int hi, sc_dist *d) {
+    FILE *f = fopen(file, "r");
+    if (!f) {
+        sc_err(c, p, "%s: %s (a file of lengths, one integer per token count, relative to the current directory)",
+               file, strerror(errno));
+        return;
+    }
+    int line = 1, cap = 0, ch, bad = 0;
+    for (;;) {
+        while ((ch = fgetc(f)) == ' ' || ch == '\t' || ch == '\r' || ch == '\n')
+            if (ch == '\n') line++;
+        if (ch == EOF) break;
+        ungetc(ch, f);
+        char word[64], *end;
+        if (fscanf(f, "%63s", word) != 1) break;
+        errno = 0;
+        long long v = strtoll(word, &end, 10);
+        if (*end || errno || v < lo || v > hi) {
+            sc_err(c, p, "%s:%d: expected an integer %d .. %d, got \"%s\"", file, line, lo, hi, word);
+            d->n_values = 0;
+            bad = 1;
+            break;
+        }
+        if (d->n_values == cap) {
+            cap = cap ? cap * 2 : 64;
+            int *nv = cap < (1 << 24) ? realloc(d->values, (size_t)cap * sizeof(int)) : NULL;
+            if (!nv) {
+                sc_err(c, p, "%s: more lengths than this reads (%d)", file, d->n_values);
+                break;
+            }
+            d->values = nv;
+        }
+        d->values[d->n_values++] = (int)v;
+    }
+    fclose(f);
+    if (!d->n_values && !bad) sc_err(c, p, "%s: no lengths in the file (expected integers %d .. %d)", file, lo, hi);
+    d->lo = hi;
+    d->hi = lo;
+    for (int i = 0; i < d->n_values; i++) {
+        if (d->values[i] < d->lo) d->lo = d->values[i];
+        if (d->values[i] > d->hi) d->hi = d->values[i];
+    }
+}
+
+/* {"fixed": N} | {"uniform": [lo, hi]} | {"file": "path"}, each length in [lo, hi]. */
+static void sc_parse_dist(sc_ctx *c, const cJSON *obj, const char *key, const char *path, int lo, int hi, sc_dist *d) {
+    char p[256];
+    sc_join(p, sizeof(p), path, key);
+    const cJSON *j = cJSON_GetObjectItemCaseSensitive(obj, key);
+    const char *want = "{\"fixed\": N}, {\"uniform\": [LO, HI]} or {\"file\": \"path\"}";
+    if (!j) {
+        sc_err(c, p, "required: %s", want);
+        return;
+    }
+    if (!cJSON_IsObject(j) || cJSON_GetArraySize(j) != 1) {
+        sc_err(c, p, "expected one of %s, got %s", want, cJSON_IsObject(j) ? "an object without exactly one key" : sc_type_name(j));
+        return;
+    }
+    static const char *const kinds[] = {"fixed", "uniform", "file", NULL};
+    sc_check_keys(c, j, p, kinds);
+    const cJSON *v = j->child;
+    char q[300];
+    sc_join(q, sizeof(q), p, v->string);
+    long long a = 0, b = 0;
+    if (!strcmp(v->string, "fixed")) {
+        d->kind = SC_DIST_FIXED;
+        if (!sc_int_value(c, v, q, lo, hi, &a)) d->lo = d->hi = (int)a;
+    } else if (!strcmp(v->string, "uniform")) {
+        d->kind = SC_DIST_UNIFORM;
+        if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != 2) {
+            sc_err(c, q, "expected [LO, HI] (two integers, LO <= HI), got %s", sc_type_name(v));
+            return;
+        }
+        char q0[320], q1[320];
+        snprintf(q0, sizeof(q0), "%s[0]", q);
+        snprintf(q1, sizeof(q1), "%s[1]", q);
+        if (sc_int_value(c, cJSON_GetArrayItem(v, 0), q0, lo, hi, &a) | sc_int_value(c, cJSON_GetArrayItem(v, 1), q1, lo, hi, &b))
+            return;
+        if (b < a) sc_err(c, q, "[%lld, %lld]: expected LO <= HI", a, b);
+        d->lo = (int)a;
+        d->hi = (int)b;
+    } else if (!strcmp(v->string, "file")) {
+        d->kind = SC_DIST_FILE;
+        if (!cJSON_IsString(v)) {
+            sc_err(c, q, "expected a path (a string), got %s", sc_type_name(v));
+            return;
+        }
+        d->file = strdup(v->valuestring);
+        sc_read_lengths(c, q, v->valuestring, lo, hi, d);
+    }
+}
+
+static void sc_dist_free(sc_dist *d) {
+    free(d->file);
+    free(d->values);
+}
+
+void sc_requests_free(sc_requests *r) {
+    if (!r) return;
+    sc_dist_free(&r->prompt_len);
+    sc_dist_free(&r->output_len);
+    free(r);
+}
+
+static void sc_parse_requests(sc_ctx *c, scenario *s, const cJSON *j) {
+    const char *path = ".workload.requests";
+    if (!cJSON_IsObject(j)) {
+        sc_err(c, path, "expected an object {\"count\": N, \"prompt_len\": ..., \"output_len\": ..., \"kv_budget\": ...}, got %s",
+               sc_type_name(j));
+        return;
+    }
+    sc_requests *r = calloc(1, sizeof(*r));
+    if (!r) {
+        sc_err(c, path, "out of memory");
+        return;
+    }
+    s->requests = r;
+    r->seed = 1;
+    r->stop_at_eos = 1;
+    static const char *const keys[] = {"count", "prompt_len", "output_len", "shared_prefix", "arrival", "kv_budget",
+                                       "targets", "seed", "max_batch", "reserve_output", "stop_at_eos", NULL};
+    sc_check_keys(c, j, path, keys);
+    sc_get_i(c, j, "count", path, 1, 1, 100000, &r->count);
+    sc_parse_dist(c, j, "prompt_len", path, 1, SC_MAX_LEN, &r->prompt_len);
+    sc_parse_dist(c, j, "output_len", path, 1, SC_MAX_LEN, &r->output_len);
+    long long seed = 1;
+    sc_get_int(c, j, "seed", path, 0, 0, INT64_MAX / 2, &seed);
+    r->seed = (uint64_t)seed;
+    sc_get_i(c, j, "max_batch", path, 0, 1, 100000, &r->max_batch);
+    sc_get_num(c, j, "reserve_output", path, 0, 0, 1, &r->reserve_output);
+    const cJSON *eos = cJSON_GetObjectItemCaseSensitive(j, "stop_at_eos");
+    if (eos && !cJSON_IsBool(eos)) sc_err(c, ".workload.requests.stop_at_eos", "expected true or false, got %s", sc_type_name(eos));
+    else if (eos) r->stop_at_eos = cJSON_IsTrue(eos);
+
+    const cJSON *sp = cJSON_GetObjectItemCaseSensitive(j, "shared_prefix");
+    if (sp && !cJSON_IsObject(sp)) {
+        sc_err(c, ".workload.requests.shared_prefix", "expected {\"tokens\": N, \"fraction\": 0..1}, got %s", sc_type_name(sp));
+    } else if (sp) {
+        const char *pp = ".workload.requests.shared_prefix";
+        static const char *const pk[] = {"tokens", "fraction", NULL};
+        sc_check_keys(c, sp, pp, pk);
+        sc_get_i(c, sp, "tokens", pp, 1, 1, SC_MAX_LEN, &r->prefix_tokens);
+        if (!cJSON_GetObjectItemCaseSensitive(sp, "fraction"))
+            sc_err(c, ".workload.requests.shared_prefix.fraction", "required: the share of the requests that start with the prefix, 0 .. 1");
+        sc_get_num(c, sp, "fraction", pp, 0, 0, 1, &r->prefix_fraction);
+    }
+
+    const cJSON *ar = cJSON_GetObjectItemCaseSensitive(j, "arrival");
+    const char *ap = ".workload.requests.arrival";
+    if (ar && cJSON_IsString(ar) && strcmp(ar->valuestring, "all")) {
+        sc_err(c, ap, "unknown arrival \"%s\": expected \"all\" or {\"poisson_rate\": requests per second}", ar->valuestring);
+    } else if (ar && cJSON_IsObject(ar)) {
+        static const char *const ak[] = {"poisson_rate", NULL};
+        sc_check_keys(c, ar, ap, ak);
+        if (!cJSON_GetObjectItemCaseSensitive(ar, "poisson_rate"))
+            sc_err(c, ".workload.requests.arrival.poisson_rate", "required: requests per second, more than 0");
+        sc_get_num(c, ar, "poisson_rate", ap, 0, 1, 1e9, &r->poisson_rate);
+    } else if (ar && !cJSON_IsString(ar)) {
+        sc_err(c, ap, "expected \"all\" or {\"poisson_rate\": requests per second}, got %s", sc_type_name(ar));
+    }
+
+    const cJSON *kb = cJSON_GetObjectItemCaseSensitive(j, "kv_budget");
+    const char *kp = ".workload.requests.kv_budget";
+    if (!kb) {
+        sc_err(c, kp, "required: {\"bytes\": SIZE} (e.g. \"64m\") or {\"tokens\": N}: the KV memory every backend gets");
+    } else if (!cJSON_IsObject(kb) || cJSON_GetArraySize(kb) != 1) {
+        sc_err(c, kp, "expected {\"bytes\": SIZE} or {\"tokens\": N} (exactly one), got %s",
+               cJSON_IsObject(kb) ? "an object without exactly one key" : sc_type_name(kb));
+    } else {
+        static const char *const bk[] = {"bytes", "tokens", NULL};
+        sc_check_keys(c, kb, kp, bk);
+        const cJSON *v = kb->child;
+        char q[128];
+        sc_join(q, sizeof(q), kp, v->string);
+        long long n = 0;
+        if (!strcmp(v->string, "tokens")) {
+            if (!sc_int_value(c, v, q, 1, 1ll << 40, &n)) r->kv_budget_tokens = (uint64_t)n;
+        } else if (!strcmp(v->string, "bytes")) {
+            uint64_t b = 0;
+            if (cJSON_IsNumber(v)) {
+                if (!sc_int_value(c, v, q, 1, 1ll << 50, &n)) r->kv_budget_bytes = (uint64_t)n;
+            } else if (!cJSON_IsString(v) || bench_parse_size(v->valuestring, &b) || b == 0) {
+                sc_err(c, q, "expected a size in bytes: an integer or a string such as \"8m\", \"512k\", \"1g\"%s%s%s",
+                       cJSON_IsString(v) ? ", got \"" : "", cJSON_IsString(v) ? v->valuestring : "", cJSON_IsString(v) ? "\"" : "");
+            } else {
+                r->kv_budget_bytes = b;
+            }
+        }
+    }
+
+    const cJSON *tg = cJSON_GetObjectItemCaseSensitive(j, "targets");
+    const char *tp = ".workload.requests.targets";
+    if (tg && !cJSON_IsObject(tg)) {
+        sc_err(c, tp, "expected {\"ttft_ms\": MS, \"tpot_ms\": MS}, got %s", sc_type_name(tg));
+    } else if (tg) {
+        static const char *const tk[] = {"ttft_ms", "tpot_ms", NULL};
+        sc_check_keys(c, tg, tp, tk);
+        if (!cJSON_GetArraySize(tg)) sc_err(c, tp, "empty: give \"ttft_ms\", \"tpot_ms\" or both");
+        sc_get_num(c, tg, "ttft_ms", tp, 0, 1, 1e9, &r->ttft_ms);
+        sc_get_num(c, tg, "tpot_ms", tp, 0, 1, 1e9, &r->tpot_ms);
+    }
+}
+
+/* ---- workload ---- */
+
+static void sc_parse_workload(sc_ctx *c, scenario *s, const cJSON *w) {
+    const char *path = ".workload";
+    if (!cJSON_IsObject(w)) {
+        sc_err(c, path, "expected an object {\"prompt_tokens\": N | \"prompt\": TEXT, \"generate\": N, ...}, got %s",
+               sc_type_name(w));
+        return;
+    }
+    static const char *const keys[] = {"prompt", "prompt_tokens", "generate", "seed", "temperature", "topp", "ctx",
+                                       "requests", NULL};
+    sc_check_keys(c, w, path, keys);
+    int has_text = cJSON_GetObjectItemCaseSensitive(w, "prompt") != NULL;
+    int has_n = cJSON_GetObjectItemCaseSensitive(w, "prompt_tokens") != NULL;
+    const cJSON *rq = cJSON_GetObjectItemCaseSensitive(w, "requests");
+    if (rq) {
+        /* each request has its own prompt and output lengths */
+        static const char *const single[] = {"prompt", "prompt_tokens", "generate", NULL};
+        for (int i = 0; single[i]; i++)
+            if (cJSON_GetObjectItemCaseSensitive(w, single[i])) {
+                char p[64];
+                snprintf(p, sizeof(p), ".workload.%s", single[i]);
+                sc_err(c, p, "not with \"requests\": each request has its own prompt_len and output_len");
+            }
+        sc_parse_requests(c, s, rq);
+    } else {
+        if (has_text == has_n) sc_err(c, path, "expected exactly one of \"prompt\" (text) and \"prompt_tokens\" (a count)");
+        if (has_text) sc_get_string(c, w, "prompt", path, 1, &s->prompt);
+        if (has_n) sc_get_i(c, w, "prompt_tokens", path, 1, 1, 1 << 20, &s->prompt_tokens);
+        sc_get_i(c, w, "generate", path, 1, 1, 1 << 20, &s->generate);
+    }
+    long long seed = (long long)s->seed;
+    sc_get_int(c, w, "seed", path, 0, 0, INT64_MAX / 2, &seed);
+    s->seed = (uint64_t)seed;
+    sc_get_num(c, w, "temperature", path, 0, 0, 100, &s->temperature);
+    sc_get_num(c, w, "topp", path, 0, 1, 1, &s->topp);
+    sc_get_i(c, w, "ctx", path, 0, 0, 1 << 24, &s->ctx);
+    const sc_requests *r = s->requests;
+    /* the longest request: the prefix, its prompt, its tokens but the last (never fed back) */
+    long long longest = r ? (long long)r->prefix_tokens + r->prompt_len.hi + r->output_len.hi - 1 : 0;
+    if (r && s->ctx > 0 && longest > s->ctx)
+        sc_err(c, ".workload.ctx", "%d positions cannot hold the longest request: shared prefix %d + prompt_len %d + "
+               "output_len %d - 1 = %lld", s->ctx, r->prefix_tokens, r->prompt_len.hi, r->output_len.hi, longest);
+    if (!r && s->ctx > 0 && s->prompt_tokens + s->generate > s->ctx)
+        sc_err(c, ".workload.ctx", "%d positions cannot hold prompt_tokens %d + generate %d", s->ctx,
+               s->prompt_tokens, s->generate);
+}
+
+/* ---- matrix ---- */
+
+static const char *const sc_axis_names[] = {"loader", "kv", "alloc", "cache", "threads", "device", "workload", NULL};
+static const char *const sc_cache_names[] = {"cold", "warm", NULL};
+
+const char *sc_axis_name(int axis) { return axis >= 0 && axis < SC_AX_COUNT ? sc_axis_names[axis] : "?"; }
+
+/* An option value as module option text. */
+static int sc_opt_text(const cJSON *v, char *buf, size_t len) {
+    if (cJSON_IsBool(v)) snprintf(buf, len, "%d", cJSON_IsTrue(v) ? 1 : 0);
+    else if (cJSON_IsString(v)) snprintf(buf, len, "%s", v->valuestring);
+    else if (cJSON_IsNumber(v) && v->valuedouble == floor(v->valuedouble) && fabs(v->valuedouble) < 9e15)
+        snprintf(buf, len, "%lld", (long long)v->valuedouble);
+    else if (cJSON_IsNumber(v)) snprintf(buf, len, "%.17g", v->valuedouble);
+    else return -1;
+    return strchr(buf, ',') || strchr(buf, '=') ? -1 : 0;
+}
+
+/* A module's options against what it declares. */
+static void sc_check_opts(sc_ctx *c, const modreg_entry *e, const sc_choice *ch, const char *p) {
+    bench_opts opts;
+    void *storage = NULL;
+    char err[512];
+    if (modreg_parse_opts(ch->opts, &opts, &storage, err, sizeof(err)) || modreg_check_opts(e->mod, &opts, err, sizeof(err)))
+        sc_err(c, p, "%s", err);
+    free(storage);
+}
+
+/* Checks a module name and options against what is built for device (NULL: the CPU);
+ * dlopens it for its option list. */
+static void sc_check_module_on(sc_ctx *c, const char *family, const char *device, sc_choice *ch, const char *p) {
+    char *dir = modreg_device_dir(c->module_dir, device);
+    char *have = dir ? modreg_names(dir, family) : NULL;
+    int found = 0;
+    if (have) {
+        /* modreg_names gives "a, b, c" */
+        size_t nl = strlen(ch->name);
+        for (const char *q = have; *q;) {
+            size_t l = strcspn(q, ",");
+            if (l == nl && !strncmp(q, ch->name, nl)) found = 1;
+            q += l;
+            while (*q == ',' || *q == ' ') q++;
+        }
+    }
+    char on[64] = "";
+    if (device) snprintf(on, sizeof(on), " on device %s", device);
+    if (!found) {
+        if (have && *have)
+            sc_err(c, p, "unknown %s \"%s\"%s (have: %s)", family, ch->name, on, have);
+        else
+            sc_err(c, p, "unknown %s \"%s\"%s: no %s modules in %s (build them with `make`, or set BENCH_MODULE_PATH)",
+                   family, ch->name, on, family, dir ? dir : c->module_dir);
+        free(have);
+        free(dir);
+        return;
+    }
+    free(have);
+    free(dir);
+    modreg_entry e;
+    char err[512];
+    if (modreg_load_for(c->module_dir, device, family, ch->name, &e, err, sizeof(err))) {
+        sc_err(c, p, "%s", err);
+        return;
+    }
+    sc_check_opts(c, &e, ch, p);
+    modreg_entry_close(&e);
+}
+
+/* Loader and KV modules are built per device: each is checked on every device of the
+ * scenario (the device axis is parsed first). Allocators serve the host: the CPU's. */
+static void sc_check_module(sc_ctx *c, const char *family, sc_choice *ch, const char *p) {
+    const sc_axis *dev = c->s && strcmp(family, "alloc") ? &c->s->axes[SC_AX_DEVICE] : NULL;
+    if (!dev || !dev->n) {
+        if (!c->device_failed || !dev) sc_check_module_on(c, family, NULL, ch, p);
+        return;
+    }
+    for (int k = 0; k < dev->n; k++)
+        sc_check_module_on(c, family, strcmp(dev->v[k].name, "cpu") ? dev->v[k].name : NULL, ch, p);
+}
+
+/* A device: "cpu" (the core's own forward pass, no options) or a device module that is
+ * built and can run here. Returns -1 when it is not built (nothing to check its loader
+ * and kv choices against); a built device that cannot run here is an error too, but its
+ * modules are still checked, so that one run on a machine without the device shows
+ * every other mistake as well. */
+static int sc_check_device(sc_ctx *c, const sc_choice *ch, const char *p) {
+    if (!strcmp(ch->name, "cpu")) {
+        if (ch->opts[0]) {
+            sc_err(c, p, "device cpu takes no options (the CPU's forward pass is the core's own)");
+            return -1;
+        }
+        return 0;
+    }
+    modreg_entry e;
+    char err[768];
+    if (modreg_load(c->module_dir, "device", ch->name, &e, err, sizeof(err))) {
+        char *have = modreg_names(c->module_dir, "device");
+        if (have && *have) sc_err(c, p, "unknown device \"%s\" (have: cpu, %s)", ch->name, have);
+        else
+            sc_err(c, p, "device \"%s\" is not built here: no device_%s.so in %s (make builds the CUDA modules where nvcc "
+                   "is on the PATH)", ch->name, ch->name, c->module_dir);
+        free(have);
+        return -1;
+    }
+    const struct bench_device_iface *d = e.mod->iface;
+    int rc = 0;
+    if (d->version != BENCH_DEVICE_IFACE_VERSION) {
+        sc_err(c, p, "%s: device interface version %u, this bench expects %u: rebuild it", e.path, d->version,
+               BENCH_DEVICE_IFACE_VERSION);
+        rc = -1;
+    } else {
+        if (d->probe && !d->probe(err, sizeof(err))) sc_err(c, p, "device %s: %s", ch->name, err);
+        sc_check_opts(c, &e, ch, p);
+    }
+    modreg_entry_close(&e);
+    return rc;
+}
+
+static int sc_parse_choice(sc_ctx *c, int axis, const cJSON *j, const char *p, sc_choice *ch) {
+    memset(ch, 0, sizeof(*ch));
+    if (axis == SC_AX_CACHE) {
+        if (!cJSON_IsString(j) || (ch->ival = sc_enum(j->valuestring, sc_cache_names)) < 0) {
+            sc_err(c, p, "expected \"cold\" or \"warm\", got %s%s%s", cJSON_IsString(j) ? "\"" : "",
+                   cJSON_IsString(j) ? j->valuestring : sc_type_name(j), cJSON_IsString(j) ? "\"" : "");
+            return -1;
+        }
+        ch->name = strdup(j->valuestring);
+        ch->label = strdup(j->valuestring);
+        return 0;
+    }
+    if (axis == SC_AX_THREADS) {
+        long long v;
+        if (sc_int_value(c, j, p, 0, 1024, &v)) return -1;
+        char buf[32];
+        snprintf(buf, sizeof(buf), "%lld", v);
+        ch->ival = (int)v;
+        ch->name = strdup(buf);
+        ch->label = strdup(buf);
+        return 0;
+    }
+    const char *family = sc_axis_names[axis];
+    char opts[512] = "";
+    if (cJSON_IsString(j)) {
+        ch->name = strdup(j->valuestring);
+    } else if (cJSON_IsObject(j)) {
+        static const char *const keys[] = {"name", "options", "label", NULL};
+        sc_check_keys(c, j, p, keys);
+        if (sc_get_string(c, j, "name", p, 1, &ch->name)) return -1;
+        sc_get_string(c, j, "label", p, 0, &ch->label);
+        const cJSON *o = cJSON_GetObjectItemCaseSensitive(j, "options");
+        char op[256];
+        sc_join(op, sizeof(op), p, "options");
+        if (o && !cJSON_IsObject(o)) {
+            sc_err(c, op, "expected an object {\"option\": value, ...}, got %s", sc_type_name(o));
+        } else if (o) {
+            for (const cJSON *it = o->child; it; it = it->next) {
+                char v[160], ip[300];
+                snprintf(ip, sizeof(ip), "%s.%s", op, it->string);
+                if (sc_opt_text(it, v, sizeof(v))) {
+                    sc_err(c, ip, "expected a boolean, number or string without ',' and '=', got %s", sc_type_name(it));
+                    continue;
+                }
+                size_t used = strlen(opts);
+                snprintf(opts + used, sizeof(opts) - used, "%s%s=%s", used ? "," : "", it->string, v);
+            }
+        }
+    } else {
+        sc_err(c, p, "expected a %s name or {\"name\": ..., \"options\": {...}, \"label\": ...}, got %s", family,
+               sc_type_name(j));
+        return -1;
+    }
+    ch->opts = strdup(opts);
+    if (!ch->label) {
+        size_t len = strlen(ch->name) + strlen(opts) + 2;
+        ch->label = malloc(len);
+        if (ch->label) snprintf(ch->label, len, "%s%s%s", ch->name, opts[0] ? ":" : "", opts);
+    }
+    if (axis == SC_AX_DEVICE) {
+        if (sc_check_device(c, ch, p)) {
+            c->device_failed = 1;
+            return -1;
+        }
+        return 0;
+    }
+    sc_check_module(c, family, ch, p);
+    return 0;
+}
+
+static void sc_choice_free(sc_choice *ch) {
+    free(ch->name);
+    free(ch->opts);
+    free(ch->label);
+}
+
+/* One axis given as a list (crossed) or a single value (fixed). */
+static void sc_parse_axis(sc_ctx *c, scenario *s, int axis, const cJSON *j, const char *p, int crossed) {
+    sc_axis *ax = &s->axes[axis];
+    if (ax->n) {
+        sc_err(c, p, "%s is given twice (top level, matrix and matrix.fixed are exclusive)", sc_axis_names[axis]);
+        return;
+    }
+    if (crossed && !cJSON_IsArray(j)) {
+        sc_err(c, p, "expected a list of choices, got %s (use matrix.fixed for a single value)", sc_type_name(j));
+        return;
+    }
+    int n = crossed ? cJSON_GetArraySize(j) : 1;
+    if (n == 0) {
+        sc_err(c, p, "empty list: give at least one choice");
+        return;
+    }
+    ax->v = calloc((size_t)n, sizeof(*ax->v));
+    if (!ax->v) return;
+    ax->crossed = crossed;
+    for (int i = 0; i < n; i++) {
+        char ip[256];
+        const cJSON *item = crossed ? cJSON_GetArrayItem(j, i) : j;
+        if (crossed) snprintf(ip, sizeof(ip), "%s[%d]", p, i);
+        else snprintf(ip, sizeof(ip), "%s", p);
+        if (sc_parse_choice(c, axis, item, ip, &ax->v[ax->n])) {
+            sc_choice_free(&ax->v[ax->n]);
+            continue;
+        }
+        for (int k = 0; k < ax->n; k++)
+            if (!strcmp(ax->v[k].label, ax->v[ax->n].label)) {
+                sc_err(c, ip, "duplicate choice \"%s\" (give a distinct \"label\")", ax->v[k].label);
+                break;
+            }
+        ax->n++;
+    }
+}
+
+static void sc_parse_matrix(sc_ctx *c, scenario *s, const cJSON *m) {
+    if (!cJSON_IsObject(m)) {
+        sc_err(c, ".matrix", "expected an object {\"loader\": [...], \"kv\": [...], \"fixed\": {...}}, got %s",
+               sc_type_name(m));
+        return;
+    }
+    static const char *const keys[] = {"loader", "kv", "alloc", "cache", "threads", "device", "fixed", NULL};
+    sc_check_keys(c, m, ".matrix", keys);
+    const cJSON *fixed = cJSON_GetObjectItemCaseSensitive(m, "fixed");
+    if (fixed && !cJSON_IsObject(fixed)) sc_err(c, ".matrix.fixed", "expected an object, got %s", sc_type_name(fixed));
+    static const char *const fixed_keys[] = {"loader", "kv", "alloc", "cache", "threads", "device", NULL};
+    if (fixed && cJSON_IsObject(fixed)) sc_check_keys(c, fixed, ".matrix.fixed", fixed_keys);
+    /* the workload axis belongs to allocator scenarios (harness/child/alloc_workload.c); the
+     * device axis goes first: the loader and kv choices are checked on its devices */
+    static const int order[] = {SC_AX_DEVICE, SC_AX_LOADER, SC_AX_KV, SC_AX_ALLOC, SC_AX_CACHE, SC_AX_THREADS};
+    for (size_t o = 0; o < sizeof(order) / sizeof(order[0]); o++) {
+        int a = order[o];
+        const cJSON *j = cJSON_GetObjectItemCaseSensitive(m, sc_axis_names[a]);
+        const cJSON *f = fixed && cJSON_IsObject(fixed) ? cJSON_GetObjectItemCaseSensitive(fixed, sc_axis_names[a]) : NULL;
+        char p[128];
+        if (j) {
+            snprintf(p, sizeof(p), ".matrix.%s", sc_axis_names[a]);
+            sc_parse_axis(c, s, a, j, p, 1);
+        }
+        if (f) {
+            snprintf(p, sizeof(p), ".matrix.fixed.%s", sc_axis_names[a]);
+            sc_parse_axis(c, s, a, f, p, 0);
+        }
+    }
+}
+
+static void sc_default_axis(sc_ctx *c, scenario *s, int axis, const char *value) {
+    sc_axis *ax = &s->axes[axis];
+    if (ax->n) return;
+    cJSON *j = axis == SC_AX_THREADS ? cJSON_CreateNumber(atoi(value)) : cJSON_CreateString(value);
+    char p[64];
+    snprintf(p, sizeof(p), "(default %s)", sc_axis_names[axis]);
+    if (j) sc_parse_axis(c, s, axis, j, p, 0);
+    cJSON_Delete(j);
+}
+
+static void sc_expand(scenario *s) {
+    int n = 1;
+    for (int a = 0; a < SC_AX_COUNT; a++) n *= s->axes[a].n > 0 ? s->axes[a].n : 1;
+    s->variants = calloc((size_t)n, sizeof(*s->variants));
+    if (!s->variants) return;
+    for (int i = 0; i < n; i++) {
+        sc_variant *v = &s->variants[i];
+        int rest = i;
+        /* the last axis varies fastest */
+        for (int a = SC_AX_COUNT - 1; a >= 0; a--) {
+            int na = s->axes[a].n > 0 ? s->axes[a].n : 1;
+            v->pick[a] = rest % na;
+            rest /= na;
+        }
+        char key[512] = "";
+        for (int a = 0; a < SC_AX_COUNT; a++) {
+            if (!s->axes[a].crossed) continue;
+            size_t used = strlen(key);
+            snprintf(key + used, sizeof(key) - used, "%s%s=%s", used ? "," : "", sc_axis_names[a],
+                     s->axes[a].v[v->pick[a]].label);
+        }
+        v->key = strdup(key[0] ? key : "default");
+        v->selected = 1;
+    }
+    s->n_variants = n;
+}
+
+/* ---- top level ---- */
+
+static int sc_name_ok(const char *n) {
+    if (!*n || n[0] == '.') return 0;
+    for (const char *p = n; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-' ||
+              *p == '_' || *p == '.'))
+            return 0;
+    return 1;
+}
+
+static const char *const sc_metric_names[] = {"timeline", "pss", "smaps", "perf", "tokens", "instructions:callgrind", NULL};
+static const char *const sc_fault_names[] = {"none", "segv", "exit3", "hang", "sigkill", NULL};
+
+int sc_parse(const char *file, const char *text, const char *module_dir, scenario **out, sc_errors *errs) {
+    *out = NULL;
+    memset(errs, 0, sizeof(*errs));
+    sc_ctx c = {.file = file, .errs = errs, .module_dir = modreg_default_dir(module_dir)};
+    scenario *s = calloc(1, sizeof(*s));
+    c.s = s;
+    if (!s || !c.module_dir) {
+        sc_err(&c, "", "out of memory");
+        free(s);
+        free(c.module_dir);
+        return -1;
+    }
+    s->file = strdup(file);
+    s->module_dir = c.module_dir;
+    s->repetitions = 3;
+    s->warmup = 1;
+    s->processes = 1;
+    s->sample_ms = 5;
+    s->timeout_s = 300;
+    /* Pss per sample walks every page table of the worker: on a machine whose cores
+     * the engine fills, it slows decode severalfold, so it is asked for, not default */
+    s->metrics = SC_M_ALL & ~SC_M_PSS;
+    s->seed = 42;
+    s->topp = 0.9;
+
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithOpts(text, &end, 1);
+    if (!root) {
+        int line = 1, col = 1;
+        for (const char *p = text; end && p < end && *p; p++) {
+            if (*p == '\n') line++, col = 1;
+            else col++;
+        }
+        char where[64];
+        snprintf(where, sizeof(where), "line %d, column %d", line, col);
+        sc_err(&c, where, "not valid JSON%s", end && *end ? " (the error is at or just before this point)" : "");
+        goto fail;
+    }
+    s->json = root;
+    if (!cJSON_IsObject(root)) {
+        sc_err(&c, ".", "expected an object, got %s", sc_type_name(root));
+        goto fail;
+    }
+    /* "kind": "allocators" has fields of its own: harness/child/alloc_workload.c */
+    if (cJSON_GetObjectItemCaseSensitive(root, "kind")) {
+        if (aw_parse_scenario(s, root, errs)) goto fail;
+        *out = s;
+        return 0;
+    }
+    static const char *const keys[] = {"name", "description", "model", "workload", "cache", "repetitions",
+                                       "warmup", "matrix", "threads", "device", "sample_ms", "metrics", "timeout_s",
+                                       "processes", "test_hooks", NULL};
+    sc_check_keys(&c, root, "", keys);
+    if (!sc_get_string(&c, root, "name", "", 1, &s->name) && !sc_name_ok(s->name))
+        sc_err(&c, ".name", "\"%s\": expected letters, digits, '-', '_' or '.' only (it names the results directory)",
+               s->name);
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(root, "description");
+    if (d) sc_get_string(&c, root, "description", "", 0, &s->description);
+
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(root, "model");
+    if (m) sc_parse_model(&c, s, m);
+    else sc_err(&c, ".model", "required: a path or {\"synth\": {\"shape\": ...}}");
+    const cJSON *w = cJSON_GetObjectItemCaseSensitive(root, "workload");
+    if (w) sc_parse_workload(&c, s, w);
+    else sc_err(&c, ".workload", "required: {\"prompt_tokens\": N | \"prompt\": TEXT, \"generate\": N}");
+
+    sc_get_i(&c, root, "repetitions", "", 0, 1, 100000, &s->repetitions);
+    sc_get_i(&c, root, "warmup", "", 0, 0, 100000, &s->warmup);
+    sc_get_i(&c, root, "processes", "", 0, 1, 64, &s->processes);
+    sc_get_num(&c, root, "sample_ms", "", 0, 0, 60000, &s->sample_ms);
+    sc_get_num(&c, root, "timeout_s", "", 0, 1, 86400, &s->timeout_s);
+
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "metrics");
+    if (mt) {
+        if (!cJSON_IsArray(mt)) {
+            sc_err(&c, ".metrics", "expected a list of metric groups, got %s", sc_type_name(mt));
+        } else {
+            s->metrics = 0;
+            int i = 0;
+            for (const cJSON *it = mt->child; it; it = it->next, i++) {
+                char p[64], list[128];
+                snprintf(p, sizeof(p), ".metrics[%d]", i);
+                int k = cJSON_IsString(it) ? sc_enum(it->valuestring, sc_metric_names) : -1;
+                sc_list(list, sizeof(list), sc_metric_names);
+                if (k < 0) sc_err(&c, p, "expected one of %s, got %s%s%s", list, cJSON_IsString(it) ? "\"" : "",
+                                  cJSON_IsString(it) ? it->valuestring : sc_type_name(it), cJSON_IsString(it) ? "\"" : "");
+                else s->metrics |= 1u << k;
+            }
+            if ((s->metrics & SC_M_PSS) && !(s->metrics & SC_M_TIMELINE))
+                sc_err(&c, ".metrics", "\"pss\" is sampled with the timeline: add \"timeline\"");
+        }
+    }
+
+    const cJSON *th = cJSON_GetObjectItemCaseSensitive(root, "test_hooks");
+    if (th) {
+        const char *env = getenv("BENCH_TEST_HOOKS");
+        if (!env || strcmp(env, "1")) {
+            sc_err(&c, ".test_hooks", "accepted only when BENCH_TEST_HOOKS=1 (it makes workers fail on purpose, for the test suite)");
+        } else if (!cJSON_IsObject(th)) {
+            sc_err(&c, ".test_hooks", "expected an object, got %s", sc_type_name(th));
+        } else {
+            static const char *const hk[] = {"fault", "delay_ms", NULL};
+            sc_check_keys(&c, th, ".test_hooks", hk);
+            if (!sc_get_string(&c, th, "fault", ".test_hooks", 0, &s->fault) && sc_enum(s->fault, sc_fault_names) < 0) {
+                char list[128];
+                sc_list(list, sizeof(list), sc_fault_names);
+                sc_err(&c, ".test_hooks.fault", "unknown fault \"%s\" (have: %s)", s->fault, list);
+            }
+            sc_get_i(&c, th, "delay_ms", ".test_hooks", 0, 0, 3600000, &s->delay_ms);
+        }
+    }
+
+    /* axes: top-level cache/threads, then the matrix (which reports a clash), then defaults */
+    const cJSON *ca = cJSON_GetObjectItemCaseSensitive(root, "cache");
+    if (ca) sc_parse_axis(&c, s, SC_AX_CACHE, ca, ".cache", 0);
+    const cJSON *tj = cJSON_GetObjectItemCaseSensitive(root, "threads");
+    if (tj) sc_parse_axis(&c, s, SC_AX_THREADS, tj, ".threads", 0);
+    const cJSON *dj = cJSON_GetObjectItemCaseSensitive(root, "device");
+    if (dj) sc_parse_axis(&c, s, SC_AX_DEVICE, dj, ".device", 0);
+    const cJSON *mx = cJSON_GetObjectItemCaseSensitive(root, "matrix");
+    if (mx) sc_parse_matrix(&c, s, mx);
+    if (!s->axes[SC_AX_CACHE].n && !(ca || (mx && cJSON_IsObject(mx) && (cJSON_GetObjectItemCaseSensitive(mx, "cache") ||
+                                      (cJSON_GetObjectItemCaseSensitive(mx, "fixed") &&
+                                       cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(mx, "fixed"), "cache"))))))
+        sc_err(&c, ".cache", "required: \"cold\" or \"warm\" (or a matrix axis \"cache\": [\"cold\", \"warm\"])");
+    if (!errs->n) {
+        sc_default_axis(&c, s, SC_AX_LOADER, "mmap");
+        sc_default_axis(&c, s, SC_AX_KV, "prealloc");
+        sc_default_axis(&c, s, SC_AX_ALLOC, "libc");
+        sc_default_axis(&c, s, SC_AX_THREADS, "0");
+        sc_default_axis(&c, s, SC_AX_DEVICE, "cpu");
+        /* a serving run's KV budget sizes a shared pool itself (engine.h: kv_budget) */
+        for (int i = 0; s->requests && i < s->axes[SC_AX_KV].n; i++) {
+            const sc_choice *k = &s->axes[SC_AX_KV].v[i];
+            for (const char *o = k->opts; o && *o; o += strcspn(o, ","), o += *o == ',')
+                if (!strncmp(o, "pool_bytes=", 11) || !strncmp(o, "pool_tokens=", 12))
+                    sc_err(&c, ".workload.requests.kv_budget", "kv choice \"%s\" sizes its pool with %.*s too: "
+                           "leave the option out, the budget sizes the pool of every variant", k->label, (int)strcspn(o, ","), o);
+        }
+        /* the pool's idle workers spin: with more than one thread the count is the scheduler's, not the work's */
+        for (int i = 0; (s->metrics & SC_M_CALLGRIND) && i < s->axes[SC_AX_THREADS].n; i++)
+            if (s->axes[SC_AX_THREADS].v[i].ival != 1)
+                sc_err(&c, ".threads", "\"instructions:callgrind\" needs threads 1 (one thread's instructions are "
+                       "deterministic; idle pool workers spin), got %s", s->axes[SC_AX_THREADS].v[i].label);
+    }
+    if (errs->n) goto fail;
+    sc_expand(s);
+    if (!s->variants) {
+        sc_err(&c, "", "out of memory");
+        goto fail;
+    }
+    *out = s;
+    return 0;
+fail:
+    sc_free(s);
+    return -1;
+}
+
+int sc_load(const char *file, const char *module_dir, scenario **out, sc_errors *errs) {
+    return sc_load_on(file, module_dir, NULL, out, errs);
+}
+
+/* The text with "device": device at its top level and no device axis in its matrix; NULL
+ * when it is no JSON object (sc_parse then reports the text as it is). */
+static char *sc_with_device(const char *text, const char *device) {
+    cJSON *root = cJSON_Parse(text);
+    char *out = NULL;
+    if (cJSON_IsObject(root) && !cJSON_GetObjectItemCaseSensitive(root, "kind")) {
+        cJSON *m = cJSON_GetObjectItemCaseSensitive(root, "matrix");
+        cJSON *fixed = cJSON_IsObject(m) ? cJSON_GetObjectItemCaseSensitive(m, "fixed") : NULL;
+        if (cJSON_IsObject(m)) cJSON_DeleteItemFromObjectCaseSensitive(m, "device");
+        if (cJSON_IsObject(fixed)) cJSON_DeleteItemFromObjectCaseSensitive(fixed, "device");
+        cJSON_DeleteItemFromObjectCaseSensitive(root, "device");
+        if (cJSON_AddStringToObject(root, "device", device)) out = cJSON_Print(root);
+    }
+    cJSON_Delete(root);
+    return out;
+}
+
+int sc_load_on(const char *file, const char *module_dir, const char *device, scenario **out, sc_errors *errs) {
+    *out = NULL;
+    memset(errs, 0, sizeof(*errs));
+    FILE *f = fopen(file, "rb");
+    if (!f) {
+        sc_ctx c = {.file = file, .errs = errs};
+        sc_err(&c, "", "cannot open: %s", strerror(errno));
+        return -1;
+    }
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (len + 4096 + 1 > cap) {
+            cap = cap ? cap * 2 : 65536;
+            char *nb = realloc(buf, cap);
+            if (!nb) break;
+            buf = nb;
+        }
+        size_t r = fread(buf + len, 1, cap - len - 1, f);
+        len += r;
+        if (r == 0) break;
+    }
+    fclose(f);
+    if (!buf) {
+        sc_ctx c = {.file = file, .errs = errs};
+        sc_err(&c, "", "out of memory");
+        return -1;
+    }
+    buf[len] = 0;
+    char *moved = device ? sc_with_device(buf, device) : NULL;
+    int rc = sc_parse(file, moved ? moved : buf, module_dir, out, errs);
+    free(moved);
+    free(buf);
+    return rc;
+}
+
+void sc_free(scenario *s) {
+    if (!s) return;
+    free(s->file);
+    free(s->name);
+    free(s->description);
+    free(s->model_path);
+    free(s->tokenizer_path);
+    free(s->synth_shape);
+    free(s->synth_dtype);
+    free(s->synth_format);
+    free(s->prompt);
+    sc_requests_free(s->requests);
+    free(s->fault);
+    free(s->module_dir);
+    for (int a = 0; a < SC_AX_COUNT; a++) {
+        for (int i = 0; i < s->axes[a].n; i++) sc_choice_free(&s->axes[a].v[i]);
+        free(s->axes[a].v);
+    }
+    for (int i = 0; i < s->n_variants; i++) free(s->variants[i].key);
+    free(s->variants);
+    cJSON_Delete(s->json);
+    aw_scenario_free(s->aw);
+    free(s);
+}
+
+const sc_choice *sc_pick(const scenario *s, const sc_variant *v, int axis) {
+    return &s->axes[axis].v[v->pick[axis]];
+}
+
+const char *sc_device(const scenario *s, const sc_variant *v) {
+    return s->axes[SC_AX_DEVICE].n ? sc_pick(s, v, SC_AX_DEVICE)->name : "cpu";
+}
+
+const char *sc_device_opts(const scenario *s, const sc_variant *v) {
+    return s->axes[SC_AX_DEVICE].n ? sc_pick(s, v, SC_AX_DEVICE)->opts : "";
+}
+
+int sc_select(scenario *s, const char *only, char *err, size_t errlen) {
+    if (!only || !*only) return 0;
+    char *copy = strdup(only);
+    if (!copy) return bench_errf(err, errlen, "out of memory");
+    /* per axis: -1 = not filtered; else a bit mask of the allowed choices */
+    long long allow[SC_AX_COUNT];
+    for (int a = 0; a < SC_AX_COUNT; a++) allow[a] = -1;
+    int rc = 0;
+    for (char *tok = strtok(copy, ","); tok && !rc; tok = strtok(NULL, ",")) {
+        char *eq = strchr(tok, '=');
+        if (!eq) { rc = bench_errf(err, errlen, "--only: \"%s\": expected key=value", tok); break; }
+        *eq = 0;
+        int a = sc_enum(tok, sc_axis_names);
+        if (a < 0) {
+            char list[128];
+            sc_list(list, sizeof(list), sc_axis_names);
+            rc = bench_errf(err, errlen, "--only: unknown key \"%s\" (have: %s)", tok, list);
+            break;
+        }
+        int k;
+        for (k = 0; k < s->axes[a].n && k < 63; k++)
+            if (!strcmp(s->axes[a].v[k].label, eq + 1) || !strcmp(s->axes[a].v[k].name, eq + 1)) break;
+        if (k == s->axes[a].n || k >= 63) {
+            char have[512] = "";
+            for (int i = 0; i < s->axes[a].n; i++) {
+                if (i) strncat(have, ", ", sizeof(have) - strlen(have) - 1);
+                strncat(have, s->axes[a].v[i].label, sizeof(have) - strlen(have) - 1);
+            }
+            rc = bench_errf(err, errlen, "--only: %s has no choice \"%s\" in this scenario (have: %s)", tok, eq + 1, have);
+            break;
+        }
+        if (allow[a] < 0) allow[a] = 0;
+        /* a name matches every choice of that module, whatever its options */
+        for (int i = 0; i < s->axes[a].n && i < 63; i++)
+            if (!strcmp(s->axes[a].v[i].label, eq + 1) || !strcmp(s->axes[a].v[i].name, eq + 1)) allow[a] |= 1ll << i;
+    }
+    free(copy);
+    if (rc) return rc;
+    for (int i = 0; i < s->n_variants; i++) {
+        int keep = 1;
+        for (int a = 0; a < SC_AX_COUNT; a++)
+            if (allow[a] >= 0 && !(allow[a] & (1ll << s->variants[i].pick[a]))) keep = 0;
+        s->variants[i].selected = keep;
+    }
+    if (!sc_n_selected(s)) return bench_errf(err, errlen, "--only %s: no variant left", only);
+    return 0;
+}
+
+int sc_n_selected(const scenario *s) {
+    int n = 0;
+    for (int i = 0; i < s->n_variants; i++) n += s->variants[i].selected;
+    return n;
+}
+
+int sc_synth_path(const scenario *s, const char *dir, char *buf, size_t len) {
+    if (!s->synth) return -1;
+    const char *ext = !strcmp(s->synth_format, "llama2c") ? "bin" : s->synth_format;
+    int n = snprintf(buf, len, "%s/%s-%s-s%llu.%s", dir, s->synth_shape, s->synth_dtype,
+                     (unsigned long long)s->synth_seed, ext);
+    return n < 0 || (size_t)n >= len ? -1 : 0;
+}

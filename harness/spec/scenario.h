@@ -1,0 +1,148 @@
+/* A scenario file (JSON): what to run, parsed and validated before anything runs.
+ *
+ * Every field is documented in docs/scenarios.md. Validation reports every error
+ * it finds, each as "<file>: <JSON path>: <what is wrong and what was expected>",
+ * e.g.  scenarios/x.json: .matrix.loader[1]: unknown loader "mmpa" (have: mmap, pread)
+ * Unknown keys are errors.
+ *
+ * The matrix: each axis (loader, kv, alloc, cache, threads, device) is a list of
+ * choices; the variants are their cross product, in file order, the first axis
+ * varying slowest. An axis not crossed has one choice: from matrix.fixed, the
+ * top level (cache, threads, device) or the documented default (loader mmap, kv
+ * prealloc, alloc libc, threads 0 = all CPUs, device cpu). The loader and kv
+ * choices are checked against the modules built for each device of the scenario.
+ */
+#ifndef BENCH_SCENARIO_H
+#define BENCH_SCENARIO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct cJSON cJSON;
+
+/* SC_AX_WORKLOAD: allocator scenarios only ("kind": "allocators", harness/child/alloc_workload.h) */
+enum { SC_AX_LOADER, SC_AX_KV, SC_AX_ALLOC, SC_AX_CACHE, SC_AX_THREADS, SC_AX_DEVICE, SC_AX_WORKLOAD, SC_AX_COUNT };
+enum { SC_CACHE_COLD, SC_CACHE_WARM };
+
+/* metrics a scenario may ask for (bit mask) */
+enum {
+    SC_M_TIMELINE = 1 << 0,     /* sample /proc/<pid>/status every sample_ms */
+    SC_M_PSS = 1 << 1,          /* ... and smaps_rollup's Pss with it */
+    SC_M_SMAPS = 1 << 2,        /* per-region Rss/Pss from smaps at phase boundaries */
+    SC_M_PERF = 1 << 3,         /* perf_event counters */
+    SC_M_TOKENS = 1 << 4,       /* every token's timestamp in results.json */
+    SC_M_ALL = (1 << 5) - 1,   /* the default set (but pss) draws from these */
+    SC_M_CALLGRIND = 1 << 5,    /* "instructions:callgrind": one more repetition per variant under
+                                   callgrind, for instructions per phase (harness/parent/callgrind.h) */
+};
+
+typedef struct sc_choice {
+    char *name;         /* module name, "cold"/"warm", the thread count as text, or the device ("cpu", "cuda") */
+    char *opts;         /* modules: "k=v,k=v" ("" when none) */
+    char *label;        /* how the variant is named: the label given, else name[:opts] */
+    int ival;           /* cache: SC_CACHE_*, threads: the count */
+} sc_choice;
+
+typedef struct sc_axis {
+    int n;
+    sc_choice *v;
+    int crossed;        /* given as a matrix axis (a list), not fixed */
+} sc_axis;
+
+typedef struct sc_variant {
+    int pick[SC_AX_COUNT];  /* index into each axis */
+    char *key;              /* "loader=pread,cache=cold": the crossed axes' labels ("default" if none) */
+    int selected;           /* 0: dropped by --only */
+} sc_variant;
+
+/* A length distribution of a serving workload (workload.requests, docs/scenarios.md). */
+enum { SC_DIST_FIXED, SC_DIST_UNIFORM, SC_DIST_FILE };
+typedef struct sc_dist {
+    int kind;                   /* SC_DIST_* */
+    int lo, hi;                 /* tokens: fixed lo == hi; uniform over [lo, hi]; file: min, max of values */
+    char *file;                 /* file: the path as written */
+    int n_values;
+    int *values;                /* (n_values) file: the lengths, request i takes values[i % n_values] */
+} sc_dist;
+
+/* workload.requests: a serving run of many requests through the scheduler
+ * (engines/core/runtime/sched.h, harness/child/serve.h). */
+typedef struct sc_requests {
+    int count;
+    sc_dist prompt_len;         /* tokens of each request's own prompt (after any shared prefix) */
+    sc_dist output_len;         /* tokens generated at most */
+    int prefix_tokens;          /* a shared prefix (BOS first) in front of some prompts; 0: none */
+    double prefix_fraction;     /* share of the requests that start with it, 0 .. 1 */
+    double poisson_rate;        /* arrivals per second; 0: all at once */
+    uint64_t kv_budget_bytes;   /* B; exactly one of the budget's two forms is non-zero */
+    uint64_t kv_budget_tokens;  /* positions */
+    double ttft_ms, tpot_ms;    /* goodput targets; 0: none */
+    uint64_t seed;
+    int max_batch;              /* concurrent requests at most; 0: as the budget allows */
+    double reserve_output;      /* 0 .. 1: share of the tokens still to come kept free at admission (sched.h) */
+    int stop_at_eos;            /* 1: a request also ends at the model's EOS */
+} sc_requests;
+
+typedef struct scenario {
+    char *file;                 /* as given */
+    char *name, *description;
+    /* model: a path, or a synth spec resolved to a cached path at run time */
+    char *model_path;           /* NULL for synth until sc_resolve_model */
+    char *tokenizer_path;       /* optional */
+    int synth;
+    char *synth_shape, *synth_dtype, *synth_format;
+    uint64_t synth_seed;
+    /* workload */
+    char *prompt;               /* text, or NULL when prompt_tokens is used */
+    int prompt_tokens, generate, ctx;
+    uint64_t seed;
+    double temperature, topp;
+    sc_requests *requests;      /* workload.requests: a serving run; NULL: one sequence */
+    /* runs */
+    int repetitions, warmup, processes;
+    double sample_ms, timeout_s;
+    unsigned metrics;
+    sc_axis axes[SC_AX_COUNT];
+    int n_variants;
+    sc_variant *variants;
+    /* test-suite hooks (BENCH_TEST_HOOKS=1 only) */
+    char *fault;                /* NULL, "segv", "exit3", "hang", "sigkill" */
+    int delay_ms;
+    char *module_dir;           /* where modules were looked up */
+    cJSON *json;                /* the file as parsed, for results.json */
+    struct aw_scenario *aw;     /* an allocator scenario's workloads (harness/child/alloc_workload.h); NULL: engine */
+} scenario;
+
+typedef struct sc_errors {
+    int n;
+    char **v;
+} sc_errors;
+
+void sc_errors_free(sc_errors *e);
+
+/* Parses and validates file. module_dir: NULL for the default (modreg_default_dir).
+ * On failure returns -1 and fills errs with every error found. */
+int sc_load(const char *file, const char *module_dir, scenario **out, sc_errors *errs);
+/* sc_load with the file's top level saying "device": device and no device axis elsewhere
+ * (bench run --device): every variant runs on that device. */
+int sc_load_on(const char *file, const char *module_dir, const char *device, scenario **out, sc_errors *errs);
+/* The same from a JSON text; file only names it in messages. */
+int sc_parse(const char *file, const char *text, const char *module_dir, scenario **out, sc_errors *errs);
+void sc_free(scenario *s);              /* s may be NULL */
+void sc_requests_free(sc_requests *r);  /* r may be NULL */
+
+const char *sc_axis_name(int axis);     /* "loader", "kv", "alloc", "cache", "threads", "device", "workload" */
+const sc_choice *sc_pick(const scenario *s, const sc_variant *v, int axis);
+/* The variant's device and its options ("cpu" and "" where the scenario has no device axis). */
+const char *sc_device(const scenario *s, const sc_variant *v);
+const char *sc_device_opts(const scenario *s, const sc_variant *v);
+
+/* --only key=val,...: keeps the variants whose axis key has the label or name val
+ * (several values of one key are alternatives). Errors name the key or value. */
+int sc_select(scenario *s, const char *only, char *err, size_t errlen);
+int sc_n_selected(const scenario *s);
+
+/* The path a synth spec is cached at: <dir>/<shape>-<dtype>-s<seed>.<gguf|safetensors|bin> */
+int sc_synth_path(const scenario *s, const char *dir, char *buf, size_t len);
+
+#endif
