@@ -13,6 +13,7 @@ PACKAGES=(
   gnuplot-nox         # graphs (found at run time)
   chromium            # renders report.html in the tests (headless)
   valgrind linux-perf # investigations
+  slurm-wlm munge     # the one-node Slurm cluster of tests/test_slurm.c (docs/cluster.md)
 )
 
 missing=()

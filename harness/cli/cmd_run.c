@@ -17,6 +17,7 @@
 #include "harness/report/results.h"
 #include "harness/parent/runner.h"
 #include "harness/spec/scenario.h"
+#include "harness/spec/shard.h"
 
 static volatile sig_atomic_t run_interrupted;
 
@@ -28,7 +29,7 @@ static void run_on_signal(int sig) {
 static void run_usage(FILE *f) {
     fprintf(f,
             "usage: bench run SCENARIO.json [--out DIR] [--only key=val,...] [--repeat N] [--quick]\n"
-            "                 [--device cpu|cuda] [--json] [--fail-fast]\n\n"
+            "                 [--device cpu|cuda] [--json] [--fail-fast] [--shard i/N]\n\n"
             "Runs every variant of a scenario's matrix, each repetition in a fresh `bench worker`\n"
             "process, interleaved (A B A B ...). Measures load time, TTFT, TPOT, inter-token latency,\n"
             "RSS/PSS timelines and per-region memory (weights, KV, scratch, model file), faults per\n"
@@ -42,7 +43,10 @@ static void run_usage(FILE *f) {
             "  --device D       run every variant on device D (in place of the scenario's device axis):\n"
             "                   the loader and kv names then mean the modules built for D\n"
             "  --json           print the summary as JSON on stdout instead of the table\n"
-            "  --fail-fast      stop at the first failed repetition\n\n"
+            "  --fail-fast      stop at the first failed repetition\n"
+            "  --shard i/N      run shard i (0-based) of N: its part of the variants x repetitions that\n"
+            "                   `bench plan --shards N` shows, with its own warm-ups; results.json records\n"
+            "                   the shard and this machine; `bench merge` joins the shards (docs/cluster.md)\n\n"
             "Exit status: 0 all repetitions ok; 1 some failed or were invalid (see results.json);\n"
             "2 bad arguments or scenario; 130 interrupted (the finished repetitions are written).\n"
             "Synth models are generated once into $BENCH_MODEL_CACHE (default results/models).\n\n"
@@ -95,15 +99,27 @@ static int run_mkdirs(const char *path) {
     return mkdir(buf, 0777) && errno != EEXIST ? -1 : 0;
 }
 
+typedef struct run_shard {
+    sh_plan plan;
+    int index;
+} run_shard;
+
+static int run_keep(void *user, int variant, int rep) {
+    const run_shard *sh = user;
+    return sh_keeps(&sh->plan, sh->index, variant, rep);
+}
+
 int cmd_run(int argc, char **argv) {
-    const char *file = NULL, *out = NULL, *only = NULL, *device = NULL;
-    int repeat = 0, quick = 0, json = 0, fail_fast = 0;
+    const char *file = NULL, *out = NULL, *only = NULL, *device = NULL, *shard_arg = NULL;
+    int repeat = 0, quick = 0, json = 0, fail_fast = 0, n_shards = 0;
+    run_shard sh = {.index = -1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { run_usage(stdout); return 0; }
         else if (!strcmp(a, "--out") && v) out = argv[++i];
         else if (!strcmp(a, "--only") && v) only = argv[++i];
         else if (!strcmp(a, "--device") && v) device = argv[++i];
+        else if (!strcmp(a, "--shard") && v) shard_arg = argv[++i];
         else if (!strcmp(a, "--repeat") && v) {
             char *end;
             long n = strtol(argv[++i], &end, 10);
@@ -129,6 +145,11 @@ int cmd_run(int argc, char **argv) {
         return 2;
     }
 
+    char err[1024];
+    if (shard_arg && sh_parse(shard_arg, &sh.index, &n_shards, err, sizeof(err))) {
+        fprintf(stderr, "bench run: %s\n", err);
+        return 2;
+    }
     scenario *s = NULL;
     sc_errors errs;
     if (sc_load_on(file, NULL, device, &s, &errs)) {
@@ -138,10 +159,9 @@ int cmd_run(int argc, char **argv) {
         return 2;
     }
     int rc = 1;
-    char err[1024];
     rn_model_files mf = {0};
     rn_result res = {0};
-    cJSON *env = NULL;
+    cJSON *env = NULL, *shard_json = NULL;
     if (repeat) s->repetitions = repeat;
     if (quick) {
         s->repetitions = 1;
@@ -151,6 +171,17 @@ int cmd_run(int argc, char **argv) {
         fprintf(stderr, "bench run: %s\n", err);
         rc = 2;
         goto out;
+    }
+    if (shard_arg) {
+        if (sh_plan_make(s, n_shards, &sh.plan, err, sizeof(err))) {
+            fprintf(stderr, "bench run: --shard %s: %s\n", shard_arg, err);
+            rc = 2;
+            goto out;
+        }
+        /* the variants with no cell here are not this shard's: no spec, warm-up, summary or callgrind */
+        for (int vi = 0; vi < s->n_variants; vi++)
+            if (!sh_variant_cells(&sh.plan, sh.index, vi)) s->variants[vi].selected = 0;
+        shard_json = sh_shard_json(&sh.plan, sh.index);
     }
     const char *cache = getenv("BENCH_MODEL_CACHE");
     /* an allocator scenario (s->aw) has no model */
@@ -168,7 +199,8 @@ int cmd_run(int argc, char **argv) {
         gmtime_r(&now, &tm);
         strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
         rs_short_sha(sha, sizeof(sha));
-        snprintf(dir, sizeof(dir), "results/%s/%s-%s", s->name, stamp, sha);
+        if (shard_arg) snprintf(dir, sizeof(dir), "results/%s/%s-%s-shard%dof%d", s->name, stamp, sha, sh.index, n_shards);
+        else snprintf(dir, sizeof(dir), "results/%s/%s-%s", s->name, stamp, sha);
     }
     if (run_mkdirs(dir)) {
         fprintf(stderr, "bench run: cannot create %s: %s\n", dir, strerror(errno));
@@ -185,9 +217,12 @@ int cmd_run(int argc, char **argv) {
 
     run_ctx ctx = {.tty = isatty(2), .t0 = rn_now_ns()};
     ctx.in = (rs_input){.s = s, .mf = &mf, .res = &res, .status = "running", .dir = dir, .only = only,
-                        .repeat_override = repeat, .quick = quick, .env = env};
+                        .repeat_override = repeat, .quick = quick, .env = env, .shard = shard_json};
     rn_opts o = {.worker_exe = exe, .out_dir = dir, .fail_fast = fail_fast, .interrupted = &run_interrupted,
-                 .on_run = run_progress, .user = &ctx};
+                 .on_run = run_progress, .user = &ctx, .keep = shard_arg ? run_keep : NULL, .keep_user = &sh};
+    if (shard_arg)
+        fprintf(stderr, "bench run: shard %d of %d: %d of the plan's %d cells\n", sh.index, n_shards,
+                sh.plan.start[sh.index + 1] - sh.plan.start[sh.index], sh.plan.n_cells);
     fprintf(stderr, "bench run: %s: %d variant%s x %d repetition%s (+%d warm-up) x %d process%s -> %s\n", s->name,
             sc_n_selected(s), sc_n_selected(s) == 1 ? "" : "s", s->repetitions, s->repetitions == 1 ? "" : "s",
             s->warmup, s->processes, s->processes == 1 ? "" : "es", dir);
@@ -234,6 +269,8 @@ int cmd_run(int argc, char **argv) {
             res.interrupted ? " (interrupted)" : res.stopped ? " (stopped by --fail-fast)" : "", dir);
     rc = res.interrupted ? 130 : bad ? 1 : 0;
 out:
+    cJSON_Delete(shard_json);
+    sh_plan_free(&sh.plan);
     cJSON_Delete(env);
     rn_result_free(&res);
     rn_model_files_free(&mf);

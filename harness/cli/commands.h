@@ -12,5 +12,7 @@ int cmd_model(int argc, char **argv);      /* bench model info|convert|synth ...
 int cmd_plot(int argc, char **argv);       /* bench plot RESULTS_DIR              (harness/cli/cmd_plot.c) */
 int cmd_compare(int argc, char **argv);    /* bench compare A B                   (harness/cli/cmd_compare.c) */
 int cmd_history(int argc, char **argv);    /* bench history results/<scenario>    (harness/cli/cmd_history.c) */
+int cmd_plan(int argc, char **argv);       /* bench plan SCENARIO --shards N      (harness/cli/cmd_plan.c) */
+int cmd_merge(int argc, char **argv);      /* bench merge DIR...                  (harness/cli/cmd_merge.c) */
 
 #endif

@@ -31,6 +31,8 @@ static const command commands[] = {
     {"plot", "figures (PNG, SVG) and report.html of a results directory", cmd_plot, 0},
     {"compare", "compare two runs: changes, noise test, verdicts; exit 1 on a regression", cmd_compare, 0},
     {"history", "plot each metric across the runs of a scenario, by commit time", cmd_history, 0},
+    {"plan", "split a scenario's variants x repetitions into shards for several machines", cmd_plan, 0},
+    {"merge", "join the shards' results into one results.json, statistics per machine type", cmd_merge, 0},
     {"worker", "(internal) one repetition, driven by `bench run`", cmd_worker, 1},
     {NULL, NULL, NULL, 0},
 };

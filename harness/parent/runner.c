@@ -655,7 +655,9 @@ int rn_execute(const scenario *s, const rn_model_files *mf, const rn_opts *o, rn
         if (bad) return bench_errf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
     }
     int reps = s->warmup + s->repetitions;
-    res->total_planned = reps * sc_n_selected(s);
+    for (int rep = 0; rep < reps; rep++)
+        for (int vi = 0; vi < s->n_variants; vi++)
+            res->total_planned += s->variants[vi].selected && (!o->keep || o->keep(o->keep_user, vi, rep));
     res->runs = calloc((size_t)(res->total_planned > 0 ? res->total_planned : 1), sizeof(*res->runs));
     if (!res->runs) return bench_errf(err, errlen, "out of memory");
     res->cap_runs = res->total_planned;
@@ -664,7 +666,7 @@ int rn_execute(const scenario *s, const rn_model_files *mf, const rn_opts *o, rn
     sigaction(SIGPIPE, &ign, &old);
     for (int rep = 0; rep < reps && !res->interrupted && !res->stopped; rep++) {
         for (int vi = 0; vi < s->n_variants; vi++) {
-            if (!s->variants[vi].selected) continue;
+            if (!s->variants[vi].selected || (o->keep && !o->keep(o->keep_user, vi, rep))) continue;
             if (o->interrupted && *o->interrupted) {
                 res->interrupted = 1;
                 break;

@@ -152,6 +152,10 @@ typedef struct rn_opts {
     /* called after every repetition (may be NULL): progress lines, incremental results */
     void (*on_run)(void *user, const rn_run *run, int done, int total);
     void *user;
+    /* (optional) 1 when repetition rep of variant runs here; NULL: all of them. A shard of a
+     * sharded run (harness/spec/shard.h) keeps its own cells and their warm-ups. */
+    int (*keep)(void *user, int variant, int rep);
+    void *keep_user;
 } rn_opts;
 
 typedef struct rn_result {

@@ -96,10 +96,18 @@ void rr_free(rr_doc *d) {
             free(d->v[i].m[j].v);
         }
         free(d->v[i].m);
+        free(d->v[i].owned);
     }
     free(d->v);
     cJSON_Delete(d->root);
     memset(d, 0, sizeof(*d));
+}
+
+/* 1 when a run or summary entry is of machine type t (-1: any). */
+static int rr_type_is(const cJSON *o, int t) {
+    if (t < 0) return 1;
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, "machine_type");
+    return cJSON_IsNumber(x) && x->valueint == t;
 }
 
 int rr_load(const char *path, rr_doc *out, char *err, size_t errlen) {
@@ -154,38 +162,57 @@ int rr_load(const char *path, rr_doc *out, char *err, size_t errlen) {
         snprintf(err, errlen, "%s: expected arrays .variants, .runs and .summary", file);
         goto err;
     }
-    int nv = cJSON_GetArraySize(vars);
+    /* a merge of several machine types: one variant per scenario variant and type */
+    const cJSON *types = cJSON_GetObjectItemCaseSensitive(out->root, "machine_types");
+    int nt = cJSON_GetArraySize(types) > 1 ? cJSON_GetArraySize(types) : 0;
+    int nv = cJSON_GetArraySize(vars) * (nt ? nt : 1);
     out->v = calloc((size_t)(nv ? nv : 1), sizeof(*out->v));
     if (!out->v) {
         snprintf(err, errlen, "%s: out of memory", file);
         goto err;
     }
     const cJSON *var;
-    cJSON_ArrayForEach(var, vars) {
+    int vpos = 0;
+    cJSON_ArrayForEach(var, vars) for (int t = nt ? 0 : -1; t < nt; t++) {
         const cJSON *idx = cJSON_GetObjectItemCaseSensitive(var, "index");
         const char *key = rr_str(var, "key"), *label = rr_str(var, "label");
         if (!cJSON_IsNumber(idx) || !key || !label) {
-            snprintf(err, errlen, "%s: .variants[%d]: expected index, key and label", file, out->n);
+            snprintf(err, errlen, "%s: .variants[%d]: expected index, key and label", file, vpos);
             goto err;
         }
+        if (t <= 0) vpos++;
         const cJSON *sum = NULL, *s;
         cJSON_ArrayForEach(s, sums) {
             const cJSON *si = cJSON_GetObjectItemCaseSensitive(s, "variant");
-            if (cJSON_IsNumber(si) && si->valueint == idx->valueint) sum = s;
+            if (cJSON_IsNumber(si) && si->valueint == idx->valueint && rr_type_is(s, t)) sum = s;
         }
         rr_variant *v = &out->v[out->n];
-        *v = (rr_variant){.index = idx->valueint, .key = key, .label = label, .summary = sum};
+        *v = (rr_variant){.index = idx->valueint, .key = key, .label = label, .summary = sum, .machine_type = t};
+        if (t >= 0) {
+            const char *tl = rr_str(cJSON_GetArrayItem(types, t), "label");
+            size_t kl = strlen(key) + 1;
+            size_t need = kl + strlen(",machine=") + strlen(tl ? tl : "") + 1 + strlen(label) + 3 + strlen(tl ? tl : "") + 1;
+            if (!(v->owned = malloc(need))) goto oom;
+            int n1 = snprintf(v->owned, need, "%s,machine=%s", key, tl ? tl : "");
+            snprintf(v->owned + n1 + 1, need - (size_t)n1 - 1, "%s @ %s", label, tl ? tl : "");
+            v->key = v->owned;
+            v->label = v->owned + n1 + 1;
+        }
         const cJSON *r;
         cJSON_ArrayForEach(r, runs) {
             const cJSON *rv = cJSON_GetObjectItemCaseSensitive(r, "variant");
-            if (!cJSON_IsNumber(rv) || rv->valueint != v->index) continue;
+            if (!cJSON_IsNumber(rv) || rv->valueint != v->index || !rr_type_is(r, t)) continue;
             if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "counted"))) continue;
             if (rr_add_metrics(v, cJSON_GetObjectItemCaseSensitive(r, "metrics"))) goto oom;
             const cJSON *p;
             cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(r, "processes"))
                 if (rr_add_metrics(v, cJSON_GetObjectItemCaseSensitive(p, "metrics"))) goto oom;
         }
-        if (!sum && !v->n) continue; /* not selected in this run */
+        if (!sum && !v->n) { /* not selected in this run, or never on this machine type */
+            free(v->owned);
+            v->owned = NULL;
+            continue;
+        }
         const cJSON *sm = cJSON_GetObjectItemCaseSensitive(sum, "metrics");
         for (int i = 0; i < v->n; i++) {
             const char *unit = rr_str(cJSON_GetObjectItemCaseSensitive(sm, v->m[i].name), "unit");
@@ -240,7 +267,7 @@ int rr_counted_runs(const rr_doc *d, const rr_variant *v, const cJSON **out, int
     const cJSON *r;
     cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(d->root, "runs")) {
         const cJSON *rv = cJSON_GetObjectItemCaseSensitive(r, "variant");
-        if (!cJSON_IsNumber(rv) || rv->valueint != v->index) continue;
+        if (!cJSON_IsNumber(rv) || rv->valueint != v->index || !rr_type_is(r, v->machine_type)) continue;
         if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "counted"))) continue;
         if (n < max) out[n] = r;
         n++;

@@ -1,6 +1,11 @@
 /* Reading a finished run back: results.json (docs/results-schema.json) as the
  * figures, the report, `bench compare` and `bench history` need it.
  *
+ * A merged result with several machine types (`bench merge`, merge.h) reads as one
+ * variant per scenario variant and machine type: key "KEY,machine=TYPE", label
+ * "LABEL @ TYPE", its runs and summary entry those of that type; so every figure
+ * draws one series per machine type and `bench compare` matches variant and type.
+ *
  * For each variant, every metric's raw values are gathered from the counted
  * repetitions (runs[].counted): run-level metrics once per repetition,
  * process-level metrics once per process, in the order of runs[]. The summary
@@ -28,6 +33,8 @@ typedef struct rr_variant {
     int n;
     rr_series *m;               /* (n) in first-seen order */
     const struct cJSON *summary;/* summary[i] of this variant, or NULL */
+    int machine_type;           /* a merge of several machine types (merge.h): the type's index; else -1 */
+    char *owned;                /* key and label of a per-type variant ("...,machine=LABEL", "... @ LABEL") */
 } rr_variant;
 
 typedef struct rr_doc {

@@ -3,6 +3,7 @@
 #include <cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <gnu/libc-version.h>
 #include <limits.h>
 #include <math.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "engines/abi/module.h"
+#include "engines/core/compute/kernels.h"
 #include "harness/parent/perfev.h"
 #include "harness/child/serve.h"
 
@@ -118,6 +120,21 @@ void rs_short_sha(char *buf, size_t len) {
     snprintf(buf, len, "%s%s", sha, d ? "-dirty" : "");
 }
 
+/* The NVIDIA driver's model names, one per GPU, read from /proc: no CUDA runtime needed,
+ * and none on a machine without the driver. */
+static cJSON *rs_gpus(void) {
+    cJSON *a = cJSON_CreateArray();
+    glob_t g = {0};
+    int none = !a || glob("/proc/driver/nvidia/gpus/*/information", 0, NULL, &g);
+    for (size_t i = 0; !none && i < g.gl_pathc; i++) {
+        char *model = rs_proc_field(g.gl_pathv[i], "Model");
+        if (model) cJSON_AddItemToArray(a, cJSON_CreateString(model));
+        free(model);
+    }
+    globfree(&g);
+    return a;
+}
+
 #define RS_STR(x) #x
 #define RS_XSTR(x) RS_STR(x)
 
@@ -183,6 +200,9 @@ cJSON *rs_environment(void) {
         cJSON_AddNullToObject(git, "sha");
         cJSON_AddNullToObject(git, "dirty");
     }
+    /* what a machine type is made of besides the CPU (bench merge groups statistics by it) */
+    cJSON_AddStringToObject(env, "kernels", kn_isa());
+    cJSON_AddItemToObject(env, "gpus", rs_gpus());
     cJSON *lib = cJSON_AddObjectToObject(env, "libraries");
     cJSON_AddStringToObject(lib, "cjson", cJSON_Version());
     cJSON_AddStringToObject(lib, "libpfm", pe_library_version(buf, sizeof(buf)));
@@ -553,6 +573,7 @@ cJSON *rs_document(const rs_input *in, const rs_summary *sum) {
     cJSON_AddStringToObject(doc, "written", ts);
     if (in->env) cJSON_AddItemToObject(doc, "environment", cJSON_Duplicate(in->env, 1));
     else cJSON_AddObjectToObject(doc, "environment");
+    if (in->shard) cJSON_AddItemToObject(doc, "shard", cJSON_Duplicate(in->shard, 1));
 
     cJSON *sc = cJSON_AddObjectToObject(doc, "scenario");
     cJSON_AddStringToObject(sc, "file", s->file);

@@ -29,6 +29,7 @@ typedef struct rs_input {
     int repeat_override;        /* --repeat N, 0: none */
     int quick;
     struct cJSON *env;          /* rs_environment(), captured once */
+    const struct cJSON *shard;  /* bench run --shard: its part of the plan (shard.h sh_shard_json); NULL: unsharded */
 } rs_input;
 
 typedef struct rs_metric {

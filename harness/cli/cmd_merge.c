@@ -1,0 +1,101 @@
+/* bench merge DIR...: the shards of a sharded run joined into one results directory. */
+#include <cJSON.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "commands.h"
+#include "harness/report/merge.h"
+#include "harness/report/results.h"
+
+static void merge_usage(FILE *f) {
+    fprintf(f,
+            "usage: bench merge DIR... [--out DIR] [--allow-scenarios] [--allow-builds] [--partial]\n\n"
+            "Joins the results of `bench run --shard i/N` (one results directory per shard; a DIR may\n"
+            "also be a folder of them, as the Slurm array writes) into one results.json and results.csv.\n"
+            "Each record keeps its shard and its machine's environment. Statistics are grouped by\n"
+            "machine type (CPU model and flags, compute kernels, GPUs) and never mix two types: the\n"
+            "summary has one entry per variant and machine type, and `bench plot` draws one series per\n"
+            "variant and machine type.\n\n"
+            "Refused, with the inputs and the field named: runs of different scenarios or builds; shards\n"
+            "of different plans; a shard given twice on one machine type; a missing or unfinished shard.\n\n"
+            "  --out DIR           the merged results directory (default results/<scenario>/<UTC time>-merged)\n"
+            "  --allow-scenarios   merge runs of different scenarios (variants matched by key)\n"
+            "  --allow-builds      merge runs of different builds (git commit, compiler, flags)\n"
+            "  --partial           merge what is there when shards are missing or did not finish\n\n"
+            "Exit status: 0 merged; 1 the inputs were refused or could not be read or written; 2 bad arguments.\n\n"
+            "examples:\n"
+            "  bench merge results/mmap_vs_pread/slurm-1234/shards --out results/mmap_vs_pread/slurm-1234/merged\n"
+            "  bench merge hostA/results/x hostB/results/x && bench plot results/x/<time>-merged\n");
+}
+
+int cmd_merge(int argc, char **argv) {
+    const char *out = NULL;
+    mg_opts o = {0};
+    const char **in = calloc((size_t)argc, sizeof(*in));
+    int n = 0, rc = 2;
+    cJSON *doc = NULL;
+    if (!in) return 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            merge_usage(stdout);
+            rc = 0;
+            goto out;
+        } else if (!strcmp(a, "--out") && i + 1 < argc) out = argv[++i];
+        else if (!strcmp(a, "--allow-scenarios")) o.allow_scenarios = 1;
+        else if (!strcmp(a, "--allow-builds")) o.allow_builds = 1;
+        else if (!strcmp(a, "--partial")) o.partial = 1;
+        else if (a[0] != '-') in[n++] = a;
+        else {
+            fprintf(stderr, "bench merge: unknown or incomplete argument \"%s\"\n\n", a);
+            merge_usage(stderr);
+            goto out;
+        }
+    }
+    if (!n) {
+        fprintf(stderr, "bench merge: which results directories?\n\n");
+        merge_usage(stderr);
+        goto out;
+    }
+    char err[8192];
+    rc = 1;
+    if (mg_merge(in, n, &o, &doc, err, sizeof(err))) {
+        fprintf(stderr, "bench merge: %s\nbench merge: nothing was written\n", err);
+        goto out;
+    }
+    char dir[PATH_MAX];
+    if (out) {
+        snprintf(dir, sizeof(dir), "%s", out);
+    } else {
+        char stamp[32];
+        time_t now = time(NULL);
+        struct tm tm;
+        gmtime_r(&now, &tm);
+        strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "scenario"), "name");
+        snprintf(dir, sizeof(dir), "results/%s/%s-merged", cJSON_IsString(name) ? name->valuestring : "merged", stamp);
+    }
+    if (mg_write(doc, dir, err, sizeof(err))) {
+        fprintf(stderr, "bench merge: %s\n", err);
+        goto out;
+    }
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(doc, "merged");
+    fprintf(stderr, "bench merge: %d input%s, %d shard%s, %d record%s, %d machine type%s -> %s "
+                    "(bench plot %s draws its figures)\n",
+            cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(m, "inputs")),
+            cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(m, "inputs")) == 1 ? "" : "s",
+            cJSON_GetObjectItemCaseSensitive(m, "shards")->valueint,
+            cJSON_GetObjectItemCaseSensitive(m, "shards")->valueint == 1 ? "" : "s",
+            cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "runs")),
+            cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "runs")) == 1 ? "" : "s",
+            cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "machine_types")),
+            cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "machine_types")) == 1 ? "" : "s", dir, dir);
+    rc = 0;
+out:
+    cJSON_Delete(doc);
+    free(in);
+    return rc;
+}

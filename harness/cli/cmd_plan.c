@@ -1,0 +1,127 @@
+/* bench plan SCENARIO --shards N: how a sharded run splits the matrix (harness/spec/shard.h). */
+#include <cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "harness/report/results.h"
+#include "harness/spec/scenario.h"
+#include "harness/spec/shard.h"
+
+static void plan_usage(FILE *f) {
+    fprintf(f,
+            "usage: bench plan SCENARIO.json --shards N [--only key=val,...] [--repeat N] [--quick]\n"
+            "                  [--device cpu|cuda] [--out FILE]\n\n"
+            "Splits the scenario's matrix, variants x repetitions, into N shards for N machines and\n"
+            "prints the plan as JSON: every shard's cells (variant, repetition), its warm-ups and the\n"
+            "`bench run ... --shard i/N` line that runs it. The split is deterministic (the same on every\n"
+            "machine), balanced (shards differ by at most one cell) and keeps the variants interleaved\n"
+            "inside each shard (A B A B): the unsharded run order cut into contiguous pieces.\n"
+            "--only, --repeat, --quick and --device mean what they mean to `bench run`, and must be given\n"
+            "to every shard's `bench run` alike.\n\n"
+            "  --shards N   the number of shards (machines, or Slurm array tasks)\n"
+            "  --out FILE   write the plan to FILE instead of stdout\n\n"
+            "Exit status: 0 done; 2 bad arguments or scenario, or more shards than cells.\n\n"
+            "examples:\n"
+            "  bench plan scenarios/mmap_vs_pread.json --shards 3\n"
+            "  sbatch --array=0-2 scripts/slurm/bench-array.sbatch scenarios/mmap_vs_pread.json  (docs/cluster.md)\n");
+}
+
+/* Appends " word" (shell-quoted when it needs it) to buf. */
+static void plan_arg(char *buf, size_t len, const char *word) {
+    size_t n = strlen(buf);
+    int plain = word[0] != 0 && strspn(word, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_./=,:") == strlen(word);
+    snprintf(buf + n, len - n, plain ? " %s" : " '%s'", word);
+}
+
+int cmd_plan(int argc, char **argv) {
+    const char *file = NULL, *out = NULL, *only = NULL, *device = NULL;
+    int shards = 0, repeat = 0, quick = 0;
+    char run_cmd[2048] = "bench run";
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { plan_usage(stdout); return 0; }
+        else if (!strcmp(a, "--out") && v) out = argv[++i];
+        else if (!strcmp(a, "--only") && v) only = argv[++i];
+        else if (!strcmp(a, "--device") && v) device = argv[++i];
+        else if ((!strcmp(a, "--shards") || !strcmp(a, "--repeat")) && v) {
+            char *end;
+            long n = strtol(argv[++i], &end, 10);
+            if (*end || n < 1 || n > 100000) {
+                fprintf(stderr, "bench plan: %s %s: expected a count from 1 to 100000\n", a, argv[i]);
+                return 2;
+            }
+            *(a[2] == 's' ? &shards : &repeat) = (int)n;
+        }
+        else if (!strcmp(a, "--quick")) quick = 1;
+        else if (a[0] != '-' && !file) file = a;
+        else {
+            fprintf(stderr, "bench plan: unknown or incomplete argument \"%s\"\n\n", a);
+            plan_usage(stderr);
+            return 2;
+        }
+    }
+    if (!file || !shards) {
+        fprintf(stderr, "bench plan: %s\n\n", !file ? "which scenario?" : "how many shards? (--shards N)");
+        plan_usage(stderr);
+        return 2;
+    }
+    scenario *s = NULL;
+    sc_errors errs;
+    if (sc_load_on(file, NULL, device, &s, &errs)) {
+        for (int i = 0; i < errs.n; i++) fprintf(stderr, "%s\n", errs.v[i]);
+        fprintf(stderr, "bench plan: %d error%s in %s\n", errs.n, errs.n == 1 ? "" : "s", file);
+        sc_errors_free(&errs);
+        return 2;
+    }
+    int rc = 2;
+    char err[1024];
+    sh_plan p = {0};
+    cJSON *j = NULL;
+    char *text = NULL;
+    if (repeat) s->repetitions = repeat;
+    if (quick) {
+        s->repetitions = 1;
+        s->warmup = 0;
+    }
+    if (sc_select(s, only, err, sizeof(err)) || sh_plan_make(s, shards, &p, err, sizeof(err))) {
+        fprintf(stderr, "bench plan: %s\n", err);
+        goto out;
+    }
+    /* the command line of each shard: what was given here, less --shards and --out */
+    plan_arg(run_cmd, sizeof(run_cmd), file);
+    if (only) { plan_arg(run_cmd, sizeof(run_cmd), "--only"); plan_arg(run_cmd, sizeof(run_cmd), only); }
+    if (device) { plan_arg(run_cmd, sizeof(run_cmd), "--device"); plan_arg(run_cmd, sizeof(run_cmd), device); }
+    if (repeat) {
+        char n[16];
+        snprintf(n, sizeof(n), "%d", repeat);
+        plan_arg(run_cmd, sizeof(run_cmd), "--repeat");
+        plan_arg(run_cmd, sizeof(run_cmd), n);
+    }
+    if (quick) plan_arg(run_cmd, sizeof(run_cmd), "--quick");
+    j = sh_plan_json(s, &p, run_cmd);
+    text = j ? cJSON_Print(j) : NULL;
+    if (!text) {
+        fprintf(stderr, "bench plan: out of memory\n");
+        goto out;
+    }
+    if (out) {
+        size_t len = strlen(text);
+        text[len] = '\n';       /* cJSON_Print's buffer ends in NUL: room for the newline */
+        if (rs_write_atomic(out, text, len + 1, err, sizeof(err))) {
+            fprintf(stderr, "bench plan: %s\n", err);
+            goto out;
+        }
+        fprintf(stderr, "bench plan: %s: %d cells in %d shards -> %s\n", s->name, p.n_cells, p.n_shards, out);
+    } else {
+        printf("%s\n", text);
+    }
+    rc = 0;
+out:
+    free(text);
+    cJSON_Delete(j);
+    sh_plan_free(&p);
+    sc_free(s);
+    return rc;
+}

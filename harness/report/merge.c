@@ -1,0 +1,812 @@
+/* bench merge: shards' results.json into one (merge.h). */
+#include "harness/report/merge.h"
+
+#include <cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "harness/report/resread.h"
+#include "harness/report/results.h"
+#include "harness/report/stats.h"
+
+/* ---- errors: every problem found, one per line ---- */
+
+typedef struct mg_errs {
+    char *buf;
+    size_t len;
+    int n;
+} mg_errs;
+
+static void mg_err(mg_errs *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void mg_err(mg_errs *e, const char *fmt, ...) {
+    e->n++;
+    if (e->len + 2 >= 8192) return;
+    if (!e->buf && !(e->buf = calloc(1, 8192))) return;
+    if (e->len) e->buf[e->len++] = '\n';
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(e->buf + e->len, 8192 - e->len, fmt, ap);
+    va_end(ap);
+    if (w > 0) e->len += (size_t)w < 8192 - e->len ? (size_t)w : 8191 - e->len;
+}
+
+/* ---- small JSON helpers ---- */
+
+static const cJSON *mg_get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
+static const char *mg_str(const cJSON *o, const char *k) {
+    const cJSON *s = mg_get(o, k);
+    return cJSON_IsString(s) ? s->valuestring : NULL;
+}
+static int mg_int(const cJSON *o, const char *k, int dflt) {
+    const cJSON *x = mg_get(o, k);
+    return cJSON_IsNumber(x) ? x->valueint : dflt;
+}
+/* A field as text for messages: strings bare, anything else as compact JSON. */
+static void mg_show(const cJSON *x, char *buf, size_t len) {
+    if (!x) {
+        snprintf(buf, len, "(absent)");
+        return;
+    }
+    if (cJSON_IsString(x)) {
+        snprintf(buf, len, "\"%s\"", x->valuestring);
+        return;
+    }
+    char *t = cJSON_PrintUnformatted(x);
+    snprintf(buf, len, "%s", t ? t : "?");
+    if (t && strlen(t) >= len && len > 4) snprintf(buf + len - 4, 4, "...");
+    free(t);
+}
+
+/* ---- machine types ---- */
+
+static uint64_t mg_fnv(uint64_t h, const char *s) {
+    for (; s && *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return (h ^ 0xff) * 0x100000001b3ull;   /* a field separator: "ab","c" != "a","bc" */
+}
+
+/* "Intel(R) Xeon(R) Platinum 8480+ CPU @ 2.0GHz" -> "Intel Xeon Platinum 8480+" */
+static void mg_short_cpu(const char *model, char *buf, size_t len) {
+    size_t o = 0;
+    for (const char *p = model; *p && o + 1 < len;) {
+        if (!strncmp(p, "(R)", 3) || !strncmp(p, "(TM)", 4) || !strncmp(p, "(tm)", 4)) {
+            p += p[1] == 'R' ? 3 : 4;
+            continue;
+        }
+        if (!strncmp(p, " CPU", 4) || !strncmp(p, " @", 2)) break;
+        /* labels are axis values in keys (resread.h): no ',' or '=' */
+        char c = *p == ',' || *p == '=' ? ' ' : *p;
+        if (c == ' ' && (o == 0 || buf[o - 1] == ' ')) { p++; continue; }
+        buf[o++] = c;
+        p++;
+    }
+    while (o && buf[o - 1] == ' ') o--;
+    buf[o] = 0;
+    if (!o) snprintf(buf, len, "unknown CPU");
+}
+
+void mg_machine_type(const cJSON *env, char *id, size_t idlen, char *label, size_t lablen) {
+    const cJSON *cpu = mg_get(env, "cpu");
+    const char *model = mg_str(cpu, "model"), *flags = mg_str(cpu, "flags"), *kern = mg_str(env, "kernels");
+    uint64_t h = 0xcbf29ce484222325ull;
+    h = mg_fnv(h, model);
+    h = mg_fnv(h, flags);
+    h = mg_fnv(h, kern);
+    const cJSON *g;
+    int ng = 0;
+    const char *g0 = NULL;
+    cJSON_ArrayForEach(g, mg_get(env, "gpus")) {
+        if (!cJSON_IsString(g)) continue;
+        h = mg_fnv(h, g->valuestring);
+        if (!ng++) g0 = g->valuestring;
+    }
+    snprintf(id, idlen, "%016llx", (unsigned long long)h);
+    char cpu_s[160], gpu_s[160] = "";
+    mg_short_cpu(model ? model : "unknown CPU", cpu_s, sizeof(cpu_s));
+    if (g0) {
+        char tmp[128];
+        mg_short_cpu(g0, tmp, sizeof(tmp));
+        if (ng > 1) snprintf(gpu_s, sizeof(gpu_s), " + %dx %s", ng, tmp);
+        else snprintf(gpu_s, sizeof(gpu_s), " + %s", tmp);
+    }
+    snprintf(label, lablen, "%s%s", cpu_s, gpu_s);
+}
+
+/* ---- inputs ---- */
+
+typedef struct mg_in {
+    char path[PATH_MAX];        /* the results directory */
+    cJSON *root;                /* owned */
+    int shard, count;           /* shard index of count; 0 of 1 when unsharded */
+    const cJSON *cells;         /* the shard's cells, NULL when unsharded */
+    int type;                   /* index into mg_ctx.types */
+    int *vmap;                  /* (its variants) -> merged variant index */
+    int nv;
+} mg_in;
+
+typedef struct mg_type {
+    char id[32], label[200];
+    int first;                  /* the first input of this type */
+} mg_type;
+
+typedef struct mg_ctx {
+    int n, cap;
+    mg_in *in;
+    int nt;
+    mg_type *types;             /* (nt) */
+    mg_errs e;
+} mg_ctx;
+
+static int mg_has_results(const char *dir) {
+    char p[PATH_MAX];
+    struct stat st;
+    return snprintf(p, sizeof(p), "%s/results.json", dir) < (int)sizeof(p) && !stat(p, &st) && S_ISREG(st.st_mode);
+}
+
+static int mg_add_input(mg_ctx *c, const char *dir_or_file) {
+    if (c->n == c->cap) {
+        int ncap = c->cap ? c->cap * 2 : 8;
+        mg_in *ni = realloc(c->in, (size_t)ncap * sizeof(*ni));
+        if (!ni) return -1;
+        c->in = ni;
+        c->cap = ncap;
+    }
+    mg_in *in = &c->in[c->n];
+    memset(in, 0, sizeof(*in));
+    snprintf(in->path, sizeof(in->path), "%s", dir_or_file);
+    size_t l = strlen(in->path);
+    if (l > 13 && !strcmp(in->path + l - 13, "/results.json")) in->path[l - 13] = 0;
+    char file[PATH_MAX + 16], err[PATH_MAX + 256];
+    snprintf(file, sizeof(file), "%s/results.json", in->path);
+    char *text = rr_slurp(file, NULL, err, sizeof(err));
+    if (!text) {
+        mg_err(&c->e, "%s", err);
+        return 0;
+    }
+    in->root = cJSON_Parse(text);
+    free(text);
+    if (!in->root) {
+        mg_err(&c->e, "%s: not valid JSON", file);
+        return 0;
+    }
+    const char *schema = mg_str(in->root, "schema");
+    if (!schema || strcmp(schema, RS_SCHEMA)) {
+        mg_err(&c->e, "%s: .schema: expected \"%s\", found %s", file, RS_SCHEMA, schema ? schema : "none");
+        cJSON_Delete(in->root);
+        return 0;
+    }
+    if (!cJSON_IsArray(mg_get(in->root, "runs")) || !cJSON_IsArray(mg_get(in->root, "variants")) ||
+        !cJSON_IsObject(mg_get(in->root, "scenario")) || !cJSON_IsObject(mg_get(in->root, "environment"))) {
+        mg_err(&c->e, "%s: expected .scenario, .environment, .variants and .runs", file);
+        cJSON_Delete(in->root);
+        return 0;
+    }
+    if (cJSON_GetObjectItemCaseSensitive(in->root, "merged")) {
+        mg_err(&c->e, "%s: already a merged result (.merged): give the shards' own directories", file);
+        cJSON_Delete(in->root);
+        return 0;
+    }
+    const cJSON *sh = mg_get(in->root, "shard");
+    in->shard = 0;
+    in->count = 1;
+    if (sh) {
+        in->shard = mg_int(sh, "index", -1);
+        in->count = mg_int(sh, "count", 0);
+        in->cells = mg_get(sh, "cells");
+        if (in->count < 1 || in->shard < 0 || in->shard >= in->count || !cJSON_IsArray(in->cells)) {
+            mg_err(&c->e, "%s: .shard: expected index < count and a cells array", file);
+            cJSON_Delete(in->root);
+            return 0;
+        }
+    }
+    c->n++;
+    return 0;
+}
+
+static int mg_cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* A results directory, its results.json, or a folder of results directories. */
+static int mg_expand(mg_ctx *c, const char *arg) {
+    struct stat st;
+    if (stat(arg, &st)) {
+        mg_err(&c->e, "%s: %s (expected a results directory)", arg, strerror(errno));
+        return 0;
+    }
+    if (!S_ISDIR(st.st_mode) || mg_has_results(arg)) return mg_add_input(c, arg);
+    DIR *d = opendir(arg);
+    if (!d) {
+        mg_err(&c->e, "%s: %s", arg, strerror(errno));
+        return 0;
+    }
+    char **names = NULL;
+    int nn = 0, rc = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.') continue;
+        char p[PATH_MAX];
+        if (snprintf(p, sizeof(p), "%s/%s", arg, de->d_name) >= (int)sizeof(p) || !mg_has_results(p)) continue;
+        char **nv = realloc(names, (size_t)(nn + 1) * sizeof(*nv));
+        if (!nv || !(nv[nn] = strdup(p))) {
+            names = nv ? nv : names;
+            rc = -1;
+            break;
+        }
+        names = nv;
+        nn++;
+    }
+    closedir(d);
+    if (!rc && !nn) mg_err(&c->e, "%s: no results.json in it or in its subdirectories", arg);
+    if (!rc) qsort(names, (size_t)nn, sizeof(*names), mg_cmp_str);
+    for (int i = 0; !rc && i < nn; i++) rc = mg_add_input(c, names[i]);
+    for (int i = 0; i < nn; i++) free(names[i]);
+    free(names);
+    return rc;
+}
+
+/* ---- checks ---- */
+
+static void mg_same(mg_ctx *c, const mg_in *a, const mg_in *b, const cJSON *xa, const cJSON *xb, const char *field,
+                    const char *what, const char *flag) {
+    if (xa && xb ? cJSON_Compare(xa, xb, 1) : xa == xb) return;
+    char sa[200], sb[200];
+    mg_show(xa, sa, sizeof(sa));
+    mg_show(xb, sb, sizeof(sb));
+    mg_err(&c->e, "%s and %s are %s: %s is %s in the first, %s in the second (%s merges them anyway)", a->path, b->path,
+           what, field, sa, sb, flag);
+}
+
+static void mg_check_scenario(mg_ctx *c, const mg_in *a, const mg_in *b) {
+    const cJSON *sa = mg_get(a->root, "scenario"), *sb = mg_get(b->root, "scenario");
+    static const char *what = "runs of different scenarios", *flag = "--allow-scenarios";
+    mg_same(c, a, b, mg_get(sa, "name"), mg_get(sb, "name"), ".scenario.name", what, flag);
+    mg_same(c, a, b, mg_get(sa, "as_written"), mg_get(sb, "as_written"), ".scenario.as_written", what, flag);
+    mg_same(c, a, b, mg_get(sa, "overrides"), mg_get(sb, "overrides"), ".scenario.overrides", what, flag);
+    static const char *as_run[] = {"repetitions", "warmup", "processes"};
+    for (int i = 0; i < 3; i++) {
+        char f[64];
+        snprintf(f, sizeof(f), ".scenario.as_run.%s", as_run[i]);
+        mg_same(c, a, b, mg_get(mg_get(sa, "as_run"), as_run[i]), mg_get(mg_get(sb, "as_run"), as_run[i]), f, what, flag);
+    }
+}
+
+static void mg_check_build(mg_ctx *c, const mg_in *a, const mg_in *b) {
+    const cJSON *ea = mg_get(a->root, "environment"), *eb = mg_get(b->root, "environment");
+    static const char *what = "different builds", *flag = "--allow-builds";
+    static const char *f[][2] = {{"git", "sha"}, {"git", "dirty"}, {"compiler", "version"}, {"compiler", "flags"},
+                                 {"compiler", "sanitizers"}};
+    for (int i = 0; i < 5; i++) {
+        char name[64];
+        snprintf(name, sizeof(name), ".environment.%s.%s", f[i][0], f[i][1]);
+        mg_same(c, a, b, mg_get(mg_get(ea, f[i][0]), f[i][1]), mg_get(mg_get(eb, f[i][0]), f[i][1]), name, what, flag);
+    }
+}
+
+static void mg_check_plan(mg_ctx *c, const mg_opts *o) {
+    int count = c->in[0].count;
+    for (int i = 1; i < c->n; i++)
+        if (c->in[i].count != count)
+            mg_err(&c->e, "%s is shard %d/%d and %s shard %d/%d: shards of different plans", c->in[0].path,
+                   c->in[0].shard, count, c->in[i].path, c->in[i].shard, c->in[i].count);
+    if (c->e.n) return;
+    for (int i = 0; i < c->n; i++)
+        for (int j = i + 1; j < c->n; j++)
+            if (c->in[i].shard == c->in[j].shard && c->in[i].type == c->in[j].type)
+                mg_err(&c->e, "%s and %s are both shard %d/%d on one machine type (%s): its cells would count twice",
+                       c->in[i].path, c->in[j].path, c->in[i].shard, count, c->types[c->in[i].type].label);
+    char missing[512] = "";
+    int nm = 0;
+    for (int s = 0; s < count; s++) {
+        int have = 0;
+        for (int i = 0; i < c->n; i++) have |= c->in[i].shard == s;
+        if (have) continue;
+        size_t l = strlen(missing);
+        if (l + 16 < sizeof(missing)) snprintf(missing + l, sizeof(missing) - l, "%s%d", nm ? ", " : "", s);
+        nm++;
+    }
+    if (nm && !o->partial)
+        mg_err(&c->e, "shard%s %s of %d missing: give every shard's results directory (or --partial)", nm > 1 ? "s" : "",
+               missing, count);
+    for (int i = 0; i < c->n && !o->partial; i++) {
+        const char *st = mg_str(c->in[i].root, "status");
+        if (!st || strcmp(st, "complete"))
+            mg_err(&c->e, "%s: .status is \"%s\": the shard did not finish (or --partial)", c->in[i].path, st ? st : "?");
+    }
+}
+
+/* ---- variants and runs ---- */
+
+static int mg_cell_in(const cJSON *cells, int variant, int rep) {
+    const cJSON *x;
+    cJSON_ArrayForEach(x, cells)
+        if (mg_int(x, "variant", -1) == variant && mg_int(x, "repetition", -1) == rep) return 1;
+    return 0;
+}
+
+/* Merged variants: the first input's, others matched by key (new keys appended). */
+static cJSON *mg_variants(mg_ctx *c) {
+    cJSON *vars = cJSON_Duplicate(mg_get(c->in[0].root, "variants"), 1);
+    if (!vars) return NULL;
+    for (int i = 0; i < c->n; i++) {
+        mg_in *in = &c->in[i];
+        const cJSON *iv = mg_get(in->root, "variants");
+        in->nv = cJSON_GetArraySize(iv);
+        in->vmap = calloc((size_t)(in->nv ? in->nv : 1), sizeof(int));
+        if (!in->vmap) goto oom;
+        int k = 0;
+        const cJSON *v;
+        cJSON_ArrayForEach(v, iv) {
+            const char *key = mg_str(v, "key");
+            int found = -1, m = 0;
+            cJSON *mv;
+            cJSON_ArrayForEach(mv, vars) {
+                if (key && !strcmp(mg_str(mv, "key") ? mg_str(mv, "key") : "", key)) found = m;
+                m++;
+            }
+            if (found < 0) {
+                cJSON *nv = cJSON_Duplicate(v, 1);
+                if (!nv) goto oom;
+                cJSON_ReplaceItemInObjectCaseSensitive(nv, "index", cJSON_CreateNumber(m));
+                cJSON_AddItemToArray(vars, nv);
+                found = m;
+            }
+            int idx = mg_int(v, "index", k);
+            in->vmap[idx >= 0 && idx < in->nv ? idx : k] = found;
+            cJSON *mvf = cJSON_GetArrayItem(vars, found);
+            if (cJSON_IsTrue(mg_get(v, "selected")) && !cJSON_IsTrue(mg_get(mvf, "selected")))
+                cJSON_ReplaceItemInObjectCaseSensitive(mvf, "selected", cJSON_CreateTrue());
+            k++;
+        }
+    }
+    return vars;
+oom:
+    cJSON_Delete(vars);
+    return NULL;
+}
+
+typedef struct mg_runref {
+    int in, idx;                /* input, index in its runs[] */
+    int warmup, rep, variant;   /* variant: merged index */
+    const cJSON *run;
+} mg_runref;
+
+/* Warm-ups first (by input), then the measured runs in the unsharded order: repetition,
+ * variant; records of one cell on several machine types by input. */
+static int mg_cmp_run(const void *pa, const void *pb) {
+    const mg_runref *a = pa, *b = pb;
+    if (a->warmup != b->warmup) return b->warmup - a->warmup;
+    if (a->warmup && a->in != b->in) return a->in - b->in;
+    if (a->rep != b->rep) return a->rep - b->rep;
+    if (a->variant != b->variant) return a->variant - b->variant;
+    if (a->in != b->in) return a->in - b->in;
+    return a->idx - b->idx;
+}
+
+/* ---- statistics per variant and machine type ---- */
+
+typedef struct mg_series {
+    char name[128];
+    int n, cap;
+    double *v;
+    int *run, *proc;
+} mg_series;
+
+static int mg_push(mg_series **ms, int *nms, const char *name, double x, int run, int proc) {
+    mg_series *s = NULL;
+    for (int i = 0; i < *nms; i++)
+        if (!strcmp((*ms)[i].name, name)) s = &(*ms)[i];
+    if (!s) {
+        mg_series *nv = realloc(*ms, (size_t)(*nms + 1) * sizeof(*nv));
+        if (!nv) return -1;
+        *ms = nv;
+        s = &nv[(*nms)++];
+        memset(s, 0, sizeof(*s));
+        snprintf(s->name, sizeof(s->name), "%s", name);
+    }
+    if (s->n == s->cap) {
+        int nc = s->cap ? s->cap * 2 : 16;
+        double *v = realloc(s->v, (size_t)nc * sizeof(*v));
+        if (v) s->v = v;
+        int *r = realloc(s->run, (size_t)nc * sizeof(*r));
+        if (r) s->run = r;
+        int *p = realloc(s->proc, (size_t)nc * sizeof(*p));
+        if (p) s->proc = p;
+        if (!v || !r || !p) return -1;
+        s->cap = nc;
+    }
+    s->v[s->n] = x;
+    s->run[s->n] = run;
+    s->proc[s->n] = proc;
+    s->n++;
+    return 0;
+}
+
+static int mg_push_metrics(mg_series **ms, int *nms, const cJSON *metrics, int run, int proc) {
+    const cJSON *m;
+    cJSON_ArrayForEach(m, metrics)
+        if (cJSON_IsNumber(m) && m->string && mg_push(ms, nms, m->string, m->valuedouble, run, proc)) return -1;
+    return 0;
+}
+
+/* The unit of a metric of a variant from the inputs' summaries ("" when none says). */
+static const char *mg_unit(const mg_ctx *c, const char *key, const char *metric) {
+    for (int i = 0; i < c->n; i++) {
+        const cJSON *s;
+        cJSON_ArrayForEach(s, mg_get(c->in[i].root, "summary")) {
+            const char *k = mg_str(s, "key");
+            if (!k || strcmp(k, key)) continue;
+            const char *u = mg_str(mg_get(mg_get(s, "metrics"), metric), "unit");
+            if (u) return u;
+        }
+    }
+    return "";
+}
+
+static cJSON *mg_stat_json(const mg_series *s, const char *unit) {
+    st_summary st;
+    int *out = calloc((size_t)s->n, sizeof(int));
+    cJSON *x = cJSON_CreateObject();
+    if (!out || !x || st_summarize(s->v, s->n, &st, out)) {
+        free(out);
+        cJSON_Delete(x);
+        return NULL;
+    }
+    cJSON_AddStringToObject(x, "unit", unit);
+    cJSON_AddNumberToObject(x, "n", st.n);
+    cJSON_AddNumberToObject(x, "median", st.median);
+    cJSON_AddNumberToObject(x, "mean", st.mean);
+    cJSON_AddNumberToObject(x, "stddev", st.stddev);
+    cJSON_AddNumberToObject(x, "min", st.min);
+    cJSON_AddNumberToObject(x, "max", st.max);
+    cJSON *ci = cJSON_AddArrayToObject(x, "ci95");
+    cJSON_AddItemToArray(ci, cJSON_CreateNumber(st.ci_lo));
+    cJSON_AddItemToArray(ci, cJSON_CreateNumber(st.ci_hi));
+    cJSON *ol = cJSON_AddArrayToObject(x, "outliers");
+    for (int j = 0; j < s->n; j++) {
+        if (!out[j]) continue;
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "run", s->run[j]);
+        cJSON_AddNumberToObject(e, "process", s->proc[j]);
+        cJSON_AddNumberToObject(e, "value", s->v[j]);
+        cJSON_AddItemToArray(ol, e);
+    }
+    free(out);
+    return x;
+}
+
+/* One summary entry: variant vi (merged) on machine type t; NULL when it has no records there. */
+static cJSON *mg_summary_one(const mg_ctx *c, const cJSON *vars, const cJSON *runs, int vi, int t, int multi) {
+    const cJSON *var = cJSON_GetArrayItem(vars, vi);
+    const char *key = mg_str(var, "key"), *label = mg_str(var, "label");
+    int counted = 0, failed = 0, invalid = 0, any = 0, ri = 0, oom = 0;
+    mg_series *ms = NULL;
+    int nms = 0;
+    const cJSON *r;
+    cJSON_ArrayForEach(r, runs) {
+        if (mg_int(r, "variant", -1) == vi && mg_int(r, "machine_type", -1) == t && !cJSON_IsTrue(mg_get(r, "warmup"))) {
+            any = 1;
+            const char *st = mg_str(r, "status");
+            if (!st || strcmp(st, "ok")) failed++;
+            else if (!cJSON_IsTrue(mg_get(r, "valid"))) invalid++;
+            else {
+                counted++;
+                /* as rs_summarize: the run's own metrics, then each process's */
+                oom |= mg_push_metrics(&ms, &nms, mg_get(r, "metrics"), ri, -1);
+                int pi = 0;
+                const cJSON *p;
+                cJSON_ArrayForEach(p, mg_get(r, "processes")) oom |= mg_push_metrics(&ms, &nms, mg_get(p, "metrics"), ri, pi++);
+            }
+        }
+        ri++;
+    }
+    cJSON *o = NULL;
+    if (!any || oom) goto out;
+    o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "variant", vi);
+    cJSON_AddStringToObject(o, "key", key ? key : "");
+    char lab[512];
+    if (multi) snprintf(lab, sizeof(lab), "%s @ %s", label ? label : "", c->types[t].label);
+    else snprintf(lab, sizeof(lab), "%s", label ? label : "");
+    cJSON_AddStringToObject(o, "label", lab);
+    cJSON_AddNumberToObject(o, "machine_type", t);
+    cJSON_AddNumberToObject(o, "repetitions_counted", counted);
+    cJSON_AddNumberToObject(o, "repetitions_failed", failed);
+    cJSON_AddNumberToObject(o, "repetitions_invalid", invalid);
+    cJSON *met = cJSON_AddObjectToObject(o, "metrics");
+    for (int i = 0; i < nms; i++) {
+        cJSON *x = mg_stat_json(&ms[i], mg_unit(c, key ? key : "", ms[i].name));
+        if (x) cJSON_AddItemToObject(met, ms[i].name, x);
+    }
+    /* figures that live only in a summary (instructions:callgrind, one per variant and machine):
+     * the first input of this type that has them */
+    for (int i = 0; i < c->n; i++) {
+        if (c->in[i].type != t) continue;
+        const cJSON *s;
+        cJSON_ArrayForEach(s, mg_get(c->in[i].root, "summary")) {
+            if (!key || !mg_str(s, "key") || strcmp(mg_str(s, "key"), key)) continue;
+            const cJSON *m;
+            cJSON_ArrayForEach(m, mg_get(s, "metrics"))
+                if (m->string && !mg_get(met, m->string)) cJSON_AddItemToObject(met, m->string, cJSON_Duplicate(m, 1));
+        }
+    }
+out:
+    for (int i = 0; i < nms; i++) {
+        free(ms[i].v);
+        free(ms[i].run);
+        free(ms[i].proc);
+    }
+    free(ms);
+    return o;
+}
+
+/* ---- the merge ---- */
+
+static void mg_ctx_free(mg_ctx *c) {
+    for (int i = 0; i < c->n; i++) {
+        cJSON_Delete(c->in[i].root);
+        free(c->in[i].vmap);
+    }
+    free(c->in);
+    free(c->types);
+    free(c->e.buf);
+}
+
+static void mg_types(mg_ctx *c) {
+    c->types = calloc((size_t)c->n, sizeof(*c->types));
+    if (!c->types) return;
+    for (int i = 0; i < c->n; i++) {
+        char id[32], label[200];
+        mg_machine_type(mg_get(c->in[i].root, "environment"), id, sizeof(id), label, sizeof(label));
+        int t = 0;
+        while (t < c->nt && strcmp(c->types[t].id, id)) t++;
+        if (t == c->nt) {
+            snprintf(c->types[t].id, sizeof(c->types[t].id), "%s", id);
+            snprintf(c->types[t].label, sizeof(c->types[t].label), "%s", label);
+            c->types[t].first = i;
+            c->nt++;
+        }
+        c->in[i].type = t;
+    }
+    /* two types with one label (the same CPU model, other flags or kernels): the id tells them apart */
+    for (int t = 0; t < c->nt; t++)
+        for (int u = 0; u < c->nt; u++) {
+            if (u == t || strncmp(c->types[t].label, c->types[u].label, sizeof(c->types[t].label))) continue;
+            size_t l = strlen(c->types[t].label);
+            if (l + 9 < sizeof(c->types[t].label)) snprintf(c->types[t].label + l, sizeof(c->types[t].label) - l, " #%.6s", c->types[t].id);
+        }
+}
+
+int mg_merge(const char *const *inputs, int n, const mg_opts *o, cJSON **out, char *err, size_t errlen) {
+    *out = NULL;
+    mg_ctx c = {0};
+    cJSON *doc = NULL;
+    mg_runref *refs = NULL;
+    int rc = -1;
+    if (n < 1) {
+        snprintf(err, errlen, "no results directories given");
+        return -1;
+    }
+    for (int i = 0; i < n; i++)
+        if (mg_expand(&c, inputs[i])) goto oom;
+    if (c.e.n) goto fail;
+    mg_types(&c);
+    if (!c.types) goto oom;
+    for (int i = 1; i < c.n; i++) {
+        if (!o->allow_scenarios) mg_check_scenario(&c, &c.in[0], &c.in[i]);
+        if (!o->allow_builds) mg_check_build(&c, &c.in[0], &c.in[i]);
+    }
+    if (c.e.n) goto fail;
+    mg_check_plan(&c, o);
+    if (c.e.n) goto fail;
+
+    doc = cJSON_CreateObject();
+    cJSON *vars = mg_variants(&c);
+    if (!doc || !vars) {
+        cJSON_Delete(vars);
+        goto oom;
+    }
+    /* every record, checked against its shard's cells; one cell once per machine type */
+    int nr = 0;
+    for (int i = 0; i < c.n; i++) nr += cJSON_GetArraySize(mg_get(c.in[i].root, "runs"));
+    refs = calloc((size_t)(nr ? nr : 1), sizeof(*refs));
+    if (!refs) {
+        cJSON_Delete(vars);
+        goto oom;
+    }
+    int k = 0;
+    for (int i = 0; i < c.n; i++) {
+        int idx = 0;
+        const cJSON *r;
+        cJSON_ArrayForEach(r, mg_get(c.in[i].root, "runs")) {
+            int v = mg_int(r, "variant", -1), rep = mg_int(r, "repetition", -1);
+            if (v < 0 || v >= c.in[i].nv || rep < 0) {
+                mg_err(&c.e, "%s: .runs[%d]: expected a variant index < %d and a repetition >= 0", c.in[i].path, idx,
+                       c.in[i].nv);
+            } else {
+                refs[k] = (mg_runref){.in = i, .idx = idx, .warmup = cJSON_IsTrue(mg_get(r, "warmup")), .rep = rep,
+                                      .variant = c.in[i].vmap[v], .run = r};
+                if (!refs[k].warmup && c.in[i].cells && !mg_cell_in(c.in[i].cells, v, rep))
+                    mg_err(&c.e, "%s: .runs[%d]: variant %d repetition %d is not one of shard %d's cells", c.in[i].path,
+                           idx, v, rep, c.in[i].shard);
+                k++;
+            }
+            idx++;
+        }
+    }
+    nr = k;
+    qsort(refs, (size_t)nr, sizeof(*refs), mg_cmp_run);
+    for (int i = 1; i < nr; i++) {
+        const mg_runref *a = &refs[i - 1], *b = &refs[i];
+        if (!a->warmup && !b->warmup && a->rep == b->rep && a->variant == b->variant && a->in != b->in &&
+            c.in[a->in].type == c.in[b->in].type)
+            mg_err(&c.e, "%s and %s both hold variant %s repetition %d on one machine type", c.in[a->in].path,
+                   c.in[b->in].path, mg_str(cJSON_GetArrayItem(vars, a->variant), "key"), a->rep);
+    }
+    if (c.e.n) {
+        cJSON_Delete(vars);
+        goto fail;
+    }
+
+    const cJSON *first = c.in[0].root;
+    cJSON_AddStringToObject(doc, "schema", RS_SCHEMA);
+    const char *status = "complete";
+    for (int i = 0; i < c.n; i++) {
+        const char *st = mg_str(c.in[i].root, "status");
+        if (st && strcmp(st, "complete")) status = st;
+    }
+    cJSON_AddStringToObject(doc, "status", status);
+    time_t now = time(NULL);
+    struct tm tm;
+    char ts[64];
+    gmtime_r(&now, &tm);
+    strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    cJSON_AddStringToObject(doc, "written", ts);
+    cJSON_AddItemToObject(doc, "environment", cJSON_Duplicate(mg_get(first, "environment"), 1));
+    cJSON_AddItemToObject(doc, "scenario", cJSON_Duplicate(mg_get(first, "scenario"), 1));
+    cJSON_AddItemToObject(doc, "variants", vars);
+
+    cJSON *runs = cJSON_AddArrayToObject(doc, "runs");
+    for (int i = 0; i < nr; i++) {
+        cJSON *r = cJSON_Duplicate(refs[i].run, 1);
+        if (!r) goto oom;
+        cJSON_ReplaceItemInObjectCaseSensitive(r, "variant", cJSON_CreateNumber(refs[i].variant));
+        cJSON_AddNumberToObject(r, "shard", c.in[refs[i].in].shard);
+        cJSON_AddNumberToObject(r, "machine", refs[i].in);
+        cJSON_AddNumberToObject(r, "machine_type", c.in[refs[i].in].type);
+        cJSON_AddItemToArray(runs, r);
+    }
+
+    cJSON *machines = cJSON_AddArrayToObject(doc, "machines");
+    for (int i = 0; i < c.n; i++) {
+        cJSON *m = cJSON_CreateObject();
+        cJSON_AddNumberToObject(m, "shard", c.in[i].shard);
+        cJSON_AddStringToObject(m, "source", c.in[i].path);
+        const char *host = mg_str(mg_get(c.in[i].root, "environment"), "hostname");
+        cJSON_AddStringToObject(m, "hostname", host ? host : "");
+        cJSON_AddNumberToObject(m, "machine_type", c.in[i].type);
+        cJSON_AddItemToObject(m, "environment", cJSON_Duplicate(mg_get(c.in[i].root, "environment"), 1));
+        cJSON_AddItemToArray(machines, m);
+    }
+    cJSON *types = cJSON_AddArrayToObject(doc, "machine_types");
+    for (int t = 0; t < c.nt; t++) {
+        const cJSON *env = mg_get(c.in[c.types[t].first].root, "environment");
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddStringToObject(x, "id", c.types[t].id);
+        cJSON_AddStringToObject(x, "label", c.types[t].label);
+        const char *model = mg_str(mg_get(env, "cpu"), "model"), *flags = mg_str(mg_get(env, "cpu"), "flags"),
+                   *kern = mg_str(env, "kernels");
+        cJSON_AddStringToObject(x, "cpu_model", model ? model : "");
+        cJSON_AddStringToObject(x, "cpu_flags", flags ? flags : "");
+        cJSON_AddStringToObject(x, "kernels", kern ? kern : "");
+        const cJSON *g = mg_get(env, "gpus");
+        cJSON_AddItemToObject(x, "gpus", g ? cJSON_Duplicate(g, 1) : cJSON_CreateArray());
+        cJSON *ms = cJSON_AddArrayToObject(x, "machines");
+        for (int i = 0; i < c.n; i++)
+            if (c.in[i].type == t) cJSON_AddItemToArray(ms, cJSON_CreateNumber(i));
+        cJSON_AddItemToArray(types, x);
+    }
+
+    cJSON *sum = cJSON_AddArrayToObject(doc, "summary");
+    int nvars = cJSON_GetArraySize(vars);
+    for (int vi = 0; vi < nvars; vi++)
+        for (int t = 0; t < c.nt; t++) {
+            cJSON *e = mg_summary_one(&c, vars, runs, vi, t, c.nt > 1);
+            if (e) cJSON_AddItemToArray(sum, e);
+        }
+
+    cJSON *mj = cJSON_AddObjectToObject(doc, "merged");
+    cJSON_AddNumberToObject(mj, "shards", c.in[0].count);
+    cJSON *src = cJSON_AddArrayToObject(mj, "inputs");
+    for (int i = 0; i < c.n; i++) cJSON_AddItemToArray(src, cJSON_CreateString(c.in[i].path));
+    cJSON *miss = cJSON_AddArrayToObject(mj, "missing_shards");
+    for (int s = 0; s < c.in[0].count; s++) {
+        int have = 0;
+        for (int i = 0; i < c.n; i++) have |= c.in[i].shard == s;
+        if (!have) cJSON_AddItemToArray(miss, cJSON_CreateNumber(s));
+    }
+    cJSON *al = cJSON_AddObjectToObject(mj, "allowed");
+    cJSON_AddBoolToObject(al, "scenarios", o->allow_scenarios);
+    cJSON_AddBoolToObject(al, "builds", o->allow_builds);
+    cJSON_AddBoolToObject(al, "partial", o->partial);
+    *out = doc;
+    doc = NULL;
+    rc = 0;
+    goto done;
+oom:
+    mg_err(&c.e, "out of memory");
+fail:
+    snprintf(err, errlen, "%s", c.e.buf ? c.e.buf : "out of memory");
+done:
+    free(refs);
+    cJSON_Delete(doc);
+    mg_ctx_free(&c);
+    return rc;
+}
+
+/* ---- files ---- */
+
+static int mg_mkdirs(const char *path) {
+    char buf[PATH_MAX];
+    snprintf(buf, sizeof(buf), "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        if (mkdir(buf, 0777) && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    return mkdir(buf, 0777) && errno != EEXIST ? -1 : 0;
+}
+
+int mg_write(const cJSON *doc, const char *dir, char *err, size_t errlen) {
+    if (mg_mkdirs(dir)) {
+        snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    char path[PATH_MAX];
+    char *text = cJSON_Print(doc);
+    if (!text) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    snprintf(path, sizeof(path), "%s/results.json", dir);
+    int rc = rs_write_atomic(path, text, strlen(text), err, errlen);
+    free(text);
+    if (rc) return rc;
+    /* results.csv: bench run's columns, and the machine type last */
+    char *csv = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&csv, &len);
+    if (!f) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    fprintf(f, "variant,label,key,metric,unit,n,median,mean,stddev,min,max,ci95_lo,ci95_hi,outliers,machine_type\n");
+    const cJSON *types = mg_get(doc, "machine_types"), *s;
+    cJSON_ArrayForEach(s, mg_get(doc, "summary")) {
+        const cJSON *m;
+        const char *tl = mg_str(cJSON_GetArrayItem(types, mg_int(s, "machine_type", 0)), "label");
+        cJSON_ArrayForEach(m, mg_get(s, "metrics")) {
+            const cJSON *ci = mg_get(m, "ci95");
+            double lo = cJSON_IsNumber(cJSON_GetArrayItem(ci, 0)) ? cJSON_GetArrayItem(ci, 0)->valuedouble : NAN;
+            double hi = cJSON_IsNumber(cJSON_GetArrayItem(ci, 1)) ? cJSON_GetArrayItem(ci, 1)->valuedouble : NAN;
+#define MG_NUM(k) (cJSON_IsNumber(mg_get(m, k)) ? mg_get(m, k)->valuedouble : NAN)
+            fprintf(f, "%d,\"%s\",\"%s\",%s,%s,%d,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%d,\"%s\"\n", mg_int(s, "variant", -1),
+                    mg_str(s, "label"), mg_str(s, "key"), m->string, mg_str(m, "unit") ? mg_str(m, "unit") : "",
+                    mg_int(m, "n", 0), MG_NUM("median"), MG_NUM("mean"), MG_NUM("stddev"), MG_NUM("min"), MG_NUM("max"),
+                    lo, hi, cJSON_GetArraySize(mg_get(m, "outliers")), tl ? tl : "");
+#undef MG_NUM
+        }
+    }
+    fclose(f);
+    snprintf(path, sizeof(path), "%s/results.csv", dir);
+    rc = csv ? rs_write_atomic(path, csv, len, err, errlen) : -1;
+    free(csv);
+    return rc;
+}
