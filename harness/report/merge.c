@@ -244,7 +244,7 @@ static int mg_expand(mg_ctx *c, const char *arg) {
     }
     closedir(d);
     if (!rc && !nn) mg_err(&c->e, "%s: no results.json in it or in its subdirectories", arg);
-    if (!rc) qsort(names, (size_t)nn, sizeof(*names), mg_cmp_str);
+    if (!rc && nn) qsort(names, (size_t)nn, sizeof(*names), mg_cmp_str);
     for (int i = 0; !rc && i < nn; i++) rc = mg_add_input(c, names[i]);
     for (int i = 0; i < nn; i++) free(names[i]);
     free(names);
