@@ -61,7 +61,12 @@ if [ ! -f "$dir/munge/munge.key" ]; then
 fi
 
 # two free TCP ports: none listening in /proc/net/tcp{,6}
-listening() { awk 'NR > 1 && $4 == "0A" { split($2, a, ":"); print strtonum("0x" a[2]) }' /proc/net/tcp /proc/net/tcp6 2>/dev/null; }
+listening() {
+  local _sl local _rem st _rest
+  cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | while read -r _sl local _rem st _rest; do
+    [ "$st" = 0A ] && echo $((16#${local##*:}))
+  done
+}
 used=" $(listening | tr '\n' ' ') "
 port=$((20000 + ($$ % 20000) * 2))
 while [[ $used == *" $port "* || $used == *" $((port + 1)) "* ]]; do port=$((port + 2)); done
@@ -123,18 +128,18 @@ start munged "$dir/munge/munged.pid" munged -f --key-file="$dir/munge/munge.key"
 start slurmctld "$dir/slurmctld.pid" slurmctld -f "$SLURM_CONF" \
   || fail 77 "slurmctld cannot start on this machine: the cluster test skips" "$dir/log/slurmctld.log"
 up=0
-for _ in $(seq 100); do
+for _ in $(seq 300); do
   if scontrol ping 2>/dev/null | grep -q "is UP"; then up=1; break; fi
   sleep 0.2
 done
 [ $up = 1 ] || fail 77 "slurmctld started but does not answer (scontrol ping): the cluster test skips" "$dir/log/slurmctld.log"
 start slurmd "$dir/slurmd.pid" slurmd -f "$SLURM_CONF" || fail 1 "slurmd did not start" "$dir/log/slurmd.log"
 idle=0
-for _ in $(seq 150); do
+for _ in $(seq 300); do
   state=$(sinfo -h -n "$host" -o %T 2>/dev/null)
   case $state in idle*|mixed*|allocated*) idle=1; break ;; esac
   sleep 0.2
 done
-[ $idle = 1 ] || fail 1 "node $host is \"${state:-unknown}\", not idle, 30 s after slurmd started" "$dir/log/slurmd.log"
+[ $idle = 1 ] || fail 1 "node $host is \"${state:-unknown}\", not idle, 60 s after slurmd started" "$dir/log/slurmd.log"
 echo "local-cluster.sh: up: $(tr '\n' ' ' < "$dir/pids")on ports $port, $((port + 1)) in $dir" >&2
 echo "export SLURM_CONF=$SLURM_CONF"
