@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "harness/report/merge.h"
 #include "harness/report/plot.h"
 #include "harness/report/resread.h"
 #include "harness/spec/scenario.h"
@@ -248,6 +249,8 @@ static void test_merged_equals_unsharded(void **state) {
     assert_int_equal(measured, 3);
     assert_int_equal(warm, 2);      /* shard 1 holds cells of both variants */
     assert_non_null(get(get(s1, "environment"), "kernels"));
+    struct stat nv;
+    if (stat("/proc/driver/nvidia/gpus", &nv)) assert_int_equal(cJSON_GetArraySize(get(get(s1, "environment"), "gpus")), 0);
     cJSON_Delete(s1);
 
     assert_int_equal(tu_bench(NULL, "merge '%s' --out '%s' 2>/dev/null", shards, merged), 0);
@@ -491,10 +494,36 @@ static void test_machine_types_apart(void **state) {
     free(text);
 }
 
+/* The machine type: the CPU model, flags, kernels and GPUs make the id; the label is short. */
+static void test_machine_type(void **state) {
+    (void)state;
+    const char *fmt = "{\"cpu\": {\"model\": \"Intel(R) Xeon(R) Platinum 8480+ CPU @ 2.00GHz\", \"flags\": \"%s\"},"
+                      " \"kernels\": \"avx512\", \"gpus\": %s}";
+    char text[512], id[4][32], label[4][200];
+    static const char *flags[] = {"avx2 avx512f", "avx2 avx512f", "avx2", "avx2 avx512f"};
+    static const char *gpus[] = {"[\"NVIDIA H100 80GB HBM3\"]", "[\"NVIDIA H100 80GB HBM3\"]", "[\"NVIDIA H100 80GB HBM3\"]",
+                                 "[\"NVIDIA H100 80GB HBM3\", \"NVIDIA H100 80GB HBM3\"]"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(text, sizeof(text), fmt, flags[i], gpus[i]);
+        cJSON *env = cJSON_Parse(text);
+        assert_non_null(env);
+        mg_machine_type(env, id[i], sizeof(id[i]), label[i], sizeof(label[i]));
+        cJSON_Delete(env);
+        assert_int_equal(strlen(id[i]), 16);
+    }
+    assert_string_equal(label[0], "Intel Xeon Platinum 8480+ + NVIDIA H100 80GB HBM3");
+    assert_string_equal(id[0], id[1]);
+    assert_string_not_equal(id[0], id[2]);   /* other flags: another type, the same label */
+    assert_string_equal(label[2], label[0]);
+    assert_string_not_equal(id[0], id[3]);
+    assert_string_equal(label[3], "Intel Xeon Platinum 8480+ + 2x NVIDIA H100 80GB HBM3");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plan_balanced_interleaved_deterministic),
         cmocka_unit_test(test_shard_spec),
+        cmocka_unit_test(test_machine_type),
         cmocka_unit_test(test_plan_command),
         cmocka_unit_test(test_merged_equals_unsharded),
         cmocka_unit_test(test_merge_refuses),
