@@ -87,6 +87,17 @@ $(BUILD)/obj/%.o: %.c
 BUILD_FLAGS := $(CC) $(CFLAGS) $(filter -DNDEBUG,$(CPPFLAGS))
 $(BUILD)/obj/harness/report/results.o: CPPFLAGS += -DBENCH_CFLAGS='"$(BUILD_FLAGS)"'
 
+# The tokenizers' Unicode classes, generated from the Unicode Character Database
+# (Debian's unicode-data, installed by scripts/deps.sh) rather than committed.
+UCD ?= /usr/share/unicode/UnicodeData.txt
+$(BUILD)/gen/unicode_tab.h: scripts/gen_unicode.awk $(UCD)
+	@mkdir -p $(dir $@)
+	awk -f scripts/gen_unicode.awk $(UCD) > $@.tmp && mv $@.tmp $@
+$(UCD):
+	@echo "$@ is missing: make deps (scripts/deps.sh) installs Debian's unicode-data" >&2; exit 1
+$(BUILD)/obj/engines/core/runtime/unicode.o: $(BUILD)/gen/unicode_tab.h
+$(BUILD)/obj/engines/core/runtime/unicode.o: CPPFLAGS += -I$(BUILD)/gen
+
 $(BUILD)/libbench.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^

@@ -10,6 +10,7 @@ PACKAGES=(
   libcmocka-dev       # unit-test framework
   libjemalloc-dev     # allocator baselines
   libmimalloc-dev
+  unicode-data        # UnicodeData.txt: the tokenizers' character classes (generated at build time)
   gnuplot-nox         # graphs (found at run time)
   chromium            # renders report.html in the tests (headless)
   valgrind linux-perf # investigations

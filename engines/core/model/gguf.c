@@ -158,11 +158,12 @@ typedef struct gg_kv {
 
 /* What the vocabulary arrays hold while the header is parsed. */
 typedef struct gg_vocab_arrays {
-    uint64_t n_tokens, n_scores, n_types;
+    uint64_t n_tokens, n_scores, n_types, n_merges;
     char **tokens;
     float *scores;
     int32_t *types;
-    int have_tokens, have_scores, have_types;
+    char **merges;          /* tokenizer.ggml.merges: byte-level BPE's "left right" pairs */
+    int have_tokens, have_scores, have_types, have_merges;
 } gg_vocab_arrays;
 
 static int skip_value(gg_rd *r, const char *key, uint32_t type, int depth);
@@ -207,22 +208,32 @@ static int skip_value(gg_rd *r, const char *key, uint32_t type, int depth) {
     }
 }
 
-/* Reads one of the tokenizer arrays whose contents we keep. */
+/* Reads one of the tokenizer arrays whose contents we keep (which: 0 tokens, 1 scores,
+ * 2 token types, 3 merges). */
 static int read_vocab_array(gg_rd *r, const char *key, gg_vocab_arrays *va, int which) {
-    static const uint32_t want[] = {GV_STRING, GV_F32, GV_I32};
+    static const uint32_t want[] = {GV_STRING, GV_F32, GV_I32, GV_STRING};
     uint32_t et;
     uint64_t n, at = r->pos;
     if (rd_u32(r, &et, "array element type") || rd_u64(r, &n, "array length")) return -1;
     if (et != want[which] && !(which == 2 && et == GV_U32))
         return bench_errf(r->err, r->errlen, "%s: key %s is an array of %s, expected %s",
                           r->path, key, gv_name(et), gv_name(want[which]));
-    uint64_t min = which == 0 ? 8 : 4;
+    uint64_t min = which == 0 || which == 3 ? 8 : 4;
     if (n > rd_left(r) / min)
         return bench_errf(r->err, r->errlen, "%s: key %s: array of %llu values at offset %llu runs past the end of the file (%llu bytes)",
                           r->path, key, (unsigned long long)n, (unsigned long long)at, (unsigned long long)r->size);
     if (n > INT_MAX)
         return bench_errf(r->err, r->errlen, "%s: key %s holds %llu tokens, at most %d supported", r->path, key, (unsigned long long)n, INT_MAX);
-    if (which == 0) {
+    if (which == 3) {
+        /* Each merge is two pieces and a space: its length is checked by rd_str against
+         * the bytes left, and its shape when the tokenizer is built. */
+        va->merges = calloc(n ? n : 1, sizeof(char *));
+        if (!va->merges) return bench_errf(r->err, r->errlen, "%s: out of memory reading %s", r->path, key);
+        va->n_merges = n;
+        va->have_merges = 1;
+        for (uint64_t i = 0; i < n; i++)
+            if (rd_str(r, &va->merges[i], 0, key)) return -1;
+    } else if (which == 0) {
         va->tokens = calloc(n ? n : 1, sizeof(char *));
         if (!va->tokens) return bench_errf(r->err, r->errlen, "%s: out of memory reading %s", r->path, key);
         va->n_tokens = n;   /* set first: a half-read array is freed by its count */
@@ -269,8 +280,8 @@ static int read_kv(gg_rd *r, gg_kv *kv, gg_vocab_arrays *va) {
         if (rd_u32(r, &kv->arr_type, "array element type") || rd_u64(r, &kv->arr_n, "array length")) return -1;
         r->pos = at;
         int which = strcmp(k, "tokenizer.ggml.tokens") == 0 ? 0 : strcmp(k, "tokenizer.ggml.scores") == 0 ? 1
-                  : strcmp(k, "tokenizer.ggml.token_type") == 0 ? 2 : -1;
-        if (which >= 0 && (which == 0 ? va->have_tokens : which == 1 ? va->have_scores : va->have_types))
+                  : strcmp(k, "tokenizer.ggml.token_type") == 0 ? 2 : strcmp(k, "tokenizer.ggml.merges") == 0 ? 3 : -1;
+        if (which >= 0 && (which == 0 ? va->have_tokens : which == 1 ? va->have_scores : which == 2 ? va->have_types : va->have_merges))
             return bench_errf(r->err, r->errlen, "%s: duplicate key %s", r->path, k);
         return which >= 0 ? read_vocab_array(r, k, va, which) : skip_array(r, k, 0);
     }
@@ -558,14 +569,28 @@ int gguf_open(const char *path, model *m, char *err, size_t errlen) {
             kv_get_token(path, kvs, n_kv, "tokenizer.ggml.eos_token_id", n, &v->eos, err, errlen) ||
             kv_get_token(path, kvs, n_kv, "tokenizer.ggml.unknown_token_id", n, &v->unk, err, errlen))
             goto out;
-        const gg_kv *tm = kv_find(kvs, n_kv, "tokenizer.ggml.model");
+        const gg_kv *tm = kv_find(kvs, n_kv, "tokenizer.ggml.model"), *tp = kv_find(kvs, n_kv, "tokenizer.ggml.pre");
+        if ((tm && tm->type != GV_STRING) || (tp && tp->type != GV_STRING)) {
+            bench_errf(err, errlen, "%s: %s has type %s, expected string", path, tm && tm->type != GV_STRING ? tm->key : tp->key,
+                       gv_name(tm && tm->type != GV_STRING ? tm->type : tp->type));
+            goto out;
+        }
+        /* Absent model or pre stay NULL: the tokenizer names what is missing. */
+        if ((tm && !(v->model = strdup(tm->str))) || (tp && !(v->pre = strdup(tp->str)))) goto oom;
         /* SentencePiece (llama.cpp's "llama" model) prepends a space unless told otherwise. */
-        v->add_space_prefix = tm && tm->type == GV_STRING && strcmp(tm->str, "llama") == 0;
+        v->add_space_prefix = tm && strcmp(tm->str, "llama") == 0;
         const gg_kv *asp = kv_find(kvs, n_kv, "tokenizer.ggml.add_space_prefix");
         if (asp && asp->type == GV_BOOL) v->add_space_prefix = (int)asp->v.u;
         v->tokens = va.tokens; va.tokens = NULL; va.n_tokens = 0;
         v->scores = va.scores; va.scores = NULL;
         v->types = va.types; va.types = NULL;
+        if (va.n_merges > INT_MAX) {
+            bench_errf(err, errlen, "%s: tokenizer.ggml.merges holds %llu merges, at most %d supported", path,
+                       (unsigned long long)va.n_merges, INT_MAX);
+            goto out;
+        }
+        v->merges = va.merges; va.merges = NULL;
+        v->n_merges = (int)va.n_merges; va.n_merges = 0;
         v->n = n;
     } else {
         m->vocab.bos = m->vocab.eos = m->vocab.unk = -1;
@@ -588,5 +613,7 @@ out:
     free(va.tokens);
     free(va.scores);
     free(va.types);
+    for (uint64_t i = 0; va.merges && i < va.n_merges; i++) free(va.merges[i]);
+    free(va.merges);
     return rc;
 }

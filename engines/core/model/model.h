@@ -75,6 +75,15 @@ typedef struct model_vocab {
     int32_t *types;         /* (n) TOKEN_* (NORMAL when the format has none) */
     int bos, eos, unk;      /* -1 when unknown */
     int add_space_prefix;   /* SentencePiece adds a leading space to the text */
+    /* Which tokenizer (engines/core/runtime/tokenizer.c dispatches on it): */
+    char *model;            /* tokenizer.ggml.model: "llama" (SentencePiece), "gpt2" (byte-level
+                             * BPE), ...; NULL when the source does not say */
+    char *pre;              /* tokenizer.ggml.pre: the BPE pre-tokenizer family; NULL when absent */
+    int n_merges;
+    char **merges;          /* (n_merges) "left right", rank = index (byte-level BPE) */
+    int n_pre_patterns;     /* > 0: the pre-tokenizer's split patterns, from a tokenizer.json */
+    char **pre_patterns;    /* (n_pre_patterns) */
+    int ignore_merges;      /* with pre_patterns: a word that is a token is not merged */
 } model_vocab;
 
 typedef struct model {

@@ -191,6 +191,7 @@ int synth_vocab_build(int n, model_vocab *v, char *err, size_t errlen) {
     v->bos = 1;
     v->eos = 2;
     v->add_space_prefix = 1;
+    if (!(v->model = strdup("llama"))) goto oom;
 
     /* Single characters, reserved now (as many as fit) and moved to the end below. */
     char singles[80][4];

@@ -28,6 +28,14 @@ void model_vocab_free(model_vocab *v) {
     free(v->tokens);
     free(v->scores);
     free(v->types);
+    free(v->model);
+    free(v->pre);
+    if (v->merges)
+        for (int i = 0; i < v->n_merges; i++) free(v->merges[i]);
+    free(v->merges);
+    if (v->pre_patterns)
+        for (int i = 0; i < v->n_pre_patterns; i++) free(v->pre_patterns[i]);
+    free(v->pre_patterns);
     memset(v, 0, sizeof(*v));
 }
 
@@ -168,6 +176,10 @@ int model_vocab_load_llama2c(const char *path, int expected_n, model_vocab *v, c
     v->bos = n > 1 ? 1 : -1;
     v->eos = n > 2 ? 2 : -1;
     v->add_space_prefix = 1;
+    if (!(v->model = strdup("llama"))) {
+        bench_errf(err, errlen, "%s: out of memory", path);
+        goto err;
+    }
     free(buf);
     return 0;
 

@@ -22,6 +22,7 @@
  * held the intermediate pieces; the Llama-2 vocabularies do not.)
  */
 #include "tokenizer.h"
+#include "bpe.h"
 #include "engines/abi/module.h"
 
 #include <stdint.h>
@@ -52,6 +53,9 @@ struct tokenizer {
     /* decoding: what each id prints */
     char *dec;              /* NUL-separated decoded texts */
     uint32_t *dec_off;      /* (n) offset of id's text in dec */
+
+    bpe *bpe;               /* byte-level BPE; NULL: SentencePiece */
+    char warn[640];         /* what --tokenizer-fallback does not honour, or "" */
 };
 
 /* ---- lookup table ---- */
@@ -102,13 +106,41 @@ void tokenizer_free(tokenizer *t) {
     free(t->slots);
     free(t->dec);
     free(t->dec_off);
+    bpe_free(t->bpe);
     free(t);
 }
 
 int tokenizer_create(const model_vocab *v, tokenizer **out, char *err, size_t errlen) {
+    return tokenizer_create_ex(v, 0, out, err, errlen);
+}
+
+const char *tokenizer_warning(const tokenizer *t) { return t->warn; }
+const char *tokenizer_kind(const tokenizer *t) { return t->bpe ? "byte-level BPE" : "sentencepiece"; }
+
+#define SUPPORTED_MODELS "\"llama\" (SentencePiece) and \"gpt2\" (byte-level BPE)"
+
+int tokenizer_create_ex(const model_vocab *v, unsigned flags, tokenizer **out, char *err, size_t errlen) {
     *out = NULL;
     if (!v || v->n <= 0 || !v->tokens || !v->scores)
         return bench_errf(err, errlen, "tokenizer: the model has no vocabulary");
+    /* Which tokenizer: never a guess unless the caller asked for one. */
+    int is_bpe = 0;
+    char warn[sizeof(((tokenizer *)0)->warn)] = "";
+    if (v->model && !strcmp(v->model, "gpt2")) {
+        is_bpe = 1;
+    } else if (!v->model || strcmp(v->model, "llama")) {
+        if (!(flags & TOKENIZER_FALLBACK)) {
+            if (!v->model)
+                return bench_errf(err, errlen, "tokenizer: the vocabulary does not say which tokenizer it uses "
+                                  "(tokenizer.ggml.model is absent); supported: " SUPPORTED_MODELS
+                                  ", or --tokenizer-fallback to use SentencePiece");
+            return bench_errf(err, errlen, "tokenizer: tokenizer.ggml.model \"%s\" is not supported; supported: "
+                              SUPPORTED_MODELS ", or --tokenizer-fallback to use SentencePiece", v->model);
+        }
+        snprintf(warn, sizeof(warn), "warning: tokenizer.ggml.model %s%s%s is not supported; --tokenizer-fallback: "
+                 "tokenizing as SentencePiece, so ids may differ from the model's own tokenizer",
+                 v->model ? "\"" : "", v->model ? v->model : "is absent", v->model ? "\"" : "");
+    }
     if (v->n > (1 << 28)) return bench_errf(err, errlen, "tokenizer: %d tokens is more than supported", v->n);
     int n = v->n;
     tokenizer *t = calloc(1, sizeof(*t));
@@ -118,6 +150,8 @@ int tokenizer_create(const model_vocab *v, tokenizer **out, char *err, size_t er
     t->eos = v->eos >= 0 && v->eos < n ? v->eos : -1;
     t->unk = v->unk >= 0 && v->unk < n ? v->unk : -1;
     t->add_space_prefix = v->add_space_prefix;
+    memcpy(t->warn, warn, sizeof(warn));
+    if (is_bpe && bpe_create(v, (flags & TOKENIZER_FALLBACK) != 0, &t->bpe, t->warn, sizeof(t->warn), err, errlen)) goto err;
 
     size_t total = 0;
     for (int i = 0; i < n; i++) {
@@ -186,8 +220,14 @@ int tokenizer_create(const model_vocab *v, tokenizer **out, char *err, size_t er
     for (int i = 0; i < n; i++) {
         const char *p = t->blob + t->off[i];
         t->dec_off[i] = (uint32_t)pos;
-        if (t->types[i] == TOKEN_CONTROL) {
+        if (t->types[i] == TOKEN_CONTROL || (t->bpe && t->types[i] == TOKEN_UNKNOWN)) {
             /* prints nothing */
+        } else if (t->bpe) {
+            /* byte-level: the bytes the piece stands for; a user-defined token is its text */
+            size_t l = t->types[i] == TOKEN_USER ? t->len[i] : bpe_piece_bytes(p, t->len[i], t->dec + pos);
+            if (t->types[i] == TOKEN_USER) memcpy(t->dec + pos, p, l);
+            /* a 0x00 byte cannot live in a C string: the text stops before it */
+            pos += strnlen(t->dec + pos, l);
         } else if (t->types[i] == TOKEN_BYTE) {
             int bv = byte_piece_value(p, t->len[i]);
             if (bv > 0) t->dec[pos++] = (char)bv; /* <0x00> cannot live in a C string: prints nothing */
@@ -297,7 +337,9 @@ int tokenizer_encode(const tokenizer *t, const char *text, int bos, int eos,
     if (bos) EMIT(t->bos);
 
     size_t tl = strlen(text);
-    if (tl > 0) {
+    if (t->bpe) {
+        if (bpe_encode(t->bpe, text, tl, ids, &n_ids, max_ids, err, errlen)) goto err;
+    } else if (tl > 0) {
         if (tl > (UINT32_MAX - 3) / 3 - 1) {
             bench_errf(err, errlen, "tokenizer: text of %zu bytes is too long", tl);
             goto err;
@@ -404,6 +446,6 @@ const char *tokenizer_decode(const tokenizer *t, int prev, int id, char *buf, si
     if (id < 0 || id >= t->n) return "";
     const char *s = t->dec + t->dec_off[id];
     /* SentencePiece's prefix space belongs to the first word, not to the text */
-    if (prev >= 0 && prev == t->bos && s[0] == ' ') s++;
+    if (!t->bpe && prev >= 0 && prev == t->bos && s[0] == ' ') s++;
     return s;
 }

@@ -1,0 +1,42 @@
+/* Byte-level BPE (GPT-2's scheme, used by Llama 3, Qwen, StarCoder, Falcon, DeepSeek
+ * and others): tokenizer.ggml.model "gpt2" in GGUF, a ByteLevel "BPE" model in a
+ * Hugging Face tokenizer.json.
+ *
+ * Encoding:
+ *   1. user-defined tokens (TOKEN_USER) are cut out of the text first, longest first,
+ *      and become their ids; control tokens typed in the text stay text (llama.cpp
+ *      with parse_special = false, which its test sets use);
+ *   2. each remaining fragment is cut into words by the pre-tokenizer (pretok.h);
+ *   3. each word's bytes are spelled in the byte-level alphabet (unicode.h), one
+ *      symbol per byte;
+ *   4. the adjacent pair with the lowest merge rank (its line in the merges list) is
+ *      merged, ties to the leftmost, until no pair has a rank;
+ *   5. each symbol becomes its token; one that is not a token (a merge whose result
+ *      the vocabulary lacks) becomes its bytes' tokens.
+ * Invalid UTF-8 is not replaced: the pre-tokenizer sees U+FFFD for each bad byte, but
+ * the words keep the text's own bytes, so decoding gives back exactly the input.
+ */
+#ifndef BENCH_BPE_H
+#define BENCH_BPE_H
+
+#include <stddef.h>
+
+#include "engines/core/model/model.h"
+
+typedef struct bpe bpe;
+
+/* Builds the tables from v (model "gpt2", merges, pre or pre_patterns); v may be
+ * freed afterwards. fallback: an unknown pre-tokenizer name is replaced by gpt-2's
+ * rules and a line saying so is written to warn (else it is an error). */
+int bpe_create(const model_vocab *v, int fallback, bpe **out, char *warn, size_t warnlen, char *err, size_t errlen);
+void bpe_free(bpe *b); /* b may be NULL */
+
+/* Appends the ids of text[0..len) to ids[*n..max_ids); -1 with err when they do not fit
+ * or a byte has no token and there is no <unk>. */
+int bpe_encode(const bpe *b, const char *text, size_t len, int *ids, int *n, int max_ids, char *err, size_t errlen);
+
+/* The bytes a byte-level piece stands for, written to out (at least len bytes; the
+ * result is never longer). Code points outside the alphabet are copied as they are. */
+size_t bpe_piece_bytes(const char *piece, size_t len, char *out);
+
+#endif
