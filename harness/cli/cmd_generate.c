@@ -36,7 +36,7 @@ static void usage(FILE *f) {
             "                      [--loader NAME] [--loader-opt k=v,...] [--kv NAME] [--kv-opt k=v,...]\n"
             "                      [--alloc NAME] [--alloc-opt k=v,...] [--device cpu|cuda] [--device-opt k=v,...]\n"
             "                      [--prompt-tokens N] [--bandwidth]\n"
-            "                      [--ids] [--quiet] [--trace-alloc FILE]\n\n"
+            "                      [--ids] [--quiet] [--trace-alloc FILE] [--tokenizer-fallback]\n\n"
             "Runs one engine on one prompt: prints the text on stdout, then load time, prompt tokens,\n"
             "TTFT, prefill tokens/s and decode tokens/s on stderr.\n\n"
             "  --steps N        positions in all, the prompt's included (as llama2.c counts); default 256.\n"
@@ -53,6 +53,8 @@ static void usage(FILE *f) {
             "                   and KV modules are then the CUDA ones: bench list shows them, e.g. --loader pinned\n"
             "                   --kv vmm); --device-opt gives the device module's options\n"
             "  --ids            print token ids (BOS first, space-separated) instead of text\n"
+            "  --tokenizer-fallback  tokenize a vocabulary whose tokenizer.ggml.model or .pre bench does not\n"
+            "                   know with the nearest one (SentencePiece, gpt-2's split), with a warning\n"
             "  --trace-alloc FILE  record every allocator call (KV at load, scratch per forward pass) to FILE,\n"
             "                   for the \"trace\" allocator workload (engines/core/runtime/alloc_trace.h, docs/scenarios.md)\n"
             "  modules          --loader pread|mmap, --kv prealloc|dynamic|block|token, --alloc libc|... (see bench list)\n\n"
@@ -93,6 +95,7 @@ int cmd_generate(int argc, char **argv) {
         else if (ARG("--modules")) spec.module_dir = v;
         else if (ARG("--trace-alloc")) spec.trace_alloc = v;
         else if (!strcmp(a, "--ids")) print_ids = 1;
+        else if (!strcmp(a, "--tokenizer-fallback")) spec.tokenizer_fallback = 1;
         else if (!strcmp(a, "--quiet")) quiet = 1;
         else if (!strcmp(a, "--bandwidth")) bandwidth = 1;
         else {

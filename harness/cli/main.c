@@ -27,6 +27,7 @@ static const command commands[] = {
     {"generate", "run one engine on one prompt and print the text and speeds", cmd_generate, 0},
     {"list", "list every engine module found, with its options and devices", cmd_list, 0},
     {"model", "model tools: info, convert, synth, shapes", cmd_model, 0},
+    {"tokenize", "a vocabulary's token ids for a text (no weights needed)", cmd_tokenize, 0},
     {"exec", "one repetition of one variant in this process, for perf and valgrind", cmd_exec, 0},
     {"plot", "figures (PNG, SVG) and report.html of a results directory", cmd_plot, 0},
     {"compare", "compare two runs: changes, noise test, verdicts; exit 1 on a regression", cmd_compare, 0},

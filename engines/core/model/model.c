@@ -261,6 +261,37 @@ static int has_suffix(const char *s, const char *suf) {
     return a >= b && strcmp(s + a - b, suf) == 0;
 }
 
+int model_open_vocab(const char *path, model **out, char *err, size_t errlen) {
+    *out = NULL;
+    model *m = calloc(1, sizeof(*m));
+    if (!m) return bench_errf(err, errlen, "%s: out of memory", path);
+    struct stat st;
+    char tj[4096];
+    uint8_t magic[4] = {0};
+    int rc;
+    if (stat(path, &st)) { bench_errf(err, errlen, "%s: %s", path, strerror(errno)); goto err; }
+    if (S_ISDIR(st.st_mode)) {
+        if ((size_t)snprintf(tj, sizeof(tj), "%s/tokenizer.json", path) >= sizeof(tj)) { bench_errf(err, errlen, "%s: path too long", path); goto err; }
+        rc = safetensors_read_tokenizer(tj, m, err, errlen);
+    } else if (has_suffix(path, ".json")) {
+        rc = safetensors_read_tokenizer(path, m, err, errlen);
+    } else {
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) { bench_errf(err, errlen, "%s: %s", path, strerror(errno)); goto err; }
+        ssize_t got = pread(fd, magic, 4, 0);
+        close(fd);
+        if (got == 4 && memcmp(magic, "GGUF", 4) == 0) rc = gguf_open(path, m, err, errlen);
+        else rc = model_vocab_load_llama2c(path, 0, &m->vocab, err, errlen);
+    }
+    if (rc) goto err;
+    if (m->vocab.n == 0) { bench_errf(err, errlen, "%s: holds no vocabulary", path); goto err; }
+    *out = m;
+    return 0;
+err:
+    model_free(m);
+    return -1;
+}
+
 int model_open(const char *path, const char *tokenizer_path, model **out, char *err, size_t errlen) {
     *out = NULL;
     model *m = calloc(1, sizeof(*m));

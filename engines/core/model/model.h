@@ -84,6 +84,7 @@ typedef struct model_vocab {
     int n_pre_patterns;     /* > 0: the pre-tokenizer's split patterns, from a tokenizer.json */
     char **pre_patterns;    /* (n_pre_patterns) */
     int ignore_merges;      /* with pre_patterns: a word that is a token is not merged */
+    char *unsupported;      /* what the source asks of the tokenizer that it does not do, or NULL */
 } model_vocab;
 
 typedef struct model {
@@ -103,6 +104,10 @@ typedef struct model {
  * it replaces any vocabulary found in the model, and must match its vocab size.
  * Every count and size is checked against the file; errors name the file. */
 int model_open(const char *path, const char *tokenizer_path, model **out, char *err, size_t errlen);
+/* Opens the vocabulary alone, no weights needed: a .gguf (llama.cpp's vocabulary-only
+ * files too), a tokenizer.json or a directory holding one, or a llama2.c tokenizer.bin.
+ * The model has no tensors and is not validated. */
+int model_open_vocab(const char *path, model **out, char *err, size_t errlen);
 void model_free(model *m);              /* m may be NULL or half-built */
 
 const model_tensor *model_find(const model *m, const char *name);
@@ -126,5 +131,7 @@ int model_vocab_load_llama2c(const char *path, int expected_n, model_vocab *v, c
 int llama2c_open(const char *path, model *m, char *err, size_t errlen);
 int gguf_open(const char *path, model *m, char *err, size_t errlen);
 int safetensors_open(const char *path, model *m, char *err, size_t errlen);
+/* A tokenizer.json alone into m->vocab (no config.json: ids come from the file). */
+int safetensors_read_tokenizer(const char *path, model *m, char *err, size_t errlen);
 
 #endif

@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "engines/abi/module.h"
+#include "hf_bpe.h"
 #include "hf_names.h"
 
 #define ST_MAX_HEADER (100ull << 20) /* bytes: real headers are at most a few MB; more is corruption */
@@ -684,10 +685,20 @@ static int read_vocab(model *m, const char *path, const cJSON *config, char *err
     if (v->eos < 0) v->eos = config_token(config, "eos_token_id", v->n);
     v->add_space_prefix = prepends_space(js_get(root, "normalizer"), js_get(root, "pre_tokenizer"));
     if (ext && apply_bench_ext(v, ext, path, where, err, errlen)) goto out;
+    /* byte-level BPE (GPT-2 style) or SentencePiece-style pieces */
+    int bl = unigram ? 0 : hf_bpe_read(root, v, path, err, errlen);
+    if (bl < 0) goto out;
+    if (!bl && !(v->model = strdup("llama"))) { bench_errf(err, errlen, "%s: out of memory", path); goto out; }
     rc = 0;
 out:
     cJSON_Delete(root);
     return rc;
+}
+
+int safetensors_read_tokenizer(const char *path, model *m, char *err, size_t errlen) {
+    m->format = MODEL_FORMAT_SAFETENSORS;
+    if (!file_exists(path)) return bench_errf(err, errlen, "%s: %s", path, strerror(errno));
+    return read_vocab(m, path, NULL, err, errlen);
 }
 
 /* ---- the entry point ---- */

@@ -154,7 +154,6 @@ static int build_merges(bpe *b, const model_vocab *v, char *err, size_t errlen) 
 
 int bpe_create(const model_vocab *v, int fallback, bpe **out, char *warn, size_t warnlen, char *err, size_t errlen) {
     *out = NULL;
-    if (warn && warnlen) warn[0] = '\0';
     if (!v || v->n <= 0 || !v->tokens) return bench_errf(err, errlen, "BPE: the model has no vocabulary");
     if (v->n_merges <= 0 || !v->merges)
         return bench_errf(err, errlen, "BPE: the vocabulary has no merges (tokenizer.ggml.merges, or model.merges in tokenizer.json)");
@@ -172,7 +171,9 @@ int bpe_create(const model_vocab *v, int fallback, bpe **out, char *warn, size_t
         if (pretok_create_named(v->pre, &b->pre, err, errlen)) goto err;
         b->ignore_merges = pretok_name_ignores_merges(v->pre);
     } else if (fallback) {
-        bench_errf(warn, warnlen, "warning: tokenizer.ggml.pre %s%s%s is not known (known: %s); --tokenizer-fallback: "
+        size_t wl = strnlen(warn, warnlen); /* after what the caller wrote there */
+        if (wl + 1 < warnlen && wl) warn[wl++] = '\n';
+        bench_errf(warn + wl, warnlen - wl, "warning: tokenizer.ggml.pre %s%s%s is not known (known: %s); --tokenizer-fallback: "
                    "splitting with gpt-2's rules, so ids may differ from the model's own tokenizer",
                    v->pre ? "\"" : "", v->pre ? v->pre : "is absent", v->pre ? "\"" : "", pretok_names());
         if (pretok_create_named("gpt-2", &b->pre, err, errlen)) goto err;

@@ -27,7 +27,8 @@ typedef struct bpe bpe;
 
 /* Builds the tables from v (model "gpt2", merges, pre or pre_patterns); v may be
  * freed afterwards. fallback: an unknown pre-tokenizer name is replaced by gpt-2's
- * rules and a line saying so is written to warn (else it is an error). */
+ * rules and a line saying so is appended to warn (NUL-terminated on entry; else it
+ * is an error). */
 int bpe_create(const model_vocab *v, int fallback, bpe **out, char *warn, size_t warnlen, char *err, size_t errlen);
 void bpe_free(bpe *b); /* b may be NULL */
 

@@ -121,7 +121,10 @@ int engine_create(const engine_spec *spec, engine **out, char *err, size_t errle
     e->region_user = spec->region_user;
     if (model_open(spec->model_path, spec->tokenizer_path, &e->m, err, errlen)) goto err;
     const model_config *c = &e->m->cfg;
-    if (e->m->vocab.n && tokenizer_create(&e->m->vocab, &e->tok, err, errlen)) goto err;
+    if (e->m->vocab.n &&
+        tokenizer_create_ex(&e->m->vocab, spec->tokenizer_fallback ? TOKENIZER_FALLBACK : 0, &e->tok, err, errlen))
+        goto err;
+    if (e->tok && tokenizer_warning(e->tok)[0]) fprintf(stderr, "bench: %s\n", tokenizer_warning(e->tok));
 
     e->max_pos = spec->max_pos > 0 ? spec->max_pos : c->seq_len;
     if (e->max_pos > c->seq_len_header)

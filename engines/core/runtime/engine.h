@@ -16,6 +16,7 @@
 typedef struct engine_spec {
     const char *model_path;
     const char *tokenizer_path;     /* optional llama2.c tokenizer.bin */
+    int tokenizer_fallback;         /* an unknown tokenizer model or pre-tokenizer: warn, not fail */
     const char *loader;             /* module names; NULL: "mmap", "prealloc", "libc" */
     const char *kv;
     const char *alloc;

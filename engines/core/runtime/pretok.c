@@ -34,7 +34,7 @@
 static const char *const re_gpt2[] = {GPT2_RE, NULL};
 static const char *const re_starcoder[] = {"\\p{N}", GPT2_RE, NULL};
 static const char *const re_falcon[] = {"[\\p{P}\\$\\+<=>\\^~\\|`]+", GPT2_RE, "[0-9][0-9][0-9]", NULL};
-/* Code points written \\x{...}: an editor or a copy that normalizes text (NFC) would
+/* Code points written \x{...}: an editor or a copy that normalizes text (NFC) would
  * silently change several of them (U+1F7D, U+1FBE, U+2126, U+212A are singletons). */
 static const char *const re_deepseek_llm[] = {
     "[\r\n]",
@@ -761,7 +761,7 @@ int pretok_split(const pretok *p, const uint32_t *cps, size_t n, size_t **lens, 
         nnxt = 0;
         size_t base = 0;
         for (size_t s = 0; s < ncur; s++) {
-            size_t seg_end = base + cur[s], pos = base, ms, me;
+            size_t seg_end = base + cur[s], pos = base, ms = 0, me = 0;
             m.cps = cps;
             m.end = seg_end;
             while (pos < seg_end) {

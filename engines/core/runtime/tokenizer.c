@@ -126,6 +126,13 @@ int tokenizer_create_ex(const model_vocab *v, unsigned flags, tokenizer **out, c
     /* Which tokenizer: never a guess unless the caller asked for one. */
     int is_bpe = 0;
     char warn[sizeof(((tokenizer *)0)->warn)] = "";
+    if (v->unsupported) {
+        if (!(flags & TOKENIZER_FALLBACK))
+            return bench_errf(err, errlen, "tokenizer: the vocabulary asks for what bench does not do: %s "
+                              "(--tokenizer-fallback to tokenize without it)", v->unsupported);
+        snprintf(warn, sizeof(warn), "warning: --tokenizer-fallback: not honoured: %s; ids may differ from the model's own tokenizer",
+                 v->unsupported);
+    }
     if (v->model && !strcmp(v->model, "gpt2")) {
         is_bpe = 1;
     } else if (!v->model || strcmp(v->model, "llama")) {
