@@ -53,7 +53,7 @@ static char *slurp(const char *path, size_t *len) {
     return buf;
 }
 
-__attribute__((unused)) static void write_file(const char *path, const void *data, size_t len) {
+static void write_file(const char *path, const void *data, size_t len) {
     FILE *f = fopen(path, "wb");
     assert_non_null(f);
     assert_int_equal(fwrite(data, 1, len, f), len);
@@ -199,6 +199,464 @@ SET_TEST(test_set_mpt, "mpt")
 SET_TEST(test_set_refact, "refact")
 SET_TEST(test_set_phi3, "phi-3")
 
+
+/* ---- decode(encode(text)) on a long text with every kind of character ---- */
+
+static void test_roundtrip_long_and_invalid_utf8(void **state) {
+    (void)state;
+    tokenizer *t = vocab_tokenizer("gpt-2");
+    /* invalid UTF-8 (a stray continuation byte, a truncated sequence) keeps its bytes */
+    const char *unit = "The quick brown fox's 12345 jumps!!  \n\n\tÉmigré naïveté 🦙 東京 \x80 \xe6\x9d x\xc3 ";
+    size_t ul = strlen(unit), reps = 200000 / ul;
+    char *text = malloc(ul * reps + 1);
+    assert_non_null(text);
+    for (size_t i = 0; i < reps; i++) memcpy(text + i * ul, unit, ul);
+    text[ul * reps] = '\0';
+    int max = (int)(ul * reps) + 2;
+    int *ids = malloc((size_t)max * sizeof(int));
+    assert_non_null(ids);
+    char err[256] = "";
+    int n = tokenizer_encode(t, text, 0, 0, ids, max, err, sizeof(err));
+    if (n < 0) fail_msg("%s", err);
+    char *back = decode_all(t, ids, n);
+    assert_string_equal(back, text);
+    /* the unit tokenizes the same each time it repeats: the split never crosses units
+     * here since each ends in a space followed by a letter */
+    printf("[ INFO     ] gpt-2: %zu bytes -> %d tokens, decoded back exactly\n", ul * reps, n);
+    free(back);
+    free(ids);
+    free(text);
+    tokenizer_free(t);
+}
+
+/* ---- the pre-tokenizer's split rules ---- */
+
+/* Splits text by a family's rules and compares with want (NULL-terminated). */
+static void expect_split(const char *family, const char *text, const char *const *want) {
+    pretok *p = NULL;
+    char err[512] = "";
+    if (pretok_create_named(family, &p, err, sizeof(err))) fail_msg("%s", err);
+    size_t len = strlen(text), ncp = 0;
+    uint32_t *cps = malloc((len + 1) * sizeof(*cps));
+    size_t *at = malloc((len + 1) * sizeof(*at));
+    assert_non_null(cps);
+    assert_non_null(at);
+    for (size_t i = 0, cl; i < len; i += cl) {
+        at[ncp] = i;
+        cps[ncp++] = unicode_decode(text + i, len - i, &cl);
+    }
+    at[ncp] = len;
+    size_t *lens = NULL, np = 0;
+    if (pretok_split(p, cps, ncp, &lens, &np, err, sizeof(err))) fail_msg("%s", err);
+    size_t c = 0, k = 0;
+    for (; k < np; k++) {
+        size_t from = at[c], to = at[c + lens[k]];
+        c += lens[k];
+        if (!want[k]) fail_msg("%s: piece %zu \"%.*s\" is extra", family, k, (int)(to - from), text + from);
+        if (strlen(want[k]) != to - from || memcmp(want[k], text + from, to - from))
+            fail_msg("%s: piece %zu is \"%.*s\", expected \"%s\"", family, k, (int)(to - from), text + from, want[k]);
+    }
+    if (want[k]) fail_msg("%s: %zu pieces, expected more (next \"%s\")", family, np, want[k]);
+    free(lens);
+    free(cps);
+    free(at);
+    pretok_free(p);
+}
+
+/* Worked by hand from each family's regex (leftmost-first alternation, greedy). */
+static void test_split_rules(void **state) {
+    (void)state;
+    const char *text = "Hello world's 12345\n\n  foo!!\nWE'RE";
+    expect_split("gpt-2", text, (const char *const[]){"Hello", " world", "'s", " 12345", "\n\n ", " foo", "!!", "\n", "WE",
+                                                        "'", "RE", NULL});
+    /* Llama 3: contractions case-insensitive, digits in threes, newlines kept with the
+     * punctuation before them */
+    expect_split("llama-bpe", text, (const char *const[]){"Hello", " world", "'s", " ", "123", "45", "\n\n", " ", " foo",
+                                                            "!!\n", "WE", "'RE", NULL});
+    /* Qwen2: the same but one digit per piece */
+    expect_split("qwen2", text, (const char *const[]){"Hello", " world", "'s", " ", "1", "2", "3", "4", "5", "\n\n", " ",
+                                                        " foo", "!!\n", "WE", "'RE", NULL});
+    /* StarCoder: each digit alone first, then gpt-2's rules on what is left */
+    expect_split("starcoder", "ab 42", (const char *const[]){"ab", " ", "4", "2", NULL});
+    /* Falcon: punctuation runs first, then gpt-2's, then digits in threes */
+    expect_split("falcon", "x+=1234;", (const char *const[]){"x", "+=", "123", "4", ";", NULL});
+    /* deepseek-coder: line breaks alone, letters with one space, digits one by one; the CJK
+     * rule comes after the letter rule and cuts the space off " 東京" again */
+    expect_split("deepseek-coder", "a\nb 東京12", (const char *const[]){"a", "\n", "b", " ", "東京", "1", "2", NULL});
+    /* Unicode classes: ï is a letter, 🦙 a symbol */
+    expect_split("gpt-2", "naïve 🦙🦙 x", (const char *const[]){"naïve", " 🦙🦙", " x", NULL});
+}
+
+static void test_regex_semantics(void **state) {
+    (void)state;
+    char err[512] = "";
+    struct { const char *pat, *text; size_t want[8]; } cases[] = {
+        {"a|ab", "ab", {1, 1, 0}},          /* leftmost-first: "a", then "b" unmatched */
+        {"ab|a", "ab", {2, 0}},
+        {"\\s+(?!\\S)", "  x", {1, 2, 0}},  /* the last space stays with x */
+        {"x{2,3}", "xxxxxxx", {3, 3, 1, 0}},
+        {"\\s+$", "a  \n", {1, 3, 0}},      /* $ is the end of the piece */
+        {"[^a-c]+", "abzzc", {2, 2, 1, 0}},
+        {"(?i:ab)", "xAbAB", {1, 2, 2, 0}},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        pretok *p = NULL;
+        const char *pat = cases[i].pat;
+        if (pretok_create(&pat, 1, &p, err, sizeof(err))) fail_msg("%s", err);
+        uint32_t cps[16];
+        size_t n = 0;
+        for (const char *c = cases[i].text; *c; c++) cps[n++] = (unsigned char)*c;
+        size_t *lens = NULL, np = 0;
+        assert_int_equal(pretok_split(p, cps, n, &lens, &np, err, sizeof(err)), 0);
+        size_t k = 0;
+        for (; k < np; k++) {
+            if (lens[k] != cases[i].want[k]) fail_msg("pattern %s on \"%s\": piece %zu has %zu code points, expected %zu", pat,
+                                                      cases[i].text, k, lens[k], cases[i].want[k]);
+        }
+        assert_int_equal(cases[i].want[k], 0);
+        free(lens);
+        pretok_free(p);
+    }
+}
+
+/* One test per class of pattern the matcher refuses: an error naming the pattern, never a guess. */
+static void test_regex_refused(void **state) {
+    (void)state;
+    struct { const char *pat, *msg; } bad[] = {
+        {"\\p{Lu}", "one-letter classes"},
+        {"(?=a)", "this group is not supported"},
+        {"a**", "nothing to repeat"},
+        {"(ab", "missing )"},
+        {"ab)", "unbalanced )"},
+        {"[a-", "unterminated [...]"},
+        {"[z-a]", "range out of order"},
+        {"(a*)*", "can match empty"},
+        {"\\d+", "escape is not supported"},
+        {"a+?", "lazy and possessive"},
+        {"(?!ab)", "one character or class"},
+        {"x{99999999}", "repetition count too large"},
+        {"x{9000}", "too many instructions"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        pretok *p = NULL;
+        char err[512] = "";
+        assert_int_equal(pretok_create(&bad[i].pat, 1, &p, err, sizeof(err)), -1);
+        assert_null(p);
+        if (!strstr(err, bad[i].msg) || !strstr(err, bad[i].pat)) fail_msg("pattern %s: error \"%s\", expected \"%s\"", bad[i].pat, err, bad[i].msg);
+    }
+    pretok *p = NULL;
+    char err[512] = "";
+    assert_int_equal(pretok_create_named("nonesuch", &p, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "\"nonesuch\""));
+    assert_non_null(strstr(err, "deepseek-coder"));
+}
+
+/* ---- Unicode tables ---- */
+
+static void test_unicode(void **state) {
+    (void)state;
+    struct { uint32_t cp; int cls; } c[] = {
+        {'A', UCAT_L}, {'z', UCAT_L}, {'5', UCAT_N}, {'!', UCAT_P}, {'$', UCAT_S}, {' ', UCAT_Z}, {0, UCAT_C},
+        {0xE9, UCAT_L}, {0x301, UCAT_M}, {0xB2, UCAT_N}, {0x4E00, UCAT_L}, {0x9FA5, UCAT_L}, {0xAC00, UCAT_L},
+        {0x1F999, UCAT_S}, {0x0378, UCAT_NONE}, {0xE000, UCAT_C}, {0x10FFFD, UCAT_C}, {0x110000, UCAT_NONE},
+        {0x2028, UCAT_Z}, {0x200B, UCAT_C}, {0xFF01, UCAT_P},
+    };
+    for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
+        if (unicode_class(c[i].cp) != c[i].cls) fail_msg("U+%04X: class %d, expected %d", c[i].cp, unicode_class(c[i].cp), c[i].cls);
+    assert_true(unicode_is_space(' ') && unicode_is_space('\n') && unicode_is_space(0x85) && unicode_is_space(0x3000));
+    assert_false(unicode_is_space(0x200B) || unicode_is_space('x') || unicode_is_space(0x1C));
+    /* byte-level alphabet: a bijection with the printable bytes as themselves */
+    int seen[512] = {0};
+    for (int b = 0; b < 256; b++) {
+        uint32_t cp = unicode_byte_to_cp((uint8_t)b);
+        assert_true(cp < 512);
+        assert_int_equal(seen[cp]++, 0);
+        assert_int_equal(unicode_cp_to_byte(cp), b);
+    }
+    assert_int_equal(unicode_byte_to_cp(' '), 0x120);   /* Ġ */
+    assert_int_equal(unicode_byte_to_cp('\n'), 0x10A);  /* Ċ */
+    assert_int_equal(unicode_byte_to_cp('A'), 'A');
+    assert_int_equal(unicode_cp_to_byte(0x144), -1);
+    size_t l;
+    assert_int_equal(unicode_decode("\xc3\xa9", 2, &l), 0xE9);
+    assert_int_equal(l, 2);
+    assert_int_equal(unicode_decode("\xc3", 1, &l), UNICODE_REPLACEMENT);
+    assert_int_equal(l, 1);
+    assert_int_equal(unicode_decode("\xc0\xaf", 2, &l), UNICODE_REPLACEMENT); /* overlong */
+    assert_int_equal(unicode_decode("\xed\xa0\x80", 3, &l), UNICODE_REPLACEMENT); /* surrogate */
+    assert_int_equal(unicode_decode("\xf0\x9f\xa6\x99", 4, &l), 0x1F999);
+    assert_int_equal(l, 4);
+}
+
+/* ---- a hand-built GGUF vocabulary, and its failure classes ---- */
+
+typedef struct {
+    unsigned char *d;
+    size_t n, cap;
+    int n_kv;
+} gb;
+
+static void put(gb *b, const void *p, size_t n) {
+    if (b->n + n > b->cap) {
+        b->cap = (b->n + n) * 2 + 256;
+        b->d = realloc(b->d, b->cap);
+        assert_non_null(b->d);
+    }
+    memcpy(b->d + b->n, p, n);
+    b->n += n;
+}
+static void u32(gb *b, uint32_t v) { put(b, &v, 4); }
+static void u64(gb *b, uint64_t v) { put(b, &v, 8); }
+static void str(gb *b, const char *s) { u64(b, strlen(s)); put(b, s, strlen(s)); }
+enum { T_U32 = 4, T_I32 = 5, T_STRING = 8, T_ARRAY = 9 };
+static void kv_str(gb *b, const char *k, const char *v) { str(b, k); u32(b, T_STRING); str(b, v); b->n_kv++; }
+static void kv_u32(gb *b, const char *k, uint32_t v) { str(b, k); u32(b, T_U32); u32(b, v); b->n_kv++; }
+static void kv_strs(gb *b, const char *k, const char *const *v, int n) {
+    str(b, k);
+    u32(b, T_ARRAY);
+    u32(b, T_STRING);
+    u64(b, (uint64_t)n);
+    for (int i = 0; i < n; i++) str(b, v[i]);
+    b->n_kv++;
+}
+
+static const char *const toks[] = {"a", "b", "c", "ab", "abc", "\xc4\xa0", "\xc4\xa0" "ab", "<|end|>", "<sep>"};
+static const int32_t types[] = {1, 1, 1, 1, 1, 1, 1, 3, 4};
+#define N_TOKS 9
+
+/* What the vocabulary holds; a field left NULL (or -1) is not written. */
+typedef struct {
+    const char *model, *pre;
+    const char *const *merges;
+    int n_merges;
+    int pre_u32;    /* write tokenizer.ggml.pre as a u32 */
+} vspec;
+
+static void write_vocab(const char *path, const vspec *s, void (*extra)(gb *)) {
+    gb body = {0}, b = {0};
+    if (s->model) kv_str(&body, "tokenizer.ggml.model", s->model);
+    if (s->pre) {
+        if (s->pre_u32) kv_u32(&body, "tokenizer.ggml.pre", 7);
+        else kv_str(&body, "tokenizer.ggml.pre", s->pre);
+    }
+    kv_strs(&body, "tokenizer.ggml.tokens", toks, N_TOKS);
+    str(&body, "tokenizer.ggml.token_type");
+    u32(&body, T_ARRAY);
+    u32(&body, T_I32);
+    u64(&body, N_TOKS);
+    put(&body, types, sizeof(types));
+    body.n_kv++;
+    if (s->merges) kv_strs(&body, "tokenizer.ggml.merges", s->merges, s->n_merges);
+    if (extra) extra(&body);
+    put(&b, "GGUF", 4);
+    u32(&b, 3);
+    u64(&b, 0);
+    u64(&b, (uint64_t)body.n_kv);
+    put(&b, body.d, body.n);
+    write_file(path, b.d, b.n);
+    free(body.d);
+    free(b.d);
+}
+
+static const char *const good_merges[] = {"a b", "ab c", "\xc4\xa0 ab"};
+
+/* Opens the file and builds its tokenizer; returns the tokenizer or NULL with err. */
+static tokenizer *try_tokenizer(const char *path, unsigned flags, char *err, size_t errlen) {
+    model *m = NULL;
+    tokenizer *t = NULL;
+    if (model_open_vocab(path, &m, err, errlen) == 0) tokenizer_create_ex(&m->vocab, flags, &t, err, errlen);
+    model_free(m);
+    return t;
+}
+
+static void test_gguf_vocab_small(void **state) {
+    (void)state;
+    char path[600], err[1024] = "";
+    snprintf(path, sizeof(path), "%s/v.gguf", tmp);
+    write_vocab(path, &(vspec){.model = "gpt2", .pre = "gpt-2", .merges = good_merges, .n_merges = 3}, NULL);
+    tokenizer *t = try_tokenizer(path, 0, err, sizeof(err));
+    if (!t) fail_msg("%s", err);
+    assert_string_equal(tokenizer_warning(t), "");
+    int ids[16];
+    /* "abc" merges a+b (rank 0) then ab+c (rank 1); " ab" merges a+b then Ġ+ab; <sep> is
+     * user-defined and cut out before the split; a control token typed is text */
+    int n = tokenizer_encode(t, "abc ab<sep>ab", 0, 0, ids, 16, err, sizeof(err));
+    if (n < 0) fail_msg("%s", err);
+    int want[] = {4, 6, 8, 3};
+    assert_int_equal(n, 4);
+    assert_memory_equal(ids, want, sizeof(want));
+    char *back = decode_all(t, ids, n);
+    assert_string_equal(back, "abc ab<sep>ab");
+    free(back);
+    /* a byte with no token and no <unk>: an error naming the byte */
+    assert_int_equal(tokenizer_encode(t, "abz", 0, 0, ids, 16, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "byte 0x7a"));
+    assert_int_equal(tokenizer_encode(t, "<|end|>", 0, 0, ids, 16, err, sizeof(err)), -1);
+    assert_int_equal(tokenizer_encode(t, "abc abc", 0, 0, ids, 1, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "more than 1 tokens"));
+    tokenizer_free(t);
+}
+
+static void expect_vocab_error(const char *name, const vspec *s, void (*extra)(gb *), unsigned flags, const char *msg) {
+    char path[600], err[1024] = "";
+    snprintf(path, sizeof(path), "%s/%s.gguf", tmp, name);
+    write_vocab(path, s, extra);
+    tokenizer *t = try_tokenizer(path, flags, err, sizeof(err));
+    if (t) fail_msg("%s: opened, expected an error with \"%s\"", name, msg);
+    if (!strstr(err, msg)) fail_msg("%s: error \"%s\", expected \"%s\"", name, err, msg);
+    if (!strstr(err, path) && !strstr(err, "tokenizer")) fail_msg("%s: error \"%s\" names neither the file nor the tokenizer", name, err);
+}
+
+static void merges_u32(gb *b) {
+    str(b, "tokenizer.ggml.merges");
+    u32(b, T_ARRAY);
+    u32(b, T_U32);
+    u64(b, 2);
+    u32(b, 1);
+    u32(b, 2);
+    b->n_kv++;
+}
+static void merges_count_past_end(gb *b) {
+    str(b, "tokenizer.ggml.merges");
+    u32(b, T_ARRAY);
+    u32(b, T_STRING);
+    u64(b, 1ull << 40);
+    str(b, "a b");
+    b->n_kv++;
+}
+static void merge_length_past_end(gb *b) {
+    str(b, "tokenizer.ggml.merges");
+    u32(b, T_ARRAY);
+    u32(b, T_STRING);
+    u64(b, 1);
+    u64(b, 1ull << 40); /* one merge of 2^40 bytes */
+    put(b, "a b", 3);
+    b->n_kv++;
+}
+static void merges_twice(gb *b) { kv_strs(b, "tokenizer.ggml.merges", good_merges, 1); }
+
+/* One test per failure class of the vocabulary's tokenizer keys. */
+static void test_gguf_vocab_bad(void **state) {
+    (void)state;
+    const vspec ok = {.model = "gpt2", .pre = "gpt-2", .merges = good_merges, .n_merges = 3};
+    vspec s;
+    s = ok, s.merges = NULL;
+    expect_vocab_error("merges_type", &s, merges_u32, 0, "tokenizer.ggml.merges is an array of u32, expected string");
+    expect_vocab_error("merges_count", &s, merges_count_past_end, 0, "runs past the end of the file");
+    expect_vocab_error("merge_length", &s, merge_length_past_end, 0, "runs past the end of the file");
+    expect_vocab_error("merges_absent", &s, NULL, 0, "has no merges");
+    expect_vocab_error("merges_twice", &ok, merges_twice, 0, "duplicate key tokenizer.ggml.merges");
+    s = ok, s.merges = (const char *const[]){"a b", "abc"}, s.n_merges = 2;
+    expect_vocab_error("merge_shape", &s, NULL, 0, "tokenizer.ggml.merges[1] is \"abc\", expected two pieces separated by a space");
+    s = ok, s.merges = (const char *const[]){"a "}, s.n_merges = 1;
+    expect_vocab_error("merge_empty_right", &s, NULL, 0, "tokenizer.ggml.merges[0] is \"a \"");
+    s = ok, s.model = "bert";
+    expect_vocab_error("model_unknown", &s, NULL, 0, "tokenizer.ggml.model \"bert\" is not supported; supported: \"llama\"");
+    s = ok, s.model = NULL;
+    expect_vocab_error("model_absent", &s, NULL, 0, "tokenizer.ggml.model is absent");
+    s = ok, s.pre = "nonesuch";
+    expect_vocab_error("pre_unknown", &s, NULL, 0, "tokenizer.ggml.pre \"nonesuch\" is not known; known: gpt-2");
+    s = ok, s.pre = NULL;
+    expect_vocab_error("pre_absent", &s, NULL, 0, "tokenizer.ggml.pre is absent");
+    s = ok, s.pre_u32 = 1;
+    expect_vocab_error("pre_type", &s, NULL, 0, "tokenizer.ggml.pre has type u32, expected string");
+}
+
+/* --tokenizer-fallback: tokenizes, and the warning names what is not honoured. */
+static void test_fallback_warns(void **state) {
+    (void)state;
+    char path[600], err[1024] = "";
+    snprintf(path, sizeof(path), "%s/f.gguf", tmp);
+    write_vocab(path, &(vspec){.model = "gpt2", .pre = "nonesuch", .merges = good_merges, .n_merges = 3}, NULL);
+    tokenizer *t = try_tokenizer(path, TOKENIZER_FALLBACK, err, sizeof(err));
+    if (!t) fail_msg("%s", err);
+    assert_non_null(strstr(tokenizer_warning(t), "\"nonesuch\" is not known"));
+    assert_non_null(strstr(tokenizer_warning(t), "gpt-2's rules"));
+    int ids[8];
+    assert_int_equal(tokenizer_encode(t, "abc ab", 0, 0, ids, 8, err, sizeof(err)), 2);
+    assert_int_equal(ids[0], 4);
+    assert_int_equal(ids[1], 6);
+    tokenizer_free(t);
+    write_vocab(path, &(vspec){.model = "bert", .pre = "gpt-2", .merges = good_merges, .n_merges = 3}, NULL);
+    t = try_tokenizer(path, TOKENIZER_FALLBACK, err, sizeof(err));
+    if (!t) fail_msg("%s", err);
+    assert_non_null(strstr(tokenizer_warning(t), "\"bert\" is not supported"));
+    assert_non_null(strstr(tokenizer_warning(t), "SentencePiece"));
+    tokenizer_free(t);
+}
+
+/* ---- a hand-written tokenizer.json ---- */
+
+#define TJ_HEAD "{\"version\": \"1.0\", \"truncation\": null, \"padding\": null,\n" \
+    " \"added_tokens\": [{\"id\": 7, \"content\": \"<sep>\", \"special\": false},\n" \
+    "                  {\"id\": 8, \"content\": \"<|end|>\", \"special\": true}],\n"
+#define TJ_PRE " \"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": [\n" \
+    "   {\"type\": \"Split\", \"pattern\": {\"Regex\": \"\\\\p{N}\"}, \"behavior\": \"Isolated\", \"invert\": false},\n" \
+    "   {\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"trim_offsets\": true, \"use_regex\": true}]},\n" \
+    " \"post_processor\": null, \"decoder\": {\"type\": \"ByteLevel\"},\n"
+#define TJ_MODEL(merges) " \"model\": {\"type\": \"BPE\", \"dropout\": null, \"unk_token\": null, \"byte_fallback\": false,\n" \
+    "   \"ignore_merges\": false,\n" \
+    "   \"vocab\": {\"a\": 0, \"b\": 1, \"c\": 2, \"ab\": 3, \"abc\": 4, \"\\u0120\": 5, \"\\u0120ab\": 6,\n" \
+    "             \"1\": 9, \"2\": 10, \"12\": 11},\n" \
+    "   \"merges\": " merges "}}\n"
+
+static tokenizer *json_tokenizer(const char *name, const char *json, unsigned flags, char *err, size_t errlen) {
+    char dir[600], path[700];
+    snprintf(dir, sizeof(dir), "%s/%s", tmp, name);
+    char cmd[800];
+    snprintf(cmd, sizeof(cmd), "mkdir -p '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+    snprintf(path, sizeof(path), "%s/tokenizer.json", dir);
+    write_file(path, json, strlen(json));
+    return try_tokenizer(dir, flags, err, errlen); /* the directory: tokenizer.json beside the weights */
+}
+
+static void test_tokenizer_json(void **state) {
+    (void)state;
+    const char *forms[] = {
+        TJ_HEAD " \"normalizer\": null,\n" TJ_PRE TJ_MODEL("[\"a b\", \"ab c\", \"\\u0120 ab\", \"1 2\"]"),
+        /* tokenizers >= 0.20 write each merge as a pair */
+        TJ_HEAD " \"normalizer\": null,\n" TJ_PRE TJ_MODEL("[[\"a\", \"b\"], [\"ab\", \"c\"], [\"\\u0120\", \"ab\"], [\"1\", \"2\"]]"),
+    };
+    for (int f = 0; f < 2; f++) {
+        char err[1024] = "";
+        tokenizer *t = json_tokenizer(f ? "pairs" : "strings", forms[f], 0, err, sizeof(err));
+        if (!t) fail_msg("%s", err);
+        assert_string_equal(tokenizer_kind(t), "byte-level BPE");
+        int ids[16];
+        /* the Split on \p{N} keeps 1 and 2 apart, so their merge never applies */
+        int n = tokenizer_encode(t, "abc ab<sep>12", 0, 0, ids, 16, err, sizeof(err));
+        if (n < 0) fail_msg("%s", err);
+        int want[] = {4, 6, 7, 9, 10};
+        assert_int_equal(n, 5);
+        assert_memory_equal(ids, want, sizeof(want));
+        char *back = decode_all(t, ids, n);
+        assert_string_equal(back, "abc ab<sep>12");
+        free(back);
+        tokenizer_free(t);
+    }
+    /* a normalizer bench does not apply: refused naming it, or a warning under fallback */
+    const char *nfc = TJ_HEAD " \"normalizer\": {\"type\": \"NFC\"},\n" TJ_PRE TJ_MODEL("[\"a b\"]");
+    char err[1024] = "";
+    assert_null(json_tokenizer("nfc", nfc, 0, err, sizeof(err)));
+    assert_non_null(strstr(err, "normalizer NFC"));
+    tokenizer *t = json_tokenizer("nfc2", nfc, TOKENIZER_FALLBACK, err, sizeof(err));
+    if (!t) fail_msg("%s", err);
+    assert_non_null(strstr(tokenizer_warning(t), "normalizer NFC"));
+    tokenizer_free(t);
+    /* malformed merges and patterns: errors naming the file and the field */
+    assert_null(json_tokenizer("badmerge", TJ_HEAD " \"normalizer\": null,\n" TJ_PRE TJ_MODEL("[\"a b\", 5]"), 0, err, sizeof(err)));
+    assert_non_null(strstr(err, "model.merges[1]"));
+    assert_non_null(strstr(err, "tokenizer.json"));
+    assert_null(json_tokenizer("nomerges", TJ_HEAD " \"normalizer\": null,\n" TJ_PRE TJ_MODEL("{}"), 0, err, sizeof(err)));
+    assert_non_null(strstr(err, "model.merges is missing or not an array"));
+    const char *badre = TJ_HEAD " \"normalizer\": null,\n"
+        " \"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": {\"Regex\": \"(?<=a)b\"}, \"behavior\": \"Isolated\"},\n"
+        " \"decoder\": {\"type\": \"ByteLevel\"},\n" TJ_MODEL("[\"a b\"]");
+    assert_null(json_tokenizer("badre", badre, 0, err, sizeof(err)));
+    assert_non_null(strstr(err, "(?<=a)b"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_set_gpt2),
@@ -209,6 +667,15 @@ int main(void) {
         cmocka_unit_test(test_set_mpt),
         cmocka_unit_test(test_set_refact),
         cmocka_unit_test(test_set_phi3),
+        cmocka_unit_test(test_roundtrip_long_and_invalid_utf8),
+        cmocka_unit_test(test_split_rules),
+        cmocka_unit_test(test_regex_semantics),
+        cmocka_unit_test(test_regex_refused),
+        cmocka_unit_test(test_unicode),
+        cmocka_unit_test(test_gguf_vocab_small),
+        cmocka_unit_test(test_gguf_vocab_bad),
+        cmocka_unit_test(test_fallback_warns),
+        cmocka_unit_test(test_tokenizer_json),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -395,7 +395,7 @@ static void test_unknown_without_byte_tokens(void **state) {
     char *pieces[] = {"<unk>", "<s>", "</s>", " ", "a", "b", " a", "ab"};
     float scores[] = {0, 0, 0, -1, -2, -3, -4, -5};
     int32_t types[] = {TOKEN_UNKNOWN, TOKEN_CONTROL, TOKEN_CONTROL, TOKEN_NORMAL, TOKEN_NORMAL, TOKEN_NORMAL, TOKEN_NORMAL, TOKEN_NORMAL};
-    model_vocab v = {.n = 8, .tokens = pieces, .scores = scores, .types = types, .bos = 1, .eos = 2, .unk = 0, .add_space_prefix = 1};
+    model_vocab v = {.n = 8, .tokens = pieces, .scores = scores, .types = types, .bos = 1, .eos = 2, .unk = 0, .add_space_prefix = 1, .model = "llama"};
     tokenizer *t = NULL;
     char err[256] = "";
     assert_int_equal(tokenizer_create(&v, &t, err, sizeof(err)), 0);

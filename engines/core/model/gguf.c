@@ -581,14 +581,23 @@ int gguf_open(const char *path, model *m, char *err, size_t errlen) {
         v->add_space_prefix = tm && strcmp(tm->str, "llama") == 0;
         const gg_kv *asp = kv_find(kvs, n_kv, "tokenizer.ggml.add_space_prefix");
         if (asp && asp->type == GV_BOOL) v->add_space_prefix = (int)asp->v.u;
-        v->tokens = va.tokens; va.tokens = NULL; va.n_tokens = 0;
-        v->scores = va.scores; va.scores = NULL;
-        v->types = va.types; va.types = NULL;
         if (va.n_merges > INT_MAX) {
             bench_errf(err, errlen, "%s: tokenizer.ggml.merges holds %llu merges, at most %d supported", path,
                        (unsigned long long)va.n_merges, INT_MAX);
             goto out;
         }
+        /* "left right": llama.cpp splits at the first space after the first byte */
+        for (uint64_t i = 0; i < va.n_merges; i++) {
+            const char *mg = va.merges[i], *sp = mg[0] ? strchr(mg + 1, ' ') : NULL;
+            if (!sp || !sp[1]) {
+                bench_errf(err, errlen, "%s: tokenizer.ggml.merges[%llu] is \"%.60s\", expected two pieces separated by a space",
+                           path, (unsigned long long)i, mg);
+                goto out;
+            }
+        }
+        v->tokens = va.tokens; va.tokens = NULL; va.n_tokens = 0;
+        v->scores = va.scores; va.scores = NULL;
+        v->types = va.types; va.types = NULL;
         v->merges = va.merges; va.merges = NULL;
         v->n_merges = (int)va.n_merges; va.n_merges = 0;
         v->n = n;

@@ -113,7 +113,10 @@ static int read_pre(pre_acc *a, const cJSON *j, int depth) {
 
 /* model.merges[i] as "left right" */
 static char *merge_string(const cJSON *e) {
-    if (cJSON_IsString(e)) return strdup(e->valuestring);
+    if (cJSON_IsString(e)) {
+        const char *s = e->valuestring, *sp = s[0] ? strchr(s + 1, ' ') : NULL;
+        return sp && sp[1] ? strdup(s) : NULL;
+    }
     if (!cJSON_IsArray(e) || cJSON_GetArraySize(e) != 2) return NULL;
     const cJSON *l = e->child, *r = l->next;
     if (!cJSON_IsString(l) || !cJSON_IsString(r) || !*l->valuestring || !*r->valuestring ||
