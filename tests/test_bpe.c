@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "engines/core/model/model.h"
+#include "engines/core/model/model_write.h"
 #include "engines/core/runtime/pretok.h"
 #include "engines/core/runtime/tokenizer.h"
 #include "engines/core/runtime/unicode.h"
@@ -134,6 +135,8 @@ static int run_set(const char *name) {
     snprintf(ro, sizeof(ro), "thirdparty/vocab/ggml-vocab-%s.gguf.out", name);
     if (!tu_shared(ri, pi, sizeof(pi)) || !tu_shared(ro, po, sizeof(po))) skip();
     tokenizer *t = vocab_tokenizer(name);
+    /* a gpt2-model vocabulary must never be tokenized as SentencePiece */
+    assert_string_equal(tokenizer_kind(t), strcmp(name, "phi-3") ? "byte-level BPE" : "sentencepiece");
     char *inp = slurp(pi, NULL), *out = slurp(po, NULL);
     assert_non_null(inp);
     assert_non_null(out);
@@ -600,6 +603,12 @@ static void test_fallback_warns(void **state) {
     "             \"1\": 9, \"2\": 10, \"12\": 11},\n" \
     "   \"merges\": " merges "}}\n"
 
+static int fill_zero(void *user, int i, void *dst, uint64_t nbytes, char *err, size_t errlen) {
+    (void)user, (void)i, (void)err, (void)errlen;
+    memset(dst, 0, (size_t)nbytes);
+    return 0;
+}
+
 static tokenizer *json_tokenizer(const char *name, const char *json, unsigned flags, char *err, size_t errlen) {
     char dir[600], path[700];
     snprintf(dir, sizeof(dir), "%s/%s", tmp, name);
@@ -635,6 +644,33 @@ static void test_tokenizer_json(void **state) {
         free(back);
         tokenizer_free(t);
     }
+    /* beside safetensors weights: the model's own reader takes the same path */
+    {
+        char d[600], tj[700], err[1024] = "";
+        const char *pieces[12] = {"p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8", "p9", "p10", "p11"};
+        float scores[12] = {0};
+        int32_t ty[12] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+        model_vocab v = {.n = 12, .tokens = (char **)pieces, .scores = scores, .types = ty, .bos = -1, .eos = -1, .unk = -1};
+        model_config cfg = {.dim = 2, .hidden_dim = 4, .n_layers = 1, .n_heads = 1, .n_kv_heads = 1, .vocab_size = 12,
+                            .seq_len = 8, .seq_len_header = 8, .rope_theta = 10000.0f, .norm_eps = 1e-5f, .rope = ROPE_INTERLEAVED};
+        model_tensor te = {.name = (char *)"token_embd.weight", .dtype = BENCH_F32, .n_dims = 2, .ne = {2, 12}, .nbytes = 96};
+        model_write_src src = {.name = "bpe", .cfg = &cfg, .vocab = &v, .n_tensors = 1, .tensors = &te, .fill = fill_zero};
+        snprintf(d, sizeof(d), "%s/st", tmp);
+        if (safetensors_write(d, &src, 0, err, sizeof(err))) fail_msg("%s", err);
+        snprintf(tj, sizeof(tj), "%s/tokenizer.json", d);
+        write_file(tj, forms[0], strlen(forms[0])); /* replaces the SentencePiece-style one written */
+        model *m = calloc(1, sizeof(*m));
+        assert_non_null(m);
+        if (safetensors_open(d, m, err, sizeof(err))) fail_msg("%s", err);
+        assert_string_equal(m->vocab.model, "gpt2");
+        tokenizer *t = NULL;
+        if (tokenizer_create(&m->vocab, &t, err, sizeof(err))) fail_msg("%s", err);
+        model_free(m);
+        int ids[16], want[] = {4, 6, 7, 9, 10};
+        assert_int_equal(tokenizer_encode(t, "abc ab<sep>12", 0, 0, ids, 16, err, sizeof(err)), 5);
+        assert_memory_equal(ids, want, sizeof(want));
+        tokenizer_free(t);
+    }
     /* a normalizer bench does not apply: refused naming it, or a warning under fallback */
     const char *nfc = TJ_HEAD " \"normalizer\": {\"type\": \"NFC\"},\n" TJ_PRE TJ_MODEL("[\"a b\"]");
     char err[1024] = "";
@@ -657,6 +693,21 @@ static void test_tokenizer_json(void **state) {
     assert_non_null(strstr(err, "(?<=a)b"));
 }
 
+/* bench tokenize opens a vocabulary-only file: ids on stdout, errors with a status. */
+static void test_cli_tokenize(void **state) {
+    (void)state;
+    char p[1024], out[700];
+    if (!tu_shared("thirdparty/vocab/ggml-vocab-gpt-2.gguf", p, sizeof(p))) skip();
+    snprintf(out, sizeof(out), "%s/ids.txt", tmp);
+    assert_int_equal(tu_bench(out, "tokenize --model '%s' --text 'Hello world' 2>/dev/null", p), 0);
+    int ids[8];
+    assert_int_equal(tu_read_ints(out, ids, 8), 2);
+    assert_int_equal(ids[0], 15496); /* "Hello", " world" in GPT-2's vocabulary */
+    assert_int_equal(ids[1], 995);
+    assert_int_equal(tu_bench("/dev/null", "tokenize --model '%s/none.gguf' --text x 2>/dev/null", tmp), 1);
+    assert_int_equal(tu_bench("/dev/null", "tokenize --model '%s' 2>/dev/null", p), 2);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_set_gpt2),
@@ -676,6 +727,7 @@ int main(void) {
         cmocka_unit_test(test_gguf_vocab_bad),
         cmocka_unit_test(test_fallback_warns),
         cmocka_unit_test(test_tokenizer_json),
+        cmocka_unit_test(test_cli_tokenize),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -134,6 +134,10 @@ static int model_info(int argc, char **argv) {
                m->vocab.eos, m->vocab.unk, m->vocab.add_space_prefix);
     else
         printf("%-12s none in the file (give --tokenizer tokenizer.bin)\n", "vocab");
+    if (m->vocab.n)
+        printf("%-12s model %s, pre %s, %d merges%s%s\n", "tokenizer", m->vocab.model ? m->vocab.model : "(absent)",
+               m->vocab.pre ? m->vocab.pre : m->vocab.n_pre_patterns ? "(tokenizer.json patterns)" : "(absent)", m->vocab.n_merges,
+               m->vocab.unsupported ? "; not supported: " : "", m->vocab.unsupported ? m->vocab.unsupported : "");
     if (tensors) {
         printf("\n%-32s %-5s %-14s %4s %12s %12s\n", "tensor", "dtype", "shape", "file", "offset", "bytes");
         for (int i = 0; i < m->n_tensors; i++) {
