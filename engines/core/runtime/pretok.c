@@ -141,8 +141,14 @@ struct pretok {
 };
 
 static int class_match(const cclass *c, uint32_t cp) {
-    int in = 0;
-    for (int i = 0; i < c->nr && !in; i++) in = cp >= c->r[i].lo && cp <= c->r[i].hi;
+    /* ranges are sorted and disjoint (normalize_class): binary search */
+    int lo = 0, hi = c->nr, in = 0;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (cp < c->r[mid].lo) hi = mid;
+        else if (cp > c->r[mid].hi) lo = mid + 1;
+        else { in = 1; break; }
+    }
     if (!in && (c->cats | c->notcats)) {
         uint32_t b = 1u << unicode_class(cp);
         in = (c->cats & b) || (c->notcats & ~b);
@@ -511,6 +517,25 @@ static node *parse_alt(parser *ps) {
     return alt;
 }
 
+static int cmp_range(const void *a, const void *b) {
+    const cp_range *x = a, *y = b;
+    return (x->lo > y->lo) - (x->lo < y->lo);
+}
+
+/* Sorts a class's ranges and merges overlapping or adjacent ones. */
+static void normalize_class(cclass *c) {
+    if (c->nr < 2) return;
+    qsort(c->r, (size_t)c->nr, sizeof(*c->r), cmp_range);
+    int w = 0;
+    for (int i = 1; i < c->nr; i++) {
+        if (c->r[i].lo <= c->r[w].hi + 1) {
+            if (c->r[i].hi > c->r[w].hi) c->r[w].hi = c->r[i].hi;
+        } else
+            c->r[++w] = c->r[i];
+    }
+    c->nr = w + 1;
+}
+
 /* ---- tree -> program ---- */
 
 static int nullable(const node *nd) {
@@ -621,6 +646,7 @@ static int compile(const char *pat, prog *p, char *err, size_t errlen) {
         goto out;
     }
     if (gen(&ps, root) || emit(&ps, OP_MATCH, 0, 0) < 0) goto out;
+    for (int i = 0; i < p->ncls; i++) normalize_class(&p->cls[i]);
     rc = 0;
 out:
     node_free(root);
