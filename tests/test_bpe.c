@@ -232,6 +232,88 @@ static void test_roundtrip_long_and_invalid_utf8(void **state) {
     tokenizer_free(t);
 }
 
+/* Random input through two families: no crash, exact round trip. gpt-2 gets random bytes
+ * (1..255, so a C string; mostly invalid UTF-8), deepseek-llm random code points: its
+ * vocabulary spells some bytes only with user-defined tokens ("\xc3\xb9" is one), which
+ * decode as their text, so a lone byte 0xF9 cannot come back from it. */
+static void test_random_text(void **state) {
+    (void)state;
+    const char *names[] = {"gpt-2", "deepseek-llm"};
+    for (int v = 0; v < 2; v++) {
+        tokenizer *t = vocab_tokenizer(names[v]);
+        size_t n = 1 << 16;
+        char *text = malloc(n + 4);
+        assert_non_null(text);
+        uint64_t x = 0x9E3779B97F4A7C15ull + (uint64_t)v;
+        for (size_t i = 0; i < n;) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            if (v == 0) {
+                text[i++] = (char)(1 + (x >> 33) % 255);
+                continue;
+            }
+            /* a code point: half ASCII, half anywhere in U+0080..U+10FFFF but surrogates */
+            uint32_t cp = (x >> 63) ? 1 + (uint32_t)(x >> 33) % 127 : 0x80 + (uint32_t)(x >> 33) % (0x110000 - 0x80);
+            if (cp >= 0xD800 && cp <= 0xDFFF) continue;
+            i += unicode_encode(cp, text + i);
+        }
+        text[n] = '\0';
+        for (size_t i = n; i > n - 4; i--) /* a code point cut at the end would be invalid */
+            if (((unsigned char)text[i - 1] & 0xC0) != 0x80) {
+                if ((unsigned char)text[i - 1] >= 0xC0) text[i - 1] = '\0';
+                break;
+            }
+        int *ids = malloc((n + 1) * sizeof(int));
+        assert_non_null(ids);
+        char err[256] = "";
+        int k = tokenizer_encode(t, text, 0, 0, ids, (int)n + 1, err, sizeof(err));
+        if (k < 0) fail_msg("%s: %s", names[v], err);
+        char *back = decode_all(t, ids, k);
+        assert_string_equal(back, text);
+        free(back);
+        free(ids);
+        free(text);
+        tokenizer_free(t);
+    }
+}
+
+/* llama-bpe and qwen2 have test texts but no vocabulary: their rules at least split every
+ * text into pieces that put it back together, with no error. (The ids are not checked.) */
+static void test_untested_families_split(void **state) {
+    (void)state;
+    const char *sets[] = {"llama-bpe", "qwen2"};
+    for (int s = 0; s < 2; s++) {
+        char rel[256], p[1024], err[512] = "";
+        snprintf(rel, sizeof(rel), "thirdparty/vocab/ggml-vocab-%s.gguf.inp", sets[s]);
+        if (!tu_shared(rel, p, sizeof(p))) skip();
+        char *inp = slurp(p, NULL);
+        assert_non_null(inp);
+        pretok *pt = NULL;
+        if (pretok_create_named(sets[s], &pt, err, sizeof(err))) fail_msg("%s", err);
+        int cases = 0;
+        for (char *ip = inp, *sep; (sep = strstr(ip, SEP)); ip = sep + strlen(SEP)) {
+            *sep = '\0';
+            size_t len = strlen(ip), ncp = 0, total = 0;
+            uint32_t *cps = malloc((len + 1) * sizeof(*cps));
+            assert_non_null(cps);
+            for (size_t i = 0, cl; i < len; i += cl) cps[ncp++] = unicode_decode(ip + i, len - i, &cl);
+            size_t *lens = NULL, np = 0;
+            if (pretok_split(pt, cps, ncp, &lens, &np, err, sizeof(err))) fail_msg("%s", err);
+            for (size_t k = 0; k < np; k++) {
+                assert_true(lens[k] > 0);
+                total += lens[k];
+            }
+            assert_int_equal(total, ncp);
+            free(lens);
+            free(cps);
+            cases++;
+        }
+        printf("[ INFO     ] %s: %d test texts split (no vocabulary file: ids unchecked)\n", sets[s], cases);
+        assert_true(cases >= 20);
+        pretok_free(pt);
+        free(inp);
+    }
+}
+
 /* ---- the pre-tokenizer's split rules ---- */
 
 /* Splits text by a family's rules and compares with want (NULL-terminated). */
@@ -719,6 +801,8 @@ int main(void) {
         cmocka_unit_test(test_set_refact),
         cmocka_unit_test(test_set_phi3),
         cmocka_unit_test(test_roundtrip_long_and_invalid_utf8),
+        cmocka_unit_test(test_random_text),
+        cmocka_unit_test(test_untested_families_split),
         cmocka_unit_test(test_split_rules),
         cmocka_unit_test(test_regex_semantics),
         cmocka_unit_test(test_regex_refused),

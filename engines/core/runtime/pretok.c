@@ -724,17 +724,25 @@ static void addthread(vm *m, tlist *l, int pc, size_t i, size_t start) {
     }
 }
 
+/* A fresh generation; on wrap-around the marks are cleared so an old one cannot match. */
+static void next_gen(vm *m) {
+    if (++m->gen == 0) {
+        memset(m->mark, 0, (size_t)(m->p->n + 1) * sizeof(*m->mark));
+        m->gen = 1;
+    }
+}
+
 /* Leftmost-first match in [from, end): 1 with [*ms, *me), or 0. */
 static int search(vm *m, tlist *cl, tlist *nl, size_t from, size_t *ms, size_t *me) {
     int found = 0;
     cl->n = 0;
-    m->gen++; /* the generation cl is built under */
+    next_gen(m); /* the generation cl is built under */
     for (size_t i = from;; i++) {
         /* a new thread at each position, below every older one, until a match is found;
          * the marks of this generation keep it from duplicating a thread cl holds */
         if (!found) addthread(m, cl, 0, i, i);
         if (cl->n == 0) break;
-        m->gen++;
+        next_gen(m);
         nl->n = 0;
         for (int k = 0; k < cl->n; k++) {
             const inst *in = &m->p->code[cl->pc[k]];
@@ -784,6 +792,8 @@ int pretok_split(const pretok *p, const uint32_t *cps, size_t n, size_t **lens, 
     if (n && push_len(&cur, &ncur, &capcur, n)) goto oom;
     for (int k = 0; k < p->n; k++) {
         m.p = &p->p[k];
+        memset(m.mark, 0, np * sizeof(*m.mark)); /* marks are per program */
+        m.gen = 0;
         nnxt = 0;
         size_t base = 0;
         for (size_t s = 0; s < ncur; s++) {
