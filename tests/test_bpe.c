@@ -515,6 +515,9 @@ typedef struct {
     const char *const *merges;
     int n_merges;
     int pre_u32;    /* write tokenizer.ggml.pre as a u32 */
+    const char *const *toks; /* NULL: toks[] above */
+    const int32_t *types;
+    int n_toks;
 } vspec;
 
 static void write_vocab(const char *path, const vspec *s, void (*extra)(gb *)) {
@@ -524,12 +527,13 @@ static void write_vocab(const char *path, const vspec *s, void (*extra)(gb *)) {
         if (s->pre_u32) kv_u32(&body, "tokenizer.ggml.pre", 7);
         else kv_str(&body, "tokenizer.ggml.pre", s->pre);
     }
-    kv_strs(&body, "tokenizer.ggml.tokens", toks, N_TOKS);
+    int nt = s->toks ? s->n_toks : N_TOKS;
+    kv_strs(&body, "tokenizer.ggml.tokens", s->toks ? s->toks : toks, nt);
     str(&body, "tokenizer.ggml.token_type");
     u32(&body, T_ARRAY);
     u32(&body, T_I32);
-    u64(&body, N_TOKS);
-    put(&body, types, sizeof(types));
+    u64(&body, (uint64_t)nt);
+    put(&body, s->toks ? s->types : types, (size_t)nt * sizeof(int32_t));
     body.n_kv++;
     if (s->merges) kv_strs(&body, "tokenizer.ggml.merges", s->merges, s->n_merges);
     if (extra) extra(&body);
@@ -579,6 +583,36 @@ static void test_gguf_vocab_small(void **state) {
     assert_int_equal(tokenizer_encode(t, "<|end|>", 0, 0, ids, 16, err, sizeof(err)), -1);
     assert_int_equal(tokenizer_encode(t, "abc abc", 0, 0, ids, 1, err, sizeof(err)), -1);
     assert_non_null(strstr(err, "more than 1 tokens"));
+    tokenizer_free(t);
+}
+
+/* User-defined tokens are cut out longest first over the whole text, as llama.cpp does,
+ * not leftmost-longest: "bcd" wins over an earlier "ab" that overlaps it. */
+static void test_user_token_order(void **state) {
+    (void)state;
+    static const char *const tk[] = {"a", "b", "c", "d", "cd", "ab", "bcd"};
+    static const int32_t ty[] = {1, 1, 1, 1, 1, 4, 4};
+    static const char *const mg[] = {"c d"};
+    char path[600], err[1024] = "";
+    snprintf(path, sizeof(path), "%s/user.gguf", tmp);
+    write_vocab(path, &(vspec){.model = "gpt2", .pre = "gpt-2", .merges = mg, .n_merges = 1, .toks = tk, .types = ty, .n_toks = 7}, NULL);
+    tokenizer *t = try_tokenizer(path, 0, err, sizeof(err));
+    if (!t) fail_msg("%s", err);
+    struct { const char *text; int n; int want[8]; } c[] = {
+        {"abcd", 2, {0, 6}},          /* a [bcd] */
+        {"abab", 2, {5, 5}},          /* [ab][ab] */
+        {"bcdbcdcd", 3, {6, 6, 4}},   /* [bcd][bcd] then c+d merged */
+        {"cab", 2, {2, 5}},
+    };
+    for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+        int ids[8];
+        int n = tokenizer_encode(t, c[i].text, 0, 0, ids, 8, err, sizeof(err));
+        if (n != c[i].n || memcmp(ids, c[i].want, (size_t)n * sizeof(int))) fail_msg("\"%s\": %d ids (%d %d %d), expected %d", c[i].text, n,
+                                                                                  ids[0], n > 1 ? ids[1] : -1, n > 2 ? ids[2] : -1, c[i].n);
+        char *back = decode_all(t, ids, n);
+        assert_string_equal(back, c[i].text);
+        free(back);
+    }
     tokenizer_free(t);
 }
 
@@ -809,6 +843,7 @@ int main(void) {
         cmocka_unit_test(test_unicode),
         cmocka_unit_test(test_gguf_vocab_small),
         cmocka_unit_test(test_gguf_vocab_bad),
+        cmocka_unit_test(test_user_token_order),
         cmocka_unit_test(test_fallback_warns),
         cmocka_unit_test(test_tokenizer_json),
         cmocka_unit_test(test_cli_tokenize),

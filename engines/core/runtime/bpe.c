@@ -34,8 +34,10 @@ struct bpe {
     uint8_t bl_len[256];
     int32_t byte_tok[256];  /* token of that one-character piece, or -1 */
 
-    int32_t *user;          /* (n_user) TOKEN_USER ids, longest piece first */
+    int32_t *user;          /* (n_user) TOKEN_USER ids, longest piece first (the cut order) */
     int n_user;
+    int32_t *ubyte;         /* (n_user) ranks into user, grouped by the piece's first byte */
+    int32_t ustart[257];    /* ubyte[ustart[c] .. ustart[c + 1]) start with byte c */
 };
 
 /* ---- hashing ---- */
@@ -90,6 +92,7 @@ void bpe_free(bpe *b) {
     free(b->mrl);
     free(b->mslots);
     free(b->user);
+    free(b->ubyte);
     free(b);
 }
 
@@ -231,6 +234,18 @@ int bpe_create(const model_vocab *v, int fallback, bpe **out, char *warn, size_t
         qsort(li, (size_t)b->n_user, sizeof(*li), by_length_desc);
         for (int i = 0; i < b->n_user; i++) b->user[i] = li[i].id;
         free(li);
+    }
+    /* a first-byte index, so the text is scanned once for every user token at a time */
+    if (!(b->ubyte = malloc(((size_t)b->n_user + 1) * sizeof(*b->ubyte)))) {
+        bench_errf(err, errlen, "BPE: out of memory for %d tokens", n);
+        goto err;
+    }
+    for (int u = 0; u < b->n_user; u++) b->ustart[(unsigned char)b->blob[b->off[b->user[u]]] + 1]++;
+    for (int c = 0; c < 256; c++) b->ustart[c + 1] += b->ustart[c];
+    {
+        int32_t fill[256];
+        memcpy(fill, b->ustart, sizeof(fill));
+        for (int u = 0; u < b->n_user; u++) b->ubyte[fill[(unsigned char)b->blob[b->off[b->user[u]]]]++] = u;
     }
 
     for (int c = 0; c < 256; c++) {
@@ -415,54 +430,93 @@ typedef struct {
     int id;                 /* a user-defined token, or -1 for text */
 } frag;
 
-int bpe_encode(const bpe *b, const char *text, size_t len, int *ids, int *n, int max_ids, char *err, size_t errlen) {
-    int rc = -1;
-    scratch sc = {0};
-    /* Cut out user-defined tokens, longest first, as llama.cpp's tokenizer_st_partition does. */
-    size_t nf = 1, cap = 16;
-    frag *f = malloc(cap * sizeof(*f)), *g = NULL;
-    if (!f) return bench_errf(err, errlen, "tokenizer: out of memory");
-    f[0] = (frag){0, len, -1};
-    for (int u = 0; u < b->n_user; u++) {
-        int id = b->user[u];
-        const char *p = b->blob + b->off[id];
-        size_t pl = b->len[id];
-        for (size_t k = 0; k < nf; k++) {
-            if (f[k].id >= 0 || f[k].len < pl) continue;
-            const char *hit = memmem(text + f[k].start, f[k].len, p, pl);
-            if (!hit) continue;
-            if (nf + 2 > cap) {
-                cap *= 2;
-                if (!(g = realloc(f, cap * sizeof(*f)))) {
-                    bench_errf(err, errlen, "tokenizer: out of memory");
-                    goto out;
-                }
-                f = g;
+typedef struct {
+    int32_t rank;           /* index in b->user: longer pieces first */
+    uint32_t len;
+    size_t pos;
+} occ;
+
+static int occ_order(const void *a, const void *b) {
+    const occ *x = a, *y = b;
+    if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+    return (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+static int occ_by_pos(const void *a, const void *b) {
+    const occ *x = a, *y = b;
+    return (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+/* Where user-defined tokens are cut out of the text, as llama.cpp's tokenizer_st_partition
+ * does: token by token, longest first, each taking its leftmost occurrences that do not
+ * overlap text already taken. Every occurrence is found in one scan (the first-byte index),
+ * then accepted in that order. Returns the accepted ones by position in *out. */
+static int find_user_tokens(const bpe *b, const char *text, size_t len, occ **out, size_t *n_out, char *err, size_t errlen) {
+    occ *o = NULL;
+    size_t n = 0, cap = 0;
+    unsigned char *taken = NULL;
+    *out = NULL;
+    *n_out = 0;
+    if (b->n_user == 0) return 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)text[i];
+        for (int32_t k = b->ustart[c]; k < b->ustart[c + 1]; k++) {
+            int32_t u = b->ubyte[k], id = b->user[u];
+            uint32_t l = b->len[id];
+            if (l > len - i || memcmp(text + i, b->blob + b->off[id], l)) continue;
+            if (n == cap) {
+                cap = cap ? 2 * cap : 16;
+                occ *no = realloc(o, cap * sizeof(*o));
+                if (!no) goto oom;
+                o = no;
             }
-            /* [before][token][after]: after is searched again on the next k */
-            size_t s = (size_t)(hit - text), end = f[k].start + f[k].len;
-            frag before = {f[k].start, s - f[k].start, -1}, tok = {s, pl, id}, after = {s + pl, end - s - pl, -1};
-            memmove(&f[k + 3], &f[k + 1], (nf - k - 1) * sizeof(*f));
-            f[k] = before;
-            f[k + 1] = tok;
-            f[k + 2] = after;
-            nf += 2;
-            k++; /* on to `after` */
+            o[n++] = (occ){u, l, i};
         }
     }
-    for (size_t k = 0; k < nf; k++) {
-        if (f[k].id >= 0) {
-            if (*n >= max_ids) {
-                bench_errf(err, errlen, "tokenizer: the text needs more than %d tokens", max_ids);
-                goto out;
-            }
-            ids[(*n)++] = f[k].id;
-        } else if (encode_fragment(b, &sc, text + f[k].start, f[k].len, ids, n, max_ids, err, errlen))
+    if (n == 0) return 0;
+    qsort(o, n, sizeof(*o), occ_order);
+    if (!(taken = calloc(len, 1))) goto oom;
+    size_t kept = 0, end = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (k == 0 || o[k].rank != o[k - 1].rank) end = 0;
+        if (o[k].pos < end) continue; /* overlaps this token's previous occurrence */
+        int free_span = 1;
+        for (uint32_t j = 0; j < o[k].len && free_span; j++) free_span = !taken[o[k].pos + j];
+        if (!free_span) continue;
+        memset(taken + o[k].pos, 1, o[k].len);
+        end = o[k].pos + o[k].len;
+        o[kept++] = o[k];
+    }
+    free(taken);
+    qsort(o, kept, sizeof(*o), occ_by_pos);
+    *out = o;
+    *n_out = kept;
+    return 0;
+oom:
+    free(o);
+    return bench_errf(err, errlen, "tokenizer: out of memory");
+}
+
+int bpe_encode(const bpe *b, const char *text, size_t len, int *ids, int *n, int max_ids, char *err, size_t errlen) {
+    scratch sc = {0};
+    occ *o = NULL;
+    size_t no = 0, pos = 0;
+    int rc = -1;
+    if (find_user_tokens(b, text, len, &o, &no, err, errlen)) return -1;
+    for (size_t k = 0; k <= no; k++) {
+        size_t next = k < no ? o[k].pos : len;
+        if (encode_fragment(b, &sc, text + pos, next - pos, ids, n, max_ids, err, errlen)) goto out;
+        if (k == no) break;
+        if (*n >= max_ids) {
+            bench_errf(err, errlen, "tokenizer: the text needs more than %d tokens", max_ids);
             goto out;
+        }
+        ids[(*n)++] = b->user[o[k].rank];
+        pos = o[k].pos + o[k].len;
     }
     rc = 0;
 out:
-    free(f);
+    free(o);
     free(sc.w);
     free(sc.s);
     free(sc.h.v);
