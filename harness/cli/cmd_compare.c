@@ -26,7 +26,14 @@ static void compare_usage(FILE *f) {
             "                        over those with AXIS=W (other axes equal); B's ratio must stay\n"
             "                        within FACTOR (default 1.5) of A's\n"
             "  --brief               only the rows that changed\n\n"
-            "Exit status: 0 no regression; 1 a regression; 2 bad arguments or unreadable results.\n\n"
+            "      With fewer repetitions, a change of more than 50%% with the two runs' ranges apart\n"
+            "      (2 + 2 repetitions at least) is flagged anyway, marked \"(far)\".\n\n"
+            "Exit status:\n"
+            "  0  every gated metric was judged and none regressed\n"
+            "  1  a regression (far changes included)\n"
+            "  2  bad arguments or unreadable results\n"
+            "  3  no regression found, but some metrics could not be judged (too few repetitions,\n"
+            "     or in one run only): not a pass. The count and the reasons head the output.\n\n"
             "examples:\n"
             "  bench compare results/ci/run1 results/ci/run2\n"
             "  bench compare results/baselines/ci.json results/ci/latest --deterministic-only --brief \\\n"
@@ -106,7 +113,7 @@ int cmd_compare(int argc, char **argv) {
             goto out;
         }
     cmp_print(stdout, &rep, fmt, brief, &o);
-    rc = rep.regressions ? 1 : 0;
+    rc = cmp_exit_status(&rep);
 out:
     cmp_report_free(&rep);
     rr_free(&a);

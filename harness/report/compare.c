@@ -44,7 +44,7 @@ const char *cmp_class_name(cmp_class c) {
 }
 
 const char *cmp_verdict_name(cmp_verdict v) {
-    static const char *const n[] = {"same", "noise", "too few repetitions", "within threshold", "improved",
+    static const char *const n[] = {"same", "noise", "NOT JUDGED", "within threshold", "improved",
                                     "REGRESSION", "changed", "-", "missing"};
     return v <= CMP_MISSING ? n[v] : "?";
 }
@@ -147,6 +147,11 @@ static double cmp_median(const rr_series *s) {
     return m;
 }
 
+static void cmp_range(const rr_series *s, double *lo, double *hi) {
+    *lo = INFINITY, *hi = -INFINITY;
+    for (int i = 0; i < s->n; i++) *lo = fmin(*lo, s->v[i]), *hi = fmax(*hi, s->v[i]);
+}
+
 static void cmp_tolerance(cmp_class c, const char *metric, double *rel, double *abs_) {
     switch (c) {
     case CMP_FAULTS: *rel = 0.05, *abs_ = 16; break;
@@ -168,6 +173,7 @@ void cmp_metric(const rr_series *a, const rr_series *b, const char *metric, cons
     r->p = NAN;
     r->test[0] = 0;
     r->gated = 0;
+    r->far = 0;
     if (!r->na || !r->nb) {
         r->change = NAN;
         r->verdict = CMP_MISSING;
@@ -187,6 +193,19 @@ void cmp_metric(const rr_series *a, const rr_series *b, const char *metric, cons
         r->p = cmp_mann_whitney(a->v, a->n, b->v, b->n, CMP_ALPHA, &decidable);
         r->gated = !o->deterministic_only;
         if (!decidable) {
+            /* No test can speak, but a change like 15 -> 34 ms with the ranges apart is
+             * not noise on any machine this runs on; say so, marked as untested. One
+             * repetition a side has no range, so it stays unjudged. */
+            double amin, amax, bmin, bmax;
+            cmp_range(a, &amin, &amax);
+            cmp_range(b, &bmin, &bmax);
+            if (r->na >= 2 && r->nb >= 2 && fabs(r->change) > CMP_FAR_CHANGE && (amax < bmin || bmax < amin) && worse) {
+                r->far = 1;
+                r->verdict = worse > 0 ? CMP_REGRESSED : CMP_IMPROVED;
+                snprintf(r->test, sizeof(r->test), "far: >%g%%, ranges apart, %d+%d reps", CMP_FAR_CHANGE * 100, r->na,
+                         r->nb);
+                return;
+            }
             r->verdict = CMP_FEW;
             snprintf(r->test, sizeof(r->test), "too few repetitions (%d+%d, need 4+4)", r->na, r->nb);
             return;
@@ -224,6 +243,21 @@ static cmp_row *cmp_add(cmp_report *rep) {
 static void cmp_count(cmp_report *rep, const cmp_row *r) {
     if (r->gated && (r->verdict == CMP_REGRESSED || (r->verdict == CMP_CHANGED && r->cls != CMP_TIMED)))
         rep->regressions++;
+    if (r->gated && r->verdict == CMP_FEW) {
+        if (!rep->not_judged_few) rep->few_na = r->na, rep->few_nb = r->nb;
+        rep->not_judged++, rep->not_judged_few++;
+    }
+}
+
+/* A timed metric, or a whole variant, in one run only: nothing to judge it against.
+ * (Deterministic figures that vanish from B are gated, and the table shows them.) */
+static void cmp_count_missing(cmp_report *rep, const cmp_row *r, const cmp_opts *o) {
+    if (r->verdict == CMP_MISSING && (r->cls == CMP_TIMED || !strcmp(r->metric, "(variant)")) && !o->deterministic_only)
+        rep->not_judged++, rep->not_judged_missing++;
+}
+
+int cmp_exit_status(const cmp_report *r) {
+    return r->regressions ? CMP_EXIT_REGRESSION : r->not_judged ? CMP_EXIT_NOT_JUDGED : CMP_EXIT_PASS;
 }
 
 int cmp_docs(const rr_doc *a, const rr_doc *b, const cmp_opts *o, cmp_report *out, char *err, size_t errlen) {
@@ -241,6 +275,7 @@ int cmp_docs(const rr_doc *a, const rr_doc *b, const cmp_opts *o, cmp_report *ou
             r->a = r->b = r->change = r->p = NAN;
             r->verdict = CMP_MISSING;
             snprintf(r->test, sizeof(r->test), "in B only");
+            cmp_count_missing(out, r, o);
             continue;
         }
         for (int j = 0; j < vb->n; j++) {
@@ -252,6 +287,7 @@ int cmp_docs(const rr_doc *a, const rr_doc *b, const cmp_opts *o, cmp_report *ou
             /* a deterministic figure that vanished from B is a change the gate must see */
             if (r->verdict == CMP_MISSING && r->cls != CMP_TIMED && r->cls != CMP_INFO) r->gated = 1;
             cmp_count(out, r);
+            cmp_count_missing(out, r, o);
         }
         for (int j = 0; j < va->n; j++) {
             if (rr_find(vb, va->m[j].name)) continue;
@@ -259,6 +295,7 @@ int cmp_docs(const rr_doc *a, const rr_doc *b, const cmp_opts *o, cmp_report *ou
             if (!r) goto oom;
             snprintf(r->variant, sizeof(r->variant), "%s", vb->label);
             cmp_metric(&va->m[j], NULL, va->m[j].name, va->m[j].unit, o, r);
+            cmp_count_missing(out, r, o);
         }
     }
     for (int i = 0; i < a->n; i++) {
@@ -270,6 +307,7 @@ int cmp_docs(const rr_doc *a, const rr_doc *b, const cmp_opts *o, cmp_report *ou
         r->a = r->b = r->change = r->p = NAN;
         r->verdict = CMP_MISSING;
         snprintf(r->test, sizeof(r->test), "in A only");
+        cmp_count_missing(out, r, o);
     }
     return 0;
 oom:
@@ -397,6 +435,33 @@ static int cmp_shown(const cmp_row *r, int brief) {
              r->verdict == CMP_FEW || r->verdict == CMP_WITHIN || (r->verdict == CMP_MISSING && !r->gated));
 }
 
+static int cmp_far_count(const cmp_report *rep) {
+    int n = 0;
+    for (int i = 0; i < rep->n; i++) n += rep->rows[i].far;
+    return n;
+}
+
+/* Before the table, so that a comparison that could not judge never reads as a pass. */
+static void cmp_print_not_judged(FILE *f, const cmp_report *rep, int md) {
+    int far = cmp_far_count(rep);
+    if (rep->not_judged) {
+        fprintf(f, "%sNOT JUDGED: %d metric%s could not be judged, so this comparison is not a pass (exit status %d, or 1 "
+                   "with a regression):%s\n",
+                md ? "**" : "", rep->not_judged, rep->not_judged == 1 ? "" : "s", CMP_EXIT_NOT_JUDGED, md ? "**  " : "");
+        if (rep->not_judged_few)
+            fprintf(f, "  - %d timed metric%s: too few repetitions (%d+%d; the Mann-Whitney test needs 4+4 to reach p < 0.05):\n"
+                       "    run both with `bench run SCENARIO --repeat 4` or more, or compare with --deterministic-only%s\n",
+                    rep->not_judged_few, rep->not_judged_few == 1 ? "" : "s", rep->few_na, rep->few_nb, md ? "  " : "");
+        if (rep->not_judged_missing)
+            fprintf(f, "  - %d timed metric%s or variant%s in one run only%s\n", rep->not_judged_missing,
+                    rep->not_judged_missing == 1 ? "" : "s", rep->not_judged_missing == 1 ? "" : "s", md ? "  " : "");
+    }
+    if (far)
+        fprintf(f, "%d change%s far beyond noise (> %g%%, ranges apart) flagged without a test: verdicts marked \"(far)\"%s\n",
+                far, far == 1 ? "" : "s", CMP_FAR_CHANGE * 100, md ? "  " : "");
+    if (md && (rep->not_judged || far)) fprintf(f, "\n");
+}
+
 void cmp_print(FILE *f, const cmp_report *rep, cmp_format fmt, int brief, const cmp_opts *o) {
     if (fmt == CMP_FMT_JSON) {
         cJSON *j = cJSON_CreateObject(), *rows = cJSON_AddArrayToObject(j, "rows");
@@ -405,6 +470,10 @@ void cmp_print(FILE *f, const cmp_report *rep, cmp_format fmt, int brief, const 
         cJSON_AddNumberToObject(j, "threshold", o->threshold);
         cJSON_AddBoolToObject(j, "deterministic_only", o->deterministic_only);
         cJSON_AddNumberToObject(j, "regressions", rep->regressions);
+        cJSON_AddNumberToObject(j, "not_judged", rep->not_judged);
+        cJSON_AddNumberToObject(j, "not_judged_too_few_repetitions", rep->not_judged_few);
+        cJSON_AddNumberToObject(j, "not_judged_in_one_run_only", rep->not_judged_missing);
+        cJSON_AddNumberToObject(j, "exit_status", cmp_exit_status(rep));
         for (int i = 0; i < rep->n; i++) {
             const cmp_row *r = &rep->rows[i];
             if (!cmp_shown(r, brief)) continue;
@@ -423,6 +492,7 @@ void cmp_print(FILE *f, const cmp_report *rep, cmp_format fmt, int brief, const 
             cJSON_AddStringToObject(x, "test", r->test);
             cJSON_AddStringToObject(x, "verdict", cmp_verdict_name(r->verdict));
             cJSON_AddBoolToObject(x, "gated", r->gated);
+            cJSON_AddBoolToObject(x, "far", r->far);
             cJSON_AddItemToArray(rows, x);
         }
         char *t = cJSON_Print(j);
@@ -433,6 +503,7 @@ void cmp_print(FILE *f, const cmp_report *rep, cmp_format fmt, int brief, const 
     }
     int md = fmt == CMP_FMT_MARKDOWN;
     fprintf(f, md ? "**A** `%s`  \n**B** `%s`\n\n" : "A: %s\nB: %s\n", rep->a_name, rep->b_name);
+    cmp_print_not_judged(f, rep, md);
     if (md) fprintf(f, "| variant | metric | A | B | change | test | verdict |\n|---|---|---:|---:|---:|---|---|\n");
     else fprintf(f, "%-22s %-38s %12s %12s %9s  %-38s %s\n", "variant", "metric", "A", "B", "change", "test", "verdict");
     int shown = 0;
@@ -445,7 +516,8 @@ void cmp_print(FILE *f, const cmp_report *rep, cmp_format fmt, int brief, const 
         cmp_num(b, sizeof(b), r->b);
         cmp_change(ch, sizeof(ch), r);
         snprintf(name, sizeof(name), r->unit[0] ? "%s (%s)" : "%s", r->metric, r->unit);
-        const char *v = cmp_verdict_name(r->verdict);
+        char v[48];
+        snprintf(v, sizeof(v), "%s%s", cmp_verdict_name(r->verdict), r->far ? " (far)" : "");
         if (md)
             fprintf(f, "| %s | %s | %s | %s | %s | %s | %s%s%s |\n", r->variant, name, a, b, ch, r->test,
                     r->verdict == CMP_REGRESSED ? "**" : "", v, r->verdict == CMP_REGRESSED ? "**" : "");
@@ -453,8 +525,12 @@ void cmp_print(FILE *f, const cmp_report *rep, cmp_format fmt, int brief, const 
             fprintf(f, "%-22s %-38s %12s %12s %9s  %-38s %s%s\n", r->variant, name, a, b, ch, r->test, v,
                     r->gated || r->verdict == CMP_SHOWN || r->verdict == CMP_MISSING ? "" : " (not gated)");
     }
-    if (brief && !shown) fprintf(f, "%s(no change beyond tolerance or noise in %d comparisons)\n", md ? "\n" : "", rep->n);
-    fprintf(f, "%s%d regression%s beyond %s%s\n", md ? "\n" : "", rep->regressions, rep->regressions == 1 ? "" : "s",
+    if (brief && !shown)
+        fprintf(f, "%s(no change beyond tolerance or noise in %d comparisons%s)\n", md ? "\n" : "", rep->n - rep->not_judged,
+                rep->not_judged ? "; the metrics not judged are not among them" : "");
+    fprintf(f, "%s%d regression%s beyond %s%s", md ? "\n" : "", rep->regressions, rep->regressions == 1 ? "" : "s",
             o->deterministic_only ? "the tolerances of deterministic figures and ratios" : "tolerance or threshold",
             o->deterministic_only ? " (times shown, not gated)" : "");
+    if (rep->not_judged) fprintf(f, "; %d metric%s NOT JUDGED (see the top)", rep->not_judged, rep->not_judged == 1 ? "" : "s");
+    fprintf(f, "\n");
 }

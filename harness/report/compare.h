@@ -6,7 +6,11 @@
  *              test on the raw values of the counted repetitions, alpha 0.05, exact
  *              distribution; when even the most extreme ranking could not reach
  *              alpha (fewer than 4 + 4 repetitions) the verdict is "too few
- *              repetitions". A regression is beyond noise AND worse than --threshold.
+ *              repetitions" and the metric counts as not judged, unless the change
+ *              is far beyond any plausible noise: more than CMP_FAR_CHANGE with the
+ *              two runs' ranges apart, at least 2 + 2 repetitions. That is reported
+ *              as a regression (or improvement) marked "far" (row.far), since no
+ *              test backs it. A regression is beyond noise AND worse than --threshold.
  *   CMP_FAULTS page faults: deterministic up to the process's own start-up (the
  *              dynamic loader, libc); tolerance 5% + 16 faults.
  *   CMP_MEMORY RSS/PSS by region and total (MiB): deterministic up to a few pages of
@@ -35,6 +39,9 @@
 #include <stdio.h>
 
 #include "harness/report/resread.h"
+
+/* A change this large (relative) with non-overlapping ranges is flagged without a test. */
+#define CMP_FAR_CHANGE 0.5
 
 typedef enum cmp_class { CMP_TIMED, CMP_FAULTS, CMP_MEMORY, CMP_EXACT, CMP_INFO } cmp_class;
 
@@ -67,6 +74,7 @@ typedef struct cmp_row {
     char test[64];              /* "U p=0.029", "too few repetitions", "tol 5%+16" */
     cmp_verdict verdict;
     int gated;                  /* counts towards the exit status */
+    int far;                    /* verdict from CMP_FAR_CHANGE, not from a test */
 } cmp_row;
 
 typedef struct cmp_ratio {
@@ -79,6 +87,10 @@ typedef struct cmp_report {
     int n, cap;
     cmp_row *rows;
     int regressions;
+    /* gated metrics that could not be judged: a timed metric with too few repetitions
+     * (and no far change), or one present in only one run */
+    int not_judged, not_judged_few, not_judged_missing;
+    int few_na, few_nb;         /* the repetitions of the first too-few row, for the message */
     char a_name[4200], b_name[4200];
 } cmp_report;
 
@@ -104,6 +116,15 @@ int cmp_parse_ratio(const char *spec, cmp_ratio *r, char *err, size_t errlen);
 /* Adds one row per matched pair of variants. Returns the number of pairs found. */
 int cmp_ratios(const rr_doc *a, const rr_doc *b, const cmp_ratio *r, cmp_report *out);
 void cmp_report_free(cmp_report *r);
+
+/* bench compare's exit status: */
+enum {
+    CMP_EXIT_PASS = 0,          /* every gated metric judged, no regression */
+    CMP_EXIT_REGRESSION = 1,    /* at least one regression (far changes included) */
+    CMP_EXIT_USAGE = 2,         /* bad arguments, unreadable results */
+    CMP_EXIT_NOT_JUDGED = 3,    /* no regression found, but some gated metrics could not be judged */
+};
+int cmp_exit_status(const cmp_report *r);
 
 typedef enum cmp_format { CMP_FMT_TABLE, CMP_FMT_MARKDOWN, CMP_FMT_JSON } cmp_format;
 /* brief: only rows that are not SAME/NOISE/SHOWN. */
