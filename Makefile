@@ -72,7 +72,7 @@ MODULES      := $(patsubst engines/modules/%.c,$(BUILD)/modules/%.so,$(MODULE_SR
 TESTS        := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 TESTLIB_OBJ  := $(call obj,$(TESTLIB_SRC))
 
-.PHONY: all test run debug asan valgrind clean deps tests-build
+.PHONY: all test run debug asan valgrind clean deps tests-build FORCE
 all: $(BUILD)/bench $(MODULES)
 
 # Debian packages the build needs; deps.sh returns at once when they are there.
@@ -82,6 +82,22 @@ deps:
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+# results.json and the default results folder name record the commit the binary was built
+# from, not the current directory's: commit.stamp changes only when the commit or its
+# dirtiness does, and only then is locations.o rebuilt.
+BENCH_COMMIT := $(shell git rev-parse HEAD 2>/dev/null)
+BENCH_DIRTY  := $(if $(BENCH_COMMIT),$(if $(shell git status --porcelain --untracked-files=no 2>/dev/null),1,0),0)
+$(BUILD)/commit.stamp: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(BENCH_COMMIT) $(BENCH_DIRTY)' | cmp -s - $@ || echo '$(BENCH_COMMIT) $(BENCH_DIRTY)' > $@
+$(BUILD)/obj/harness/report/locations.o: $(BUILD)/commit.stamp
+$(BUILD)/obj/harness/report/locations.o: CPPFLAGS += -DBENCH_COMMIT_SHA='"$(BENCH_COMMIT)"' -DBENCH_COMMIT_DIRTY=$(BENCH_DIRTY)
+FORCE:
+
+# Objects are intermediate files of the libraries and modules; kept, so make neither
+# rebuilds nor deletes them (no "rm build/obj/..." after a run).
+.SECONDARY:
 
 # results.json records how the binary was built.
 BUILD_FLAGS := $(CC) $(CFLAGS) $(filter -DNDEBUG,$(CPPFLAGS))

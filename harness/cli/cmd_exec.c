@@ -5,11 +5,13 @@
  * `perf record`, `perf stat` and valgrind see exactly the benchmarked work and
  * nothing of the harness around it.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "commands.h"
+#include "harness/report/locations.h"
 #include "harness/parent/pagecache.h"
 #include "harness/parent/runner.h"
 #include "harness/spec/scenario.h"
@@ -22,7 +24,7 @@ static void ex_usage(FILE *f) {
             "same code as `bench run`'s workers, with no fork and no sampler thread, so that\n"
             "perf and valgrind can be put in front of it. The phases and their times go to\n"
             "stderr. The model is resolved as `bench run` does (synth models cached under\n"
-            "$BENCH_MODEL_CACHE, default results/models), and the variant's page-cache state\n"
+            "$BENCH_MODEL_CACHE, else $XDG_CACHE_HOME/bench or ~/.cache/bench), and the variant's page-cache state\n"
             "(cold: evicted, warm: read) is set up first.\n\n"
             "  --variant k=v,...  the variant whose axis k (loader, kv, alloc, cache, threads, device) is v;\n"
             "                     needed unless the scenario has one variant, and must match one\n"
@@ -161,9 +163,11 @@ int cmd_exec(int argc, char **argv) {
         goto out;
     }
     rc = 1;
-    const char *cache = getenv("BENCH_MODEL_CACHE");
+    char cache[PATH_MAX];
+    const char *cache_why;
+    loc_model_cache(cache, sizeof(cache), &cache_why);
     /* an allocator scenario has no model: nothing to prepare, nothing to evict */
-    if (!s->aw && rn_prepare_model(s, cache && *cache ? cache : "results/models", &mf, err, sizeof(err))) {
+    if (!s->aw && rn_prepare_model(s, cache, &mf, err, sizeof(err))) {
         fprintf(stderr, "bench exec: %s: %s\n", file, err);
         goto out;
     }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "harness/report/locations.h"
 #include "harness/child/alloc_workload.h"
 #include "harness/parent/perfev.h"
 #include "harness/report/plot.h"
@@ -28,16 +29,18 @@ static void run_on_signal(int sig) {
 
 static void run_usage(FILE *f) {
     fprintf(f,
-            "usage: bench run SCENARIO.json [--out DIR] [--only key=val,...] [--repeat N] [--quick]\n"
+            "usage: bench run SCENARIO.json [--out DIR [--force]] [--only key=val,...] [--repeat N] [--quick]\n"
             "                 [--device cpu|cuda] [--json] [--fail-fast] [--shard i/N]\n\n"
             "Runs every variant of a scenario's matrix, each repetition in a fresh `bench worker`\n"
             "process, interleaved (A B A B ...). Measures load time, TTFT, TPOT, inter-token latency,\n"
             "RSS/PSS timelines and per-region memory (weights, KV, scratch, model file), faults per\n"
             "phase, perf counters and the modules' counters; then prints a table of medians with\n"
             "95%% confidence intervals and writes results.json, results.csv and timelines/.\n\n"
-            "  --out DIR        write the results into DIR (default results/<scenario>/<UTC time>-<sha>)\n"
-            "  --only k=v,...   run only the variants whose axis k (loader, kv, alloc, cache, threads, device)\n"
-            "                   is v; several values of one key are alternatives\n"
+            "  --out DIR        write the results into DIR (default RESULTS/<scenario>/<UTC time>-<commit>,\n"
+            "                   RESULTS below); a folder that holds a run is refused\n"
+            "  --force          with --out: empty the folder's earlier run first\n"
+            "  --only k=v,...   run only the variants whose axis k (loader, kv, alloc, cache, threads,\n"
+            "                   device, workload) is v; several values of one key are alternatives\n"
             "  --repeat N       N measured repetitions instead of the scenario's\n"
             "  --quick          1 repetition, no warm-up: a smoke test, not a measurement\n"
             "  --device D       run every variant on device D (in place of the scenario's device axis):\n"
@@ -48,8 +51,12 @@ static void run_usage(FILE *f) {
             "                   `bench plan --shards N` shows, with its own warm-ups; results.json records\n"
             "                   the shard and this machine; `bench merge` joins the shards (docs/cluster.md)\n\n"
             "Exit status: 0 all repetitions ok; 1 some failed or were invalid (see results.json);\n"
-            "2 bad arguments or scenario; 130 interrupted (the finished repetitions are written).\n"
-            "Synth models are generated once into $BENCH_MODEL_CACHE (default results/models).\n\n"
+            "2 bad arguments or scenario; 130 interrupted (the finished repetitions are written).\n\n"
+            "Where things go, from any directory:\n"
+            "  RESULTS      $BENCH_RESULTS, else the results/ folder of the checkout bench was built in\n"
+            "  model cache  synth models are generated once into $BENCH_MODEL_CACHE, else\n"
+            "               $XDG_CACHE_HOME/bench, else ~/.cache/bench\n"
+            "  commit       results.json records the commit bench was built from\n\n"
             "examples:\n"
             "  bench run scenarios/mmap_vs_pread.json\n"
             "  bench run scenarios/mmap_vs_pread.json --only loader=mmap,cache=warm --repeat 10\n"
@@ -111,7 +118,7 @@ static int run_keep(void *user, int variant, int rep) {
 
 int cmd_run(int argc, char **argv) {
     const char *file = NULL, *out = NULL, *only = NULL, *device = NULL, *shard_arg = NULL;
-    int repeat = 0, quick = 0, json = 0, fail_fast = 0, n_shards = 0;
+    int repeat = 0, quick = 0, json = 0, fail_fast = 0, n_shards = 0, force = 0;
     run_shard sh = {.index = -1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -132,6 +139,7 @@ int cmd_run(int argc, char **argv) {
         else if (!strcmp(a, "--quick")) quick = 1;
         else if (!strcmp(a, "--json")) json = 1;
         else if (!strcmp(a, "--fail-fast")) fail_fast = 1;
+        else if (!strcmp(a, "--force")) force = 1;
         else if (a[0] != '-' && !file) file = a;
         else {
             fprintf(stderr, "bench run: unknown or incomplete argument \"%s\"\n\n", a);
@@ -183,24 +191,44 @@ int cmd_run(int argc, char **argv) {
             if (!sh_variant_cells(&sh.plan, sh.index, vi)) s->variants[vi].selected = 0;
         shard_json = sh_shard_json(&sh.plan, sh.index);
     }
-    const char *cache = getenv("BENCH_MODEL_CACHE");
-    /* an allocator scenario (s->aw) has no model */
-    if (!s->aw && rn_prepare_model(s, cache && *cache ? cache : "results/models", &mf, err, sizeof(err))) {
-        fprintf(stderr, "bench run: %s: %s\n", file, err);
-        goto out;
-    }
     char dir[PATH_MAX];
     if (out) {
         snprintf(dir, sizeof(dir), "%s", out);
+        /* before the model is made: a refusal should cost nothing */
+        if (loc_prepare_out(dir, force, err, sizeof(err))) {
+            fprintf(stderr, "bench run: %s\n", err);
+            rc = 2;
+            goto out;
+        }
     } else {
-        char stamp[32], sha[64];
+        if (force) {
+            fprintf(stderr, "bench run: --force empties the folder given by --out; without --out each run gets a new folder\n");
+            rc = 2;
+            goto out;
+        }
+        char stamp[32], sha[64], root[PATH_MAX];
+        const char *why;
         time_t now = time(NULL);
         struct tm tm;
         gmtime_r(&now, &tm);
         strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
-        rs_short_sha(sha, sizeof(sha));
-        if (shard_arg) snprintf(dir, sizeof(dir), "results/%s/%s-%s-shard%dof%d", s->name, stamp, sha, sh.index, n_shards);
-        else snprintf(dir, sizeof(dir), "results/%s/%s-%s", s->name, stamp, sha);
+        loc_commit_short(sha, sizeof(sha));
+        loc_results_root(root, sizeof(root), &why);
+        if (!strncmp(why, "the current directory", 21)) fprintf(stderr, "bench run: note: results under ./results: %s\n", why);
+        int w = shard_arg ? snprintf(dir, sizeof(dir), "%s/%s/%s-%s-shard%dof%d", root, s->name, stamp, sha, sh.index, n_shards)
+                          : snprintf(dir, sizeof(dir), "%s/%s/%s-%s", root, s->name, stamp, sha);
+        if (w >= (int)sizeof(dir)) {
+            fprintf(stderr, "bench run: results folder name too long under %s\n", root);
+            goto out;
+        }
+    }
+    char cache[PATH_MAX];
+    const char *cache_why;
+    loc_model_cache(cache, sizeof(cache), &cache_why);
+    /* an allocator scenario (s->aw) has no model */
+    if (!s->aw && rn_prepare_model(s, cache, &mf, err, sizeof(err))) {
+        fprintf(stderr, "bench run: %s: %s\n", file, err);
+        goto out;
     }
     if (run_mkdirs(dir)) {
         fprintf(stderr, "bench run: cannot create %s: %s\n", dir, strerror(errno));

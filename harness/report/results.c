@@ -20,6 +20,7 @@
 #include "engines/core/compute/kernels.h"
 #include "harness/parent/perfev.h"
 #include "harness/child/serve.h"
+#include "harness/report/locations.h"
 
 /* ---- atomic files ---- */
 
@@ -99,26 +100,7 @@ static void rs_bracketed(const char *file, char *buf, size_t len) {
     fclose(f);
 }
 
-static int rs_cmd(const char *cmd, char *buf, size_t len) {
-    buf[0] = 0;
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    size_t n = fread(buf, 1, len - 1, p);
-    buf[n] = 0;
-    int st = pclose(p);
-    rs_trim(buf);
-    return st == 0 ? 0 : -1;
-}
-
-void rs_short_sha(char *buf, size_t len) {
-    char sha[64], dirty[4096];
-    if (rs_cmd("git rev-parse --short HEAD 2>/dev/null", sha, sizeof(sha)) || !sha[0]) {
-        snprintf(buf, len, "nogit");
-        return;
-    }
-    int d = rs_cmd("git status --porcelain --untracked-files=no 2>/dev/null", dirty, sizeof(dirty)) == 0 && dirty[0];
-    snprintf(buf, len, "%s%s", sha, d ? "-dirty" : "");
-}
+void rs_short_sha(char *buf, size_t len) { loc_commit_short(buf, len); }
 
 /* The NVIDIA driver's model names, one per GPU, read from /proc: no CUDA runtime needed,
  * and none on a machine without the driver. */
@@ -191,11 +173,11 @@ cJSON *rs_environment(void) {
     cJSON_AddStringToObject(cc, "sanitizers", "none");
 #endif
     cJSON *git = cJSON_AddObjectToObject(env, "git");
-    char sha[128], dirty[4096];
-    if (rs_cmd("git rev-parse HEAD 2>/dev/null", sha, sizeof(sha)) == 0 && sha[0]) {
-        cJSON_AddStringToObject(git, "sha", sha);
-        int d = rs_cmd("git status --porcelain --untracked-files=no 2>/dev/null", dirty, sizeof(dirty)) == 0 && dirty[0];
-        cJSON_AddBoolToObject(git, "dirty", d);
+    /* the build's commit (make records it), not the current directory's */
+    if (*loc_commit_sha()) {
+        cJSON_AddStringToObject(git, "sha", loc_commit_sha());
+        cJSON_AddBoolToObject(git, "dirty", loc_commit_dirty());
+        cJSON_AddStringToObject(git, "recorded", "at build time");
     } else {
         cJSON_AddNullToObject(git, "sha");
         cJSON_AddNullToObject(git, "dirty");
@@ -778,16 +760,53 @@ static const rs_metric *rs_find(const rs_variant *v, const char *name) {
     return NULL;
 }
 
-static void rs_fmt(char *buf, size_t len, const rs_metric *m) {
-    if (!m || m->st.n == 0) {
+const char *rs_metric_title(const char *metric) {
+    for (const rs_row *row = rs_rows; row->metric; row++)
+        if (!strcmp(row->metric, metric)) return row->title[0] == ' ' ? row->title + 2 : row->title;
+    return NULL;
+}
+
+const char *rs_metric_title_at(int rank) {
+    return rank >= 0 && rank < (int)(sizeof(rs_rows) / sizeof(rs_rows[0])) ? rs_rows[rank].title : NULL;
+}
+
+int rs_metric_rank(const char *metric) {
+    for (const rs_row *row = rs_rows; row->metric; row++)
+        if (!strcmp(row->metric, metric)) return (int)(row - rs_rows);
+    return -1;
+}
+
+void rs_fmt_value(char *buf, size_t len, double v, double half, int n, const char *unit) {
+    if (n == 0 || !isfinite(v)) {
         snprintf(buf, len, "-");
         return;
     }
-    double v = m->st.median, half = (m->st.ci_hi - m->st.ci_lo) / 2;
     int prec = fabs(v) >= 1000 ? 0 : fabs(v) >= 100 ? 1 : fabs(v) >= 1 ? 2 : 3;
-    if (!strcmp(m->unit, "count")) prec = 0;
-    if (m->st.n > 1 && half > 0) snprintf(buf, len, "%.*f ±%.*f", prec, v, prec, half);
+    if (!strcmp(unit, "count")) prec = 0;
+    if (n > 1 && half > 0) snprintf(buf, len, "%.*f ±%.*f", prec, v, prec, half);
     else snprintf(buf, len, "%.*f", prec, v);
+}
+
+void rs_repetitions_note(char *buf, size_t len, int reps) {
+    if (reps >= 4)
+        snprintf(buf, len,
+                 "%d repetitions per variant: bench compare can test times between two such runs "
+                 "(Mann-Whitney, p < 0.05 needs 4 + 4); more repetitions (--repeat N) narrow the CIs.",
+                 reps);
+    else
+        snprintf(buf, len,
+                 "%d repetition%s per variant: enough for the medians and the deterministic figures (faults, "
+                 "memory, counters), not for bench compare to test times (it needs 4 + 4 and below that flags "
+                 "only changes > 50%% with the ranges apart). For times, run with --repeat 5 or more.",
+                 reps, reps == 1 ? "" : "s");
+}
+
+static void rs_fmt(char *buf, size_t len, const rs_metric *m) {
+    if (!m) {
+        snprintf(buf, len, "-");
+        return;
+    }
+    rs_fmt_value(buf, len, m->st.median, (m->st.ci_hi - m->st.ci_lo) / 2, m->st.n, m->unit);
 }
 
 void rs_print_table(FILE *f, const rs_input *in, const rs_summary *sum) {
@@ -828,6 +847,23 @@ void rs_print_table(FILE *f, const rs_input *in, const rs_summary *sum) {
             fprintf(f, "%*s", colw + (strstr(cell, "±") ? 1 : 0), cell);
         }
         fputc('\n', f);
+    }
+    /* what these repetitions can show, where a reader decides whether to trust a difference */
+    int reps = INT_MAX;
+    for (int i = 0; i < sum->n; i++) reps = sum->v[i].counted < reps ? sum->v[i].counted : reps;
+    char note[512];
+    rs_repetitions_note(note, sizeof(note), reps);
+    /* folded at 100 columns, at spaces */
+    for (char *p = note; *p;) {
+        size_t n = strlen(p);
+        if (n > 100) {
+            n = 100;
+            while (n > 0 && p[n] != ' ') n--;
+            if (!n) n = 100;
+        }
+        fprintf(f, "%.*s\n", (int)n, p);
+        p += n;
+        while (*p == ' ') p++;
     }
     for (int i = 0; i < sum->n; i++) {
         const rs_variant *v = &sum->v[i];

@@ -73,6 +73,16 @@ struct cJSON *rs_summary_json(const rs_input *in, const rs_summary *sum);
 
 /* The comparison table, with units, on f. */
 void rs_print_table(FILE *f, const rs_input *in, const rs_summary *sum);
+/* The table's name for a metric ("TTFT", "minor faults, load"), or NULL; its row (for
+ * ordering other views the same way), or -1. */
+const char *rs_metric_title(const char *metric);
+int rs_metric_rank(const char *metric);
+const char *rs_metric_title_at(int rank); /* NULL past the last row */
+/* A median and half its CI as the table prints them: digits by magnitude, counts whole,
+ * never an exponent. */
+void rs_fmt_value(char *buf, size_t len, double median, double half, int n, const char *unit);
+/* One sentence: what `reps` counted repetitions per variant can and cannot show, and how to get more. */
+void rs_repetitions_note(char *buf, size_t len, int reps);
 
 /* Writes len bytes to path through a temporary file and a rename. */
 int rs_write_atomic(const char *path, const char *data, size_t len, char *err, size_t errlen);
