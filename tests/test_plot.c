@@ -21,6 +21,7 @@
 
 #include "harness/report/plot.h"
 #include "harness/report/resread.h"
+#include "harness/report/results.h"
 #include "tests/lib/testutil.h"
 
 typedef struct fx {
@@ -101,6 +102,17 @@ static void test_figures_written_by_run(void **state) {
         }
         if (!strcmp(want[i], "kv")) assert_non_null(strstr(s, "tokens in the cache"));
         free(s);
+        char *script = slurp(gp);
+        assert_non_null(script);
+        /* the legends name only the regions a variant has: every variant here maps the file */
+        if (!strcmp(want[i], "rss_timeline")) {
+            assert_non_null(strstr(script, "model_file (at phase ends)"));
+            assert_null(strstr(script, "weights (at phase ends)"));
+        }
+        /* the subtitle names only the curves that are drawn: the worker's samples give
+         * reserved and live, not resident and wasted */
+        if (!strcmp(want[i], "kv")) assert_null(strstr(script, "resident: its RSS"));
+        free(script);
     }
     /* no ns/op metrics in an inference run: no allocator figure, and no error either */
     char alloc[900];
@@ -150,7 +162,8 @@ static void test_report_renders_in_chromium(void **state) {
         assert_non_null(strstr(d, want));
         assert_non_null(strstr(d, "data-images-ok=\"yes\""));
     }
-    /* the table holds this run's numbers: TTFT and the KV bytes reserved of each variant */
+    /* the table holds this run's numbers as the terminal table prints them: TTFT, the KV
+     * bytes reserved and the load faults of each variant, median ± half the CI */
     rr_doc doc;
     char err[512];
     assert_int_equal(rr_load(g->run, &doc, err, sizeof(err)), 0);
@@ -159,17 +172,89 @@ static void test_report_renders_in_chromium(void **state) {
         static const char *const metrics[] = {"ttft_ms", "mod.kv.bytes_reserved", "minflt_load"};
         for (int k = 0; k < 3; k++) {
             double med = rr_summary_num(&doc.v[v], metrics[k], "median");
+            double lo = rr_summary_num(&doc.v[v], metrics[k], "ci_lo"), hi = rr_summary_num(&doc.v[v], metrics[k], "ci_hi");
+            double n = rr_summary_num(&doc.v[v], metrics[k], "n");
+            const cJSON *u = cJSON_GetObjectItemCaseSensitive(rr_summary_metric(&doc.v[v], metrics[k]), "unit");
             assert_true(isfinite(med));
-            char cell[512];
-            snprintf(cell, sizeof(cell), "data-metric=\"%s\" data-variant=\"%s\">%.6g", metrics[k], doc.v[v].key, med);
+            char want_cell[96], cell[512];
+            rs_fmt_value(want_cell, sizeof(want_cell), med, (hi - lo) / 2, (int)n, u->valuestring);
+            snprintf(cell, sizeof(cell), "data-metric=\"%s\" data-variant=\"%s\">%s</td>", metrics[k], doc.v[v].key,
+                     want_cell);
             if (!strstr(d, cell)) fprintf(stderr, "not in the rendered page: %s\n", cell);
             assert_non_null(strstr(d, cell));
         }
     }
+    /* the terminal table's names with units; raw keys only for metrics it does not show */
+    assert_non_null(strstr(d, ">TTFT (ms)</td>"));
+    assert_non_null(strstr(d, ">minor faults, load (count)</td>"));
+    assert_non_null(strstr(d, ">peak RSS (VmHWM) (MiB)</td>"));
+    assert_non_null(strstr(d, "title=\"mod.kv.bytes_reserved\">mod.kv.bytes_reserved ("));
+    assert_null(strstr(d, ">ttft_ms<"));
+    /* no exponent notation in any cell (7.54975e+07, 1.261e+05 in the issue) */
+    int cells = 0;
+    for (const char *c = d; (c = strstr(c, "<td class=\"n\" data-metric=")); c++) {
+        const char *gt = strchr(c, '>'), *end = gt ? strstr(gt, "</td>") : NULL;
+        assert_non_null(end);
+        for (const char *x = gt + 1; x + 1 < end; x++)
+            if ((x[0] == 'e' || x[0] == 'E') && (x[1] == '+' || x[1] == '-')) {
+                fprintf(stderr, "exponent in a summary cell: %.*s\n", (int)(end - gt - 1), gt + 1);
+                fail();
+            }
+        cells++;
+    }
+    assert_true(cells > 20);
+    assert_non_null(strstr(d, "id=\"repetitions-note\""));
+    assert_non_null(strstr(d, "--repeat"));
     assert_non_null(strstr(d, "id=\"environment\""));
     assert_non_null(strstr(d, "\"as_written\""));
     rr_free(&doc);
     free(d);
+}
+
+/* A single-sequence scenario whose variants differ only in the loader: their KV caches hold
+ * the same bytes at every token, so kv.png is not drawn and the report says why. */
+static void test_kv_figure_skipped_when_identical(void **state) {
+    (void)state;
+    if (!g->ran) skip();
+    if (!pl_gnuplot_found(NULL)) skip();
+    char model[512], sc[700], run[700];
+    assert_non_null(tu_shared("models/stories260K.bin", model, sizeof(model)));
+    snprintf(sc, sizeof(sc), "%s/same_kv.json", g->tmp);
+    snprintf(run, sizeof(run), "%s/same_kv", g->tmp);
+    FILE *o = fopen(sc, "w");
+    assert_non_null(o);
+    fprintf(o,
+            "{\"name\": \"same_kv\", \"model\": \"%s\", \"workload\": {\"prompt_tokens\": 4, \"generate\": 8, \"seed\": 1},"
+            " \"cache\": \"warm\", \"repetitions\": 1, \"warmup\": 0, \"threads\": 1,"
+            " \"matrix\": {\"loader\": [\"pread\", \"mmap\"], \"fixed\": {\"kv\": \"prealloc\"}}}",
+            model);
+    fclose(o);
+    assert_int_equal(tu_bench("/dev/null", "run '%s' --out '%s' 2>/dev/null", sc, run), 0);
+    char png[900], report[900], rss[900];
+    snprintf(png, sizeof(png), "%s/plots/kv.png", run);
+    snprintf(rss, sizeof(rss), "%s/plots/rss_timeline.gp", run);
+    snprintf(report, sizeof(report), "%s/report.html", run);
+    assert_int_equal(file_size(png), -1);
+    char *r = slurp(report), *gp = slurp(rss);
+    assert_non_null(r);
+    assert_non_null(gp);
+    assert_non_null(strstr(r, "id=\"skipped-kv\""));
+    assert_non_null(strstr(r, "held the same bytes at every token"));
+    /* pread's panel names weights and not the file map; mmap's the other way round */
+    const char *pread = strstr(gp, "title \"pread\""), *mmap = strstr(gp, "title \"mmap\"");
+    assert_non_null(pread);
+    assert_non_null(mmap);
+    const char *first = pread < mmap ? pread : mmap, *second = pread < mmap ? mmap : pread;
+    char *p1 = strndup(first, (size_t)(second - first)), *p2 = strdup(second);
+    char *pr = pread < mmap ? p1 : p2, *mm = pread < mmap ? p2 : p1;
+    assert_non_null(strstr(pr, "weights (at phase ends)"));
+    assert_null(strstr(pr, "model_file (at phase ends)"));
+    assert_non_null(strstr(mm, "model_file (at phase ends)"));
+    assert_null(strstr(mm, "weights (at phase ends)"));
+    free(p1);
+    free(p2);
+    free(r);
+    free(gp);
 }
 
 static void test_without_gnuplot(void **state) {
@@ -268,6 +353,7 @@ int main(void) {
         cmocka_unit_test(test_figures_written_by_run),
         cmocka_unit_test(test_without_gnuplot),
         cmocka_unit_test(test_report_renders_in_chromium),
+        cmocka_unit_test(test_kv_figure_skipped_when_identical),
         cmocka_unit_test(test_alloc_figure),
         cmocka_unit_test(test_plot_bad_input),
     };

@@ -5,12 +5,14 @@
 #include <errno.h>
 #include <math.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "harness/report/results.h"
 #include "harness/report/stats.h"
 
 extern char **environ;
@@ -168,7 +170,8 @@ static int pl_fig_rss(const rr_doc *d, FILE *f, FILE *b, int *h) {
         cJSON_ArrayForEach(x, pl_get(pl_get(pl_first_proc(d, &d->v[i]), "timeline"), "rss_kib"))
             if (cJSON_IsNumber(x) && x->valuedouble / 1024 > ymax) ymax = x->valuedouble / 1024;
     }
-    fprintf(b, "  set yrange [0:%g]\n", ymax > 0 ? ymax * 1.12 : 1);
+    /* headroom above the highest RSS for the phase labels, so no label sits on a curve or a marker */
+    fprintf(b, "  set yrange [0:%g]\n", ymax > 0 ? ymax * 1.32 : 1);
     for (int i = 0; i < d->n && panels < PL_MAX_PANELS; i++) {
         const cJSON *p = pl_first_proc(d, &d->v[i]), *tl = pl_get(p, "timeline");
         const cJSON *t = pl_get(tl, "t_ms");
@@ -223,8 +226,10 @@ static int pl_fig_rss(const rr_doc *d, FILE *f, FILE *b, int *h) {
             double x = pl_dbl(ev, marks[m][0]);
             if (!isfinite(x)) continue;
             fprintf(b, "  set arrow from %.6g, graph 0 to %.6g, graph 1 nohead dt 2 lc rgb \"gray40\"\n", x / 1000, x / 1000);
-            fprintf(b, "  set label \"%s\" at %.6g, graph %.2f left offset 0.3,0 textcolor rgb \"gray30\"\n", marks[m][1],
-                    x / 1000, 0.93 - 0.09 * m);
+            /* the last mark's label goes left of its line: to the right it would run into the
+             * end-of-run markers and off the panel */
+            fprintf(b, "  set label \"%s\" at %.6g, graph %.2f %s textcolor rgb \"gray30\"\n", marks[m][1], x / 1000,
+                    0.95 - 0.07 * m, m == 2 ? "right offset -0.3,0" : "left offset 0.3,0");
         }
         fprintf(b, "  plot $tl%d using 1:2 with lines lw 2 lc rgb \"black\" title \"RSS\", "
                    "'' using 1:3 with lines lw 1.5 lc rgb \"#d62728\" title \"anonymous\", "
@@ -240,9 +245,14 @@ static int pl_fig_rss(const rr_doc *d, FILE *f, FILE *b, int *h) {
         }
         static const char *const pts[] = {"5", "7", "9", "11", "13", "4", "6", "8"};
         static const char *const cols[] = {"#2ca02c", "#17becf", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22"};
-        for (int q = 0; q < nn; q++)
+        for (int q = 0; q < nn; q++) {
+            /* only the regions this variant has: pread has no model_file map, mmap no weights copy */
+            int has = 0;
+            cJSON_ArrayForEach(one, ph) has |= isfinite(pl_dbl(pl_get(pl_get(one, "regions_kib"), names[q]), "rss"));
+            if (!has) continue;
             fprintf(b, ", $rg%d using 1:%d with points pt %s ps 1.4 lc rgb \"%s\" title \"%s (at phase ends)\"", i, q + 2,
                     pts[q], cols[q], names[q]);
+        }
         fprintf(b, "\n");
         panels++;
     }
@@ -513,6 +523,7 @@ static int pl_fig_kv_serve(const rr_doc *d, FILE *f, FILE *b) {
     size_t mlen = 0, clen = 0;
     FILE *mf = open_memstream(&mem, &mlen), *cf = open_memstream(&conc, &clen);
     int drawn = 0;
+    double ymax = 0, xmax = 0;
     for (int i = 0; mf && cf && i < d->n && drawn < PL_MAX_PANELS; i++) {
         const cJSON *sv = pl_get(pl_first_proc(d, &d->v[i]), "serve"), *tl = pl_get(sv, "kv_timeline");
         const cJSON *t = pl_get(tl, "t_ms");
@@ -525,17 +536,27 @@ static int pl_fig_kv_serve(const rr_doc *d, FILE *f, FILE *b) {
             for (int c = 0; c < 6; c++) {
                 const cJSON *x = cJSON_GetArrayItem(pl_get(tl, cols[c]), k);
                 double v = cJSON_IsNumber(x) ? x->valuedouble : NAN;
+                if (c < 4 && v / 1048576 > ymax) ymax = v / 1048576;
+                xmax = fmax(xmax, (cJSON_GetArrayItem(t, k)->valuedouble - t0) / 1000);
                 pl_num(f, c < 4 ? v / 1048576 : v);
             }
             fputc('\n', f);
         }
         fprintf(f, "EOD\n");
         const char *c = colors[drawn % 8], *sep = drawn ? ", " : "";
-        fprintf(mf, "%s$sv%d using 1:2 with steps lw 1 lc rgb \"%s\" title \"%s reserved\", "
-                    "'' using 1:3 with steps lw 2.5 lc rgb \"%s\" title \"%s live\", "
-                    "'' using 1:4 with steps lw 1.5 dt 3 lc rgb \"%s\" title \"%s prefix cache\", "
-                    "'' using 1:5 with steps lw 1.5 dt 2 lc rgb \"%s\" title \"%s wasted\"",
-                sep, i, c, d->v[i].label, c, d->v[i].label, c, d->v[i].label, c, d->v[i].label);
+        /* one panel per variant: four series each, over three or more variants, would overlap
+         * past reading; the panels share the time axis and the MiB scale */
+        char title[512];
+        snprintf(title, sizeof(title), "%s: KV bytes reserved; live (running sequences); prefix cache (kept for reuse); "
+                 "wasted (taken, holding nothing)", d->v[i].label);
+        fprintf(mf, "  set title ");
+        pl_quote(mf, title);
+        fprintf(mf, "\n  set ylabel \"MiB\"\n");
+        fprintf(mf, "  plot $sv%d using 1:2 with steps lw 1.5 lc rgb \"black\" title \"reserved\", "
+                    "'' using 1:3 with steps lw 2.5 lc rgb \"#2ca02c\" title \"live\", "
+                    "'' using 1:4 with steps lw 1.5 dt 3 lc rgb \"#1f77b4\" title \"prefix cache\", "
+                    "'' using 1:5 with steps lw 1.5 dt 2 lc rgb \"#d62728\" title \"wasted\"\n",
+                i);
         fprintf(cf, "%s$sv%d using 1:6 with steps lw 2 lc rgb \"%s\" title \"%s running\", "
                     "'' using 1:7 with steps lw 1.5 dt 2 lc rgb \"%s\" title \"%s waiting\"",
                 sep, i, c, d->v[i].label, c, d->v[i].label);
@@ -544,30 +565,53 @@ static int pl_fig_kv_serve(const rr_doc *d, FILE *f, FILE *b) {
     if (mf) fclose(mf);
     if (cf) fclose(cf);
     if (drawn) {
-        fprintf(b, "  set multiplot layout 2,1 title \"%s: KV cache memory and concurrency over the serving run "
-                   "(first counted repetition, sampled after every scheduler step)\"\n", d->scenario);
-        fprintf(b, "  set xlabel \"time since the scheduler started (s)\"\n  set grid\n  set yrange [0:*]\n  set key outside right\n");
-        fprintf(b, "  set title \"KV bytes: reserved; live (running sequences); prefix cache (kept for reuse); "
-                   "wasted (taken for a sequence, holding nothing)\"\n  set ylabel \"MiB\"\n  plot %s\n", mem);
-        fprintf(b, "  set title \"requests holding a sequence (running) and queued for room (waiting)\"\n"
+        fprintf(b, "  set multiplot layout %d,1 title \"%s: KV cache memory and concurrency over the serving run "
+                   "(first counted repetition, sampled after every scheduler step)\"\n", drawn + 1, d->scenario);
+        fprintf(b, "  set xlabel \"time since the scheduler started (s)\"\n  set grid\n  set key outside right\n");
+        fprintf(b, "  set xrange [0:%g]\n  set yrange [0:%g]\n%s", xmax > 0 ? xmax * 1.02 : 1, ymax > 0 ? ymax * 1.08 : 1, mem);
+        fprintf(b, "  set yrange [0:*]\n  set title \"requests holding a sequence (running) and queued for room (waiting)\"\n"
                    "  set ylabel \"requests\"\n  plot %s\n  unset multiplot\n", conc);
     }
     free(mem);
     free(conc);
-    return drawn ? 2 : 0;
+    return drawn ? drawn + 1 : 0;
+}
+
+/* s with gnuplot's double-quote specials escaped */
+static void pl_gp_escape(char *out, size_t len, const char *s) {
+    size_t o = 0;
+    for (; *s && o + 2 < len; s++) {
+        if (*s == '"' || *s == '\\') out[o++] = '\\';
+        out[o++] = *s;
+    }
+    out[o] = 0;
+}
+
+/* plots/NAME.skipped: why a figure was not drawn, for report.html to say */
+static void pl_skip_note(const rr_doc *d, const char *name, const char *why) {
+    char path[4400];
+    snprintf(path, sizeof(path), "%s/plots/%s.skipped", d->dir, name);
+    FILE *o = fopen(path, "w");
+    if (!o) return;
+    fputs(why, o);
+    fclose(o);
 }
 
 static int pl_fig_kv(const rr_doc *d, FILE *f, FILE *b) {
     /* a serving run has a timeline per scheduler step: that is the figure */
     int served = pl_fig_kv_serve(d, f, b);
     if (served) return served;
-    int drawn = 0;
+    int drawn = 0, with_data = 0, timeline_style = 0;
+    /* variants whose series are identical are drawn once under all their names: four
+     * identical lines would only hide each other */
+    struct { char *data; size_t len; char labels[512]; int steps; } grp[PL_MAX_PANELS];
+    int ng = 0;
     static const char *const colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
     char *plot = NULL;
     size_t plen = 0;
     FILE *pf = open_memstream(&plot, &plen);
     if (!pf) return -1;
-    for (int i = 0; i < d->n && drawn < PL_MAX_PANELS; i++) {
+    for (int i = 0; i < d->n && ng < PL_MAX_PANELS; i++) {
         const cJSON *p = pl_first_proc(d, &d->v[i]);
         double used = pl_counter(p, "kv.bytes_used"), reserved_end = pl_counter(p, "kv.bytes_reserved");
         const cJSON *ph = pl_get(p, "phases");
@@ -580,7 +624,14 @@ static int pl_fig_kv(const rr_doc *d, FILE *f, FILE *b) {
         double per_pos = pos_end > 0 ? used / pos_end : NAN;
         static const char *const phn[] = {"load", "prefill", "end"};
         double tok[3] = {0, prompt, pos_end};
-        fprintf(f, "$kv%d << EOD\n# tokens reserved resident live wasted (MiB)\n", i);
+        char *blk = NULL;
+        size_t blen = 0;
+        FILE *outer = f;
+        f = open_memstream(&blk, &blen);
+        if (!f) {
+            f = outer;
+            continue;
+        }
         /* the worker's samples where the reserve moved (a dynamic cache's steps), when it sent them */
         const cJSON *tl = pl_get(p, "kv_timeline"), *tt = pl_get(tl, "tokens");
         int nt = cJSON_GetArraySize(tt);
@@ -605,31 +656,61 @@ static int pl_fig_kv(const rr_doc *d, FILE *f, FILE *b) {
             pl_num(f, isfinite(res) ? res - live : NAN);
             fputc('\n', f);
         }
+        fclose(f);
+        f = outer;
+        with_data++;
+        int steps = cJSON_IsArray(tt) && nt > 0, same = -1;
+        for (int g2 = 0; g2 < ng && same < 0; g2++)
+            if (grp[g2].steps == steps && grp[g2].len == blen && !memcmp(grp[g2].data, blk, blen)) same = g2;
+        if (same >= 0) {
+            size_t l = strlen(grp[same].labels);
+            snprintf(grp[same].labels + l, sizeof(grp[same].labels) - l, ", %s", d->v[i].label);
+            free(blk);
+            continue;
+        }
+        grp[ng].data = blk;
+        grp[ng].len = blen;
+        grp[ng].steps = steps;
+        snprintf(grp[ng].labels, sizeof(grp[ng].labels), "%s", d->v[i].label);
+        ng++;
+    }
+    for (int g2 = 0; g2 < ng; g2++) {
+        fprintf(f, "$kv%d << EOD\n# tokens reserved resident live wasted (MiB)\n", g2);
+        fwrite(grp[g2].data, 1, grp[g2].len, f);
         fprintf(f, "EOD\n");
         const char *c = colors[drawn % 8];
         const char *sep = drawn ? ", " : "";
+        char lab[600];
+        pl_gp_escape(lab, sizeof(lab), grp[g2].labels);
         /* with the worker's samples the reserve is known at every step where it moved: steps; measured
          * only at the phase boundaries, points, since a line would invent what happened between */
-        if (cJSON_IsArray(tt) && nt > 0)
+        if (grp[g2].steps)
             /* wasted is the gap between the two curves: sampled only where the reserve moved, as a
              * curve of its own it would be a step function it is not */
             fprintf(pf, "%s$kv%d using 1:2 with steps lw 2 lc rgb \"%s\" title \"%s reserved\", "
                         "'' using 1:4 with lines lw 1.5 dt 2 lc rgb \"%s\" title \"%s live\"",
-                    sep, i, c, d->v[i].label, c, d->v[i].label);
+                    sep, g2, c, lab, c, lab);
         else
             fprintf(pf, "%s$kv%d using 1:2 with points ps 1.6 pt 7 lc rgb \"%s\" title \"%s reserved\", "
                         "'' using 1:3 with points ps 1.6 pt 6 lc rgb \"%s\" title \"%s resident\", "
                         "'' using 1:4 with linespoints lw 1.5 dt 2 pt 5 lc rgb \"%s\" title \"%s live\", "
                         "'' using 1:5 with points ps 1.6 pt 9 lc rgb \"%s\" title \"%s wasted\"",
-                    sep, i, c, d->v[i].label, c, d->v[i].label, c, d->v[i].label, c, d->v[i].label);
+                    sep, g2, c, lab, c, lab, c, lab, c, lab);
+        timeline_style |= grp[g2].steps;
+        free(grp[g2].data);
         drawn++;
     }
     fclose(pf);
-    if (drawn) {
-        fprintf(b, "  set title \"%s: KV cache memory against tokens (first counted repetition)\\n"
-                   "reserved: the cache's bytes; live: bytes holding positions; wasted = reserved - live, the gap; "
-                   "resident: its RSS\"\n",
-                d->scenario);
+    if (drawn == 1 && with_data > 1) {
+        /* nothing differs between the variants: a figure would show one line and say nothing */
+        pl_skip_note(d, "kv", "Not drawn: every variant's KV cache held the same bytes at every token "
+                              "(the variants differ in something else), so there was nothing to compare.");
+        drawn = 0;
+    } else if (drawn) {
+        fprintf(b, "  set title \"%s: KV cache memory against tokens (first counted repetition)\\n%s\"\n", d->scenario,
+                timeline_style ? "reserved: the cache's bytes; live: bytes holding positions; the gap between them is wasted"
+                               : "reserved: the cache's bytes; live: bytes holding positions; wasted = reserved - live; "
+                                 "resident: its RSS");
         fprintf(b, "  set xlabel \"tokens in the cache\"\n  set ylabel \"MiB\"\n  set grid\n  set yrange [0:*]\n"
                    "  set key outside right\n  plot %s\n",
                 plot);
@@ -705,7 +786,18 @@ static int pl_report(const rr_doc *d, const char *plots, char *err, size_t errle
         size_t n;
         char e2[256];
         struct stat st;
-        if (stat(png, &st)) continue;
+        if (stat(png, &st)) {
+            char skipped[4400];
+            snprintf(skipped, sizeof(skipped), "%s/%s.skipped", plots, pl_figure_names[k]);
+            char *why = stat(skipped, &st) ? NULL : rr_slurp(skipped, &n, e2, sizeof(e2));
+            if (why) {
+                fprintf(f, "<p id=\"skipped-%s\"><code>plots/%s.png</code>: ", pl_figure_names[k], pl_figure_names[k]);
+                pl_html_text(f, why);
+                fprintf(f, "</p>\n");
+                free(why);
+            }
+            continue;
+        }
         char *data = rr_slurp(png, &n, e2, sizeof(e2));
         if (!data) continue;
         fprintf(f, "<figure id=\"fig-%s\"><img alt=\"%s\" src=\"data:image/png;base64,", pl_figure_names[k],
@@ -719,39 +811,86 @@ static int pl_report(const rr_doc *d, const char *plots, char *err, size_t errle
     if (!figs) fprintf(f, "<p>No figures: gnuplot was not found when this report was written "
                           "(install gnuplot-nox, then <code>bench plot DIR</code>).</p>\n");
 
-    /* the summary: one row per metric, one column per variant; the median and the 95% CI */
-    fprintf(f, "<h2>Summary</h2>\n<p>Median over the counted repetitions, with the 95%% CI of the mean in brackets.</p>\n"
-               "<table id=\"summary\">\n<tr><th>metric</th><th>unit</th>");
+    /* the summary, as the terminal table prints it: its names and units, its digits, the
+     * table's rows first and in its order, then every other metric under its key */
+    fprintf(f, "<h2>Summary</h2>\n<p>Median over the counted repetitions &plusmn; half the 95%% confidence interval "
+               "of the mean.</p>\n<table id=\"summary\">\n<tr><th>metric</th>");
     for (int i = 0; i < d->n; i++) {
         fprintf(f, "<th>");
         pl_html_text(f, d->v[i].label);
         fprintf(f, "</th>");
     }
+    fprintf(f, "</tr>\n<tr><td>repetitions counted</td>");
+    int min_reps = INT_MAX;
+    for (int i = 0; i < d->n; i++) {
+        const cJSON *rc = pl_get(d->v[i].summary, "repetitions_counted");
+        int n = cJSON_IsNumber(rc) ? rc->valueint : 0;
+        min_reps = n < min_reps ? n : min_reps;
+        fprintf(f, "<td class=\"n\">%d</td>", n);
+    }
     fprintf(f, "</tr>\n");
-    const cJSON *sm0 = NULL;
-    for (int i = 0; i < d->n && !sm0; i++) sm0 = pl_get(d->v[i].summary, "metrics");
-    const cJSON *m;
-    cJSON_ArrayForEach(m, sm0) {
-        fprintf(f, "<tr><td>");
-        pl_html_text(f, m->string);
+    /* every metric of any variant (mmap's model file map is not among pread's), once */
+    int all = 0;
+    for (int i = 0; i < d->n; i++) all += cJSON_GetArraySize(pl_get(d->v[i].summary, "metrics"));
+    const cJSON **uniq = calloc((size_t)(all ? all : 1), sizeof(*uniq)), **order = calloc((size_t)(all ? all : 1), sizeof(*order));
+    int nu = 0, nm = 0;
+    if (uniq && order) {
+        const cJSON *m;
+        for (int i = 0; i < d->n; i++)
+            cJSON_ArrayForEach(m, pl_get(d->v[i].summary, "metrics")) {
+                int seen = 0;
+                for (int q = 0; q < nu && !seen; q++) seen = !strcmp(uniq[q]->string, m->string);
+                if (!seen) uniq[nu++] = m;
+            }
+        /* rows of the terminal table in its order, then the rest in first-seen order */
+        for (int rank = 0; rs_metric_title_at(rank); rank++)
+            for (int q = 0; q < nu; q++)
+                if (rs_metric_rank(uniq[q]->string) == rank) order[nm++] = uniq[q];
+        for (int q = 0; q < nu; q++)
+            if (rs_metric_rank(uniq[q]->string) < 0) order[nm++] = uniq[q];
+    }
+    free(uniq);
+    for (int k = 0; k < nm; k++) {
+        const cJSON *m = order[k];
         const cJSON *u = pl_get(m, "unit");
-        fprintf(f, "</td><td>");
-        if (cJSON_IsString(u)) pl_html_text(f, u->valuestring);
+        const char *unit = cJSON_IsString(u) ? u->valuestring : "";
+        const char *title = rs_metric_title(m->string);
+        fprintf(f, "<tr%s><td title=\"", title ? "" : " class=\"extra\"");
+        pl_html_text(f, m->string);
+        fprintf(f, "\">");
+        pl_html_text(f, title ? title : m->string);
+        if (*unit) {
+            fprintf(f, " (");
+            pl_html_text(f, unit);
+            fprintf(f, ")");
+        }
         fprintf(f, "</td>");
         for (int i = 0; i < d->n; i++) {
             double med = rr_summary_num(&d->v[i], m->string, "median");
             double lo = rr_summary_num(&d->v[i], m->string, "ci_lo"), hi = rr_summary_num(&d->v[i], m->string, "ci_hi");
+            double n = rr_summary_num(&d->v[i], m->string, "n");
+            char cell[96];
+            rs_fmt_value(cell, sizeof(cell), med, isfinite(lo) && isfinite(hi) ? (hi - lo) / 2 : 0,
+                         isfinite(n) ? (int)n : 0, unit);
             fprintf(f, "<td class=\"n\" data-metric=\"");
             pl_html_text(f, m->string);
             fprintf(f, "\" data-variant=\"");
             pl_html_text(f, d->v[i].key);
-            if (!isfinite(med)) fprintf(f, "\">-</td>");
-            else if (lo == hi) fprintf(f, "\">%.6g</td>", med);
-            else fprintf(f, "\">%.6g <small>[%.4g, %.4g]</small></td>", med, lo, hi);
+            fprintf(f, "\">");
+            pl_html_text(f, cell);
+            fprintf(f, "</td>");
         }
         fprintf(f, "</tr>\n");
     }
+    free(order);
     fprintf(f, "</table>\n");
+    if (d->n && min_reps != INT_MAX) {
+        char note[512];
+        rs_repetitions_note(note, sizeof(note), min_reps);
+        fprintf(f, "<p id=\"repetitions-note\">");
+        pl_html_text(f, note);
+        fprintf(f, "</p>\n");
+    }
 
     char *envs = cJSON_Print(pl_get(d->root, "environment"));
     char *scs = cJSON_Print(scen ? scen : NULL);
@@ -823,6 +962,9 @@ int pl_results(const rr_doc *d, int *n_figures, char *err, size_t errlen) {
             /* a figure whose data vanished must not survive from an earlier plot */
             unlink(png);
             unlink(svg);
+            char skipped[4400];
+            snprintf(skipped, sizeof(skipped), "%s/%s.skipped", plots, pl_figure_names[k]);
+            unlink(skipped);
             char *body = NULL;
             size_t blen = 0;
             FILE *bf = open_memstream(&body, &blen);
@@ -839,6 +981,8 @@ int pl_results(const rr_doc *d, int *n_figures, char *err, size_t errlen) {
             if (k == 0 && got > 0) h = 80 + 250 * got;
             /* the two-panel figures: serving KV, allocators */
             if ((!strcmp(pl_figure_names[k], "kv") || !strcmp(pl_figure_names[k], "alloc")) && got > 1) h = 860;
+            /* serving KV: one panel per variant, then the concurrency panel */
+            if (!strcmp(pl_figure_names[k], "kv") && got > 2) h = 80 + 260 * got;
             if (got < 0 || pl_end(f, pl_figure_names[k], body, 1000, h, term)) {
                 free(body);
                 snprintf(err, errlen, "%s: out of memory or write error", path);
