@@ -238,7 +238,7 @@ static void edit_copy(const char *src_dir, const char *dir, const char *name, do
         cJSON_SetNumberValue(m, f(m->valuedouble, max));
         seen++;
     }
-    assert_int_equal(seen, 3);
+    assert_true(seen > 0);
     char *text = cJSON_Print(doc);
     cJSON_Delete(doc);
     FILE *o = fopen(dst, "w");
@@ -406,6 +406,39 @@ static void test_history_marks_step(void **state) {
     free(t);
     assert_int_equal(steps, 2);
     assert_int_equal(tu_bench("/dev/null", "history '%s' --metric no_such_metric 2>/dev/null", hist), 2);
+
+    /* the three runs are of one commit: the axis tells them apart by index and time */
+    char gp[900];
+    snprintf(gp, sizeof(gp), "%s/history/minflt_load.gp", hist);
+    assert_true(file_has(gp, " #1 "));
+    assert_true(file_has(gp, " #3 "));
+
+    /* a --quick run is left out by default, and drawn as its own series with --partial */
+    char quick[900];
+    snprintf(quick, sizeof(quick), "%s/4-quick", hist);
+    edit_copy(g->a2, quick, "minflt_load", same);
+    char rj[1000];
+    snprintf(rj, sizeof(rj), "%s/results.json", quick);
+    t = rr_slurp(rj, &n, err, sizeof(err));
+    assert_non_null(t);
+    cJSON *doc = cJSON_Parse(t);
+    free(t);
+    cJSON *ov = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "scenario"), "overrides");
+    assert_non_null(ov);
+    cJSON_ReplaceItemInObjectCaseSensitive(ov, "quick", cJSON_CreateTrue());
+    char *text = cJSON_Print(doc);
+    cJSON_Delete(doc);
+    FILE *f = fopen(rj, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    free(text);
+    assert_int_equal(tu_bench("/dev/null", "history '%s' --metric minflt_load 2>'%s'", hist, out), 0);
+    assert_true(file_has(out, "left out 1 run made with --quick or --only"));
+    assert_false(file_has(gp, "(partial"));
+    assert_int_equal(tu_bench("/dev/null", "history '%s' --metric minflt_load --partial 2>'%s'", hist, out), 0);
+    assert_true(file_has(gp, "(partial: --quick/--only)"));
+    assert_true(file_has(gp, " #4 "));
 }
 
 int main(void) {

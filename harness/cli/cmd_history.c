@@ -16,7 +16,7 @@
 
 static void history_usage(FILE *f) {
     fprintf(f,
-            "usage: bench history RESULTS/SCENARIO [--metric NAME]... [--all]\n\n"
+            "usage: bench history RESULTS/SCENARIO [--metric NAME]... [--all] [--partial]\n\n"
             "Reads every run in RESULTS/SCENARIO/*/results.json, orders them by the commit time of\n"
             "their git sha (git log; the time the run was written where the commit is unknown), and\n"
             "draws one figure per metric into RESULTS/SCENARIO/history/<metric>.png and .svg: the\n"
@@ -25,14 +25,47 @@ static void history_usage(FILE *f) {
             "change). The steps are also listed on stdout.\n\n"
             "  --metric NAME  this metric (repeatable); default: TTFT, TPOT, load time, peak RSS,\n"
             "                 total minor faults, the KV and allocator counters, and every ns/op metric\n"
-            "  --all          every metric of the latest run\n\n"
+            "  --all          every metric of the latest run\n"
+            "  --partial      also the runs made with --quick or --only, as series of their own\n"
+            "                 (\"(partial)\"); left out by default: fewer repetitions or variants\n"
+            "                 are not the same measurement\n\n"
+            "Several runs of one commit are told apart on the axis by their index and time\n"
+            "(\"1a2b3c4 #2 14:05\").\n\n"
             "example:\n  bench history results/ci --metric ttft_ms --metric minflt_total\n");
 }
 
 typedef struct hist_run {
     rr_doc d;
     double when;            /* commit time (unix s), or the written time */
+    int partial;            /* made with --quick or --only */
+    char label[64];         /* the x tic: sha, and index and time when the commit has several runs */
 } hist_run;
+
+static int hist_is_partial(const rr_doc *d) {
+    const cJSON *ov = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(d->root, "scenario"), "overrides");
+    const cJSON *only = cJSON_GetObjectItemCaseSensitive(ov, "only");
+    return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ov, "quick")) || (cJSON_IsString(only) && only->valuestring[0]);
+}
+
+/* x labels: the short sha ("+" when dirty); runs of one commit add "#k HH:MM" so they differ */
+static void hist_labels(hist_run *runs, int n) {
+    for (int r = 0; r < n; r++) {
+        const rr_doc *d = &runs[r].d;
+        int same = 0, k = 0;
+        for (int q = 0; q < n; q++)
+            if (!strcmp(runs[q].d.sha, d->sha) && runs[q].d.dirty == d->dirty) {
+                same++;
+                if (q <= r) k++;
+            }
+        char base[32];
+        snprintf(base, sizeof(base), "%.7s%s", d->sha[0] ? d->sha : "nogit", d->dirty ? "+" : "");
+        /* written is "YYYY-MM-DDTHH:MM:SSZ": the time of day is enough beside the index */
+        if (same > 1 && strlen(d->written) >= 16)
+            snprintf(runs[r].label, sizeof(runs[r].label), "%s #%d %.5s", base, k, d->written + 11);
+        else if (same > 1) snprintf(runs[r].label, sizeof(runs[r].label), "%s #%d", base, k);
+        else snprintf(runs[r].label, sizeof(runs[r].label), "%s", base);
+    }
+}
 
 static double hist_written(const char *iso) {
     struct tm tm = {0};
@@ -97,10 +130,17 @@ static int hist_plot(const hist_run *runs, int n, const char *metric, const char
     const char *unit = "";
     cmp_opts o = {.threshold = 0.05};
     fprintf(f, "# %s across runs: written by bench history\n", metric);
-    for (int k = 0; k < nk; k++) {
-        fprintf(f, "$v%d << EOD\n# run median step\n", k);
+    /* series: each variant, and again over the partial runs when they are drawn */
+    int any_partial = 0;
+    for (int r = 0; r < n; r++) any_partial |= runs[r].partial;
+    int ns = nk * (any_partial ? 2 : 1);
+    for (int sidx = 0; sidx < ns; sidx++) {
+        int k = sidx % nk, part = sidx / nk;
+        fprintf(f, "$v%d << EOD\n# run median step\n", sidx);
         const rr_series *prev = NULL;
+        int prev_r = 0;
         for (int r = 0; r < n; r++) {
+            if (runs[r].partial != part) continue;
             const rr_variant *v = rr_find_variant(&runs[r].d, keys[k]);
             const rr_series *s = rr_find(v, metric);
             if (!s || !s->n) continue;
@@ -113,11 +153,12 @@ static int hist_plot(const hist_run *runs, int n, const char *metric, const char
                 cmp_metric(prev, s, metric, s->unit, &o, &c);
                 step = c.verdict == CMP_REGRESSED || c.verdict == CMP_IMPROVED || c.verdict == CMP_CHANGED;
                 if (step)
-                    printf("%-28s %-24s %.12s -> %.12s: %.4g -> %.4g %s (%s, %s)\n", metric, labels[k],
-                           r ? runs[r - 1].d.sha : "", runs[r].d.sha, c.a, c.b, s->unit, cmp_verdict_name(c.verdict), c.test);
+                    printf("%-28s %-24s%s %s -> %s: %.4g -> %.4g %s (%s, %s)\n", metric, labels[k], part ? " (partial)" : "",
+                           runs[prev_r].label, runs[r].label, c.a, c.b, s->unit, cmp_verdict_name(c.verdict), c.test);
             }
             fprintf(f, "%d %.9g %s\n", r, row.b, step ? "1" : "0");
             prev = s;
+            prev_r = r;
         }
         fprintf(f, "EOD\n");
     }
@@ -139,17 +180,20 @@ static int hist_plot(const hist_run *runs, int n, const char *metric, const char
     pl_quote(f, yl);
     fprintf(f, "\n  set grid\n  set key outside right\n  set xrange [-0.5:%d.5]\n  set xtics rotate by -30 (", n - 1);
     for (int r = 0; r < n; r++) {
-        char lab[64];
-        snprintf(lab, sizeof(lab), "%.7s%s", runs[r].d.sha[0] ? runs[r].d.sha : "nogit", runs[r].d.dirty ? "+" : "");
         fprintf(f, "%s", r ? ", " : "");
-        pl_quote(f, lab);
+        pl_quote(f, runs[r].label);
         fprintf(f, " %d", r);
     }
     fprintf(f, ")\n  plot ");
-    for (int k = 0; k < nk; k++) {
-        fprintf(f, "%s$v%d using 1:2 with linespoints lw 2 pt 7 lc %d title ", k ? ", " : "", k, k + 1);
-        pl_quote(f, labels[k]);
-        fprintf(f, ", $v%d using 1:($3 > 0 ? $2 : NaN) with points pt 6 ps 3 lw 2 lc %d notitle", k, k + 1);
+    for (int sidx = 0; sidx < ns; sidx++) {
+        int k = sidx % nk, part = sidx / nk;
+        char title[200];
+        snprintf(title, sizeof(title), "%s%s", labels[k], part ? " (partial: --quick/--only)" : "");
+        /* the partial series: the variant's colour, dashed, open markers */
+        fprintf(f, "%s$v%d using 1:2 with linespoints lw 2 %s lc %d title ", sidx ? ", " : "", sidx,
+                part ? "dt 2 pt 6" : "pt 7", k + 1);
+        pl_quote(f, title);
+        fprintf(f, ", $v%d using 1:($3 > 0 ? $2 : NaN) with points pt 6 ps 3 lw 2 lc %d notitle", sidx, k + 1);
     }
     fprintf(f, "\n  set output\n}\n");
     if (fclose(f)) {
@@ -163,7 +207,7 @@ int cmd_history(int argc, char **argv) {
     const char *dir = NULL;
     /* room for the arguments or the default list, whichever is longer */
     const char **metrics = calloc((size_t)argc + sizeof(hist_default) / sizeof(hist_default[0]), sizeof(*metrics));
-    int nm = 0, all = 0, rc = 2, n = 0;
+    int nm = 0, all = 0, rc = 2, n = 0, partial = 0, left_out = 0;
     hist_run *runs = NULL;
     char err[8192];
     if (!metrics) return 2;
@@ -174,6 +218,7 @@ int cmd_history(int argc, char **argv) {
             goto out;
         } else if (!strcmp(argv[i], "--metric") && i + 1 < argc) metrics[nm++] = argv[++i];
         else if (!strcmp(argv[i], "--all")) all = 1;
+        else if (!strcmp(argv[i], "--partial")) partial = 1;
         else if (argv[i][0] != '-' && !dir) dir = argv[i];
         else {
             fprintf(stderr, "bench history: unknown or incomplete argument \"%s\"\n\n", argv[i]);
@@ -205,16 +250,26 @@ int cmd_history(int argc, char **argv) {
             fprintf(stderr, "bench history: skipping %s\n", err);
             continue;
         }
+        runs[n].partial = hist_is_partial(&runs[n].d);
+        if (runs[n].partial && !partial) {
+            rr_free(&runs[n].d);
+            left_out++;
+            continue;
+        }
         double t = hist_commit_time(runs[n].d.sha);
         runs[n].when = isfinite(t) ? t : hist_written(runs[n].d.written);
         n++;
     }
     closedir(dp);
+    if (left_out)
+        fprintf(stderr, "bench history: left out %d run%s made with --quick or --only (--partial draws them as series of "
+                        "their own)\n", left_out, left_out == 1 ? "" : "s");
     if (!n) {
         fprintf(stderr, "bench history: no results.json under %s/*/\n", dir);
         goto out;
     }
     qsort(runs, (size_t)n, sizeof(*runs), hist_cmp);
+    hist_labels(runs, n);
     if (!pl_gnuplot_found(NULL)) {
         fprintf(stderr, "bench history: gnuplot not found (install gnuplot-nox); the steps are listed, nothing is drawn\n");
     }
