@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "harness/cli/cliargs.h"
 #include "harness/report/compare.h"
 
 static void compare_usage(FILE *f) {
@@ -88,8 +89,9 @@ int cmd_compare(int argc, char **argv) {
         else if (x[0] != '-' && !pa) pa = x;
         else if (x[0] != '-' && !pb) pb = x;
         else {
-            fprintf(stderr, "bench compare: unknown or incomplete argument \"%s\"\n\n", x);
-            compare_usage(stderr);
+            static const char *const known[] = {"--threshold", "--format", "--ratio", "--brief", "--deterministic-only",
+                                                "--help", NULL};
+            cli_bad_arg(stderr, "compare", x, known);
             goto out;
         }
     }

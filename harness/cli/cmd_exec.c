@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "harness/cli/cliargs.h"
 #include "harness/report/locations.h"
 #include "harness/parent/pagecache.h"
 #include "harness/parent/runner.h"
@@ -124,9 +125,8 @@ int cmd_exec(int argc, char **argv) {
         else if (!strcmp(a, "--which")) which = 1;
         else if (a[0] != '-' && !file) file = a;
         else {
-            fprintf(stderr, "bench exec: unknown or incomplete argument \"%s\"\n\n", a);
-            ex_usage(stderr);
-            return 2;
+            static const char *const known[] = {"--variant", "--loop", "--callgrind", "--which", "--help", NULL};
+            return cli_bad_arg(stderr, "exec", a, known);
         }
     }
     if (!file) {

@@ -1,10 +1,12 @@
 /* bench generate: one engine, one prompt. Text to stdout, measurements to stderr. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "commands.h"
+#include "harness/cli/cliargs.h"
 #include "engines/core/runtime/engine.h"
 #include "engines/core/compute/kernels.h"
 #include "engines/core/runtime/modreg.h"
@@ -58,9 +60,56 @@ static void usage(FILE *f) {
             "  --trace-alloc FILE  record every allocator call (KV at load, scratch per forward pass) to FILE,\n"
             "                   for the \"trace\" allocator workload (engines/core/runtime/alloc_trace.h, docs/scenarios.md)\n"
             "  modules          --loader pread|mmap, --kv prealloc|dynamic|block|token, --alloc libc|... (see bench list)\n\n"
+            "Exit status: 0 done; 1 the model or the engine failed; 2 a usage error (unknown option or\n"
+            "module, a bad value), as for every bench command.\n\n"
             "example:\n"
             "  bench generate --model ../shared/models/stories260K.bin --tokenizer ../shared/models/tok512.bin \\\n"
             "                 --prompt \"The little dog\" --steps 200 --loader pread --kv dynamic\n");
+}
+
+/* A whole number option: "--steps abc" names the option and what it wanted. */
+static int gen_int(const char *opt, const char *v, long lo, int *out) {
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (end == v || *end || errno || n < lo || n > 1000000000L) {
+        fprintf(stderr, "bench generate: %s %s: expected a whole number >= %ld\n", opt, v, lo);
+        return -1;
+    }
+    *out = (int)n;
+    return 0;
+}
+
+static int gen_float(const char *opt, const char *v, float lo, float hi, int lo_open, float *out) {
+    char *end;
+    float x = strtof(v, &end);
+    if (end == v || *end || !(lo_open ? x > lo : x >= lo) || !(x <= hi)) {
+        fprintf(stderr, "bench generate: %s %s: expected a number in %s%g, %g]\n", opt, v, lo_open ? "(" : "[", lo, hi);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+/* 1 when the engine failed because a module name given is not there: a usage error */
+static int gen_unknown_module(const engine_spec *spec) {
+    const char *fam[] = {"loader", "kv", "alloc"}, *name[] = {spec->loader, spec->kv, spec->alloc};
+    char *dir = modreg_default_dir(spec->module_dir), *ddir = dir ? modreg_device_dir(dir, spec->device) : NULL;
+    int unknown = 0;
+    for (int i = 0; i < 3 && ddir; i++) {
+        if (!name[i]) continue;
+        char *names = modreg_names(ddir, fam[i]);
+        int found = 0;
+        for (char *p = names; p && (p = strstr(p, name[i])); p++) {
+            size_t l = strlen(name[i]);
+            if ((p == names || p[-2] == ',') && (p[l] == 0 || p[l] == ',')) found = 1;
+        }
+        unknown |= names && !found;
+        free(names);
+    }
+    free(ddir);
+    free(dir);
+    return unknown;
 }
 
 int cmd_generate(int argc, char **argv) {
@@ -77,13 +126,20 @@ int cmd_generate(int argc, char **argv) {
         else if (ARG("--model")) spec.model_path = v;
         else if (ARG("--tokenizer")) spec.tokenizer_path = v;
         else if (ARG("--prompt")) prompt = v;
-        else if (ARG("--steps")) steps = atoi(v);
-        else if (ARG("--temperature")) temperature = strtof(v, NULL);
-        else if (ARG("--topp")) topp = strtof(v, NULL);
-        else if (ARG("--seed")) seed = strtoull(v, NULL, 10);
-        else if (ARG("--threads")) spec.threads = atoi(v);
-        else if (ARG("--prompt-tokens")) prompt_tokens = atoi(v);
-        else if (ARG("--ctx")) spec.max_pos = atoi(v);
+        else if (ARG("--steps")) { if (gen_int(a, v, 1, &steps)) return 2; }
+        else if (ARG("--temperature")) { if (gen_float(a, v, 0, 1e6f, 0, &temperature)) return 2; }
+        else if (ARG("--topp")) { if (gen_float(a, v, 0, 1, 1, &topp)) return 2; }
+        else if (ARG("--seed")) {
+            char *end;
+            seed = strtoull(v, &end, 10);
+            if (end == v || *end || v[0] == '-') {
+                fprintf(stderr, "bench generate: --seed %s: expected a whole number >= 0\n", v);
+                return 2;
+            }
+        }
+        else if (ARG("--threads")) { if (gen_int(a, v, 1, &spec.threads)) return 2; }
+        else if (ARG("--prompt-tokens")) { if (gen_int(a, v, 1, &prompt_tokens)) return 2; }
+        else if (ARG("--ctx")) { if (gen_int(a, v, 1, &spec.max_pos)) return 2; }
         else if (ARG("--loader")) spec.loader = v;
         else if (ARG("--kv")) spec.kv = v;
         else if (ARG("--alloc")) spec.alloc = v;
@@ -99,18 +155,16 @@ int cmd_generate(int argc, char **argv) {
         else if (!strcmp(a, "--quiet")) quiet = 1;
         else if (!strcmp(a, "--bandwidth")) bandwidth = 1;
         else {
-            fprintf(stderr, "bench generate: unknown or incomplete argument \"%s\"\n", a);
-            usage(stderr);
-            return 2;
+            static const char *const known[] = {
+                "--model", "--tokenizer", "--prompt", "--steps", "--temperature", "--topp", "--seed", "--threads",
+                "--prompt-tokens", "--ctx", "--loader", "--kv", "--alloc", "--loader-opt", "--kv-opt", "--alloc-opt",
+                "--device", "--device-opt", "--modules", "--trace-alloc", "--ids", "--quiet", "--bandwidth", "--help", NULL};
+            return cli_bad_arg(stderr, "generate", a, known);
         }
 #undef ARG
     }
     if (!spec.model_path) {
         fprintf(stderr, "bench generate: --model is required\n");
-        return 2;
-    }
-    if (steps < 1 || temperature < 0 || topp <= 0 || topp > 1) {
-        fprintf(stderr, "bench generate: --steps must be >= 1, --temperature >= 0, --topp in (0, 1]\n");
         return 2;
     }
     char err[1024];
@@ -123,12 +177,14 @@ int cmd_generate(int argc, char **argv) {
         modreg_parse_opts(aopt, &spec.alloc_opts, &as, err, sizeof(err)) ||
         modreg_parse_opts(dopt, &spec.device_opts, &ds, err, sizeof(err))) {
         fprintf(stderr, "bench generate: %s\n", err);
+        rc = 2;
         goto out;
     }
 
     double t0 = now_s();
     if (engine_create(&spec, &e, err, sizeof(err))) {
         fprintf(stderr, "bench generate: %s\n", err);
+        if (gen_unknown_module(&spec)) rc = 2;
         goto out;
     }
     double t_load = now_s() - t0;

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "commands.h"
+#include "harness/cli/cliargs.h"
 #include "harness/report/compare.h"
 #include "harness/report/plot.h"
 
@@ -221,8 +222,8 @@ int cmd_history(int argc, char **argv) {
         else if (!strcmp(argv[i], "--partial")) partial = 1;
         else if (argv[i][0] != '-' && !dir) dir = argv[i];
         else {
-            fprintf(stderr, "bench history: unknown or incomplete argument \"%s\"\n\n", argv[i]);
-            history_usage(stderr);
+            static const char *const known[] = {"--metric", "--all", "--partial", "--help", NULL};
+            cli_bad_arg(stderr, "history", argv[i], known);
             goto out;
         }
     }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "harness/cli/cliargs.h"
 #include "harness/report/locations.h"
 #include "harness/child/alloc_workload.h"
 #include "harness/parent/perfev.h"
@@ -142,9 +143,9 @@ int cmd_run(int argc, char **argv) {
         else if (!strcmp(a, "--force")) force = 1;
         else if (a[0] != '-' && !file) file = a;
         else {
-            fprintf(stderr, "bench run: unknown or incomplete argument \"%s\"\n\n", a);
-            run_usage(stderr);
-            return 2;
+            static const char *const known[] = {"--out", "--only", "--repeat", "--quick", "--device", "--json",
+                                                "--fail-fast", "--force", "--help", NULL};
+            return cli_bad_arg(stderr, "run", a, known);
         }
     }
     if (!file) {

@@ -48,8 +48,10 @@ static void usage(FILE *f) {
             "\nexamples:\n"
             "  bench run scenarios/mmap_vs_pread.json\n"
             "  bench generate --model stories260K.bin --tokenizer tok512.bin --prompt \"The little dog\" --steps 200\n"
-            "  bench model synth --shape llama-110m --dtype f32 --format gguf -o results/models/llama-110m.gguf\n"
-            "  bench list\n");
+            "  bench model synth --shape llama-110m --dtype f32 --format gguf -o /tmp/llama-110m.gguf\n"
+            "  bench list\n\n"
+            "Exit status, every command: 0 done; 2 a usage error (unknown command or option, a missing or\n"
+            "bad value, an unknown module, a bad scenario); 1 and others as each command's --help says.\n");
 }
 
 /* The jemalloc alloc module, dlopen'd, needs static TLS that glibc sets aside only

@@ -1,0 +1,49 @@
+/* One message for a bad argument, with a suggestion instead of the whole help page. */
+#include "harness/cli/cliargs.h"
+
+#include <string.h>
+
+/* Levenshtein distance, capped: options are short */
+static int cli_dist(const char *a, const char *b) {
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 62 || lb > 62) return 99;
+    int prev[64], cur[64];
+    for (size_t j = 0; j <= lb; j++) prev[j] = (int)j;
+    for (size_t i = 1; i <= la; i++) {
+        cur[0] = (int)i;
+        for (size_t j = 1; j <= lb; j++) {
+            int sub = prev[j - 1] + (a[i - 1] != b[j - 1]), del = prev[j] + 1, ins = cur[j - 1] + 1;
+            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+        }
+        memcpy(prev, cur, sizeof(int) * (lb + 1));
+    }
+    return prev[lb];
+}
+
+const char *cli_nearest(const char *arg, const char *const *known) {
+    const char *best = NULL;
+    int bd = 3;
+    for (const char *const *k = known; *k; k++) {
+        int d = cli_dist(arg, *k);
+        /* "--rep" for "--repeat": a prefix of exactly one option */
+        if (d > 2 && strlen(arg) > 3 && !strncmp(*k, arg, strlen(arg))) d = 2;
+        if (d < bd) bd = d, best = *k;
+    }
+    return best;
+}
+
+int cli_bad_arg(FILE *f, const char *cmd, const char *arg, const char *const *known) {
+    for (const char *const *k = known; *k; k++)
+        if (!strcmp(arg, *k)) {
+            fprintf(f, "bench %s: %s needs a value (bench %s --help)\n", cmd, arg, cmd);
+            return CLI_EXIT_USAGE;
+        }
+    if (arg[0] != '-') {
+        fprintf(f, "bench %s: unexpected argument \"%s\" (bench %s --help)\n", cmd, arg, cmd);
+        return CLI_EXIT_USAGE;
+    }
+    const char *near = cli_nearest(arg, known);
+    if (near) fprintf(f, "bench %s: unknown option \"%s\": did you mean %s? (bench %s --help)\n", cmd, arg, near, cmd);
+    else fprintf(f, "bench %s: unknown option \"%s\" (bench %s --help lists the options)\n", cmd, arg, cmd);
+    return CLI_EXIT_USAGE;
+}

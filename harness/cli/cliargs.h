@@ -1,0 +1,17 @@
+/* The subcommands' one message for an argument they do not take: a missing value, an
+ * unknown option with the nearest known one ("did you mean --repeat?"), or an extra
+ * operand. Every usage error exits CLI_EXIT_USAGE. */
+#ifndef BENCH_CLIARGS_H
+#define BENCH_CLIARGS_H
+
+#include <stdio.h>
+
+#define CLI_EXIT_USAGE 2
+
+/* known: the command's options, NULL-terminated. Prints one line (and a pointer to
+ * `bench CMD --help`) to f; returns CLI_EXIT_USAGE. */
+int cli_bad_arg(FILE *f, const char *cmd, const char *arg, const char *const *known);
+/* The known option nearest to arg by edit distance (at most 2, or a prefix), or NULL. */
+const char *cli_nearest(const char *arg, const char *const *known);
+
+#endif

@@ -1,0 +1,125 @@
+/* The command line's answers to a first-hour user's mistakes (issue 16): one exit status
+ * (2) for every usage error, the option at fault named, a near miss answered with the
+ * option meant instead of the whole help page. Runs the real binary. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/cli/cliargs.h"
+#include "harness/report/resread.h"
+#include "tests/lib/testutil.h"
+
+static char tmp[512], out[700];
+
+static int setup(void **state) {
+    (void)state;
+    if (!tu_tmpdir(tmp, sizeof(tmp))) return -1;
+    snprintf(out, sizeof(out), "%s/err.txt", tmp);
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    tu_rmtree(tmp);
+    return 0;
+}
+
+static char *err_text(void) {
+    char e[256];
+    char *t = rr_slurp(out, NULL, e, sizeof(e));
+    assert_non_null(t);
+    return t;
+}
+
+/* runs `bench ARGS 2>out`; returns the exit status */
+static int bench_err(const char *args) { return tu_bench("/dev/null", "%s 2>'%s'", args, out); }
+
+static void test_nearest(void **state) {
+    (void)state;
+    static const char *const known[] = {"--out", "--only", "--repeat", "--quick", "--force", NULL};
+    assert_string_equal(cli_nearest("--repeats", known), "--repeat");
+    assert_string_equal(cli_nearest("--forse", known), "--force");
+    assert_string_equal(cli_nearest("--rep", known), "--repeat");
+    assert_null(cli_nearest("--verbose", known));
+}
+
+static void test_run_did_you_mean(void **state) {
+    (void)state;
+    assert_int_equal(bench_err("run scenarios/ci.json --repeats 3"), CLI_EXIT_USAGE);
+    char *t = err_text();
+    assert_non_null(strstr(t, "\"--repeats\": did you mean --repeat?"));
+    /* one line, not the help page */
+    assert_null(strstr(t, "usage:"));
+    assert_int_equal(strchr(t, '\n') - t + 1, (int)strlen(t));
+    free(t);
+    assert_int_equal(bench_err("run scenarios/ci.json --out"), CLI_EXIT_USAGE);
+    t = err_text();
+    assert_non_null(strstr(t, "--out needs a value"));
+    free(t);
+}
+
+static void test_generate_usage_errors(void **state) {
+    (void)state;
+    char model[512], args[1200];
+    if (!tu_shared("models/stories260K.bin", model, sizeof(model))) skip();
+    /* the option at fault, by name */
+    snprintf(args, sizeof(args), "generate --model '%s' --steps abc", model);
+    assert_int_equal(bench_err(args), CLI_EXIT_USAGE);
+    char *t = err_text();
+    assert_non_null(strstr(t, "--steps abc: expected a whole number"));
+    assert_null(strstr(t, "--temperature"));
+    free(t);
+    snprintf(args, sizeof(args), "generate --model '%s' --topp 2", model);
+    assert_int_equal(bench_err(args), CLI_EXIT_USAGE);
+    t = err_text();
+    assert_non_null(strstr(t, "--topp 2"));
+    free(t);
+    /* an unknown module is a usage error like the rest: the same status */
+    snprintf(args, sizeof(args), "generate --model '%s' --kv nosuch --steps 4", model);
+    assert_int_equal(bench_err(args), CLI_EXIT_USAGE);
+    t = err_text();
+    assert_non_null(strstr(t, "nosuch"));
+    free(t);
+    snprintf(args, sizeof(args), "generate --model '%s' --stpes 4", model);
+    assert_int_equal(bench_err(args), CLI_EXIT_USAGE);
+    t = err_text();
+    assert_non_null(strstr(t, "did you mean --steps?"));
+    free(t);
+    /* and a model that is not there is not a usage error */
+    assert_int_equal(bench_err("generate --model /nonexistent/model.bin --steps 4"), 1);
+}
+
+static void test_other_commands_same_status(void **state) {
+    (void)state;
+    assert_int_equal(bench_err("nosuchcommand"), CLI_EXIT_USAGE);
+    assert_int_equal(bench_err("compare a b --breif"), CLI_EXIT_USAGE);
+    char *t = err_text();
+    assert_non_null(strstr(t, "did you mean --brief?"));
+    free(t);
+    assert_int_equal(bench_err("history /tmp --metrik x"), CLI_EXIT_USAGE);
+    assert_int_equal(bench_err("exec scenarios/ci.json --varaint kv=prealloc"), CLI_EXIT_USAGE);
+    t = err_text();
+    assert_non_null(strstr(t, "did you mean --variant?"));
+    free(t);
+    /* --only's help names every key it takes, workload included */
+    assert_int_equal(tu_bench(out, "run --help"), 0);
+    t = err_text();
+    assert_non_null(strstr(t, "workload"));
+    free(t);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_nearest),
+        cmocka_unit_test(test_run_did_you_mean),
+        cmocka_unit_test(test_generate_usage_errors),
+        cmocka_unit_test(test_other_commands_same_status),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
