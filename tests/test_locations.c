@@ -148,6 +148,13 @@ static void test_out_refuses_a_used_folder(void **state) {
     snprintf(env, sizeof(env), "XDG_CACHE_HOME='%s/xdg'", tmp);
     snprintf(args, sizeof(args), "--out '%s'", out);
     assert_int_equal(run_from_elsewhere(env, args, log), 0);
+    /* a worker that wrote nothing to stderr leaves no empty log, and results.json says null */
+    char cmd[1200];
+    snprintf(cmd, sizeof(cmd), "test -z \"$(find '%s' -type f -empty)\"", out);
+    assert_int_equal(system(cmd), 0);
+    char rj0[900];
+    snprintf(rj0, sizeof(rj0), "%s/results.json", out);
+    assert_true(file_has(rj0, "\"log\":\tnull") || file_has(rj0, "\"log\": null"));
     /* a stale file from the first run, as timelines/ and logs/ were in the issue */
     snprintf(stale, sizeof(stale), "%s/timelines/stale.csv", out);
     FILE *f = fopen(stale, "w");

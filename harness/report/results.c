@@ -364,7 +364,8 @@ static cJSON *rs_proc_json(const rs_input *in, const rn_run *r, int pi) {
     const char *log = strrchr(p->log_path, '/');
     char lp[600];
     snprintf(lp, sizeof(lp), "logs%s", log ? log : "");
-    cJSON_AddStringToObject(o, "log", lp);
+    if (p->log_path[0]) cJSON_AddStringToObject(o, "log", lp);
+    else cJSON_AddNullToObject(o, "log"); /* the worker wrote nothing; no empty file was kept */
 
     /* event times in ms since the worker said HELLO */
     cJSON *ev = cJSON_AddObjectToObject(o, "events_ms");
