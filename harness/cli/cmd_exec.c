@@ -174,7 +174,7 @@ int cmd_exec(int argc, char **argv) {
     /* the page cache as bench run leaves it before a repetition (not measured here) */
     int cold = sc_pick(s, v, SC_AX_CACHE)->ival == SC_CACHE_COLD;
     for (int i = 0; i < mf.n; i++) {
-        if (cold ? pc_evict(mf.path[i], err, sizeof(err)) : pc_warm(mf.path[i], err, sizeof(err))) {
+        if (cold ? pc_evict(mf.path[i], err, sizeof(err)) : pc_warm_reread(mf.path[i], err, sizeof(err))) {
             fprintf(stderr, "bench exec: %s\n", err);
             goto out;
         }

@@ -60,6 +60,10 @@ int pc_warm(const char *path, char *err, size_t errlen) {
     return 0;
 }
 
+int pc_warm_reread(const char *path, char *err, size_t errlen) {
+    return pc_evict(path, err, errlen) || pc_warm(path, err, errlen) ? -1 : 0;
+}
+
 int pc_residency(const char *path, uint64_t *resident, uint64_t *total, char *err, size_t errlen) {
     *resident = *total = 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
