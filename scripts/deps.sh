@@ -23,9 +23,23 @@ for p in "${PACKAGES[@]}"; do
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
 
-echo "deps.sh: installing ${missing[*]}" >&2
+echo "deps.sh: installing ${#missing[@]} package group(s): ${missing[*]}" >&2
 SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 export DEBIAN_FRONTEND=noninteractive
+echo "deps.sh: apt-get update" >&2
 $SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# one group at a time, one line each: a few hundred MB (chromium is the largest) is minutes
+# on a slow mirror, and silence looks like a hang
+i=0
+for p in "${missing[@]}"; do
+  i=$((i + 1))
+  start=$(date +%s)
+  printf 'deps.sh: [%d/%d] %s ... ' "$i" "${#missing[@]}" "$p" >&2
+  if ! log=$($SUDO apt-get install -y -qq --no-install-recommends "$p" 2>&1); then
+    echo "failed" >&2
+    printf '%s\n' "$log" | tail -20 >&2
+    exit 1
+  fi
+  echo "done ($(printf '%s\n' "$log" | grep -c '^Setting up' || true) packages, $(( $(date +%s) - start )) s)" >&2
+done
