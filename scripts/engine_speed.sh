@@ -13,7 +13,8 @@
 # min..max of prefill tokens/s, decode tokens/s, triad GB/s and decode as a share of the
 # bandwidth bound (triad bytes/s / weight bytes read per token). One uncounted run per dtype
 # first brings the model into the page cache and the CPU to speed.
-# Models are made once with `bench model synth` into $BENCH_MODEL_CACHE (results/models).
+# Models are made once with `bench model synth` into bench's model cache ($BENCH_MODEL_CACHE, else
+# $XDG_CACHE_HOME/bench or ~/.cache/bench: README.md, "Where results go").
 # BENCH: the bench binary (default build/bench, a release build).
 set -euo pipefail
 reps=${1:-5}
@@ -22,7 +23,7 @@ shift $(( $# < 2 ? $# : 2 ))
 dtypes=("$@")
 [ ${#dtypes[@]} -gt 0 ] || dtypes=(f32 f16)
 bench=${BENCH:-build/bench}
-cache=${BENCH_MODEL_CACHE:-results/models}
+cache=${BENCH_MODEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/bench}
 [ -x "$bench" ] || { echo "engine_speed.sh: no bench binary at $bench (make, or set BENCH)" >&2; exit 1; }
 mkdir -p "$cache"
 for dt in "${dtypes[@]}"; do
