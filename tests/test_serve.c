@@ -269,8 +269,18 @@ static void test_kv_figure(void **state) {
         snprintf(block, sizeof(block), "$sv%d << EOD", i);
         assert_non_null(strstr(gp, block));
     }
-    assert_non_null(strstr(gp, "prealloc wasted"));
-    assert_non_null(strstr(gp, "token prefix cache"));
+    /* one memory panel per variant (twelve series in one overlapped past reading), then the
+     * concurrency panel */
+    assert_non_null(strstr(gp, "set multiplot layout 4,1"));
+    for (const char *const *v = (const char *const[]){"block", "token", "prealloc", NULL}; *v; v++) {
+        char title[64];
+        snprintf(title, sizeof(title), "set title \"%s: KV bytes reserved", *v);
+        assert_non_null(strstr(gp, title));
+    }
+    int wasted = 0;
+    for (const char *p = gp; (p = strstr(p, "title \"wasted\"")); p++) wasted++;
+    assert_int_equal(wasted, 3);
+    assert_non_null(strstr(gp, "title \"prefix cache\""));
     assert_non_null(strstr(gp, "block running"));
     free(gp);
     unsigned char sig[8];
