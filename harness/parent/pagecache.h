@@ -1,7 +1,7 @@
 /* The page-cache state of the model files before a repetition.
  *
  *   cold: fdatasync, then posix_fadvise(POSIX_FADV_DONTNEED) on the whole file
- *   warm: read the whole file once
+ *   warm: evict as for cold, then read the whole file once with read(2) (pc_warm_reread)
  * and then the residency, counted with mincore() over a read-only mapping.
  * DONTNEED cannot evict pages that a live process maps or that are dirty, which
  * is why the residency is measured rather than assumed.
@@ -14,10 +14,11 @@
 
 int pc_evict(const char *path, char *err, size_t errlen);
 int pc_warm(const char *path, char *err, size_t errlen);
-/* Evict, then read: the page cache filled by reading, as a loader fills it, whatever
- * filled it before. Pages that writing the file left behind fault in differently (a
- * warm repetition right after the model was written took 945 prefill faults against
- * about 3,900), so the first warm repetition of each variant in a run starts here. */
+/* Evict, then read: the page cache filled by read(2), whatever filled it before. How the
+ * pages got there decides how mmap faults them in: on synth llama-110m (kernel 6.x) a warm
+ * mmap repetition took 943 prefill faults right after the model was written, about 3,800
+ * after a cold mmap repetition's faults, and 759 after this. bench run's warm repetitions
+ * all start here, so warm means one thing. */
 int pc_warm_reread(const char *path, char *err, size_t errlen);
 /* Pages of path resident in the page cache, and its pages in all. */
 int pc_residency(const char *path, uint64_t *resident, uint64_t *total, char *err, size_t errlen);

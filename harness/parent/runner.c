@@ -517,12 +517,12 @@ static void rn_cache(const scenario *s, const rn_model_files *mf, const sc_varia
     int cold = sc_pick(s, v, SC_AX_CACHE)->ival == SC_CACHE_COLD;
     char err[512];
     run->cache_ok = 1;
-    /* the first repetition (warm-up or not) of a warm variant fills the page cache by reading
-     * after an eviction: the model may just have been written, and written pages are not what
-     * a loader's reads leave behind. Later ones find the pages a read left. */
-    int (*warm)(const char *, char *, size_t) = run->rep == 0 ? pc_warm_reread : pc_warm;
+    /* warm: evicted, then read, before every repetition. What filled the page cache decides
+     * how the file's pages fault in under mmap (the folios that writing the model, a cold
+     * repetition's faults or read(2) leave differ), so reading the pages found in place would
+     * make warm mean something else after each of them (pagecache.h). */
     for (int i = 0; i < mf->n; i++) {
-        if ((cold ? pc_evict : warm)(mf->path[i], err, sizeof(err))) {
+        if ((cold ? pc_evict : pc_warm_reread)(mf->path[i], err, sizeof(err))) {
             run->cache_ok = 0;
             rn_setf(run->invalid_reason, sizeof(run->invalid_reason), "%s: %s", cold ? "cold" : "warm", err);
             return;

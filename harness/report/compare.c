@@ -431,13 +431,16 @@ static void cmp_change(char *buf, size_t len, const cmp_row *r) {
 
 static int cmp_shown(const cmp_row *r, int brief) {
     if (!brief) return 1;
+    /* --deterministic-only: a far change in a time decides nothing, and the gate's brief
+     * table is for what does */
+    if (r->far && !r->gated) return 0;
     return !(r->verdict == CMP_SAME || r->verdict == CMP_NOISE || r->verdict == CMP_SHOWN ||
              r->verdict == CMP_FEW || r->verdict == CMP_WITHIN || (r->verdict == CMP_MISSING && !r->gated));
 }
 
 static int cmp_far_count(const cmp_report *rep) {
     int n = 0;
-    for (int i = 0; i < rep->n; i++) n += rep->rows[i].far;
+    for (int i = 0; i < rep->n; i++) n += rep->rows[i].far && rep->rows[i].gated;
     return n;
 }
 
