@@ -166,10 +166,13 @@ static int hist_plot(const hist_run *runs, int n, const char *metric, const char
     fprintf(f, "do for [fmt in \"png svg\"] {\n  if (fmt eq \"png\") {\n");
     const char *term;
     pl_gnuplot_found(&term);
-    fprintf(f, "    set terminal %s size 1000,520 noenhanced\n", term);
-    fprintf(f, "    set output \"%s.png\"\n  } else {\n    set terminal svg size 1000,520 noenhanced dynamic background \"white\"\n"
+    /* the key goes below, one row an entry: beside the plot, long variant names squeezed it
+     * and pushed the title off the left edge */
+    int h = 520 + 20 * ns;
+    fprintf(f, "    set terminal %s size 1000,%d noenhanced\n", term, h);
+    fprintf(f, "    set output \"%s.png\"\n  } else {\n    set terminal svg size 1000,%d noenhanced dynamic background \"white\"\n"
                "    set output \"%s.svg\"\n  }\n",
-            stem, stem);
+            stem, h, stem);
     fprintf(f, "  set title ");
     char title[512];
     snprintf(title, sizeof(title), "%s: %s across %d runs, by commit time (rings: a step beyond noise or tolerance)",
@@ -179,7 +182,7 @@ static int hist_plot(const hist_run *runs, int n, const char *metric, const char
     char yl[160];
     snprintf(yl, sizeof(yl), "%s (%s)", metric, unit[0] ? unit : "value");
     pl_quote(f, yl);
-    fprintf(f, "\n  set grid\n  set key outside right\n  set xrange [-0.5:%d.5]\n  set xtics rotate by -30 (", n - 1);
+    fprintf(f, "\n  set grid\n  set key below\n  set xrange [-0.5:%d.5]\n  set xtics rotate by -30 (", n - 1);
     for (int r = 0; r < n; r++) {
         fprintf(f, "%s", r ? ", " : "");
         pl_quote(f, runs[r].label);
