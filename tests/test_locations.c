@@ -91,6 +91,9 @@ static void test_results_and_cache_from_another_directory(void **state) {
     /* $BENCH_RESULTS, and the model made into $XDG_CACHE_HOME/bench */
     snprintf(env, sizeof(env), "BENCH_RESULTS='%s' XDG_CACHE_HOME='%s'", res, xdg);
     assert_int_equal(run_from_elsewhere(env, "", log), 0);
+    /* the table's footer says what one repetition can show, and how to get more */
+    assert_true(file_has(log, "1 repetition per variant"));
+    assert_true(file_has(log, "--repeat 5"));
     struct stat st, st2;
     assert_int_equal(stat(model, &st), 0);
     char sub[1000];
