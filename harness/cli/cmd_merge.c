@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "commands.h"
+#include "harness/cli/cliargs.h"
 #include "harness/report/merge.h"
 #include "harness/report/results.h"
 
@@ -50,8 +51,8 @@ int cmd_merge(int argc, char **argv) {
         else if (!strcmp(a, "--partial")) o.partial = 1;
         else if (a[0] != '-') in[n++] = a;
         else {
-            fprintf(stderr, "bench merge: unknown or incomplete argument \"%s\"\n\n", a);
-            merge_usage(stderr);
+            static const char *const known[] = {"--out", "--allow-scenarios", "--allow-builds", "--partial", "--help", NULL};
+            cli_bad_arg(stderr, "merge", a, known);
             goto out;
         }
     }

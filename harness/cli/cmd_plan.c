@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "harness/cli/cliargs.h"
 #include "harness/report/results.h"
 #include "harness/spec/scenario.h"
 #include "harness/spec/shard.h"
@@ -57,9 +58,8 @@ int cmd_plan(int argc, char **argv) {
         else if (!strcmp(a, "--quick")) quick = 1;
         else if (a[0] != '-' && !file) file = a;
         else {
-            fprintf(stderr, "bench plan: unknown or incomplete argument \"%s\"\n\n", a);
-            plan_usage(stderr);
-            return 2;
+            static const char *const known[] = {"--out", "--only", "--device", "--shards", "--repeat", "--quick", "--help", NULL};
+            return cli_bad_arg(stderr, "plan", a, known);
         }
     }
     if (!file || !shards) {

@@ -144,7 +144,7 @@ int cmd_run(int argc, char **argv) {
         else if (a[0] != '-' && !file) file = a;
         else {
             static const char *const known[] = {"--out", "--only", "--repeat", "--quick", "--device", "--json",
-                                                "--fail-fast", "--force", "--help", NULL};
+                                                "--fail-fast", "--force", "--shard", "--help", NULL};
             return cli_bad_arg(stderr, "run", a, known);
         }
     }
