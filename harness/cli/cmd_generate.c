@@ -158,7 +158,8 @@ int cmd_generate(int argc, char **argv) {
             static const char *const known[] = {
                 "--model", "--tokenizer", "--prompt", "--steps", "--temperature", "--topp", "--seed", "--threads",
                 "--prompt-tokens", "--ctx", "--loader", "--kv", "--alloc", "--loader-opt", "--kv-opt", "--alloc-opt",
-                "--device", "--device-opt", "--modules", "--trace-alloc", "--ids", "--quiet", "--bandwidth", "--help", NULL};
+                "--device", "--device-opt", "--modules", "--trace-alloc", "--ids", "--tokenizer-fallback", "--quiet",
+                "--bandwidth", "--help", NULL};
             return cli_bad_arg(stderr, "generate", a, known);
         }
 #undef ARG
