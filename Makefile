@@ -5,9 +5,11 @@
 #   make debug      -O0 build in build/debug
 #   make asan       the sanitizer build alone
 #   make valgrind   runs the test suite's memcheck pass on the release build
+#   make tools      the standalone benchmarks and investigations of tools/ in $(BUILD)/tools
 #   make clean
 # Switches: CC=..., BUILD=dir, SAN=1 (sanitizers), OPT=-O0, CUDA=0 to skip nvcc even when present
 #   (CUDA=1 insists on it), NVCC=path, CUDA_ARCH='-gencode ...' (default: sm_80, sm_90 + compute_90 PTX).
+#   Changing a switch rebuilds everything of that BUILD dir ($(BUILD)/flags.stamp).
 
 ifeq ($(origin CC),default)
   CC = gcc
@@ -19,7 +21,8 @@ SAN     ?= 0
 
 WARN     = -Wall -Wextra -Werror -Wno-unused-parameter
 CPPFLAGS = -D_GNU_SOURCE -MMD -MP -I. -I/usr/include/cjson
-CFLAGS   = -std=c17 $(OPT) -g -fno-omit-frame-pointer -fPIC -pthread $(WARN)
+# Hidden by default: a module's shared object exports only what BENCH_MODULE_EXPORT marks.
+CFLAGS   = -std=c17 $(OPT) -g -fno-omit-frame-pointer -fPIC -fvisibility=hidden -pthread $(WARN)
 LDFLAGS  = -pthread
 LDLIBS   = -lcjson -lpfm -ldl -lm
 ifeq ($(SAN),1)
@@ -38,6 +41,7 @@ MODCOMMON_SRC := $(wildcard engines/modules/common/*.c)
 CUDAHOST_SRC := $(wildcard engines/cuda/host/*.c)
 TEST_SRC    := $(wildcard tests/test_*.c)
 TESTLIB_SRC := $(wildcard tests/lib/*.c)
+TOOL_SRC    := $(wildcard tools/*.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
@@ -56,7 +60,7 @@ ifeq ($(CUDA),1)
   # machine code for Ampere (sm_80; runs on 8.x) and Hopper (sm_90), and PTX the driver compiles for newer GPUs
   CUDA_ARCH ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
   NVCCFLAGS = -std=c++17 -O3 -lineinfo $(CUDA_ARCH) -MMD -MP -I. --Werror all-warnings \
-              -Xcompiler -fPIC,-Wall,-Wextra,-Wno-unused-parameter,-Werror
+              -Xcompiler -fPIC,-fvisibility=hidden,-Wall,-Wextra,-Wno-unused-parameter,-Werror
   # nvcc objects are C++: their exception tables want libstdc++
   CUDA_LIBS = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lstdc++
   CU_C_SRC   := $(wildcard engines/cuda/*.c engines/cuda/modules/*.c)
@@ -67,19 +71,27 @@ ifeq ($(CUDA),1)
                 $(CU_PAGED:%=$(BUILD)/modules/cuda/%.so)
 endif
 LIB_OBJ      := $(call obj,$(CORE_SRC) $(ALLOC_SRC) $(HARNESS_SRC))
-MODCOMMON_OBJ := $(call obj,$(MODCOMMON_SRC) $(ALLOC_SRC))
 MODULES      := $(patsubst engines/modules/%.c,$(BUILD)/modules/%.so,$(MODULE_SRC)) $(CU_MODULES)
 TESTS        := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 TESTLIB_OBJ  := $(call obj,$(TESTLIB_SRC))
 
-.PHONY: all test run debug asan valgrind clean deps tests-build FORCE
+.PHONY: all test run debug asan valgrind clean deps tests-build tools FORCE
 all: $(BUILD)/bench $(MODULES)
+
+# The flags stamp: every object depends on it, and it is rewritten only when the flags
+# change, so `make OPT=-O0` after `make` (or SAN=, CC=) rebuilds everything.
+FLAGS_SIG := $(CC) | $(CPPFLAGS) | $(CFLAGS) | $(LDFLAGS) | $(LDLIBS) | $(NVCC) $(NVCCFLAGS)
+FLAGS_STAMP := $(BUILD)/flags.stamp
+# (A dry run, make -n, leaves it alone.)
+ifeq ($(filter clean,$(MAKECMDGOALS))$(findstring n,$(firstword -$(MAKEFLAGS))),)
+  $(shell mkdir -p $(BUILD) && { printf '%s\n' '$(FLAGS_SIG)' | cmp -s - $(FLAGS_STAMP) || printf '%s\n' '$(FLAGS_SIG)' > $(FLAGS_STAMP); })
+endif
 
 # Debian packages the build needs; deps.sh returns at once when they are there.
 deps:
 	@bash scripts/deps.sh
 
-$(BUILD)/obj/%.o: %.c
+$(BUILD)/obj/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
@@ -122,19 +134,25 @@ $(BUILD)/libbench.a: $(LIB_OBJ)
 $(BUILD)/bench: $(call obj,harness/cli/main.c) $(BUILD)/libbench.a
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
-$(BUILD)/modules/%.so: $(call obj,engines/modules/%.c) $(MODCOMMON_OBJ)
+# Each module links the objects it uses and nothing else.
+$(BUILD)/modules/%.so: $(call obj,engines/modules/%.c)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -shared $^ -o $@ -lm $(if $(findstring jemalloc,$*),-ljemalloc) $(if $(findstring mimalloc,$*),-lmimalloc)
+$(BUILD)/modules/kv_prealloc.so $(BUILD)/modules/kv_dynamic.so: $(call obj,engines/modules/common/kv_contig.c)
+$(BUILD)/modules/kv_block.so $(BUILD)/modules/kv_token.so: $(call obj,engines/modules/common/kv_paged.c)
+$(BUILD)/modules/alloc_arena.so: $(call obj,allocators/arena.c)
+$(BUILD)/modules/alloc_slab.so: $(call obj,allocators/slab.c)
+$(BUILD)/modules/alloc_buddy.so: $(call obj,allocators/buddy.c)
 
 ifeq ($(CUDA),1)
 # Host C of the CUDA modules sees the runtime's C headers; kernels go through nvcc.
 $(call obj,$(CU_C_SRC)): CPPFLAGS += -isystem $(CUDA_HOME)/include
-$(BUILD)/obj/%.o: %.cu
+$(BUILD)/obj/%.o: %.cu $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
 # kv block and token: the CPU modules' own sources over a device pool (common/kv_paged.h)
-$(BUILD)/obj/cuda/engines/modules/%.o: engines/modules/%.c
+$(BUILD)/obj/cuda/engines/modules/%.o: engines/modules/%.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -DKVP_DEVICE='"cuda"' $(CFLAGS) -c $< -o $@
 
@@ -164,6 +182,13 @@ $(BUILD)/tests/%: $(call obj,tests/%.c) $(TESTLIB_OBJ) $(BUILD)/libbench.a
 $(BUILD)/tests/test_cuda_host: $(call obj,$(CUDAHOST_SRC))
 
 tests-build: $(BUILD)/bench $(MODULES) $(TESTS)
+
+# Standalone programs: benchmarks and investigations (tools/*.c), not tests.
+TOOLS := $(patsubst tools/%.c,$(BUILD)/tools/%,$(TOOL_SRC))
+tools: $(TOOLS) $(MODULES)
+$(BUILD)/tools/%: $(call obj,tools/%.c) $(BUILD)/libbench.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
 # The test suite runs on the sanitizer build.
 test: deps

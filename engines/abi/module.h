@@ -27,6 +27,9 @@
 
 #define BENCH_MODULE_API_VERSION 1u
 #define BENCH_MODULE_INIT_SYMBOL "bench_module_init"
+/* Modules are built with -fvisibility=hidden, so that `nm -D` shows only what is meant to be
+ * seen: the init symbol, marked with this. */
+#define BENCH_MODULE_EXPORT __attribute__((visibility("default")))
 
 /* ---- options: "key=value" pairs given on the command line or in a scenario ---- */
 

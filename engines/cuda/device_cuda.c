@@ -657,4 +657,4 @@ static const bench_module dc_module = {
     .iface = &dc_iface,
 };
 
-const bench_module *bench_module_init(void) { return &dc_module; }
+BENCH_MODULE_EXPORT const bench_module *bench_module_init(void) { return &dc_module; }

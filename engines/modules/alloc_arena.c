@@ -124,4 +124,4 @@ static const bench_module arena_module = {
     .iface = &arena_iface,
 };
 
-const bench_module *bench_module_init(void) { return &arena_module; }
+BENCH_MODULE_EXPORT const bench_module *bench_module_init(void) { return &arena_module; }

@@ -118,4 +118,4 @@ static const bench_module buddy_module = {
     .iface = &buddy_iface,
 };
 
-const bench_module *bench_module_init(void) { return &buddy_module; }
+BENCH_MODULE_EXPORT const bench_module *bench_module_init(void) { return &buddy_module; }

@@ -137,4 +137,4 @@ static const bench_module je_module = {
     .iface = &je_iface,
 };
 
-const bench_module *bench_module_init(void) { return &je_module; }
+BENCH_MODULE_EXPORT const bench_module *bench_module_init(void) { return &je_module; }

@@ -121,4 +121,4 @@ static const bench_module libc_module = {
     .iface = &libc_iface,
 };
 
-const bench_module *bench_module_init(void) { return &libc_module; }
+BENCH_MODULE_EXPORT const bench_module *bench_module_init(void) { return &libc_module; }

@@ -106,4 +106,4 @@ static const bench_module mi_module = {
     .iface = &mi_iface,
 };
 
-const bench_module *bench_module_init(void) { return &mi_module; }
+BENCH_MODULE_EXPORT const bench_module *bench_module_init(void) { return &mi_module; }

@@ -115,4 +115,4 @@ static const bench_module slab_module = {
     .iface = &slab_iface,
 };
 
-const bench_module *bench_module_init(void) { return &slab_module; }
+BENCH_MODULE_EXPORT const bench_module *bench_module_init(void) { return &slab_module; }

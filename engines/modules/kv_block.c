@@ -485,4 +485,4 @@ static const bench_module block_module = {
     .iface = &block_iface,
 };
 
-const bench_module *bench_module_init(void) { return &block_module; }
+BENCH_MODULE_EXPORT const bench_module *bench_module_init(void) { return &block_module; }

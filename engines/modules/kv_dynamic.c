@@ -142,4 +142,4 @@ static const bench_module dynamic_module = {
     .iface = &dynamic_iface,
 };
 
-const bench_module *bench_module_init(void) { return &dynamic_module; }
+BENCH_MODULE_EXPORT const bench_module *bench_module_init(void) { return &dynamic_module; }

@@ -451,4 +451,4 @@ static const bench_module token_module = {
     .iface = &token_iface,
 };
 
-const bench_module *bench_module_init(void) { return &token_module; }
+BENCH_MODULE_EXPORT const bench_module *bench_module_init(void) { return &token_module; }

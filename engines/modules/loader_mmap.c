@@ -148,4 +148,4 @@ static const bench_module mmap_module = {
     .iface = &mmap_iface,
 };
 
-const bench_module *bench_module_init(void) { return &mmap_module; }
+BENCH_MODULE_EXPORT const bench_module *bench_module_init(void) { return &mmap_module; }

@@ -124,4 +124,4 @@ static const bench_module prealloc_module = {
     .iface = &prealloc_iface,
 };
 
-const bench_module *bench_module_init(void) { return &prealloc_module; }
+BENCH_MODULE_EXPORT const bench_module *bench_module_init(void) { return &prealloc_module; }

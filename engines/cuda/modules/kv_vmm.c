@@ -240,4 +240,4 @@ static const bench_module vmm_module = {
     .iface = &vmm_iface,
 };
 
-const bench_module *bench_module_init(void) { return &vmm_module; }
+BENCH_MODULE_EXPORT const bench_module *bench_module_init(void) { return &vmm_module; }

@@ -152,4 +152,4 @@ static const bench_module map_module = {
     .iface = &map_iface,
 };
 
-const bench_module *bench_module_init(void) { return &map_module; }
+BENCH_MODULE_EXPORT const bench_module *bench_module_init(void) { return &map_module; }

@@ -150,4 +150,4 @@ static const bench_module pinned_module = {
     .iface = &pinned_iface,
 };
 
-const bench_module *bench_module_init(void) { return &pinned_module; }
+BENCH_MODULE_EXPORT const bench_module *bench_module_init(void) { return &pinned_module; }

@@ -105,4 +105,4 @@ static const bench_module pread_module = {
     .iface = &pread_iface,
 };
 
-const bench_module *bench_module_init(void) { return &pread_module; }
+BENCH_MODULE_EXPORT const bench_module *bench_module_init(void) { return &pread_module; }

@@ -2,8 +2,8 @@
  * through the alloc module vtable (as the engine calls it), one allocator and one
  * workload per process.
  *
- *   gcc -std=c17 -O2 -D_GNU_SOURCE -I. tests/bench_alloc.c -ldl -o build/bench_alloc
- *   GLIBC_TUNABLES=glibc.rtld.optional_static_tls=16384 build/bench_alloc MODULE.so WORKLOAD
+ *   make tools
+ *   GLIBC_TUNABLES=glibc.rtld.optional_static_tls=16384 build/tools/bench_alloc MODULE.so WORKLOAD
  *
  * Workloads: churn64 (alloc 64 B, free it), lifo4k (1000 x 4 KiB allocated, then freed
  * newest first), mixed (1000 slots; each op frees a random slot and refills it with a

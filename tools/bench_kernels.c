@@ -1,9 +1,7 @@
 /* Standalone benchmark of the matmul kernels against the STREAM-triad bound.
- * Not a test (no test_ prefix, so the Makefile does not build it):
+ * Not a test: `make tools` builds it (release flags) as build/tools/bench_kernels.
  *
- *   gcc -std=c17 -D_GNU_SOURCE -I. -O2 -pthread tests/bench_kernels.c \
- *       engines/core/kernels*.c engines/core/compute/threadpool.c -lm -o /tmp/bench_kernels
- *   /tmp/bench_kernels [--isa avx512|avx2|portable] [--dtype f32|f16|bf16|q8_0]
+ *   build/tools/bench_kernels [--isa avx512|avx2|portable] [--dtype f32|f16|bf16|q8_0]
  *                      [--threads N] [--reps N] [--no-prefill]
  *
  * For each ISA, thread count (1 and 2 unless --threads) and dtype it prints:

@@ -2,9 +2,9 @@
  * 32 MiB) and mallopt(M_TRIM_THRESHOLD, 64 MiB) (the "libc-tuned" allocator of
  * scenarios/allocators.json) grows its heap while replaying the forward-pass trace.
  *
- *   gcc -std=c17 -O2 -D_GNU_SOURCE tests/investigate_glibc_memalign.c -o build/investigate_glibc_memalign
- *   build/investigate_glibc_memalign scenarios/traces/llama-110m-p128-d32.trace [ROUNDS] [--malloc-info]
- *   GLIBC_TUNABLES=glibc.malloc.tcache_count=0 build/investigate_glibc_memalign ...   (tcache off)
+ *   make tools
+ *   build/tools/investigate_glibc_memalign scenarios/traces/llama-110m-p128-d32.trace [ROUNDS] [--malloc-info]
+ *   GLIBC_TUNABLES=glibc.malloc.tcache_count=0 build/tools/investigate_glibc_memalign ...   (tcache off)
  *
  * Replays the trace's allocs (posix_memalign with the recorded alignment, as the libc
  * module does) and frees ROUNDS times (default 20), writing one byte per 4 KiB of each
