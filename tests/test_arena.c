@@ -9,7 +9,7 @@
 #include <stdlib.h>
 
 #include "allocators/arena.h"
-#include "tests/alloc_test.h"
+#include "tests/lib/alloc_test.h"
 
 static void check(const arena *a) {
     char err[256];

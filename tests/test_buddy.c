@@ -9,7 +9,7 @@
 #include <stdlib.h>
 
 #include "allocators/buddy.h"
-#include "tests/alloc_test.h"
+#include "tests/lib/alloc_test.h"
 
 static void check(buddy *b) {
     char err[256];

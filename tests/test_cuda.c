@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "engines/core/runtime/engine.h"
-#include "tests/cuda_test.h"
+#include "tests/lib/cuda_test.h"
 #include "tests/lib/testutil.h"
 
 #define MAX_IDS 256
@@ -39,7 +39,7 @@ static int setup(void **state) {
     *state = NULL;
     char why[768];
     if (ct_state(why, sizeof(why)) != CT_GPU) {
-        printf("[ SKIPPED  ] every CUDA test: %s\n", why);
+        fprintf(stderr, "skip: every CUDA test: %s\n", why);
         return 0;
     }
     fixture *f = calloc(1, sizeof(*f));

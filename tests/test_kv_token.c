@@ -9,7 +9,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "tests/kv_test.h"
+#include "tests/lib/kv_test.h"
 
 static void test_attention_through_slots(void **state) {
     (void)state;

@@ -19,6 +19,7 @@ static char model_path[512];
 
 /* Replaces every MODEL in tmpl with the shared model's path. */
 static char *subst(const char *tmpl) {
+    if (strstr(tmpl, "MODEL")) TU_NEED(model_path[0]);
     size_t n = strlen(tmpl) + 1;
     for (const char *p = strstr(tmpl, "MODEL"); p; p = strstr(p + 5, "MODEL")) n += strlen(model_path);
     char *out = malloc(n), *o = out;
@@ -82,7 +83,8 @@ static int parse_fails(const char *tmpl, ...) {
 
 static int setup(void **state) {
     (void)state;
-    if (!tu_shared("models/stories260K.bin", model_path, sizeof(model_path))) return -1;
+    /* without the model, the tests that name it skip (subst) and the others run */
+    if (!tu_shared("models/stories260K.bin", model_path, sizeof(model_path))) model_path[0] = 0;
     return 0;
 }
 
@@ -203,6 +205,7 @@ static void test_ctx_too_small(void **state) {
 
 static void test_requests_parsed(void **state) {
     (void)state;
+    TU_NEED(model_path[0]); /* before the allocations below, which a skip would leak */
     char dir[512], lens[600];
     assert_non_null(tu_tmpdir(dir, sizeof(dir)));
     snprintf(lens, sizeof(lens), "%s/lens.txt", dir);

@@ -19,7 +19,7 @@
 #include <cmocka.h>
 
 #include "engines/core/runtime/sched.h"
-#include "tests/kv_test.h"
+#include "tests/lib/kv_test.h"
 
 typedef struct fx {
     char model[512], tok[512], oracle[512];

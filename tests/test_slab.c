@@ -13,7 +13,7 @@
 #include <stdlib.h>
 
 #include "allocators/slab.h"
-#include "tests/alloc_test.h"
+#include "tests/lib/alloc_test.h"
 
 static void check(slab *s) {
     char err[256];

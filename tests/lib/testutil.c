@@ -8,10 +8,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+static char tu_missing_path[1024];
+
+const char *tu_missing(void) { return tu_missing_path; }
+
 const char *tu_shared(const char *rel, char *buf, size_t len) {
     const char *root = getenv("BENCH_SHARED");
     snprintf(buf, len, "%s/%s", root ? root : "../shared", rel);
     if (access(buf, R_OK) != 0) {
+        snprintf(tu_missing_path, sizeof(tu_missing_path), "%s", buf);
         fprintf(stderr, "test: missing %s (set BENCH_SHARED to the shared/ folder; the models come from the llama2.c project)\n", buf);
         return NULL;
     }
