@@ -5,6 +5,7 @@
 #   make debug      -O0 build in build/debug
 #   make asan       the sanitizer build alone
 #   make valgrind   runs the test suite's memcheck pass on the release build
+#   make archgraph  draws docs/ARCHITECTURE.md's folder graph ($(BUILD)/architecture.svg; needs graphviz)
 #   make tools      the standalone benchmarks and investigations of tools/ in $(BUILD)/tools
 #   make clean
 # Switches: CC=..., BUILD=dir, SAN=1 (sanitizers), OPT=-O0, CUDA=0 to skip nvcc even when present
@@ -75,7 +76,7 @@ MODULES      := $(patsubst engines/modules/%.c,$(BUILD)/modules/%.so,$(MODULE_SR
 TESTS        := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 TESTLIB_OBJ  := $(call obj,$(TESTLIB_SRC))
 
-.PHONY: all test run debug asan valgrind clean deps tests-build tools FORCE
+.PHONY: all test run debug asan valgrind clean deps tests-build tools archgraph FORCE
 all: $(BUILD)/bench $(MODULES)
 
 # The flags stamp: every object depends on it, and it is rewritten only when the flags
@@ -194,6 +195,7 @@ $(BUILD)/tools/%: $(call obj,tools/%.c) $(BUILD)/libbench.a
 test: deps
 	@$(MAKE) --no-print-directory BUILD=build/asan SAN=1 OPT=-O1 tests-build
 	@$(MAKE) --no-print-directory all
+	@bash scripts/depcheck.sh build/asan
 	@BENCH_SHARED=$(SHARED) bash tests/run.sh build/asan
 
 # The main job: release build, the default model (synth llama-110m, cached), the mmap vs pread scenario.
@@ -208,6 +210,14 @@ asan:
 
 valgrind: all
 	@BENCH_SHARED=$(SHARED) bash tests/valgrind.sh $(BUILD)
+
+# The folder graph of docs/ARCHITECTURE.md, drawn by graphviz (not a build dependency).
+archgraph:
+	@mkdir -p $(BUILD)
+	bash scripts/depcheck.sh --dot > $(BUILD)/architecture.dot
+	@command -v dot >/dev/null || { echo "make archgraph: graphviz's dot is not installed (apt-get install graphviz); the graph is in $(BUILD)/architecture.dot"; exit 1; }
+	dot -Tsvg $(BUILD)/architecture.dot -o $(BUILD)/architecture.svg
+	@echo "$(BUILD)/architecture.svg"
 
 clean:
 	rm -rf build

@@ -28,6 +28,7 @@
 
 #include "harness/report/plot.h"
 #include "harness/child/serve.h"
+#include "harness/report/serve_report.h"
 #include "tests/lib/harness_jsonschema.h"
 #include "tests/lib/testutil.h"
 

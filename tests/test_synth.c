@@ -18,7 +18,7 @@
 #include "engines/core/runtime/engine.h"
 #include "engines/core/compute/kernels.h"
 #include "engines/core/model/model_write.h"
-#include "engines/core/model/synth.h"
+#include "engines/core/synth/synth.h"
 #include "engines/core/runtime/tokenizer.h"
 #include "tests/lib/testutil.h"
 

@@ -1,13 +1,15 @@
 /* Serving runs: many requests through the scheduler (engines/core/runtime/sched.h) in one
- * worker, for a scenario whose workload has "requests" (docs/scenarios.md).
+ * worker, for a scenario whose workload has "requests" (docs/scenarios.md). Three halves,
+ * one per process side:
  *
- *   parent  rn_worker_spec puts the requests into the worker spec (sv_spec_add);
- *   worker  sv_worker reads them back, sizes the engine by the KV budget, makes the
+ *   spec    harness/spec/worker_spec.h: the parent puts the requests into the worker spec
+ *           (sv_spec_add), the worker reads them back (sv_spec_read);
+ *   worker  this file: the worker sizes the engine by the KV budget, makes the
  *           requests (sv_make_requests: the same ones for every variant, from the
  *           seed), runs the scheduler and streams events (harness/spec/events.h):
  *           SERVE_START, a KV_SAMPLE per step, a REQUEST per finished request, SERVE_END;
- *   parent  the runner keeps them (rn_proc), sv_metrics derives the serve_* metrics,
- *           sv_proc_json and sv_timeline_csv write them out.
+ *   report  harness/report/serve_report.h: from the runner's record (rn_proc), sv_metrics
+ *           derives the serve_* metrics, sv_proc_json and sv_timeline_csv write them out.
  *
  * A request: the shared prefix when it is one of the requests sharing it (BOS, then
  * ids drawn once), then its own prompt_len ids (BOS first when there is no prefix),
@@ -35,11 +37,7 @@
 #include "engines/core/runtime/engine.h"
 #include "engines/core/runtime/sched.h"
 #include "harness/spec/events.h"
-#include "harness/report/metrics.h"
-#include "harness/parent/runner.h"
 #include "harness/spec/scenario.h"
-
-struct cJSON;
 
 /* ---- the requests ---- */
 
@@ -57,12 +55,6 @@ void sv_reqs_free(sv_reqs *r);
 
 /* ---- the worker ---- */
 
-/* Adds the scenario's requests to a worker spec object (as "requests"). */
-void sv_spec_add(struct cJSON *spec, const scenario *s);
-/* The spec's "requests" back; NULL (and err "") when it has none, NULL with err when
- * it is malformed. The caller frees it with sc_requests_free. */
-sc_requests *sv_spec_read(const struct cJSON *spec, char *err, size_t errlen);
-
 /* Sets the engine spec's sequences and KV budget for these requests. */
 void sv_engine_spec(const sc_requests *rq, engine_spec *es);
 
@@ -75,19 +67,5 @@ typedef struct sv_sink {
  * temperature/topp/seed: the workload's sampling. Returns 0, or -1 with err. */
 int sv_serve(engine *e, const sc_requests *rq, double temperature, double topp, uint64_t seed, const sv_sink *sink,
              char *err, size_t errlen);
-
-/* ---- the parent ---- */
-
-/* The serve_* metrics of one process's serving run (nothing when it was not one). */
-void sv_metrics(const scenario *s, const rn_proc *p, mt_bag *b);
-/* results.json's "serve" object of one process, times in ms since t0_ns; NULL when not a serving run. */
-struct cJSON *sv_proc_json(const rn_proc *p, int64_t t0_ns);
-/* The KV_SAMPLE events of one process as results.json's "kv_timeline" object: a serving run's
- * scheduler steps, or a single sequence's decode steps where its KV memory changed; NULL
- * when it sent none. */
-struct cJSON *sv_kv_timeline_json(const rn_proc *p, int64_t t0_ns);
-/* The KV timeline as CSV (t_ms since t0_ns, step, tokens, bytes, sequences); *out is malloc'd,
- * NULL when the process sent no KV_SAMPLE. */
-char *sv_timeline_csv(const rn_proc *p, int64_t t0_ns, size_t *len);
 
 #endif

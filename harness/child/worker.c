@@ -16,13 +16,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "harness/cli/commands.h"
 #include "engines/core/runtime/engine.h"
 #include "engines/core/runtime/modreg.h"
 #include "engines/core/runtime/sampler.h"
-#include "harness/child/alloc_workload.h"
 #include "harness/spec/events.h"
 #include "harness/child/serve.h"
+#include "harness/spec/worker_spec.h"
 #include "harness/child/worker.h"
 
 #if defined(__has_include)
@@ -163,35 +162,6 @@ static double wk_num(const cJSON *j, const char *key, double def) {
     return cJSON_IsNumber(v) ? v->valuedouble : def;
 }
 
-static cJSON *wk_parse_spec(const char *text, const char *path, wk_spec *s, char *err, size_t errlen);
-
-static cJSON *wk_read_spec(const char *path, wk_spec *s, char *err, size_t errlen) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        return NULL;
-    }
-    char *buf = NULL;
-    size_t len = 0;
-    for (;;) {
-        char *nb = realloc(buf, len + 65536 + 1);
-        if (!nb) break;
-        buf = nb;
-        size_t r = fread(buf + len, 1, 65536, f);
-        len += r;
-        if (r == 0) break;
-    }
-    fclose(f);
-    if (!buf) {
-        snprintf(err, errlen, "out of memory");
-        return NULL;
-    }
-    buf[len] = 0;
-    cJSON *j = wk_parse_spec(buf, path, s, err, errlen);
-    free(buf);
-    return j;
-}
-
 /* The spec's text (a file's, or the one `bench exec` made) into s, which points into the returned JSON. */
 static cJSON *wk_parse_spec(const char *text, const char *path, wk_spec *s, char *err, size_t errlen) {
     cJSON *j = cJSON_Parse(text);
@@ -260,57 +230,15 @@ static int wk_fault(const char *fault) {
     return 0;
 }
 
-static void wk_usage(FILE *f) {
-    fprintf(f,
-            "usage: bench worker --spec FILE [--events FD --ack FD]\n\n"
-            "(internal) One repetition of one variant, as `bench run` starts it in a fresh process.\n"
-            "The spec files of a run are kept in its results directory (specs/v<N>.json); without\n"
-            "--events the worker prints its phases on stderr; `bench exec` runs the same code\n"
-            "from a scenario, the easier entry point for perf and valgrind on one variant.\n"
-            "  --callgrind   dump callgrind stats at each phase's end and print no timings\n"
-            "                (how `bench run` counts instructions per phase)\n\n"
-            "example:\n"
-            "  perf stat -e page-faults,major-faults bench worker --spec results/mmap_vs_pread/<run>/specs/v0.json\n");
+int worker_fail(int ev_fd, const char *msg) {
+    wk_ctx c = {.ev_fd = ev_fd, .ack_fd = -1};
+    return wk_fail(&c, "%s", msg);
 }
 
 static int wk_run(wk_ctx c, wk_spec s);
 
-int cmd_worker(int argc, char **argv) {
-    const char *spec_path = NULL;
-    wk_ctx c = {.ev_fd = -1, .ack_fd = -1};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { wk_usage(stdout); return 0; }
-        else if (!strcmp(a, "--spec") && v) spec_path = argv[++i];
-        else if (!strcmp(a, "--events") && v) c.ev_fd = atoi(argv[++i]);
-        else if (!strcmp(a, "--ack") && v) c.ack_fd = atoi(argv[++i]);
-        else if (!strcmp(a, "--callgrind") && worker_has_callgrind()) c.callgrind = 1;
-        else {
-            fprintf(stderr, "bench worker: unknown or incomplete argument \"%s\"\n", a);
-            wk_usage(stderr);
-            return 2;
-        }
-    }
-    if (!spec_path || (c.ev_fd >= 0) != (c.ack_fd >= 0)) {
-        fprintf(stderr, "bench worker: --spec is required; --events and --ack go together\n");
-        wk_usage(stderr);
-        return 2;
-    }
-    char err[1024];
-    int handled = 0, arc = aw_worker_file(spec_path, c.ev_fd, c.ack_fd, &handled);
-    if (handled) return arc;    /* an allocator workload (harness/child/alloc_workload.h) */
-    wk_spec s;
-    cJSON *json = wk_read_spec(spec_path, &s, err, sizeof(err));
-    if (!json) return wk_fail(&c, "%s", err);
-    int rc = wk_run(c, s);
-    sc_requests_free(s.requests);
-    cJSON_Delete(json);
-    return rc;
-}
-
-int worker_exec(const char *spec_text, const char *spec_name, const worker_opts *o) {
-    wk_ctx c = {.ev_fd = -1, .ack_fd = -1, .loop = o ? o->loop : 0, .callgrind = o ? o->callgrind : 0};
-    if (aw_is_spec(spec_text)) return aw_worker(spec_text, spec_name, -1, -1);
+int worker_engine(const char *spec_text, const char *spec_name, int ev_fd, int ack_fd, const worker_opts *o) {
+    wk_ctx c = {.ev_fd = ev_fd, .ack_fd = ack_fd, .loop = o ? o->loop : 0, .callgrind = o ? o->callgrind : 0};
     char err[1024];
     wk_spec s;
     cJSON *json = wk_parse_spec(spec_text, spec_name, &s, err, sizeof(err));
@@ -421,7 +349,7 @@ out:
     return rc;
 }
 
-/* The repetition itself, shared by cmd_worker and worker_exec. s points into the
+/* The repetition itself, shared by bench worker and bench exec (worker_engine). s points into the
  * caller's spec JSON; c and s are copies, so the body reads as it did inline. */
 static int wk_run(wk_ctx c, wk_spec s) {
     char err[1024];

@@ -13,9 +13,16 @@ typedef struct worker_opts {
                            and print no timings, so that the counts do not depend on them */
 } worker_opts;
 
-/* spec_text: a worker spec (JSON, as rn_worker_spec writes it); spec_name names it
- * in messages. Returns the exit status: 0, or 1 with the reason on stderr. */
-int worker_exec(const char *spec_text, const char *spec_name, const worker_opts *o);
+/* The inference and serving kinds' worker (harness/spec/kind.h). spec_text: an engine
+ * worker spec (harness/spec/worker_spec.h); spec_name names it in messages. ev_fd/ack_fd:
+ * the events and ack pipes of bench worker (harness/spec/events.h), or -1 to print the
+ * phases on stderr (bench exec). o may be NULL. Returns the exit status: 0, or 1 with the
+ * reason reported. */
+int worker_engine(const char *spec_text, const char *spec_name, int ev_fd, int ack_fd, const worker_opts *o);
+
+/* Reports a failure before any kind's worker runs (bench worker cannot read its spec):
+ * on stderr, and as an error event where ev_fd >= 0. Returns 1, the exit status. */
+int worker_fail(int ev_fd, const char *msg);
 
 /* 1 when this build has <valgrind/callgrind.h> and so can mark phases. */
 int worker_has_callgrind(void);

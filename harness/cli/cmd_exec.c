@@ -17,6 +17,7 @@
 #include "harness/parent/runner.h"
 #include "harness/spec/scenario.h"
 #include "harness/child/worker.h"
+#include "harness/spec/kind.h"
 
 static void ex_usage(FILE *f) {
     fprintf(f,
@@ -168,7 +169,7 @@ int cmd_exec(int argc, char **argv) {
     const char *cache_why;
     loc_model_cache(cache, sizeof(cache), &cache_why);
     /* an allocator scenario has no model: nothing to prepare, nothing to evict */
-    if (!s->aw && rn_prepare_model(s, cache, &mf, err, sizeof(err))) {
+    if (s->kind->needs_model && rn_prepare_model(s, cache, &mf, err, sizeof(err))) {
         fprintf(stderr, "bench exec: %s: %s\n", file, err);
         goto out;
     }
@@ -188,7 +189,7 @@ int cmd_exec(int argc, char **argv) {
     if (!wo.callgrind)
         fprintf(stderr, "bench exec: %s: variant %d (%s), cache %s%s\n", s->name, vi, v->key, cold ? "cold" : "warm",
                 wo.loop > 1 ? ", decode looped" : "");
-    rc = worker_exec(spec, file, &wo);
+    rc = s->kind->worker(spec, file, -1, -1, &wo);
 out:
     free(spec);
     rn_model_files_free(&mf);

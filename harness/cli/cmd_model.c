@@ -18,7 +18,7 @@
 #include "engines/core/compute/kernels.h"
 #include "engines/core/model/model.h"
 #include "engines/core/model/model_write.h"
-#include "engines/core/model/synth.h"
+#include "engines/core/synth/synth.h"
 #include "engines/core/compute/threadpool.h"
 
 static double now_s(void) {

@@ -13,11 +13,11 @@
 #include "commands.h"
 #include "harness/cli/cliargs.h"
 #include "harness/report/locations.h"
-#include "harness/child/alloc_workload.h"
 #include "harness/parent/perfev.h"
 #include "harness/report/plot.h"
 #include "harness/report/results.h"
 #include "harness/parent/runner.h"
+#include "harness/spec/kind.h"
 #include "harness/spec/scenario.h"
 #include "harness/spec/shard.h"
 
@@ -226,8 +226,8 @@ int cmd_run(int argc, char **argv) {
     char cache[PATH_MAX];
     const char *cache_why;
     loc_model_cache(cache, sizeof(cache), &cache_why);
-    /* an allocator scenario (s->aw) has no model */
-    if (!s->aw && rn_prepare_model(s, cache, &mf, err, sizeof(err))) {
+    /* an allocator scenario has no model */
+    if (s->kind->needs_model && rn_prepare_model(s, cache, &mf, err, sizeof(err))) {
         fprintf(stderr, "bench run: %s: %s\n", file, err);
         goto out;
     }
@@ -287,7 +287,7 @@ int cmd_run(int argc, char **argv) {
         free(text);
         cJSON_Delete(j);
     } else {
-        (s->aw ? aw_print_table : rs_print_table)(stdout, &ctx.in, &sum);
+        s->kind->table(stdout, &ctx.in, &sum);
     }
     fflush(stdout);
     int bad = 0;

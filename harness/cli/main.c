@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "kinds.h"
 
 #if defined(__has_include)
 #if __has_include(<valgrind/valgrind.h>)
@@ -71,6 +72,7 @@ static void main_static_tls(char **argv) {
 
 int main(int argc, char **argv) {
     main_static_tls(argv);
+    bench_kinds_use();
     if (argc < 2) {
         usage(stderr);
         return 2;

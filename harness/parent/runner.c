@@ -18,11 +18,10 @@
 #include "engines/abi/dtype.h"
 #include "engines/abi/module.h"
 #include "engines/core/model/model.h"
-#include "engines/core/model/synth.h"
-#include "harness/child/alloc_workload.h"
+#include "engines/core/synth/synth.h"
+#include "harness/spec/kind.h"
 #include "harness/spec/events.h"
 #include "harness/parent/pagecache.h"
-#include "harness/child/serve.h"
 
 /* a repetition's residency bounds, in % of the model's pages */
 #define RN_COLD_MAX_PCT 5.0
@@ -123,41 +122,7 @@ void rn_model_files_free(rn_model_files *mf) {
 
 /* ---- the worker's spec ---- */
 
-char *rn_worker_spec(const scenario *s, const sc_variant *v) {
-    if (s->aw) return aw_worker_spec(s, v);
-    cJSON *j = cJSON_CreateObject();
-    if (!j) return NULL;
-    cJSON_AddStringToObject(j, "model", s->model_path ? s->model_path : "");
-    if (s->tokenizer_path) cJSON_AddStringToObject(j, "tokenizer", s->tokenizer_path);
-    static const int fam[] = {SC_AX_LOADER, SC_AX_KV, SC_AX_ALLOC};
-    for (int i = 0; i < 3; i++) {
-        const sc_choice *c = sc_pick(s, v, fam[i]);
-        char key[32];
-        cJSON_AddStringToObject(j, sc_axis_name(fam[i]), c->name);
-        snprintf(key, sizeof(key), "%s_opts", sc_axis_name(fam[i]));
-        cJSON_AddStringToObject(j, key, c->opts ? c->opts : "");
-    }
-    cJSON_AddNumberToObject(j, "threads", sc_pick(s, v, SC_AX_THREADS)->ival);
-    cJSON_AddStringToObject(j, "device", sc_device(s, v));
-    cJSON_AddStringToObject(j, "device_opts", sc_device_opts(s, v));
-    cJSON_AddNumberToObject(j, "ctx", s->ctx);
-    if (s->requests) {
-        sv_spec_add(j, s);
-    } else {
-        if (s->prompt) cJSON_AddStringToObject(j, "prompt", s->prompt);
-        else cJSON_AddNumberToObject(j, "prompt_tokens", s->prompt_tokens);
-        cJSON_AddNumberToObject(j, "generate", s->generate);
-    }
-    cJSON_AddNumberToObject(j, "seed", (double)s->seed);
-    cJSON_AddNumberToObject(j, "temperature", s->temperature);
-    cJSON_AddNumberToObject(j, "topp", s->topp);
-    cJSON_AddStringToObject(j, "module_dir", s->module_dir);
-    if (s->fault) cJSON_AddStringToObject(j, "fault", s->fault);
-    if (s->delay_ms) cJSON_AddNumberToObject(j, "delay_ms", s->delay_ms);
-    char *text = cJSON_Print(j);
-    cJSON_Delete(j);
-    return text;
-}
+char *rn_worker_spec(const scenario *s, const sc_variant *v) { return s->kind->worker_spec(s, v); }
 
 static int rn_write_file(const char *path, const char *text) {
     FILE *f = fopen(path, "w");

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/report/stats.h"
+#include "harness/spec/stats.h"
 
 #define CMP_ALPHA 0.05
 

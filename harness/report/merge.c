@@ -16,7 +16,7 @@
 
 #include "harness/report/resread.h"
 #include "harness/report/results.h"
-#include "harness/report/stats.h"
+#include "harness/spec/stats.h"
 
 /* ---- errors: every problem found, one per line ---- */
 

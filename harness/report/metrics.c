@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/child/serve.h"
-#include "harness/report/stats.h"
+#include "harness/spec/kind.h"
+#include "harness/spec/stats.h"
 
 void mt_add(mt_bag *b, const char *name, const char *unit, double v) {
     if (!isfinite(v)) return;
@@ -125,7 +125,7 @@ void mt_proc(const scenario *s, const rn_proc *p, mt_bag *b) {
     mt_add(b, "nivcsw", "count", (double)p->ru.ru_nivcsw);
     mt_add(b, "user_ms", "ms", p->ru.ru_utime.tv_sec * 1e3 + p->ru.ru_utime.tv_usec * 1e-3);
     mt_add(b, "sys_ms", "ms", p->ru.ru_stime.tv_sec * 1e3 + p->ru.ru_stime.tv_usec * 1e-3);
-    sv_metrics(s, p, b);
+    if (s->kind && s->kind->metrics) s->kind->metrics(s, p, b);
     for (int i = 0; i < p->n_counters; i++) {
         snprintf(name, sizeof(name), "mod.%s", p->counters[i].name);
         mt_add(b, name, p->counters[i].unit[0] ? p->counters[i].unit : "count", p->counters[i].value);

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "harness/report/results.h"
-#include "harness/report/stats.h"
+#include "harness/spec/stats.h"
 
 extern char **environ;
 

@@ -19,7 +19,7 @@
 #include "engines/abi/module.h"
 #include "engines/core/compute/kernels.h"
 #include "harness/parent/perfev.h"
-#include "harness/child/serve.h"
+#include "harness/report/serve_report.h"
 #include "harness/report/locations.h"
 
 /* ---- atomic files ---- */

@@ -15,7 +15,7 @@
 
 #include "harness/report/metrics.h"
 #include "harness/parent/runner.h"
-#include "harness/report/stats.h"
+#include "harness/spec/stats.h"
 
 #define RS_SCHEMA "bench-results/1"
 

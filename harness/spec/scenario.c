@@ -12,8 +12,9 @@
 #include "engines/abi/device.h"
 #include "engines/abi/dtype.h"
 #include "engines/core/runtime/modreg.h"
-#include "engines/core/model/synth.h"
-#include "harness/child/alloc_workload.h"
+#include "engines/core/synth/synth.h"
+#include "harness/spec/alloc_spec.h"
+#include "harness/spec/kind.h"
 
 /* ---- errors ---- */
 
@@ -742,7 +743,7 @@ static void sc_parse_matrix(sc_ctx *c, scenario *s, const cJSON *m) {
     if (fixed && !cJSON_IsObject(fixed)) sc_err(c, ".matrix.fixed", "expected an object, got %s", sc_type_name(fixed));
     static const char *const fixed_keys[] = {"loader", "kv", "alloc", "cache", "threads", "device", NULL};
     if (fixed && cJSON_IsObject(fixed)) sc_check_keys(c, fixed, ".matrix.fixed", fixed_keys);
-    /* the workload axis belongs to allocator scenarios (harness/child/alloc_workload.c); the
+    /* the workload axis belongs to allocator scenarios (harness/spec/alloc_spec.c); the
      * device axis goes first: the loader and kv choices are checked on its devices */
     static const int order[] = {SC_AX_DEVICE, SC_AX_LOADER, SC_AX_KV, SC_AX_ALLOC, SC_AX_CACHE, SC_AX_THREADS};
     for (size_t o = 0; o < sizeof(order) / sizeof(order[0]); o++) {
@@ -855,12 +856,29 @@ int sc_parse(const char *file, const char *text, const char *module_dir, scenari
         sc_err(&c, ".", "expected an object, got %s", sc_type_name(root));
         goto fail;
     }
-    /* "kind": "allocators" has fields of its own: harness/child/alloc_workload.c */
-    if (cJSON_GetObjectItemCaseSensitive(root, "kind")) {
-        if (aw_parse_scenario(s, root, errs)) goto fail;
-        *out = s;
-        return 0;
+    /* the workload kind (harness/spec/kind.h) parses the rest: "kind": "allocators" has fields of its own */
+    const cJSON *kj = cJSON_GetObjectItemCaseSensitive(root, "kind");
+    if (kj && !cJSON_IsString(kj)) {
+        sc_err(&c, ".kind", "expected a string, got %s", sc_type_name(kj));
+        goto fail;
     }
+    char why[256];
+    const sc_kind *k = sc_kind_for_file(kj ? kj->valuestring : NULL, why, sizeof(why));
+    if (!k) {
+        sc_err(&c, kj ? ".kind" : "", "%s", why);
+        goto fail;
+    }
+    if (k->parse(s, root, errs)) goto fail;
+    s->kind = sc_kind_for_scenario(k, s);
+    *out = s;
+    return 0;
+fail:
+    sc_free(s);
+    return -1;
+}
+
+int sc_parse_engine(scenario *s, const cJSON *root, sc_errors *errs) {
+    sc_ctx c = {.file = s->file, .errs = errs, .module_dir = s->module_dir, .s = s};
     static const char *const keys[] = {"name", "description", "model", "workload", "cache", "repetitions",
                                        "warmup", "matrix", "threads", "device", "sample_ms", "metrics", "timeout_s",
                                        "processes", "test_hooks", NULL};
@@ -957,17 +975,13 @@ int sc_parse(const char *file, const char *text, const char *module_dir, scenari
                 sc_err(&c, ".threads", "\"instructions:callgrind\" needs threads 1 (one thread's instructions are "
                        "deterministic; idle pool workers spin), got %s", s->axes[SC_AX_THREADS].v[i].label);
     }
-    if (errs->n) goto fail;
+    if (errs->n) return -1;
     sc_expand(s);
     if (!s->variants) {
         sc_err(&c, "", "out of memory");
-        goto fail;
+        return -1;
     }
-    *out = s;
     return 0;
-fail:
-    sc_free(s);
-    return -1;
 }
 
 int sc_load(const char *file, const char *module_dir, scenario **out, sc_errors *errs) {

@@ -20,7 +20,7 @@
 
 typedef struct cJSON cJSON;
 
-/* SC_AX_WORKLOAD: allocator scenarios only ("kind": "allocators", harness/child/alloc_workload.h) */
+/* SC_AX_WORKLOAD: allocator scenarios only ("kind": "allocators", harness/spec/alloc_spec.h) */
 enum { SC_AX_LOADER, SC_AX_KV, SC_AX_ALLOC, SC_AX_CACHE, SC_AX_THREADS, SC_AX_DEVICE, SC_AX_WORKLOAD, SC_AX_COUNT };
 enum { SC_CACHE_COLD, SC_CACHE_WARM };
 
@@ -110,7 +110,8 @@ typedef struct scenario {
     int delay_ms;
     char *module_dir;           /* where modules were looked up */
     cJSON *json;                /* the file as parsed, for results.json */
-    struct aw_scenario *aw;     /* an allocator scenario's workloads (harness/child/alloc_workload.h); NULL: engine */
+    const struct sc_kind *kind; /* the workload kind (harness/spec/kind.h) */
+    struct aw_scenario *aw;     /* an allocator scenario's workloads (harness/spec/alloc_spec.h) */
 } scenario;
 
 typedef struct sc_errors {
@@ -128,6 +129,9 @@ int sc_load(const char *file, const char *module_dir, scenario **out, sc_errors 
 int sc_load_on(const char *file, const char *module_dir, const char *device, scenario **out, sc_errors *errs);
 /* The same from a JSON text; file only names it in messages. */
 int sc_parse(const char *file, const char *text, const char *module_dir, scenario **out, sc_errors *errs);
+/* The inference and serving kinds' parse (harness/spec/kind.h): everything but the
+ * common start sc_parse does. Returns 0, or -1 with errs. */
+int sc_parse_engine(scenario *s, const cJSON *root, sc_errors *errs);
 void sc_free(scenario *s);              /* s may be NULL */
 void sc_requests_free(sc_requests *r);  /* r may be NULL */
 

@@ -31,7 +31,7 @@
 
 #include "engines/abi/module.h"
 #include "engines/core/compute/kernels.h"
-#include "model_write.h"
+#include "engines/core/model/model_write.h"
 #include "engines/core/compute/threadpool.h"
 
 /* ======================= shapes ======================= */

@@ -4,7 +4,7 @@
 #ifndef BENCH_SYNTH_H
 #define BENCH_SYNTH_H
 
-#include "model.h"
+#include "engines/core/model/model.h"
 
 typedef struct synth_shape {
     const char *name;

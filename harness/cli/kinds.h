@@ -1,0 +1,13 @@
+/* The table of workload kinds (harness/spec/kind.h): one entry per kind. */
+#ifndef BENCH_KINDS_H
+#define BENCH_KINDS_H
+
+#include "harness/spec/kind.h"
+
+extern const sc_kind bench_kinds[];
+extern const int bench_n_kinds;
+
+/* Hands the table to the spec layer (sc_use_kinds): main() does, and every test that parses scenarios. */
+void bench_kinds_use(void);
+
+#endif
