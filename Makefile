@@ -182,7 +182,13 @@ $(BUILD)/tests/%: $(call obj,tests/%.c) $(TESTLIB_OBJ) $(BUILD)/libbench.a
 # The CUDA modules' host-side logic is plain C: built and tested on every machine.
 $(BUILD)/tests/test_cuda_host: $(call obj,$(CUDAHOST_SRC))
 
-tests-build: $(BUILD)/bench $(MODULES) $(TESTS)
+# Modules only the tests load: a family interface version no bench takes (tests/modules/badver.c).
+TEST_MODULES := $(BUILD)/tests/modules/kv_badver.so $(BUILD)/tests/modules/alloc_badver.so
+$(BUILD)/tests/modules/%_badver.so: tests/modules/badver.c $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -DBADVER_FAMILY='"$*"' $(LDFLAGS) -shared $< -o $@
+
+tests-build: $(BUILD)/bench $(MODULES) $(TESTS) $(TEST_MODULES)
 
 # Standalone programs: benchmarks and investigations (tools/*.c), not tests.
 TOOLS := $(patsubst tools/%.c,$(BUILD)/tools/%,$(TOOL_SRC))

@@ -16,7 +16,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <dirent.h>
+#include <libgen.h>
+
 #include "engines/abi/alloc.h"
+#include "engines/core/runtime/modreg.h"
 #include "tests/lib/testutil.h"
 
 #define TLS_TUNABLE "glibc.rtld.optional_static_tls=16384"
@@ -96,7 +100,7 @@ static void exercise(const char *name, const bench_opt *opt, int n_opt) {
     bench_free(&a, NULL, 0);
     counters c = {0};
     if (ai->counters) {
-        bench_counter_sink sink = {sink_emit, &c};
+        bench_counter_sink sink = {.emit = sink_emit, .user = &c};
         ai->counters(ctx, &sink);
         double v;
         assert_true(counter(&c, "allocs", &v));
@@ -166,6 +170,67 @@ static void test_bad_options(void **s) {
     }
 }
 
+/* A module whose family interface version is outside what this bench takes is refused when it
+ * loads, with both numbers (tests/modules/badver.c, built as <family>_badver.so). */
+static void test_iface_version_checked_at_load(void **state) {
+    (void)state;
+    char dir[4096], mods[4096];
+    snprintf(mods, sizeof(mods), "%s", tu_module_dir());
+    snprintf(dir, sizeof(dir), "%s/tests/modules", dirname(mods));
+    modreg_entry e;
+    char err[1024];
+    assert_int_equal(modreg_load(dir, "kv", "badver", &e, err, sizeof(err)), -1);
+    if (!strstr(err, "kv_badver.so: kv interface version 99, this bench takes 1..2: rebuild the module"))
+        fail_msg("unclear error: %s", err);
+    assert_int_equal(modreg_load(dir, "alloc", "badver", &e, err, sizeof(err)), -1);
+    if (!strstr(err, "alloc_badver.so: alloc interface version 99, this bench takes 1: rebuild the module"))
+        fail_msg("unclear error: %s", err);
+    /* bench list and the scenario checks skip it with the same reason */
+    modreg r;
+    char warn[4096];
+    assert_int_equal(modreg_open_all(dir, &r, warn, sizeof(warn), err, sizeof(err)), 0);
+    assert_int_equal(r.n, 0);
+    assert_non_null(strstr(warn, "kv interface version 99"));
+    modreg_close(&r);
+}
+
+/* Every module built exports its init symbol and nothing else (-fvisibility=hidden,
+ * BENCH_MODULE_EXPORT): `nm -D --defined-only`, less the linker's own _-names. */
+static void test_modules_export_only_init(void **state) {
+    (void)state;
+    const char *top = tu_module_dir();
+    const char *subs[] = {"", "/cuda"};
+    int seen = 0;
+    for (int s = 0; s < 2; s++) {
+        char d[4096];
+        snprintf(d, sizeof(d), "%s%s", top, subs[s]);
+        DIR *dh = opendir(d);
+        if (!dh) continue;
+        struct dirent *de;
+        while ((de = readdir(dh))) {
+            size_t n = strlen(de->d_name);
+            if (n < 4 || strcmp(de->d_name + n - 3, ".so")) continue;
+            char cmd[8400], line[512];
+            snprintf(cmd, sizeof(cmd), "nm -D --defined-only '%s/%s' 2>&1", d, de->d_name);
+            FILE *p = popen(cmd, "r");
+            assert_non_null(p);
+            int init = 0;
+            while (fgets(line, sizeof(line), p)) {
+                char addr[64], type[8], name[400] = "";
+                if (sscanf(line, "%63s %7s %399s", addr, type, name) != 3) fail_msg("%s: nm: %s", de->d_name, line);
+                if (name[0] == '_') continue;
+                if (!strcmp(name, BENCH_MODULE_INIT_SYMBOL)) init++;
+                else fail_msg("%s/%s exports %s", d, de->d_name, name);
+            }
+            assert_int_equal(pclose(p), 0);
+            assert_int_equal(init, 1);
+            seen++;
+        }
+        closedir(dh);
+    }
+    assert_true(seen >= 12);    /* the CPU modules at least */
+}
+
 int main(int argc, char **argv) {
     (void)argc;
     const char *t = getenv("GLIBC_TUNABLES");
@@ -185,6 +250,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_mimalloc),
         cmocka_unit_test(test_libc),
         cmocka_unit_test(test_bad_options),
+        cmocka_unit_test(test_iface_version_checked_at_load),
+        cmocka_unit_test(test_modules_export_only_init),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

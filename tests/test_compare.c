@@ -310,6 +310,54 @@ static void test_three_repetitions_never_pass(void **state) {
     assert_false(file_has(out, "NOT JUDGED: "));
 }
 
+/* The alloc module's time_in_alloc (nanoseconds, option timing) declares itself a time: bench
+ * compare tests it for noise instead of calling any change a regression, as it did when it
+ * classified metrics by name (mod.* was exact). */
+static void test_time_in_alloc_is_a_time(void **state) {
+    (void)state;
+    if (!g) skip();
+    char model[512], sc[700], dir[700];
+    assert_non_null(tu_shared("models/stories260K.bin", model, sizeof(model)));
+    snprintf(sc, sizeof(sc), "%s/timed.json", g->tmp);
+    snprintf(dir, sizeof(dir), "%s/timed", g->tmp);
+    FILE *o = fopen(sc, "w");
+    assert_non_null(o);
+    fprintf(o,
+            "{\"name\": \"timed\", \"model\": \"%s\", \"workload\": {\"prompt_tokens\": 4, \"generate\": 4},"
+            " \"cache\": \"warm\", \"repetitions\": 1, \"warmup\": 0, \"threads\": 1,"
+            " \"matrix\": {\"alloc\": [{\"name\": \"libc\", \"label\": \"libc-timed\", \"options\": {\"timing\": 1}}]}}",
+            model);
+    assert_int_equal(fclose(o), 0);
+    assert_int_equal(tu_bench("/dev/null", "run '%s' --out '%s' 2>/dev/null", sc, dir), 0);
+    rr_doc d;
+    char err[512];
+    assert_int_equal(rr_load(dir, &d, err, sizeof(err)), 0);
+    assert_int_equal(d.n, 1);
+    const rr_series *t = rr_find(&d.v[0], "mod.alloc.time_in_alloc");
+    assert_non_null(t);
+    assert_string_equal(t->unit, "ns");
+    assert_true(t->declared);
+    assert_int_equal(t->decl.cls, MC_TIME);
+    assert_int_equal(t->decl.better, -1);
+    cmp_opts opts = {.threshold = 0.05};
+    cmp_row r;
+    cmp_metric(t, t, t->name, t->unit, &opts, &r);
+    assert_int_equal(r.cls, CMP_TIMED);
+    assert_int_equal(r.verdict, CMP_FEW);     /* 1 + 1 repetitions: a noise test, not "exact" */
+    /* a file without declarations is read as before: by name, mod.* is exact */
+    assert_int_equal(cmp_classify("mod.alloc.time_in_alloc", "ns"), CMP_EXACT);
+    /* the module's counts declare themselves exact, smaller better */
+    const rr_series *allocs = rr_find(&d.v[0], "mod.alloc.allocs");
+    assert_non_null(allocs);
+    assert_true(allocs->declared);
+    assert_int_equal(allocs->decl.cls, MC_EXACT);
+    assert_int_equal(allocs->decl.better, -1);
+    rr_free(&d);
+    char path[800];
+    snprintf(path, sizeof(path), "%s/results.json", dir);
+    assert_true(file_has(path, "\"class\":\t\"time\""));
+}
+
 /* A copy of results.json with twice the load-phase faults of one variant. */
 static void test_edited_copy(void **state) {
     (void)state;
@@ -441,6 +489,7 @@ static void test_history_marks_step(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_time_in_alloc_is_a_time),
         cmocka_unit_test(test_mann_whitney),
         cmocka_unit_test(test_classify),
         cmocka_unit_test(test_same_build_passes),

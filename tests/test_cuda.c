@@ -84,7 +84,7 @@ static void probe_emit(void *user, const char *name, const char *unit, double v)
 static void read_counters(engine *e, probe *p, int n) {
     for (int i = 0; i < n; i++) p[i].value = NAN;
     probes ps = {p, n};
-    bench_counter_sink sink = {probe_emit, &ps};
+    bench_counter_sink sink = {.emit = probe_emit, .user = &ps};
     engine_counters(e, &sink);
 }
 

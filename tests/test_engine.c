@@ -80,7 +80,7 @@ static int greedy_spec(const engine_spec *s, int *out, int steps, counter_probe 
     }
     if (rc) fprintf(stderr, "generate: %s\n", err);
     if (probe) {
-        bench_counter_sink sink = {probe_emit, probe};
+        bench_counter_sink sink = {.emit = probe_emit, .user = probe};
         engine_counters(e, &sink);
     }
     engine_destroy(e);

@@ -33,5 +33,9 @@ static inline void bench_free(const bench_allocator *a, void *p, size_t size) {
     if (!a) { free(p); return; }
     a->iface->free(a->ctx, p, size);
 }
+/* counters, default: none (libc's NULL allocator has none either) */
+static inline void bench_alloc_counters(const bench_allocator *a, const bench_counter_sink *sink) {
+    if (a && a->iface->counters) a->iface->counters(a->ctx, sink);
+}
 
 #endif

@@ -63,4 +63,37 @@ static inline const struct bench_kv_iface *bench_kv_v2(const struct bench_kv_ifa
     return i && i->version >= 2u ? i : NULL;
 }
 
+/* A KV cache instance, as bench_allocator is an allocator's: its vtable and context. The
+ * wrappers below apply each optional slot's default (and the version 2 slots' absence from
+ * a version 1 module), so that a caller never tests a slot. */
+typedef struct bench_kv {
+    const struct bench_kv_iface *iface;
+    void *ctx;
+} bench_kv;
+
+/* release, default: nothing to give back */
+static inline void bench_kv_release(const bench_kv *k, int seq) {
+    if (k->iface->release) k->iface->release(k->ctx, seq);
+}
+/* counters, default: none */
+static inline void bench_kv_counters(const bench_kv *k, const bench_counter_sink *sink) {
+    if (k->iface->counters) k->iface->counters(k->ctx, sink);
+}
+/* tokens, default: the module keys nothing on them */
+static inline void bench_kv_tokens(const bench_kv *k, int seq, int pos0, int n, const int *ids) {
+    const struct bench_kv_iface *v2 = bench_kv_v2(k->iface);
+    if (v2 && v2->tokens) v2->tokens(k->ctx, seq, pos0, n, ids);
+}
+/* share_prefix, default: nothing cached (0 positions attached) */
+static inline int bench_kv_share_prefix(const bench_kv *k, int seq, const int *ids, int n, char *err, size_t errlen) {
+    const struct bench_kv_iface *v2 = bench_kv_v2(k->iface);
+    return v2 && v2->share_prefix ? v2->share_prefix(k->ctx, seq, ids, n, err, errlen) : 0;
+}
+/* fork, default: refused, with err */
+static inline int bench_kv_fork(const bench_kv *k, int src, int dst, char *err, size_t errlen) {
+    const struct bench_kv_iface *v2 = bench_kv_v2(k->iface);
+    if (v2 && v2->fork) return v2->fork(k->ctx, src, dst, err, errlen);
+    return bench_errf(err, errlen, "this kv module cannot fork a sequence (no fork slot)");
+}
+
 #endif

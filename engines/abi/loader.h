@@ -34,4 +34,16 @@ struct bench_loader_iface {
     void (*close)(void *ctx);   /* ctx may be NULL; unmaps/frees everything */
 };
 
+/* A loader instance: its vtable and context (bench_allocator's pattern), with a wrapper for
+ * the optional slot, so that a caller never tests it. */
+typedef struct bench_loader {
+    const struct bench_loader_iface *iface;
+    void *ctx;
+} bench_loader;
+
+/* counters, default: none */
+static inline void bench_loader_counters(const bench_loader *l, const bench_counter_sink *sink) {
+    if (l->iface->counters) l->iface->counters(l->ctx, sink);
+}
+
 #endif

@@ -43,15 +43,37 @@ typedef struct bench_option_desc {
 typedef struct bench_opt { const char *key, *value; } bench_opt;
 typedef struct bench_opts { int n; const bench_opt *v; } bench_opts;
 
-/* ---- counters a module reports about itself ---- */
+/* ---- counters a module reports about itself ----
+ *
+ * Each counter declares, when emitted, its class and which direction is better; bench
+ * compare judges it by them (results.json keeps them with the figure):
+ *   BENCH_CTR_EXACT  a figure the module counts (allocations, bytes reserved): equal or changed
+ *   BENCH_CTR_COUNT  a count with run-to-run slack (page faults): tolerance 5% + 16
+ *   BENCH_CTR_BYTES  a memory reading with slack (a device's used memory): tolerance 2% + 0.25
+ *   BENCH_CTR_TIME   a clock's figure (ms, ns, GB/s): a statistical test, never equal
+ *   BENCH_CTR_INFO   shown, never judged
+ * bench_emit declares by the unit alone (BENCH_CTR_UNIT): a clock's unit (ns, us, ms, s) is a
+ * time, smaller better; a rate (a unit ending in "/s") a time, larger better; "fraction" a
+ * time with no direction; "B" exact, smaller better; anything else exact with no direction.
+ * bench_emit_as says both where the unit does not. */
+enum { BENCH_CTR_UNIT, BENCH_CTR_EXACT, BENCH_CTR_COUNT, BENCH_CTR_BYTES, BENCH_CTR_TIME, BENCH_CTR_INFO };
+enum { BENCH_BETTER_LOWER = -1, BENCH_BETTER_NONE = 0, BENCH_BETTER_HIGHER = 1 };
 
 typedef struct bench_counter_sink {
     void (*emit)(void *user, const char *name, const char *unit, double value);
     void *user;
+    /* (optional) the same with the class and direction; NULL: emit, the class read from the unit */
+    void (*emit_as)(void *user, const char *name, const char *unit, int cls, int better, double value);
 } bench_counter_sink;
 
 static inline void bench_emit(const bench_counter_sink *s, const char *name, const char *unit, double v) {
     if (s && s->emit) s->emit(s->user, name, unit, v);
+}
+
+static inline void bench_emit_as(const bench_counter_sink *s, const char *name, const char *unit, int cls, int better,
+                                 double v) {
+    if (s && s->emit_as) s->emit_as(s->user, name, unit, cls, better, v);
+    else bench_emit(s, name, unit, v);
 }
 
 /* ---- the allocator instance a module takes its memory from (see alloc.h) ---- */
@@ -84,7 +106,23 @@ typedef struct bench_host {
     /* Off the CPU: the device's stream (a cudaStream_t for "cuda") on which the forward pass
      * runs; the module queues its kernels and copies there, in the order it is called. */
     void *stream;
+    /* Messages for the person running the benchmark (a fallback taken, a request the kernel
+     * refused): one line, no newline, starting with the module ("loader mmap: ..."). The host
+     * prints them where its own go. Call through bench_logf, which uses stderr where the
+     * host (or this slot) is NULL. */
+    void (*log)(const struct bench_host *host, const char *msg);
 } bench_host;
+
+static inline void bench_logf(const bench_host *host, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static inline void bench_logf(const bench_host *host, const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (host && host->log) host->log(host, msg);
+    else fprintf(stderr, "%s\n", msg);
+}
 
 /* ---- registration ---- */
 

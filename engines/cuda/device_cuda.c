@@ -549,22 +549,22 @@ static void dc_counters(void *ctx, const bench_counter_sink *s) {
     if (end > c->mem_peak) c->mem_peak = end;
     bench_emit(s, "compute_capability", "", c->cc_major + c->cc_minor / 10.0);
     bench_emit(s, "sm_count", "count", c->sm_count);
-    bench_emit(s, "gpu_mem_total_B", "B", (double)c->mem_total);
-    bench_emit(s, "gpu_mem_used_start_B", "B", (double)c->mem_start);
-    bench_emit(s, "gpu_mem_used_load_B", "B", (double)c->mem_load);
-    if (c->have_prefill) bench_emit(s, "gpu_mem_used_prefill_B", "B", (double)c->mem_prefill);
-    bench_emit(s, "gpu_mem_used_end_B", "B", (double)end);
-    bench_emit(s, "gpu_mem_used_peak_B", "B", (double)c->mem_peak);
+    bench_emit_as(s, "gpu_mem_total_B", "B", BENCH_CTR_BYTES, BENCH_BETTER_LOWER, (double)c->mem_total);
+    bench_emit_as(s, "gpu_mem_used_start_B", "B", BENCH_CTR_BYTES, BENCH_BETTER_LOWER, (double)c->mem_start);
+    bench_emit_as(s, "gpu_mem_used_load_B", "B", BENCH_CTR_BYTES, BENCH_BETTER_LOWER, (double)c->mem_load);
+    if (c->have_prefill) bench_emit_as(s, "gpu_mem_used_prefill_B", "B", BENCH_CTR_BYTES, BENCH_BETTER_LOWER, (double)c->mem_prefill);
+    bench_emit_as(s, "gpu_mem_used_end_B", "B", BENCH_CTR_BYTES, BENCH_BETTER_LOWER, (double)end);
+    bench_emit_as(s, "gpu_mem_used_peak_B", "B", BENCH_CTR_BYTES, BENCH_BETTER_LOWER, (double)c->mem_peak);
     /* the timeline: up to DC_TL_POINTS passes, evenly spread, named by the positions held */
     int points = c->n_tl < DC_TL_POINTS ? c->n_tl : DC_TL_POINTS;
     for (int k = 0; k < points; k++) {
         int i = points > 1 ? (int)((long long)k * (c->n_tl - 1) / (points - 1)) : 0;
         char name[64];
         snprintf(name, sizeof(name), "gpu_mem_used_pos%05d_B", c->tl[i].pos);
-        bench_emit(s, name, "B", (double)c->tl[i].used);
+        bench_emit_as(s, name, "B", BENCH_CTR_BYTES, BENCH_BETTER_LOWER, (double)c->tl[i].used);
     }
     bench_emit(s, "scratch_peak_B", "B", (double)c->scratch_peak);
-    bench_emit(s, "scratch_allocs", "count", (double)c->scratch_allocs);
+    bench_emit_as(s, "scratch_allocs", "count", BENCH_CTR_EXACT, BENCH_BETTER_LOWER, (double)c->scratch_allocs);
     bench_emit(s, "scratch_alloc_ms", "ms", (double)c->scratch_alloc_ns * 1e-6);
     if (c->passes) {
         bench_emit(s, "ttft_event_ms", "ms", c->ttft_ms);

@@ -14,6 +14,7 @@ int ldc_init(ldc *c, const char *mod, const bench_host *host, char *err, size_t 
     if (!host || !host->stream)
         return bench_errf(err, errlen, "%s: built for CUDA: run it with the cuda device (--device cuda)", mod);
     c->stream = host->stream;
+    c->host = host;
     return 0;
 }
 
@@ -104,11 +105,11 @@ void ldc_counters(const ldc *c, const bench_counter_sink *s) {
     bench_emit(s, "h2d_gb_s", "GB/s", ms > 0 ? (double)c->h2d_bytes / (ms * 1e6) : 0);
     bench_emit(s, "pinned_bytes", "B", (double)c->pinned_bytes);
     bench_emit(s, "bytes_read", "B", (double)c->bytes_read);
-    bench_emit(s, "read_calls", "count", (double)c->read_calls);
+    bench_emit_as(s, "read_calls", "count", BENCH_CTR_EXACT, BENCH_BETTER_LOWER, (double)c->read_calls);
     bench_emit(s, "read_ms", "ms", (double)c->read_ns * 1e-6);
     bench_emit(s, "bytes_copied", "B", (double)c->h2d_bytes);
     bench_emit(s, "device_bytes", "B", (double)c->dev_bytes);
-    bench_emit(s, "zero_copy_tensors", "count", 0);
+    bench_emit_as(s, "zero_copy_tensors", "count", BENCH_CTR_EXACT, BENCH_BETTER_HIGHER, 0);
 }
 
 void ldc_close(ldc *c) {

@@ -16,6 +16,7 @@
 
 typedef struct ldc {
     const char *mod;            /* "loader pread", ... for messages */
+    const bench_host *host;     /* its log (bench_logf) */
     void *stream;               /* the device's cudaStream_t */
     void *dev;                  /* (dev_bytes) the weights on the device */
     uint64_t dev_bytes;

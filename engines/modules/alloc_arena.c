@@ -84,13 +84,13 @@ static void arena_mod_counters(void *ctx, const bench_counter_sink *s) {
     alloc_stats st;
     arena_get_stats(m->a, &st);
     if (BENCH_ALLOC_STATS) {
-        bench_emit(s, "allocs", "count", (double)st.allocs);
+        bench_emit_as(s, "allocs", "count", BENCH_CTR_EXACT, BENCH_BETTER_LOWER, (double)st.allocs);
         bench_emit(s, "bytes_live", "B", (double)st.bytes_live);
         bench_emit(s, "bytes_peak", "B", (double)st.bytes_peak);
         bench_emit(s, "bytes_reserved", "B", (double)st.bytes_reserved);
         bench_emit(s, "failed", "count", (double)st.failed);
     }
-    bench_emit(s, "frees", "count", (double)m->frees);
+    bench_emit_as(s, "frees", "count", BENCH_CTR_EXACT, BENCH_BETTER_LOWER, (double)m->frees);
     bench_emit(s, "resets", "count", (double)m->resets);
     bench_emit(s, "chunks", "count", (double)arena_chunk_count(m->a));
     if (m->timing) bench_emit(s, "time_in_alloc", "ns", (double)m->ns);

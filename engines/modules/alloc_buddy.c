@@ -78,8 +78,8 @@ static void buddy_mod_counters(void *ctx, const bench_counter_sink *s) {
     alloc_stats st;
     buddy_get_stats(m->b, &st);
     if (BENCH_ALLOC_STATS) {
-        bench_emit(s, "allocs", "count", (double)st.allocs);
-        bench_emit(s, "frees", "count", (double)st.frees);
+        bench_emit_as(s, "allocs", "count", BENCH_CTR_EXACT, BENCH_BETTER_LOWER, (double)st.allocs);
+        bench_emit_as(s, "frees", "count", BENCH_CTR_EXACT, BENCH_BETTER_LOWER, (double)st.frees);
         bench_emit(s, "bytes_live", "B", (double)st.bytes_live);
         bench_emit(s, "bytes_peak", "B", (double)st.bytes_peak);
         /* the region's high-water mark, not the reservation: see buddy.h */

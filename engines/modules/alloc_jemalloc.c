@@ -101,8 +101,8 @@ static void je_free(void *ctx, void *p, size_t size) {
 
 static void je_counters(void *ctx, const bench_counter_sink *s) {
     je_ctx *c = ctx;
-    bench_emit(s, "allocs", "count", (double)c->allocs);
-    bench_emit(s, "frees", "count", (double)c->frees);
+    bench_emit_as(s, "allocs", "count", BENCH_CTR_EXACT, BENCH_BETTER_LOWER, (double)c->allocs);
+    bench_emit_as(s, "frees", "count", BENCH_CTR_EXACT, BENCH_BETTER_LOWER, (double)c->frees);
     bench_emit(s, "bytes_live", "B", (double)c->bytes_live);
     bench_emit(s, "bytes_peak", "B", (double)c->bytes_peak);
     /* jemalloc's own view, process-wide (only this module uses jemalloc). Refreshed by "epoch". */

@@ -72,8 +72,8 @@ static void mi_free_cb(void *ctx, void *p, size_t size) {
 
 static void mi_counters(void *ctx, const bench_counter_sink *s) {
     mi_ctx *c = ctx;
-    bench_emit(s, "allocs", "count", (double)c->allocs);
-    bench_emit(s, "frees", "count", (double)c->frees);
+    bench_emit_as(s, "allocs", "count", BENCH_CTR_EXACT, BENCH_BETTER_LOWER, (double)c->allocs);
+    bench_emit_as(s, "frees", "count", BENCH_CTR_EXACT, BENCH_BETTER_LOWER, (double)c->frees);
     bench_emit(s, "bytes_live", "B", (double)c->bytes_live);
     bench_emit(s, "bytes_peak", "B", (double)c->bytes_peak);
     /* mimalloc's committed memory, process-wide (only this module uses mimalloc). */

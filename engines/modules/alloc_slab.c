@@ -72,12 +72,12 @@ static void slab_mod_counters(void *ctx, const bench_counter_sink *s) {
     alloc_stats st;
     slab_get_stats(m->s, &st);
     if (BENCH_ALLOC_STATS) {
-        bench_emit(s, "allocs", "count", (double)st.allocs);
-        bench_emit(s, "frees", "count", (double)st.frees);
+        bench_emit_as(s, "allocs", "count", BENCH_CTR_EXACT, BENCH_BETTER_LOWER, (double)st.allocs);
+        bench_emit_as(s, "frees", "count", BENCH_CTR_EXACT, BENCH_BETTER_LOWER, (double)st.frees);
         bench_emit(s, "bytes_live", "B", (double)st.bytes_live);
         bench_emit(s, "bytes_peak", "B", (double)st.bytes_peak);
         bench_emit(s, "bytes_reserved", "B", (double)st.bytes_reserved);
-        bench_emit(s, "large_allocs", "count", (double)st.large_allocs);
+        bench_emit_as(s, "large_allocs", "count", BENCH_CTR_EXACT, BENCH_BETTER_LOWER, (double)st.large_allocs);
         bench_emit(s, "failed", "count", (double)st.failed);
         uint64_t refills, flushes;
         slab_get_trips(m->s, &refills, &flushes);

@@ -424,8 +424,8 @@ static void block_counters(void *ctx, const bench_counter_sink *s) {
     block_ctx *c = ctx;
     double tb = (double)kvp_token_bytes(&c->shape);
     uint64_t waste = (uint64_t)(c->n_in_use + c->n_cached) * (uint64_t)c->bs - c->tokens_held;
-    bench_emit(s, "allocs", "count", 1);
-    bench_emit(s, "grow_events", "count", 0);
+    bench_emit_as(s, "allocs", "count", BENCH_CTR_EXACT, BENCH_BETTER_LOWER, 1);
+    bench_emit_as(s, "grow_events", "count", BENCH_CTR_EXACT, BENCH_BETTER_LOWER, 0);
     bench_emit(s, "bytes_copied", "B", (double)c->cow_copies * (double)c->bs * tb);
     bench_emit(s, "bytes_reserved", "B", (double)c->pool.bytes);
     bench_emit(s, "bytes_used", "B", (double)c->tokens_held * tb);

@@ -104,8 +104,8 @@ static void dynamic_counters(void *ctx, const bench_counter_sink *s) {
     dynamic_ctx *c = ctx;
     uint64_t used = 0;
     for (int i = 0; i < c->shape.max_seqs; i++) used += c->seqs[i].used ? kvc_bytes(&c->shape, c->seqs[i].used) : 0;
-    bench_emit(s, "allocs", "count", (double)c->allocs);
-    bench_emit(s, "grow_events", "count", (double)c->grow_events);
+    bench_emit_as(s, "allocs", "count", BENCH_CTR_EXACT, BENCH_BETTER_LOWER, (double)c->allocs);
+    bench_emit_as(s, "grow_events", "count", BENCH_CTR_EXACT, BENCH_BETTER_LOWER, (double)c->grow_events);
     bench_emit(s, "bytes_copied", "B", (double)c->bytes_copied);
     bench_emit(s, "bytes_reserved", "B", (double)c->bytes_reserved);
     bench_emit(s, "bytes_used", "B", (double)used);

@@ -83,7 +83,7 @@ static int mmap_load(void *ctx, const char *const *files, int n_files, const ben
         c->n_maps = f + 1;
         c->bytes_mapped += (uint64_t)st.st_size;
         if (c->advice >= 0 && madvise(p, (size_t)st.st_size, c->advice))
-            fprintf(stderr, "loader mmap: %s: madvise: %s (continuing)\n", files[f], strerror(errno));
+            bench_logf(c->host, "loader mmap: %s: madvise: %s (continuing)", files[f], strerror(errno));
         if (c->mlock_ && mlock(p, (size_t)st.st_size))
             return bench_errf(err, errlen, "%s: mlock of %lld bytes: %s (raise RLIMIT_MEMLOCK, or drop mlock=1)",
                               files[f], (long long)st.st_size, strerror(errno));
@@ -114,8 +114,8 @@ static int mmap_load(void *ctx, const char *const *files, int n_files, const ben
 static void mmap_counters(void *ctx, const bench_counter_sink *s) {
     mmap_ctx *c = ctx;
     bench_emit(s, "bytes_mapped", "B", (double)c->bytes_mapped);
-    bench_emit(s, "zero_copy_tensors", "count", (double)c->zero_copy);
-    bench_emit(s, "copied_tensors", "count", (double)c->n_copies);
+    bench_emit_as(s, "zero_copy_tensors", "count", BENCH_CTR_EXACT, BENCH_BETTER_HIGHER, (double)c->zero_copy);
+    bench_emit_as(s, "copied_tensors", "count", BENCH_CTR_EXACT, BENCH_BETTER_LOWER, (double)c->n_copies);
     bench_emit(s, "bytes_copied", "B", (double)c->bytes_copied);
 }
 

@@ -124,7 +124,7 @@ static int pread_load(void *ctx, const char *const *files, int n_files, const be
         int fd = open(files[f], O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0));
         if (fd < 0 && direct) { /* tmpfs and some filesystems refuse O_DIRECT */
             c->direct_fallbacks++;
-            fprintf(stderr, "loader pread: %s: O_DIRECT refused (%s); reading through the page cache\n", files[f], strerror(errno));
+            bench_logf(c->host, "loader pread: %s: O_DIRECT refused (%s); reading through the page cache", files[f], strerror(errno));
             direct = 0;
             fd = open(files[f], O_RDONLY | O_CLOEXEC);
         }
@@ -145,8 +145,8 @@ static void pread_counters(void *ctx, const bench_counter_sink *s) {
     pread_ctx *c = ctx;
     bench_emit(s, "bytes_read", "B", (double)c->bytes_read);
     bench_emit(s, "bytes_copied", "B", (double)c->bytes_read);
-    bench_emit(s, "read_calls", "count", (double)c->read_calls);
-    bench_emit(s, "zero_copy_tensors", "count", 0);
+    bench_emit_as(s, "read_calls", "count", BENCH_CTR_EXACT, BENCH_BETTER_LOWER, (double)c->read_calls);
+    bench_emit_as(s, "zero_copy_tensors", "count", BENCH_CTR_EXACT, BENCH_BETTER_HIGHER, 0);
     bench_emit(s, "region_bytes", "B", (double)c->region_bytes);
     if (c->direct) bench_emit(s, "direct_fallbacks", "count", (double)c->direct_fallbacks);
 }

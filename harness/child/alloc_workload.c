@@ -364,13 +364,16 @@ typedef struct aw_wk {
     int64_t t0;
 } aw_wk;
 
-static int aw_send(aw_wk *c, uint32_t type, int ack, const char *name, const char *unit, double value) {
+/* a and b: HELLO's pid; a COUNTER's class and direction (events.h) */
+static int aw_send_ab(aw_wk *c, uint32_t type, int ack, const char *name, const char *unit, double value, int64_t a,
+                      int64_t b) {
     bench_event ev;
     memset(&ev, 0, sizeof(ev));
     ev.type = type;
     ev.flags = ack ? BENCH_EV_ACK : 0;
     ev.t_ns = aw_now();
-    ev.a = type == BENCH_EV_HELLO ? getpid() : 0;
+    ev.a = a;
+    ev.b = b;
     ev.value = value;
     if (name) snprintf(ev.name, sizeof(ev.name), "%s", name);
     if (unit) snprintf(ev.unit, sizeof(ev.unit), "%s", unit);
@@ -394,10 +397,23 @@ static int aw_send(aw_wk *c, uint32_t type, int ack, const char *name, const cha
     return 0;
 }
 
-static void aw_emit(void *user, const char *name, const char *unit, double v) {
+static int aw_send(aw_wk *c, uint32_t type, int ack, const char *name, const char *unit, double value) {
+    return aw_send_ab(c, type, ack, name, unit, value, type == BENCH_EV_HELLO ? getpid() : 0, 0);
+}
+
+/* One of the workload's own figures, with how bench compare judges it (engines/abi/module.h). */
+static int aw_counter(aw_wk *c, const char *name, const char *unit, int cls, int better, double value) {
+    return aw_send_ab(c, BENCH_EV_COUNTER, 0, name, unit, value, cls, better);
+}
+
+static void aw_emit_as(void *user, const char *name, const char *unit, int cls, int better, double v) {
     char n[96];
     snprintf(n, sizeof(n), "alloc.%s", name);
-    aw_send(user, BENCH_EV_COUNTER, 0, n, unit, v);
+    aw_counter(user, n, unit, cls, better, v);
+}
+
+static void aw_emit(void *user, const char *name, const char *unit, double v) {
+    aw_emit_as(user, name, unit, BENCH_CTR_UNIT, BENCH_BETTER_NONE, v);
 }
 
 static int aw_fail(aw_wk *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -635,39 +651,37 @@ int aw_worker(const char *spec_text, const char *spec_name, int ev_fd, int ack_f
     int64_t hwm = aw_status_bytes(hwm_reset ? "VmHWM:" : "VmRSS:");
     double ops = (double)w.ops;
     uint64_t minflt = (uint64_t)(ru1.ru_minflt - ru0.ru_minflt);
-    aw_send(&c, BENCH_EV_COUNTER, 0, "aw.ops", "count", ops);
-    aw_send(&c, BENCH_EV_COUNTER, 0, "aw.ns_per_op", "ns", tm.ns_per_op);
-    aw_send(&c, BENCH_EV_COUNTER, 0, "aw.ops_per_s", "ops/s", 1e9 / tm.ns_per_op);
+    aw_counter(&c, "aw.ops", "count", BENCH_CTR_EXACT, BENCH_BETTER_NONE, ops);
+    aw_counter(&c, "aw.ns_per_op", "ns", BENCH_CTR_TIME, BENCH_BETTER_LOWER, tm.ns_per_op);
+    aw_counter(&c, "aw.ops_per_s", "ops/s", BENCH_CTR_TIME, BENCH_BETTER_HIGHER, 1e9 / tm.ns_per_op);
     if (tm.batches) {
-        aw_send(&c, BENCH_EV_COUNTER, 0, "aw.ns_op_p50", "ns", tm.p50);
-        aw_send(&c, BENCH_EV_COUNTER, 0, "aw.ns_op_p99", "ns", tm.p99);
+        aw_counter(&c, "aw.ns_op_p50", "ns", BENCH_CTR_TIME, BENCH_BETTER_LOWER, tm.p50);
+        aw_counter(&c, "aw.ns_op_p99", "ns", BENCH_CTR_TIME, BENCH_BETTER_LOWER, tm.p99);
     }
-    aw_send(&c, BENCH_EV_COUNTER, 0, "aw.batches", "count", (double)tm.batches);
+    aw_counter(&c, "aw.batches", "count", BENCH_CTR_EXACT, BENCH_BETTER_NONE, (double)tm.batches);
     /* the floor, and the allocator's figures less the floor's same statistic */
-    aw_send(&c, BENCH_EV_COUNTER, 0, "aw.floor_ns_per_op", "ns", fl.ns_per_op);
-    aw_send(&c, BENCH_EV_COUNTER, 0, "aw.net_ns_per_op", "ns", tm.ns_per_op - fl.ns_per_op);
+    aw_counter(&c, "aw.floor_ns_per_op", "ns", BENCH_CTR_TIME, BENCH_BETTER_LOWER, fl.ns_per_op);
+    aw_counter(&c, "aw.net_ns_per_op", "ns", BENCH_CTR_TIME, BENCH_BETTER_LOWER, tm.ns_per_op - fl.ns_per_op);
     if (tm.batches && fl.batches) {
-        aw_send(&c, BENCH_EV_COUNTER, 0, "aw.floor_ns_op_p50", "ns", fl.p50);
-        aw_send(&c, BENCH_EV_COUNTER, 0, "aw.floor_ns_op_p99", "ns", fl.p99);
-        aw_send(&c, BENCH_EV_COUNTER, 0, "aw.net_ns_op_p50", "ns", tm.p50 - fl.p50);
-        aw_send(&c, BENCH_EV_COUNTER, 0, "aw.net_ns_op_p99", "ns", tm.p99 - fl.p99);
+        aw_counter(&c, "aw.floor_ns_op_p50", "ns", BENCH_CTR_TIME, BENCH_BETTER_LOWER, fl.p50);
+        aw_counter(&c, "aw.floor_ns_op_p99", "ns", BENCH_CTR_TIME, BENCH_BETTER_LOWER, fl.p99);
+        aw_counter(&c, "aw.net_ns_op_p50", "ns", BENCH_CTR_TIME, BENCH_BETTER_LOWER, tm.p50 - fl.p50);
+        aw_counter(&c, "aw.net_ns_op_p99", "ns", BENCH_CTR_TIME, BENCH_BETTER_LOWER, tm.p99 - fl.p99);
     }
-    aw_send(&c, BENCH_EV_COUNTER, 0, "aw.timer_ns", "ns", (double)r.overhead_ns);
-    aw_send(&c, BENCH_EV_COUNTER, 0, "aw.minflt", "count", (double)minflt);
-    aw_send(&c, BENCH_EV_COUNTER, 0, "aw.minflt_per_op", "count", (double)minflt / ops);
-    aw_send(&c, BENCH_EV_COUNTER, 0, "aw.sys_ms", "ms", aw_tv_ms(ru1.ru_stime) - aw_tv_ms(ru0.ru_stime));
-    aw_send(&c, BENCH_EV_COUNTER, 0, "aw.user_ms", "ms", aw_tv_ms(ru1.ru_utime) - aw_tv_ms(ru0.ru_utime));
-    aw_send(&c, BENCH_EV_COUNTER, 0, "aw.peak_live_bytes", "B", (double)r.peak_live);
+    aw_counter(&c, "aw.timer_ns", "ns", BENCH_CTR_TIME, BENCH_BETTER_NONE, (double)r.overhead_ns);
+    aw_counter(&c, "aw.minflt", "count", BENCH_CTR_COUNT, BENCH_BETTER_LOWER, (double)minflt);
+    aw_counter(&c, "aw.minflt_per_op", "count", BENCH_CTR_TIME, BENCH_BETTER_LOWER, (double)minflt / ops);
+    aw_counter(&c, "aw.sys_ms", "ms", BENCH_CTR_TIME, BENCH_BETTER_LOWER, aw_tv_ms(ru1.ru_stime) - aw_tv_ms(ru0.ru_stime));
+    aw_counter(&c, "aw.user_ms", "ms", BENCH_CTR_TIME, BENCH_BETTER_LOWER, aw_tv_ms(ru1.ru_utime) - aw_tv_ms(ru0.ru_utime));
+    aw_counter(&c, "aw.peak_live_bytes", "B", BENCH_CTR_EXACT, BENCH_BETTER_NONE, (double)r.peak_live);
     if (rss0 >= 0 && hwm >= 0) {
         double grow = (double)(hwm > rss0 ? hwm - rss0 : 0);
-        aw_send(&c, BENCH_EV_COUNTER, 0, "aw.rss_growth_bytes", "B", grow);
-        if (r.peak_live) aw_send(&c, BENCH_EV_COUNTER, 0, "aw.fragmentation", "ratio", grow / (double)r.peak_live);
+        aw_counter(&c, "aw.rss_growth_bytes", "B", BENCH_CTR_BYTES, BENCH_BETTER_LOWER, grow);
+        if (r.peak_live) aw_counter(&c, "aw.fragmentation", "ratio", BENCH_CTR_BYTES, BENCH_BETTER_LOWER, grow / (double)r.peak_live);
     }
-    aw_send(&c, BENCH_EV_COUNTER, 0, "aw.locked", "bool", locked);
-    if (r.ai->counters) {
-        bench_counter_sink sink = {aw_emit, &c};
-        r.ai->counters(r.ctx, &sink);
-    }
+    aw_counter(&c, "aw.locked", "bool", BENCH_CTR_EXACT, BENCH_BETTER_NONE, locked);
+    bench_counter_sink sink = {aw_emit, &c, aw_emit_as};
+    bench_alloc_counters(&(bench_allocator){r.ai, r.ctx}, &sink);
     rc = aw_send(&c, BENCH_EV_DONE, 1, NULL, NULL, 0) ? 1 : 0;
 out:
     if (r.ctx) r.ai->destroy(r.ctx);

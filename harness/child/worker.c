@@ -130,8 +130,13 @@ static int wk_send(wk_ctx *c, uint32_t type, int ack, int64_t a, int64_t b, cons
 /* The serving run's events (harness/child/serve.h), stamped by the scheduler. */
 static void wk_serve_event(void *user, const bench_event *ev) { wk_write(user, ev); }
 
+/* a counter's class and direction travel in a and b (events.h) */
+static void wk_emit_as(void *user, const char *name, const char *unit, int cls, int better, double v) {
+    wk_send(user, BENCH_EV_COUNTER, 0, cls, better, name, unit, v);
+}
+
 static void wk_emit(void *user, const char *name, const char *unit, double v) {
-    wk_send(user, BENCH_EV_COUNTER, 0, 0, 0, name, unit, v);
+    wk_emit_as(user, name, unit, BENCH_CTR_UNIT, BENCH_BETTER_NONE, v);
 }
 
 static void wk_region(void *user, const void *addr, size_t len, const char *name) {
@@ -394,7 +399,7 @@ static int wk_run(wk_ctx c, wk_spec s) {
     } else if (wk_generate(&c, &s, e, &produced)) {
         goto out;
     }
-    bench_counter_sink sink = {.emit = wk_emit, .user = &c};
+    bench_counter_sink sink = {.emit = wk_emit, .user = &c, .emit_as = wk_emit_as};
     engine_counters(e, &sink);
     if (s.delay_ms > 0) {
         struct timespec d = {.tv_sec = s.delay_ms / 1000, .tv_nsec = (long)(s.delay_ms % 1000) * 1000000};

@@ -251,7 +251,7 @@ int cmd_generate(int argc, char **argv) {
                     decoded, (t_end - t_first) * 1e3 / decoded);
         if (strcmp(engine_device(e), "cpu")) {
             dev_figures f = {-1, -1, -1, -1, -1};
-            bench_counter_sink sink = {dev_figure, &f};
+            bench_counter_sink sink = {.emit = dev_figure, .user = &f};
             engine_counters(e, &sink);
             fprintf(stderr, "%-12s TTFT %.3f ms, TPOT %.3f ms (events); %.1f MB device memory at peak; load %.2f GB/s to the device",
                     engine_device(e), f.ttft_ms, f.tpot_ms, f.mem_peak / 1e6, f.h2d_gb_s);

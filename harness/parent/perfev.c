@@ -7,9 +7,17 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-static const struct { const char *name; int hw; } pe_events[] = {
-    {"page-faults", 0}, {"minor-faults", 0}, {"major-faults", 0}, {"context-switches", 0},
-    {"cycles", 1}, {"instructions", 1}, {"cache-misses", 1}, {"dTLB-load-misses", 1},
+#include "engines/abi/module.h"
+
+/* Each event declares how bench compare judges its counts: faults with the slack of the
+ * process's start-up, context switches as information (they depend on the rest of the
+ * machine), the PMU's counts exactly (instructions within 0.5%: results.c's per-event
+ * tolerance), smaller better. */
+static const struct { const char *name; int hw, cls, better; } pe_events[] = {
+    {"page-faults", 0, BENCH_CTR_COUNT, BENCH_BETTER_LOWER}, {"minor-faults", 0, BENCH_CTR_COUNT, BENCH_BETTER_LOWER},
+    {"major-faults", 0, BENCH_CTR_COUNT, BENCH_BETTER_LOWER}, {"context-switches", 0, BENCH_CTR_INFO, BENCH_BETTER_NONE},
+    {"cycles", 1, BENCH_CTR_EXACT, BENCH_BETTER_LOWER}, {"instructions", 1, BENCH_CTR_EXACT, BENCH_BETTER_LOWER},
+    {"cache-misses", 1, BENCH_CTR_EXACT, BENCH_BETTER_LOWER}, {"dTLB-load-misses", 1, BENCH_CTR_EXACT, BENCH_BETTER_LOWER},
 };
 _Static_assert(sizeof(pe_events) / sizeof(pe_events[0]) <= PE_MAX, "PE_MAX too small");
 
@@ -64,6 +72,8 @@ int pe_open(pe_set *s, pid_t pid) {
         pe_counter *c = &s->c[s->n++];
         c->name = pe_events[i].name;
         c->hardware = pe_events[i].hw;
+        c->cls = pe_events[i].cls;
+        c->better = pe_events[i].better;
         c->fd = -1;
         if (lib) {
             snprintf(c->reason, sizeof(c->reason), "%s", err);

@@ -21,6 +21,7 @@
 typedef struct pe_counter {
     const char *name;       /* perf's name: "page-faults", "cycles", ... */
     int hardware;           /* 1: a PMU event */
+    int cls, better;        /* how its counts are judged: BENCH_CTR_* and BENCH_BETTER_* (engines/abi/module.h) */
     int fd;                 /* -1: unavailable, or closed */
     int available;          /* it was opened */
     char reason[160];       /* why it is unavailable; a note when it counts user space only */

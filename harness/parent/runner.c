@@ -278,6 +278,8 @@ static void rn_event(rn_proc *p, const bench_event *ev) {
         snprintf(c->name, sizeof(c->name), "%.*s", (int)sizeof(ev->name) - 1, ev->name);
         snprintf(c->unit, sizeof(c->unit), "%.*s", (int)sizeof(ev->unit) - 1, ev->unit);
         c->value = ev->value;
+        c->cls = (int)ev->a;
+        c->better = ev->b > 0 ? 1 : ev->b < 0 ? -1 : 0;
         break;
     }
     case BENCH_EV_DONE: p->t_done = ev->t_ns; ph = RN_PH_END; break;

@@ -83,6 +83,7 @@ typedef struct rn_request {
 typedef struct rn_counter {
     char name[96], unit[16];
     double value;
+    int cls, better;        /* as the module declared them (BENCH_CTR_*, BENCH_BETTER_*: engines/abi/module.h) */
 } rn_counter;
 
 typedef struct rn_proc {

@@ -6,37 +6,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/report/mclass.h"
 #include "harness/spec/stats.h"
 
 #define CMP_ALPHA 0.05
 
-/* ---- classes and directions ---- */
+/* ---- classes and directions: declared by each metric (harness/report/mclass.h) ---- */
 
-static int has(const char *s, const char *sub) { return strstr(s, sub) != NULL; }
-static int ends(const char *s, const char *suf) {
-    size_t n = strlen(s), m = strlen(suf);
-    return n >= m && !strcmp(s + n - m, suf);
-}
-
-cmp_class cmp_classify(const char *metric, const char *unit) {
-    if (has(metric, "context-switches") || !strcmp(metric, "nvcsw") || !strcmp(metric, "nivcsw") ||
-        has(metric, "residency") || has(metric, "pss"))
-        return CMP_INFO;
-    if (has(metric, "flt") || has(metric, "faults")) return CMP_FAULTS;
-    /* the engine modules' clocks and the device's memory readings (the CUDA modules': load
-     * times, GB/s, event times, cudaMemGetInfo) vary from run to run like the harness's own */
-    if (!strncmp(metric, "mod.loader.", 11) || !strncmp(metric, "mod.kv.", 7) || !strncmp(metric, "mod.device.", 11)) {
-        static const char *const clock_units[] = {"ms", "ns", "s", "GB/s", "tokens/s", "fraction", NULL};
-        for (const char *const *u = clock_units; *u; u++)
-            if (!strcmp(unit, *u)) return CMP_TIMED;
-        if (!strncmp(metric, "mod.device.gpu_mem_", 19)) return CMP_MEMORY;
+static cmp_class cmp_of(mc_class c) {
+    switch (c) {
+    case MC_TIME: return CMP_TIMED;
+    case MC_COUNT: return CMP_FAULTS;
+    case MC_BYTES: return CMP_MEMORY;
+    case MC_INFO: return CMP_INFO;
+    default: return CMP_EXACT;
     }
-    if (!strncmp(metric, "mod.", 4) || has(metric, "instructions")) return CMP_EXACT;
-    if (!strcmp(unit, "MiB") || !strcmp(unit, "KiB") || !strcmp(unit, "B")) return CMP_MEMORY;
-    if (!strcmp(unit, "count")) return CMP_EXACT;
-    /* ms, tok/s, ns/op, ops/s, and anything else measured by a clock */
-    return CMP_TIMED;
 }
+
+cmp_class cmp_classify(const char *metric, const char *unit) { return cmp_of(mc_legacy(metric, unit).cls); }
 
 const char *cmp_class_name(cmp_class c) {
     static const char *const n[] = {"timed", "faults", "memory", "exact", "info"};
@@ -49,15 +36,13 @@ const char *cmp_verdict_name(cmp_verdict v) {
     return v <= CMP_MISSING ? n[v] : "?";
 }
 
-int cmp_direction(const char *metric, const char *unit) {
-    if (has(unit, "/s") || ends(metric, "_per_s") || has(metric, "zero_copy")) return +1;
-    if (has(metric, "cycles") || has(metric, "misses")) return -1;
-    if (!strcmp(unit, "ms") || !strcmp(unit, "ns/op") || !strcmp(unit, "ns") || !strcmp(unit, "s")) return -1;
-    if (!strcmp(unit, "MiB") || !strcmp(unit, "KiB") || !strcmp(unit, "B")) return -1;
-    if (has(metric, "flt") || has(metric, "faults") || has(metric, "allocs") || has(metric, "grow") ||
-        has(metric, "copied") || has(metric, "calls") || has(metric, "instructions") || has(metric, "frees"))
-        return -1;
-    return 0;
+int cmp_direction(const char *metric, const char *unit) { return mc_legacy(metric, unit).better; }
+
+mc_decl cmp_decl(const rr_series *a, const rr_series *b, const char *metric, const char *unit) {
+    /* B's declaration, the newer run's; A's; or, from files that declare nothing, the old rules */
+    if (b && b->declared) return b->decl;
+    if (a && a->declared) return a->decl;
+    return mc_legacy(metric, unit);
 }
 
 /* ---- Mann-Whitney U ---- */
@@ -152,20 +137,12 @@ static void cmp_range(const rr_series *s, double *lo, double *hi) {
     for (int i = 0; i < s->n; i++) *lo = fmin(*lo, s->v[i]), *hi = fmax(*hi, s->v[i]);
 }
 
-static void cmp_tolerance(cmp_class c, const char *metric, double *rel, double *abs_) {
-    switch (c) {
-    case CMP_FAULTS: *rel = 0.05, *abs_ = 16; break;
-    case CMP_MEMORY: *rel = 0.02, *abs_ = 0.25; break;
-    case CMP_EXACT: *rel = has(metric, "instructions") ? 0.005 : 0, *abs_ = 0; break;
-    default: *rel = 0, *abs_ = 0;
-    }
-}
-
 void cmp_metric(const rr_series *a, const rr_series *b, const char *metric, const char *unit, const cmp_opts *o,
                 cmp_row *r) {
     snprintf(r->metric, sizeof(r->metric), "%s", metric);
     snprintf(r->unit, sizeof(r->unit), "%s", unit);
-    r->cls = cmp_classify(metric, unit);
+    mc_decl d = cmp_decl(a, b, metric, unit);
+    r->cls = cmp_of(d.cls);
     r->na = a ? a->n : 0;
     r->nb = b ? b->n : 0;
     r->a = cmp_median(a);
@@ -181,7 +158,7 @@ void cmp_metric(const rr_series *a, const rr_series *b, const char *metric, cons
         return;
     }
     r->change = r->a != 0 ? (r->b - r->a) / fabs(r->a) : r->b == 0 ? 0 : NAN;
-    int dir = cmp_direction(metric, unit);
+    int dir = d.better;
     double worse = r->b > r->a ? -dir : r->b < r->a ? dir : 0; /* > 0: B is worse */
     if (r->cls == CMP_INFO) {
         r->verdict = CMP_SHOWN;
@@ -216,8 +193,7 @@ void cmp_metric(const rr_series *a, const rr_series *b, const char *metric, cons
         else r->verdict = worse > 0 ? CMP_REGRESSED : worse < 0 ? CMP_IMPROVED : CMP_CHANGED;
         return;
     }
-    double rel, abs_;
-    cmp_tolerance(r->cls, metric, &rel, &abs_);
+    double rel = d.tol_rel, abs_ = d.tol_abs;
     r->gated = 1;
     if (rel == 0 && abs_ == 0) snprintf(r->test, sizeof(r->test), "exact");
     else snprintf(r->test, sizeof(r->test), "tolerance %g%% + %g", rel * 100, abs_);
@@ -362,7 +338,10 @@ static int cmp_swap(const char *key, const char *from, const char *to, char *out
 static double cmp_var_median(const rr_doc *d, const char *key, const char *metric, double *tol) {
     const rr_series *s = rr_find(rr_find_variant(d, key), metric);
     double m = cmp_median(s), rel = 0, abs_ = 0;
-    if (s) cmp_tolerance(cmp_classify(metric, s->unit), metric, &rel, &abs_);
+    if (s) {
+        mc_decl dc = cmp_decl(NULL, s, metric, s->unit);
+        if (dc.cls != MC_TIME && dc.cls != MC_INFO) rel = dc.tol_rel, abs_ = dc.tol_abs;
+    }
     *tol = rel * fabs(m) + abs_;
     return m;
 }

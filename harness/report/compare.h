@@ -1,7 +1,10 @@
 /* Comparing two runs of one scenario: what changed, whether beyond noise, and
  * whether it is a regression.
  *
- * Every metric falls in one class (cmp_classify), which decides the test:
+ * Every metric falls in one class, which decides the test. The class, the better direction
+ * and the tolerance are those the metric declared when it was made (harness/report/mclass.h,
+ * kept in results.json); a file written before metrics declared them gets the classes its
+ * names were given then (mc_legacy: cmp_classify, cmp_direction):
  *   CMP_TIMED  times and rates (ms, tok/s, ns/op): noisy. Two-sided Mann-Whitney U
  *              test on the raw values of the counted repetitions, alpha 0.05, exact
  *              distribution; when even the most extreme ranking could not reach
@@ -17,9 +20,9 @@
  *              libc and stack; tolerance 2% + 0.25 MiB.
  *   CMP_EXACT  the modules' counters (bytes, allocation counts, grow events) and
  *              instruction counts: compared exactly (tolerance 0.5% for instructions).
- *              A loader, KV or device counter in a clock's unit (ms, ns, s, GB/s,
- *              tokens/s, fraction: the CUDA modules' times) is TIMED instead, and the
- *              device's memory readings (mod.device.gpu_mem_*) are MEMORY.
+ *              A module's counter in a clock's unit (ms, ns, s, GB/s, tokens/s, fraction)
+ *              is TIMED instead, and one it declares a memory reading (the device's
+ *              mod.device.gpu_mem_*) is MEMORY (engines/abi/module.h).
  *   CMP_INFO   figures that depend on the rest of the machine: context switches, page
  *              cache residency, and PSS (a shared page's cost is split among every
  *              process that maps it, other benches and shells included): shown, never
@@ -38,6 +41,7 @@
 
 #include <stdio.h>
 
+#include "harness/report/mclass.h"
 #include "harness/report/resread.h"
 
 /* A change this large (relative) with non-overlapping ranges is flagged without a test. */
@@ -94,11 +98,14 @@ typedef struct cmp_report {
     char a_name[4200], b_name[4200];
 } cmp_report;
 
+/* The class and direction of a metric of a file that declares none (mc_legacy). */
 cmp_class cmp_classify(const char *metric, const char *unit);
 const char *cmp_class_name(cmp_class c);
 const char *cmp_verdict_name(cmp_verdict v);
 /* +1 when larger is better (rates), -1 when smaller is better, 0 unknown. */
 int cmp_direction(const char *metric, const char *unit);
+/* What a metric is judged by: B's declaration, else A's, else mc_legacy (a or b may be NULL). */
+mc_decl cmp_decl(const rr_series *a, const rr_series *b, const char *metric, const char *unit);
 
 /* Two-sided Mann-Whitney U p-value (exact for n1 + n2 <= 40, normal approximation
  * with tie correction above). *decidable = 0 when the smallest p the sizes allow is

@@ -16,6 +16,7 @@
 #define BENCH_METRICS_H
 
 #include "harness/parent/runner.h"
+#include "harness/report/mclass.h"
 
 typedef struct mt_bag {
     int n, cap;
@@ -23,9 +24,22 @@ typedef struct mt_bag {
     const char **unit;          /* static strings, or owned copies in units_owned */
     double *v;
     char **units_owned;
+    mc_decl *decl;              /* (n) what each metric declared itself (harness/report/mclass.h) */
 } mt_bag;
 
-void mt_add(mt_bag *b, const char *name, const char *unit, double v);
+/* The declarations the harness's metrics make (mclass.h): a time smaller or larger better, a
+ * fault count, a memory reading, a figure that depends on the rest of the machine, an exact count. */
+#define MT_TIME_LO mc_declare(MC_TIME, -1)
+#define MT_TIME_HI mc_declare(MC_TIME, +1)
+#define MT_FAULTS mc_declare(MC_COUNT, -1)
+#define MT_MEMORY mc_declare(MC_BYTES, -1)
+#define MT_INFO_LO mc_declare(MC_INFO, -1)
+#define MT_INFO mc_declare(MC_INFO, 0)
+#define MT_EXACT mc_declare(MC_EXACT, 0)
+#define MT_EXACT_LO mc_declare(MC_EXACT, -1)
+#define MT_EXACT_HI mc_declare(MC_EXACT, +1)
+
+void mt_add(mt_bag *b, const char *name, const char *unit, mc_decl decl, double v);
 void mt_bag_free(mt_bag *b);
 
 /* The metrics of one process of a repetition that ended OK. */

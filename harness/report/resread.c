@@ -110,6 +110,40 @@ static int rr_type_is(const cJSON *o, int t) {
     return cJSON_IsNumber(x) && x->valueint == t;
 }
 
+/* The metric's declared class, better direction and tolerance (summary.metrics.<name>), where
+ * the file has them; a file written before declarations has none (s->declared stays 0). */
+static int rr_read_decl(const cJSON *mo, rr_series *s, const char *file, const char *key, char *err, size_t errlen) {
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(mo, "class");
+    if (!c) return 0;
+    int cls = cJSON_IsString(c) ? mc_class_parse(c->valuestring) : -1;
+    if (cls < 0) {
+        snprintf(err, errlen, "%s: summary of %s: metrics.%s.class: expected exact, count, bytes, time or info", file,
+                 key, s->name);
+        return -1;
+    }
+    const cJSON *bt = cJSON_GetObjectItemCaseSensitive(mo, "better");
+    int better = 0;
+    if (bt && (!cJSON_IsString(bt) || mc_better_parse(bt->valuestring, &better))) {
+        snprintf(err, errlen, "%s: summary of %s: metrics.%s.better: expected higher, lower or none", file, key, s->name);
+        return -1;
+    }
+    s->decl = mc_declare((mc_class)cls, better);
+    const cJSON *tol = cJSON_GetObjectItemCaseSensitive(mo, "tolerance");
+    if (tol) {
+        const cJSON *rel = cJSON_GetArrayItem(tol, 0), *abs_ = cJSON_GetArrayItem(tol, 1);
+        if (!cJSON_IsArray(tol) || cJSON_GetArraySize(tol) != 2 || !cJSON_IsNumber(rel) || !cJSON_IsNumber(abs_) ||
+            rel->valuedouble < 0 || abs_->valuedouble < 0) {
+            snprintf(err, errlen, "%s: summary of %s: metrics.%s.tolerance: expected [relative, absolute], both >= 0",
+                     file, key, s->name);
+            return -1;
+        }
+        s->decl.tol_rel = rel->valuedouble;
+        s->decl.tol_abs = abs_->valuedouble;
+    }
+    s->declared = 1;
+    return 0;
+}
+
 int rr_load(const char *path, rr_doc *out, char *err, size_t errlen) {
     memset(out, 0, sizeof(*out));
     char file[4200];
@@ -215,12 +249,17 @@ int rr_load(const char *path, rr_doc *out, char *err, size_t errlen) {
         }
         const cJSON *sm = cJSON_GetObjectItemCaseSensitive(sum, "metrics");
         for (int i = 0; i < v->n; i++) {
-            const char *unit = rr_str(cJSON_GetObjectItemCaseSensitive(sm, v->m[i].name), "unit");
+            const cJSON *mo = cJSON_GetObjectItemCaseSensitive(sm, v->m[i].name);
+            const char *unit = rr_str(mo, "unit");
             if (!unit) continue;
             char *u = strdup(unit);
             if (!u) goto oom;
             free(v->m[i].unit);
             v->m[i].unit = u;
+            if (rr_read_decl(mo, &v->m[i], file, v->key, err, errlen)) {
+                out->n++; /* the half-built variant is freed too */
+                goto err;
+            }
         }
         out->n++;
     }

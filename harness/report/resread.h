@@ -17,11 +17,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "harness/report/mclass.h"
+
 struct cJSON;
 
 typedef struct rr_series {
     char *name;
     char *unit;                 /* from the summary; "" when the summary has none */
+    int declared;               /* the summary gave the metric's class (decl); 0 in older files */
+    mc_decl decl;
     int n;
     double *v;                  /* (n) raw values of the counted repetitions */
 } rr_series;

@@ -35,6 +35,7 @@ typedef struct rs_input {
 typedef struct rs_metric {
     char *name;
     char *unit;
+    mc_decl decl;               /* its class, better direction and tolerance, as declared (mclass.h) */
     int n;
     double *v;                  /* (n) one value per process of each counted repetition */
     int *run, *proc;            /* (n) where each value came from: index into res->runs, process */

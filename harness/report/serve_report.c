@@ -19,9 +19,9 @@ static void sv_quantiles(mt_bag *b, const char *name, double *x, int n) {
     char k[96];
     st_sort(x, n);
     snprintf(k, sizeof(k), "%s_p50_ms", name);
-    mt_add(b, k, "ms", st_quantile_sorted(x, n, 0.50));
+    mt_add(b, k, "ms", MT_TIME_LO, st_quantile_sorted(x, n, 0.50));
     snprintf(k, sizeof(k), "%s_p99_ms", name);
-    mt_add(b, k, "ms", st_quantile_sorted(x, n, 0.99));
+    mt_add(b, k, "ms", MT_TIME_LO, st_quantile_sorted(x, n, 0.99));
 }
 
 void sv_metrics(const scenario *s, const rn_proc *p, mt_bag *b) {
@@ -48,22 +48,22 @@ void sv_metrics(const scenario *s, const rn_proc *p, mt_bag *b) {
         /* a one-token request has no TPOT to miss */
         if (rq && (!rq->ttft_ms || ttft[i] <= rq->ttft_ms) && (!rq->tpot_ms || r->n_out < 2 || tp <= rq->tpot_ms)) met++;
     }
-    mt_add(b, "serve_requests", "count", n);
-    mt_add(b, "serve_s", "s", secs);
-    mt_add(b, "serve_output_tokens", "count", out_tok);
-    mt_add(b, "serve_prompt_tokens", "count", prompt_tok);
+    mt_add(b, "serve_requests", "count", MT_EXACT, n);
+    mt_add(b, "serve_s", "s", MT_TIME_LO, secs);
+    mt_add(b, "serve_output_tokens", "count", MT_EXACT, out_tok);
+    mt_add(b, "serve_prompt_tokens", "count", MT_EXACT, prompt_tok);
     if (secs > 0) {
-        mt_add(b, "serve_output_tok_s", "tok/s", out_tok / secs);
-        mt_add(b, "serve_total_tok_s", "tok/s", (out_tok + prompt_tok) / secs);
+        mt_add(b, "serve_output_tok_s", "tok/s", MT_TIME_HI, out_tok / secs);
+        mt_add(b, "serve_total_tok_s", "tok/s", MT_TIME_HI, (out_tok + prompt_tok) / secs);
     }
     sv_quantiles(b, "serve_ttft", ttft, n);
     sv_quantiles(b, "serve_tpot", tpot, n_tpot);
     sv_quantiles(b, "serve_latency", lat, n);
-    if (rq && (rq->ttft_ms > 0 || rq->tpot_ms > 0)) mt_add(b, "serve_goodput_pct", "%", 100.0 * met / n);
-    mt_add(b, "serve_prefill_tokens", "count", prefilled);
-    mt_add(b, "serve_prefix_reused_tokens", "count", reused);
-    mt_add(b, "serve_preemptions", "count", preempt);
-    mt_add(b, "serve_waited", "count", waited);
+    if (rq && (rq->ttft_ms > 0 || rq->tpot_ms > 0)) mt_add(b, "serve_goodput_pct", "%", MT_TIME_HI, 100.0 * met / n);
+    mt_add(b, "serve_prefill_tokens", "count", MT_EXACT, prefilled);
+    mt_add(b, "serve_prefix_reused_tokens", "count", MT_EXACT_HI, reused);
+    mt_add(b, "serve_preemptions", "count", MT_EXACT_LO, preempt);
+    mt_add(b, "serve_waited", "count", MT_EXACT_LO, waited);
     if (p->n_kvs) {
         double res = 0, live = 0, cached = 0, wasted = 0, util = 0, waste = 0;
         int peak = 0, peak_wait = 0;
@@ -78,20 +78,20 @@ void sv_metrics(const scenario *s, const rn_proc *p, mt_bag *b) {
             util += k->reserved > 0 ? (double)k->live / (double)k->reserved : 0;
             waste += k->reserved > 0 ? (double)k->wasted / (double)k->reserved : 0;
         }
-        mt_add(b, "serve_steps", "count", p->n_kvs);
-        mt_add(b, "serve_peak_seqs", "count", peak);
-        mt_add(b, "serve_peak_waiting", "count", peak_wait);
-        mt_add(b, "serve_kv_reserved_peak_mib", "MiB", res / 1048576.0);
-        mt_add(b, "serve_kv_live_peak_mib", "MiB", live / 1048576.0);
-        mt_add(b, "serve_kv_cached_peak_mib", "MiB", cached / 1048576.0);
-        mt_add(b, "serve_kv_wasted_peak_mib", "MiB", wasted / 1048576.0);
-        mt_add(b, "serve_kv_live_mean_pct", "%", 100.0 * util / p->n_kvs);
-        mt_add(b, "serve_kv_wasted_mean_pct", "%", 100.0 * waste / p->n_kvs);
+        mt_add(b, "serve_steps", "count", MT_EXACT, p->n_kvs);
+        mt_add(b, "serve_peak_seqs", "count", MT_EXACT, peak);
+        mt_add(b, "serve_peak_waiting", "count", MT_EXACT_LO, peak_wait);
+        mt_add(b, "serve_kv_reserved_peak_mib", "MiB", MT_MEMORY, res / 1048576.0);
+        mt_add(b, "serve_kv_live_peak_mib", "MiB", MT_MEMORY, live / 1048576.0);
+        mt_add(b, "serve_kv_cached_peak_mib", "MiB", MT_MEMORY, cached / 1048576.0);
+        mt_add(b, "serve_kv_wasted_peak_mib", "MiB", MT_MEMORY, wasted / 1048576.0);
+        mt_add(b, "serve_kv_live_mean_pct", "%", MT_TIME_HI, 100.0 * util / p->n_kvs);
+        mt_add(b, "serve_kv_wasted_mean_pct", "%", MT_TIME_LO, 100.0 * waste / p->n_kvs);
     }
     const rn_snap *a = &p->snap[RN_PH_LOAD], *z = &p->snap[RN_PH_END];
     if (a->taken && z->taken && a->has_faults && z->has_faults) {
-        mt_add(b, "minflt_serve", "count", (double)(z->minflt - a->minflt));
-        mt_add(b, "majflt_serve", "count", (double)(z->majflt - a->majflt));
+        mt_add(b, "minflt_serve", "count", MT_FAULTS, (double)(z->minflt - a->minflt));
+        mt_add(b, "majflt_serve", "count", MT_FAULTS, (double)(z->majflt - a->majflt));
     }
 out:
     free(ttft);

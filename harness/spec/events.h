@@ -13,7 +13,8 @@
  *   DECODE_START            after the ack: decode timing starts here
  *   TOKEN * N               a = index (1..), b = token id; one per decoded token
  *   DECODE_END
- *   COUNTER * K             name, unit, value: the modules' own counters
+ *   COUNTER * K             name, unit, value: the modules' own counters; a = the class they
+ *                          declare (BENCH_CTR_*, engines/abi/module.h), b = the better direction
  *   DONE             [ack]  everything measured                    ("end" snapshot)
  *   ERROR                   name = message; the worker exits non-zero after it
  *   REGION                  any time: a = address, b = length, name = region ("weights", "kv",

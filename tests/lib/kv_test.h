@@ -68,7 +68,7 @@ static inline void kvt_probe_emit(void *user, const char *name, const char *unit
 /* The module's counter `name`; fails the test when the module does not report it. */
 static inline double kvt_counter(const kvt *t, const char *name) {
     kvt_probe p = {name, 0, 0};
-    bench_counter_sink sink = {kvt_probe_emit, &p};
+    bench_counter_sink sink = {.emit = kvt_probe_emit, .user = &p};
     t->kv->counters(t->ctx, &sink);
     if (!p.found) fail_msg("kv %s: no counter %s", t->ent.mod->name, name);
     return p.value;
@@ -223,7 +223,7 @@ static inline void kvt_eprobe_emit(void *user, const char *name, const char *uni
 }
 static inline double kvt_engine_counter(const engine *e, const char *name) {
     kvt_eprobe p = {name, 0, 0};
-    bench_counter_sink sink = {kvt_eprobe_emit, &p};
+    bench_counter_sink sink = {.emit = kvt_eprobe_emit, .user = &p};
     engine_counters(e, &sink);
     if (!p.found) fail_msg("engine: no counter %s", name);
     return p.v;

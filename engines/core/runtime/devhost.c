@@ -25,7 +25,12 @@ int devhost_open(const char *module_dir, const char *name, const bench_opts *opt
         return bench_errf(err, errlen, "out of memory");
     }
     char e[768];
-    if (modreg_load(module_dir, "device", name, &d->mod, e, sizeof(e))) {
+    if (modreg_load(module_dir, "device", name, &d->mod, e, sizeof(e)) && strncmp(e, "unknown ", 8)) {
+        /* the module is there but refused (its interface version, a broken file): say why */
+        bench_errf(err, errlen, "%s", e);
+        goto fail;
+    }
+    if (!d->mod.mod) {
         char *dir = modreg_default_dir(module_dir), *have = modreg_names(dir, "device");
         if (have && *have)
             bench_errf(err, errlen, "unknown device \"%s\" (have: cpu, %s)", name, have);
@@ -37,11 +42,6 @@ int devhost_open(const char *module_dir, const char *name, const bench_opts *opt
         goto fail;
     }
     d->iface = d->mod.mod->iface;
-    if (d->iface->version != BENCH_DEVICE_IFACE_VERSION) {
-        bench_errf(err, errlen, "%s: device interface version %u, this bench expects %u: rebuild the module", d->mod.path,
-                   d->iface->version, BENCH_DEVICE_IFACE_VERSION);
-        goto fail;
-    }
     if (d->iface->probe ? !d->iface->probe(e, sizeof(e)) : (d->mod.mod->score && !d->mod.mod->score())) {
         bench_errf(err, errlen, "device %s: %s", name, d->iface->probe ? e : "not usable on this machine");
         goto fail;

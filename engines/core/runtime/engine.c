@@ -51,6 +51,12 @@ struct engine {
 /* Names the whole pages inside [addr, addr+len) (the kernel needs CONFIG_ANON_VMA_NAME,
  * Linux 5.17+; failure is expected elsewhere and ignored), and tells the spec's
  * on_region, which is how the harness finds the regions on kernels without it. */
+/* The modules' messages (bench_logf): on stderr, where the worker's own go, one line each. */
+static void engine_log(const bench_host *h, const char *msg) {
+    (void)h;
+    fprintf(stderr, "%s\n", msg);
+}
+
 static void name_region(const bench_host *h, void *addr, size_t len, const char *name) {
     const engine *e = (const engine *)((const char *)h - offsetof(engine, host));
     uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
@@ -143,13 +149,7 @@ int engine_create(const engine_spec *spec, engine **out, char *err, size_t errle
     e->alloc = e->alloc_mod.mod->iface;
     e->loader = e->loader_mod.mod->iface;
     e->kv = e->kv_mod.mod->iface;
-    if (e->alloc->version != BENCH_ALLOC_IFACE_VERSION || e->loader->version != BENCH_LOADER_IFACE_VERSION ||
-        e->kv->version < BENCH_KV_IFACE_MIN_VERSION || e->kv->version > BENCH_KV_IFACE_VERSION) {
-        bench_errf(err, errlen, "module interface versions alloc %u loader %u kv %u, this bench expects %u %u %u..%u",
-                   e->alloc->version, e->loader->version, e->kv->version,
-                   BENCH_ALLOC_IFACE_VERSION, BENCH_LOADER_IFACE_VERSION, BENCH_KV_IFACE_MIN_VERSION, BENCH_KV_IFACE_VERSION);
-        goto err;
-    }
+    /* their interface versions were checked when they loaded (modreg.c) */
 
     int threads = spec->threads > 0 ? spec->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (threads < 1) threads = 1;
@@ -163,7 +163,7 @@ int engine_create(const engine_spec *spec, engine **out, char *err, size_t errle
     }
     e->host = (bench_host){.parallel_for = tp_run, .pool = e->pool, .n_threads = threads,
                            .alloc = &e->allocator, .name_region = name_region,
-                           .device = device ? device : "cpu", .stream = stream};
+                           .device = device ? device : "cpu", .stream = stream, .log = engine_log};
 
     int n = e->m->n_tensors;
     e->refs = calloc((size_t)n, sizeof(*e->refs));
@@ -249,8 +249,7 @@ static int check_range(engine *e, int seq, int n, int pos0, char *err, size_t er
 
 /* A prefix-sharing KV module keys its cache on the ids it is told. */
 static void tell_tokens(engine *e, int seq, const int *tokens, int n, int pos0) {
-    const struct bench_kv_iface *kv2 = bench_kv_v2(e->kv);
-    if (kv2 && kv2->tokens) kv2->tokens(e->kv_ctx, seq, pos0, n, tokens);
+    bench_kv_tokens(&(bench_kv){e->kv, e->kv_ctx}, seq, pos0, n, tokens);
 }
 
 int engine_forward(engine *e, int seq, const int *tokens, int n, int pos0, float **logits, char *err, size_t errlen) {
@@ -303,9 +302,7 @@ int engine_reserve(engine *e, int seq, int n_pos, char *err, size_t errlen) {
 int engine_share_prefix(engine *e, int seq, const int *ids, int n, char *err, size_t errlen) {
     if (seq < 0 || seq >= e->max_seqs)
         return bench_errf(err, errlen, "engine: sequence %d is outside 0..%d (engine_spec.max_seqs)", seq, e->max_seqs - 1);
-    const struct bench_kv_iface *kv2 = bench_kv_v2(e->kv);
-    if (!kv2 || !kv2->share_prefix) return 0;
-    return kv2->share_prefix(e->kv_ctx, seq, ids, n, err, errlen);
+    return bench_kv_share_prefix(&(bench_kv){e->kv, e->kv_ctx}, seq, ids, n, err, errlen);
 }
 
 typedef struct kv_mem_sink { double reserved, used, cached, wasted; int have_wasted; } kv_mem_sink;
@@ -321,37 +318,41 @@ static void kv_mem_emit(void *user, const char *name, const char *unit, double v
 
 engine_kv_mem engine_kv_memory(const engine *e) {
     kv_mem_sink m = {0};
-    bench_counter_sink sink = {kv_mem_emit, &m};
-    if (e->kv->counters) e->kv->counters(e->kv_ctx, &sink);
+    bench_counter_sink sink = {.emit = kv_mem_emit, .user = &m};
+    bench_kv_counters(&(bench_kv){e->kv, e->kv_ctx}, &sink);
     return (engine_kv_mem){.reserved = m.reserved, .live = m.used - m.cached, .cached = m.cached,
                            .wasted = m.have_wasted ? m.wasted : m.reserved - m.used, .shared_pool = e->kv_pooled};
 }
 
 void engine_reset(engine *e, int seq) {
-    if (e->kv->release) e->kv->release(e->kv_ctx, seq);
+    bench_kv_release(&(bench_kv){e->kv, e->kv_ctx}, seq);
 }
 
 typedef struct prefix_sink { const bench_counter_sink *inner; const char *family; } prefix_sink;
 
-static void emit_prefixed(void *user, const char *name, const char *unit, double v) {
+static void emit_prefixed_as(void *user, const char *name, const char *unit, int cls, int better, double v) {
     const prefix_sink *p = user;
     char full[128];
     snprintf(full, sizeof(full), "%s.%s", p->family, name);
-    bench_emit(p->inner, full, unit, v);
+    bench_emit_as(p->inner, full, unit, cls, better, v);
+}
+
+static void emit_prefixed(void *user, const char *name, const char *unit, double v) {
+    emit_prefixed_as(user, name, unit, BENCH_CTR_UNIT, BENCH_BETTER_NONE, v);
 }
 
 void engine_counters(const engine *e, const bench_counter_sink *sink) {
     prefix_sink ps;
-    bench_counter_sink s = {emit_prefixed, &ps};
+    bench_counter_sink s = {emit_prefixed, &ps, emit_prefixed_as};
     ps = (prefix_sink){sink, "loader"};
-    if (e->loader->counters) e->loader->counters(e->loader_ctx, &s);
+    bench_loader_counters(&(bench_loader){e->loader, e->loader_ctx}, &s);
     ps = (prefix_sink){sink, "kv"};
-    if (e->kv->counters) e->kv->counters(e->kv_ctx, &s);
+    bench_kv_counters(&(bench_kv){e->kv, e->kv_ctx}, &s);
     ps = (prefix_sink){sink, "alloc"};
-    if (e->alloc->counters) e->alloc->counters(e->alloc_ctx, &s);
+    bench_alloc_counters(&(bench_allocator){e->alloc, e->alloc_ctx}, &s);
     ps = (prefix_sink){sink, "device"};
     if (e->dev) devhost_counters(e->dev, &s);
-    bench_emit(sink, "engine.scratch_allocs", "count", (double)e->tf.scratch_allocs);
+    bench_emit_as(sink, "engine.scratch_allocs", "count", BENCH_CTR_EXACT, BENCH_BETTER_LOWER, (double)e->tf.scratch_allocs);
 }
 
 int engine_sample(engine *e, sampler *s, float *logits) {

@@ -1,5 +1,10 @@
 #include "modreg.h"
 
+#include "engines/abi/alloc.h"
+#include "engines/abi/device.h"
+#include "engines/abi/kv.h"
+#include "engines/abi/loader.h"
+
 #include <dirent.h>
 #include <dlfcn.h>
 #include <limits.h>
@@ -35,6 +40,33 @@ char *modreg_default_dir(const char *dir) {
     return out;
 }
 
+/* The interface versions of each family this bench takes, checked once, when a module loads:
+ * a module outside [min, max] is refused with both numbers, so that no caller meets it. */
+static const struct {
+    const char *family;
+    uint32_t min, max;
+} modreg_ifaces[] = {
+    {"loader", BENCH_LOADER_IFACE_VERSION, BENCH_LOADER_IFACE_VERSION},
+    {"kv", BENCH_KV_IFACE_MIN_VERSION, BENCH_KV_IFACE_VERSION},
+    {"alloc", BENCH_ALLOC_IFACE_VERSION, BENCH_ALLOC_IFACE_VERSION},
+    {"device", BENCH_DEVICE_IFACE_VERSION, BENCH_DEVICE_IFACE_VERSION},
+};
+
+static int check_iface(const char *path, const bench_module *m, char *err, size_t errlen) {
+    for (size_t i = 0; i < sizeof(modreg_ifaces) / sizeof(modreg_ifaces[0]); i++) {
+        if (strcmp(m->family, modreg_ifaces[i].family)) continue;
+        /* every family's vtable starts with its version */
+        uint32_t v = *(const uint32_t *)m->iface, lo = modreg_ifaces[i].min, hi = modreg_ifaces[i].max;
+        if (v >= lo && v <= hi) return 0;
+        if (lo == hi)
+            return bench_errf(err, errlen, "%s: %s interface version %u, this bench takes %u: rebuild the module", path,
+                              m->family, v, lo);
+        return bench_errf(err, errlen, "%s: %s interface version %u, this bench takes %u..%u: rebuild the module", path,
+                          m->family, v, lo, hi);
+    }
+    return bench_errf(err, errlen, "%s: unknown module family \"%s\" (have: loader, kv, alloc, device)", path, m->family);
+}
+
 static int load_path(const char *path, modreg_entry *out, char *err, size_t errlen) {
     memset(out, 0, sizeof(*out));
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -55,6 +87,10 @@ static int load_path(const char *path, modreg_entry *out, char *err, size_t errl
     if (!m->family || !m->name || !m->iface) {
         dlclose(h);
         return bench_errf(err, errlen, "%s: registration lacks family, name or iface", path);
+    }
+    if (check_iface(path, m, err, errlen)) {
+        dlclose(h);
+        return -1;
     }
     out->mod = m;
     out->handle = h;

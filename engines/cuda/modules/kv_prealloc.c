@@ -84,8 +84,8 @@ static void prealloc_counters(void *ctx, const bench_counter_sink *s) {
     prealloc_ctx *c = ctx;
     uint64_t used = 0;
     for (int i = 0; i < c->k.shape.max_seqs; i++) used += (uint64_t)c->seqs[i].used * kvcc_pos_bytes(&c->k.shape);
-    bench_emit(s, "allocs", "count", (double)c->allocs);
-    bench_emit(s, "grow_events", "count", 0);
+    bench_emit_as(s, "allocs", "count", BENCH_CTR_EXACT, BENCH_BETTER_LOWER, (double)c->allocs);
+    bench_emit_as(s, "grow_events", "count", BENCH_CTR_EXACT, BENCH_BETTER_LOWER, 0);
     bench_emit(s, "bytes_copied", "B", 0);
     bench_emit(s, "bytes_reserved", "B", (double)c->bytes_reserved);
     bench_emit(s, "bytes_used", "B", (double)used);

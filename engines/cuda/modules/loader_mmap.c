@@ -82,7 +82,7 @@ static int map_load(void *ctx, const char *const *files, int n_files, const benc
         maps[f] = (mapping){p, len, 0};
         c->mapped_bytes += len;
         if (c->advice >= 0 && madvise(p, len, c->advice))
-            fprintf(stderr, "loader mmap: %s: madvise: %s (continuing)\n", files[f], strerror(errno));
+            bench_logf(c->l.host, "loader mmap: %s: madvise: %s (continuing)", files[f], strerror(errno));
         if (!c->reg) continue;
         uint64_t t0 = cu_now_ns();
         /* PROT_READ memory can be pinned only read-only; without the flag, copy unpinned */
@@ -95,7 +95,7 @@ static int map_load(void *ctx, const char *const *files, int n_files, const benc
         } else {
             if (ro) cudaGetLastError();
             c->register_fallbacks++;
-            fprintf(stderr, "loader mmap: %s: cudaHostRegister: %s; copying from pageable memory\n", files[f],
+            bench_logf(c->l.host, "loader mmap: %s: cudaHostRegister: %s; copying from pageable memory", files[f],
                     ro ? cudaGetErrorString(e) : "this GPU cannot register read-only memory");
         }
     }
