@@ -183,8 +183,8 @@ $(BUILD)/tests/%: $(call obj,tests/%.c) $(TESTLIB_OBJ) $(BUILD)/libbench.a
 $(BUILD)/tests/test_cuda_host: $(call obj,$(CUDAHOST_SRC))
 
 # Modules only the tests load: a family interface version no bench takes (tests/modules/badver.c).
-TEST_MODULES := $(BUILD)/tests/modules/kv_badver.so $(BUILD)/tests/modules/alloc_badver.so
-$(BUILD)/tests/modules/%_badver.so: tests/modules/badver.c $(FLAGS_STAMP)
+TEST_MODULES := $(BUILD)/test-modules/kv_badver.so $(BUILD)/test-modules/alloc_badver.so
+$(BUILD)/test-modules/%_badver.so: tests/modules/badver.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -DBADVER_FAMILY='"$*"' $(LDFLAGS) -shared $< -o $@
 

@@ -176,7 +176,7 @@ static void test_iface_version_checked_at_load(void **state) {
     (void)state;
     char dir[4096], mods[4096];
     snprintf(mods, sizeof(mods), "%s", tu_module_dir());
-    snprintf(dir, sizeof(dir), "%s/tests/modules", dirname(mods));
+    snprintf(dir, sizeof(dir), "%s/test-modules", dirname(mods));
     modreg_entry e;
     char err[1024];
     assert_int_equal(modreg_load(dir, "kv", "badver", &e, err, sizeof(err)), -1);

@@ -15,9 +15,9 @@
 
 #include "engines/core/runtime/alloc_trace.h"
 #include "harness/child/alloc_workload.h"
+#include "harness/spec/kind.h"
 #include "harness/parent/runner.h"
 #include "harness/spec/scenario.h"
-#include "harness/cli/kinds.h"
 #include "tests/lib/testutil.h"
 
 static const char *const allocs[] = {"libc", "jemalloc", "mimalloc", "arena", "slab", "buddy"};
@@ -302,7 +302,6 @@ static void test_greedy_every_allocator(void **state) {
 }
 
 int main(void) {
-    bench_kinds_use(); /* the workload kinds sc_parse looks up (harness/cli/kinds.h) */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rejects_bad_fields),
         cmocka_unit_test(test_variants),

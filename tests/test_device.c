@@ -19,7 +19,6 @@
 #include "harness/parent/runner.h"
 #include "harness/spec/scenario.h"
 #include "tests/lib/cuda_test.h"
-#include "harness/cli/kinds.h"
 #include "tests/lib/testutil.h"
 
 typedef struct fixture {
@@ -399,7 +398,6 @@ static void test_list_shows_devices_cuda(void **state) {
 }
 
 int main(void) {
-    bench_kinds_use(); /* the workload kinds sc_parse looks up (harness/cli/kinds.h) */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_device_axis_cpu),
         cmocka_unit_test(test_device_axis_errors),

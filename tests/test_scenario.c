@@ -13,7 +13,6 @@
 #include <string.h>
 
 #include "harness/spec/scenario.h"
-#include "harness/cli/kinds.h"
 #include "tests/lib/testutil.h"
 
 static char model_path[512];
@@ -461,7 +460,6 @@ static void test_missing_file(void **state) {
 }
 
 int main(void) {
-    bench_kinds_use(); /* the workload kinds sc_parse looks up (harness/cli/kinds.h) */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_minimal_defaults),
         cmocka_unit_test(test_matrix_expansion_order),

@@ -197,7 +197,7 @@ static void check_invariants(const block_ctx *c) {
     if (!broken && (in_use != c->n_in_use || cached != c->n_cached)) broken = "counts of blocks in use and cached";
     if (!broken && held != c->tokens_held) broken = "tokens_held == sum of fill";
     free(refs);
-    if (broken) { fprintf(stderr, "kv block: invariant broken: %s\n", broken); abort(); }
+    if (broken) { bench_logf(c->host, "kv block: invariant broken: %s", broken); abort(); }
 }
 #else
 static void check_invariants(const block_ctx *c) { (void)c; }

@@ -261,7 +261,7 @@ static void check_invariants(const token_ctx *c) {
     const char *broken = NULL;
     if (tree != c->tree_slots || nodes != c->n_nodes) broken = "tree slot and node counts";
     else if (c->n_free + priv + tree != c->n_slots) broken = "n_free + private + tree == n_slots";
-    if (broken) { fprintf(stderr, "kv token: invariant broken: %s\n", broken); abort(); }
+    if (broken) { bench_logf(c->host, "kv token: invariant broken: %s", broken); abort(); }
 }
 #else
 static void check_invariants(const token_ctx *c) { (void)c; }

@@ -7,7 +7,7 @@
 extern const sc_kind bench_kinds[];
 extern const int bench_n_kinds;
 
-/* Hands the table to the spec layer (sc_use_kinds): main() does, and every test that parses scenarios. */
+/* Hands the table to the spec layer (sc_use_kinds): main() does, and tests/lib for every test binary. */
 void bench_kinds_use(void);
 
 #endif

@@ -15,8 +15,8 @@
  *
  * A new kind is one entry there. The table lives in the top layer (cli), which may name
  * every layer; below it, a scenario carries its entry (scenario.kind) and the spec layer
- * finds entries through the table main() hands to sc_use_kinds (the tests that parse
- * scenarios do the same), so that no layer names one above it.
+ * finds entries through the table main() hands to sc_use_kinds (tests/lib/testutil.c does
+ * the same for every test binary), so that no layer names one above it.
  */
 #ifndef BENCH_KIND_H
 #define BENCH_KIND_H

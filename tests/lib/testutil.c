@@ -8,6 +8,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "harness/cli/kinds.h"
+
+/* Every test binary parses scenarios as bench does: with the table of workload kinds that
+ * main() hands to the spec layer (harness/spec/kind.h). */
+__attribute__((constructor)) static void tu_use_kinds(void) { bench_kinds_use(); }
+
 static char tu_missing_path[1024];
 
 const char *tu_missing(void) { return tu_missing_path; }
