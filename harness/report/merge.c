@@ -435,21 +435,23 @@ static int mg_push_metrics(mg_series **ms, int *nms, const cJSON *metrics, int r
     return 0;
 }
 
-/* The unit of a metric of a variant from the inputs' summaries ("" when none says). */
-static const char *mg_unit(const mg_ctx *c, const char *key, const char *metric) {
+/* A metric of a variant in the inputs' summaries: its unit and the class it declared
+ * (harness/report/mclass.h); NULL when none has it. */
+static const cJSON *mg_metric_src(const mg_ctx *c, const char *key, const char *metric) {
     for (int i = 0; i < c->n; i++) {
         const cJSON *s;
         cJSON_ArrayForEach(s, mg_get(c->in[i].root, "summary")) {
             const char *k = mg_str(s, "key");
             if (!k || strcmp(k, key)) continue;
-            const char *u = mg_str(mg_get(mg_get(s, "metrics"), metric), "unit");
-            if (u) return u;
+            const cJSON *m = mg_get(mg_get(s, "metrics"), metric);
+            if (mg_str(m, "unit")) return m;
         }
     }
-    return "";
+    return NULL;
 }
 
-static cJSON *mg_stat_json(const mg_series *s, const char *unit) {
+static cJSON *mg_stat_json(const mg_series *s, const cJSON *src) {
+    const char *unit = src ? mg_str(src, "unit") : "";
     st_summary st;
     int *out = calloc((size_t)s->n, sizeof(int));
     cJSON *x = cJSON_CreateObject();
@@ -459,6 +461,12 @@ static cJSON *mg_stat_json(const mg_series *s, const char *unit) {
         return NULL;
     }
     cJSON_AddStringToObject(x, "unit", unit);
+    /* the declaration travels with the figure, or compare would read it by its name */
+    static const char *const decl[] = {"class", "better", "tolerance"};
+    for (int k = 0; k < 3; k++) {
+        const cJSON *d = mg_get(src, decl[k]);
+        if (d) cJSON_AddItemToObject(x, decl[k], cJSON_Duplicate(d, 1));
+    }
     cJSON_AddNumberToObject(x, "n", st.n);
     cJSON_AddNumberToObject(x, "median", st.median);
     cJSON_AddNumberToObject(x, "mean", st.mean);
@@ -521,7 +529,7 @@ static cJSON *mg_summary_one(const mg_ctx *c, const cJSON *vars, const cJSON *ru
     cJSON_AddNumberToObject(o, "repetitions_invalid", invalid);
     cJSON *met = cJSON_AddObjectToObject(o, "metrics");
     for (int i = 0; i < nms; i++) {
-        cJSON *x = mg_stat_json(&ms[i], mg_unit(c, key ? key : "", ms[i].name));
+        cJSON *x = mg_stat_json(&ms[i], mg_metric_src(c, key ? key : "", ms[i].name));
         if (x) cJSON_AddItemToObject(met, ms[i].name, x);
     }
     /* figures that live only in a summary (instructions:callgrind, one per variant and machine):
