@@ -157,7 +157,7 @@ static int model_info(int argc, char **argv) {
 
 static void convert_usage(FILE *f) {
     fprintf(f,
-            "usage: bench model convert IN OUT [--dtype f32|f16|bf16|q8_0] [--tokenizer F] [--shard SIZE]\n\n"
+            "usage: bench model convert IN OUT [--dtype f32|f16|bf16|q8_0|q4_0] [--tokenizer F] [--shard SIZE]\n\n"
             "Writes the model IN (any format bench reads) as OUT:\n"
             "  OUT ending in .gguf   GGUF v3 with the vocabulary as tokenizer.ggml.*\n"
             "  OUT ending in .bin    a llama2.c checkpoint (f32 only), and its vocabulary beside it as\n"
@@ -166,7 +166,7 @@ static void convert_usage(FILE *f) {
             "                        (f32, f16, bf16)\n"
             "Files are written under a temporary name and renamed: a failed conversion leaves nothing.\n\n"
             "  --dtype T      dtype of the 2-D weights (default: as in IN; f32 for .bin). Norms stay f32.\n"
-            "                 q8_0 needs rows of whole 32-element blocks; other rows are written as f16,\n"
+            "                 q8_0 and q4_0 need rows of whole 32-element blocks; other rows are written as f16,\n"
             "                 as llama.cpp's quantizer does.\n"
             "  --tokenizer F  a llama2.c tokenizer.bin: the vocabulary to write (IN's own otherwise)\n"
             "  --shard SIZE   safetensors only: split into files of at most SIZE (e.g. 2g, 500m)\n\n"
@@ -281,8 +281,8 @@ static int model_convert(int argc, char **argv) {
         return 2;
     }
     int want = -1;
-    if (dtype_s && (want = bench_dtype_parse(dtype_s)) < 0) {
-        fprintf(stderr, "bench model convert: --dtype %s: expected f32, f16, bf16 or q8_0\n", dtype_s);
+    if (dtype_s && ((want = bench_dtype_parse(dtype_s)) < 0 || !bench_dtype_writable((bench_dtype)want))) {
+        fprintf(stderr, "bench model convert: --dtype %s: expected f32, f16, bf16, q8_0 or q4_0\n", dtype_s);
         return 2;
     }
     uint64_t shard = 0;
@@ -299,8 +299,8 @@ static int model_convert(int argc, char **argv) {
         fprintf(stderr, "bench model convert: %s: llama2.c checkpoints hold f32 only, not %s\n", out, dtype_s);
         return 2;
     }
-    if (is_st && want == BENCH_Q8_0) {
-        fprintf(stderr, "bench model convert: %s: safetensors holds f32, f16 and bf16, not q8_0\n", out);
+    if (is_st && want >= 0 && bench_dtype_is_quant((bench_dtype)want)) {
+        fprintf(stderr, "bench model convert: %s: safetensors holds f32, f16 and bf16, not %s\n", out, dtype_s);
         return 2;
     }
     if (is_l2c && want < 0) want = BENCH_F32;
@@ -332,15 +332,15 @@ static int model_convert(int argc, char **argv) {
         } else if (rows == 1 && ot[i].dtype != BENCH_F32)
             ot[i].dtype = BENCH_F32; /* norms are f32 in every format we write */
         ot[i].nbytes = (uint64_t)rows * bench_dtype_row_bytes(ot[i].dtype, cols);
-        if (is_st && ot[i].dtype == BENCH_Q8_0) {
-            fprintf(stderr, "bench model convert: %s: tensor %s is q8_0; safetensors holds f32, f16 and bf16 "
-                            "(pass --dtype f16)\n", in, ot[i].name);
+        if (is_st && bench_dtype_is_quant(ot[i].dtype)) {
+            fprintf(stderr, "bench model convert: %s: tensor %s is %s; safetensors holds f32, f16 and bf16 "
+                            "(pass --dtype f16)\n", in, ot[i].name, bench_dtype_name(ot[i].dtype));
             goto done;
         }
     }
     if (fallback)
-        fprintf(stderr, "bench model convert: note: %d tensors have rows that are not whole q8_0 blocks of 32; "
-                        "written as f16\n", fallback);
+        fprintf(stderr, "bench model convert: note: %d tensors have rows that are not whole %s blocks of 32; "
+                        "written as f16\n", fallback, dtype_s);
     for (int f = 0; f < m->n_files; f++)
         if ((cx.fds[f] = open(m->files[f], O_RDONLY | O_CLOEXEC)) < 0) {
             fprintf(stderr, "bench model convert: %s: %s\n", m->files[f], strerror(errno));
@@ -401,15 +401,15 @@ done:
 
 static void synth_usage(FILE *f) {
     fprintf(f,
-            "usage: bench model synth --shape NAME [--dtype f32|f16|bf16|q8_0] [--format gguf|safetensors|llama2c]\n"
+            "usage: bench model synth --shape NAME [--dtype f32|f16|bf16|q8_0|q4_0] [--format gguf|safetensors|llama2c]\n"
             "                         [--seed S] -o PATH\n\n"
             "Writes a deterministic model of a named shape (bench model shapes lists them), like vLLM's\n"
             "--load-format dummy: the compute and memory behaviour of that shape, with no download.\n"
             "Same shape, dtype, format and seed -> the same bytes. Values are uniform, scaled by fan-in\n"
             "so activations stay finite however long it decodes; norms are 1. It carries a synthetic\n"
             "SentencePiece-style vocabulary (byte fallback, so any text encodes).\n\n"
-            "  --dtype T    dtype of the 2-D weights (default f32); norms stay f32. q8_0 rows that are not\n"
-            "               whole blocks of 32 are written as f16.\n"
+            "  --dtype T    dtype of the 2-D weights (default f32); norms stay f32. q8_0 and q4_0 rows that\n"
+            "               are not whole blocks of 32 are written as f16.\n"
             "  --format F   default: from PATH (.gguf -> gguf, .bin -> llama2c, else safetensors)\n"
             "               llama2c also writes PATH without .bin + .tokenizer.bin\n"
             "  --seed S     default 0\n\n"
@@ -450,8 +450,8 @@ static int model_synth(int argc, char **argv) {
         return 2;
     }
     int dt = bench_dtype_parse(dtype_s);
-    if (dt < 0) {
-        fprintf(stderr, "bench model synth: --dtype %s: expected f32, f16, bf16 or q8_0\n", dtype_s);
+    if (dt < 0 || !bench_dtype_writable((bench_dtype)dt)) {
+        fprintf(stderr, "bench model synth: --dtype %s: expected f32, f16, bf16, q8_0 or q4_0\n", dtype_s);
         return 2;
     }
     spec.dtype = (bench_dtype)dt;

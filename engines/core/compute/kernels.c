@@ -7,6 +7,7 @@
  * unless BENCH_ISA names another. The build has no -march flags.
  */
 #include "kernels_impl.h"
+#include "quant.h"
 
 #include <assert.h>
 #include <math.h>
@@ -80,6 +81,13 @@ static const kn_ops *kn_ops_now(void) {
 
 const char *kn_isa(void) { return kn_ops_now()->name; }
 
+/* The table's kernel for dt, or quant.c's exact one where the table has none:
+ * the ISA tables cover the dense types and Q8_0; the other block-quantised
+ * types run dequantise-then-f32 until a faster kernel joins a table. */
+static kn_mm_fn kn_mm_for(const kn_ops *ops, bench_dtype dt) {
+    return ops->mm[dt] ? ops->mm[dt] : (kn_mm_fn)qn_exact_mm(dt);
+}
+
 int kn_set_isa(const char *isa) {
     kn_init(); /* so that a later kn_init cannot undo this choice */
     const kn_ops *ops = isa ? kn_find(isa) : NULL;
@@ -113,9 +121,9 @@ static void kn_mm_task(void *arg, int task, int n_tasks) {
 void kn_matmul(tp_pool *pool, float *y, const float *x, int n, const void *w, bench_dtype dt,
                int rows, int cols) {
     assert((unsigned)dt < BENCH_DTYPE_COUNT);
-    assert(dt != BENCH_Q8_0 || cols % BENCH_Q8_0_BLOCK == 0);
+    assert(cols % (int)bench_dtype_block_elems(dt) == 0);
     if (n <= 0 || rows <= 0 || cols <= 0) return;
-    kn_mm_job job = {.fn = kn_ops_now()->mm[dt], .y = y, .x = x, .w = w, .n = n, .rows = rows, .cols = cols};
+    kn_mm_job job = {.fn = kn_mm_for(kn_ops_now(), dt), .y = y, .x = x, .w = w, .n = n, .rows = rows, .cols = cols};
     int threads = tp_threads(pool);
     if (threads == 1 || (int64_t)rows * cols * n < KN_PARALLEL_MIN_MACS) {
         job.fn(y, x, n, w, rows, cols, 0, rows);
@@ -145,7 +153,7 @@ static void kn_mm_multi_task(void *arg, int task, int n_tasks) {
         const kn_mm_out *o = &j->outs[k];
         int chunk = ((o->rows + j->threads - 1) / j->threads + 7) & ~7;
         int r0 = task * chunk, r1 = r0 + chunk < o->rows ? r0 + chunk : o->rows;
-        if (r0 < r1) ops->mm[o->dt](o->y, j->x, j->n, o->w, o->rows, j->cols, r0, r1);
+        if (r0 < r1) kn_mm_for(ops, o->dt)(o->y, j->x, j->n, o->w, o->rows, j->cols, r0, r1);
     }
 }
 
@@ -154,13 +162,13 @@ void kn_matmul_multi(tp_pool *pool, const float *x, int n, int cols, const kn_mm
     int64_t macs = 0;
     for (int k = 0; k < count; k++) {
         assert((unsigned)outs[k].dt < BENCH_DTYPE_COUNT);
-        assert(outs[k].dt != BENCH_Q8_0 || cols % BENCH_Q8_0_BLOCK == 0);
+        assert(cols % (int)bench_dtype_block_elems(outs[k].dt) == 0);
         macs += (int64_t)outs[k].rows * cols * n;
     }
     if (n <= 0 || cols <= 0 || count <= 0) return;
     if (threads == 1 || macs < KN_PARALLEL_MIN_MACS) {
         for (int k = 0; k < count; k++)
-            if (outs[k].rows > 0) kn_ops_now()->mm[outs[k].dt](outs[k].y, x, n, outs[k].w, outs[k].rows, cols, 0, outs[k].rows);
+            if (outs[k].rows > 0) kn_mm_for(kn_ops_now(), outs[k].dt)(outs[k].y, x, n, outs[k].w, outs[k].rows, cols, 0, outs[k].rows);
         return;
     }
     kn_mm_multi_job job = {.outs = outs, .count = count, .n = n, .cols = cols, .threads = threads, .x = x};
@@ -190,7 +198,9 @@ void kn_dequant_row(bench_dtype dt, const void *row, float *out, int cols) {
         }
         break;
     }
-    default: assert(!"kn_dequant_row: bad dtype");
+    default:
+        assert(bench_dtype_is_quant(dt));
+        qn_dequant_row(dt, row, out, cols);
     }
 }
 
@@ -234,6 +244,7 @@ void kn_quant_row(bench_dtype dt, const float *in, void *out, int cols) {
         for (int i = 0; i < cols / BENCH_Q8_0_BLOCK; i++) kn_quant_block_q8_0(in + (size_t)i * BENCH_Q8_0_BLOCK, b + i);
         break;
     }
+    case BENCH_Q4_0: qn_quant_row_q4_0(in, out, cols); break;
     default: assert(!"kn_quant_row: bad dtype");
     }
 }

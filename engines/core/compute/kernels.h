@@ -13,7 +13,8 @@ int kn_set_isa(const char *isa);        /* 0 on success; -1 if the CPU lacks it 
 
 /* y (n, rows) = x (n, cols) . W^T, W (rows, cols) row-major in dtype dt.
  * n == 1 is decode (matrix-vector); n > 1 is batched prefill (matrix-matrix).
- * cols is a multiple of 32 for Q8_0. Parallel over rows on the pool. */
+ * cols is a whole number of dt's blocks. Parallel over rows on the pool.
+ * Block-quantised types other than Q8_0 run quant.c's exact kernel. */
 void kn_matmul(tp_pool *pool, float *y, const float *x, int n,
                const void *w, bench_dtype dt, int rows, int cols);
 
@@ -30,7 +31,7 @@ void kn_matmul_multi(tp_pool *pool, const float *x, int n, int cols, const kn_mm
 
 /* One row of W as f32 (the embedding lookup). */
 void kn_dequant_row(bench_dtype dt, const void *row, float *out, int cols);
-/* f32 -> dt, for the writers (Q8_0: cols a multiple of 32). */
+/* f32 -> dt, for the writers (Q8_0, Q4_0: cols a multiple of 32); dt one of bench_dtype_writable. */
 void kn_quant_row(bench_dtype dt, const float *in, void *out, int cols);
 
 /* Bytes per second of a STREAM-style triad a[i] = b[i] + s*c[i] over arrays of

@@ -14,7 +14,8 @@
  *                  string name
  *                  u32    n_dims         (1..4)
  *                  u64    ne[n_dims]     (ne[0] innermost)
- *                  u32    ggml type      (0 F32, 1 F16, 8 Q8_0, 30 BF16 are read here)
+ *                  u32    ggml type      (read here: 0 F32, 1 F16, 2 Q4_0, 3 Q4_1, 6 Q5_0, 7 Q5_1,
+ *                                         8 Q8_0, 10 Q2_K, 11 Q3_K, 12 Q4_K, 13 Q5_K, 14 Q6_K, 30 BF16)
  *                  u64    offset         (from the start of the data section; a multiple of the alignment)
  *              padding to a multiple of general.alignment (u32 key, default 32, a power of two)
  *   data_start tensor data
@@ -348,14 +349,31 @@ static int cmp_kv_ptr(const void *a, const void *b) {
 
 /* ---- tensor types ---- */
 
+/* ggml's type numbers (ggml.h's enum ggml_type), with the names llama.cpp prints;
+ * NULL where a number was retired. bench reads those with a bench_dtype. */
+static const struct { const char *name; int bench; } ggml_types[] = {
+    [0] = {"F32", BENCH_F32},   [1] = {"F16", BENCH_F16},    [2] = {"Q4_0", BENCH_Q4_0},  [3] = {"Q4_1", BENCH_Q4_1},
+    [6] = {"Q5_0", BENCH_Q5_0}, [7] = {"Q5_1", BENCH_Q5_1},  [8] = {"Q8_0", BENCH_Q8_0},  [9] = {"Q8_1", -1},
+    [10] = {"Q2_K", BENCH_Q2_K}, [11] = {"Q3_K", BENCH_Q3_K}, [12] = {"Q4_K", BENCH_Q4_K}, [13] = {"Q5_K", BENCH_Q5_K},
+    [14] = {"Q6_K", BENCH_Q6_K}, [15] = {"Q8_K", -1},     [16] = {"IQ2_XXS", -1}, [17] = {"IQ2_XS", -1},
+    [18] = {"IQ3_XXS", -1},   [19] = {"IQ1_S", -1},      [20] = {"IQ4_NL", -1},  [21] = {"IQ3_S", -1},
+    [22] = {"IQ2_S", -1},     [23] = {"IQ4_XS", -1},     [24] = {"I8", -1},      [25] = {"I16", -1},
+    [26] = {"I32", -1},       [27] = {"I64", -1},        [28] = {"F64", -1},     [29] = {"IQ1_M", -1},
+    [30] = {"BF16", BENCH_BF16}, [34] = {"TQ1_0", -1},   [35] = {"TQ2_0", -1},   [39] = {"MXFP4", -1},
+};
+#define GGML_NTYPES (sizeof ggml_types / sizeof ggml_types[0])
+
+/* The names of the types read, for the refusal message. */
+#define GGML_TYPES_READ "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K"
+
+static const char *ggml_type_name(uint32_t t) {
+    return t < GGML_NTYPES && ggml_types[t].name ? ggml_types[t].name : "unknown";
+}
+
 static int ggml_type_to_bench(uint32_t t, bench_dtype *out) {
-    switch (t) {
-    case 0: *out = BENCH_F32; return 0;
-    case 1: *out = BENCH_F16; return 0;
-    case 8: *out = BENCH_Q8_0; return 0;
-    case 30: *out = BENCH_BF16; return 0;
-    default: return -1;
-    }
+    if (t >= GGML_NTYPES || !ggml_types[t].name || ggml_types[t].bench < 0) return -1;
+    *out = (bench_dtype)ggml_types[t].bench;
+    return 0;
 }
 
 /* ---- the parser ---- */
@@ -482,8 +500,8 @@ int gguf_open(const char *path, model *m, char *err, size_t errlen) {
         if (rd_u32(&r, &type, tname) || rd_u64(&r, &offset, tname)) goto out;
         bench_dtype dt;
         if (ggml_type_to_bench(type, &dt)) {
-            bench_errf(err, errlen, "%s: tensor %s has ggml type %u, which is not supported (F32=0, F16=1, Q8_0=8, BF16=30 are)",
-                       path, tname, type);
+            bench_errf(err, errlen, "%s: tensor %s has ggml type %s (%u), which bench does not read (it reads " GGML_TYPES_READ ")",
+                       path, tname, ggml_type_name(type), type);
             goto out;
         }
         if (offset % alignment) {

@@ -3,7 +3,7 @@
  * Keys written, all that llama.cpp needs to run the file:
  *   general.architecture "llama", general.name, general.alignment (32),
  *   general.file_type (llama.cpp's LLAMA_FTYPE of the most common weight dtype),
- *   general.quantization_version 2 (when any tensor is q8_0),
+ *   general.quantization_version 2 (when any tensor is block-quantised),
  *   llama.context_length, embedding_length, block_count, feed_forward_length,
  *   attention.head_count, attention.head_count_kv, rope.dimension_count,
  *   rope.freq_base, attention.layer_norm_rms_epsilon, vocab_size,
@@ -34,20 +34,41 @@
 
 enum { GV_U32 = 4, GV_I32 = 5, GV_F32 = 6, GV_BOOL = 7, GV_STRING = 8, GV_ARRAY = 9 };
 
+/* ggml's type numbers (gguf.c has the table of names). */
 static uint32_t ggml_type_of(bench_dtype t) {
     switch (t) {
     case BENCH_F16: return 1;
+    case BENCH_Q4_0: return 2;
+    case BENCH_Q4_1: return 3;
+    case BENCH_Q5_0: return 6;
+    case BENCH_Q5_1: return 7;
     case BENCH_Q8_0: return 8;
+    case BENCH_Q2_K: return 10;
+    case BENCH_Q3_K: return 11;
+    case BENCH_Q4_K: return 12;
+    case BENCH_Q5_K: return 13;
+    case BENCH_Q6_K: return 14;
     case BENCH_BF16: return 30;
     default: return 0;
     }
 }
 
-/* llama.cpp's LLAMA_FTYPE: ALL_F32 0, MOSTLY_F16 1, MOSTLY_Q8_0 7, MOSTLY_BF16 32. */
+/* llama.cpp's LLAMA_FTYPE: ALL_F32 0, MOSTLY_F16 1, Q4_0 2, Q4_1 3, Q8_0 7, Q5_0 8, Q5_1 9,
+ * Q2_K 10, Q3_K_M 12, Q4_K_M 15, Q5_K_M 17, Q6_K 18, BF16 32 (a file kept in K-quants
+ * says _M: the mix llama-quantize makes by default). */
 static uint32_t file_type_of(bench_dtype t) {
     switch (t) {
     case BENCH_F16: return 1;
+    case BENCH_Q4_0: return 2;
+    case BENCH_Q4_1: return 3;
     case BENCH_Q8_0: return 7;
+    case BENCH_Q5_0: return 8;
+    case BENCH_Q5_1: return 9;
+    case BENCH_Q2_K: return 10;
+    case BENCH_Q3_K: return 12;
+    case BENCH_Q4_K: return 15;
+    case BENCH_Q5_K: return 17;
+    case BENCH_Q6_K: return 18;
     case BENCH_BF16: return 32;
     default: return 0;
     }
@@ -148,7 +169,7 @@ static void write_header(gw *w, const model_write_src *s) {
     const model_config *c = s->cfg;
     const model_vocab *v = s->vocab && s->vocab->n > 0 ? s->vocab : NULL;
     int any_q8 = 0;
-    for (int i = 0; i < s->n_tensors; i++) any_q8 |= s->tensors[i].dtype == BENCH_Q8_0;
+    for (int i = 0; i < s->n_tensors; i++) any_q8 |= bench_dtype_is_quant(s->tensors[i].dtype);
     /* general.* 3, llama.* 10, tokenizer.* 5 + the ids there are */
     uint64_t n_kv = 3 + (uint64_t)any_q8 + (s->name ? 1 : 0) + 10 +
                     (v ? 5 + (uint64_t)(v->bos >= 0) + (uint64_t)(v->eos >= 0) + (uint64_t)(v->unk >= 0) : 0);

@@ -236,8 +236,9 @@ static int plan_items(const char *dir, const model_write_src *src, sw_item *it, 
     for (int i = 0; i < src->n_tensors; i++) {
         const model_tensor *t = &src->tensors[i];
         it[i].src = i;
-        if (t->dtype == BENCH_Q8_0)
-            return bench_errf(err, errlen, "%s: tensor %s: safetensors holds f32, f16 and bf16, not q8_0", dir, t->name);
+        if (bench_dtype_is_quant(t->dtype))
+            return bench_errf(err, errlen, "%s: tensor %s: safetensors holds f32, f16 and bf16, not %s", dir, t->name,
+                              bench_dtype_name(t->dtype));
         if (t->dtype != BENCH_F32 && t->dtype != BENCH_F16 && t->dtype != BENCH_BF16)
             return bench_errf(err, errlen, "%s: tensor %s: dtype %d has no safetensors name", dir, t->name, (int)t->dtype);
         if (hf_name_from_gguf(t->name, it[i].hf, sizeof(it[i].hf)))

@@ -89,7 +89,7 @@ float synth_weight_value(uint64_t seed, const char *name, float a, uint64_t inde
 }
 
 bench_dtype synth_weight_dtype(bench_dtype want, int64_t cols) {
-    return want == BENCH_Q8_0 && cols % BENCH_Q8_0_BLOCK ? BENCH_F16 : want;
+    return bench_dtype_is_quant(want) && cols % (int64_t)bench_dtype_block_elems(want) ? BENCH_F16 : want;
 }
 
 /* ======================= fast f32 -> f16 / q8_0 ======================= */
@@ -293,16 +293,18 @@ int synth_write(const synth_spec *spec, const char *path, char *err, size_t errl
             snprintf(have + strlen(have), sizeof(have) - strlen(have), "%s%s", s == synth_shapes ? "" : ", ", s->name);
         return bench_errf(err, errlen, "%s: unknown synth shape \"%s\" (have: %s)", path, spec->shape ? spec->shape : "", have);
     }
-    if ((unsigned)spec->dtype >= BENCH_DTYPE_COUNT)
-        return bench_errf(err, errlen, "%s: unknown dtype %d (have: f32, f16, bf16, q8_0)", path, (int)spec->dtype);
+    if ((unsigned)spec->dtype >= BENCH_DTYPE_COUNT || !bench_dtype_writable(spec->dtype))
+        return bench_errf(err, errlen, "%s: dtype %s cannot be written (have: f32, f16, bf16, q8_0, q4_0)", path,
+                          bench_dtype_name(spec->dtype));
     const char *fmt = spec->format ? spec->format : "";
     int is_gguf = !strcmp(fmt, "gguf"), is_st = !strcmp(fmt, "safetensors"), is_l2c = !strcmp(fmt, "llama2c");
     if (!is_gguf && !is_st && !is_l2c)
         return bench_errf(err, errlen, "%s: unknown format \"%s\" (have: gguf, safetensors, llama2c)", path, fmt);
     if (is_l2c && spec->dtype != BENCH_F32)
         return bench_errf(err, errlen, "%s: format llama2c holds f32 only, not %s", path, bench_dtype_name(spec->dtype));
-    if (is_st && spec->dtype == BENCH_Q8_0)
-        return bench_errf(err, errlen, "%s: format safetensors holds f32, f16 and bf16, not q8_0", path);
+    if (is_st && bench_dtype_is_quant(spec->dtype))
+        return bench_errf(err, errlen, "%s: format safetensors holds f32, f16 and bf16, not %s", path,
+                          bench_dtype_name(spec->dtype));
 
     int rc = -1;
     synth_ctx c = {.seed = spec->seed};

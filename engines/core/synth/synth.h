@@ -26,12 +26,12 @@ typedef struct synth_spec {
 
 /* Writes the model to path (a file, or a directory for safetensors). Format
  * llama2c also writes its vocabulary beside it, at llama2c_tokenizer_path(path).
- * q8_0 tensors whose rows are not a whole number of 32-element blocks are
- * written as f16 (as llama.cpp's quantizer falls back). */
+ * q8_0 and q4_0 tensors whose rows are not a whole number of 32-element blocks
+ * are written as f16 (as llama.cpp's quantizer falls back). */
 int synth_write(const synth_spec *spec, const char *path, char *err, size_t errlen);
 
 /* The dtype a 2-D weight of `cols` columns gets when `want` is asked for:
- * want itself, or f16 when want is q8_0 and cols is not a multiple of 32. */
+ * want itself, or f16 when want is block-quantised and cols is not a whole number of blocks. */
 bench_dtype synth_weight_dtype(bench_dtype want, int64_t cols);
 
 /* Value of element `index` (row-major) of a 2-D weight called `name`: uniform in
