@@ -181,12 +181,142 @@ static void test_shape_overflow(void **state) {
     free(b);
 }
 
+/* A type bench does not read is refused at open, naming the tensor, the ggml type by
+ * name and number, and the types that are read. */
 static void test_unknown_dtype(void **state) {
     (void)state;
     gb *b = calloc(1, sizeof(*b));
-    uint64_t ne[2] = {32, 4};
-    one_tensor(b, ne, 2, 2 /* Q4_0 */, 0, 128);
-    expect_parse_error(b, "q4_0", "has ggml type 2, which is not supported");
+    uint64_t ne[2] = {256, 4};
+    struct { uint32_t type; const char *name; } refused[] = {
+        {15, "Q8_K (15)"}, {16, "IQ2_XXS (16)"}, {23, "IQ4_XS (23)"}, {34, "TQ1_0 (34)"}, {4, "unknown (4)"}, {99, "unknown (99)"},
+    };
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        one_tensor(b, ne, 2, refused[i].type, 0, 4096);
+        char want[128];
+        snprintf(want, sizeof(want), "tensor token_embd.weight has ggml type %s, which bench does not read", refused[i].name);
+        expect_parse_error(b, refused[i].name, want);
+        expect_parse_error(b, refused[i].name, "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K");
+    }
+    free(b);
+}
+
+/* Every type that is read: its ggml number gives the bench_dtype, and the byte size
+ * of a tensor follows from the block size (the data section must hold it). */
+static void test_quant_types_read(void **state) {
+    (void)state;
+    gb *b = calloc(1, sizeof(*b));
+    struct { uint32_t ggml; bench_dtype dt; size_t block_bytes, block_elems; } t[] = {
+        {2, BENCH_Q4_0, 18, 32}, {3, BENCH_Q4_1, 20, 32}, {6, BENCH_Q5_0, 22, 32}, {7, BENCH_Q5_1, 24, 32},
+        {8, BENCH_Q8_0, 34, 32}, {10, BENCH_Q2_K, 84, 256}, {11, BENCH_Q3_K, 110, 256}, {12, BENCH_Q4_K, 144, 256},
+        {13, BENCH_Q5_K, 176, 256}, {14, BENCH_Q6_K, 210, 256}, {30, BENCH_BF16, 2, 1}, {1, BENCH_F16, 2, 1},
+    };
+    uint64_t ne[2] = {512, 3};
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        size_t bytes = 512 / t[i].block_elems * t[i].block_bytes * 3;
+        one_tensor(b, ne, 2, t[i].ggml, 0, bytes);
+        const char *path = save(b, "quant");
+        model *m = calloc(1, sizeof(*m));
+        assert_non_null(m);
+        char err[1024] = "";
+        if (gguf_open(path, m, err, sizeof(err))) fail_msg("ggml type %u: %s", t[i].ggml, err);
+        assert_int_equal(m->n_tensors, 1);
+        assert_int_equal(m->tensors[0].dtype, t[i].dt);
+        assert_int_equal(m->tensors[0].nbytes, bytes);
+        model_free(m);
+        /* one byte short of the data is refused */
+        b->n--;
+        expect_parse_error(b, "quant_short", "run past the end of the file");
+    }
+    /* a row that is not a whole number of K-quant super-blocks */
+    uint64_t odd[2] = {288, 1};
+    one_tensor(b, odd, 2, 12, 0, 4096);
+    expect_parse_error(b, "odd_row", "row of 288 elements is not a whole number of q4_k blocks");
+    free(b);
+}
+
+static void kv_str(gb *b, const char *k, const char *v) { str(b, k); u32(b, T_STRING); str(b, v); }
+static void kv_f32(gb *b, const char *k, float v) { str(b, k); u32(b, T_F32); put(b, &v, 4); }
+
+/* A header of llama keys (dim 64, 8 heads) and no tensors, plus `extra` keys the caller adds. */
+static void llama_header(gb *b, int extra) {
+    header(b, 0, 3 + (uint64_t)extra);
+    kv_str(b, "general.architecture", "llama");
+    kv_u32(b, "llama.embedding_length", 64);
+    kv_u32(b, "llama.attention.head_count", 8);
+}
+
+static model *parse_ok(const gb *b, const char *name) {
+    const char *path = save(b, name);
+    model *m = calloc(1, sizeof(*m));
+    assert_non_null(m);
+    char err[1024] = "";
+    if (gguf_open(path, m, err, sizeof(err))) fail_msg("%s: %s", name, err);
+    return m;
+}
+
+/* The architecture keys real files carry: read where bench computes them, refused
+ * naming the key and the value where it does not. */
+static void test_architecture_keys(void **state) {
+    (void)state;
+    gb *b = calloc(1, sizeof(*b));
+    /* another architecture, with tensors to run: refused naming it */
+    header(b, 1, 2);
+    kv_str(b, "general.architecture", "qwen2");
+    kv_u32(b, "general.alignment", 32);
+    uint64_t ne[2] = {8, 4};
+    tensor_info(b, "token_embd.weight", 2, ne, 0, 0);
+    pad(b, 32);
+    for (int i = 0; i < 128; i++) put(b, "\0", 1);
+    expect_parse_error(b, "arch", "general.architecture is \"qwen2\"; only llama models are supported");
+
+    /* rope.freq_base */
+    llama_header(b, 1);
+    kv_f32(b, "llama.rope.freq_base", 500000.0f);
+    model *m = parse_ok(b, "theta");
+    assert_true(m->cfg.rope_theta == 500000.0f);
+    assert_true(m->cfg.rope_linear == 0.0f);
+    model_free(m);
+
+    /* linear RoPE scaling, and the older key that said the same */
+    llama_header(b, 2);
+    kv_str(b, "llama.rope.scaling.type", "linear");
+    kv_f32(b, "llama.rope.scaling.factor", 4.0f);
+    m = parse_ok(b, "linear");
+    assert_true(m->cfg.rope_linear == 4.0f);
+    model_free(m);
+    llama_header(b, 1);
+    kv_f32(b, "llama.rope.scale_linear", 2.0f);
+    m = parse_ok(b, "scale_linear");
+    assert_true(m->cfg.rope_linear == 2.0f);
+    model_free(m);
+    llama_header(b, 1);
+    kv_str(b, "llama.rope.scaling.type", "none");
+    m = parse_ok(b, "none");
+    assert_true(m->cfg.rope_linear == 0.0f);
+    model_free(m);
+
+    /* YaRN and anything else: refused, naming the value */
+    llama_header(b, 2);
+    kv_str(b, "llama.rope.scaling.type", "yarn");
+    kv_f32(b, "llama.rope.scaling.factor", 4.0f);
+    expect_parse_error(b, "yarn", "llama.rope.scaling.type is \"yarn\", which bench does not read");
+    llama_header(b, 2);
+    kv_str(b, "llama.rope.scaling.type", "linear");
+    kv_f32(b, "llama.rope.scaling.factor", -1.0f);
+    expect_parse_error(b, "neg_factor", "RoPE linear scaling factor -1, expected a positive number");
+
+    /* attention.key_length: dim / heads is read, anything else refused */
+    llama_header(b, 2);
+    kv_u32(b, "llama.attention.key_length", 8);
+    kv_u32(b, "llama.attention.value_length", 8);
+    m = parse_ok(b, "key_length");
+    model_free(m);
+    llama_header(b, 1);
+    kv_u32(b, "llama.attention.key_length", 16);
+    expect_parse_error(b, "key_length_16", "llama.attention.key_length is 16 but dim / heads is 64 / 8");
+    llama_header(b, 1);
+    kv_u32(b, "llama.attention.value_length", 4);
+    expect_parse_error(b, "value_length_4", "llama.attention.value_length is 4 but dim / heads is 64 / 8");
     free(b);
 }
 
@@ -288,6 +418,8 @@ int main(void) {
         cmocka_unit_test(test_offset_past_end),
         cmocka_unit_test(test_shape_overflow),
         cmocka_unit_test(test_unknown_dtype),
+        cmocka_unit_test(test_quant_types_read),
+        cmocka_unit_test(test_architecture_keys),
         cmocka_unit_test(test_bad_metadata),
         cmocka_unit_test(test_every_value_type),
         cmocka_unit_test(test_missing_tensor),

@@ -25,6 +25,11 @@ typedef struct bench_kv_shape {
     int head_dim;
     int max_pos;        /* positions per sequence (the model's context) */
     int max_seqs;       /* concurrent sequences */
+    /* 1: round each softmax weight to f16 before it multiplies V, as llama.cpp does
+     * with its default f16 KV cache (the core rounds q, k and v to f16 itself). Only
+     * for agreement with llama.cpp's numbers; 0 is the f32 attention. Appended
+     * after version 2's fields: a module built before it attends in f32. */
+    int attn_f16;
 } bench_kv_shape;
 
 struct bench_kv_iface {

@@ -32,6 +32,11 @@ int tf_bind(const model *m, const void *const *data, tf_weights *w, char *err, s
     if (bind_matrix(m, data, "token_embd.weight", &w->tok_embd, err, errlen)) goto err;
     if (bind_matrix(m, data, "output_norm.weight", &norm, err, errlen)) goto err;
     w->out_norm = norm.data;
+    if (model_find(m, "rope_freqs.weight")) {
+        tf_matrix rf;
+        if (bind_matrix(m, data, "rope_freqs.weight", &rf, err, errlen)) goto err;
+        w->rope_freqs = rf.data;
+    }
     if (model_find(m, "output.weight")) {
         if (bind_matrix(m, data, "output.weight", &w->output, err, errlen)) goto err;
     } else {
@@ -76,15 +81,39 @@ static void rmsnorm(float *o, const float *x, const float *weight, int size, flo
     for (int j = 0; j < size; j++) o[j] = weight[j] * (ss * x[j]);
 }
 
-/* Rotates each head's pairs by pos * theta^(-2i/hd). The pair is (2i, 2i+1) in
+/* cos and sin of each pair's angle at pos: cs[i] for the pair starting at i (hd/2 pairs).
+ * The angle is pos * theta^(-i/hd) * freq_scale / freq_factor[i/2]: freq_scale is
+ * 1/rope.scaling.factor for linear scaling, the factors rope_freqs.weight (Llama 3's long
+ * context), both 1 when absent. Computed as the reference (llama2.c) writes it, or with
+ * llama_numerics as ggml does it: theta^(-2/hd) raised by repeated multiplication. */
+static void rope_table(const tf_ctx *t, int hd, int pos, float *cs) {
+    const model_config *c = t->cfg;
+    const float *ff = t->w->rope_freqs;
+    float theta_scale = powf(c->rope_theta, -2.0f / (float)hd), th = (float)pos;
+    float freq_scale = c->rope_linear > 0.0f ? 1.0f / c->rope_linear : 1.0f;
+    for (int i = 0; i < hd; i += 2) {
+        float val;
+        if (t->llama_numerics) {
+            val = (ff ? th / ff[i / 2] : th) * freq_scale;
+            th *= theta_scale;
+        } else {
+            float freq = 1.0f / powf(c->rope_theta, (float)i / (float)hd);
+            val = (float)pos * freq;
+            if (ff) val /= ff[i / 2];
+            if (freq_scale != 1.0f) val *= freq_scale;
+        }
+        cs[i] = cosf(val);
+        cs[i + 1] = sinf(val);
+    }
+}
+
+/* Rotates each head's pairs by the angles of cs (rope_table). The pair is (2i, 2i+1) in
  * the interleaved layout and (i, i + hd/2) in HF's layout; same rotation. */
-static void rope(float *v, int n_heads, int hd, int pos, float theta, rope_style style) {
+static void rope(float *v, int n_heads, int hd, const float *cs, rope_style style) {
     for (int h = 0; h < n_heads; h++) {
         float *vh = v + (size_t)h * hd;
         for (int i = 0; i < hd; i += 2) {
-            float freq = 1.0f / powf(theta, (float)i / (float)hd);
-            float val = (float)pos * freq;
-            float fcr = cosf(val), fci = sinf(val);
+            float fcr = cs[i], fci = cs[i + 1];
             int a = style == ROPE_HALF ? i / 2 : i;
             int b = style == ROPE_HALF ? i / 2 + hd / 2 : i + 1;
             float v0 = vh[a], v1 = vh[b];
@@ -92,6 +121,12 @@ static void rope(float *v, int n_heads, int hd, int pos, float theta, rope_style
             vh[b] = v0 * fci + v1 * fcr;
         }
     }
+}
+
+/* llama.cpp's default KV cache holds k and v in f16, and its attention products
+ * convert q (and the softmax weights) to f16 too: this gives the same values. */
+static void round_f16(float *v, size_t n) {
+    for (size_t i = 0; i < n; i++) v[i] = bench_f16_to_f32(bench_f32_to_f16(v[i]));
 }
 
 static void matmul(tf_ctx *t, float *y, const float *x, int n, const tf_matrix *w) {
@@ -107,6 +142,7 @@ typedef struct scratch {
     float *q;       /* (n, dim) */
     float *k, *v;   /* (n, kv_dim) */
     float *hb, *hb2;/* (n, hidden) */
+    float *cs;      /* (hd) cos, sin of each RoPE pair at one position */
 } scratch;
 
 int tf_forward(tf_ctx *t, int seq, const int *tokens, int n, int pos0, float *logits, int n_out,
@@ -134,7 +170,7 @@ int tf_forward_spans(tf_ctx *t, const tf_span *spans, int n_spans, const int *to
 
     /* one block of scratch per call: the allocator module's cost per step is one pair */
     size_t nn = (size_t)n;
-    size_t floats = nn * (4u * (size_t)dim + 2u * (size_t)kv_dim + 2u * (size_t)hidden);
+    size_t floats = nn * (4u * (size_t)dim + 2u * (size_t)kv_dim + 2u * (size_t)hidden) + (size_t)hd;
     size_t bytes = floats * sizeof(float);
     float *mem = bench_alloc(t->alloc, bytes, 64);
     if (!mem) return bench_errf(err, errlen, "forward: cannot allocate %zu bytes of scratch", bytes);
@@ -148,7 +184,8 @@ int tf_forward_spans(tf_ctx *t, const tf_span *spans, int n_spans, const int *to
     s.k = p; p += nn * kv_dim;
     s.v = p; p += nn * kv_dim;
     s.hb = p; p += nn * hidden;
-    s.hb2 = p;
+    s.hb2 = p; p += nn * hidden;
+    s.cs = p;
 
     for (int i = 0; i < n; i++) {
         const uint8_t *row = (const uint8_t *)w->tok_embd.data +
@@ -167,8 +204,14 @@ int tf_forward_spans(tf_ctx *t, const tf_span *spans, int n_spans, const int *to
             const tf_span *sp = &spans[k];
             for (int j = 0; j < sp->n; j++) {
                 size_t i = (size_t)(i0 + j);
-                rope(s.q + i * dim, c->n_heads, hd, sp->pos0 + j, c->rope_theta, c->rope);
-                rope(s.k + i * kv_dim, c->n_kv_heads, hd, sp->pos0 + j, c->rope_theta, c->rope);
+                rope_table(t, hd, sp->pos0 + j, s.cs);
+                rope(s.q + i * dim, c->n_heads, hd, s.cs, c->rope);
+                rope(s.k + i * kv_dim, c->n_kv_heads, hd, s.cs, c->rope);
+            }
+            if (t->llama_numerics) {
+                round_f16(s.q + (size_t)i0 * dim, (size_t)sp->n * dim);
+                round_f16(s.k + (size_t)i0 * kv_dim, (size_t)sp->n * kv_dim);
+                round_f16(s.v + (size_t)i0 * kv_dim, (size_t)sp->n * kv_dim);
             }
             t->kv->store(t->kv_ctx, sp->seq, l, sp->pos0, sp->n, s.k + (size_t)i0 * kv_dim, s.v + (size_t)i0 * kv_dim);
             t->kv->attend(t->kv_ctx, sp->seq, l, sp->pos0, sp->n, s.q + (size_t)i0 * dim, s.xb + (size_t)i0 * dim);

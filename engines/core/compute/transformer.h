@@ -30,6 +30,7 @@ typedef struct tf_weights {
     const float *out_norm;      /* (dim) */
     tf_matrix output;           /* (vocab, dim); tok_embd when tied */
     tf_layer *layers;           /* (n_layers) */
+    const float *rope_freqs;    /* (head_dim / 2) rope_freqs.weight, divides each pair's frequency; NULL: none */
 } tf_weights;
 
 /* Points the weights at the loaded tensor bytes (data[i] is tensor i of m). */
@@ -44,6 +45,7 @@ typedef struct tf_ctx {
     void *kv_ctx;
     const bench_allocator *alloc;   /* scratch and activations, taken and given back per call */
     uint64_t scratch_allocs;        /* allocations made for scratch, all calls */
+    int llama_numerics;             /* llama.cpp's rounding (engine_spec.llama_numerics) */
 } tf_ctx;
 
 /* Runs n tokens at positions pos0.. of sequence seq. logits: (n_out, vocab) for the

@@ -29,6 +29,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -555,6 +556,42 @@ int gguf_open(const char *path, model *m, char *err, size_t errlen) {
         bench_errf(err, errlen, "%s: %s is %d but the head size is %d: partial rotary embeddings are not supported",
                    path, KEY("rope.dimension_count"), rope_dims, c->dim / c->n_heads);
         goto out;
+    }
+    /* head size: llama.cpp allows keys and values of another size than dim / heads */
+    const char *hkeys[] = {"attention.key_length", "attention.value_length"};
+    for (int i = 0; i < 2; i++) {
+        int len = 0;
+        if (kv_get_count(path, kvs, n_kv, KEY(hkeys[i]), &len, err, errlen)) goto out;
+        if (len && c->dim && c->n_heads && len * c->n_heads != c->dim) {
+            bench_errf(err, errlen, "%s: %s is %d but dim / heads is %d / %d: heads of another size than dim / heads "
+                       "are not supported", path, key, len, c->dim, c->n_heads);
+            goto out;
+        }
+    }
+    /* RoPE scaling: linear is read; YaRN and LongRoPE are refused. Llama 3's long-context
+     * scheme needs no key: its rope_freqs.weight tensor carries it (transformer.c). */
+    float linear = 0.0f;
+    if (kv_get_float(path, kvs, n_kv, KEY("rope.scale_linear"), &linear, err, errlen)) goto out; /* older files */
+    const gg_kv *rst = kv_find(kvs, n_kv, KEY("rope.scaling.type"));
+    if (rst) {
+        if (rst->type != GV_STRING) {
+            bench_errf(err, errlen, "%s: %s has type %s, expected string", path, key, gv_name(rst->type));
+            goto out;
+        }
+        if (!strcmp(rst->str, "linear")) {
+            if (kv_get_float(path, kvs, n_kv, KEY("rope.scaling.factor"), &linear, err, errlen)) goto out;
+        } else if (strcmp(rst->str, "none") != 0) {
+            bench_errf(err, errlen, "%s: %s.rope.scaling.type is \"%s\", which bench does not read (none and linear are; "
+                       "Llama 3's rope_freqs.weight is)", path, pfx, rst->str);
+            goto out;
+        }
+    }
+    if (linear != 0.0f && linear != 1.0f) {
+        if (!(linear > 0.0f) || !isfinite(linear)) {
+            bench_errf(err, errlen, "%s: RoPE linear scaling factor %g, expected a positive number", path, linear);
+            goto out;
+        }
+        c->rope_linear = linear;
     }
 #undef KEY
     const gg_kv *gname = kv_find(kvs, n_kv, "general.name");

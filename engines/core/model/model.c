@@ -162,6 +162,8 @@ int model_validate(const model *m, char *err, size_t errlen) {
     if (expect_tensor(m, "token_embd.weight", c->dim, c->vocab_size, err, errlen)) return -1;
     if (expect_tensor(m, "output_norm.weight", c->dim, 1, err, errlen)) return -1;
     if (model_find(m, "output.weight") && expect_tensor(m, "output.weight", c->dim, c->vocab_size, err, errlen)) return -1;
+    /* Llama 3's long-context RoPE: one divisor per pair of a head */
+    if (model_find(m, "rope_freqs.weight") && expect_tensor(m, "rope_freqs.weight", hd / 2, 1, err, errlen)) return -1;
     for (int l = 0; l < c->n_layers; l++) {
         struct { const char *n; int64_t cols, rows; } lt[] = {
             {"attn_norm", c->dim, 1}, {"attn_q", c->dim, c->dim}, {"attn_k", c->dim, kv_dim},

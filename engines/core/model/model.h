@@ -49,6 +49,7 @@ typedef struct model_config {
     int seq_len;        /* context length the engine allows (see model_open's note) */
     int seq_len_header; /* context length the file declares */
     float rope_theta;   /* RoPE frequency base */
+    float rope_linear;  /* linear RoPE scaling: positions divided by this factor; 0: none */
     float norm_eps;     /* RMSNorm epsilon */
     rope_style rope;
 } model_config;

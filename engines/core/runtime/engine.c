@@ -141,6 +141,10 @@ int engine_create(const engine_spec *spec, engine **out, char *err, size_t errle
      * pass, and the loader and KV modules are those built for that device. */
     const char *device = spec->device && *spec->device && strcmp(spec->device, "cpu") ? spec->device : NULL;
     void *stream = NULL;
+    if (device && spec->llama_numerics) {
+        bench_errf(err, errlen, "llama.cpp's rounding (llama_numerics) is emulated on the CPU only, not on device %s", device);
+        goto err;
+    }
     if (device && devhost_open(spec->module_dir, device, &spec->device_opts, &e->dev, &stream, err, errlen)) goto err;
     if (load_module(spec, NULL, "alloc", spec->alloc ? spec->alloc : "libc", &spec->alloc_opts, &e->alloc_mod, err, errlen) ||
         load_module(spec, device, "loader", spec->loader ? spec->loader : "mmap", &spec->loader_opts, &e->loader_mod, err, errlen) ||
@@ -183,7 +187,8 @@ int engine_create(const engine_spec *spec, engine **out, char *err, size_t errle
     if (size_kv(spec, e->kv_mod.mod, engine_kv_token_bytes(e), e->max_pos, &e->max_seqs, pool, sizeof(pool), err, errlen))
         goto err;
     bench_kv_shape shape = {.n_layers = c->n_layers, .n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads,
-                            .head_dim = c->dim / c->n_heads, .max_pos = e->max_pos, .max_seqs = e->max_seqs};
+                            .head_dim = c->dim / c->n_heads, .max_pos = e->max_pos, .max_seqs = e->max_seqs,
+                            .attn_f16 = spec->llama_numerics};
     /* the budget's pool size goes after the scenario's options (bench_opts_get reads the last) */
     bench_opt *kv_opt = malloc(((size_t)spec->kv_opts.n + 1) * sizeof(*kv_opt));
     if (!kv_opt) { bench_errf(err, errlen, "out of memory"); goto err; }
@@ -197,7 +202,8 @@ int engine_create(const engine_spec *spec, engine **out, char *err, size_t errle
     e->logits = malloc((size_t)e->max_seqs * (size_t)c->vocab_size * sizeof(float));
     e->spans = malloc((size_t)e->max_seqs * sizeof(*e->spans));
     if (!e->logits || !e->spans) { bench_errf(err, errlen, "out of memory"); goto err; }
-    e->tf = (tf_ctx){.cfg = c, .w = &e->w, .pool = e->pool, .kv = e->kv, .kv_ctx = e->kv_ctx, .alloc = &e->allocator};
+    e->tf = (tf_ctx){.cfg = c, .w = &e->w, .pool = e->pool, .kv = e->kv, .kv_ctx = e->kv_ctx, .alloc = &e->allocator,
+                     .llama_numerics = spec->llama_numerics};
     *out = e;
     return 0;
 err:

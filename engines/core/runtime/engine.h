@@ -45,6 +45,11 @@ typedef struct engine_spec {
     /* (optional) a file that records every allocator call, engines/core/runtime/alloc_trace.h
      * (bench generate --trace-alloc); closed by engine_destroy. NULL: no trace. */
     const char *trace_alloc;
+    /* 1: round as llama.cpp's CPU path does, for comparisons with its logits: its default
+     * f16 KV cache (q, k, v and the softmax weights rounded to f16, bench_kv_shape.attn_f16;
+     * the softmax scaled by 1/sum), and RoPE angles raised by repeated multiplication. CPU
+     * only. 0: f32 throughout, RoPE as llama2.c computes it. */
+    int llama_numerics;
 } engine_spec;
 
 typedef struct engine engine;

@@ -1,5 +1,7 @@
 #include "kv_contig.h"
 
+#include "engines/abi/dtype.h"
+
 #include <math.h>
 
 size_t kvc_bytes(const bench_kv_shape *s, int cap) {
@@ -66,20 +68,24 @@ static void attend_task(void *arg, int task, int n_tasks) {
         float max = -INFINITY;
         for (int t = 0; t <= pos; t++) {
             float dot = dot_f32(qh, kh + (size_t)t * kv_dim, hd);
-            dot /= sqrt_hd; /* divide, as the reference does */
+            /* divide, as the reference does; llama.cpp (attn_f16) multiplies by 1/sqrt(hd) */
+            dot = s->attn_f16 ? dot * (1.0f / sqrt_hd) : dot / sqrt_hd;
             att[t] = dot;
             if (dot > max) max = dot;
         }
         float sum = 0.0f;
+        double sum_d = 0.0; /* llama.cpp's softmax sums in double and scales by 1/sum */
         for (int t = 0; t <= pos; t++) {
             att[t] = expf(att[t] - max);
             sum += att[t];
+            sum_d += att[t];
         }
+        const float inv = (float)(1.0 / sum_d);
         float *o = j->out + (size_t)i * q_dim + (size_t)h * hd;
         memset(o, 0, (size_t)hd * sizeof(float));
         for (int t = 0; t <= pos; t++) {
             const float *vt = vh + (size_t)t * kv_dim;
-            float a = att[t] / sum;
+            float a = s->attn_f16 ? bench_f16_to_f32(bench_f32_to_f16(att[t] * inv)) : att[t] / sum;
             axpy_f32(o, a, vt, hd);
         }
     }

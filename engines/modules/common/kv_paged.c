@@ -3,6 +3,7 @@
 #include <math.h>
 
 #include "engines/abi/alloc.h"
+#include "engines/abi/dtype.h"
 
 int kvp_score(void) { return 1; }
 
@@ -82,6 +83,12 @@ static void axpy_f32(float *restrict y, float a, const float *restrict x, int n)
     for (; d < n; d++) y[d] += a * x[d];
 }
 
+/* A softmax weight as it multiplies V: e / sum in f32, or as llama.cpp has it with its
+ * f16 cache, e * (1/sum) rounded to f16 (bench_kv_shape.attn_f16). */
+static inline float kvp_weight(const bench_kv_shape *s, float e, float sum, float inv) {
+    return s->attn_f16 ? bench_f16_to_f32(bench_f32_to_f16(e * inv)) : e / sum;
+}
+
 /* (query, head) pairs are dealt round-robin to the tasks, as in kv_contig.c.
  * Positions are walked block by block: inside a block the rows are contiguous. */
 static void attend_task(void *arg, int task, int n_tasks) {
@@ -102,7 +109,7 @@ static void attend_task(void *arg, int task, int n_tasks) {
         if (bs == 1) { /* slots: one lookup per position, no block bookkeeping */
             for (int t = 0; t <= pos; t++) {
                 float dot = dot_f32(qh, j->k + (size_t)j->table[t] * kv_dim + head, hd);
-                dot /= sqrt_hd;
+                dot = s->attn_f16 ? dot * (1.0f / sqrt_hd) : dot / sqrt_hd;
                 att[t] = dot;
                 if (dot > max) max = dot;
             }
@@ -111,24 +118,28 @@ static void attend_task(void *arg, int task, int n_tasks) {
             int tn = pos + 1 - t0 < bs ? pos + 1 - t0 : bs;
             for (int t = 0; t < tn; t++) {
                 float dot = dot_f32(qh, kb + (size_t)t * kv_dim, hd);
-                dot /= sqrt_hd; /* divide, as the reference does */
+                /* divide, as the reference does; llama.cpp (attn_f16) multiplies by 1/sqrt(hd) */
+                dot = s->attn_f16 ? dot * (1.0f / sqrt_hd) : dot / sqrt_hd;
                 att[t0 + t] = dot;
                 if (dot > max) max = dot;
             }
         }
         float sum = 0.0f;
+        double sum_d = 0.0; /* llama.cpp's softmax sums in double and scales by 1/sum */
         for (int t = 0; t <= pos; t++) {
             att[t] = expf(att[t] - max);
             sum += att[t];
+            sum_d += att[t];
         }
+        const float inv = (float)(1.0 / sum_d);
         float *o = j->out + (size_t)i * q_dim + (size_t)h * hd;
         memset(o, 0, (size_t)hd * sizeof(float));
         if (bs == 1) {
-            for (int t = 0; t <= pos; t++) axpy_f32(o, att[t] / sum, j->v + (size_t)j->table[t] * kv_dim + head, hd);
+            for (int t = 0; t <= pos; t++) axpy_f32(o, kvp_weight(s, att[t], sum, inv), j->v + (size_t)j->table[t] * kv_dim + head, hd);
         } else for (int b = 0, t0 = 0; t0 <= pos; b++, t0 += bs) {
             const float *vb = j->v + (size_t)j->table[b] * block_floats + head;
             int tn = pos + 1 - t0 < bs ? pos + 1 - t0 : bs;
-            for (int t = 0; t < tn; t++) axpy_f32(o, att[t0 + t] / sum, vb + (size_t)t * kv_dim, hd);
+            for (int t = 0; t < tn; t++) axpy_f32(o, kvp_weight(s, att[t0 + t], sum, inv), vb + (size_t)t * kv_dim, hd);
         }
     }
 }
