@@ -219,12 +219,13 @@ static void test_round_trip(void **state) {
 
 /* ---- reduced precision ---- */
 
-/* Largest error a conversion may make on x, given the max |x| of its q8_0 block. */
+/* Largest error a conversion may make on x, given the max |x| of its q8_0 / q4_0 block. */
 static double tolerance(bench_dtype dt, float x, float block_amax) {
     switch (dt) {
     case BENCH_F16: return fabs(x) * 0x1p-11 + 0x1p-25;
     case BENCH_BF16: return fabs(x) * 0x1p-8;
     case BENCH_Q8_0: return 0.57 * block_amax / 127.0 + 1e-9; /* d/2, plus the clamp when d rounds down */
+    case BENCH_Q4_0: return 1.001 * block_amax / 8.0 + 1e-9;  /* d, where +8 d is clamped to +7 d (quant.h) */
     default: return 0.0;
     }
 }
@@ -236,7 +237,7 @@ static void check_converted(const model *m0, const model *m, bench_dtype want, c
         const model_tensor *t0 = &m0->tensors[i], *t = model_find(m, t0->name);
         assert_non_null(t);
         int64_t cols = t0->ne[0], rows = t0->n_dims > 1 ? t0->ne[1] : 1;
-        bench_dtype expect = rows == 1 ? BENCH_F32 : (want == BENCH_Q8_0 && cols % 32) ? BENCH_F16 : want;
+        bench_dtype expect = rows == 1 ? BENCH_F32 : (bench_dtype_is_quant(want) && cols % 32) ? BENCH_F16 : want;
         if (t->dtype != expect)
             fail_msg("%s: tensor %s is %s, expected %s", what, t->name, bench_dtype_name(t->dtype), bench_dtype_name(expect));
         float *x = read_interleaved(m0, t0);
@@ -248,7 +249,7 @@ static void check_converted(const model *m0, const model *m, bench_dtype want, c
             kn_dequant_row(t->dtype, y + (size_t)r * rb, row, (int)cols);
             for (int64_t c = 0; c < cols; c++) {
                 float xv = x[r * cols + c], amax = 0;
-                if (t->dtype == BENCH_Q8_0)
+                if (bench_dtype_is_quant(t->dtype))
                     for (int64_t k = c / 32 * 32; k < c / 32 * 32 + 32; k++) amax = fmaxf(amax, fabsf(x[r * cols + k]));
                 double e = fabs((double)row[c] - xv), tol = tolerance(t->dtype, xv, amax);
                 if (e > tol) fail_msg("%s: %s[%lld][%lld] = %g, was %g (error %g > %g)", what, t->name, (long long)r,
@@ -274,6 +275,7 @@ static void test_dtypes(void **state) {
     model *m0 = open_model(f->model, f->tok);
     struct { const char *dt, *out; bench_dtype want; } cases[] = {
         {"f16", "s-f16.gguf", BENCH_F16}, {"bf16", "s-bf16.gguf", BENCH_BF16}, {"q8_0", "s-q8_0.gguf", BENCH_Q8_0},
+        {"q4_0", "s-q4_0.gguf", BENCH_Q4_0},
         {"f16", "s-f16-hf", BENCH_F16}, {"bf16", "s-bf16-hf", BENCH_BF16},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -308,6 +310,19 @@ static void test_dtypes(void **state) {
     same_tensors(mq, mq2, "q8_0 -> f32 -> q8_0");
     model_free(mq);
     model_free(mq2);
+    /* the same for q4_0: its largest element lands exactly on -8 d, so d is found again */
+    snprintf(q, sizeof(q), "%s/s-q4_0.gguf", f->tmp);
+    snprintf(qf, sizeof(qf), "%s/s-q4_0-f32.gguf", f->tmp);
+    snprintf(c, sizeof(c), "%s/s-q4_0-again.gguf", f->tmp);
+    assert_int_equal(run_model("convert", q, qf, "--dtype", "f32", NULL), 0);
+    assert_int_equal(run_model("convert", qf, c, "--dtype", "q4_0", NULL), 0);
+    mq = open_model(q, NULL);
+    mq2 = open_model(c, NULL);
+    same_tensors(mq, mq2, "q4_0 -> f32 -> q4_0");
+    model_free(mq);
+    model_free(mq2);
+    /* K-quants are read, not written */
+    assert_int_equal(run_model("convert", q, c, "--dtype", "q4_k", NULL), 2);
     model_free(m0);
 }
 

@@ -357,7 +357,7 @@ static void test_formats_reopen(void **state) {
     (void)state;
     struct { const char *format; bench_dtype dt; const char *ext; } cases[] = {
         {"gguf", BENCH_F32, "gguf"}, {"gguf", BENCH_F16, "gguf"}, {"gguf", BENCH_BF16, "gguf"}, {"gguf", BENCH_Q8_0, "gguf"},
-        {"safetensors", BENCH_F32, "st"}, {"safetensors", BENCH_F16, "st"}, {"safetensors", BENCH_BF16, "st"},
+        {"gguf", BENCH_Q4_0, "gguf"}, {"safetensors", BENCH_F32, "st"}, {"safetensors", BENCH_F16, "st"}, {"safetensors", BENCH_BF16, "st"},
         {"llama2c", BENCH_F32, "bin"},
     };
     const synth_shape *sh = synth_find_shape("tiny");
@@ -390,7 +390,8 @@ static void test_formats_reopen(void **state) {
                 fail_msg("%s: tensor %s is %s, expected %s", p, t->name, bench_dtype_name(t->dtype), bench_dtype_name(want));
         }
         /* q8_0: ffn_down has 172 columns, not whole blocks: f16 */
-        if (cases[i].dt == BENCH_Q8_0) assert_int_equal(model_find(m, "blk.0.ffn_down.weight")->dtype, BENCH_F16);
+        if (bench_dtype_is_quant(cases[i].dt)) assert_int_equal(model_find(m, "blk.0.ffn_down.weight")->dtype, BENCH_F16);
+        if (cases[i].dt == BENCH_Q4_0) assert_int_equal(model_find(m, "blk.0.attn_q.weight")->dtype, BENCH_Q4_0);
         model_free(m);
     }
 }

@@ -204,6 +204,7 @@ int main(int argc, char **argv) {
 
             for (int dt = 0; dt < BENCH_DTYPE_COUNT; dt++) {
                 if (only_dtype >= 0 && dt != only_dtype) continue;
+                if (!bench_dtype_writable((bench_dtype)dt)) continue; /* weights are made by kn_quant_row */
                 for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
                     int rows = shapes[si][0], cols = shapes[si][1];
                     bk_set s = bk_cold_copies((bench_dtype)dt, rows, cols);

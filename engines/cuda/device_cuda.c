@@ -168,9 +168,8 @@ static int check_matrix(const bench_dev_matrix *w, const char *what, int layer, 
     if (!w->data || w->rows != rows || w->cols != cols)
         return bench_errf(err, errlen, "device cuda: %s of layer %d is (%d, %d), expected (%d, %d)", what, layer, w->rows,
                           w->cols, rows, cols);
-    if (w->dtype != BENCH_F32 && w->dtype != BENCH_F16 && w->dtype != BENCH_BF16)
-        return bench_errf(err, errlen, "device cuda: %s of layer %d is %s; the CUDA forward pass reads f32, f16 and bf16 "
-                          "(bench model convert --dtype f16 makes such a model)", what, layer, bench_dtype_name(w->dtype));
+    if ((unsigned)w->dtype >= BENCH_DTYPE_COUNT)
+        return bench_errf(err, errlen, "device cuda: %s of layer %d has an unknown dtype %d", what, layer, (int)w->dtype);
     return 0;
 }
 
@@ -281,10 +280,14 @@ static int is16(bench_dtype dt) { return dt == BENCH_F16 || dt == BENCH_BF16; }
 /* y (n, rows) = x (n, cols) . W^T, or y += with accumulate. */
 static int mm(dc_ctx *c, const bench_dev_matrix *w, const float *x, int n, float *y, int accumulate, void *xh,
               act16 *tag, char *err, size_t errlen) {
-    if (n == 1 && c->use_gemv) {
-        cuk_gemv_job j = {w->data, y, w->rows, accumulate};
-        int e = cuk_gemv(c->stream, &j, 1, 0, w->dtype, w->cols, x);
-        return e ? cu_fail(err, errlen, "device cuda: gemv", (cudaError_t)e) : 0;
+    if ((n == 1 && c->use_gemv) || bench_dtype_is_quant(w->dtype)) {
+        /* block-quantised weights have no cuBLAS type: a GEMV per token, dequantising on the fly */
+        for (int t = 0; t < n; t++) {
+            cuk_gemv_job j = {w->data, y + (size_t)t * w->rows, w->rows, accumulate};
+            int e = cuk_gemv(c->stream, &j, 1, 0, w->dtype, w->cols, x + (size_t)t * w->cols);
+            if (e) return cu_fail(err, errlen, "device cuda: gemv", (cudaError_t)e);
+        }
+        return 0;
     }
     const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
     cublasStatus_t s;

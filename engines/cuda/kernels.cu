@@ -35,6 +35,102 @@ __device__ __forceinline__ void st16(void *p, bench_dtype dt, size_t i, float v)
     else ((__half *)p)[i] = __float2half(v);
 }
 
+/* ---- block-quantised weights (engines/abi/dtype.h has the layouts; engines/core/compute/
+ * quant.c the CPU's exact dequantisers, which these follow value for value: the same f32
+ * products in the same order, so each weight is the same f32 number on both sides) ---- */
+
+__device__ __forceinline__ float h2f(uint16_t h) { return __half2float(__ushort_as_half(h)); }
+
+/* Q4_K/Q5_K: scale and min j (0..7) of the 12 packed bytes. */
+__device__ __forceinline__ void q_scale_min(int j, const uint8_t *q, int *sc, int *mn) {
+    if (j < 4) {
+        *sc = q[j] & 63;
+        *mn = q[j + 4] & 63;
+    } else {
+        *sc = (q[j + 4] & 15) | (q[j - 4] >> 6) << 4;
+        *mn = (q[j + 4] >> 4) | (q[j] >> 6) << 4;
+    }
+}
+
+/* Element e (< the type's block size) of the block at p, as f32. The f16 fields are
+ * read a byte pair at a time: blocks are only 2-byte aligned. __fmul_rn where a product
+ * is followed by an add keeps nvcc from fusing them into one FMA, which would round
+ * once where the CPU (and gguf-py) round twice. */
+__device__ float q_elem(const uint8_t *p, bench_dtype dt, int e) {
+#define F16_AT(off) h2f((uint16_t)(p[off] | p[(off) + 1] << 8))
+    switch (dt) {
+    case BENCH_Q8_0: return F16_AT(0) * (float)(int8_t)p[2 + e];
+    case BENCH_Q4_0: {
+        int q = e < 16 ? p[2 + e] & 15 : p[2 + e - 16] >> 4;
+        return F16_AT(0) * (float)(q - 8);
+    }
+    case BENCH_Q4_1: {
+        int q = e < 16 ? p[4 + e] & 15 : p[4 + e - 16] >> 4;
+        return __fmul_rn(F16_AT(0), (float)q) + F16_AT(2);
+    }
+    case BENCH_Q5_0: case BENCH_Q5_1: {
+        int base = dt == BENCH_Q5_0 ? 2 : 4;
+        uint32_t qh = (uint32_t)p[base] | (uint32_t)p[base + 1] << 8 | (uint32_t)p[base + 2] << 16 | (uint32_t)p[base + 3] << 24;
+        const uint8_t *qs = p + base + 4;
+        int q = (e < 16 ? qs[e] & 15 : qs[e - 16] >> 4) | (int)((qh >> e) & 1) << 4;
+        return dt == BENCH_Q5_0 ? F16_AT(0) * (float)(q - 16) : __fmul_rn(F16_AT(0), (float)q) + F16_AT(2);
+    }
+    case BENCH_Q2_K: {
+        int h = e / 128, j = (e % 128) / 32, i = e % 32, g = e / 16;
+        int q = (p[16 + 32 * h + i] >> (2 * j)) & 3;
+        float dl = F16_AT(80) * (float)(p[g] & 15), ml = F16_AT(82) * (float)(p[g] >> 4);
+        return __fmul_rn(dl, (float)q) - ml;
+    }
+    case BENCH_Q3_K: {
+        int h = e / 128, j = (e % 128) / 32, i = e % 32, g = e / 16;
+        const uint8_t *sc = p + 96;
+        int low = g < 8 ? sc[g] & 15 : sc[g - 8] >> 4, high = (sc[8 + g % 4] >> (2 * (g / 4))) & 3;
+        int q = ((p[32 + 32 * h + i] >> (2 * j)) & 3) - ((p[i] >> (4 * h + j)) & 1 ? 0 : 4);
+        return F16_AT(108) * (float)((low | high << 4) - 32) * (float)q;
+    }
+    case BENCH_Q4_K: case BENCH_Q5_K: {
+        int g = e / 32, l = e % 32, sc, mn;
+        q_scale_min(g, p + 4, &sc, &mn);
+        const uint8_t *qs = p + (dt == BENCH_Q4_K ? 16 : 48) + 32 * (e / 64);
+        int q = g % 2 ? qs[l] >> 4 : qs[l] & 15;
+        if (dt == BENCH_Q5_K) q += (p[16 + l] >> g) & 1 ? 16 : 0;
+        return __fmul_rn(F16_AT(0) * (float)sc, (float)q) - __fmul_rn(F16_AT(2), (float)mn);
+    }
+    case BENCH_Q6_K: {
+        int h = e / 128, k = (e % 128) / 32, l = e % 32;
+        int lo = p[64 * h + l + (k % 2) * 32];
+        lo = k < 2 ? lo & 15 : lo >> 4;
+        int q = (lo | ((p[128 + 32 * h + l] >> (2 * k)) & 3) << 4) - 32;
+        return F16_AT(208) * (float)(int8_t)p[192 + e / 16] * (float)q;
+    }
+    default: return 0.0f;
+    }
+#undef F16_AT
+}
+
+__device__ __forceinline__ size_t q_block_elems(bench_dtype dt) { return dt >= BENCH_Q2_K && dt <= BENCH_Q6_K ? 256 : 32; }
+
+__device__ __forceinline__ size_t q_block_bytes(bench_dtype dt) {
+    switch (dt) {
+    case BENCH_Q8_0: return 34;
+    case BENCH_Q4_0: return 18;
+    case BENCH_Q4_1: return 20;
+    case BENCH_Q5_0: return 22;
+    case BENCH_Q5_1: return 24;
+    case BENCH_Q2_K: return 84;
+    case BENCH_Q3_K: return 110;
+    case BENCH_Q4_K: return 144;
+    case BENCH_Q5_K: return 176;
+    default: return 210; /* Q6_K */
+    }
+}
+
+/* Element c of a row of a block-quantised matrix. */
+__device__ __forceinline__ float q_row_elem(const uint8_t *row, bench_dtype dt, int c) {
+    size_t be = q_block_elems(dt);
+    return q_elem(row + (size_t)c / be * q_block_bytes(dt), dt, (int)((size_t)c % be));
+}
+
 /* ---- reductions ---- */
 
 __device__ __forceinline__ float warp_sum(float v) {
@@ -107,6 +203,11 @@ static int launched(void) { return (int)cudaGetLastError(); }
 __global__ void embed_kernel(const void *table, bench_dtype dt, const int *tokens, int dim, float *x) {
     size_t row = (size_t)tokens[blockIdx.x] * (size_t)dim;
     float *out = x + (size_t)blockIdx.x * dim;
+    if (dt >= BENCH_Q8_0) { /* block-quantised */
+        const uint8_t *r = (const uint8_t *)table + row / q_block_elems(dt) * q_block_bytes(dt);
+        for (int d = threadIdx.x; d < dim; d += blockDim.x) out[d] = q_row_elem(r, dt, d);
+        return;
+    }
     for (int d = threadIdx.x; d < dim; d += blockDim.x) out[d] = ld_dt(table, dt, row + (size_t)d);
 }
 
@@ -274,6 +375,47 @@ __global__ void gemv_kernel(gemv_args a) {
     }
 }
 
+/* Block-quantised rows, dequantised on the fly one element per lane step: consecutive lanes
+ * read consecutive elements, so a warp reads a block's bytes together. Each lane's sum is
+ * f32 over exactly the CPU's weights; only the order of the adds differs. */
+__device__ __forceinline__ float row_dot_q(const uint8_t *w, bench_dtype dt, const float *x, int cols, int lane) {
+    float acc = 0.0f;
+    for (int c = lane; c < cols; c += 32) acc += q_row_elem(w, dt, c) * x[c];
+    return warp_sum(acc);
+}
+
+__global__ void gemv_q_kernel(gemv_args a, bench_dtype dt, size_t row_bytes) {
+    int warp = (int)((blockIdx.x * (size_t)blockDim.x + threadIdx.x) >> 5), lane = threadIdx.x & 31;
+    if (a.swiglu) {
+        if (warp >= a.job[0].rows) return;
+        size_t off = (size_t)warp * row_bytes;
+        float g = row_dot_q((const uint8_t *)a.job[0].w + off, dt, a.x, a.cols, lane);
+        float u = row_dot_q((const uint8_t *)a.job[1].w + off, dt, a.x, a.cols, lane);
+        if (lane == 0) {
+            g *= 1.0f / (1.0f + expf(-g));
+            a.job[0].y[warp] = g * u;
+        }
+        return;
+    }
+    int r = warp;
+    cuk_gemv_job job = a.job[0];
+    if (r >= a.job[0].rows) {
+        r -= a.job[0].rows;
+        job = a.job[1];
+        if (a.n_jobs < 2) return;
+        if (r >= a.job[1].rows) {
+            r -= a.job[1].rows;
+            job = a.job[2];
+            if (a.n_jobs < 3 || r >= a.job[2].rows) return;
+        }
+    }
+    float s = row_dot_q((const uint8_t *)job.w + (size_t)r * row_bytes, dt, a.x, a.cols, lane);
+    if (lane == 0) {
+        if (job.accumulate) job.y[r] += s;
+        else job.y[r] = s;
+    }
+}
+
 template <typename T>
 static void gemv_launch(const gemv_args &a, int vec, unsigned blocks, cudaStream_t s) {
     if (vec) gemv_kernel<T, true><<<blocks, 256, 0, s>>>(a);
@@ -303,7 +445,10 @@ extern "C" int cuk_gemv(void *stream, const cuk_gemv_job *jobs, int n_jobs, int 
     case BENCH_F32: gemv_launch<float>(a, vec, blocks, s); break;
     case BENCH_F16: gemv_launch<__half>(a, vec, blocks, s); break;
     case BENCH_BF16: gemv_launch<__nv_bfloat16>(a, vec, blocks, s); break;
-    default: return (int)cudaErrorInvalidValue;
+    default:
+        if (!bench_dtype_is_quant(dt) || !bench_dtype_row_bytes(dt, cols)) return (int)cudaErrorInvalidValue;
+        gemv_q_kernel<<<blocks, 256, 0, s>>>(a, dt, bench_dtype_row_bytes(dt, cols));
+        break;
     }
     return launched();
 }

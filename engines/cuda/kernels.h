@@ -36,7 +36,8 @@ int cuk_swiglu(void *stream, const float *g, const float *u, size_t count, float
 int cuk_to16(void *stream, const float *x, size_t count, void *out16, bench_dtype dt16);
 
 /* Matrix-vector products of one x (cols) f32, one warp per output row, up to 3 matrices in
- * one launch (q, k, v). Each job: y (rows) = W (rows, cols) . x, or y += with accumulate.
+ * one launch (q, k, v). Block-quantised dt (Q8_0, Q4_0 .. Q6_K) are dequantised on the fly
+ * to the same f32 weights as the CPU's exact path (engines/core/compute/quant.c). Each job: y (rows) = W (rows, cols) . x, or y += with accumulate.
  * swiglu: two jobs of equal rows (gate, up): jobs[0].y = silu(gate . x) * (up . x).
  * Every W is in dt; rows start 16-byte aligned when (cols * size of dt) % 16 == 0 and
  * the base is, which the launcher checks before reading 16 bytes at a time. */

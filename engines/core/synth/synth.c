@@ -293,8 +293,10 @@ int synth_write(const synth_spec *spec, const char *path, char *err, size_t errl
             snprintf(have + strlen(have), sizeof(have) - strlen(have), "%s%s", s == synth_shapes ? "" : ", ", s->name);
         return bench_errf(err, errlen, "%s: unknown synth shape \"%s\" (have: %s)", path, spec->shape ? spec->shape : "", have);
     }
-    if ((unsigned)spec->dtype >= BENCH_DTYPE_COUNT || !bench_dtype_writable(spec->dtype))
-        return bench_errf(err, errlen, "%s: dtype %s cannot be written (have: f32, f16, bf16, q8_0, q4_0)", path,
+    if ((unsigned)spec->dtype >= BENCH_DTYPE_COUNT)
+        return bench_errf(err, errlen, "%s: unknown dtype %d (have: f32, f16, bf16, q8_0, q4_0)", path, (int)spec->dtype);
+    if (!bench_dtype_writable(spec->dtype))
+        return bench_errf(err, errlen, "%s: dtype %s is read, not written (have: f32, f16, bf16, q8_0, q4_0)", path,
                           bench_dtype_name(spec->dtype));
     const char *fmt = spec->format ? spec->format : "";
     int is_gguf = !strcmp(fmt, "gguf"), is_st = !strcmp(fmt, "safetensors"), is_l2c = !strcmp(fmt, "llama2c");
