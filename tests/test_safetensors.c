@@ -201,6 +201,11 @@ static void test_config_errors(void **state) {
     expect_error(d, cfg, "model_type is \"qwen2\"");
     write_text(d, "config.json", CONFIG_JSON(TINY_KEYS ", \"head_dim\": 4"));
     expect_error(d, cfg, "key \"head_dim\" is 4");
+    /* RoPE scaling other than linear is refused, naming it */
+    write_text(d, "config.json", CONFIG_JSON(TINY_KEYS ", \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0}"));
+    expect_error(d, cfg, "only linear RoPE scaling is read");
+    write_text(d, "config.json", CONFIG_JSON(TINY_KEYS ", \"rope_scaling\": {\"type\": \"linear\", \"factor\": 0}"));
+    expect_error(d, cfg, "has factor 0, expected a positive number");
     write_text(d, "config.json", CONFIG_JSON(TINY_KEYS ", \"vocab_size\": 9"));
     expect_error(d, cfg, "key \"vocab_size\" appears twice");
     write_text(d, "config.json", "{\"hidden_size\": 4,");

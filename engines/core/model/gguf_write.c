@@ -7,6 +7,7 @@
  *   llama.context_length, embedding_length, block_count, feed_forward_length,
  *   attention.head_count, attention.head_count_kv, rope.dimension_count,
  *   rope.freq_base, attention.layer_norm_rms_epsilon, vocab_size,
+ *   rope.scaling.type "linear" and rope.scaling.factor (when the model has linear scaling),
  *   tokenizer.ggml.model "llama", tokens, scores, token_type, bos/eos/unknown
  *   token ids and add_space_prefix (when the model has a vocabulary).
  * Pieces are written with SentencePiece's U+2581 for spaces, as llama.cpp's
@@ -171,7 +172,8 @@ static void write_header(gw *w, const model_write_src *s) {
     int any_q8 = 0;
     for (int i = 0; i < s->n_tensors; i++) any_q8 |= bench_dtype_is_quant(s->tensors[i].dtype);
     /* general.* 3, llama.* 10, tokenizer.* 5 + the ids there are */
-    uint64_t n_kv = 3 + (uint64_t)any_q8 + (s->name ? 1 : 0) + 10 +
+    int scaled = c->rope_linear > 0.0f; /* linear RoPE scaling: type and factor */
+    uint64_t n_kv = 3 + (uint64_t)any_q8 + (s->name ? 1 : 0) + 10 + 2 * (uint64_t)scaled +
                     (v ? 5 + (uint64_t)(v->bos >= 0) + (uint64_t)(v->eos >= 0) + (uint64_t)(v->unk >= 0) : 0);
 
     gw_bytes(w, "GGUF", 4);
@@ -192,6 +194,10 @@ static void write_header(gw *w, const model_write_src *s) {
     kv_u32(w, "llama.attention.head_count_kv", (uint32_t)c->n_kv_heads);
     kv_u32(w, "llama.rope.dimension_count", (uint32_t)(c->dim / c->n_heads));
     kv_f32(w, "llama.rope.freq_base", c->rope_theta);
+    if (scaled) {
+        kv_str(w, "llama.rope.scaling.type", "linear");
+        kv_f32(w, "llama.rope.scaling.factor", c->rope_linear);
+    }
     kv_f32(w, "llama.attention.layer_norm_rms_epsilon", c->norm_eps);
     kv_u32(w, "llama.vocab_size", (uint32_t)c->vocab_size);
     if (v) {

@@ -224,6 +224,21 @@ static int read_config(model *m, const char *path, cJSON **config, int *tied, ch
             return bench_errf(err, errlen, "%s: key \"rope_theta\" is %s, expected a positive number", path, js_show(theta, b, sizeof(b)));
         cfg->rope_theta = (float)theta->valuedouble;
     }
+    /* RoPE scaling: linear is read; llama3, yarn, dynamic and the rest are refused rather
+     * than run with unscaled positions. */
+    const cJSON *rs = js_get(c, "rope_scaling");
+    if (rs && !cJSON_IsNull(rs)) {
+        const cJSON *ty = cJSON_IsObject(rs) ? js_get(rs, "rope_type") : NULL;
+        if (!ty && cJSON_IsObject(rs)) ty = js_get(rs, "type");
+        const cJSON *fac = cJSON_IsObject(rs) ? js_get(rs, "factor") : NULL;
+        if (!cJSON_IsString(ty) || strcmp(ty->valuestring, "linear"))
+            return bench_errf(err, errlen, "%s: key \"rope_scaling\" is %s: only linear RoPE scaling is read", path,
+                              js_show(rs, b, sizeof(b)));
+        if (!cJSON_IsNumber(fac) || !(fac->valuedouble > 0) || !isfinite(fac->valuedouble))
+            return bench_errf(err, errlen, "%s: key \"rope_scaling\" has factor %s, expected a positive number", path,
+                              js_show(fac, b, sizeof(b)));
+        if (fac->valuedouble != 1.0) cfg->rope_linear = (float)fac->valuedouble;
+    }
     cfg->seq_len = cfg->seq_len_header;
     cfg->rope = ROPE_HALF;
     const cJSON *tie = js_get(c, "tie_word_embeddings");
