@@ -189,6 +189,17 @@ static void check_type(const fixture *f, const char *type, int combo) {
     assert_int_equal(tu_bench("/dev/null", "model convert '%s' '%s' --dtype f32 2>/dev/null", model, f32), 0);
     expect_logits(f, f32, loaders[combo / 4], kvs[combo % 4], 1, 1, ref, worst_conv);
     expect_greedy(f32, loaders[combo / 4], kvs[combo % 4], 1, want, n_want);
+    /* the same ids from the command line */
+    if (combo == 0) {
+        char out[700];
+        int cli[MAX_IDS];
+        snprintf(out, sizeof(out), "%s/ids-%s.txt", f->tmp, type);
+        assert_int_equal(tu_bench(out, "generate --model '%s' --prompt 'Once upon a time' --steps %d --ids --quiet "
+                                       "--llama-numerics 2>/dev/null", model, n_want - 1), 0); /* steps: after BOS */
+        int n_cli = tu_read_ints(out, cli, MAX_IDS);
+        assert_int_equal(n_cli, n_want);
+        for (int i = 0; i < n_want; i++) assert_int_equal(cli[i], want[i]);
+    }
     /* bench's own f32 attention, on the default modules */
     expect_logits(f, model, "mmap", "prealloc", 0, 1, ref, worst_f32attn);
     expect_greedy(model, "mmap", "prealloc", 0, want, n_want);

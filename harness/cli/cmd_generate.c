@@ -38,7 +38,7 @@ static void usage(FILE *f) {
             "                      [--loader NAME] [--loader-opt k=v,...] [--kv NAME] [--kv-opt k=v,...]\n"
             "                      [--alloc NAME] [--alloc-opt k=v,...] [--device cpu|cuda] [--device-opt k=v,...]\n"
             "                      [--prompt-tokens N] [--bandwidth]\n"
-            "                      [--ids] [--quiet] [--trace-alloc FILE] [--tokenizer-fallback]\n\n"
+            "                      [--ids] [--quiet] [--trace-alloc FILE] [--tokenizer-fallback] [--llama-numerics]\n\n"
             "Runs one engine on one prompt: prints the text on stdout, then load time, prompt tokens,\n"
             "TTFT, prefill tokens/s and decode tokens/s on stderr.\n\n"
             "  --steps N        positions in all, the prompt's included (as llama2.c counts); default 256.\n"
@@ -57,6 +57,8 @@ static void usage(FILE *f) {
             "  --ids            print token ids (BOS first, space-separated) instead of text\n"
             "  --tokenizer-fallback  tokenize a vocabulary whose tokenizer.ggml.model or .pre bench does not\n"
             "                   know with the nearest one (SentencePiece, gpt-2's split), with a warning\n"
+            "  --llama-numerics round as llama.cpp's CPU path does (its f16 KV cache, its RoPE angles), to\n"
+            "                   compare with its logits and ids (docs/formats.md); CPU only\n"
             "  --trace-alloc FILE  record every allocator call (KV at load, scratch per forward pass) to FILE,\n"
             "                   for the \"trace\" allocator workload (engines/core/runtime/alloc_trace.h, docs/scenarios.md)\n"
             "  modules          --loader pread|mmap, --kv prealloc|dynamic|block|token, --alloc libc|... (see bench list)\n\n"
@@ -154,12 +156,13 @@ int cmd_generate(int argc, char **argv) {
         else if (!strcmp(a, "--tokenizer-fallback")) spec.tokenizer_fallback = 1;
         else if (!strcmp(a, "--quiet")) quiet = 1;
         else if (!strcmp(a, "--bandwidth")) bandwidth = 1;
+        else if (!strcmp(a, "--llama-numerics")) spec.llama_numerics = 1;
         else {
             static const char *const known[] = {
                 "--model", "--tokenizer", "--prompt", "--steps", "--temperature", "--topp", "--seed", "--threads",
                 "--prompt-tokens", "--ctx", "--loader", "--kv", "--alloc", "--loader-opt", "--kv-opt", "--alloc-opt",
                 "--device", "--device-opt", "--modules", "--trace-alloc", "--ids", "--tokenizer-fallback", "--quiet",
-                "--bandwidth", "--help", NULL};
+                "--bandwidth", "--llama-numerics", "--help", NULL};
             return cli_bad_arg(stderr, "generate", a, known);
         }
 #undef ARG

@@ -107,8 +107,11 @@ static int model_info(int argc, char **argv) {
     printf("%-12s dim %d, hidden %d, layers %d, heads %d, kv heads %d, head_dim %d, vocab %d\n", "shape", c->dim,
            c->hidden_dim, c->n_layers, c->n_heads, c->n_kv_heads, c->n_heads ? c->dim / c->n_heads : 0, c->vocab_size);
     printf("%-12s %d declared, %d used\n", "context", c->seq_len_header, c->seq_len);
-    printf("%-12s %s, theta %g\n", "rope",
+    printf("%-12s %s, theta %g", "rope",
            c->rope == ROPE_HALF ? "half (HF rotate_half q/k rows)" : "interleaved (llama2.c/GGUF q/k rows)", c->rope_theta);
+    if (c->rope_linear > 0.0f) printf(", linear scaling %g", c->rope_linear);
+    if (model_find(m, "rope_freqs.weight")) printf(", frequency factors (rope_freqs.weight)");
+    printf("\n");
     printf("%-12s %g\n", "norm eps", c->norm_eps);
     printf("%-12s %s\n", "classifier", model_find(m, "output.weight") ? "separate (output.weight)" : "tied to token_embd");
     uint64_t params = model_param_count(m), bytes = model_weight_bytes(m);
