@@ -13,9 +13,11 @@
 
 #include "module.h"
 
-#define BENCH_KV_IFACE_VERSION 2u
+#define BENCH_KV_IFACE_VERSION 3u
 /* Version 2 added the optional prefix-sharing slots at the end of the iface; a
- * version 1 module (whose struct ends at destroy) still loads, without them. */
+ * version 1 module (whose struct ends at destroy) still loads, without them.
+ * Version 3 added bench_kv_shape.attn_f16: an older module would ignore it and attend
+ * in f32, so the engine refuses attn_f16 with a module below version 3. */
 #define BENCH_KV_IFACE_MIN_VERSION 1u
 
 typedef struct bench_kv_shape {
@@ -27,8 +29,7 @@ typedef struct bench_kv_shape {
     int max_seqs;       /* concurrent sequences */
     /* 1: round each softmax weight to f16 before it multiplies V, as llama.cpp does
      * with its default f16 KV cache (the core rounds q, k and v to f16 itself). Only
-     * for agreement with llama.cpp's numbers; 0 is the f32 attention. Appended
-     * after version 2's fields: a module built before it attends in f32. */
+     * for agreement with llama.cpp's numbers; 0 is the f32 attention. Version 3. */
     int attn_f16;
 } bench_kv_shape;
 

@@ -186,6 +186,11 @@ int engine_create(const engine_spec *spec, engine **out, char *err, size_t errle
     e->kv_pooled = kv_is_pooled(e->kv_mod.mod);
     if (size_kv(spec, e->kv_mod.mod, engine_kv_token_bytes(e), e->max_pos, &e->max_seqs, pool, sizeof(pool), err, errlen))
         goto err;
+    if (spec->llama_numerics && e->kv->version < 3u) {
+        bench_errf(err, errlen, "kv module %s has interface version %u; llama.cpp's rounding (llama_numerics) needs version 3",
+                   e->kv_mod.mod->name, e->kv->version);
+        goto err;
+    }
     bench_kv_shape shape = {.n_layers = c->n_layers, .n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads,
                             .head_dim = c->dim / c->n_heads, .max_pos = e->max_pos, .max_seqs = e->max_seqs,
                             .attn_f16 = spec->llama_numerics};
