@@ -31,7 +31,7 @@ void pretok_free(pretok *p); /* p may be NULL */
 /* The known family names, comma-separated (for error messages and docs). */
 const char *pretok_names(void);
 int pretok_name_known(const char *name);
-/* Whether the family's ids were checked against a reference test set (docs/formats-vocab.md). */
+/* Whether the family's ids were checked against a reference test set (docs/formats.md, "Vocabularies"). */
 int pretok_name_tested(const char *name);
 /* Whether the family's BPE looks a whole word up before merging (llama.cpp's ignore_merges). */
 int pretok_name_ignores_merges(const char *name);
