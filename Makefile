@@ -7,6 +7,7 @@
 #   make valgrind   runs the test suite's memcheck pass on the release build
 #   make archgraph  draws docs/ARCHITECTURE.md's folder graph ($(BUILD)/architecture.svg; needs graphviz)
 #   make tools      the standalone benchmarks and investigations of tools/ in $(BUILD)/tools
+#   make fuzz       libFuzzer targets, FUZZ_SECONDS=N each (fuzz/fuzz.mk, docs/reliability.md)
 #   make clean
 # Switches: CC=..., BUILD=dir, SAN=1 (sanitizers), OPT=-O0, CUDA=0 to skip nvcc even when present
 #   (CUDA=1 insists on it), NVCC=path, CUDA_ARCH='-gencode ...' (default: sm_80, sm_90 + compute_90 PTX).
@@ -227,5 +228,7 @@ archgraph:
 
 clean:
 	rm -rf build
+
+include fuzz/fuzz.mk
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -196,6 +196,10 @@ int llama2c_open(const char *path, model *m, char *err, size_t errlen) {
                           path, (long long)st.st_size);
     static const char *hname[] = {"dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size", "seq_len"};
     int shared = h[5] > 0;
+    /* A negative vocab size means "separate classifier"; INT32_MIN has no positive. */
+    if (h[5] == INT32_MIN)
+        return bench_errf(err, errlen, "%s: header field vocab_size (offset 20) is %d, expected 1..%d or its negative: not a llama2.c checkpoint",
+                          path, h[5], 1 << 24);
     if (h[5] < 0) h[5] = -h[5];
     for (int i = 0; i < 7; i++)
         if (h[i] <= 0 || h[i] > (1 << 24))
