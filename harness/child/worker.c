@@ -23,6 +23,7 @@
 #include "harness/child/serve.h"
 #include "harness/spec/worker_spec.h"
 #include "harness/child/worker.h"
+#include "harness/child/mapguard.h"
 
 #if defined(__has_include)
 #if __has_include(<valgrind/callgrind.h>)
@@ -388,6 +389,8 @@ static int wk_run(wk_ctx c, wk_spec s) {
         goto out;
     }
     if (wk_send(&c, BENCH_EV_LOAD_END, 1, 0, 0, NULL, NULL, 0)) goto out;
+    /* test hook: the model truncated under a mapping loader (mapguard.h) */
+    if (s.module[0] && !strcmp(s.module[0], "mmap") && mg_test_truncate(s.model) < 0) goto out;
 
     int64_t produced = 0;
     if (s.requests) {

@@ -17,6 +17,7 @@
 #include "harness/parent/runner.h"
 #include "harness/spec/scenario.h"
 #include "harness/child/worker.h"
+#include "harness/child/mapguard.h"
 #include "harness/spec/kind.h"
 
 static void ex_usage(FILE *f) {
@@ -189,6 +190,8 @@ int cmd_exec(int argc, char **argv) {
     if (!wo.callgrind)
         fprintf(stderr, "bench exec: %s: variant %d (%s), cache %s%s\n", s->name, vi, v->key, cold ? "cold" : "warm",
                 wo.loop > 1 ? ", decode looped" : "");
+    /* a mapped model truncated or rewritten while it runs: one line naming it, exit MG_EXIT_CHANGED */
+    mg_install("bench exec", 0);
     rc = s->kind->worker(spec, file, -1, -1, &wo);
 out:
     free(spec);

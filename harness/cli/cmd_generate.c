@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "commands.h"
+#include "harness/child/mapguard.h"
 #include "harness/cli/cliargs.h"
 #include "engines/core/runtime/engine.h"
 #include "engines/core/compute/kernels.h"
@@ -186,11 +187,14 @@ int cmd_generate(int argc, char **argv) {
     }
 
     double t0 = now_s();
+    /* a mapped model truncated or rewritten while it runs: one line naming it, exit MG_EXIT_CHANGED */
+    mg_install("bench generate", 0);
     if (engine_create(&spec, &e, err, sizeof(err))) {
         fprintf(stderr, "bench generate: %s\n", err);
         if (gen_unknown_module(&spec)) rc = 2;
         goto out;
     }
+    if (mg_test_truncate(spec.model_path) < 0) goto out;
     double t_load = now_s() - t0;
     const model *m = engine_model(e);
     const tokenizer *tok = engine_tokenizer(e);
