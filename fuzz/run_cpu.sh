@@ -11,6 +11,8 @@ hz=$(getconf CLK_TCK)
 export FUZZ_MODULE_DIR=${FUZZ_MODULE_DIR:-build/modules}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+# the jemalloc module wants static TLS set aside at start (harness/cli/main.c does the same)
+export GLIBC_TUNABLES=${GLIBC_TUNABLES:-glibc.rtld.optional_static_tls=16384}
 # -fork=0: one process, so its own /proc/PID/stat counts all the work
 "$t" -timeout=10 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 -close_fd_mask=1 \
      -artifact_prefix="build/fuzz/crash/$name/" "build/fuzz/corpus/$name" "fuzz/corpus/$name" >"$log" 2>&1 &

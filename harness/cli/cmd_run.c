@@ -69,7 +69,9 @@ typedef struct run_ctx {
     rs_input in;
     int tty;
     int64_t t0;
-    char err[512];
+    char err[1024];
+    int write_failures;     /* results.json writes that failed (a full disk): the run's exit status says so */
+    int written_runs;       /* repetitions in the last results.json that was written */
 } run_ctx;
 
 static void run_progress(void *user, const rn_run *r, int done, int total) {
@@ -81,7 +83,12 @@ static void run_progress(void *user, const rn_run *r, int done, int total) {
     /* results.json after every repetition: a crash of bench itself still leaves the finished ones */
     rs_summary sum;
     if (!rs_summarize(&c->in, &sum)) {
-        if (rs_write(&c->in, &sum, c->err, sizeof(c->err))) fprintf(stderr, "\nbench run: %s\n", c->err);
+        if (rs_write(&c->in, &sum, c->err, sizeof(c->err))) {
+            /* the first failure in full; the run goes on (space may come back), the exit status will say it */
+            if (!c->write_failures++) fprintf(stderr, "\nbench run: %s\n", c->err);
+        } else {
+            c->written_runs = done;
+        }
         rs_summary_free(&sum);
     }
     if (!c->tty) return;
@@ -275,7 +282,12 @@ int cmd_run(int argc, char **argv) {
         fprintf(stderr, "bench run: out of memory\n");
         goto out;
     }
-    if (rs_write(&ctx.in, &sum, err, sizeof(err))) fprintf(stderr, "bench run: %s\n", err);
+    if (rs_write(&ctx.in, &sum, err, sizeof(err))) {
+        fprintf(stderr, "bench run: %s\n", err);
+        ctx.write_failures++;
+    } else {
+        ctx.written_runs = res.n_runs;
+    }
     if (json) {
         cJSON *j = cJSON_CreateObject();
         cJSON_AddStringToObject(j, "scenario", s->name);
@@ -297,6 +309,12 @@ int cmd_run(int argc, char **argv) {
     fprintf(stderr, "bench run: %d of %d repetitions done%s; results in %s\n", res.n_runs, res.total_planned,
             res.interrupted ? " (interrupted)" : res.stopped ? " (stopped by --fail-fast)" : "", dir);
     rc = res.interrupted ? 130 : bad ? 1 : 0;
+    if (ctx.write_failures) {
+        fprintf(stderr, "bench run: %d write%s of %s/results.json failed; it holds %d of the %d repetitions done%s\n",
+                ctx.write_failures, ctx.write_failures == 1 ? "" : "s", dir, ctx.written_runs, res.n_runs,
+                ctx.written_runs ? "" : " (none was written)");
+        if (!rc) rc = 1;
+    }
 out:
     cJSON_Delete(shard_json);
     sh_plan_free(&sh.plan);

@@ -425,6 +425,16 @@ static void rn_reap(rn_proc *p, double timeout_s) {
             rn_setf(why, sizeof(why), "exit code %d: %s", WEXITSTATUS(st), p->reason);
             rn_setf(p->reason, sizeof(p->reason), "%s", why);
         }
+        /* A memory limit that refuses instead of killing (ulimit -v, RLIMIT_AS): the
+         * worker reports the failed allocation and exits. That is the same cause as an
+         * OOM kill, and is recorded as one. */
+        if (!san && (strstr(p->reason, "out of memory") || strstr(p->reason, "Cannot allocate memory") ||
+                     strstr(p->reason, "cannot allocate"))) {
+            p->status = RN_OOM;
+            rn_setf(why, sizeof(why), "out of memory (an allocation was refused: a memory limit such as ulimit -v, "
+                    "or the machine's memory): %s", p->reason);
+            rn_setf(p->reason, sizeof(p->reason), "%s", why);
+        }
     } else if (!p->t_done) {
         p->status = RN_ERROR;
         rn_setf(p->reason, sizeof(p->reason), "exited with status 0 before DONE");

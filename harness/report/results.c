@@ -24,7 +24,24 @@
 
 /* ---- atomic files ---- */
 
+/* Test hook (BENCH_TEST_HOOKS=1 BENCH_TEST_ENOSPC_AFTER=N): after N files written,
+ * every write fails with ENOSPC, as when the disk fills up during a run. */
+static int rs_disk_full(void) {
+    static long left = -2;  /* -2: not read yet; -1: no hook */
+    if (left == -2) {
+        const char *hooks = getenv("BENCH_TEST_HOOKS"), *n = getenv("BENCH_TEST_ENOSPC_AFTER");
+        char *end = NULL;
+        left = hooks && !strcmp(hooks, "1") && n && *n ? strtol(n, &end, 10) : -1;
+        if (end && *end) left = -1;
+    }
+    if (left < 0) return 0;
+    if (left == 0) return 1;
+    left--;
+    return 0;
+}
+
 int rs_write_atomic(const char *path, const char *data, size_t len, char *err, size_t errlen) {
+    int full = rs_disk_full();
     char tmp[PATH_MAX];
     if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof(tmp))
         return bench_errf(err, errlen, "%s: path too long", path);
@@ -32,13 +49,14 @@ int rs_write_atomic(const char *path, const char *data, size_t len, char *err, s
     if (fd < 0) return bench_errf(err, errlen, "%s: %s", tmp, strerror(errno));
     size_t off = 0;
     while (off < len) {
-        ssize_t w = write(fd, data + off, len - off);
+        ssize_t w = full ? (errno = ENOSPC, -1) : write(fd, data + off, len - off);
         if (w < 0 && errno == EINTR) continue;
         if (w <= 0) {
-            int e = errno;
+            int e = w < 0 ? errno : EIO;
             close(fd);
             unlink(tmp);
-            return bench_errf(err, errlen, "%s: write: %s", tmp, strerror(e));
+            return bench_errf(err, errlen, "%s: cannot write: %s; nothing was replaced (a previous %s, if any, is as it was)",
+                              path, strerror(e), path);
         }
         off += (size_t)w;
     }
@@ -46,7 +64,8 @@ int rs_write_atomic(const char *path, const char *data, size_t len, char *err, s
     if (fsync(fd) || close(fd)) {
         int e = errno;
         unlink(tmp);
-        return bench_errf(err, errlen, "%s: %s", tmp, strerror(e));
+        return bench_errf(err, errlen, "%s: cannot write: %s; nothing was replaced (a previous %s, if any, is as it was)",
+                          path, strerror(e), path);
     }
     if (rename(tmp, path)) {
         int e = errno;

@@ -12,6 +12,7 @@
 #include "engines/abi/kv.h"
 #include "engines/abi/loader.h"
 #include "engines/core/runtime/alloc_trace.h"
+#include "engines/core/runtime/alloc_fault.h"
 #include "devhost.h"
 #include "engines/core/compute/kernels.h"
 #include "modreg.h"
@@ -33,6 +34,7 @@ struct engine {
     void *loader_ctx, *kv_ctx, *alloc_ctx;
     bench_allocator allocator;      /* the module's, or the trace recorder wrapping it */
     at_recorder *trace;             /* spec->trace_alloc; NULL: none */
+    af_state *fault;                /* test hook: every Nth allocation fails (alloc_fault.h); NULL: none */
     bench_host host;
     tp_pool *pool;
     bench_tensor_ref *refs;     /* (n_tensors) */
@@ -165,6 +167,12 @@ int engine_create(const engine_spec *spec, engine **out, char *err, size_t errle
         if (at_recorder_open(spec->trace_alloc, &e->allocator, &e->trace, err, errlen)) goto err;
         e->allocator = *at_recorder_allocator(e->trace);
     }
+    uint64_t fail_every = af_every_from_env();
+    if (fail_every) {
+        if (!(e->fault = malloc(sizeof(*e->fault)))) { bench_errf(err, errlen, "out of memory"); goto err; }
+        af_wrap(e->fault, &e->allocator, fail_every);
+        e->allocator = e->fault->self;
+    }
     e->host = (bench_host){.parallel_for = tp_run, .pool = e->pool, .n_threads = threads,
                            .alloc = &e->allocator, .name_region = name_region,
                            .device = device ? device : "cpu", .stream = stream, .log = engine_log};
@@ -224,6 +232,7 @@ void engine_destroy(engine *e) {
     char terr[256];
     if (at_recorder_close(e->trace, terr, sizeof(terr))) fprintf(stderr, "bench: %s\n", terr);
     if (e->alloc && e->alloc_ctx) e->alloc->destroy(e->alloc_ctx);
+    free(e->fault);
     tp_destroy(e->pool);
     devhost_close(e->dev); /* after the loader and KV modules: their device memory goes first */
     modreg_entry_close(&e->kv_mod);
@@ -364,6 +373,10 @@ void engine_counters(const engine *e, const bench_counter_sink *sink) {
     ps = (prefix_sink){sink, "device"};
     if (e->dev) devhost_counters(e->dev, &s);
     bench_emit_as(sink, "engine.scratch_allocs", "count", BENCH_CTR_EXACT, BENCH_BETTER_LOWER, (double)e->tf.scratch_allocs);
+    if (e->fault) {     /* the test hook's counts (alloc_fault.h): shown, never judged */
+        bench_emit_as(sink, "engine.alloc_fault_calls", "count", BENCH_CTR_INFO, BENCH_BETTER_NONE, (double)e->fault->calls);
+        bench_emit_as(sink, "engine.alloc_fault_failed", "count", BENCH_CTR_INFO, BENCH_BETTER_NONE, (double)e->fault->failed);
+    }
 }
 
 int engine_sample(engine *e, sampler *s, float *logits) {

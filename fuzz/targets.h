@@ -1,0 +1,154 @@
+/* The fuzz targets' bodies, shared by the libFuzzer entry points (fuzz/fuzz_*.c) and
+ * by tests/test_reliab.c, which replays every input in fuzz/regress/<target>/ through
+ * the same code under the test build's ASan+UBSan.
+ * Each returns 0 when the input was accepted or rejected with a message, and -1 when
+ * it was rejected without one (a defect: every failure must say why). */
+#ifndef BENCH_FUZZ_TARGETS_H
+#define BENCH_FUZZ_TARGETS_H
+
+#include "fuzz/fz.h"
+#include "engines/core/model/model.h"
+#include "harness/report/compare.h"
+#include "harness/spec/scenario.h"
+
+/* GGUF header, metadata and tensor infos through model_open, as bench opens a model:
+ * dispatch by magic, parse, model_validate. err gets the message (may be NULL). */
+static inline int fzt_gguf(const uint8_t *data, size_t size, char *err, size_t errlen) {
+    char path[512], e[1024] = "";
+    model *m = NULL;
+    fz_write("m.gguf", data, size, path, sizeof(path));
+    int rc = model_open(path, NULL, &m, e, sizeof(e));
+    fz_say("gguf", rc ? e : NULL);
+    if (err) snprintf(err, errlen, "%s", e);
+    if (rc == 0) {
+        (void)model_weight_bytes(m);
+        (void)model_param_count(m);
+        model_free(m);
+        return 0;
+    }
+    return e[0] ? 0 : -1;
+}
+
+/* llama2.c checkpoints and tokenizer.bin. Input: CHECKPOINT "\n@@tok@@\n" TOKENIZER.
+ * With a tokenizer part, model_open loads it against the checkpoint's vocab size, and
+ * it is also read alone (any token count). */
+static inline int fzt_llama2c(const uint8_t *data, size_t size, char *err, size_t errlen) {
+    const uint8_t *part[2];
+    size_t len[2];
+    char mp[512], tp[512], e[1024] = "";
+    int n = fz_split(data, size, "\n@@tok@@\n", part, len, 2), bad = 0;
+    fz_write("m.bin", part[0], len[0], mp, sizeof(mp));
+    if (n > 1) fz_write("tokenizer.bin", part[1], len[1], tp, sizeof(tp));
+    model *m = NULL;
+    int rc = model_open(mp, n > 1 ? tp : NULL, &m, e, sizeof(e));
+    fz_say("llama2c", rc ? e : NULL);
+    if (rc == 0) model_free(m);
+    else bad |= !e[0];
+    if (err) snprintf(err, errlen, "%s", e);
+    if (n > 1) {
+        model_vocab v = {0};
+        e[0] = 0;
+        if (model_vocab_load_llama2c(tp, 0, &v, e, sizeof(e)) != 0) bad |= !e[0];
+        model_vocab_free(&v);
+    }
+    return bad ? -1 : 0;
+}
+
+/* A safetensors model directory: config.json, the .safetensors JSON header,
+ * model.safetensors.index.json and tokenizer.json.
+ * Input: FLAGS(1 byte) DATALEN(2 bytes, LE) then parts split at "\n@@\n":
+ *   CONFIG, HEADER, INDEX, TOKENIZER.
+ * FLAGS bit 0: HEADER is the whole .safetensors file (length prefix included);
+ *   otherwise the target writes the 8-byte length, HEADER, and DATALEN zero bytes,
+ *   so the fuzzer works on the JSON rather than on matching lengths.
+ * FLAGS bit 1: INDEX is written as model.safetensors.index.json, the shard being both
+ *   model-00001-of-00001.safetensors and model.safetensors.
+ * FLAGS bit 2: no tokenizer.json; bit 3: no config.json. */
+static inline int fzt_safetensors(const uint8_t *data, size_t size, char *err, size_t errlen) {
+    if (size < 3) return 0;
+    unsigned flags = data[0];
+    size_t datalen = (size_t)data[1] | (size_t)data[2] << 8;
+    const uint8_t *part[4];
+    size_t len[4];
+    char p[512], e[1024] = "";
+    fz_split(data + 3, size - 3, "\n@@\n", part, len, 4);
+
+    if (flags & 8) fz_unlink("config.json");
+    else fz_write("config.json", part[0], len[0], p, sizeof(p));
+    if (flags & 4) fz_unlink("tokenizer.json");
+    else fz_write("tokenizer.json", part[3], len[3], p, sizeof(p));
+
+    uint8_t *st;
+    size_t stn;
+    if (flags & 1) {
+        st = malloc(len[1] ? len[1] : 1);
+        if (!st) abort();
+        memcpy(st, part[1], len[1]);
+        stn = len[1];
+    } else {
+        stn = 8 + len[1] + datalen;
+        st = calloc(1, stn);
+        if (!st) abort();
+        for (int i = 0; i < 8; i++) st[i] = (uint8_t)((uint64_t)len[1] >> (8 * i));
+        memcpy(st + 8, part[1], len[1]);
+    }
+    fz_write("model.safetensors", st, stn, p, sizeof(p));
+    if (flags & 2) {
+        fz_write("model-00001-of-00001.safetensors", st, stn, p, sizeof(p));
+        fz_write("model.safetensors.index.json", part[2], len[2], p, sizeof(p));
+    } else {
+        fz_unlink("model-00001-of-00001.safetensors");
+        fz_unlink("model.safetensors.index.json");
+    }
+    free(st);
+
+    model *m = NULL;
+    int rc = model_open(fz_dir(), NULL, &m, e, sizeof(e));
+    fz_say("safetensors", rc ? e : NULL);
+    if (err) snprintf(err, errlen, "%s", e);
+    if (rc == 0) model_free(m);
+    return rc == 0 || e[0] ? 0 : -1;
+}
+
+/* Scenario files: parse and validate, as bench run does before anything runs.
+ * Modules are looked up in module_dir. */
+static inline int fzt_scenario(const uint8_t *data, size_t size, const char *module_dir, char *err, size_t errlen) {
+    char *text = fz_strndup(data, size);
+    scenario *s = NULL;
+    sc_errors errs = {0};
+    int rc = sc_parse("fuzz.json", text, module_dir, &s, &errs), bad = 0;
+    fz_say("scenario", rc ? (errs.n ? errs.v[0] : "") : NULL);
+    if (err) snprintf(err, errlen, "%s", rc && errs.n ? errs.v[0] : "");
+    if (rc == 0) sc_free(s);
+    else bad = errs.n == 0;
+    sc_errors_free(&errs);
+    free(text);
+    return bad ? -1 : 0;
+}
+
+/* The results reader behind bench compare and bench history, and the comparison of
+ * the document with itself: every series and summary read goes through it. */
+static inline int fzt_results(const uint8_t *data, size_t size, char *err, size_t errlen) {
+    char path[512], e[1024] = "";
+    fz_write("results.json", data, size, path, sizeof(path));
+    rr_doc d = {0};
+    int rc = rr_load(path, &d, e, sizeof(e));
+    fz_say("results", rc ? e : NULL);
+    if (err) snprintf(err, errlen, "%s", e);
+    if (rc != 0) return e[0] ? 0 : -1;
+    cmp_opts o = {.threshold = 0.05};
+    cmp_report rep = {0};
+    if (cmp_docs(&d, &d, &o, &rep, e, sizeof(e)) == 0) {
+        FILE *null = fopen("/dev/null", "w");
+        if (null) {
+            cmp_print(null, &rep, CMP_FMT_JSON, 0, &o);
+            cmp_print(null, &rep, CMP_FMT_TABLE, 0, &o);
+            fclose(null);
+        }
+    }
+    cmp_report_free(&rep);
+    rr_free(&d);
+    return 0;
+}
+
+#endif

@@ -1,0 +1,401 @@
+/* Reliability (docs/reliability.md): what bench does when its inputs and its
+ * machine turn hostile, shown on real runs.
+ *   - every input the fuzzers ever crashed on (fuzz/regress/<target>/), replayed
+ *     through the fuzz targets' own code under ASan+UBSan: a clean error now;
+ *   - the committed seeds parse (the fuzzers start from valid files);
+ *   - a full disk while results are written (injected ENOSPC): a clear error, the
+ *     last results.json intact and holding the finished repetitions, exit 1;
+ *   - the model truncated under a mapped run (SIGBUS): bench run records the run
+ *     as failed with that cause and goes on; bench generate and bench exec print one
+ *     line naming the file and exit 4;
+ *   - every Nth allocation refused inside each allocator module: the engine reports
+ *     it and frees what it had (LSan checks the frees at exit).
+ * Faults come from test hooks (BENCH_TEST_HOOKS=1, see mapguard.h, alloc_fault.h,
+ * results.c). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <cJSON.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "engines/core/runtime/engine.h"
+#include "engines/core/runtime/tokenizer.h"
+#include "fuzz/targets.h"
+#include "harness/child/mapguard.h"
+#include "tests/lib/harness_jsonschema.h"
+#include "tests/lib/testutil.h"
+
+typedef struct fx {
+    char tmp[512];
+    char model[600];        /* a private copy: the tests truncate it */
+    char src[512], tok[512];
+} fx;
+
+static int copy_file(const char *from, const char *to) {
+    FILE *a = fopen(from, "rb"), *b = fopen(to, "wb");
+    int rc = 0;
+    if (!a || !b) rc = -1;
+    char buf[65536];
+    size_t n;
+    while (!rc && (n = fread(buf, 1, sizeof(buf), a)) > 0)
+        if (fwrite(buf, 1, n, b) != n) rc = -1;
+    if (a) fclose(a);
+    if (b && fclose(b)) rc = -1;
+    return rc;
+}
+
+static int setup(void **state) {
+    fx *f = calloc(1, sizeof(*f));
+    if (!f || !tu_shared("models/stories260K.bin", f->src, sizeof(f->src)) ||
+        !tu_shared("models/tok512.bin", f->tok, sizeof(f->tok)) || !tu_tmpdir(f->tmp, sizeof(f->tmp))) {
+        free(f);
+        return -1;
+    }
+    snprintf(f->model, sizeof(f->model), "%s/model.bin", f->tmp);
+    setenv("BENCH_TEST_HOOKS", "1", 1);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state) {
+    fx *f = *state;
+    if (f) tu_rmtree(f->tmp);
+    free(f);
+    return 0;
+}
+
+/* A fresh copy of stories260K (the previous test may have truncated it). */
+static void fresh_model(fx *f) {
+    assert_int_equal(copy_file(f->src, f->model), 0);
+}
+
+static const char *scenario_file(fx *f, const char *name, const char *body) {
+    static char path[700];
+    snprintf(path, sizeof(path), "%s/%s.json", f->tmp, name);
+    FILE *o = fopen(path, "w");
+    assert_non_null(o);
+    fprintf(o, "{\"name\": \"%s\", \"model\": {\"path\": \"%s\", \"tokenizer\": \"%s\"}, %s}", name, f->model, f->tok, body);
+    fclose(o);
+    return path;
+}
+
+static char *slurp(const char *path) {
+    size_t n;
+    char err[256];
+    return rr_slurp(path, &n, err, sizeof(err));
+}
+
+static const char *str_at(const cJSON *o, const char *k) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+static void assert_schema_valid(const cJSON *doc) {
+    cJSON *schema = hjs_load("docs/results-schema.json");
+    assert_non_null(schema);
+    char err[2048];
+    int n = hjs_validate(schema, doc, err, sizeof(err));
+    if (n) fprintf(stderr, "schema violations (%d):\n%s", n, err);
+    cJSON_Delete(schema);
+    assert_int_equal(n, 0);
+}
+
+static int count_lines(const char *s) {
+    int n = 0;
+    for (; s && *s; s++) n += *s == '\n';
+    return n;
+}
+
+/* ---- fuzz regressions and seeds ---- */
+
+typedef int (*fzt_fn)(const uint8_t *, size_t, char *, size_t);
+
+static int scenario_target(const uint8_t *d, size_t n, char *err, size_t errlen) {
+    return fzt_scenario(d, n, tu_module_dir(), err, errlen);
+}
+
+static const struct { const char *name; fzt_fn fn; } targets[] = {
+    {"fuzz_gguf", fzt_gguf}, {"fuzz_llama2c", fzt_llama2c}, {"fuzz_safetensors", fzt_safetensors},
+    {"fuzz_scenario", scenario_target}, {"fuzz_results", fzt_results},
+};
+
+static int has_suffix(const char *s, const char *suf) {
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && !strcmp(s + a - b, suf);
+}
+
+/* Runs every file of dir/<target>/ through its target; want_ok: the parser must accept
+ * it (seeds), else reject it with a message holding the .expect file's text. Returns
+ * the number of inputs. */
+static int replay(const char *dir, int want_ok) {
+    int total = 0;
+    for (size_t t = 0; t < sizeof(targets) / sizeof(targets[0]); t++) {
+        char d[600];
+        snprintf(d, sizeof(d), "%s/%s", dir, targets[t].name);
+        DIR *dp = opendir(d);
+        if (!dp) continue;
+        struct dirent *de;
+        while ((de = readdir(dp))) {
+            if (de->d_name[0] == '.' || has_suffix(de->d_name, ".expect")) continue;
+            char p[1200], ep[1300], err[1024] = "";
+            snprintf(p, sizeof(p), "%s/%s", d, de->d_name);
+            size_t n;
+            char *data = rr_slurp(p, &n, err, sizeof(err));
+            assert_non_null(data);
+            err[0] = 0;
+            int rc = targets[t].fn((const uint8_t *)data, n, err, sizeof(err));
+            free(data);
+            if (rc) fail_msg("%s: rejected without a message", p);
+            if (want_ok && err[0]) fail_msg("seed %s does not parse: %s", p, err);
+            if (!want_ok) {
+                snprintf(ep, sizeof(ep), "%s.expect", p);
+                char *want = slurp(ep);
+                if (!want) fail_msg("%s: no %s saying what the error must hold", p, ep);
+                if (!strstr(err, want)) fail_msg("%s: error \"%s\" does not hold \"%s\"", p, err, want);
+                free(want);
+            }
+            total++;
+        }
+        closedir(dp);
+    }
+    return total;
+}
+
+static void test_fuzz_regressions(void **state) {
+    (void)state;
+    int n = replay("fuzz/regress", 0);
+    fprintf(stderr, "replayed %d crash inputs\n", n);
+    assert_true(n >= 1);
+}
+
+static void test_fuzz_seeds_parse(void **state) {
+    (void)state;
+    /* the scenario seeds name modules (CUDA ones too) that not every machine has: not replayed here */
+    int n = 0;
+    for (size_t t = 0; t < sizeof(targets) / sizeof(targets[0]); t++) {
+        if (!strcmp(targets[t].name, "fuzz_scenario")) continue;
+        char d[600];
+        snprintf(d, sizeof(d), "fuzz/corpus/%s", targets[t].name);
+        DIR *dp = opendir(d);
+        assert_non_null(dp);
+        struct dirent *de;
+        while ((de = readdir(dp))) {
+            if (de->d_name[0] == '.') continue;
+            char p[1200], err[1024] = "";
+            snprintf(p, sizeof(p), "%s/%s", d, de->d_name);
+            size_t len;
+            char *data = rr_slurp(p, &len, err, sizeof(err));
+            assert_non_null(data);
+            err[0] = 0;
+            assert_int_equal(targets[t].fn((const uint8_t *)data, len, err, sizeof(err)), 0);
+            if (err[0]) fail_msg("seed %s does not parse: %s", p, err);
+            free(data);
+            n++;
+        }
+        closedir(dp);
+    }
+    assert_true(n >= 8);
+}
+
+/* ---- a full disk ---- */
+
+static void test_enospc_keeps_last_results(void **state) {
+    fx *f = *state;
+    fresh_model(f);
+    const char *sc = scenario_file(f, "enospc", "\"workload\": {\"prompt_tokens\": 4, \"generate\": 2}, \"cache\": \"warm\","
+                                   " \"repetitions\": 4, \"warmup\": 0");
+    char out2[700], log[800], results[800];
+    snprintf(out2, sizeof(out2), "%s/out_enospc", f->tmp);
+    snprintf(log, sizeof(log), "%s/enospc.log", f->tmp);
+    snprintf(results, sizeof(results), "%s/results.json", out2);
+    /* the disk fills after 5 files: the first repetition's are written, a later one's are not */
+    setenv("BENCH_TEST_ENOSPC_AFTER", "5", 1);
+    int rc = tu_bench("/dev/null", "run '%s' --out '%s' 2>'%s'", sc, out2, log);
+    unsetenv("BENCH_TEST_ENOSPC_AFTER");
+    assert_int_equal(rc, 1);
+    char *msg = slurp(log);
+    assert_non_null(msg);
+    if (!strstr(msg, "No space left on device") || !strstr(msg, "nothing was replaced") || !strstr(msg, results))
+        fail_msg("unclear disk-full error:\n%s", msg);
+    /* the closing line says how many repetitions the kept file holds */
+    const char *hold = strstr(msg, "it holds ");
+    assert_non_null(hold);
+    int held = -1, done = -1;
+    assert_int_equal(sscanf(hold, "it holds %d of the %d", &held, &done), 2);
+    free(msg);
+    assert_int_equal(done, 4);
+    assert_true(held >= 1 && held < 4);
+    cJSON *doc = hjs_load(results);
+    assert_non_null(doc);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "runs")), held);
+    assert_string_equal(str_at(doc, "status"), "running");  /* the partial run, as last recorded */
+    const cJSON *r;
+    cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(doc, "runs")) assert_string_equal(str_at(r, "status"), "ok");
+    assert_schema_valid(doc);
+    cJSON_Delete(doc);
+    /* no temporary file left behind */
+    DIR *dp = opendir(out2);
+    assert_non_null(dp);
+    struct dirent *de;
+    while ((de = readdir(dp))) if (strstr(de->d_name, ".tmp.")) fail_msg("left behind: %s/%s", out2, de->d_name);
+    closedir(dp);
+}
+
+/* ---- the model truncated under a mapping ---- */
+
+static void test_sigbus_run_recorded(void **state) {
+    fx *f = *state;
+    fresh_model(f);
+    const char *sc = scenario_file(f, "sigbus", "\"workload\": {\"prompt_tokens\": 4, \"generate\": 4}, \"cache\": \"warm\","
+                                   " \"repetitions\": 1, \"warmup\": 0, \"matrix\": {\"loader\": [\"mmap\", \"pread\"]}");
+    char out[700], results[800];
+    snprintf(out, sizeof(out), "%s/out_sigbus", f->tmp);
+    snprintf(results, sizeof(results), "%s/results.json", out);
+    /* the mmap worker cuts the file to 4 KiB once loaded: its first forward faults */
+    setenv("BENCH_TEST_TRUNCATE_MODEL", "4096", 1);
+    int rc = tu_bench("/dev/null", "run '%s' --out '%s' 2>/dev/null", sc, out);
+    unsetenv("BENCH_TEST_TRUNCATE_MODEL");
+    assert_int_equal(rc, 1);
+    cJSON *doc = hjs_load(results);
+    assert_non_null(doc);
+    assert_string_equal(str_at(doc, "status"), "complete");
+    const cJSON *runs = cJSON_GetObjectItemCaseSensitive(doc, "runs");
+    assert_int_equal(cJSON_GetArraySize(runs), 2);
+    const cJSON *p0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(runs, 0), "processes"), 0);
+    assert_string_equal(str_at(p0, "status"), "crash");
+    const char *why = str_at(p0, "reason");
+    if (!strstr(why, "SIGBUS") || !strstr(why, "changed under the mapping") || !strstr(why, f->model))
+        fail_msg("the mmap run's cause does not say the model changed under it: %s", why);
+    /* the next variant still ran: the file is short now, and its load says so */
+    const cJSON *p1 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(runs, 1), "processes"), 0);
+    assert_string_equal(str_at(p1, "status"), "exit");
+    if (!strstr(str_at(p1, "reason"), f->model)) fail_msg("the pread run's reason does not name the model: %s", str_at(p1, "reason"));
+    assert_schema_valid(doc);
+    cJSON_Delete(doc);
+}
+
+static void test_sigbus_generate_one_line(void **state) {
+    fx *f = *state;
+    fresh_model(f);
+    char log[800];
+    snprintf(log, sizeof(log), "%s/gen.log", f->tmp);
+    setenv("BENCH_TEST_TRUNCATE_MODEL", "4096", 1);
+    int rc = tu_bench("/dev/null", "generate --model '%s' --tokenizer '%s' --loader mmap --steps 4 --threads 1 2>'%s'",
+                      f->model, f->tok, log);
+    unsetenv("BENCH_TEST_TRUNCATE_MODEL");
+    assert_int_equal(rc, MG_EXIT_CHANGED);
+    char *msg = slurp(log);
+    assert_non_null(msg);
+    if (count_lines(msg) != 1 || strncmp(msg, "bench generate: ", 16) || !strstr(msg, f->model) ||
+        !strstr(msg, "changed under the mapping"))
+        fail_msg("expected one line naming %s, got:\n%s", f->model, msg);
+    free(msg);
+}
+
+static void test_sigbus_exec_one_line(void **state) {
+    fx *f = *state;
+    fresh_model(f);
+    const char *sc = scenario_file(f, "sigbus_exec", "\"workload\": {\"prompt_tokens\": 4, \"generate\": 4}, \"cache\": \"warm\","
+                                   " \"matrix\": {\"loader\": [\"mmap\"]}, \"threads\": 1");
+    char log[800];
+    snprintf(log, sizeof(log), "%s/exec.log", f->tmp);
+    setenv("BENCH_TEST_TRUNCATE_MODEL", "4096", 1);
+    int rc = tu_bench("/dev/null", "exec '%s' 2>'%s'", sc, log);
+    unsetenv("BENCH_TEST_TRUNCATE_MODEL");
+    assert_int_equal(rc, MG_EXIT_CHANGED);
+    char *msg = slurp(log);
+    assert_non_null(msg);
+    /* bench exec's own banner line first, then the one line about the file */
+    const char *line = strstr(msg, "bench exec: /");
+    if (!line || !strstr(line, f->model) || !strstr(line, "changed under the mapping") || count_lines(line) != 1)
+        fail_msg("expected one line naming %s, got:\n%s", f->model, msg);
+    free(msg);
+}
+
+/* ---- refused allocations ---- */
+
+static void emit_calls(void *user, const char *name, const char *unit, double v) {
+    (void)unit;
+    if (!strcmp(name, "engine.alloc_fault_calls")) *(double *)user = v;
+}
+
+/* create, prefill 4 tokens, 3 decode steps, destroy. Returns 0, or -1 with err set. */
+static int engine_pass(fx *f, const char *alloc, const char *kv, double *calls, char *err, size_t errlen) {
+    engine_spec s = {.model_path = f->src, .tokenizer_path = f->tok, .loader = "pread", .kv = kv, .alloc = alloc,
+                     .threads = 1, .module_dir = tu_module_dir()};
+    engine *e = NULL;
+    err[0] = 0;
+    if (engine_create(&s, &e, err, errlen)) return -1;
+    int ids[8] = {1, 5, 6, 7}, rc = 0;
+    float *logits;
+    if (engine_forward(e, 0, ids, 4, 0, &logits, err, errlen)) rc = -1;
+    for (int k = 0; !rc && k < 3; k++)
+        if (engine_forward(e, 0, &ids[3 + k], 1, 4 + k, &logits, err, errlen)) rc = -1;
+        else ids[4 + k] = 9 + k;
+    bench_counter_sink sink = {.emit = emit_calls, .user = calls};
+    if (calls) engine_counters(e, &sink);
+    engine_destroy(e);
+    return rc;
+}
+
+static void test_alloc_failure_every_n(void **state) {
+    fx *f = *state;
+    static const char *const allocs[] = {"libc", "arena", "buddy", "slab", "jemalloc", "mimalloc"};
+    static const char *const kvs[] = {"prealloc", "dynamic", "block", "token"};
+    int cases = 0;
+    for (size_t a = 0; a < sizeof(allocs) / sizeof(allocs[0]); a++)
+        for (size_t k = 0; k < sizeof(kvs) / sizeof(kvs[0]); k++) {
+            if (a && k > 1) continue;   /* the paged caches once, on libc */
+            char err[1024];
+            double calls = -1;
+            /* a period no run reaches: counts the calls, fails none */
+            setenv("BENCH_TEST_ALLOC_FAIL_EVERY", "1000000000", 1);
+            if (engine_pass(f, allocs[a], kvs[k], &calls, err, sizeof(err)))
+                fail_msg("%s/%s without failures: %s", allocs[a], kvs[k], err);
+            assert_true(calls >= 3);    /* KV memory and one scratch block per forward at least */
+            for (int n = 1; n <= (int)calls; n++) {
+                char every[16];
+                snprintf(every, sizeof(every), "%d", n);
+                setenv("BENCH_TEST_ALLOC_FAIL_EVERY", every, 1);
+                /* call n is refused: the pass must fail and say so (LSan checks the frees at exit) */
+                if (!engine_pass(f, allocs[a], kvs[k], NULL, err, sizeof(err)))
+                    fail_msg("%s/%s: allocation %d of %.0f refused, yet the engine reported nothing", allocs[a], kvs[k], n, calls);
+                if (!strstr(err, "allocate") && !strstr(err, "memory") && !strstr(err, "cannot grow"))
+                    fail_msg("%s/%s: allocation %d refused: unclear error \"%s\"", allocs[a], kvs[k], n, err);
+                cases++;
+            }
+        }
+    unsetenv("BENCH_TEST_ALLOC_FAIL_EVERY");
+    fprintf(stderr, "refused allocations: %d cases\n", cases);
+}
+
+int main(int argc, char **argv) {
+    (void)argc;
+    /* the jemalloc module wants static TLS set aside at start (as test_alloc_modules does) */
+    const char *t = getenv("GLIBC_TUNABLES");
+    if (!t || !strstr(t, "optional_static_tls")) {
+        char buf[1024];
+        snprintf(buf, sizeof(buf), "%s%sglibc.rtld.optional_static_tls=16384", t ? t : "", t && *t ? ":" : "");
+        setenv("GLIBC_TUNABLES", buf, 1);
+        execv("/proc/self/exe", argv);
+        perror("test_reliab: re-exec with GLIBC_TUNABLES");
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fuzz_regressions),
+        cmocka_unit_test(test_fuzz_seeds_parse),
+        cmocka_unit_test(test_enospc_keeps_last_results),
+        cmocka_unit_test(test_sigbus_run_recorded),
+        cmocka_unit_test(test_sigbus_generate_one_line),
+        cmocka_unit_test(test_sigbus_exec_one_line),
+        cmocka_unit_test(test_alloc_failure_every_n),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
