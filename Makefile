@@ -1,6 +1,7 @@
 # bench: one build for everything.
 #   make            release build: build/bench and build/modules/*.so
 #   make test       installs what is missing, builds under ASan+UBSan (build/asan), runs every test
+#   make test-slow  the slow tests (tests/slow_*.c: interruptions, memory limits), as CI runs them
 #   make run        installs what is missing, builds, makes the default model, runs scenarios/mmap_vs_pread.json
 #   make debug      -O0 build in build/debug
 #   make asan       the sanitizer build alone
@@ -42,6 +43,7 @@ MODULE_SRC  := $(wildcard engines/modules/*.c)
 MODCOMMON_SRC := $(wildcard engines/modules/common/*.c)
 CUDAHOST_SRC := $(wildcard engines/cuda/host/*.c)
 TEST_SRC    := $(wildcard tests/test_*.c)
+SLOW_SRC    := $(wildcard tests/slow_*.c)
 TESTLIB_SRC := $(wildcard tests/lib/*.c)
 TOOL_SRC    := $(wildcard tools/*.c)
 
@@ -75,9 +77,10 @@ endif
 LIB_OBJ      := $(call obj,$(CORE_SRC) $(ALLOC_SRC) $(HARNESS_SRC))
 MODULES      := $(patsubst engines/modules/%.c,$(BUILD)/modules/%.so,$(MODULE_SRC)) $(CU_MODULES)
 TESTS        := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
+SLOW_TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(SLOW_SRC))
 TESTLIB_OBJ  := $(call obj,$(TESTLIB_SRC))
 
-.PHONY: all test run debug asan valgrind clean deps tests-build tools archgraph FORCE
+.PHONY: all test test-slow run debug asan valgrind clean deps tests-build slow-tests-build tools archgraph FORCE
 all: $(BUILD)/bench $(MODULES)
 
 # The flags stamp: every object depends on it, and it is rewritten only when the flags
@@ -204,6 +207,13 @@ test: deps
 	@$(MAKE) --no-print-directory all
 	@bash scripts/depcheck.sh build/asan
 	@BENCH_SHARED=$(SHARED) bash tests/run.sh build/asan
+
+# The slow tests (tests/slow_*.c, a few minutes: docs/reliability.md), which CI runs after make test.
+slow-tests-build: $(BUILD)/bench $(MODULES) $(SLOW_TESTS)
+test-slow: deps
+	@$(MAKE) --no-print-directory BUILD=build/asan SAN=1 OPT=-O1 slow-tests-build
+	@$(MAKE) --no-print-directory all
+	@BENCH_SHARED=$(SHARED) BENCH_TEST_GLOB='slow_*' bash tests/run.sh build/asan
 
 # The main job: release build, the default model (synth llama-110m, cached), the mmap vs pread scenario.
 run: deps all

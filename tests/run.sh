@@ -22,7 +22,8 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 [ -d "$BENCH_SHARED/models" ] || echo "run.sh: note: $BENCH_SHARED/models is missing; tests that need the shared models will skip" >&2
 
 passed=0 failed=0 skipped=0 crashed=()
-for t in "$build"/tests/test_*; do
+# BENCH_TEST_GLOB: which binaries (make test-slow runs slow_*)
+for t in "$build"/tests/${BENCH_TEST_GLOB:-test_*}; do
   [ -x "$t" ] || continue
   name=$(basename "$t")
   log="$BENCH_TMP/$name.log"
