@@ -9,7 +9,10 @@
  *     as failed with that cause and goes on; bench generate and bench exec print one
  *     line naming the file and exit 4;
  *   - every Nth allocation refused inside each allocator module: the engine reports
- *     it and frees what it had (LSan checks the frees at exit).
+ *     it and frees what it had (LSan checks the frees at exit);
+ *   - a scenario (or a results.json) cannot run commands: a variant label in
+ *     backquotes reaches gnuplot harmless, and a module name cannot leave the module
+ *     directory.
  * Faults come from test hooks (BENCH_TEST_HOOKS=1, see mapguard.h, alloc_fault.h,
  * results.c). */
 #include <stdarg.h>
@@ -30,6 +33,7 @@
 #include "engines/core/runtime/tokenizer.h"
 #include "fuzz/targets.h"
 #include "harness/child/mapguard.h"
+#include "harness/report/plot.h"
 #include "tests/lib/harness_jsonschema.h"
 #include "tests/lib/testutil.h"
 
@@ -377,6 +381,64 @@ static void test_alloc_failure_every_n(void **state) {
     fprintf(stderr, "refused allocations: %d cases\n", cases);
 }
 
+/* ---- no commands from scenario files ---- */
+
+static void test_scenario_cannot_run_commands(void **state) {
+    fx *f = *state;
+    fresh_model(f);
+    char mark[700], mark2[700], out[700], cmd_label[1600];
+    snprintf(mark, sizeof(mark), "%s/MARK", f->tmp);
+    snprintf(mark2, sizeof(mark2), "%s/MARK2", f->tmp);
+    /* a module name that climbs out of the module directory is refused before any dlopen */
+    char log[800];
+    snprintf(log, sizeof(log), "%s/mod.log", f->tmp);
+    assert_int_not_equal(tu_bench("/dev/null", "generate --model '%s' --tokenizer '%s' --loader ../loader_mmap --steps 2 2>'%s'",
+                                  f->model, f->tok, log), 0);
+    char *msg = slurp(log);
+    assert_non_null(msg);
+    if (!strstr(msg, "not a module name")) fail_msg("unclear error for a module name with '/': %s", msg);
+    free(msg);
+
+    unsetenv("BENCH_GNUPLOT");
+    if (!pl_gnuplot_found(NULL)) {
+        setenv("BENCH_GNUPLOT", "/nonexistent/gnuplot", 1);
+        fprintf(stderr, "skip: gnuplot not installed (scripts/deps.sh installs gnuplot-nox): the label check needs it\n");
+        skip();
+    }
+    /* gnuplot runs `...` even inside double quotes: a label that would create MARK */
+    snprintf(cmd_label, sizeof(cmd_label), "\"workload\": {\"prompt_tokens\": 4, \"generate\": 2}, \"cache\": \"warm\","
+             " \"repetitions\": 1, \"warmup\": 0, \"matrix\": {\"loader\": [{\"name\": \"mmap\", \"label\": \"a`touch %s`\\\"b\"},"
+             " \"pread\"]}", mark);
+    const char *sc = scenario_file(f, "nocmd", cmd_label);
+    snprintf(out, sizeof(out), "%s/out_nocmd", f->tmp);
+    int rc = tu_bench("/dev/null", "run '%s' --out '%s' 2>/dev/null", sc, out);
+    struct stat st;
+    assert_int_equal(rc, 0);
+    char gp[800];
+    snprintf(gp, sizeof(gp), "%s/plots/latency.gp", out);
+    assert_int_equal(stat(gp, &st), 0);     /* the figures were drawn */
+    if (stat(mark, &st) == 0) fail_msg("a variant label ran a command through gnuplot");
+    /* a results.json written by someone else: the scenario name closes gnuplot's string */
+    char res[800];
+    snprintf(res, sizeof(res), "%s/results.json", out);
+    cJSON *doc = hjs_load(res);
+    assert_non_null(doc);
+    char evil[1600];
+    snprintf(evil, sizeof(evil), "x\"; system(\"touch %s\"); #", mark2);
+    cJSON *scn = cJSON_GetObjectItemCaseSensitive(doc, "scenario");
+    cJSON_ReplaceItemInObjectCaseSensitive(scn, "name", cJSON_CreateString(evil));
+    char *text = cJSON_Print(doc);
+    cJSON_Delete(doc);
+    FILE *o = fopen(res, "w");
+    assert_non_null(o);
+    fputs(text, o);
+    fclose(o);
+    free(text);
+    assert_int_equal(tu_bench("/dev/null", "plot '%s' 2>/dev/null", out), 0);
+    setenv("BENCH_GNUPLOT", "/nonexistent/gnuplot", 1);
+    if (stat(mark2, &st) == 0) fail_msg("a scenario name in results.json ran a command through gnuplot");
+}
+
 int main(int argc, char **argv) {
     (void)argc;
     /* the jemalloc module wants static TLS set aside at start (as test_alloc_modules does) */
@@ -396,6 +458,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_sigbus_generate_one_line),
         cmocka_unit_test(test_sigbus_exec_one_line),
         cmocka_unit_test(test_alloc_failure_every_n),
+        cmocka_unit_test(test_scenario_cannot_run_commands),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -944,7 +944,38 @@ static int pl_fig_rss_fn(const rr_doc *d, FILE *data, FILE *body) {
     return panels;
 }
 
-int pl_results(const rr_doc *d, int *n_figures, char *err, size_t errlen) {
+/* gnuplot runs the text between backquotes as a shell command, even inside double
+ * quotes, and a quote, backslash or newline ends the string a name is printed in. The
+ * figures print names from results.json (variant labels from the scenario, series,
+ * counters), which anyone may have written: each such character becomes a harmless one. */
+static void pl_defang_str(char *s) {
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '`' || c == '"') *s = '\'';
+        else if (c == '\\') *s = '/';
+        else if (c < 0x20 || c == 0x7f) *s = ' ';
+    }
+}
+
+static void pl_defang_json(cJSON *j) {
+    for (; j; j = j->next) {
+        pl_defang_str(j->string);
+        if (cJSON_IsString(j)) pl_defang_str(j->valuestring);
+        pl_defang_json(j->child);
+    }
+}
+
+static void pl_defang(rr_doc *d) {
+    pl_defang_json(d->root);
+    for (int i = 0; i < d->n; i++)
+        for (int k = 0; k < d->v[i].n; k++) {
+            pl_defang_str(d->v[i].m[k].name);
+            pl_defang_str(d->v[i].m[k].unit);
+        }
+}
+
+int pl_results(rr_doc *d, int *n_figures, char *err, size_t errlen) {
+    pl_defang(d);
     static const pl_fig_fn figs[] = {pl_fig_rss_fn, pl_fig_latency, pl_fig_itl, pl_fig_faults, pl_fig_alloc, pl_fig_kv};
     char plots[4200];
     snprintf(plots, sizeof(plots), "%s/plots", d->dir);

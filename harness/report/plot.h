@@ -35,8 +35,10 @@ int pl_run_gnuplot(const char *script, char *err, size_t errlen);
 void pl_quote(FILE *f, const char *s);
 
 /* All figures of d into DIR/plots (when gnuplot is found) and DIR/report.html.
- * *n_figures gets the count drawn. Returns 0, or -1 with a message. */
-int pl_results(const rr_doc *d, int *n_figures, char *err, size_t errlen);
+ * *n_figures gets the count drawn. Returns 0, or -1 with a message. The document's
+ * strings are changed in place first: backquotes, quotes, backslashes and control
+ * characters, which would let a results.json run commands in gnuplot, become harmless. */
+int pl_results(rr_doc *d, int *n_figures, char *err, size_t errlen);
 
 /* bench run's last step: the figures and report of DIR when gnuplot is found, else one line
  * saying so; a failure is reported on stderr and does not fail the run. */

@@ -129,9 +129,18 @@ static void built_for(const char *dir, const char *device, const char *family, c
     free(top);
 }
 
+/* A module or device name becomes part of a path that is dlopen'ed: one that could
+ * climb out of the module directory ("../x", "a/b") would load any library. */
+static int name_ok(const char *n) {
+    return n && *n && n[0] != '.' && !strchr(n, '/');
+}
+
 int modreg_load_for(const char *dir, const char *device, const char *family, const char *name,
                     modreg_entry *out, char *err, size_t errlen) {
     memset(out, 0, sizeof(*out));
+    if (!name_ok(name) || (device && !is_cpu(device) && !name_ok(device)))
+        return bench_errf(err, errlen, "%s module \"%s\"%s%s: not a module name (no '/', no leading '.')", family,
+                          name ? name : "", device ? " on device " : "", device ? device : "");
     char *d = modreg_device_dir(dir, device);
     if (!d) return bench_errf(err, errlen, "out of memory");
     char path[PATH_MAX];
