@@ -439,6 +439,20 @@ static void test_scenario_cannot_run_commands(void **state) {
     if (stat(mark2, &st) == 0) fail_msg("a scenario name in results.json ran a command through gnuplot");
 }
 
+/* ---- sizes against the documented limits ---- */
+
+static void test_scenario_size_limit(void **state) {
+    fx *f = *state;
+    char log[800];
+    snprintf(log, sizeof(log), "%s/zero.log", f->tmp);
+    /* an endless file: refused at 16 MiB, not read until memory runs out */
+    assert_int_equal(tu_bench("/dev/null", "run /dev/zero 2>'%s'", log), 2);
+    char *msg = slurp(log);
+    assert_non_null(msg);
+    if (!strstr(msg, "/dev/zero: larger than 16 MiB")) fail_msg("unclear error: %s", msg);
+    free(msg);
+}
+
 int main(int argc, char **argv) {
     (void)argc;
     /* the jemalloc module wants static TLS set aside at start (as test_alloc_modules does) */
@@ -459,6 +473,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_sigbus_exec_one_line),
         cmocka_unit_test(test_alloc_failure_every_n),
         cmocka_unit_test(test_scenario_cannot_run_commands),
+        cmocka_unit_test(test_scenario_size_limit),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

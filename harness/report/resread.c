@@ -9,6 +9,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#define RR_MAX_FILE (1 << 30)  /* bytes read from one file, at most (docs/reliability.md) */
+
 char *rr_slurp(const char *path, size_t *len, char *err, size_t errlen) {
     FILE *f = fopen(path, "rb");
     if (!f) {
@@ -18,6 +20,13 @@ char *rr_slurp(const char *path, size_t *len, char *err, size_t errlen) {
     char *buf = NULL;
     size_t cap = 0, n = 0;
     for (;;) {
+        /* results.json of the largest runs are tens of MB; past this it is not one (/dev/zero, a model) */
+        if (n > RR_MAX_FILE) {
+            snprintf(err, errlen, "%s: larger than %d MiB: not a results file", path, RR_MAX_FILE >> 20);
+            free(buf);
+            fclose(f);
+            return NULL;
+        }
         if (n + 65536 + 1 > cap) {
             size_t ncap = cap ? cap * 2 : 1 << 20;
             char *nb = realloc(buf, ncap);

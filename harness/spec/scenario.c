@@ -247,6 +247,7 @@ static void sc_parse_model(sc_ctx *c, scenario *s, const cJSON *j) {
 /* ---- workload.requests: a serving run ---- */
 
 #define SC_MAX_LEN (1 << 20)    /* tokens of a prompt or an output, at most */
+#define SC_MAX_FILE (16 << 20)  /* bytes of a scenario file, at most (docs/reliability.md) */
 
 /* A file of lengths: integers separated by white space, each in [lo, hi]. */
 static void sc_read_lengths(sc_ctx *c, const char *p, const char *file, int lo, int hi, sc_dist *d) {
@@ -1016,6 +1017,14 @@ int sc_load_on(const char *file, const char *module_dir, const char *device, sce
     char *buf = NULL;
     size_t len = 0, cap = 0;
     for (;;) {
+        /* a scenario is a few KB: a bigger "file" (/dev/zero, a model given by mistake) is refused */
+        if (len > SC_MAX_FILE) {
+            fclose(f);
+            free(buf);
+            sc_ctx c = {.file = file, .errs = errs};
+            sc_err(&c, "", "larger than %d MiB: not a scenario file", SC_MAX_FILE >> 20);
+            return -1;
+        }
         if (len + 4096 + 1 > cap) {
             cap = cap ? cap * 2 : 65536;
             char *nb = realloc(buf, cap);
