@@ -8,6 +8,7 @@
 
 #include "fuzz/fz.h"
 #include "engines/core/model/model.h"
+#include "engines/core/runtime/tokenizer.h"
 #include "harness/report/compare.h"
 #include "harness/spec/scenario.h"
 
@@ -48,7 +49,22 @@ static inline int fzt_llama2c(const uint8_t *data, size_t size, char *err, size_
     if (n > 1) {
         model_vocab v = {0};
         e[0] = 0;
-        if (model_vocab_load_llama2c(tp, 0, &v, e, sizeof(e)) != 0) bad |= !e[0];
+        if (model_vocab_load_llama2c(tp, 0, &v, e, sizeof(e)) != 0) {
+            bad |= !e[0];
+        } else {
+            /* the vocabulary as the engine uses it: a tokenizer, one text there and back */
+            tokenizer *tk = NULL;
+            e[0] = 0;
+            if (tokenizer_create(&v, &tk, e, sizeof(e)) != 0) {
+                bad |= !e[0];
+            } else {
+                int ids[256], k = tokenizer_encode(tk, "Once upon a time, \xe2\x96\x81 <0x0A> caf\xc3\xa9\n", 1, 1, ids,
+                                                   256, e, sizeof(e));
+                char buf[64];
+                for (int i = 1; i < k; i++) (void)tokenizer_decode(tk, ids[i - 1], ids[i], buf, sizeof(buf));
+                tokenizer_free(tk);
+            }
+        }
         model_vocab_free(&v);
     }
     return bad ? -1 : 0;
