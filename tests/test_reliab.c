@@ -324,6 +324,43 @@ static void test_sigbus_exec_one_line(void **state) {
     free(msg);
 }
 
+/* loader mmap verify=1: a model replaced (renamed over) during the run does not fault,
+ * the run reads the old file; verify says so after the run, and counts it. */
+static void emit_changed(void *user, const char *name, const char *unit, double v) {
+    (void)unit;
+    if (!strcmp(name, "loader.files_changed")) *(double *)user = v;
+}
+
+static void test_mmap_verify_sees_replaced_model(void **state) {
+    fx *f = *state;
+    fresh_model(f);
+    bench_opt vo[] = {{"verify", "1"}};
+    engine_spec s = {.model_path = f->model, .tokenizer_path = f->tok, .loader = "mmap", .kv = "prealloc", .threads = 1,
+                     .module_dir = tu_module_dir(), .loader_opts = {1, vo}};
+    char err[1024], other[700];
+    engine *e = NULL;
+    assert_int_equal(engine_create(&s, &e, err, sizeof(err)), 0);
+    double changed = -1;
+    bench_counter_sink sink = {.emit = emit_changed, .user = &changed};
+    /* nothing changed yet: a fresh engine's check finds nothing (then the check is spent) */
+    engine *e2 = NULL;
+    assert_int_equal(engine_create(&s, &e2, err, sizeof(err)), 0);
+    engine_counters(e2, &sink);
+    assert_true(changed == 0);
+    engine_destroy(e2);
+    /* a new copy renamed over the path, as a download or a convert would */
+    snprintf(other, sizeof(other), "%s/model.new", f->tmp);
+    assert_int_equal(copy_file(f->src, other), 0);
+    assert_int_equal(rename(other, f->model), 0);
+    int ids[4] = {1, 5, 6, 7};
+    float *logits;
+    assert_int_equal(engine_forward(e, 0, ids, 4, 0, &logits, err, sizeof(err)), 0);
+    changed = -1;
+    engine_counters(e, &sink);
+    assert_true(changed == 1);
+    engine_destroy(e);
+}
+
 /* ---- refused allocations ---- */
 
 static void emit_calls(void *user, const char *name, const char *unit, double v) {
@@ -471,6 +508,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_sigbus_run_recorded),
         cmocka_unit_test(test_sigbus_generate_one_line),
         cmocka_unit_test(test_sigbus_exec_one_line),
+        cmocka_unit_test(test_mmap_verify_sees_replaced_model),
         cmocka_unit_test(test_alloc_failure_every_n),
         cmocka_unit_test(test_scenario_cannot_run_commands),
         cmocka_unit_test(test_scenario_size_limit),

@@ -15,13 +15,20 @@ static const bench_option_desc mmap_options[] = {
     {"populate", "bool", "0", "MAP_POPULATE: fault every page in at map time"},
     {"advice", "enum:none|willneed|sequential|random|hugepage", "none", "madvise hint on each mapping"},
     {"mlock", "bool", "0", "mlock the mappings (needs RLIMIT_MEMLOCK)"},
+    {"verify", "bool", "0", "after the run, check each file's size, mtime and inode against load time"},
     {NULL, NULL, NULL, NULL},
 };
 
-typedef struct mapping { void *addr; size_t len; } mapping;
+typedef struct mapping {
+    void *addr;
+    size_t len;
+    char *path;             /* verify=1: the file, and what it was at load time */
+    struct stat st;
+} mapping;
 
 typedef struct mmap_ctx {
-    int shared, populate, mlock_;
+    int shared, populate, mlock_, verify;
+    int changed, reported;  /* verify=1: files found changed; whether that was said */
     int advice;             /* MADV_* or -1 */
     const bench_host *host;
     mapping *maps;
@@ -37,7 +44,8 @@ static int mmap_open(const bench_opts *opts, const bench_host *host, void **out,
     const char *mode = bench_opts_get(opts, "mode", mmap_options);
     const char *adv = bench_opts_get(opts, "advice", mmap_options);
     if (bench_opt_bool(opts, mmap_options, "loader mmap", "populate", &c->populate, err, errlen) ||
-        bench_opt_bool(opts, mmap_options, "loader mmap", "mlock", &c->mlock_, err, errlen)) goto err;
+        bench_opt_bool(opts, mmap_options, "loader mmap", "mlock", &c->mlock_, err, errlen) ||
+        bench_opt_bool(opts, mmap_options, "loader mmap", "verify", &c->verify, err, errlen)) goto err;
     if (!strcmp(mode, "shared")) c->shared = 1;
     else if (!strcmp(mode, "private")) c->shared = 0;
     else { bench_errf(err, errlen, "loader mmap: option mode=%s: expected shared or private", mode); goto err; }
@@ -79,7 +87,8 @@ static int mmap_load(void *ctx, const char *const *files, int n_files, const ben
         void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, flags, fd, 0);
         close(fd); /* the mapping keeps the file */
         if (p == MAP_FAILED) return bench_errf(err, errlen, "%s: mmap of %lld bytes: %s", files[f], (long long)st.st_size, strerror(errno));
-        c->maps[f] = (mapping){p, (size_t)st.st_size};
+        c->maps[f] = (mapping){p, (size_t)st.st_size, NULL, st};
+        if (c->verify && !(c->maps[f].path = strdup(files[f]))) return bench_errf(err, errlen, "loader mmap: out of memory");
         c->n_maps = f + 1;
         c->bytes_mapped += (uint64_t)st.st_size;
         if (c->advice >= 0 && madvise(p, (size_t)st.st_size, c->advice))
@@ -111,8 +120,32 @@ static int mmap_load(void *ctx, const char *const *files, int n_files, const ben
     return 0;
 }
 
+/* verify=1: a file truncated under the mapping faults (SIGBUS); one replaced by a
+ * rename, or rewritten in place to the same length, does not, and the run read what is
+ * no longer at that path. Checked once, after the run, and said on stderr. */
+static void mmap_verify(mmap_ctx *c) {
+    if (!c->verify || c->reported) return;
+    c->reported = 1;
+    for (int i = 0; i < c->n_maps; i++) {
+        const mapping *m = &c->maps[i];
+        struct stat now;
+        const char *why = NULL;
+        if (stat(m->path, &now)) why = strerror(errno);
+        else if (now.st_dev != m->st.st_dev || now.st_ino != m->st.st_ino) why = "replaced by another file";
+        else if (now.st_size != m->st.st_size) why = "its size changed";
+        else if (now.st_mtim.tv_sec != m->st.st_mtim.tv_sec || now.st_mtim.tv_nsec != m->st.st_mtim.tv_nsec)
+            why = "modified (mtime changed)";
+        if (!why) continue;
+        c->changed++;
+        fprintf(stderr, "loader mmap: verify: %s changed during the run: %s (loaded: %lld bytes)\n", m->path, why,
+                (long long)m->st.st_size);
+    }
+}
+
 static void mmap_counters(void *ctx, const bench_counter_sink *s) {
     mmap_ctx *c = ctx;
+    mmap_verify(c);
+    if (c->verify) bench_emit(s, "files_changed", "count", (double)c->changed);
     bench_emit(s, "bytes_mapped", "B", (double)c->bytes_mapped);
     bench_emit_as(s, "zero_copy_tensors", "count", BENCH_CTR_EXACT, BENCH_BETTER_HIGHER, (double)c->zero_copy);
     bench_emit_as(s, "copied_tensors", "count", BENCH_CTR_EXACT, BENCH_BETTER_LOWER, (double)c->n_copies);
@@ -122,8 +155,11 @@ static void mmap_counters(void *ctx, const bench_counter_sink *s) {
 static void mmap_close(void *ctx) {
     mmap_ctx *c = ctx;
     if (!c) return;
-    for (int i = 0; i < c->n_maps; i++)
+    mmap_verify(c);
+    for (int i = 0; i < c->n_maps; i++) {
         if (c->maps[i].addr) munmap(c->maps[i].addr, c->maps[i].len);
+        free(c->maps[i].path);
+    }
     for (int i = 0; i < c->n_copies; i++) free(c->copies[i]);
     free(c->maps);
     free(c->copies);
