@@ -1,5 +1,5 @@
 /* libFuzzer entry point: fzt_scenario in fuzz/targets.h. Modules are looked up in
- * FUZZ_MODULE_DIR (default build/modules: the release build's, which make fuzz builds). */
+ * FUZZ_MODULE_DIR (make fuzz and fuzz/run_cpu.sh give build/fuzz/modules: the release build's CPU modules). */
 #include "fuzz/targets.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
