@@ -134,7 +134,15 @@ static inline int fzt_scenario(const uint8_t *data, size_t size, const char *mod
     sc_errors errs = {0};
     int rc = sc_parse("fuzz.json", text, module_dir, &s, &errs), bad = 0;
     fz_say("scenario", rc ? (errs.n ? errs.v[0] : "") : NULL);
-    if (err) snprintf(err, errlen, "%s", rc && errs.n ? errs.v[0] : "");
+    if (err) {   /* every error, one a line */
+        size_t used = 0;
+        err[0] = 0;
+        for (int i = 0; rc && i < errs.n && used + 1 < errlen; i++) {
+            int k = snprintf(err + used, errlen - used, "%s%s", i ? "\n" : "", errs.v[i]);
+            if (k < 0) break;
+            used += (size_t)k < errlen - used ? (size_t)k : errlen - used - 1;
+        }
+    }
     if (rc == 0) sc_free(s);
     else bad = errs.n == 0;
     sc_errors_free(&errs);

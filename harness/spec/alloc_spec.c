@@ -367,8 +367,9 @@ int aw_parse_scenario(scenario *s, const cJSON *root, sc_errors *errs) {
             sc_choice *ch = &al->v[al->n];
             int bad = aw_parse_alloc(&c, s, it, p, ch);
             al->n++;
+            /* an entry that failed to parse has no label: nothing to be a duplicate of */
             for (int q = 0; !bad && q < al->n - 1; q++)
-                if (!strcmp(al->v[q].label, ch->label)) aw_err(&c, p, "duplicate allocator \"%s\" (give a distinct \"label\")", ch->label);
+                if (al->v[q].label && !strcmp(al->v[q].label, ch->label)) aw_err(&c, p, "duplicate allocator \"%s\" (give a distinct \"label\")", ch->label);
         }
     }
     const cJSON *jw = cJSON_GetObjectItemCaseSensitive(root, "workloads");
