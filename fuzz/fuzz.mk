@@ -43,9 +43,10 @@ fuzz: deps all fuzz-build
 	  n=$${t##*/}; mkdir -p $(FUZZ_DIR)/corpus/$$n $(FUZZ_DIR)/crash/$$n; \
 	  echo "fuzz: $$n for $(FUZZ_SECONDS) s"; \
 	  GLIBC_TUNABLES=glibc.rtld.optional_static_tls=16384 FUZZ_MODULE_DIR=$(FUZZ_DIR)/modules ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	    $$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
-	      -artifact_prefix=$(FUZZ_DIR)/crash/$$n/ $(FUZZ_DIR)/corpus/$$n fuzz/corpus/$$n 2>&1 | grep -E '^(stat::|==|SUMMARY|#[0-9]+ +DONE)|ERROR|fuzz:' ; \
-	  [ $${PIPESTATUS[0]} -eq 0 ] || { echo "fuzz: $$n failed: see $(FUZZ_DIR)/crash/$$n"; exit 1; }; \
+	    $$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 -close_fd_mask=1 \
+	      -artifact_prefix=$(FUZZ_DIR)/crash/$$n/ $(FUZZ_DIR)/corpus/$$n fuzz/corpus/$$n >$(FUZZ_DIR)/$$n.make.log 2>&1; \
+	  rc=$$?; grep -E '^stat::number_of_executed_units|^SUMMARY|Test unit written' $(FUZZ_DIR)/$$n.make.log; \
+	  [ $$rc -eq 0 ] || { echo "fuzz: $$n failed (exit $$rc): $(FUZZ_DIR)/$$n.make.log, input in $(FUZZ_DIR)/crash/$$n"; exit 1; }; \
 	done
 
 # The model seeds in fuzz/corpus were written by this (bench's own writers, a micro model).
