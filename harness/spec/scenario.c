@@ -697,7 +697,8 @@ static void sc_choice_free(sc_choice *ch) {
 /* One axis given as a list (crossed) or a single value (fixed). */
 static void sc_parse_axis(sc_ctx *c, scenario *s, int axis, const cJSON *j, const char *p, int crossed) {
     sc_axis *ax = &s->axes[axis];
-    if (ax->n) {
+    /* v, not n: an axis whose every choice was wrong was still given (and its list is owned) */
+    if (ax->v) {
         sc_err(c, p, "%s is given twice (top level, matrix and matrix.fixed are exclusive)", sc_axis_names[axis]);
         return;
     }
