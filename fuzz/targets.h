@@ -12,6 +12,23 @@
 #include "harness/report/compare.h"
 #include "harness/spec/scenario.h"
 
+/* A vocabulary as the engine uses it: the tokenizer its model names (SentencePiece or
+ * byte-level BPE with its pre-tokenizer), one text encoded and decoded back. */
+static inline int fzt_tokenize(const model_vocab *v, char *e, size_t elen) {
+    tokenizer *tk = NULL;
+    e[0] = 0;
+    if (tokenizer_create(v, &tk, e, elen) != 0) {
+        fz_say("tokenizer", e);
+        return e[0] ? 0 : -1;
+    }
+    int ids[256], k = tokenizer_encode(tk, "Once upon a time, abc 12 th\xe2\x96\x81 <0x0A> caf\xc3\xa9 \xe4\xb8\xad\n", 1, 1, ids,
+                                       256, e, elen);
+    char buf[64];
+    for (int i = 1; i < k; i++) (void)tokenizer_decode(tk, ids[i - 1], ids[i], buf, sizeof(buf));
+    tokenizer_free(tk);
+    return 0;
+}
+
 /* GGUF header, metadata and tensor infos through model_open, as bench opens a model:
  * dispatch by magic, parse, model_validate. err gets the message (may be NULL). */
 static inline int fzt_gguf(const uint8_t *data, size_t size, char *err, size_t errlen) {
@@ -24,8 +41,9 @@ static inline int fzt_gguf(const uint8_t *data, size_t size, char *err, size_t e
     if (rc == 0) {
         (void)model_weight_bytes(m);
         (void)model_param_count(m);
+        int bad = m->vocab.n ? fzt_tokenize(&m->vocab, e, sizeof(e)) : 0;
         model_free(m);
-        return 0;
+        return bad;
     }
     return e[0] ? 0 : -1;
 }
@@ -49,22 +67,8 @@ static inline int fzt_llama2c(const uint8_t *data, size_t size, char *err, size_
     if (n > 1) {
         model_vocab v = {0};
         e[0] = 0;
-        if (model_vocab_load_llama2c(tp, 0, &v, e, sizeof(e)) != 0) {
-            bad |= !e[0];
-        } else {
-            /* the vocabulary as the engine uses it: a tokenizer, one text there and back */
-            tokenizer *tk = NULL;
-            e[0] = 0;
-            if (tokenizer_create(&v, &tk, e, sizeof(e)) != 0) {
-                bad |= !e[0];
-            } else {
-                int ids[256], k = tokenizer_encode(tk, "Once upon a time, \xe2\x96\x81 <0x0A> caf\xc3\xa9\n", 1, 1, ids,
-                                                   256, e, sizeof(e));
-                char buf[64];
-                for (int i = 1; i < k; i++) (void)tokenizer_decode(tk, ids[i - 1], ids[i], buf, sizeof(buf));
-                tokenizer_free(tk);
-            }
-        }
+        if (model_vocab_load_llama2c(tp, 0, &v, e, sizeof(e)) != 0) bad |= !e[0];
+        else bad |= fzt_tokenize(&v, e, sizeof(e)) != 0;
         model_vocab_free(&v);
     }
     return bad ? -1 : 0;
@@ -122,8 +126,10 @@ static inline int fzt_safetensors(const uint8_t *data, size_t size, char *err, s
     int rc = model_open(fz_dir(), NULL, &m, e, sizeof(e));
     fz_say("safetensors", rc ? e : NULL);
     if (err) snprintf(err, errlen, "%s", e);
-    if (rc == 0) model_free(m);
-    return rc == 0 || e[0] ? 0 : -1;
+    if (rc != 0) return e[0] ? 0 : -1;
+    int bad = m->vocab.n ? fzt_tokenize(&m->vocab, e, sizeof(e)) : 0;
+    model_free(m);
+    return bad;
 }
 
 /* Scenario files: parse and validate, as bench run does before anything runs.
