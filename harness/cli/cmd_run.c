@@ -310,9 +310,12 @@ int cmd_run(int argc, char **argv) {
             res.interrupted ? " (interrupted)" : res.stopped ? " (stopped by --fail-fast)" : "", dir);
     rc = res.interrupted ? 130 : bad ? 1 : 0;
     if (ctx.write_failures) {
-        fprintf(stderr, "bench run: %d write%s of %s/results.json failed; it holds %d of the %d repetitions done%s\n",
-                ctx.write_failures, ctx.write_failures == 1 ? "" : "s", dir, ctx.written_runs, res.n_runs,
-                ctx.written_runs ? "" : " (none was written)");
+        if (ctx.written_runs)
+            fprintf(stderr, "bench run: %d write%s of %s/results.json failed; it holds %d of the %d repetitions done\n",
+                    ctx.write_failures, ctx.write_failures == 1 ? "" : "s", dir, ctx.written_runs, res.n_runs);
+        else
+            fprintf(stderr, "bench run: %s/results.json could not be written: none of the %d repetitions done is recorded\n",
+                    dir, res.n_runs);
         if (!rc) rc = 1;
     }
 out:
