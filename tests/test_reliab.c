@@ -251,6 +251,22 @@ static void test_enospc_keeps_last_results(void **state) {
     struct dirent *de;
     while ((de = readdir(dp))) if (strstr(de->d_name, ".tmp.")) fail_msg("left behind: %s/%s", out2, de->d_name);
     closedir(dp);
+
+    /* full from the start: nothing recorded, and bench says so */
+    char out3[700];
+    snprintf(out3, sizeof(out3), "%s/out_enospc0", f->tmp);
+    snprintf(results, sizeof(results), "%s/results.json", out3);
+    setenv("BENCH_TEST_ENOSPC_AFTER", "0", 1);
+    rc = tu_bench("/dev/null", "run '%s' --out '%s' --repeat 1 2>'%s'", sc, out3, log);
+    unsetenv("BENCH_TEST_ENOSPC_AFTER");
+    assert_int_equal(rc, 1);
+    msg = slurp(log);
+    assert_non_null(msg);
+    if (!strstr(msg, "results.json could not be written: none of the 1 repetitions done is recorded"))
+        fail_msg("unclear disk-full error:\n%s", msg);
+    free(msg);
+    struct stat st;
+    assert_int_not_equal(stat(results, &st), 0);
 }
 
 /* ---- the model truncated under a mapping ---- */
