@@ -661,8 +661,10 @@ int rn_execute(const scenario *s, const rn_model_files *mf, const rn_opts *o, rn
                 sigaction(SIGPIPE, &old, NULL);
                 return bench_errf(err, errlen, "out of memory");
             }
-            if (run->status == RN_INTERRUPTED || (o->interrupted && *o->interrupted)) {
-                /* an interrupted repetition is not a result: drop it */
+            int stop = o->interrupted && *o->interrupted;
+            /* an interrupted repetition is not a result: drop it; one that finished just
+             * before the signal is (docs/reliability.md: no finished repetition is lost) */
+            if (run->status == RN_INTERRUPTED || (stop && run->status != RN_OK)) {
                 res->interrupted = 1;
                 rn_run_free(run);
                 memset(run, 0, sizeof(*run));
@@ -676,6 +678,10 @@ int rn_execute(const scenario *s, const rn_model_files *mf, const rn_opts *o, rn
             }
             res->n_runs++;
             if (o->on_run) o->on_run(o->user, run, res->n_runs, res->total_planned);
+            if (stop) {
+                res->interrupted = 1;
+                break;
+            }
             if (o->fail_fast && run->status != RN_OK) {
                 res->stopped = 1;
                 break;
