@@ -26,7 +26,10 @@
 # 192 positions it is under 2% of a token's FLOPs). Both prefill the P tokens as one batch.
 #
 # Environment: REPS (5), THREADS (2), PROMPT (128), GEN (64), KERNELS (auto), BENCH
-# (build/bench, a release build), BENCH_MODEL_CACHE (results/models), TINYLLAMA (0).
+# (build/bench, a release build), BENCH_MODEL_CACHE (results/models), TINYLLAMA (0), NICE
+# (unset; e.g. -10, as root: both engines run under `nice -n NICE`, so that on a machine shared
+# with other jobs each measured run gets most of the CPU; the same for both engines), LLAMA_ARGS
+# (unset; more llama-bench options, e.g. "--poll 0").
 set -euo pipefail
 [ $# -ge 1 ] || { sed -n '2,8p' "$0" >&2; exit 2; }
 llama=$1
@@ -43,6 +46,8 @@ cache=${BENCH_MODEL_CACHE:-results/models}
 [ -x "$llama" ] || { echo "vs_llamacpp.sh: $llama is not an executable llama-bench" >&2; exit 2; }
 [ -x "$bench" ] || { echo "vs_llamacpp.sh: no bench binary at $bench (make, or set BENCH)" >&2; exit 2; }
 mkdir -p "$cache"
+pre=()
+[ -n "${NICE:-}" ] && pre=(nice -n "$NICE")
 
 shapes=(llama-110m)
 [ "${TINYLLAMA:-0}" = 1 ] && shapes+=(tinyllama-1.1b)
@@ -65,7 +70,7 @@ tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
 {
   echo "# vs_llamacpp: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $threads threads,"
-  echo "# prompt $prompt, generate $gen, $reps rounds (+1 uncounted), bench kernels $kernels,"
+  echo "# prompt $prompt, generate $gen, $reps rounds (+1 uncounted), bench kernels $kernels${NICE:+, nice $NICE}${LLAMA_ARGS:+, llama-bench $LLAMA_ARGS},"
   echo "# llama-bench $("$llama" -m "${files[0]}" -p 0 -n 1 -r 1 -t "$threads" -o csv 2>/dev/null |
         awk -F'"' 'NR == 2 {print "build " $2}')"
   echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -74,14 +79,15 @@ trap 'rm -f "$tmp"' EXIT
 for ((r = 0; r <= reps; r++)); do
   for m in "${files[@]}"; do
     name=$(basename "$m" .gguf)
-    out=$("$bench" generate --model "$m" --prompt-tokens "$prompt" --steps $((prompt + gen)) \
+    out=$("${pre[@]}" "$bench" generate --model "$m" --prompt-tokens "$prompt" --steps $((prompt + gen)) \
           --threads "$threads" --kernels "$kernels" --bandwidth --ids 2>&1 >/dev/null) ||
       { echo "vs_llamacpp.sh: bench generate failed on $m:" >&2; echo "$out" >&2; exit 1; }
     bpre=$(awk '$1 == "prefill" {print $2}' <<<"$out")
     bdec=$(awk '$1 == "decode" {print $2}' <<<"$out")
     bound=$(sed -n 's/.*bound \([0-9.]*\) tokens\/s.*/\1/p' <<<"$out" | head -1)
     kn=$(awk '$1 == "kernels" {print $2}' <<<"$out")
-    csv=$("$llama" -m "$m" -p "$prompt" -n "$gen" -t "$threads" -r 1 -o csv 2>/dev/null) ||
+    # shellcheck disable=SC2086  # LLAMA_ARGS is a list of options
+    csv=$("${pre[@]}" "$llama" -m "$m" -p "$prompt" -n "$gen" -t "$threads" -r 1 -o csv ${LLAMA_ARGS:-} 2>/dev/null) ||
       { echo "vs_llamacpp.sh: llama-bench failed on $m" >&2; exit 1; }
     # columns by header name: n_prompt, n_gen, avg_ts
     read -r lpre ldec < <(awk -F'","' 'NR == 1 { gsub(/"/, ""); n = split($0, h, ","); for (i = 1; i <= n; i++) c[h[i]] = i; next }

@@ -458,6 +458,21 @@ static void test_read_bandwidth(void **state) {
     tp_destroy(pool);
 }
 
+/* The peak probes run and give a positive figure; the int8 one exactly where the family has an int8 Q8_0 path. */
+static void test_peak(void **state) {
+    (void)state;
+    tp_pool *pool = tp_create(2);
+    assert_non_null(pool);
+    for (size_t ii = 0; ii < sizeof isas / sizeof isas[0]; ii++) {
+        if (!use_isa(ii)) continue;
+        double f = kn_peak_gops(pool, 0), i8 = kn_peak_gops(NULL, 1);
+        assert_true(isfinite(f) && f > 0);
+        if (kn_q8_int8()) assert_true(isfinite(i8) && i8 > 0);
+        else assert_true(i8 == 0.0);
+    }
+    tp_destroy(pool);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_isa_selection),
@@ -476,6 +491,7 @@ int main(void) {
         cmocka_unit_test(test_matmul_multi),
         cmocka_unit_test(test_triad),
         cmocka_unit_test(test_read_bandwidth),
+        cmocka_unit_test(test_peak),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -468,3 +468,51 @@ out:
     free(job);
     return best;
 }
+
+/* ======================= compute peak ======================= */
+
+typedef struct kn_peak_job {
+    kn_peak_fn fn;
+    long iters;
+    double ops[256];    /* per task */
+    float sink[256];
+} kn_peak_job;
+
+static void kn_peak_task(void *arg, int task, int n_tasks) {
+    kn_peak_job *j = arg;
+    (void)n_tasks;
+    j->ops[task & 255] = j->fn(j->iters, &j->sink[task & 255]);
+}
+
+/* One pass on every thread at once: the ops of all of them over the wall time. */
+static double kn_peak_pass(tp_pool *pool, kn_peak_job *j, int tasks) {
+    double t0 = kn_now_s();
+    tp_run(pool, kn_peak_task, j, tasks);
+    double dt = kn_now_s() - t0, ops = 0;
+    for (int i = 0; i < tasks; i++) ops += j->ops[i];
+    return dt > 0 ? ops / dt : 0;
+}
+
+double kn_peak_gops(tp_pool *pool, int int8) {
+    const kn_ops *ops = kn_ops_now();
+    kn_peak_fn fn = int8 ? ops->peak_int8 : ops->peak_f32;
+    if (!fn) return 0.0;
+    kn_peak_job *j = calloc(1, sizeof *j);
+    if (!j) return 0.0;
+    int tasks = tp_threads(pool) < 256 ? tp_threads(pool) : 256;
+    j->fn = fn;
+    /* calibrate to ~50 ms a pass, then best of 5 */
+    j->iters = 1 << 16;
+    double rate = kn_peak_pass(pool, j, tasks);
+    if (rate > 0) {
+        double per_iter = j->ops[0] / (double)j->iters;
+        j->iters = (long)(0.05 * rate / tasks / per_iter) + 1;
+    }
+    double best = 0;
+    for (int r = 0; r < 5; r++) {
+        double g = kn_peak_pass(pool, j, tasks);
+        if (g > best) best = g;
+    }
+    free(j);
+    return best / 1e9;
+}

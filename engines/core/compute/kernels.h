@@ -62,4 +62,9 @@ double kn_triad_bandwidth(tp_pool *pool, size_t bytes_per_array, int reps);
  * the weights decode reads per token, this is decode's bound at that working set. */
 double kn_read_bandwidth(tp_pool *pool, size_t bytes, int reps);
 
+/* The family's peak in G operations/s on the pool's threads (a multiply-add counts 2),
+ * from multiply-adds held in registers: int8 = 0, f32 FMA in its vector width; int8 = 1,
+ * the int8 dot its Q8_0 path uses (0 when the family has none). Best of 5 passes of ~50 ms. */
+double kn_peak_gops(tp_pool *pool, int int8);
+
 #endif

@@ -45,6 +45,12 @@ typedef void (*kn_quant_x_fn)(const float *x, int n, int cols, const kn_xq8 *xq)
 /* Sum of n floats, read once: the read-only stream of kn_read_bandwidth. */
 typedef float (*kn_read_fn)(const float *p, size_t n);
 
+/* Peak probe: iters rounds of independent multiply-adds held in registers (12
+ * chains, more than latency x issue width), no memory traffic. Returns the
+ * operations done (a multiply-add counts 2) and leaves a checksum in *sink so
+ * the work cannot be dropped. */
+typedef double (*kn_peak_fn)(long iters, float *sink);
+
 /* a[i] = b[i] + s * c[i] for i in [0, n): the STREAM triad, with the same
  * vector width as the matmuls so the bandwidth bound is measured fairly. */
 typedef void (*kn_triad_fn)(float *restrict a, const float *restrict b, const float *restrict c,
@@ -55,6 +61,8 @@ typedef struct kn_ops {
     kn_mm_fn mm[BENCH_DTYPE_COUNT];         /* indexed by bench_dtype */
     kn_triad_fn triad;
     kn_read_fn read;
+    kn_peak_fn peak_f32;                    /* f32 FMA in the table's vector width */
+    kn_peak_fn peak_int8;                   /* (optional) the int8 dot of the Q8_0 path; NULL: none */
     /* 1: mm[BENCH_Q8_0] takes x quantised by quant_x (integer dot products);
      * 0: it dequantises the weights and multiplies in f32 (exact) */
     int q8_int8;
