@@ -18,7 +18,6 @@
 
 #include "engines/core/compute/kernels.h"
 #include "engines/abi/module.h"
-#include "engines/core/compute/kernels.h"
 #include "harness/parent/perfev.h"
 #include "harness/report/serve_report.h"
 #include "harness/report/locations.h"
