@@ -25,7 +25,8 @@
 # bench decodes positions P..P+G-1 after the prompt (more attention work for bench: at 110M and
 # 192 positions it is under 2% of a token's FLOPs). Both prefill the P tokens as one batch.
 #
-# Environment: REPS (5), THREADS (2), PROMPT (128), GEN (64), KERNELS (auto), BENCH
+# Environment: REPS (5), THREADS (2), PROMPT (128), GEN (64), KERNELS (auto: the best exact
+# family; vnni or avx2-int8 for Q8_0 on int8 activations, as llama.cpp does), BENCH
 # (build/bench, a release build), BENCH_MODEL_CACHE (results/models), TINYLLAMA (0), NICE
 # (unset; e.g. -10, as root: both engines run under `nice -n NICE`, so that on a machine shared
 # with other jobs each measured run gets most of the CPU; the same for both engines), LLAMA_ARGS

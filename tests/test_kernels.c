@@ -402,7 +402,7 @@ static void test_isa_selection(void **state) {
     assert_int_equal(kn_set_isa(NULL), -1);
     for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++)
         if (kn_set_isa(isas[i]) == 0) assert_string_equal(kn_isa(), isas[i]);
-    /* the list names every family above, best first, and "auto" is the first this CPU runs */
+    /* the list names every family above, best first, and "auto" is the first exact one this CPU runs */
     assert_int_equal(kn_isa_count(), (int)(sizeof isas / sizeof isas[0]));
     const char *first = NULL;
     for (int i = 0; i < kn_isa_count(); i++) {
@@ -411,7 +411,7 @@ static void test_isa_selection(void **state) {
         assert_non_null(name);
         assert_true(kn_isa_known(name));
         assert_int_equal(here, kn_set_isa(name) == 0);
-        if (here && !first) first = name;
+        if (here && !first && kn_set_isa(name) == 0 && !kn_q8_int8()) first = name;
     }
     assert_null(kn_isa_name(kn_isa_count(), NULL));
     assert_int_equal(kn_set_isa("auto"), 0);

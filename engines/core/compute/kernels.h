@@ -14,9 +14,10 @@
  *   avx2-int8  avx2 with Q8_0 on maddubs over x quantised to int8
  *   avx2       AVX2 + FMA + F16C, exact
  *   portable   plain C, exact: the reference
- * "auto" is the first this CPU runs. The int8 families differ from their exact
- * siblings only in Q8_0, where x's rounding to int8 adds an error bounded in
- * kernels_int8.inc. kn_init picks the best; BENCH_ISA=NAME forces one. */
+ * "auto" is the first exact family this CPU runs. The int8 families differ from
+ * their exact siblings only in Q8_0, where x's rounding to int8 adds an error
+ * bounded in kernels_int8.inc; they run only when named. kn_init picks auto;
+ * BENCH_ISA=NAME forces one. */
 void kn_init(void);
 const char *kn_isa(void);               /* the family in use */
 int kn_set_isa(const char *isa);        /* a family or "auto"; 0 on success, -1 if unknown or the CPU lacks it */
