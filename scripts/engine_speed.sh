@@ -8,10 +8,11 @@
 # For each repetition and each dtype (interleaved: f32 f16 f32 f16 ..., so drift of a
 # shared machine spreads over both), runs
 #   bench generate --model <synth llama-110m DTYPE> --prompt-tokens 128 --steps 192 --bandwidth
-# which prefills 128 tokens as one batch, decodes 64, and measures a STREAM triad on the
+# which prefills 128 tokens as one batch, decodes 64, and measures a read-only stream (as large as
+# the weights a token reads; before issue 13 a STREAM triad) on the
 # same threads right after. Prints one line per run, then per dtype the median and
-# min..max of prefill tokens/s, decode tokens/s, triad GB/s and decode as a share of the
-# bandwidth bound (triad bytes/s / weight bytes read per token). One uncounted run per dtype
+# min..max of prefill tokens/s, decode tokens/s, read GB/s and decode as a share of the
+# bandwidth bound (read bytes/s / weight bytes read per token). One uncounted run per dtype
 # first brings the model into the page cache and the CPU to speed.
 # Models are made once with `bench model synth` into bench's model cache ($BENCH_MODEL_CACHE, else
 # $XDG_CACHE_HOME/bench or ~/.cache/bench: README.md, "Where results go").
@@ -63,7 +64,7 @@ function summary(k, c, fmt,   m, i, j, t, x, lo, hi) {
 }
 { k = $1; if (!(k in n)) order[++nk] = k; n[k]++; for (c = 3; c <= 6; c++) v[k, c, n[k]] = $c }
 END {
-  printf "%-6s %28s %28s %26s %26s\n", "dtype", "prefill tok/s", "decode tok/s", "triad GB/s", "decode / bound (%)"
+  printf "%-6s %28s %28s %26s %26s\n", "dtype", "prefill tok/s", "decode tok/s", "read GB/s", "decode / bound (%)"
   for (o = 1; o <= nk; o++) {
     k = order[o]
     printf "%-6s %28s %28s %26s %26s\n", k, summary(k, 3, "%.1f"), summary(k, 4, "%.1f"), summary(k, 5, "%.1f"), summary(k, 6, "%.0f")

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "engines/core/runtime/engine.h"
+#include "engines/core/compute/kernels.h"
 #include "tests/lib/testutil.h"
 
 #define MAX_IDS 256
@@ -109,6 +110,105 @@ static void expect_oracle(fixture *f, const char *model, const char *tok, const 
             fprintf(stderr, "%s loader=%s kv=%s: id %d is %d, the reference has %d\n", model, loader, kv, i, got[i], f->want[i]);
             fail();
         }
+}
+
+/* The oracle on every kernel family this CPU runs (kernels.h): the f32 model takes the
+ * exact path in all of them, so each must give the reference's ids exactly. */
+static void test_oracle_every_kernels(void **state) {
+    fixture *f = *state;
+    NEED_FIXTURE(f);
+    int ran = 0;
+    for (int i = 0; i < kn_isa_count(); i++) {
+        int here = 0;
+        const char *name = kn_isa_name(i, &here);
+        if (!here) {
+            printf("[ SKIP     ] kernels %s: this CPU cannot run them\n", name);
+            continue;
+        }
+        engine_spec s = {.model_path = f->model, .tokenizer_path = f->tok, .loader = "mmap", .kv = "prealloc",
+                         .threads = 2, .module_dir = tu_module_dir(), .kernels = name};
+        int got[MAX_IDS + 1];
+        assert_int_equal(greedy_spec(&s, got, f->n_want - 1, NULL), f->n_want);
+        for (int k = 0; k < f->n_want; k++)
+            if (got[k] != f->want[k]) fail_msg("kernels %s: id %d is %d, the reference has %d", name, k, got[k], f->want[k]);
+        ran++;
+    }
+    assert_true(ran >= 1); /* portable runs everywhere */
+    engine_spec bad = {.model_path = f->model, .tokenizer_path = f->tok, .module_dir = tu_module_dir(), .kernels = "avx9"};
+    engine *e = NULL;
+    char err[512];
+    assert_int_equal(engine_create(&bad, &e, err, sizeof(err)), -1);
+    assert_null(e);
+    assert_non_null(strstr(err, "unknown kernels \"avx9\" (have: auto, vnni, avx512, avx2-int8, avx2, portable)"));
+    kn_set_isa("auto");
+}
+
+/* Q8_0 on int8 activations against the exact path of the same instruction set, on the
+ * same q8_0 file: the logits' error relative to their largest magnitude, per position,
+ * for the prefill batch and for decode steps. The bound is loose on purpose (a wrong
+ * scale or sign gives errors of order 1); the figure printed is what PERFORMANCE.md
+ * quotes. Skips where no int8 family runs. */
+static void test_q8_int8_logits_error(void **state) {
+    fixture *f = *state;
+    NEED_FIXTURE(f);
+    static const char *const pairs[][2] = {{"vnni", "avx512"}, {"avx2-int8", "avx2"}};
+    char q8[600];
+    snprintf(q8, sizeof(q8), "%s/m-int8-q8_0.gguf", f->tmp);
+    assert_int_equal(tu_bench(NULL, "model convert '%s' '%s' --tokenizer '%s' --dtype q8_0 >/dev/null", f->model, q8, f->tok), 0);
+    enum { N = 32 };
+    int tokens[N];
+    for (int i = 0; i < N; i++) tokens[i] = f->want[i];
+    int ran = 0;
+    for (size_t p = 0; p < sizeof pairs / sizeof pairs[0]; p++) {
+        if (!kn_isa_resolve(pairs[p][0])) {
+            printf("[ SKIP     ] kernels %s: this CPU cannot run them\n", pairs[p][0]);
+            continue;
+        }
+        float *out[2] = {NULL, NULL};
+        int vocab = 0;
+        for (int k = 0; k < 2; k++) {
+            engine_spec s = {.model_path = q8, .loader = "mmap", .kv = "prealloc", .threads = 2,
+                             .module_dir = tu_module_dir(), .kernels = pairs[p][k]};
+            char err[512];
+            engine *e;
+            assert_int_equal(engine_create(&s, &e, err, sizeof(err)), 0);
+            vocab = engine_model(e)->cfg.vocab_size;
+            out[k] = malloc(sizeof(float) * N * (size_t)vocab);
+            assert_non_null(out[k]);
+            assert_int_equal(engine_forward_all(e, 0, tokens, N - 8, 0, out[k], err, sizeof(err)), 0);
+            for (int i = N - 8; i < N; i++)
+                assert_int_equal(engine_forward_all(e, 0, &tokens[i], 1, i, out[k] + (size_t)i * vocab, err, sizeof(err)), 0);
+            engine_destroy(e);
+        }
+        double worst = 0, sum_sq = 0, sum_ref = 0;
+        int argmax_same = 0;
+        for (int t = 0; t < N; t++) {
+            const float *a = out[0] + (size_t)t * vocab, *b = out[1] + (size_t)t * vocab;
+            double num = 0, den = 0;
+            int ia = 0, ib = 0;
+            for (int i = 0; i < vocab; i++) {
+                double d = fabs((double)a[i] - b[i]);
+                num = fmax(num, d);
+                den = fmax(den, fabs(b[i]));
+                sum_sq += d * d;
+                sum_ref += (double)b[i] * b[i];
+                if (a[i] > a[ia]) ia = i;
+                if (b[i] > b[ib]) ib = i;
+            }
+            worst = fmax(worst, num / den);
+            argmax_same += ia == ib;
+        }
+        printf("[ INFO     ] q8_0 %s vs %s: max |dlogit| / max |logit| %.2e (worst of %d positions), rms error / rms logit %.2e, "
+               "argmax same at %d of %d\n", pairs[p][0], pairs[p][1], worst, N, sqrt(sum_sq / sum_ref), argmax_same, N);
+        assert_true(worst > 0);         /* x really was rounded: the two paths differ */
+        assert_true(worst < 0.05);
+        assert_true(argmax_same >= N - 4);
+        free(out[0]);
+        free(out[1]);
+        ran++;
+    }
+    kn_set_isa("auto");
+    if (!ran) skip();
 }
 
 static void test_llama2c_every_loader_and_kv(void **state) {
@@ -345,6 +445,8 @@ int main(void) {
         cmocka_unit_test(test_thirdparty_gguf),
         cmocka_unit_test(test_our_conversions),
         cmocka_unit_test(test_reduced_precision),
+        cmocka_unit_test(test_oracle_every_kernels),
+        cmocka_unit_test(test_q8_int8_logits_error),
     };
     return cmocka_run_group_tests_name("engine", tests, setup, teardown);
 }

@@ -7,7 +7,13 @@
  * element relative to sum_k |w_k x_k| (not |y|, which cancellation can make
  * arbitrarily small):  |y - ref| <= KN_TEST_RTOL * sum_k |w_k x_k|.
  * The same bound holds for all four dtypes because the reference is computed
- * from the dequantised weights, not from the original f32 ones. */
+ * from the dequantised weights, not from the original f32 ones.
+ *
+ * The int8 families (avx2-int8, vnni) also round x to int8 for Q8_0, so there
+ * the bound adds x's rounding: per 32-column block b, at most d_b / 2 per
+ * element with d_b = max|x_b| / 127, i.e. sum_b (d_b / 2) * sum_{k in b} |w_k|.
+ * Where x is already an int8 grid (max|x_b| = 127, integer values) that term is
+ * zero, and test_q8_int8_integer_x holds them to the exact bound. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -24,7 +30,16 @@
 
 #define KN_TEST_RTOL 2e-5
 
-static const char *const isas[] = {"portable", "avx2", "avx512"};
+static const char *const isas[] = {"portable", "avx2", "avx2-int8", "avx512", "vnni"};
+
+/* Selects family i for a test; says so once when this CPU cannot run it. */
+static int use_isa(size_t i) {
+    static int told[sizeof isas / sizeof isas[0]];
+    if (kn_set_isa(isas[i]) == 0) return 1;
+    if (!told[i]) print_message("[ SKIP     ] kernels %s: this CPU cannot run it\n", isas[i]);
+    told[i] = 1;
+    return 0;
+}
 
 /* xorshift64*: deterministic, so a failure reproduces */
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
@@ -66,8 +81,9 @@ static void check_matmul(bench_dtype dt, int n, int rows, int cols, tp_pool *con
     float *y = malloc((size_t)n * rows * sizeof(float));              /* (n, rows) */
     double *ref = malloc((size_t)n * rows * sizeof(double));          /* (n, rows) */
     double *mag = malloc((size_t)n * rows * sizeof(double));          /* (n, rows) sum |w x| */
+    double *xb = malloc((size_t)n * rows * sizeof(double));           /* (n, rows) x-rounding bound */
     assert_non_null(wf); assert_non_null(w); assert_non_null(x);
-    assert_non_null(y); assert_non_null(ref); assert_non_null(mag);
+    assert_non_null(y); assert_non_null(ref); assert_non_null(mag); assert_non_null(xb);
     for (int r = 0; r < rows; r++) {
         for (int k = 0; k < cols; k++) wf[k] = rnd_unit();
         kn_quant_row(dt, wf, w + (size_t)r * rb, cols);
@@ -75,31 +91,37 @@ static void check_matmul(bench_dtype dt, int n, int rows, int cols, tp_pool *con
     for (size_t i = 0; i < (size_t)n * cols; i++) x[i] = rnd_unit();
     for (int t = 0; t < n; t++)
         for (int r = 0; r < rows; r++) {
-            double s = 0, m = 0;
+            double s = 0, m = 0, e = 0, amax = 0, wsum = 0;
             for (int k = 0; k < cols; k++) {
                 double p = ref_weight(dt, w, cols, r, k) * x[(size_t)t * cols + k];
                 s += p;
                 m += fabs(p);
+                amax = fmax(amax, fabs(x[(size_t)t * cols + k]));
+                wsum += fabs(ref_weight(dt, w, cols, r, k));
+                if (k % 32 == 31 || k == cols - 1) { e += amax / 254 * wsum; amax = wsum = 0; }
             }
             ref[(size_t)t * rows + r] = s;
             mag[(size_t)t * rows + r] = m;
+            xb[(size_t)t * rows + r] = e;
         }
     for (size_t ii = 0; ii < sizeof isas / sizeof isas[0]; ii++) {
-        if (kn_set_isa(isas[ii]) != 0) continue; /* not on this CPU */
+        if (!use_isa(ii)) continue;
+        const int xround = dt == BENCH_Q8_0 && kn_q8_int8();
         for (int p = 0; p < npools; p++) {
             for (size_t i = 0; i < (size_t)n * rows; i++) y[i] = NAN; /* every output must be written */
             kn_matmul(pools[p], y, x, n, w, dt, rows, cols);
             for (size_t i = 0; i < (size_t)n * rows; i++) {
                 double err = fabs((double)y[i] - ref[i]);
-                if (!(err <= KN_TEST_RTOL * mag[i] + 1e-30)) {
+                double bound = KN_TEST_RTOL * mag[i] + (xround ? xb[i] * (1 + KN_TEST_RTOL) : 0) + 1e-30;
+                if (!(err <= bound)) {
                     fail_msg("%s %s n=%d rows=%d cols=%d threads=%d: y[%zu]=%.9g ref=%.9g err=%.3g bound=%.3g",
                              isas[ii], bench_dtype_name(dt), n, rows, cols, tp_threads(pools[p]), i,
-                             (double)y[i], ref[i], err, KN_TEST_RTOL * mag[i]);
+                             (double)y[i], ref[i], err, bound);
                 }
             }
         }
     }
-    free(wf); free(w); free(x); free(y); free(ref); free(mag);
+    free(wf); free(w); free(x); free(y); free(ref); free(mag); free(xb);
 }
 
 /* ---- matmul sweeps ---- */
@@ -125,6 +147,49 @@ static void test_matmul_f32(void **state) { (void)state; sweep(BENCH_F32, 0); sw
 static void test_matmul_f16(void **state) { (void)state; sweep(BENCH_F16, 0); sweep(BENCH_F16, 1); }
 static void test_matmul_bf16(void **state) { (void)state; sweep(BENCH_BF16, 0); sweep(BENCH_BF16, 1); }
 static void test_matmul_q8_0(void **state) { (void)state; sweep(BENCH_Q8_0, 0); }
+
+/* x already on the int8 grid (integers, each block's max |x| = 127) quantises
+ * with no error, so the int8 families must meet the exact bound: a wrong sign
+ * trick, a missing nsum correction or a swapped block scale all fail here. */
+static void test_q8_int8_integer_x(void **state) {
+    (void)state;
+    enum { N = 5, ROWS = 37, COLS = 160 };
+    tp_pool *pool = tp_create(2);
+    assert_non_null(pool);
+    size_t rb = bench_dtype_row_bytes(BENCH_Q8_0, COLS);
+    unsigned char *w = malloc(ROWS * rb);
+    float x[N * COLS], y[N * ROWS], wf[COLS];
+    assert_non_null(w);
+    for (int r = 0; r < ROWS; r++) {
+        for (int k = 0; k < COLS; k++) wf[k] = rnd_unit() * (float)(r + 1);
+        kn_quant_row(BENCH_Q8_0, wf, w + (size_t)r * rb, COLS);
+    }
+    for (int i = 0; i < N * COLS; i++) x[i] = (float)((int)(rnd_unit() * 127.0f));
+    for (int i = 0; i < N * COLS; i += 32) x[i + (i / 32) % 32] = (i / 32) % 2 ? 127.0f : -127.0f;
+    int ran = 0;
+    for (size_t ii = 0; ii < sizeof isas / sizeof isas[0]; ii++) {
+        if (!use_isa(ii)) continue;
+        for (int n = 1; n <= N; n += N - 1) {
+            kn_matmul(pool, y, x, n, w, BENCH_Q8_0, ROWS, COLS);
+            for (int t = 0; t < n; t++)
+                for (int r = 0; r < ROWS; r++) {
+                    double s = 0, m = 0;
+                    for (int k = 0; k < COLS; k++) {
+                        double p = ref_weight(BENCH_Q8_0, w, COLS, r, k) * x[t * COLS + k];
+                        s += p;
+                        m += fabs(p);
+                    }
+                    double err = fabs(y[t * ROWS + r] - s);
+                    if (!(err <= KN_TEST_RTOL * m + 1e-30))
+                        fail_msg("%s n=%d t=%d r=%d: y=%.9g ref=%.9g err=%.3g", isas[ii], n, t, r, (double)y[t * ROWS + r], s, err);
+                }
+        }
+        ran += kn_q8_int8();
+    }
+    print_message("kernels: %d int8 famil%s checked on integer x\n", ran, ran == 1 ? "y" : "ies");
+    free(w);
+    tp_destroy(pool);
+}
 
 /* The same result on no pool and on pools of 1, 3 and 4 threads (more threads
  * than cores, and row counts that split unevenly). */
@@ -190,7 +255,7 @@ static void check_all_halves(bench_dtype dt) {
     for (int i = 0; i < N; i++) w[i] = (uint16_t)i;
     const float one = 1.0f;
     for (size_t ii = 0; ii < sizeof isas / sizeof isas[0]; ii++) {
-        if (kn_set_isa(isas[ii]) != 0) continue;
+        if (!use_isa(ii)) continue;
         kn_matmul(NULL, y, &one, 1, w, dt, N, 1);
         for (int i = 0; i < N; i++) {
             float want = dt == BENCH_F16 ? bench_f16_to_f32((uint16_t)i) : bench_bf16_to_f32((uint16_t)i);
@@ -337,6 +402,23 @@ static void test_isa_selection(void **state) {
     assert_int_equal(kn_set_isa(NULL), -1);
     for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++)
         if (kn_set_isa(isas[i]) == 0) assert_string_equal(kn_isa(), isas[i]);
+    /* the list names every family above, best first, and "auto" is the first exact one this CPU runs */
+    assert_int_equal(kn_isa_count(), (int)(sizeof isas / sizeof isas[0]));
+    const char *first = NULL;
+    for (int i = 0; i < kn_isa_count(); i++) {
+        int here = -1;
+        const char *name = kn_isa_name(i, &here);
+        assert_non_null(name);
+        assert_true(kn_isa_known(name));
+        assert_int_equal(here, kn_set_isa(name) == 0);
+        if (here && !first && kn_set_isa(name) == 0 && !kn_q8_int8()) first = name;
+    }
+    assert_null(kn_isa_name(kn_isa_count(), NULL));
+    assert_int_equal(kn_set_isa("auto"), 0);
+    assert_string_equal(kn_isa(), first);
+    assert_true(kn_isa_known("auto") && !kn_isa_known("avx9"));
+    assert_int_equal(kn_set_isa("portable"), 0);
+    assert_int_equal(kn_q8_int8(), 0);
 }
 
 /* ---- triad ---- */
@@ -346,7 +428,7 @@ static void test_triad(void **state) {
     tp_pool *pool = tp_create(2);
     assert_non_null(pool);
     for (size_t ii = 0; ii < sizeof isas / sizeof isas[0]; ii++) {
-        if (kn_set_isa(isas[ii]) != 0) continue;
+        if (!use_isa(ii)) continue;
         double a = kn_triad_bandwidth(NULL, 1 << 16, 3);
         double b = kn_triad_bandwidth(pool, (1 << 16) + 12, 2); /* not a multiple of the vector */
         double c = kn_triad_bandwidth(pool, 4, 0);              /* one element, reps clamped to 1 */
@@ -355,6 +437,39 @@ static void test_triad(void **state) {
         assert_true(isfinite(c) && c > 0);
     }
     assert_true(kn_triad_bandwidth(pool, 0, 3) == 0.0);
+    tp_destroy(pool);
+}
+
+static void test_read_bandwidth(void **state) {
+    (void)state;
+    tp_pool *pool = tp_create(3);
+    assert_non_null(pool);
+    for (size_t ii = 0; ii < sizeof isas / sizeof isas[0]; ii++) {
+        if (!use_isa(ii)) continue;
+        double a = kn_read_bandwidth(NULL, 1 << 16, 3);
+        double b = kn_read_bandwidth(pool, (1 << 16) + 12, 2); /* uneven split, a scalar tail */
+        double c = kn_read_bandwidth(pool, 4, 0);              /* one element, reps clamped to 1 */
+        assert_true(isfinite(a) && a > 0);
+        assert_true(isfinite(b) && b > 0);
+        assert_true(isfinite(c) && c > 0);
+    }
+    assert_true(kn_read_bandwidth(pool, 0, 3) == 0.0);
+    assert_true(kn_read_bandwidth(pool, 3, 3) == 0.0);          /* less than one float */
+    tp_destroy(pool);
+}
+
+/* The peak probes run and give a positive figure; the int8 one exactly where the family has an int8 Q8_0 path. */
+static void test_peak(void **state) {
+    (void)state;
+    tp_pool *pool = tp_create(2);
+    assert_non_null(pool);
+    for (size_t ii = 0; ii < sizeof isas / sizeof isas[0]; ii++) {
+        if (!use_isa(ii)) continue;
+        double f = kn_peak_gops(pool, 0), i8 = kn_peak_gops(NULL, 1);
+        assert_true(isfinite(f) && f > 0);
+        if (kn_q8_int8()) assert_true(isfinite(i8) && i8 > 0);
+        else assert_true(i8 == 0.0);
+    }
     tp_destroy(pool);
 }
 
@@ -371,9 +486,12 @@ int main(void) {
         cmocka_unit_test(test_matmul_f16),
         cmocka_unit_test(test_matmul_bf16),
         cmocka_unit_test(test_matmul_q8_0),
+        cmocka_unit_test(test_q8_int8_integer_x),
         cmocka_unit_test(test_matmul_threads),
         cmocka_unit_test(test_matmul_multi),
         cmocka_unit_test(test_triad),
+        cmocka_unit_test(test_read_bandwidth),
+        cmocka_unit_test(test_peak),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/parent/runner.h"
 #include "harness/spec/scenario.h"
 #include "tests/lib/testutil.h"
 
@@ -398,7 +399,7 @@ static void test_axis_list_rules(void **state) {
 static void test_metrics_rules(void **state) {
     (void)state;
     parse_fails("{" BASE ", \"cache\": \"warm\", \"metrics\": [\"timeline\", \"cycles\"]}",
-                ".metrics[1]: expected one of timeline, pss, smaps, perf, tokens, instructions:callgrind, got \"cycles\"", NULL);
+                ".metrics[1]: expected one of timeline, pss, smaps, perf, tokens, instructions:callgrind, bandwidth, got \"cycles\"", NULL);
     /* instruction counts are deterministic with one thread only */
     parse_fails("{" BASE ", \"cache\": \"warm\", \"metrics\": [\"instructions:callgrind\"]}",
                 ".threads: \"instructions:callgrind\" needs threads 1", "got 0", NULL);
@@ -409,6 +410,39 @@ static void test_metrics_rules(void **state) {
     scenario *s = parse_ok("{" BASE ", \"cache\": \"warm\", \"metrics\": [\"timeline\", \"perf\"]}");
     assert_int_equal(s->metrics, SC_M_TIMELINE | SC_M_PERF);
     sc_free(s);
+    s = parse_ok("{" BASE ", \"cache\": \"warm\", \"metrics\": [\"bandwidth\"]}");
+    assert_int_equal(s->metrics, SC_M_BANDWIDTH);
+    sc_free(s);
+}
+
+/* The kernels axis: "auto" by default, a list crosses like any axis, an unknown family
+ * names the known ones, and the worker spec carries the choice. */
+static void test_kernels_axis(void **state) {
+    (void)state;
+    scenario *s = parse_ok("{" BASE ", \"cache\": \"warm\"}");
+    assert_string_equal(sc_pick(s, &s->variants[0], SC_AX_KERNELS)->name, "auto");
+    sc_free(s);
+    s = parse_ok("{" BASE ", \"cache\": \"warm\", \"matrix\": {\"kernels\": [\"portable\", \"auto\"]}}");
+    assert_int_equal(s->n_variants, 2);
+    assert_string_equal(s->variants[0].key, "kernels=portable");
+    assert_string_equal(s->variants[1].key, "kernels=auto");
+    char *spec = rn_worker_spec(s, &s->variants[0]);
+    assert_non_null(spec);
+    const char *kk = strstr(spec, "\"kernels\"");
+    assert_non_null(kk);
+    kk += strlen("\"kernels\"");
+    while (*kk == ':' || *kk == ' ' || *kk == '\t') kk++;
+    assert_true(!strncmp(kk, "\"portable\"", 10));
+    free(spec);
+    sc_free(s);
+    s = parse_ok("{" BASE ", \"cache\": \"warm\", \"kernels\": \"portable\"}");
+    assert_string_equal(sc_pick(s, &s->variants[0], SC_AX_KERNELS)->name, "portable");
+    sc_free(s);
+    parse_fails("{" BASE ", \"cache\": \"warm\", \"matrix\": {\"kernels\": [\"portable\", \"avx9\"]}}",
+                ".matrix.kernels[1]: expected a kernel family (auto, vnni, avx512, avx2-int8, avx2, portable", "\"avx9\"", NULL);
+    parse_fails("{" BASE ", \"cache\": \"warm\", \"kernels\": 3}", ".kernels: expected a kernel family", "got a number", NULL);
+    parse_fails("{" BASE ", \"cache\": \"warm\", \"kernels\": \"portable\", \"matrix\": {\"kernels\": [\"auto\"]}}",
+                "kernels is given twice", NULL);
 }
 
 static void test_test_hooks_need_env(void **state) {
@@ -484,6 +518,7 @@ int main(void) {
         cmocka_unit_test(test_cache_rules),
         cmocka_unit_test(test_axis_list_rules),
         cmocka_unit_test(test_metrics_rules),
+        cmocka_unit_test(test_kernels_axis),
         cmocka_unit_test(test_test_hooks_need_env),
         cmocka_unit_test(test_every_error_reported),
         cmocka_unit_test(test_only_selects),

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "engines/core/runtime/engine.h"
+#include "engines/core/compute/kernels.h"
 #include "engines/core/runtime/modreg.h"
 #include "engines/core/runtime/sampler.h"
 #include "harness/spec/events.h"
@@ -39,8 +40,10 @@ typedef struct wk_spec {
     const char *model, *tokenizer, *prompt, *fault, *module_dir;
     const char *module[3], *opts[3];            /* loader, kv, alloc */
     const char *device, *device_opts;           /* NULL: cpu */
+    const char *kernels;                        /* CPU kernel family; NULL: auto */
     sc_requests *requests;                      /* a serving run (harness/child/serve.h), owned; NULL: one sequence */
     int threads, ctx, prompt_tokens, generate, delay_ms;
+    int bandwidth;                              /* measure decode's read bound after the run (metric "bandwidth") */
     double temperature, topp, seed;
 } wk_spec;
 
@@ -188,6 +191,8 @@ static cJSON *wk_parse_spec(const char *text, const char *path, wk_spec *s, char
     }
     s->device = wk_str(j, "device");
     s->device_opts = wk_str(j, "device_opts");
+    s->kernels = wk_str(j, "kernels");
+    s->bandwidth = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "bandwidth"));
     s->threads = (int)wk_num(j, "threads", 0);
     s->ctx = (int)wk_num(j, "ctx", 0);
     s->prompt_tokens = (int)wk_num(j, "prompt_tokens", 0);
@@ -249,6 +254,7 @@ int worker_engine(const char *spec_text, const char *spec_name, int ev_fd, int a
     wk_spec s;
     cJSON *json = wk_parse_spec(spec_text, spec_name, &s, err, sizeof(err));
     if (!json) return wk_fail(&c, "%s", err);
+    if (o && o->kernels) s.kernels = o->kernels;
     int rc = wk_run(c, s);
     sc_requests_free(s.requests);
     cJSON_Delete(json);
@@ -355,6 +361,26 @@ out:
     return rc;
 }
 
+/* Decode's bound on this machine: a read-only stream, on the run's thread count, over a
+ * buffer of the bytes one decode step reads (every matrix and the classifier; of an
+ * untied embedding table one row). Sent as counters after the timed phases, so the
+ * measurement cannot disturb them; the report divides decode tokens/s by
+ * bandwidth.decode_bound_tok_s. */
+static void wk_bandwidth(wk_ctx *c, const wk_spec *s, engine *e) {
+    const model *m = engine_model(e);
+    double per_token = (double)model_weight_bytes(m);
+    const model_tensor *emb = model_find(m, "token_embd.weight");
+    if (model_find(m, "output.weight") && emb) per_token -= (double)emb->nbytes;
+    long nt = s->threads > 0 ? s->threads : sysconf(_SC_NPROCESSORS_ONLN);
+    tp_pool *pool = tp_create(nt > 0 ? (int)nt : 1);
+    double bw = pool && per_token > 0 ? kn_read_bandwidth(pool, (size_t)per_token, 5) : 0;
+    tp_destroy(pool);
+    if (bw <= 0) return;
+    wk_emit(c, "bandwidth.read_gb_s", "GB/s", bw / 1e9);
+    wk_emit(c, "bandwidth.bytes_per_token", "B", per_token);
+    wk_emit(c, "bandwidth.decode_bound_tok_s", "tok/s", bw / per_token);
+}
+
 /* The repetition itself, shared by bench worker and bench exec (worker_engine). s points into the
  * caller's spec JSON; c and s are copies, so the body reads as it did inline. */
 static int wk_run(wk_ctx c, wk_spec s) {
@@ -364,7 +390,8 @@ static int wk_run(wk_ctx c, wk_spec s) {
     void *storage[4] = {NULL, NULL, NULL, NULL};
     engine_spec es = {.model_path = s.model, .tokenizer_path = s.tokenizer, .loader = s.module[0],
                       .kv = s.module[1], .alloc = s.module[2], .threads = s.threads, .max_pos = s.ctx,
-                      .module_dir = s.module_dir, .on_region = wk_region, .region_user = &c, .device = s.device};
+                      .module_dir = s.module_dir, .on_region = wk_region, .region_user = &c, .device = s.device,
+                      .kernels = s.kernels};
     /* a serving run: sequences and KV memory for its requests */
     if (s.requests) sv_engine_spec(s.requests, &es);
     bench_opts *opts[4] = {&es.loader_opts, &es.kv_opts, &es.alloc_opts, &es.device_opts};
@@ -404,6 +431,7 @@ static int wk_run(wk_ctx c, wk_spec s) {
     }
     bench_counter_sink sink = {.emit = wk_emit, .user = &c, .emit_as = wk_emit_as};
     engine_counters(e, &sink);
+    if (s.bandwidth && !s.requests && strcmp(engine_device(e), "cpu") == 0) wk_bandwidth(&c, &s, e);
     if (s.delay_ms > 0) {
         struct timespec d = {.tv_sec = s.delay_ms / 1000, .tv_nsec = (long)(s.delay_ms % 1000) * 1000000};
         while (nanosleep(&d, &d) && errno == EINTR) {}

@@ -11,6 +11,7 @@ typedef struct worker_opts {
     int loop;           /* run the decode phase this many times (0 or 1: once), for attaching perf */
     int callgrind;      /* dump callgrind stats at each phase's end (start, load, prefill, decode)
                            and print no timings, so that the counts do not depend on them */
+    const char *kernels; /* (optional) the CPU kernel family instead of the variant's (bench exec --kernels) */
 } worker_opts;
 
 /* The inference and serving kinds' worker (harness/spec/kind.h). spec_text: an engine

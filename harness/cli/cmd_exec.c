@@ -22,7 +22,7 @@
 
 static void ex_usage(FILE *f) {
     fprintf(f,
-            "usage: bench exec SCENARIO.json [--variant key=val,...] [--loop N] [--callgrind] [--which]\n\n"
+            "usage: bench exec SCENARIO.json [--variant key=val,...] [--kernels NAME] [--loop N] [--callgrind] [--which]\n\n"
             "Runs exactly one repetition of one variant of the scenario in this process: the\n"
             "same code as `bench run`'s workers, with no fork and no sampler thread, so that\n"
             "perf and valgrind can be put in front of it. The phases and their times go to\n"
@@ -30,8 +30,10 @@ static void ex_usage(FILE *f) {
             "$BENCH_MODEL_CACHE, else $XDG_CACHE_HOME/bench or ~/.cache/bench), and the variant's page-cache state\n"
             "(cold: evicted, warm: read) is set up first.\n\n"
             "  --variant k=v,...  the variant whose axis k (loader, kv, alloc, cache, threads, device,\n"
-            "                     workload) is v;\n"
+            "                     workload, kernels) is v;\n"
             "                     needed unless the scenario has one variant, and must match one\n"
+            "  --kernels NAME     run the CPU kernel family NAME instead of the variant's (bench list shows\n"
+            "                     those this CPU runs; auto: the best)\n"
             "  --loop N           run the decode phase N times (same positions each pass), to give\n"
             "                     perf a long hot phase to sample\n"
             "  --callgrind        dump callgrind stats at each phase's end (under valgrind\n"
@@ -125,6 +127,7 @@ int cmd_exec(int argc, char **argv) {
             wo.loop = (int)n;
         }
         else if (!strcmp(a, "--callgrind")) wo.callgrind = 1;
+        else if (!strcmp(a, "--kernels") && v) wo.kernels = argv[++i];
         else if (!strcmp(a, "--which")) which = 1;
         else if (a[0] != '-' && !file) file = a;
         else {

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "commands.h"
 #include "harness/child/mapguard.h"
@@ -38,7 +39,7 @@ static void usage(FILE *f) {
             "                      [--temperature T] [--topp P] [--seed S] [--threads N] [--ctx N]\n"
             "                      [--loader NAME] [--loader-opt k=v,...] [--kv NAME] [--kv-opt k=v,...]\n"
             "                      [--alloc NAME] [--alloc-opt k=v,...] [--device cpu|cuda] [--device-opt k=v,...]\n"
-            "                      [--prompt-tokens N] [--bandwidth]\n"
+            "                      [--prompt-tokens N] [--bandwidth] [--kernels NAME]\n"
             "                      [--ids] [--quiet] [--trace-alloc FILE] [--tokenizer-fallback] [--llama-numerics]\n\n"
             "Runs one engine on one prompt: prints the text on stdout, then load time, prompt tokens,\n"
             "TTFT, prefill tokens/s and decode tokens/s on stderr.\n\n"
@@ -49,9 +50,14 @@ static void usage(FILE *f) {
             "  --ctx N          context length; default: the model's declared context. Going past the\n"
             "                   declared figure is allowed, with a note (RoPE has no hard limit).\n"
             "  --prompt-tokens N  use N synthetic prompt tokens (BOS, then ids 3, 4, 5, ...) instead of --prompt\n"
-            "  --bandwidth      also measure a STREAM triad on the same threads (on the GPU with --device cuda)\n"
-            "                   and report decode speed as a fraction of the bound: triad bytes/s / weight\n"
-            "                   bytes read per token\n"
+            "  --bandwidth      also measure, on the same threads, a read-only stream over a buffer as large as\n"
+            "                   the weights decode reads per token, and report decode as a fraction of the\n"
+            "                   bound it sets (read bytes/s / weight bytes per token); the STREAM triad (64 MiB\n"
+            "                   arrays) is printed beside it. With --device cuda: a triad on the GPU.\n"
+            "  --kernels NAME   the CPU kernel family: auto (default: the best exact one this CPU runs), vnni,\n"
+            "                   avx512, avx2-int8, avx2 or portable (bench list shows which run here); the\n"
+            "                   int8 families (vnni, avx2-int8) quantise x to int8 for Q8_0 weights: faster,\n"
+            "                   about 1e-2 of the logits off; the others are exact\n"
             "  --device D       where the forward pass runs: cpu (default) or cuda (device_cuda.so; the loader\n"
             "                   and KV modules are then the CUDA ones: bench list shows them, e.g. --loader pinned\n"
             "                   --kv vmm); --device-opt gives the device module's options\n"
@@ -151,6 +157,7 @@ int cmd_generate(int argc, char **argv) {
         else if (ARG("--alloc-opt")) aopt = v;
         else if (ARG("--device")) spec.device = v;
         else if (ARG("--device-opt")) dopt = v;
+        else if (ARG("--kernels")) spec.kernels = v;
         else if (ARG("--modules")) spec.module_dir = v;
         else if (ARG("--trace-alloc")) spec.trace_alloc = v;
         else if (!strcmp(a, "--ids")) print_ids = 1;
@@ -250,6 +257,7 @@ int cmd_generate(int argc, char **argv) {
         fprintf(stderr, "load         %.1f ms (%s loader%s%s, %.1f MB of weights)\n", t_load * 1e3,
                 spec.loader ? spec.loader : "mmap", strcmp(engine_device(e), "cpu") ? " on " : "",
                 strcmp(engine_device(e), "cpu") ? engine_device(e) : "", (double)model_weight_bytes(m) / 1e6);
+        if (!strcmp(engine_device(e), "cpu")) fprintf(stderr, "kernels      %s\n", kn_isa());
         fprintf(stderr, "prompt       %d tokens\n", n_prompt);
         fprintf(stderr, "TTFT         %.2f ms\n", (t_first - t1) * 1e3);
         fprintf(stderr, "prefill      %.1f tokens/s\n", n_prompt / (t_first - t1));
@@ -272,21 +280,49 @@ int cmd_generate(int argc, char **argv) {
         double per_token = (double)model_weight_bytes(m);
         const model_tensor *emb = model_find(m, "token_embd.weight");
         if (model_find(m, "output.weight") && emb) per_token -= (double)emb->nbytes;
-        double bw;
+        double bw, triad = 0, peak = 0, peak8 = 0;
+        const char *what = "read";
         if (strcmp(engine_device(e), "cpu")) {
             bw = engine_device_bandwidth(e, 0, 5);
+            what = "triad";
         } else {
-            tp_pool *pool = tp_create(spec.threads > 0 ? spec.threads : 2);
-            bw = kn_triad_bandwidth(pool, 64u << 20, 5);
+            /* the engine's own pool size: spec.threads, or every online CPU */
+            long nt = spec.threads > 0 ? spec.threads : sysconf(_SC_NPROCESSORS_ONLN);
+            tp_pool *pool = tp_create(nt > 0 ? (int)nt : 1);
+            bw = pool ? kn_read_bandwidth(pool, (size_t)per_token, 5) : 0;
+            triad = pool ? kn_triad_bandwidth(pool, 64u << 20, 5) : 0;
+            peak = pool ? kn_peak_gops(pool, 0) : 0;
+            peak8 = pool ? kn_peak_gops(pool, 1) : 0;
             tp_destroy(pool);
         }
         double bound = bw / per_token, tps = decoded / (t_end - t_first);
         if (bw > 0)
-            fprintf(stderr, "bandwidth    %.1f GB/s triad%s%s; %.1f MB read per token; bound %.1f tokens/s; decode at %.0f%% of it\n",
-                    bw / 1e9, strcmp(engine_device(e), "cpu") ? " on " : "",
+            fprintf(stderr, "bandwidth    %.1f GB/s %s%s%s; %.1f MB read per token; bound %.1f tokens/s; decode at %.0f%% of it\n",
+                    bw / 1e9, what, strcmp(engine_device(e), "cpu") ? " on " : " at that size",
                     strcmp(engine_device(e), "cpu") ? engine_device(e) : "", per_token / 1e6, bound, 100.0 * tps / bound);
         else
             fprintf(stderr, "bandwidth    could not be measured on %s\n", engine_device(e));
+        if (triad > 0)
+            fprintf(stderr, "triad        %.1f GB/s (64 MiB arrays, STREAM counting); decode at %.0f%% of its bound\n",
+                    triad / 1e9, 100.0 * tps * per_token / triad);
+        if (peak > 0) {
+            /* prefill's matrix work: every blk.* matrix once per prompt token, the classifier
+             * once (only the last position's logits are computed); attention is left out
+             * (at 128 positions of llama-110m it is about 1% more) */
+            double blk = 0, cls = 0;
+            for (int i = 0; i < m->n_tensors; i++) {
+                const model_tensor *t = &m->tensors[i];
+                if (t->n_dims != 2) continue;
+                if (!strncmp(t->name, "blk.", 4)) blk += (double)t->ne[0] * (double)t->ne[1];
+                else if (!strcmp(t->name, "output.weight")) cls = (double)t->ne[0] * (double)t->ne[1];
+            }
+            if (cls == 0 && emb) cls = (double)emb->ne[0] * (double)emb->ne[1];
+            double gflop = 2.0 * (n_prompt * blk + cls) / 1e9, rate = gflop / (t_first - t1);
+            fprintf(stderr, "compute      prefill %.1f GFLOP in %.1f ms = %.1f GFLOP/s; peak %.1f GFLOP/s f32 FMA (%.0f%%)",
+                    gflop, (t_first - t1) * 1e3, rate, peak, 100.0 * rate / peak);
+            if (peak8 > 0) fprintf(stderr, ", %.1f GOP/s int8 dot (%.0f%%)", peak8, 100.0 * rate / peak8);
+            fputc('\n', stderr);
+        }
     }
     rc = 0;
 out:

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "engines/core/compute/kernels.h"
 #include "engines/core/runtime/modreg.h"
 
 int cmd_list(int argc, char **argv) {
@@ -44,6 +45,14 @@ int cmd_list(int argc, char **argv) {
             for (const bench_option_desc *o = m->options; o && o->name; o++)
                 printf("      %-15s %-22s default %-6s %s\n", o->name, o->type, o->def, o->help);
         }
+    }
+    /* the kernels are built in, not modules, but are chosen the same way (--kernels, a scenario axis) */
+    printf("\nkernels (CPU, built in; auto: the first exact one this CPU runs; the int8 ones run only when named):\n");
+    for (int i = 0; i < kn_isa_count(); i++) {
+        int here = 0;
+        const char *name = kn_isa_name(i, &here);
+        printf("  %-10s %s\n", name, here ? (strcmp(name, kn_isa_resolve("auto")) ? "runs here" : "runs here (auto)")
+                                          : "(not on this CPU)");
     }
     modreg_close(&r);
     return 0;

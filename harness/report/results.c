@@ -16,8 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "engines/abi/module.h"
 #include "engines/core/compute/kernels.h"
+#include "engines/abi/module.h"
 #include "harness/parent/perfev.h"
 #include "harness/report/serve_report.h"
 #include "harness/report/locations.h"
@@ -624,6 +624,12 @@ cJSON *rs_document(const rs_input *in, const rs_summary *sum) {
         cJSON_AddStringToObject(o, "cache", sc_pick(s, v, SC_AX_CACHE)->name);
         cJSON_AddNumberToObject(o, "threads", sc_pick(s, v, SC_AX_THREADS)->ival);
         if (s->axes[SC_AX_DEVICE].n) cJSON_AddItemToObject(o, "device", rs_choice_json(sc_pick(s, v, SC_AX_DEVICE)));
+        if (s->axes[SC_AX_KERNELS].n) {
+            /* the family the run used: "auto" resolved as the worker resolved it, on this CPU */
+            const char *k = sc_pick(s, v, SC_AX_KERNELS)->name, *ran = kn_isa_resolve(k);
+            cJSON_AddStringToObject(o, "kernels", ran ? ran : k);
+            if (strcmp(k, ran ? ran : k)) cJSON_AddStringToObject(o, "kernels_asked", k);
+        }
         const cg_counts *cg = in->res->cg ? &in->res->cg[i] : NULL;
         if (cg && cg->out_file[0]) {
             cJSON *c = cJSON_AddObjectToObject(o, "callgrind");

@@ -11,6 +11,7 @@
 
 #include "engines/abi/device.h"
 #include "engines/abi/dtype.h"
+#include "engines/core/compute/kernels.h"
 #include "engines/core/runtime/modreg.h"
 #include "engines/core/synth/synth.h"
 #include "harness/spec/alloc_spec.h"
@@ -503,7 +504,7 @@ static void sc_parse_workload(sc_ctx *c, scenario *s, const cJSON *w) {
 
 /* ---- matrix ---- */
 
-static const char *const sc_axis_names[] = {"loader", "kv", "alloc", "cache", "threads", "device", "workload", NULL};
+static const char *const sc_axis_names[] = {"loader", "kv", "alloc", "cache", "threads", "device", "workload", "kernels", NULL};
 static const char *const sc_cache_names[] = {"cold", "warm", NULL};
 
 const char *sc_axis_name(int axis) { return axis >= 0 && axis < SC_AX_COUNT ? sc_axis_names[axis] : "?"; }
@@ -630,6 +631,25 @@ static int sc_parse_choice(sc_ctx *c, int axis, const cJSON *j, const char *p, s
         ch->label = strdup(j->valuestring);
         return 0;
     }
+    if (axis == SC_AX_KERNELS) {
+        /* a family this CPU cannot run is an error here, not a failed run later: the
+         * message names the ones it does run */
+        char have[160];
+        if (!cJSON_IsString(j) || !kn_isa_known(j->valuestring)) {
+            kn_isa_list(have, sizeof(have), 0);
+            sc_err(c, p, "expected a kernel family (auto, %s), got %s%s%s", have, cJSON_IsString(j) ? "\"" : "",
+                   cJSON_IsString(j) ? j->valuestring : sc_type_name(j), cJSON_IsString(j) ? "\"" : "");
+            return -1;
+        }
+        if (!kn_isa_resolve(j->valuestring)) {
+            kn_isa_list(have, sizeof(have), 1);
+            sc_err(c, p, "kernels \"%s\": this CPU cannot run them (it runs: auto, %s)", j->valuestring, have);
+            return -1;
+        }
+        ch->name = strdup(j->valuestring);
+        ch->label = strdup(j->valuestring);
+        return 0;
+    }
     if (axis == SC_AX_THREADS) {
         long long v;
         if (sc_int_value(c, j, p, 0, 1024, &v)) return -1;
@@ -738,15 +758,15 @@ static void sc_parse_matrix(sc_ctx *c, scenario *s, const cJSON *m) {
                sc_type_name(m));
         return;
     }
-    static const char *const keys[] = {"loader", "kv", "alloc", "cache", "threads", "device", "fixed", NULL};
+    static const char *const keys[] = {"loader", "kv", "alloc", "cache", "threads", "device", "kernels", "fixed", NULL};
     sc_check_keys(c, m, ".matrix", keys);
     const cJSON *fixed = cJSON_GetObjectItemCaseSensitive(m, "fixed");
     if (fixed && !cJSON_IsObject(fixed)) sc_err(c, ".matrix.fixed", "expected an object, got %s", sc_type_name(fixed));
-    static const char *const fixed_keys[] = {"loader", "kv", "alloc", "cache", "threads", "device", NULL};
+    static const char *const fixed_keys[] = {"loader", "kv", "alloc", "cache", "threads", "device", "kernels", NULL};
     if (fixed && cJSON_IsObject(fixed)) sc_check_keys(c, fixed, ".matrix.fixed", fixed_keys);
     /* the workload axis belongs to allocator scenarios (harness/spec/alloc_spec.c); the
      * device axis goes first: the loader and kv choices are checked on its devices */
-    static const int order[] = {SC_AX_DEVICE, SC_AX_LOADER, SC_AX_KV, SC_AX_ALLOC, SC_AX_CACHE, SC_AX_THREADS};
+    static const int order[] = {SC_AX_DEVICE, SC_AX_LOADER, SC_AX_KV, SC_AX_ALLOC, SC_AX_CACHE, SC_AX_THREADS, SC_AX_KERNELS};
     for (size_t o = 0; o < sizeof(order) / sizeof(order[0]); o++) {
         int a = order[o];
         const cJSON *j = cJSON_GetObjectItemCaseSensitive(m, sc_axis_names[a]);
@@ -811,7 +831,8 @@ static int sc_name_ok(const char *n) {
     return 1;
 }
 
-static const char *const sc_metric_names[] = {"timeline", "pss", "smaps", "perf", "tokens", "instructions:callgrind", NULL};
+static const char *const sc_metric_names[] = {"timeline", "pss", "smaps", "perf", "tokens", "instructions:callgrind",
+                                              "bandwidth", NULL};
 static const char *const sc_fault_names[] = {"none", "segv", "exit3", "hang", "sigkill", NULL};
 
 int sc_parse(const char *file, const char *text, const char *module_dir, scenario **out, sc_errors *errs) {
@@ -881,7 +902,7 @@ fail:
 int sc_parse_engine(scenario *s, const cJSON *root, sc_errors *errs) {
     sc_ctx c = {.file = s->file, .errs = errs, .module_dir = s->module_dir, .s = s};
     static const char *const keys[] = {"name", "description", "model", "workload", "cache", "repetitions",
-                                       "warmup", "matrix", "threads", "device", "sample_ms", "metrics", "timeout_s",
+                                       "warmup", "matrix", "threads", "device", "kernels", "sample_ms", "metrics", "timeout_s",
                                        "processes", "test_hooks", NULL};
     sc_check_keys(&c, root, "", keys);
     if (!sc_get_string(&c, root, "name", "", 1, &s->name) && !sc_name_ok(s->name))
@@ -950,6 +971,8 @@ int sc_parse_engine(scenario *s, const cJSON *root, sc_errors *errs) {
     if (tj) sc_parse_axis(&c, s, SC_AX_THREADS, tj, ".threads", 0);
     const cJSON *dj = cJSON_GetObjectItemCaseSensitive(root, "device");
     if (dj) sc_parse_axis(&c, s, SC_AX_DEVICE, dj, ".device", 0);
+    const cJSON *kj = cJSON_GetObjectItemCaseSensitive(root, "kernels");
+    if (kj) sc_parse_axis(&c, s, SC_AX_KERNELS, kj, ".kernels", 0);
     const cJSON *mx = cJSON_GetObjectItemCaseSensitive(root, "matrix");
     if (mx) sc_parse_matrix(&c, s, mx);
     if (!s->axes[SC_AX_CACHE].n && !(ca || (mx && cJSON_IsObject(mx) && (cJSON_GetObjectItemCaseSensitive(mx, "cache") ||
@@ -962,6 +985,7 @@ int sc_parse_engine(scenario *s, const cJSON *root, sc_errors *errs) {
         sc_default_axis(&c, s, SC_AX_ALLOC, "libc");
         sc_default_axis(&c, s, SC_AX_THREADS, "0");
         sc_default_axis(&c, s, SC_AX_DEVICE, "cpu");
+        sc_default_axis(&c, s, SC_AX_KERNELS, "auto");
         /* a serving run's KV budget sizes a shared pool itself (engine.h: kv_budget) */
         for (int i = 0; s->requests && i < s->axes[SC_AX_KV].n; i++) {
             const sc_choice *k = &s->axes[SC_AX_KV].v[i];

@@ -21,7 +21,8 @@
 typedef struct cJSON cJSON;
 
 /* SC_AX_WORKLOAD: allocator scenarios only ("kind": "allocators", harness/spec/alloc_spec.h) */
-enum { SC_AX_LOADER, SC_AX_KV, SC_AX_ALLOC, SC_AX_CACHE, SC_AX_THREADS, SC_AX_DEVICE, SC_AX_WORKLOAD, SC_AX_COUNT };
+/* SC_AX_KERNELS: the CPU kernel family (engines/core/compute/kernels.h), "auto" by default */
+enum { SC_AX_LOADER, SC_AX_KV, SC_AX_ALLOC, SC_AX_CACHE, SC_AX_THREADS, SC_AX_DEVICE, SC_AX_WORKLOAD, SC_AX_KERNELS, SC_AX_COUNT };
 enum { SC_CACHE_COLD, SC_CACHE_WARM };
 
 /* metrics a scenario may ask for (bit mask) */
@@ -34,6 +35,8 @@ enum {
     SC_M_ALL = (1 << 5) - 1,   /* the default set (but pss) draws from these */
     SC_M_CALLGRIND = 1 << 5,    /* "instructions:callgrind": one more repetition per variant under
                                    callgrind, for instructions per phase (harness/parent/callgrind.h) */
+    SC_M_BANDWIDTH = 1 << 6,    /* "bandwidth": after each repetition's decode, a read-only stream over
+                                   the weight bytes of a token (kn_read_bandwidth); not in the default set */
 };
 
 typedef struct sc_choice {
@@ -135,7 +138,7 @@ int sc_parse_engine(scenario *s, const cJSON *root, sc_errors *errs);
 void sc_free(scenario *s);              /* s may be NULL */
 void sc_requests_free(sc_requests *r);  /* r may be NULL */
 
-const char *sc_axis_name(int axis);     /* "loader", "kv", "alloc", "cache", "threads", "device", "workload" */
+const char *sc_axis_name(int axis);     /* "loader", "kv", "alloc", "cache", "threads", "device", "workload", "kernels" */
 const sc_choice *sc_pick(const scenario *s, const sc_variant *v, int axis);
 /* The variant's device and its options ("cpu" and "" where the scenario has no device axis). */
 const char *sc_device(const scenario *s, const sc_variant *v);

@@ -30,38 +30,48 @@ static int kn_supported(const kn_ops *ops) {
     __builtin_cpu_init();
     int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
                __builtin_cpu_supports("f16c");
-    if (ops == &kn_ops_avx2) return avx2;
-    if (ops == &kn_ops_avx512)
-        return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+    int avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                 __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+    if (ops == &kn_ops_avx2 || ops == &kn_ops_avx2_int8) return avx2;
+    if (ops == &kn_ops_avx512) return avx512;
+    if (ops == &kn_ops_vnni) return avx512 && __builtin_cpu_supports("avx512vnni");
 #endif
     return 0;
 }
 
-/* Best first. */
+/* Best first. kn_init and "auto" take the first exact table this CPU runs: the
+ * integer tables round x for Q8_0 (an error of about 1e-2 of the logits, far
+ * past what the k256 acceptance test allows), so they are chosen by name only. */
 static const kn_ops *const kn_tables[] = {
 #if KN_HAVE_X86
+    &kn_ops_vnni,
     &kn_ops_avx512,
+    &kn_ops_avx2_int8,
     &kn_ops_avx2,
 #endif
     &kn_ops_portable,
 };
 #define KN_NTABLES (sizeof kn_tables / sizeof kn_tables[0])
 
+static const kn_ops *kn_best(void) {
+    for (size_t i = 0; i < KN_NTABLES; i++)
+        if (!kn_tables[i]->q8_int8 && kn_supported(kn_tables[i])) return kn_tables[i];
+    return &kn_ops_portable;
+}
+
 static const kn_ops *kn_find(const char *isa) {
+    if (strcmp(isa, "auto") == 0) return kn_best();
     for (size_t i = 0; i < KN_NTABLES; i++)
         if (strcmp(kn_tables[i]->name, isa) == 0) return kn_tables[i];
     return NULL;
 }
 
 static void kn_init_once(void) {
-    const kn_ops *best = &kn_ops_portable;
-    for (size_t i = 0; i < KN_NTABLES; i++)
-        if (kn_supported(kn_tables[i])) { best = kn_tables[i]; break; }
+    const kn_ops *best = kn_best();
     const char *env = getenv("BENCH_ISA");
     if (env && *env) {
         const kn_ops *want = kn_find(env);
-        if (!want) fprintf(stderr, "%s: BENCH_ISA=%s is not one of avx512|avx2|portable; using %s\n", __func__, env, best->name);
+        if (!want) fprintf(stderr, "%s: BENCH_ISA=%s is not one of vnni|avx512|avx2-int8|avx2|portable|auto; using %s\n", __func__, env, best->name);
         else if (!kn_supported(want)) fprintf(stderr, "%s: BENCH_ISA=%s: this CPU lacks it; using %s\n", __func__, env, best->name);
         else best = want;
     }
@@ -81,11 +91,14 @@ static const kn_ops *kn_ops_now(void) {
 
 const char *kn_isa(void) { return kn_ops_now()->name; }
 
-/* The table's kernel for dt, or quant.c's exact one where the table has none:
+/* Runs the table's kernel for dt, or quant.c's exact one where the table has none:
  * the ISA tables cover the dense types and Q8_0; the other block-quantised
- * types run dequantise-then-f32 until a faster kernel joins a table. */
-static kn_mm_fn kn_mm_for(const kn_ops *ops, bench_dtype dt) {
-    return ops->mm[dt] ? ops->mm[dt] : (kn_mm_fn)qn_exact_mm(dt);
+ * types run dequantise-then-f32 until a faster kernel joins a table. xq: x
+ * quantised for an integer table's Q8_0, else NULL. */
+static void kn_mm_call(const kn_ops *ops, bench_dtype dt, float *y, const float *x, int n, const void *w,
+                       int rows, int cols, int r0, int r1, const kn_xq8 *xq) {
+    if (ops->mm[dt]) ops->mm[dt](y, x, n, w, rows, cols, r0, r1, xq);
+    else qn_exact_mm(dt)(y, x, n, w, rows, cols, r0, r1);
 }
 
 int kn_set_isa(const char *isa) {
@@ -96,16 +109,80 @@ int kn_set_isa(const char *isa) {
     return 0;
 }
 
+int kn_isa_count(void) { return (int)KN_NTABLES; }
+
+const char *kn_isa_name(int i, int *runs_here) {
+    if (i < 0 || i >= (int)KN_NTABLES) return NULL;
+    if (runs_here) *runs_here = kn_supported(kn_tables[i]);
+    return kn_tables[i]->name;
+}
+
+int kn_isa_known(const char *isa) { return isa && kn_find(isa) != NULL; }
+
+const char *kn_isa_resolve(const char *isa) {
+    const kn_ops *ops = kn_find(isa && *isa ? isa : "auto");
+    return ops && kn_supported(ops) ? ops->name : NULL;
+}
+
+int kn_isa_list(char *buf, size_t len, int runnable_only) {
+    size_t used = 0;
+    int n = 0;
+    if (len) buf[0] = 0;
+    for (size_t i = 0; i < KN_NTABLES; i++) {
+        if (runnable_only && !kn_supported(kn_tables[i])) continue;
+        int w = snprintf(buf + used, used < len ? len - used : 0, "%s%s", n ? ", " : "", kn_tables[i]->name);
+        if (w > 0) used += (size_t)w;
+        n++;
+    }
+    return n;
+}
+
+int kn_q8_int8(void) { return kn_ops_now()->q8_int8; }
+
+/* ======================= quantised x for the integer tables ======================= */
+
+/* Room for decode's x on the stack (up to ~7700 columns); prefill's goes to the heap. */
+#define KN_XQ_STACK (16u << 10)
+
+typedef struct kn_xq_buf {
+    kn_xq8 xq;
+    void *heap;         /* owned; NULL when the stack buffer held it */
+    unsigned char stack[KN_XQ_STACK] __attribute__((aligned(64)));
+} kn_xq_buf;
+
+/* Quantises x for ops' Q8_0 slot; NULL (and the caller takes the exact
+ * portable kernel) only when the heap is out of memory. */
+static const kn_xq8 *kn_xq_prepare(const kn_ops *ops, const float *x, int n, int cols, kn_xq_buf *b) {
+    const size_t nblk = (size_t)n * (size_t)(cols / BENCH_Q8_0_BLOCK);
+    const size_t qs = (size_t)n * (size_t)cols, d = nblk * sizeof(float);
+    const size_t ns = ops->x_nsum ? nblk * 8 * sizeof(int32_t) : 0;
+    const size_t need = ((qs + 63) & ~(size_t)63) + ((d + 63) & ~(size_t)63) + ns;
+    unsigned char *p = b->stack;
+    b->heap = NULL;
+    if (need > sizeof b->stack) {
+        b->heap = aligned_alloc(64, (need + 63) & ~(size_t)63);
+        if (!b->heap) return NULL;
+        p = b->heap;
+    }
+    b->xq.qs = (int8_t *)p;
+    b->xq.d = (float *)(void *)(p + ((qs + 63) & ~(size_t)63));
+    b->xq.nsum = ns ? (int32_t *)(void *)(p + ((qs + 63) & ~(size_t)63) + ((d + 63) & ~(size_t)63)) : NULL;
+    ops->quant_x(x, n, cols, &b->xq);
+    return &b->xq;
+}
+
 /* ======================= matmul across the pool ======================= */
 
 /* Below this many multiply-adds a hand-off to the pool costs more than it saves. */
 #define KN_PARALLEL_MIN_MACS (1 << 15)
 
 typedef struct kn_mm_job {
-    kn_mm_fn fn;
+    const kn_ops *ops;  /* the table to run, with dt */
+    bench_dtype dt;
     float *y;           /* (n, rows) */
     const float *x;     /* (n, cols) */
     const void *w;      /* (rows, cols) in the job's dtype */
+    const kn_xq8 *xq;   /* x quantised, for an integer table's Q8_0; else NULL */
     int n, rows, cols;
     int chunk;          /* rows per task */
 } kn_mm_job;
@@ -115,7 +192,7 @@ static void kn_mm_task(void *arg, int task, int n_tasks) {
     (void)n_tasks;
     int r0 = task * j->chunk;
     int r1 = r0 + j->chunk < j->rows ? r0 + j->chunk : j->rows;
-    if (r0 < r1) j->fn(j->y, j->x, j->n, j->w, j->rows, j->cols, r0, r1);
+    if (r0 < r1) kn_mm_call(j->ops, j->dt, j->y, j->x, j->n, j->w, j->rows, j->cols, r0, r1, j->xq);
 }
 
 void kn_matmul(tp_pool *pool, float *y, const float *x, int n, const void *w, bench_dtype dt,
@@ -123,10 +200,18 @@ void kn_matmul(tp_pool *pool, float *y, const float *x, int n, const void *w, be
     assert((unsigned)dt < BENCH_DTYPE_COUNT);
     assert(cols % (int)bench_dtype_block_elems(dt) == 0);
     if (n <= 0 || rows <= 0 || cols <= 0) return;
-    kn_mm_job job = {.fn = kn_mm_for(kn_ops_now(), dt), .y = y, .x = x, .w = w, .n = n, .rows = rows, .cols = cols};
+    const kn_ops *ops = kn_ops_now();
+    kn_mm_job job = {.ops = ops, .dt = dt, .y = y, .x = x, .w = w, .n = n, .rows = rows, .cols = cols};
+    kn_xq_buf xb;
+    xb.heap = NULL;
+    if (dt == BENCH_Q8_0 && ops->q8_int8) {
+        job.xq = kn_xq_prepare(ops, x, n, cols, &xb);
+        if (!job.xq) job.ops = &kn_ops_portable; /* out of memory: the exact kernel */
+    }
     int threads = tp_threads(pool);
     if (threads == 1 || (int64_t)rows * cols * n < KN_PARALLEL_MIN_MACS) {
-        job.fn(y, x, n, w, rows, cols, 0, rows);
+        kn_mm_call(job.ops, dt, y, x, n, w, rows, cols, 0, rows, job.xq);
+        free(xb.heap);
         return;
     }
     /* One contiguous range per thread: every row costs the same, and each
@@ -136,43 +221,63 @@ void kn_matmul(tp_pool *pool, float *y, const float *x, int n, const void *w, be
     chunk = (chunk + 7) & ~7;
     job.chunk = chunk;
     tp_run(pool, kn_mm_task, &job, (rows + chunk - 1) / chunk);
+    free(xb.heap);
 }
 
 typedef struct kn_mm_multi_job {
+    const kn_ops *ops;
     const kn_mm_out *outs;
     int count, n, cols, threads;
     const float *x;
+    const kn_xq8 *xq;   /* x quantised once for every Q8_0 output of an integer table; else NULL */
 } kn_mm_multi_job;
+
+/* Output o's kernel: the table's, or the exact portable one where xq could not be made. */
+static void kn_mm_one(const kn_mm_multi_job *j, const kn_mm_out *o, int r0, int r1) {
+    const kn_ops *ops = j->ops;
+    const kn_xq8 *xq = NULL;
+    if (o->dt == BENCH_Q8_0 && ops->q8_int8) {
+        if (j->xq) xq = j->xq;
+        else ops = &kn_ops_portable;
+    }
+    kn_mm_call(ops, o->dt, o->y, j->x, j->n, o->w, o->rows, j->cols, r0, r1, xq);
+}
 
 /* Task t takes the t-th contiguous share of every matrix's rows. */
 static void kn_mm_multi_task(void *arg, int task, int n_tasks) {
     const kn_mm_multi_job *j = arg;
     (void)n_tasks;
-    const kn_ops *ops = kn_ops_now();
     for (int k = 0; k < j->count; k++) {
         const kn_mm_out *o = &j->outs[k];
         int chunk = ((o->rows + j->threads - 1) / j->threads + 7) & ~7;
         int r0 = task * chunk, r1 = r0 + chunk < o->rows ? r0 + chunk : o->rows;
-        if (r0 < r1) kn_mm_for(ops, o->dt)(o->y, j->x, j->n, o->w, o->rows, j->cols, r0, r1);
+        if (r0 < r1) kn_mm_one(j, o, r0, r1);
     }
 }
 
 void kn_matmul_multi(tp_pool *pool, const float *x, int n, int cols, const kn_mm_out *outs, int count) {
     int threads = tp_threads(pool);
     int64_t macs = 0;
+    int any_q8 = 0;
     for (int k = 0; k < count; k++) {
         assert((unsigned)outs[k].dt < BENCH_DTYPE_COUNT);
         assert(cols % (int)bench_dtype_block_elems(outs[k].dt) == 0);
         macs += (int64_t)outs[k].rows * cols * n;
+        any_q8 |= outs[k].dt == BENCH_Q8_0;
     }
     if (n <= 0 || cols <= 0 || count <= 0) return;
+    kn_mm_multi_job job = {.ops = kn_ops_now(), .outs = outs, .count = count, .n = n, .cols = cols,
+                           .threads = threads, .x = x};
+    kn_xq_buf xb;
+    xb.heap = NULL;
+    if (any_q8 && job.ops->q8_int8) job.xq = kn_xq_prepare(job.ops, x, n, cols, &xb);
     if (threads == 1 || macs < KN_PARALLEL_MIN_MACS) {
         for (int k = 0; k < count; k++)
-            if (outs[k].rows > 0) kn_mm_for(kn_ops_now(), outs[k].dt)(outs[k].y, x, n, outs[k].w, outs[k].rows, cols, 0, outs[k].rows);
-        return;
+            if (outs[k].rows > 0) kn_mm_one(&job, &outs[k], 0, outs[k].rows);
+    } else {
+        tp_run(pool, kn_mm_multi_task, &job, threads);
     }
-    kn_mm_multi_job job = {.outs = outs, .count = count, .n = n, .cols = cols, .threads = threads, .x = x};
-    tp_run(pool, kn_mm_multi_task, &job, threads);
+    free(xb.heap);
 }
 
 /* ======================= row conversions ======================= */
@@ -309,4 +414,105 @@ out:
     free(b);
     free(c);
     return best;
+}
+
+/* ======================= read-only stream ======================= */
+
+typedef struct kn_read_job {
+    kn_read_fn fn;
+    float *buf;         /* (n) */
+    size_t n;
+    int init;           /* 1: first-touch instead of reading */
+    float sums[256];    /* one per task, so the reads cannot be optimised away */
+} kn_read_job;
+
+static void kn_read_task(void *arg, int task, int n_tasks) {
+    kn_read_job *j = arg;
+    size_t per = (j->n / (size_t)n_tasks + 15) & ~(size_t)15;
+    size_t lo = (size_t)task * per, hi = lo + per < j->n ? lo + per : j->n;
+    if (lo >= hi) return;
+    if (j->init) {
+        for (size_t i = lo; i < hi; i++) j->buf[i] = (float)(i & 7);
+        return;
+    }
+    j->sums[task & 255] += j->fn(j->buf + lo, hi - lo);
+}
+
+/* Decode reads each weight once per token and writes almost nothing, so its
+ * bound is a read-only stream over a working set of the same size: a small
+ * model stays partly in the L3 from one token to the next, which a 64 MiB
+ * triad (3 arrays, a third of its traffic writes) does not see. */
+double kn_read_bandwidth(tp_pool *pool, size_t bytes, int reps) {
+    size_t n = bytes / sizeof(float);
+    if (n == 0) return 0.0;
+    if (reps < 1) reps = 1;
+    float *buf = aligned_alloc(64, (n * sizeof(float) + 63) & ~(size_t)63);
+    kn_read_job *job = calloc(1, sizeof *job);
+    double best = 0.0;
+    if (!buf || !job) goto out;
+    int tasks = tp_threads(pool) < 256 ? tp_threads(pool) : 256;
+    *job = (kn_read_job){.fn = kn_ops_now()->read, .buf = buf, .n = n, .init = 1};
+    tp_run(pool, kn_read_task, job, tasks);
+    job->init = 0;
+    tp_run(pool, kn_read_task, job, tasks); /* warm-up pass, untimed */
+    best = INFINITY;
+    for (int r = 0; r < reps; r++) {
+        double t0 = kn_now_s();
+        tp_run(pool, kn_read_task, job, tasks);
+        double dt = kn_now_s() - t0;
+        if (dt < best) best = dt;
+    }
+    best = best > 0.0 ? (double)(n * sizeof(float)) / best : 0.0;
+out:
+    free(buf);
+    free(job);
+    return best;
+}
+
+/* ======================= compute peak ======================= */
+
+typedef struct kn_peak_job {
+    kn_peak_fn fn;
+    long iters;
+    double ops[256];    /* per task */
+    float sink[256];
+} kn_peak_job;
+
+static void kn_peak_task(void *arg, int task, int n_tasks) {
+    kn_peak_job *j = arg;
+    (void)n_tasks;
+    j->ops[task & 255] = j->fn(j->iters, &j->sink[task & 255]);
+}
+
+/* One pass on every thread at once: the ops of all of them over the wall time. */
+static double kn_peak_pass(tp_pool *pool, kn_peak_job *j, int tasks) {
+    double t0 = kn_now_s();
+    tp_run(pool, kn_peak_task, j, tasks);
+    double dt = kn_now_s() - t0, ops = 0;
+    for (int i = 0; i < tasks; i++) ops += j->ops[i];
+    return dt > 0 ? ops / dt : 0;
+}
+
+double kn_peak_gops(tp_pool *pool, int int8) {
+    const kn_ops *ops = kn_ops_now();
+    kn_peak_fn fn = int8 ? ops->peak_int8 : ops->peak_f32;
+    if (!fn) return 0.0;
+    kn_peak_job *j = calloc(1, sizeof *j);
+    if (!j) return 0.0;
+    int tasks = tp_threads(pool) < 256 ? tp_threads(pool) : 256;
+    j->fn = fn;
+    /* calibrate to ~50 ms a pass, then best of 5 */
+    j->iters = 1 << 16;
+    double rate = kn_peak_pass(pool, j, tasks);
+    if (rate > 0) {
+        double per_iter = j->ops[0] / (double)j->iters;
+        j->iters = (long)(0.05 * rate / tasks / per_iter) + 1;
+    }
+    double best = 0;
+    for (int r = 0; r < 5; r++) {
+        double g = kn_peak_pass(pool, j, tasks);
+        if (g > best) best = g;
+    }
+    free(j);
+    return best / 1e9;
 }

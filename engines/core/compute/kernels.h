@@ -4,12 +4,32 @@
 #define BENCH_KERNELS_H
 
 #include "engines/abi/dtype.h"
+#include <stddef.h>
+
 #include "threadpool.h"
 
-/* Picks the best instruction set this CPU has; BENCH_ISA=portable|avx2|avx512 forces one. */
+/* Kernel families (tables), best first:
+ *   vnni       avx512 with Q8_0 on AVX512-VNNI vpdpbusd over x quantised to int8
+ *   avx512     AVX-512 F/BW/VL/DQ, every dtype exact (weights dequantised to f32)
+ *   avx2-int8  avx2 with Q8_0 on maddubs over x quantised to int8
+ *   avx2       AVX2 + FMA + F16C, exact
+ *   portable   plain C, exact: the reference
+ * "auto" is the first exact family this CPU runs. The int8 families differ from
+ * their exact siblings only in Q8_0, where x's rounding to int8 adds an error
+ * bounded in kernels_int8.inc; they run only when named. kn_init picks auto;
+ * BENCH_ISA=NAME forces one. */
 void kn_init(void);
-const char *kn_isa(void);               /* "avx512", "avx2" or "portable" */
-int kn_set_isa(const char *isa);        /* 0 on success; -1 if the CPU lacks it */
+const char *kn_isa(void);               /* the family in use */
+int kn_set_isa(const char *isa);        /* a family or "auto"; 0 on success, -1 if unknown or the CPU lacks it */
+int kn_isa_count(void);
+/* The i-th family, best first (NULL past the end); *runs_here: whether this CPU runs it. */
+const char *kn_isa_name(int i, int *runs_here);
+int kn_isa_known(const char *isa);      /* a family name or "auto", whatever the CPU */
+int kn_q8_int8(void);
+/* The family a name selects here (NULL or "" is "auto"); NULL when unknown or this CPU cannot run it. */
+const char *kn_isa_resolve(const char *isa);
+/* "vnni, avx512, ..." into buf: every family, or only those this CPU runs; returns how many. */
+int kn_isa_list(char *buf, size_t len, int runnable_only);                   /* 1: the family in use runs Q8_0 on int8 activations */
 
 /* y (n, rows) = x (n, cols) . W^T, W (rows, cols) row-major in dtype dt.
  * n == 1 is decode (matrix-vector); n > 1 is batched prefill (matrix-matrix).
@@ -37,5 +57,15 @@ void kn_quant_row(bench_dtype dt, const float *in, void *out, int cols);
 /* Bytes per second of a STREAM-style triad a[i] = b[i] + s*c[i] over arrays of
  * `bytes_per_array`, on the pool's threads; best of `reps`. Counts 3 arrays of traffic. */
 double kn_triad_bandwidth(tp_pool *pool, size_t bytes_per_array, int reps);
+
+/* Bytes per second of a read-only stream (a sum with vector accumulators) over one
+ * buffer of `bytes`, split across the pool's threads; best of `reps`. With bytes =
+ * the weights decode reads per token, this is decode's bound at that working set. */
+double kn_read_bandwidth(tp_pool *pool, size_t bytes, int reps);
+
+/* The family's peak in G operations/s on the pool's threads (a multiply-add counts 2),
+ * from multiply-adds held in registers: int8 = 0, f32 FMA in its vector width; int8 = 1,
+ * the int8 dot its Q8_0 path uses (0 when the family has none). Best of 5 passes of ~50 ms. */
+double kn_peak_gops(tp_pool *pool, int int8);
 
 #endif

@@ -5,6 +5,7 @@
 
 #if KN_HAVE_X86
 #pragma GCC target("avx2,fma,f16c")
+#include <assert.h>
 #include <immintrin.h>
 
 typedef __m256 vf;
@@ -40,4 +41,24 @@ KN_INLINE float kn_half_to_float(uint16_t h) { return _cvtsh_ss(h); }
 #include "kernels_simd.inc"
 
 const kn_ops kn_ops_avx2 = KN_TABLE("avx2");
+
+/* ---- avx2-int8: Q8_0 on maddubs ----
+ * maddubs multiplies unsigned by signed bytes and saturates pairs to int16, so
+ * the weight goes in as |w| and x takes w's sign (sign_epi8): each pair is at
+ * most 2 x 127 x 127 = 32258, no saturation. madd with ones widens to int32. */
+typedef struct { __m256i abs, sgn; } ki_w;
+KN_INLINE ki_w ki_prep(__m256i w) { return (ki_w){_mm256_sign_epi8(w, w), w}; }
+KN_INLINE __m256i ki_dot(ki_w w, __m256i q, const int32_t *nsum) {
+    (void)nsum;
+    __m256i p16 = _mm256_maddubs_epi16(w.abs, _mm256_sign_epi8(q, w.sgn));
+    return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
+}
+#define KI_FN(name) name##_avx2_int8
+/* 2 x 4 = 8 accumulators + 2 x 2 weight registers + scales of the 16 ymm */
+#define KI_RB 2
+#define KI_TB 4
+#define KI_NSUM 0
+#include "kernels_int8.inc"
+
+const kn_ops kn_ops_avx2_int8 = KN_TABLE_INT8("avx2-int8", mm_q8_0_avx2_int8, quant_x_avx2_int8, 0, peak_int8_avx2_int8);
 #endif

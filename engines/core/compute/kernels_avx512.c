@@ -6,6 +6,7 @@
 
 #if KN_HAVE_X86
 #pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq")
+#include <assert.h>
 #include <immintrin.h>
 
 typedef __m512 vf;
@@ -35,4 +36,29 @@ KN_INLINE float kn_half_to_float(uint16_t h) { return _cvtsh_ss(h); }
 #include "kernels_simd.inc"
 
 const kn_ops kn_ops_avx512 = KN_TABLE("avx512");
+
+/* ---- vnni: the avx512 table with Q8_0 on vpdpbusd ----
+ * vpdpbusd multiplies unsigned by signed bytes into int32 without saturation.
+ * The weight goes in as w + 128 (w ^ 0x80, one op per weight block), so each
+ * lane gets w . q + 128 (q0+q1+q2+q3); quant_x stored -128 (q0+..+q3) per lane
+ * (nsum), which seeds the accumulator and cancels it. 256-bit vectors: one Q8_0
+ * block each, and Zen 4 runs 512-bit integer ops as two halves anyway. These
+ * functions alone carry the VNNI target, so the avx512 table cannot pick up a
+ * VNNI instruction from the compiler. */
+#pragma GCC push_options
+#pragma GCC target("avx512vnni")
+typedef __m256i ki_w;
+KN_INLINE ki_w ki_prep(__m256i w) { return _mm256_xor_si256(w, _mm256_set1_epi8((char)0x80)); }
+KN_INLINE __m256i ki_dot(ki_w w, __m256i q, const int32_t *nsum) {
+    return _mm256_dpbusd_epi32(_mm256_loadu_si256((const __m256i *)(const void *)nsum), w, q);
+}
+#define KI_FN(name) name##_vnni
+/* 4 x 4 = 16 accumulators + 4 weights + 4 scales of the 32 ymm */
+#define KI_RB 4
+#define KI_TB 4
+#define KI_NSUM 1
+#include "kernels_int8.inc"
+#pragma GCC pop_options
+
+const kn_ops kn_ops_vnni = KN_TABLE_INT8("vnni", mm_q8_0_vnni, quant_x_vnni, 1, peak_int8_vnni);
 #endif

@@ -20,10 +20,36 @@
 #define KN_HAVE_X86 0
 #endif
 
+/* x (n, cols) quantised to Q8 blocks of 32 for the integer-dot tables
+ * (kernels_int8.inc): q = round(x / d), d = max|x| / 127 per block, d kept
+ * in f32 (not f16 as in a Q8_0 weight), so the only error is q's rounding. */
+typedef struct kn_xq8 {
+    int8_t *qs;         /* (n, cols) */
+    float *d;           /* (n, cols / 32) */
+    /* (n, cols / 32, 8): -128 x the sum of the 4 q each 32-bit lane of a
+     * vpdpbusd adds; the VNNI form multiplies (w + 128) by q and adds this.
+     * NULL for tables that do not use it. */
+    int32_t *nsum;
+} kn_xq8;
+
 /* y[t*rows + r] = sum_k x[t*cols + k] * W[r][k] for t in [0, n), r in [r0, r1).
- * y (n, rows), x (n, cols), w (rows, cols) in the table slot's dtype. */
+ * y (n, rows), x (n, cols), w (rows, cols) in the table slot's dtype.
+ * xq: x quantised by the table's quant_x when the slot is Q8_0 on an integer
+ * table (q8_int8), else NULL. */
 typedef void (*kn_mm_fn)(float *y, const float *x, int n, const void *w,
-                         int rows, int cols, int r0, int r1);
+                         int rows, int cols, int r0, int r1, const kn_xq8 *xq);
+
+/* Quantises x (n, cols) into xq (cols a multiple of 32). */
+typedef void (*kn_quant_x_fn)(const float *x, int n, int cols, const kn_xq8 *xq);
+
+/* Sum of n floats, read once: the read-only stream of kn_read_bandwidth. */
+typedef float (*kn_read_fn)(const float *p, size_t n);
+
+/* Peak probe: iters rounds of independent multiply-adds held in registers (12
+ * chains, more than latency x issue width), no memory traffic. Returns the
+ * operations done (a multiply-add counts 2) and leaves a checksum in *sink so
+ * the work cannot be dropped. */
+typedef double (*kn_peak_fn)(long iters, float *sink);
 
 /* a[i] = b[i] + s * c[i] for i in [0, n): the STREAM triad, with the same
  * vector width as the matmuls so the bandwidth bound is measured fairly. */
@@ -31,15 +57,25 @@ typedef void (*kn_triad_fn)(float *restrict a, const float *restrict b, const fl
                             float s, size_t n);
 
 typedef struct kn_ops {
-    const char *name;                       /* "portable", "avx2", "avx512" */
+    const char *name;                       /* "portable", "avx2", "avx2-int8", "avx512", "vnni" */
     kn_mm_fn mm[BENCH_DTYPE_COUNT];         /* indexed by bench_dtype */
     kn_triad_fn triad;
+    kn_read_fn read;
+    kn_peak_fn peak_f32;                    /* f32 FMA in the table's vector width */
+    kn_peak_fn peak_int8;                   /* (optional) the int8 dot of the Q8_0 path; NULL: none */
+    /* 1: mm[BENCH_Q8_0] takes x quantised by quant_x (integer dot products);
+     * 0: it dequantises the weights and multiplies in f32 (exact) */
+    int q8_int8;
+    kn_quant_x_fn quant_x;                  /* (optional) NULL where q8_int8 is 0 */
+    int x_nsum;                             /* 1: quant_x fills xq->nsum */
 } kn_ops;
 
 extern const kn_ops kn_ops_portable;
 #if KN_HAVE_X86
 extern const kn_ops kn_ops_avx2;
+extern const kn_ops kn_ops_avx2_int8;
 extern const kn_ops kn_ops_avx512;
+extern const kn_ops kn_ops_vnni;
 #endif
 
 #endif

@@ -125,6 +125,19 @@ int engine_create(const engine_spec *spec, engine **out, char *err, size_t errle
     engine *e = calloc(1, sizeof(*e));
     if (!e) return bench_errf(err, errlen, "out of memory");
     kn_init();
+    if (spec->kernels && *spec->kernels) {
+        char have[160];
+        if (!kn_isa_known(spec->kernels)) {
+            kn_isa_list(have, sizeof(have), 0);
+            bench_errf(err, errlen, "unknown kernels \"%s\" (have: auto, %s)", spec->kernels, have);
+            goto err;
+        }
+        if (kn_set_isa(spec->kernels)) {
+            kn_isa_list(have, sizeof(have), 1);
+            bench_errf(err, errlen, "kernels %s: this CPU cannot run them (it runs: %s)", spec->kernels, have);
+            goto err;
+        }
+    }
     e->on_region = spec->on_region;
     e->region_user = spec->region_user;
     if (model_open(spec->model_path, spec->tokenizer_path, &e->m, err, errlen)) goto err;

@@ -25,6 +25,9 @@ typedef struct engine_spec {
      * ("cuda": device_cuda.so), with the loader and KV modules built for that device. */
     const char *device;
     bench_opts device_opts;
+    /* The CPU kernel family (kernels.h: vnni, avx512, avx2-int8, avx2, portable); NULL or
+     * "auto": the best this CPU runs. Process-wide: the last engine created sets it. */
+    const char *kernels;
     int threads;                    /* 0: all online CPUs */
     int max_pos;                    /* 0: the model's context length */
     int max_seqs;                   /* concurrent sequences, ids 0 .. max_seqs-1; 0: 1 (but see kv_budget_*) */

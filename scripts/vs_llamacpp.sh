@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# bench's engine against llama.cpp's llama-bench, side by side on the same GGUF files.
+#
+#   scripts/vs_llamacpp.sh LLAMA_BENCH [DTYPES...]
+#   scripts/vs_llamacpp.sh ~/llama.cpp/build/bin/llama-bench f32 f16 q8_0
+#   TINYLLAMA=1 scripts/vs_llamacpp.sh ~/llama.cpp/build/bin/llama-bench q8_0
+#
+# LLAMA_BENCH is a llama-bench binary you built (llama.cpp is not a dependency of bench; build it
+# where you like, e.g. cmake -B build -DGGML_NATIVE=ON -DLLAMA_CURL=OFF && cmake --build build
+# --target llama-bench). DTYPES (default f32 f16 q8_0) pick the synth llama-110m files, written
+# once by `bench model synth` into $BENCH_MODEL_CACHE (results/models); with TINYLLAMA=1 the
+# synth tinyllama-1.1b files of the same dtypes are added (2.2 GB in f16: slow to write).
+#
+# Each round runs, for every file in turn (interleaved, so a shared machine's drift falls on
+# both engines alike):
+#   bench generate --model F --prompt-tokens P --steps P+G --threads T --kernels K --bandwidth
+#   LLAMA_BENCH -m F -p P -n G -t T -r 1 -o csv
+# and takes prefill and decode tokens/s from each. One uncounted round first warms the page
+# cache and the CPU. Then per file: the median and min..max of each figure, and the ratio
+# bench / llama.cpp computed per round (the two ran seconds apart) with its median and
+# min..max. "bound" is the read-only stream at the size of the weights a token reads
+# (bench generate --bandwidth), and "% bound" each engine's decode against it.
+#
+# Differences that remain: llama-bench's tg test decodes G tokens from an empty context,
+# bench decodes positions P..P+G-1 after the prompt (more attention work for bench: at 110M and
+# 192 positions it is under 2% of a token's FLOPs). Both prefill the P tokens as one batch.
+#
+# Environment: REPS (5), THREADS (2), PROMPT (128), GEN (64), KERNELS (auto: the best exact
+# family; vnni or avx2-int8 for Q8_0 on int8 activations, as llama.cpp does), BENCH
+# (build/bench, a release build), BENCH_MODEL_CACHE (results/models), TINYLLAMA (0), NICE
+# (unset; e.g. -10, as root: both engines run under `nice -n NICE`, so that on a machine shared
+# with other jobs each measured run gets most of the CPU; the same for both engines), LLAMA_ARGS
+# (unset; more llama-bench options, e.g. "--poll 0").
+set -euo pipefail
+[ $# -ge 1 ] || { sed -n '2,8p' "$0" >&2; exit 2; }
+llama=$1
+shift
+dtypes=("$@")
+[ ${#dtypes[@]} -gt 0 ] || dtypes=(f32 f16 q8_0)
+reps=${REPS:-5}
+threads=${THREADS:-2}
+prompt=${PROMPT:-128}
+gen=${GEN:-64}
+kernels=${KERNELS:-auto}
+bench=${BENCH:-build/bench}
+cache=${BENCH_MODEL_CACHE:-results/models}
+[ -x "$llama" ] || { echo "vs_llamacpp.sh: $llama is not an executable llama-bench" >&2; exit 2; }
+[ -x "$bench" ] || { echo "vs_llamacpp.sh: no bench binary at $bench (make, or set BENCH)" >&2; exit 2; }
+mkdir -p "$cache"
+pre=()
+[ -n "${NICE:-}" ] && pre=(nice -n "$NICE")
+
+shapes=(llama-110m)
+[ "${TINYLLAMA:-0}" = 1 ] && shapes+=(tinyllama-1.1b)
+files=()
+for shape in "${shapes[@]}"; do
+  for dt in "${dtypes[@]}"; do
+    m=$cache/$shape-$dt-s1.gguf
+    if [ ! -f "$m" ]; then
+      if ! "$bench" model synth --shape "$shape" --dtype "$dt" --format gguf --seed 1 -o "$m" >&2; then
+        echo "vs_llamacpp.sh: bench cannot write $shape in $dt (see above); skipping it" >&2
+        continue
+      fi
+    fi
+    files+=("$m")
+  done
+done
+[ ${#files[@]} -gt 0 ] || { echo "vs_llamacpp.sh: no model files to compare" >&2; exit 1; }
+
+tmp=$(mktemp)
+trap 'rm -f "$tmp"' EXIT
+{
+  echo "# vs_llamacpp: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $threads threads,"
+  echo "# prompt $prompt, generate $gen, $reps rounds (+1 uncounted), bench kernels $kernels${NICE:+, nice $NICE}${LLAMA_ARGS:+, llama-bench $LLAMA_ARGS},"
+  echo "# llama-bench $("$llama" -m "${files[0]}" -p 0 -n 1 -r 1 -t "$threads" -o csv 2>/dev/null |
+        awk -F'"' 'NR == 2 {print "build " $2}')"
+  echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+} >&2
+
+for ((r = 0; r <= reps; r++)); do
+  for m in "${files[@]}"; do
+    name=$(basename "$m" .gguf)
+    out=$("${pre[@]}" "$bench" generate --model "$m" --prompt-tokens "$prompt" --steps $((prompt + gen)) \
+          --threads "$threads" --kernels "$kernels" --bandwidth --ids 2>&1 >/dev/null) ||
+      { echo "vs_llamacpp.sh: bench generate failed on $m:" >&2; echo "$out" >&2; exit 1; }
+    bpre=$(awk '$1 == "prefill" {print $2}' <<<"$out")
+    bdec=$(awk '$1 == "decode" {print $2}' <<<"$out")
+    bound=$(sed -n 's/.*bound \([0-9.]*\) tokens\/s.*/\1/p' <<<"$out" | head -1)
+    kn=$(awk '$1 == "kernels" {print $2}' <<<"$out")
+    # shellcheck disable=SC2086  # LLAMA_ARGS is a list of options
+    csv=$("${pre[@]}" "$llama" -m "$m" -p "$prompt" -n "$gen" -t "$threads" -r 1 -o csv ${LLAMA_ARGS:-} 2>/dev/null) ||
+      { echo "vs_llamacpp.sh: llama-bench failed on $m" >&2; exit 1; }
+    # columns by header name: n_prompt, n_gen, avg_ts
+    read -r lpre ldec < <(awk -F'","' 'NR == 1 { gsub(/"/, ""); n = split($0, h, ","); for (i = 1; i <= n; i++) c[h[i]] = i; next }
+                                 { gsub(/^"|"$/, "") ; if ($(c["n_prompt"]) > 0) p = $(c["avg_ts"]); else d = $(c["avg_ts"]) }
+                                 END { print p, d }' <<<"$csv")
+    [ -n "$bpre" ] && [ -n "$bdec" ] && [ -n "$bound" ] && [ -n "$lpre" ] && [ -n "$ldec" ] ||
+      { echo "vs_llamacpp.sh: could not read the figures of round $r, $name" >&2; echo "$out" >&2; echo "$csv" >&2; exit 1; }
+    if [ "$r" -eq 0 ]; then
+      printf '%s warm-up: bench %s/%s llama.cpp %s/%s tok/s prefill/decode (not counted)\n' "$name" "$bpre" "$bdec" "$lpre" "$ldec" >&2
+    else
+      printf '%s %s %s %s %s %s %s %s\n' "$name" "$r" "$bpre" "$bdec" "$lpre" "$ldec" "$bound" "$kn" | tee -a "$tmp" >&2
+    fi
+  done
+done
+
+echo "# load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+awk '
+function med(a, m,   i, j, t, x) {
+  for (i = 1; i <= m; i++) x[i] = a[i]
+  for (i = 2; i <= m; i++) for (j = i; j > 1 && x[j-1] > x[j]; j--) { t = x[j]; x[j] = x[j-1]; x[j-1] = t }
+  lo = x[1]; hi = x[m]
+  return m % 2 ? x[(m+1)/2] : (x[m/2] + x[m/2+1]) / 2
+}
+function col(k, c, fmt,   a, i, v) {
+  for (i = 1; i <= n[k]; i++) a[i] = val[k, c, i]
+  v = med(a, n[k]); return sprintf(fmt " (" fmt ".." fmt ")", v, lo, hi)
+}
+function ratio(k, cb, cl, fmt,   a, i, v) {
+  for (i = 1; i <= n[k]; i++) a[i] = val[k, cb, i] / val[k, cl, i]
+  v = med(a, n[k]); return sprintf(fmt " (" fmt ".." fmt ")", v, lo, hi)
+}
+{ k = $1; if (!(k in n)) order[++nk] = k; n[k]++; for (c = 3; c <= 7; c++) val[k, c, n[k]] = $c; kern[k] = $8 }
+END {
+  printf "%-26s %-8s %-24s %-24s %-20s | %-24s %-24s %-20s | %-22s %s\n", "model", "kernels", "prefill bench", "prefill llama.cpp", "ratio",
+         "decode bench", "decode llama.cpp", "ratio", "bound tok/s", "% bound bench / llama.cpp"
+  for (o = 1; o <= nk; o++) {
+    k = order[o]
+    for (i = 1; i <= n[k]; i++) { pb[i] = 100 * val[k, 4, i] / val[k, 7, i]; pl[i] = 100 * val[k, 6, i] / val[k, 7, i] }
+    printf "%-26s %-8s %-24s %-24s %-20s | %-24s %-24s %-20s | %-22s %.0f / %.0f\n", k, kern[k],
+           col(k, 3, "%.1f"), col(k, 5, "%.1f"), ratio(k, 3, 5, "%.2f"),
+           col(k, 4, "%.1f"), col(k, 6, "%.1f"), ratio(k, 4, 6, "%.2f"),
+           col(k, 7, "%.1f"), med(pb, n[k]), med(pl, n[k])
+  }
+}' "$tmp"
