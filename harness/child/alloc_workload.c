@@ -367,16 +367,7 @@ typedef struct aw_wk {
 /* a and b: HELLO's pid; a COUNTER's class and direction (events.h) */
 static int aw_send_ab(aw_wk *c, uint32_t type, int ack, const char *name, const char *unit, double value, int64_t a,
                       int64_t b) {
-    bench_event ev;
-    memset(&ev, 0, sizeof(ev));
-    ev.type = type;
-    ev.flags = ack ? BENCH_EV_ACK : 0;
-    ev.t_ns = aw_now();
-    ev.a = a;
-    ev.b = b;
-    ev.value = value;
-    if (name) snprintf(ev.name, sizeof(ev.name), "%s", name);
-    if (unit) snprintf(ev.unit, sizeof(ev.unit), "%s", unit);
+    bench_event ev = bench_event_make(type, ack, aw_now(), a, b, name, unit, value);
     if (c->ev_fd < 0) {
         static const char *n[] = {"?", "hello", "load_start", "load_end", "", "", "", "", "", "counter", "done", "error"};
         fprintf(stderr, "%9.3f ms  %-10s", (double)(ev.t_ns - c->t0) * 1e-6, type <= BENCH_EV_ERROR ? n[type] : "?");

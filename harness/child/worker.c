@@ -118,16 +118,7 @@ static int wk_write(wk_ctx *c, const bench_event *ev) {
 /* Sends one event stamped now; with ack, waits until the parent has taken its snapshot. */
 static int wk_send(wk_ctx *c, uint32_t type, int ack, int64_t a, int64_t b, const char *name, const char *unit,
                    double value) {
-    bench_event ev;
-    memset(&ev, 0, sizeof(ev));
-    ev.type = type;
-    ev.flags = ack ? BENCH_EV_ACK : 0;
-    ev.t_ns = wk_now();
-    ev.a = a;
-    ev.b = b;
-    ev.value = value;
-    if (name) snprintf(ev.name, sizeof(ev.name), "%s", name);
-    if (unit) snprintf(ev.unit, sizeof(ev.unit), "%s", unit);
+    bench_event ev = bench_event_make(type, ack, wk_now(), a, b, name, unit, value);
     return wk_write(c, &ev);
 }
 

@@ -46,6 +46,8 @@
 #define BENCH_EVENTS_H
 
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 
 #define BENCH_EV_ACK 1u     /* flags: the worker waits for one byte on the ack pipe */
 
@@ -93,5 +95,22 @@ typedef struct bench_event {
 _Static_assert(BENCH_KVS_COUNT <= 14 && BENCH_RQ_COUNT <= 14, "the serving fields fit the event's x[]");
 
 _Static_assert(sizeof(bench_event) <= 512, "an event must stay far below PIPE_BUF");
+
+/* One event as both workers (inference, allocators) build it: zeroed, so the unused
+ * bytes that cross the pipe are defined; name and unit truncated to their fields. */
+static inline bench_event bench_event_make(uint32_t type, int ack, int64_t t_ns, int64_t a, int64_t b,
+                                           const char *name, const char *unit, double value) {
+    bench_event ev;
+    memset(&ev, 0, sizeof(ev));
+    ev.type = type;
+    ev.flags = ack ? BENCH_EV_ACK : 0;
+    ev.t_ns = t_ns;
+    ev.a = a;
+    ev.b = b;
+    ev.value = value;
+    if (name) snprintf(ev.name, sizeof(ev.name), "%s", name);
+    if (unit) snprintf(ev.unit, sizeof(ev.unit), "%s", unit);
+    return ev;
+}
 
 #endif
