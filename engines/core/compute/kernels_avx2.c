@@ -20,6 +20,7 @@ KN_INLINE vf v_zero(void) { return _mm256_setzero_ps(); }
 KN_INLINE vf v_set1(float a) { return _mm256_set1_ps(a); }
 KN_INLINE vf v_fma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
 KN_INLINE vf v_mul(vf a, vf b) { return _mm256_mul_ps(a, b); }
+KN_INLINE vf v_add(vf a, vf b) { return _mm256_add_ps(a, b); }
 KN_INLINE float v_hsum(vf a) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));

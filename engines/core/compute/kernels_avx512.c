@@ -20,6 +20,7 @@ KN_INLINE vf v_zero(void) { return _mm512_setzero_ps(); }
 KN_INLINE vf v_set1(float a) { return _mm512_set1_ps(a); }
 KN_INLINE vf v_fma(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
 KN_INLINE vf v_mul(vf a, vf b) { return _mm512_mul_ps(a, b); }
+KN_INLINE vf v_add(vf a, vf b) { return _mm512_add_ps(a, b); }
 KN_INLINE float v_hsum(vf a) { return _mm512_reduce_add_ps(a); }
 KN_INLINE void v_store(float *p, vf a) { _mm512_storeu_ps(p, a); }
 KN_INLINE vf v_load_f32(const float *p) { return _mm512_loadu_ps(p); }

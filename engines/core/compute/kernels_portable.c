@@ -13,6 +13,7 @@ KN_INLINE vf v_zero(void) { return 0.0f; }
 KN_INLINE vf v_set1(float a) { return a; }
 KN_INLINE vf v_fma(vf a, vf b, vf c) { return a * b + c; }
 KN_INLINE vf v_mul(vf a, vf b) { return a * b; }
+KN_INLINE vf v_add(vf a, vf b) { return a + b; }
 KN_INLINE float v_hsum(vf a) { return a; }
 KN_INLINE void v_store(float *p, vf a) { *p = a; }
 KN_INLINE vf v_load_f32(const float *p) { return *p; }

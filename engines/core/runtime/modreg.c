@@ -208,12 +208,14 @@ char *modreg_names(const char *dir, const char *family) {
     for (int i = 0; i < n; i++) len += strlen(v[i]) + 2;
     char *s = malloc(len);
     if (s) {
-        s[0] = 0;
-        size_t flen = strlen(family);
+        size_t flen = strlen(family), used = 0;
         for (int i = 0; i < n; i++) {
-            if (i) strcat(s, ", ");
-            strncat(s, v[i] + flen + 1, strlen(v[i]) - flen - 4);
+            if (i) { memcpy(s + used, ", ", 2); used += 2; }
+            size_t nl = strlen(v[i]) - flen - 4; /* "FAMILY_" ... ".so" */
+            memcpy(s + used, v[i] + flen + 1, nl);
+            used += nl;
         }
+        s[used] = 0;
     }
     for (int i = 0; i < n; i++) free(v[i]);
     free(v);
