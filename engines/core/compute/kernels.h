@@ -59,7 +59,8 @@ void kn_quant_row(bench_dtype dt, const float *in, void *out, int cols);
 double kn_triad_bandwidth(tp_pool *pool, size_t bytes_per_array, int reps);
 
 /* Bytes per second of a read-only stream (a sum with vector accumulators) over one
- * buffer of `bytes`, split across the pool's threads; best of `reps`. With bytes =
+ * buffer of `bytes`, split across the pool's threads; best of `reps` over two access
+ * styles, plain and with the decode kernels' software prefetch. With bytes =
  * the weights decode reads per token, this is decode's bound at that working set. */
 double kn_read_bandwidth(tp_pool *pool, size_t bytes, int reps);
 

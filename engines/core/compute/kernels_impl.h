@@ -61,6 +61,7 @@ typedef struct kn_ops {
     kn_mm_fn mm[BENCH_DTYPE_COUNT];         /* indexed by bench_dtype */
     kn_triad_fn triad;
     kn_read_fn read;
+    kn_read_fn read_pf;                     /* the same with the decode kernels' software prefetch */
     kn_peak_fn peak_f32;                    /* f32 FMA in the table's vector width */
     kn_peak_fn peak_int8;                   /* (optional) the int8 dot of the Q8_0 path; NULL: none */
     /* 1: mm[BENCH_Q8_0] takes x quantised by quant_x (integer dot products);
