@@ -13,7 +13,7 @@
 #
 # Each round runs, for every file in turn (interleaved, so a shared machine's drift falls on
 # both engines alike):
-#   bench generate --model F --prompt-tokens P --steps P+G --threads T --kernels K --bandwidth
+#   bench generate --model F --prompt-tokens P --steps P+G --threads T --kernels K --bandwidth --loader L
 #   LLAMA_BENCH -m F -p P -n G -t T -r 1 -o csv
 # and takes prefill and decode tokens/s from each. One uncounted round first warms the page
 # cache and the CPU. Then per file: the median and min..max of each figure, and the ratio
@@ -30,7 +30,10 @@
 # (build/bench, a release build), BENCH_MODEL_CACHE (results/models), TINYLLAMA (0), NICE
 # (unset; e.g. -10, as root: both engines run under `nice -n NICE`, so that on a machine shared
 # with other jobs each measured run gets most of the CPU; the same for both engines), LLAMA_ARGS
-# (unset; more llama-bench options, e.g. "--poll 0").
+# (unset; more llama-bench options, e.g. "--poll 0"), LOADER (pread: the weights are read into
+# memory at load, before the clock starts, as llama-bench's untimed warm-up run has faulted its
+# mapping in before it times anything; with mmap, bench's prefill also pays the first touch of
+# every weight page, which is what bench measures elsewhere but not what this comparison is for).
 set -euo pipefail
 [ $# -ge 1 ] || { sed -n '2,8p' "$0" >&2; exit 2; }
 llama=$1
@@ -42,6 +45,7 @@ threads=${THREADS:-2}
 prompt=${PROMPT:-128}
 gen=${GEN:-64}
 kernels=${KERNELS:-auto}
+loader=${LOADER:-pread}
 bench=${BENCH:-build/bench}
 cache=${BENCH_MODEL_CACHE:-results/models}
 [ -x "$llama" ] || { echo "vs_llamacpp.sh: $llama is not an executable llama-bench" >&2; exit 2; }
@@ -71,7 +75,7 @@ tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
 {
   echo "# vs_llamacpp: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $threads threads,"
-  echo "# prompt $prompt, generate $gen, $reps rounds (+1 uncounted), bench kernels $kernels${NICE:+, nice $NICE}${LLAMA_ARGS:+, llama-bench $LLAMA_ARGS},"
+  echo "# prompt $prompt, generate $gen, $reps rounds (+1 uncounted), bench kernels $kernels, loader $loader${NICE:+, nice $NICE}${LLAMA_ARGS:+, llama-bench $LLAMA_ARGS},"
   echo "# llama-bench $("$llama" -m "${files[0]}" -p 0 -n 1 -r 1 -t "$threads" -o csv 2>/dev/null |
         awk -F'"' 'NR == 2 {print "build " $2}')"
   echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -81,7 +85,7 @@ for ((r = 0; r <= reps; r++)); do
   for m in "${files[@]}"; do
     name=$(basename "$m" .gguf)
     out=$("${pre[@]}" "$bench" generate --model "$m" --prompt-tokens "$prompt" --steps $((prompt + gen)) \
-          --threads "$threads" --kernels "$kernels" --bandwidth --ids 2>&1 >/dev/null) ||
+          --threads "$threads" --kernels "$kernels" --loader "$loader" --bandwidth --ids 2>&1 >/dev/null) ||
       { echo "vs_llamacpp.sh: bench generate failed on $m:" >&2; echo "$out" >&2; exit 1; }
     bpre=$(awk '$1 == "prefill" {print $2}' <<<"$out")
     bdec=$(awk '$1 == "decode" {print $2}' <<<"$out")
