@@ -4,12 +4,15 @@
 #   scripts/vs_llamacpp.sh LLAMA_BENCH [DTYPES...]
 #   scripts/vs_llamacpp.sh ~/llama.cpp/build/bin/llama-bench f32 f16 q8_0
 #   TINYLLAMA=1 scripts/vs_llamacpp.sh ~/llama.cpp/build/bin/llama-bench q8_0
+#   scripts/vs_llamacpp.sh ~/llama.cpp/build/bin/llama-bench q4_0 /models/llama-110m-q4_k_m.gguf
 #
 # LLAMA_BENCH is a llama-bench binary you built (llama.cpp is not a dependency of bench; build it
 # where you like, e.g. cmake -B build -DGGML_NATIVE=ON -DLLAMA_CURL=OFF && cmake --build build
 # --target llama-bench). DTYPES (default f32 f16 q8_0) pick the synth llama-110m files, written
 # once by `bench model synth` into $BENCH_MODEL_CACHE (results/models); with TINYLLAMA=1 the
 # synth tinyllama-1.1b files of the same dtypes are added (2.2 GB in f16: slow to write).
+# An argument that ends in .gguf is taken as a file to compare as it is: the way to bring in
+# types bench only reads (Q4_K, Q6_K, ...), e.g. a synth f32 file put through llama-quantize.
 #
 # Each round runs, for every file in turn (interleaved, so a shared machine's drift falls on
 # both engines alike):
@@ -57,8 +60,15 @@ pre=()
 shapes=(llama-110m)
 [ "${TINYLLAMA:-0}" = 1 ] && shapes+=(tinyllama-1.1b)
 files=()
+synth=()
+for a in "${dtypes[@]}"; do
+  case $a in
+    *.gguf) [ -f "$a" ] || { echo "vs_llamacpp.sh: no file $a" >&2; exit 2; }; files+=("$a") ;;
+    *) synth+=("$a") ;;
+  esac
+done
 for shape in "${shapes[@]}"; do
-  for dt in "${dtypes[@]}"; do
+  for dt in ${synth[@]+"${synth[@]}"}; do
     m=$cache/$shape-$dt-s1.gguf
     if [ ! -f "$m" ]; then
       if ! "$bench" model synth --shape "$shape" --dtype "$dt" --format gguf --seed 1 -o "$m" >&2; then

@@ -1,4 +1,5 @@
 #include "kv_contig.h"
+#include "kv_attn.h"
 
 #include "engines/abi/dtype.h"
 
@@ -22,33 +23,6 @@ typedef struct attend_job {
     int pos0, n, n_tasks;
 } attend_job;
 
-/* A dot product in 16 independent lanes, so the compiler can vectorise it
- * (one running sum is a chain of dependent adds: the scalar loop made attention
- * a fifth of decode time at 260 positions on llama-110m). The order of the adds
- * differs from the reference's; the matmul kernels already differ the same way
- * and the greedy ids still match (tests/test_engine.c). Built for AVX-512, AVX2
- * and the baseline, picked at load time. */
-#define KVC_LANES 16
-__attribute__((target_clones("avx512f", "avx2", "default")))
-static float dot_f32(const float *a, const float *b, int n) {
-    float acc[KVC_LANES] = {0};
-    int d = 0;
-    for (; d + KVC_LANES <= n; d += KVC_LANES)
-        for (int l = 0; l < KVC_LANES; l++) acc[l] += a[d + l] * b[d + l];
-    float sum = 0.0f;
-    for (int l = 0; l < KVC_LANES; l++) sum += acc[l];
-    for (; d < n; d++) sum += a[d] * b[d];
-    return sum;
-}
-
-__attribute__((target_clones("avx512f", "avx2", "default")))
-static void axpy_f32(float *restrict y, float a, const float *restrict x, int n) {
-    int d = 0;
-    for (; d + KVC_LANES <= n; d += KVC_LANES)
-        for (int l = 0; l < KVC_LANES; l++) y[d + l] += a * x[d + l];
-    for (; d < n; d++) y[d] += a * x[d];
-}
-
 /* The (query, head) pairs are dealt round-robin to the tasks; each task owns one
  * score buffer of max_pos floats. */
 static void attend_task(void *arg, int task, int n_tasks) {
@@ -65,11 +39,11 @@ static void attend_task(void *arg, int task, int n_tasks) {
         const float *qh = j->q + (size_t)i * q_dim + (size_t)h * hd;
         const float *kh = j->k + (size_t)(h / group) * hd;
         const float *vh = j->v + (size_t)(h / group) * hd;
+        kva_dots(qh, kh, (size_t)kv_dim, pos + 1, hd, att);
         float max = -INFINITY;
         for (int t = 0; t <= pos; t++) {
-            float dot = dot_f32(qh, kh + (size_t)t * kv_dim, hd);
             /* divide, as the reference does; llama.cpp (attn_f16) multiplies by 1/sqrt(hd) */
-            dot = s->attn_f16 ? dot * (1.0f / sqrt_hd) : dot / sqrt_hd;
+            float dot = s->attn_f16 ? att[t] * (1.0f / sqrt_hd) : att[t] / sqrt_hd;
             att[t] = dot;
             if (dot > max) max = dot;
         }
@@ -81,13 +55,11 @@ static void attend_task(void *arg, int task, int n_tasks) {
             sum_d += att[t];
         }
         const float inv = (float)(1.0 / sum_d);
+        for (int t = 0; t <= pos; t++)
+            att[t] = s->attn_f16 ? bench_f16_to_f32(bench_f32_to_f16(att[t] * inv)) : att[t] / sum;
         float *o = j->out + (size_t)i * q_dim + (size_t)h * hd;
         memset(o, 0, (size_t)hd * sizeof(float));
-        for (int t = 0; t <= pos; t++) {
-            const float *vt = vh + (size_t)t * kv_dim;
-            float a = s->attn_f16 ? bench_f16_to_f32(bench_f32_to_f16(att[t] * inv)) : att[t] / sum;
-            axpy_f32(o, a, vt, hd);
-        }
+        kva_accum(o, att, vh, (size_t)kv_dim, pos + 1, hd);
     }
 }
 

@@ -1,4 +1,5 @@
 #include "kv_paged.h"
+#include "kv_attn.h"
 
 #include <math.h>
 
@@ -59,30 +60,6 @@ typedef struct attend_job {
     int bs, pos0, n;
 } attend_job;
 
-/* The same 16-lane dot and axpy as common/kv_contig.c (kept static there):
- * the same order of adds, so block, token and contiguous caches agree bit for bit
- * (-std=c17 keeps the compiler from contracting them into FMAs differently). */
-#define KVP_LANES 16
-__attribute__((target_clones("avx512f", "avx2", "default")))
-static float dot_f32(const float *a, const float *b, int n) {
-    float acc[KVP_LANES] = {0};
-    int d = 0;
-    for (; d + KVP_LANES <= n; d += KVP_LANES)
-        for (int l = 0; l < KVP_LANES; l++) acc[l] += a[d + l] * b[d + l];
-    float sum = 0.0f;
-    for (int l = 0; l < KVP_LANES; l++) sum += acc[l];
-    for (; d < n; d++) sum += a[d] * b[d];
-    return sum;
-}
-
-__attribute__((target_clones("avx512f", "avx2", "default")))
-static void axpy_f32(float *restrict y, float a, const float *restrict x, int n) {
-    int d = 0;
-    for (; d + KVP_LANES <= n; d += KVP_LANES)
-        for (int l = 0; l < KVP_LANES; l++) y[d + l] += a * x[d + l];
-    for (; d < n; d++) y[d] += a * x[d];
-}
-
 /* A softmax weight as it multiplies V: e / sum in f32, or as llama.cpp has it with its
  * f16 cache, e * (1/sum) rounded to f16 (bench_kv_shape.attn_f16). */
 static inline float kvp_weight(const bench_kv_shape *s, float e, float sum, float inv) {
@@ -105,24 +82,19 @@ static void attend_task(void *arg, int task, int n_tasks) {
         int pos = j->pos0 + i;
         const float *qh = j->q + (size_t)i * q_dim + (size_t)h * hd;
         size_t head = (size_t)(h / group) * hd;
-        float max = -INFINITY;
-        if (bs == 1) { /* slots: one lookup per position, no block bookkeeping */
-            for (int t = 0; t <= pos; t++) {
-                float dot = dot_f32(qh, j->k + (size_t)j->table[t] * kv_dim + head, hd);
-                dot = s->attn_f16 ? dot * (1.0f / sqrt_hd) : dot / sqrt_hd;
-                att[t] = dot;
-                if (dot > max) max = dot;
-            }
+        /* raw dots first, over runs of contiguous rows: one slot, or one block */
+        if (bs == 1) {
+            for (int t = 0; t <= pos; t++) kva_dots(qh, j->k + (size_t)j->table[t] * kv_dim + head, 0, 1, hd, att + t);
         } else for (int b = 0, t0 = 0; t0 <= pos; b++, t0 += bs) {
-            const float *kb = j->k + (size_t)j->table[b] * block_floats + head;
             int tn = pos + 1 - t0 < bs ? pos + 1 - t0 : bs;
-            for (int t = 0; t < tn; t++) {
-                float dot = dot_f32(qh, kb + (size_t)t * kv_dim, hd);
-                /* divide, as the reference does; llama.cpp (attn_f16) multiplies by 1/sqrt(hd) */
-                dot = s->attn_f16 ? dot * (1.0f / sqrt_hd) : dot / sqrt_hd;
-                att[t0 + t] = dot;
-                if (dot > max) max = dot;
-            }
+            kva_dots(qh, j->k + (size_t)j->table[b] * block_floats + head, (size_t)kv_dim, tn, hd, att + t0);
+        }
+        float max = -INFINITY;
+        for (int t = 0; t <= pos; t++) {
+            /* divide, as the reference does; llama.cpp (attn_f16) multiplies by 1/sqrt(hd) */
+            float dot = s->attn_f16 ? att[t] * (1.0f / sqrt_hd) : att[t] / sqrt_hd;
+            att[t] = dot;
+            if (dot > max) max = dot;
         }
         float sum = 0.0f;
         double sum_d = 0.0; /* llama.cpp's softmax sums in double and scales by 1/sum */
@@ -132,14 +104,14 @@ static void attend_task(void *arg, int task, int n_tasks) {
             sum_d += att[t];
         }
         const float inv = (float)(1.0 / sum_d);
+        for (int t = 0; t <= pos; t++) att[t] = kvp_weight(s, att[t], sum, inv);
         float *o = j->out + (size_t)i * q_dim + (size_t)h * hd;
         memset(o, 0, (size_t)hd * sizeof(float));
         if (bs == 1) {
-            for (int t = 0; t <= pos; t++) axpy_f32(o, kvp_weight(s, att[t], sum, inv), j->v + (size_t)j->table[t] * kv_dim + head, hd);
+            for (int t = 0; t <= pos; t++) kva_accum(o, att + t, j->v + (size_t)j->table[t] * kv_dim + head, 0, 1, hd);
         } else for (int b = 0, t0 = 0; t0 <= pos; b++, t0 += bs) {
-            const float *vb = j->v + (size_t)j->table[b] * block_floats + head;
             int tn = pos + 1 - t0 < bs ? pos + 1 - t0 : bs;
-            for (int t = 0; t < tn; t++) axpy_f32(o, kvp_weight(s, att[t0 + t], sum, inv), vb + (size_t)t * kv_dim, hd);
+            kva_accum(o, att + t0, j->v + (size_t)j->table[b] * block_floats + head, (size_t)kv_dim, tn, hd);
         }
     }
 }
