@@ -204,6 +204,10 @@ static void test_matmul_threads(void **state) {
         check_matmul((bench_dtype)dt, 1, 301, 288, pools, 4);
         check_matmul((bench_dtype)dt, 17, 67, 96, pools, 4);
         check_matmul((bench_dtype)dt, 3, 1001, 64, pools, 4);
+        /* prefill's ranges are whole 64-row panels: 200 rows are 128 + 72 on 3 threads and
+         * 64 + 64 + 64 + 8 on 4, the last range ending in a partial panel; 1088 columns are
+         * three packed chunks (512, 512, 64), the later two added into y */
+        check_matmul((bench_dtype)dt, 13, 200, 1088, pools, 4);
     }
     tp_destroy(p1); tp_destroy(p3); tp_destroy(p4);
 }

@@ -176,6 +176,17 @@ static const kn_xq8 *kn_xq_prepare(const kn_ops *ops, const float *x, int n, int
 /* Below this many multiply-adds a hand-off to the pool costs more than it saves. */
 #define KN_PARALLEL_MIN_MACS (1 << 15)
 
+/* Rows per thread: one contiguous range each, since every row costs the same
+ * and each thread then streams one long run of weights. Decode's ranges are
+ * whole multiples of 8 rows; prefill's of KN_PANEL_ROWS, so that a packed
+ * panel never straddles two threads (768 rows on 2 threads: 384 = 6 panels
+ * each). */
+static int kn_chunk_rows(int rows, int threads, int n) {
+    const int align = n > 1 ? KN_PANEL_ROWS : 8;
+    const int chunk = (rows + threads - 1) / threads;
+    return (chunk + align - 1) / align * align;
+}
+
 typedef struct kn_mm_job {
     const kn_ops *ops;  /* the table to run, with dt */
     bench_dtype dt;
@@ -214,11 +225,7 @@ void kn_matmul(tp_pool *pool, float *y, const float *x, int n, const void *w, be
         free(xb.heap);
         return;
     }
-    /* One contiguous range per thread: every row costs the same, and each
-     * thread then streams one long run of weights. Ranges are whole multiples
-     * of 8 rows so row blocks (4) never straddle two threads. */
-    int chunk = (rows + threads - 1) / threads;
-    chunk = (chunk + 7) & ~7;
+    int chunk = kn_chunk_rows(rows, threads, n);
     job.chunk = chunk;
     tp_run(pool, kn_mm_task, &job, (rows + chunk - 1) / chunk);
     free(xb.heap);
@@ -249,7 +256,7 @@ static void kn_mm_multi_task(void *arg, int task, int n_tasks) {
     (void)n_tasks;
     for (int k = 0; k < j->count; k++) {
         const kn_mm_out *o = &j->outs[k];
-        int chunk = ((o->rows + j->threads - 1) / j->threads + 7) & ~7;
+        int chunk = kn_chunk_rows(o->rows, j->threads, j->n);
         int r0 = task * chunk, r1 = r0 + chunk < o->rows ? r0 + chunk : o->rows;
         if (r0 < r1) kn_mm_one(j, o, r0, r1);
     }

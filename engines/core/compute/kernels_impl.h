@@ -32,6 +32,11 @@ typedef struct kn_xq8 {
     int32_t *nsum;
 } kn_xq8;
 
+/* Rows per prefill panel of the tallest table (kernels_gemm.inc: KN_MV x VL,
+ * 64 on AVX-512): kernels.c splits a prefill's rows among threads in whole
+ * multiples of it, so only the last panel of a matrix can be partial. */
+#define KN_PANEL_ROWS 64
+
 /* y[t*rows + r] = sum_k x[t*cols + k] * W[r][k] for t in [0, n), r in [r0, r1).
  * y (n, rows), x (n, cols), w (rows, cols) in the table slot's dtype.
  * xq: x quantised by the table's quant_x when the slot is Q8_0 on an integer
