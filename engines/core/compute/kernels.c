@@ -35,16 +35,19 @@ static int kn_supported(const kn_ops *ops) {
     if (ops == &kn_ops_avx2 || ops == &kn_ops_avx2_int8) return avx2;
     if (ops == &kn_ops_avx512) return avx512;
     if (ops == &kn_ops_vnni) return avx512 && __builtin_cpu_supports("avx512vnni");
+    if (ops == &kn_ops_avx512_bf16) return avx512 && __builtin_cpu_supports("avx512bf16");
 #endif
     return 0;
 }
 
 /* Best first. kn_init and "auto" take the first exact table this CPU runs: the
  * integer tables round x for Q8_0 (an error of about 1e-2 of the logits, far
- * past what the k256 acceptance test allows), so they are chosen by name only. */
+ * past what the k256 acceptance test allows) and avx512-bf16 rounds x to bf16
+ * for bf16 weights, so they are chosen by name only. */
 static const kn_ops *const kn_tables[] = {
 #if KN_HAVE_X86
     &kn_ops_vnni,
+    &kn_ops_avx512_bf16,
     &kn_ops_avx512,
     &kn_ops_avx2_int8,
     &kn_ops_avx2,
@@ -55,7 +58,7 @@ static const kn_ops *const kn_tables[] = {
 
 static const kn_ops *kn_best(void) {
     for (size_t i = 0; i < KN_NTABLES; i++)
-        if (!kn_tables[i]->q8_int8 && kn_supported(kn_tables[i])) return kn_tables[i];
+        if (!kn_tables[i]->q8_int8 && !kn_tables[i]->bf16_dot && kn_supported(kn_tables[i])) return kn_tables[i];
     return &kn_ops_portable;
 }
 
@@ -71,7 +74,7 @@ static void kn_init_once(void) {
     const char *env = getenv("BENCH_ISA");
     if (env && *env) {
         const kn_ops *want = kn_find(env);
-        if (!want) fprintf(stderr, "%s: BENCH_ISA=%s is not one of vnni|avx512|avx2-int8|avx2|portable|auto; using %s\n", __func__, env, best->name);
+        if (!want) fprintf(stderr, "%s: BENCH_ISA=%s is not one of vnni|avx512-bf16|avx512|avx2-int8|avx2|portable|auto; using %s\n", __func__, env, best->name);
         else if (!kn_supported(want)) fprintf(stderr, "%s: BENCH_ISA=%s: this CPU lacks it; using %s\n", __func__, env, best->name);
         else best = want;
     }
@@ -138,6 +141,8 @@ int kn_isa_list(char *buf, size_t len, int runnable_only) {
 }
 
 int kn_q8_int8(void) { return kn_ops_now()->q8_int8; }
+
+int kn_bf16_dot(void) { return kn_ops_now()->bf16_dot; }
 
 /* ======================= quantised x for the integer tables ======================= */
 

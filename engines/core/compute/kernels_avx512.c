@@ -96,4 +96,13 @@ KN_INLINE __m256i ki_dot(ki_w w, __m256i q, const int32_t *nsum) {
 #pragma GCC pop_options
 
 const kn_ops kn_ops_vnni = KN_TABLE_INT8("vnni", mm_q8_0_vnni, quant_x_vnni, 1, peak_int8_vnni);
+
+/* ---- avx512-bf16: the avx512 table with bf16 prefill on vdpbf16ps ----
+ * These functions alone carry the AVX512_BF16 target, as the VNNI ones do. */
+#pragma GCC push_options
+#pragma GCC target("avx512bf16")
+#include "kernels_bf16.inc"
+#pragma GCC pop_options
+
+const kn_ops kn_ops_avx512_bf16 = KN_TABLE_BF16("avx512-bf16", mm_bf16_dot_avx512);
 #endif

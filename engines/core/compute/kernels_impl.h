@@ -62,7 +62,7 @@ typedef void (*kn_triad_fn)(float *restrict a, const float *restrict b, const fl
                             float s, size_t n);
 
 typedef struct kn_ops {
-    const char *name;                       /* "portable", "avx2", "avx2-int8", "avx512", "vnni" */
+    const char *name;                       /* "portable", "avx2", "avx2-int8", "avx512", "avx512-bf16", "vnni" */
     kn_mm_fn mm[BENCH_DTYPE_COUNT];         /* indexed by bench_dtype */
     kn_triad_fn triad;
     kn_read_fn read;
@@ -74,6 +74,9 @@ typedef struct kn_ops {
     int q8_int8;
     kn_quant_x_fn quant_x;                  /* (optional) NULL where q8_int8 is 0 */
     int x_nsum;                             /* 1: quant_x fills xq->nsum */
+    /* 1: mm[BENCH_BF16]'s prefill rounds x to bf16 for bf16 dot products
+     * (kernels_bf16.inc); 0: exact */
+    int bf16_dot;
 } kn_ops;
 
 extern const kn_ops kn_ops_portable;
@@ -82,6 +85,7 @@ extern const kn_ops kn_ops_avx2;
 extern const kn_ops kn_ops_avx2_int8;
 extern const kn_ops kn_ops_avx512;
 extern const kn_ops kn_ops_vnni;
+extern const kn_ops kn_ops_avx512_bf16;
 #endif
 
 #endif
