@@ -92,6 +92,8 @@ KN_INLINE __m256i ki_dot(ki_w w, __m256i q, const int32_t *nsum) {
 #define KI_RB 4
 #define KI_TB 4
 #define KI_NSUM 1
+#include "kernels_int8_gemm.inc"
+#define KI_GEMM KI_FN(gemm)
 #include "kernels_int8.inc"
 #pragma GCC pop_options
 
