@@ -139,22 +139,28 @@ static void test_oracle_every_kernels(void **state) {
     char err[512];
     assert_int_equal(engine_create(&bad, &e, err, sizeof(err)), -1);
     assert_null(e);
-    assert_non_null(strstr(err, "unknown kernels \"avx9\" (have: auto, vnni, avx512, avx2-int8, avx2, portable)"));
+    assert_non_null(strstr(err, "unknown kernels \"avx9\" (have: auto, vnni, avx512-bf16, avx512, avx2-int8, avx2, portable)"));
     kn_set_isa("auto");
 }
 
-/* Q8_0 on int8 activations against the exact path of the same instruction set, on the
- * same q8_0 file: the logits' error relative to their largest magnitude, per position,
- * for the prefill batch and for decode steps. The bound is loose on purpose (a wrong
- * scale or sign gives errors of order 1); the figure printed is what PERFORMANCE.md
- * quotes. Skips where no int8 family runs. */
+/* The families that round x (Q8_0 on int8 activations; bf16 prefill on bf16 dot
+ * products) against the exact path of the same instruction set, on the same file
+ * converted to that dtype: the logits' error relative to their largest magnitude, per
+ * position, for the prefill batch and for decode steps. The bound is loose on purpose
+ * (a wrong scale or sign gives errors of order 1); the figure printed is what
+ * PERFORMANCE.md quotes. Skips where no such family runs. */
 static void test_q8_int8_logits_error(void **state) {
     fixture *f = *state;
     NEED_FIXTURE(f);
-    static const char *const pairs[][2] = {{"vnni", "avx512"}, {"avx2-int8", "avx2"}};
-    char q8[600];
-    snprintf(q8, sizeof(q8), "%s/m-int8-q8_0.gguf", f->tmp);
-    assert_int_equal(tu_bench(NULL, "model convert '%s' '%s' --tokenizer '%s' --dtype q8_0 >/dev/null", f->model, q8, f->tok), 0);
+    static const char *const pairs[][3] = {{"vnni", "avx512", "q8_0"}, {"avx2-int8", "avx2", "q8_0"},
+                                           {"avx512-bf16", "avx512", "bf16"}};
+    char conv[2][600];
+    const char *const conv_dt[2] = {"q8_0", "bf16"};
+    for (int c = 0; c < 2; c++) {
+        snprintf(conv[c], sizeof(conv[c]), "%s/m-rounded-x-%s.gguf", f->tmp, conv_dt[c]);
+        assert_int_equal(tu_bench(NULL, "model convert '%s' '%s' --tokenizer '%s' --dtype %s >/dev/null", f->model,
+                                  conv[c], f->tok, conv_dt[c]), 0);
+    }
     enum { N = 32 };
     int tokens[N];
     for (int i = 0; i < N; i++) tokens[i] = f->want[i];
@@ -167,7 +173,7 @@ static void test_q8_int8_logits_error(void **state) {
         float *out[2] = {NULL, NULL};
         int vocab = 0;
         for (int k = 0; k < 2; k++) {
-            engine_spec s = {.model_path = q8, .loader = "mmap", .kv = "prealloc", .threads = 2,
+            engine_spec s = {.model_path = conv[strcmp(pairs[p][2], "bf16") == 0], .loader = "mmap", .kv = "prealloc", .threads = 2,
                              .module_dir = tu_module_dir(), .kernels = pairs[p][k]};
             char err[512];
             engine *e;
@@ -198,8 +204,8 @@ static void test_q8_int8_logits_error(void **state) {
             worst = fmax(worst, num / den);
             argmax_same += ia == ib;
         }
-        printf("[ INFO     ] q8_0 %s vs %s: max |dlogit| / max |logit| %.2e (worst of %d positions), rms error / rms logit %.2e, "
-               "argmax same at %d of %d\n", pairs[p][0], pairs[p][1], worst, N, sqrt(sum_sq / sum_ref), argmax_same, N);
+        printf("[ INFO     ] %s %s vs %s: max |dlogit| / max |logit| %.2e (worst of %d positions), rms error / rms logit %.2e, "
+               "argmax same at %d of %d\n", pairs[p][2], pairs[p][0], pairs[p][1], worst, N, sqrt(sum_sq / sum_ref), argmax_same, N);
         assert_true(worst > 0);         /* x really was rounded: the two paths differ */
         assert_true(worst < 0.05);
         assert_true(argmax_same >= N - 4);

@@ -13,7 +13,11 @@
  * the bound adds x's rounding: per 32-column block b, at most d_b / 2 per
  * element with d_b = max|x_b| / 127, i.e. sum_b (d_b / 2) * sum_{k in b} |w_k|.
  * Where x is already an int8 grid (max|x_b| = 127, integer values) that term is
- * zero, and test_q8_int8_integer_x holds them to the exact bound. */
+ * zero, and test_q8_int8_integer_x holds them to the exact bound.
+ *
+ * avx512-bf16 rounds x to bf16 for bf16 weights in prefill (n > 1): at most
+ * 2^-8 |x| per element, so the bound adds 2^-8 * sum_k |w_k x_k|; x already on
+ * the bf16 grid rounds with no error (test_bf16_dot_grid_x). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -30,7 +34,7 @@
 
 #define KN_TEST_RTOL 2e-5
 
-static const char *const isas[] = {"portable", "avx2", "avx2-int8", "avx512", "vnni"};
+static const char *const isas[] = {"portable", "avx2", "avx2-int8", "avx512", "avx512-bf16", "vnni"};
 
 /* Selects family i for a test; says so once when this CPU cannot run it. */
 static int use_isa(size_t i) {
@@ -107,12 +111,14 @@ static void check_matmul(bench_dtype dt, int n, int rows, int cols, tp_pool *con
     for (size_t ii = 0; ii < sizeof isas / sizeof isas[0]; ii++) {
         if (!use_isa(ii)) continue;
         const int xround = dt == BENCH_Q8_0 && kn_q8_int8();
+        const int bround = dt == BENCH_BF16 && kn_bf16_dot() && n > 1;
         for (int p = 0; p < npools; p++) {
             for (size_t i = 0; i < (size_t)n * rows; i++) y[i] = NAN; /* every output must be written */
             kn_matmul(pools[p], y, x, n, w, dt, rows, cols);
             for (size_t i = 0; i < (size_t)n * rows; i++) {
                 double err = fabs((double)y[i] - ref[i]);
-                double bound = KN_TEST_RTOL * mag[i] + (xround ? xb[i] * (1 + KN_TEST_RTOL) : 0) + 1e-30;
+                double bound = KN_TEST_RTOL * mag[i] + (xround ? xb[i] * (1 + KN_TEST_RTOL) : 0) +
+                               (bround ? ldexp(mag[i], -8) * (1 + KN_TEST_RTOL) : 0) + 1e-30;
                 if (!(err <= bound)) {
                     fail_msg("%s %s n=%d rows=%d cols=%d threads=%d: y[%zu]=%.9g ref=%.9g err=%.3g bound=%.3g",
                              isas[ii], bench_dtype_name(dt), n, rows, cols, tp_threads(pools[p]), i,
@@ -191,6 +197,57 @@ static void test_q8_int8_integer_x(void **state) {
     tp_destroy(pool);
 }
 
+/* bf16 weights with x on the bf16 grid (8 significant bits) lose nothing to
+ * avx512-bf16's rounding of x, so it must meet the exact bound there: a pair
+ * read in the wrong order, a row off by one in the transpose or a lost odd
+ * column all fail. Off the grid it must differ from the exact kernels (x
+ * really was rounded) and stay within its 2^-8 bound (check_matmul). */
+static void test_bf16_dot_grid_x(void **state) {
+    (void)state;
+    if (kn_set_isa("avx512-bf16") != 0) {
+        print_message("[ SKIP     ] kernels avx512-bf16: this CPU cannot run it\n");
+        return;
+    }
+    enum { N = 13, ROWS = 77, COLS = 1061 }; /* odd columns: the last is half a pair; 3 chunks */
+    tp_pool *pool = tp_create(2);
+    assert_non_null(pool);
+    size_t rb = bench_dtype_row_bytes(BENCH_BF16, COLS);
+    unsigned char *w = malloc(ROWS * rb);
+    float *x = malloc(sizeof(float) * N * COLS), *y = malloc(sizeof(float) * N * ROWS);
+    float *ye = malloc(sizeof(float) * N * ROWS), wf[COLS];
+    assert_true(w && x && y && ye);
+    for (int r = 0; r < ROWS; r++) {
+        for (int k = 0; k < COLS; k++) wf[k] = rnd_unit();
+        kn_quant_row(BENCH_BF16, wf, w + (size_t)r * rb, COLS);
+    }
+    for (int grid = 1; grid >= 0; grid--) {
+        /* on the grid: multiples of 2^-7 in (-1, 1), 8 significant bits at most */
+        for (int i = 0; i < N * COLS; i++) x[i] = grid ? ldexpf(roundf(rnd_unit() * 128.0f), -7) : rnd_unit();
+        assert_int_equal(kn_set_isa("avx512-bf16"), 0);
+        kn_matmul(pool, y, x, N, w, BENCH_BF16, ROWS, COLS);
+        assert_int_equal(kn_set_isa("avx512"), 0);
+        kn_matmul(pool, ye, x, N, w, BENCH_BF16, ROWS, COLS);
+        double worst = 0;
+        for (int t = 0; t < N; t++)
+            for (int r = 0; r < ROWS; r++) {
+                double s = 0, m = 0;
+                for (int k = 0; k < COLS; k++) {
+                    double p = ref_weight(BENCH_BF16, w, COLS, r, k) * x[t * COLS + k];
+                    s += p;
+                    m += fabs(p);
+                }
+                double err = fabs(y[t * ROWS + r] - s);
+                worst = fmax(worst, fabs((double)y[t * ROWS + r] - ye[t * ROWS + r]));
+                if (grid && !(err <= KN_TEST_RTOL * m + 1e-30))
+                    fail_msg("grid x, t=%d r=%d: y=%.9g ref=%.9g err=%.3g", t, r, (double)y[t * ROWS + r], s, err);
+            }
+        if (!grid) assert_true(worst > 0); /* x off the grid was rounded: the families differ */
+    }
+    kn_set_isa("auto");
+    free(w); free(x); free(y); free(ye);
+    tp_destroy(pool);
+}
+
 /* The same result on no pool and on pools of 1, 3 and 4 threads (more threads
  * than cores, and row counts that split unevenly). */
 static void test_matmul_threads(void **state) {
@@ -204,6 +261,10 @@ static void test_matmul_threads(void **state) {
         check_matmul((bench_dtype)dt, 1, 301, 288, pools, 4);
         check_matmul((bench_dtype)dt, 17, 67, 96, pools, 4);
         check_matmul((bench_dtype)dt, 3, 1001, 64, pools, 4);
+        /* prefill's ranges are whole 64-row panels: 200 rows are 128 + 72 on 3 threads and
+         * 64 + 64 + 64 + 8 on 4, the last range ending in a partial panel; 1088 columns are
+         * three packed chunks (512, 512, 64), the later two added into y */
+        check_matmul((bench_dtype)dt, 13, 200, 1088, pools, 4);
     }
     tp_destroy(p1); tp_destroy(p3); tp_destroy(p4);
 }
@@ -411,7 +472,7 @@ static void test_isa_selection(void **state) {
         assert_non_null(name);
         assert_true(kn_isa_known(name));
         assert_int_equal(here, kn_set_isa(name) == 0);
-        if (here && !first && kn_set_isa(name) == 0 && !kn_q8_int8()) first = name;
+        if (here && !first && kn_set_isa(name) == 0 && !kn_q8_int8() && !kn_bf16_dot()) first = name;
     }
     assert_null(kn_isa_name(kn_isa_count(), NULL));
     assert_int_equal(kn_set_isa("auto"), 0);
@@ -419,6 +480,12 @@ static void test_isa_selection(void **state) {
     assert_true(kn_isa_known("auto") && !kn_isa_known("avx9"));
     assert_int_equal(kn_set_isa("portable"), 0);
     assert_int_equal(kn_q8_int8(), 0);
+    assert_int_equal(kn_bf16_dot(), 0);
+    if (kn_set_isa("avx512-bf16") == 0) {
+        assert_int_equal(kn_bf16_dot(), 1);
+        assert_int_equal(kn_q8_int8(), 0);
+    }
+    assert_int_equal(kn_set_isa("portable"), 0);
 }
 
 /* ---- triad ---- */
@@ -487,6 +554,7 @@ int main(void) {
         cmocka_unit_test(test_matmul_bf16),
         cmocka_unit_test(test_matmul_q8_0),
         cmocka_unit_test(test_q8_int8_integer_x),
+        cmocka_unit_test(test_bf16_dot_grid_x),
         cmocka_unit_test(test_matmul_threads),
         cmocka_unit_test(test_matmul_multi),
         cmocka_unit_test(test_triad),

@@ -1,7 +1,7 @@
 /* Standalone benchmark of the matmul kernels against the STREAM-triad bound.
  * Not a test: `make tools` builds it (release flags) as build/tools/bench_kernels.
  *
- *   build/tools/bench_kernels [--isa vnni|avx512|avx2-int8|avx2|portable] [--dtype f32|f16|bf16|q8_0]
+ *   build/tools/bench_kernels [--isa vnni|avx512-bf16|avx512|avx2-int8|avx2|portable] [--dtype f32|f16|bf16|q8_0]
  *                      [--threads N] [--reps N] [--no-prefill]
  *
  * For each ISA, thread count (1 and 2 unless --threads) and dtype it prints:
@@ -169,7 +169,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--no-prefill")) prefill = 0;
         else {
-            fprintf(stderr, "usage: %s [--isa vnni|avx512|avx2-int8|avx2|portable] [--dtype f32|f16|bf16|q8_0] [--threads N] [--reps N] [--no-prefill]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--isa vnni|avx512-bf16|avx512|avx2-int8|avx2|portable] [--dtype f32|f16|bf16|q8_0] [--threads N] [--reps N] [--no-prefill]\n", argv[0]);
             return 2;
         }
     }
@@ -179,7 +179,7 @@ int main(int argc, char **argv) {
     printf("# bench_kernels reps=%d prefill_n=%d cold_bytes=%u MiB best_isa=%s\n", reps, BK_PREFILL_N,
            BK_COLD_BYTES >> 20, kn_isa());
 
-    static const char *const isas[] = {"vnni", "avx512", "avx2-int8", "avx2", "portable"};
+    static const char *const isas[] = {"vnni", "avx512-bf16", "avx512", "avx2-int8", "avx2", "portable"};
     static const int shapes[][2] = {{2048, 768}, {768, 2048}, {32000, 768}};
     const int thread_counts[] = {1, 2};
     bk_io io = {malloc((size_t)BK_PREFILL_N * 2048 * sizeof(float)), malloc((size_t)BK_PREFILL_N * 32000 * sizeof(float))};

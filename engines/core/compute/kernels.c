@@ -35,16 +35,19 @@ static int kn_supported(const kn_ops *ops) {
     if (ops == &kn_ops_avx2 || ops == &kn_ops_avx2_int8) return avx2;
     if (ops == &kn_ops_avx512) return avx512;
     if (ops == &kn_ops_vnni) return avx512 && __builtin_cpu_supports("avx512vnni");
+    if (ops == &kn_ops_avx512_bf16) return avx512 && __builtin_cpu_supports("avx512bf16");
 #endif
     return 0;
 }
 
 /* Best first. kn_init and "auto" take the first exact table this CPU runs: the
  * integer tables round x for Q8_0 (an error of about 1e-2 of the logits, far
- * past what the k256 acceptance test allows), so they are chosen by name only. */
+ * past what the k256 acceptance test allows) and avx512-bf16 rounds x to bf16
+ * for bf16 weights, so they are chosen by name only. */
 static const kn_ops *const kn_tables[] = {
 #if KN_HAVE_X86
     &kn_ops_vnni,
+    &kn_ops_avx512_bf16,
     &kn_ops_avx512,
     &kn_ops_avx2_int8,
     &kn_ops_avx2,
@@ -55,7 +58,7 @@ static const kn_ops *const kn_tables[] = {
 
 static const kn_ops *kn_best(void) {
     for (size_t i = 0; i < KN_NTABLES; i++)
-        if (!kn_tables[i]->q8_int8 && kn_supported(kn_tables[i])) return kn_tables[i];
+        if (!kn_tables[i]->q8_int8 && !kn_tables[i]->bf16_dot && kn_supported(kn_tables[i])) return kn_tables[i];
     return &kn_ops_portable;
 }
 
@@ -71,7 +74,7 @@ static void kn_init_once(void) {
     const char *env = getenv("BENCH_ISA");
     if (env && *env) {
         const kn_ops *want = kn_find(env);
-        if (!want) fprintf(stderr, "%s: BENCH_ISA=%s is not one of vnni|avx512|avx2-int8|avx2|portable|auto; using %s\n", __func__, env, best->name);
+        if (!want) fprintf(stderr, "%s: BENCH_ISA=%s is not one of vnni|avx512-bf16|avx512|avx2-int8|avx2|portable|auto; using %s\n", __func__, env, best->name);
         else if (!kn_supported(want)) fprintf(stderr, "%s: BENCH_ISA=%s: this CPU lacks it; using %s\n", __func__, env, best->name);
         else best = want;
     }
@@ -139,6 +142,8 @@ int kn_isa_list(char *buf, size_t len, int runnable_only) {
 
 int kn_q8_int8(void) { return kn_ops_now()->q8_int8; }
 
+int kn_bf16_dot(void) { return kn_ops_now()->bf16_dot; }
+
 /* ======================= quantised x for the integer tables ======================= */
 
 /* Room for decode's x on the stack (up to ~7700 columns); prefill's goes to the heap. */
@@ -175,6 +180,17 @@ static const kn_xq8 *kn_xq_prepare(const kn_ops *ops, const float *x, int n, int
 
 /* Below this many multiply-adds a hand-off to the pool costs more than it saves. */
 #define KN_PARALLEL_MIN_MACS (1 << 15)
+
+/* Rows per thread: one contiguous range each, since every row costs the same
+ * and each thread then streams one long run of weights. Decode's ranges are
+ * whole multiples of 8 rows; prefill's of KN_PANEL_ROWS, so that a packed
+ * panel never straddles two threads (768 rows on 2 threads: 384 = 6 panels
+ * each). */
+static int kn_chunk_rows(int rows, int threads, int n) {
+    const int align = n > 1 ? KN_PANEL_ROWS : 8;
+    const int chunk = (rows + threads - 1) / threads;
+    return (chunk + align - 1) / align * align;
+}
 
 typedef struct kn_mm_job {
     const kn_ops *ops;  /* the table to run, with dt */
@@ -214,11 +230,7 @@ void kn_matmul(tp_pool *pool, float *y, const float *x, int n, const void *w, be
         free(xb.heap);
         return;
     }
-    /* One contiguous range per thread: every row costs the same, and each
-     * thread then streams one long run of weights. Ranges are whole multiples
-     * of 8 rows so row blocks (4) never straddle two threads. */
-    int chunk = (rows + threads - 1) / threads;
-    chunk = (chunk + 7) & ~7;
+    int chunk = kn_chunk_rows(rows, threads, n);
     job.chunk = chunk;
     tp_run(pool, kn_mm_task, &job, (rows + chunk - 1) / chunk);
     free(xb.heap);
@@ -249,7 +261,7 @@ static void kn_mm_multi_task(void *arg, int task, int n_tasks) {
     (void)n_tasks;
     for (int k = 0; k < j->count; k++) {
         const kn_mm_out *o = &j->outs[k];
-        int chunk = ((o->rows + j->threads - 1) / j->threads + 7) & ~7;
+        int chunk = kn_chunk_rows(o->rows, j->threads, j->n);
         int r0 = task * chunk, r1 = r0 + chunk < o->rows ? r0 + chunk : o->rows;
         if (r0 < r1) kn_mm_one(j, o, r0, r1);
     }

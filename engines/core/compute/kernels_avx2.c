@@ -10,9 +10,10 @@
 
 typedef __m256 vf;
 #define VL 8
-/* 4 rows x 3 tokens = 12 accumulators of the 16 ymm registers; the weight
- * vectors can be FMA memory operands, so the tile does not spill */
-#define KN_TB 3
+/* prefill tile: 2 row vectors (16 rows) x 6 tokens = 12 accumulators + 2
+ * weight vectors + 1 broadcast x of the 16 ymm registers */
+#define KN_MV 2
+#define KN_NR 6
 #define KN_FN(name) name##_avx2
 #define KN_INLINE static inline __attribute__((always_inline))
 
@@ -38,6 +39,31 @@ KN_INLINE vf v_load_q8(const int8_t *p) {
     return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p)));
 }
 KN_INLINE float kn_half_to_float(uint16_t h) { return _cvtsh_ss(h); }
+/* 8 x 8 transpose: dst[c * ds + i] = src[i][k + c]; in-lane unpacks and
+ * shuffles, then one round of 128-bit lane permutes. */
+KN_INLINE void v_tr(const float *const *src, int k, float *dst, size_t ds) {
+    __m256 r[8], t[8], u[8];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(src[i] + k);
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) {
+        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    /* u[4g + c], lane L: column 4L + c, rows 4g .. 4g + 3 */
+#pragma GCC unroll 2
+    for (int g = 0; g < 2; g++) {
+        u[4 * g] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
+        u[4 * g + 1] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0xee);
+        u[4 * g + 2] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
+        u[4 * g + 3] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xee);
+    }
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; c++) {
+        _mm256_storeu_ps(dst + (size_t)c * ds, _mm256_permute2f128_ps(u[c], u[4 + c], 0x20));
+        _mm256_storeu_ps(dst + (size_t)(4 + c) * ds, _mm256_permute2f128_ps(u[c], u[4 + c], 0x31));
+    }
+}
 
 #include "kernels_simd.inc"
 

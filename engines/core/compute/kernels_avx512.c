@@ -11,8 +11,10 @@
 
 typedef __m512 vf;
 #define VL 16
-/* 4 rows x 6 tokens = 24 accumulators + 4 weight vectors + 1 x vector of the 32 zmm registers */
-#define KN_TB 6
+/* prefill tile: 4 row vectors (64 rows) x 6 tokens = 24 accumulators + 4
+ * weight vectors + 1 broadcast x of the 32 zmm registers */
+#define KN_MV 4
+#define KN_NR 6
 #define KN_FN(name) name##_avx512
 #define KN_INLINE static inline __attribute__((always_inline))
 
@@ -33,6 +35,38 @@ KN_INLINE vf v_load_q8(const int8_t *p) {
     return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p)));
 }
 KN_INLINE float kn_half_to_float(uint16_t h) { return _cvtsh_ss(h); }
+/* 16 x 16 transpose: dst[c * ds + i] = src[i][k + c]. Three rounds of
+ * in-lane unpacks and shuffles, then two of 128-bit lane shuffles (64 ops for
+ * 256 floats). Bitwise on 32-bit lanes, so it moves bf16 pairs as well. */
+KN_INLINE void v_tr(const float *const *src, int k, float *dst, size_t ds) {
+    __m512 r[16], t[16], u[16];
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(src[i] + k);
+    /* t[2i], t[2i+1], lane L: rows 2i, 2i+1 interleaved, columns 4L, 4L+1 and 4L+2, 4L+3 */
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    /* u[4g + c], lane L: column 4L + c, rows 4g .. 4g + 3 */
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; g++) {
+        u[4 * g] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
+        u[4 * g + 1] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0xee);
+        u[4 * g + 2] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
+        u[4 * g + 3] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xee);
+    }
+    /* column 4L + c gathers lane L of u[c], u[4 + c], u[8 + c], u[12 + c] */
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; c++) {
+        __m512 v0 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x88), v1 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xdd);
+        __m512 v2 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x88), v3 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xdd);
+        _mm512_storeu_ps(dst + (size_t)c * ds, _mm512_shuffle_f32x4(v0, v2, 0x88));
+        _mm512_storeu_ps(dst + (size_t)(4 + c) * ds, _mm512_shuffle_f32x4(v1, v3, 0x88));
+        _mm512_storeu_ps(dst + (size_t)(8 + c) * ds, _mm512_shuffle_f32x4(v0, v2, 0xdd));
+        _mm512_storeu_ps(dst + (size_t)(12 + c) * ds, _mm512_shuffle_f32x4(v1, v3, 0xdd));
+    }
+}
 
 #include "kernels_simd.inc"
 
@@ -58,8 +92,19 @@ KN_INLINE __m256i ki_dot(ki_w w, __m256i q, const int32_t *nsum) {
 #define KI_RB 4
 #define KI_TB 4
 #define KI_NSUM 1
+#include "kernels_int8_gemm.inc"
+#define KI_GEMM KI_FN(gemm)
 #include "kernels_int8.inc"
 #pragma GCC pop_options
 
 const kn_ops kn_ops_vnni = KN_TABLE_INT8("vnni", mm_q8_0_vnni, quant_x_vnni, 1, peak_int8_vnni);
+
+/* ---- avx512-bf16: the avx512 table with bf16 prefill on vdpbf16ps ----
+ * These functions alone carry the AVX512_BF16 target, as the VNNI ones do. */
+#pragma GCC push_options
+#pragma GCC target("avx512bf16")
+#include "kernels_bf16.inc"
+#pragma GCC pop_options
+
+const kn_ops kn_ops_avx512_bf16 = KN_TABLE_BF16("avx512-bf16", mm_bf16_dot_avx512);
 #endif

@@ -32,6 +32,11 @@ typedef struct kn_xq8 {
     int32_t *nsum;
 } kn_xq8;
 
+/* Rows per prefill panel of the tallest table (kernels_gemm.inc: KN_MV x VL,
+ * 64 on AVX-512): kernels.c splits a prefill's rows among threads in whole
+ * multiples of it, so only the last panel of a matrix can be partial. */
+#define KN_PANEL_ROWS 64
+
 /* y[t*rows + r] = sum_k x[t*cols + k] * W[r][k] for t in [0, n), r in [r0, r1).
  * y (n, rows), x (n, cols), w (rows, cols) in the table slot's dtype.
  * xq: x quantised by the table's quant_x when the slot is Q8_0 on an integer
@@ -57,7 +62,7 @@ typedef void (*kn_triad_fn)(float *restrict a, const float *restrict b, const fl
                             float s, size_t n);
 
 typedef struct kn_ops {
-    const char *name;                       /* "portable", "avx2", "avx2-int8", "avx512", "vnni" */
+    const char *name;                       /* "portable", "avx2", "avx2-int8", "avx512", "avx512-bf16", "vnni" */
     kn_mm_fn mm[BENCH_DTYPE_COUNT];         /* indexed by bench_dtype */
     kn_triad_fn triad;
     kn_read_fn read;
@@ -69,6 +74,9 @@ typedef struct kn_ops {
     int q8_int8;
     kn_quant_x_fn quant_x;                  /* (optional) NULL where q8_int8 is 0 */
     int x_nsum;                             /* 1: quant_x fills xq->nsum */
+    /* 1: mm[BENCH_BF16]'s prefill rounds x to bf16 for bf16 dot products
+     * (kernels_bf16.inc); 0: exact */
+    int bf16_dot;
 } kn_ops;
 
 extern const kn_ops kn_ops_portable;
@@ -77,6 +85,7 @@ extern const kn_ops kn_ops_avx2;
 extern const kn_ops kn_ops_avx2_int8;
 extern const kn_ops kn_ops_avx512;
 extern const kn_ops kn_ops_vnni;
+extern const kn_ops kn_ops_avx512_bf16;
 #endif
 
 #endif

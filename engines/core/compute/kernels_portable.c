@@ -5,7 +5,9 @@
 
 typedef float vf;
 #define VL 1
-#define KN_TB 4
+/* prefill tile: 4 rows x 4 tokens of scalars */
+#define KN_MV 4
+#define KN_NR 4
 #define KN_FN(name) name##_portable
 #define KN_INLINE static inline __attribute__((always_inline))
 
@@ -21,6 +23,7 @@ KN_INLINE vf v_load_f16(const uint16_t *p) { return bench_f16_to_f32(*p); }
 KN_INLINE vf v_load_bf16(const uint16_t *p) { return bench_bf16_to_f32(*p); }
 KN_INLINE vf v_load_q8(const int8_t *p) { return (float)*p; }
 KN_INLINE float kn_half_to_float(uint16_t h) { return bench_f16_to_f32(h); }
+KN_INLINE void v_tr(const float *const *src, int k, float *dst, size_t ds) { (void)ds; *dst = src[0][k]; }
 
 #include "kernels_simd.inc"
 
