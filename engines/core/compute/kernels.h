@@ -9,13 +9,13 @@
 #include "threadpool.h"
 
 /* Kernel families (tables), best first:
- *   vnni       avx512 with Q8_0 on AVX512-VNNI vpdpbusd over x quantised to int8
+ *   vnni       avx512 with Q8_0 and Q4_0 on AVX512-VNNI vpdpbusd over x quantised to int8
  *   avx512     AVX-512 F/BW/VL/DQ, every dtype exact (weights dequantised to f32)
- *   avx2-int8  avx2 with Q8_0 on maddubs over x quantised to int8
+ *   avx2-int8  avx2 with Q8_0 and Q4_0 on maddubs over x quantised to int8
  *   avx2       AVX2 + FMA + F16C, exact
  *   portable   plain C, exact: the reference
  * "auto" is the first exact family this CPU runs. The int8 families differ from
- * their exact siblings only in Q8_0, where x's rounding to int8 adds an error
+ * their exact siblings only in Q8_0 and Q4_0, where x's rounding to int8 adds an error
  * bounded in kernels_int8.inc; they run only when named. kn_init picks auto;
  * BENCH_ISA=NAME forces one. */
 void kn_init(void);
@@ -26,6 +26,7 @@ int kn_isa_count(void);
 const char *kn_isa_name(int i, int *runs_here);
 int kn_isa_known(const char *isa);      /* a family name or "auto", whatever the CPU */
 int kn_q8_int8(void);
+int kn_x_int8(bench_dtype dt);          /* 1: the family in use rounds x to int8 for dt's matmuls */
 /* The family a name selects here (NULL or "" is "auto"); NULL when unknown or this CPU cannot run it. */
 const char *kn_isa_resolve(const char *isa);
 /* "vnni, avx512, ..." into buf: every family, or only those this CPU runs; returns how many. */
@@ -34,7 +35,7 @@ int kn_isa_list(char *buf, size_t len, int runnable_only);                   /* 
 /* y (n, rows) = x (n, cols) . W^T, W (rows, cols) row-major in dtype dt.
  * n == 1 is decode (matrix-vector); n > 1 is batched prefill (matrix-matrix).
  * cols is a whole number of dt's blocks. Parallel over rows on the pool.
- * Block-quantised types other than Q8_0 run quant.c's exact kernel. */
+ * The portable family runs block types other than Q8_0 on quant.c's exact kernel. */
 void kn_matmul(tp_pool *pool, float *y, const float *x, int n,
                const void *w, bench_dtype dt, int rows, int cols);
 

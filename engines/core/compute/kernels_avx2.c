@@ -39,6 +39,38 @@ KN_INLINE vf v_load_q8(const int8_t *p) {
 }
 KN_INLINE float kn_half_to_float(uint16_t h) { return _cvtsh_ss(h); }
 
+/* ---- block-quantised weights (kernels_quant.inc) ----
+ * A 16-element run's map as its scale and offset: each quant is widened,
+ * converted and mapped with the reference's operations (8 entries of vpermps
+ * would not hold a 16-pattern table). */
+#define KN_QUANT 1
+typedef struct { vf d, a; int has_a, off; } kq_tab;
+KN_INLINE kq_tab kq_tab_make(float D, float A, int has_a, int off, int bits) {
+    (void)bits;
+    return (kq_tab){_mm256_set1_ps(D), _mm256_set1_ps(A), has_a, off};
+}
+KN_INLINE vf kq_map8(const kq_tab *t, __m128i q8) {
+    vf w = _mm256_mul_ps(t->d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q8)));
+    return t->has_a ? _mm256_add_ps(w, t->a) : w;
+}
+KN_INLINE void kq_w16(const kq_tab *t, int bits, __m128i q, vf *w) {
+    if (bits == 4) q = _mm_and_si128(q, _mm_set1_epi8(15));
+    if (t->off) q = _mm_add_epi8(q, _mm_set1_epi8((char)t->off));
+    w[0] = kq_map8(t, q);
+    w[1] = kq_map8(t, _mm_unpackhi_epi64(q, q));
+}
+KN_INLINE void kq_w16_mul(float D, int off, __m128i q, vf *w) {
+    const kq_tab t = kq_tab_make(D, 0.0f, 0, off, 8);
+    kq_w16(&t, 8, q, w);
+}
+/* byte j of the result: 0x10 where bit j of bits is set */
+KN_INLINE __m128i kq_bits16(unsigned bits) {
+    const __m128i sel = _mm_setr_epi8(1, 2, 4, 8, 16, 32, 64, -128, 1, 2, 4, 8, 16, 32, 64, -128);
+    __m128i b = _mm_shuffle_epi8(_mm_cvtsi32_si128((int)bits), _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1));
+    return _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(b, sel), sel), _mm_set1_epi8(0x10));
+}
+
+#include "kernels_quant.inc"
 #include "kernels_simd.inc"
 
 const kn_ops kn_ops_avx2 = KN_TABLE("avx2");
@@ -61,5 +93,5 @@ KN_INLINE __m256i ki_dot(ki_w w, __m256i q, const int32_t *nsum) {
 #define KI_NSUM 0
 #include "kernels_int8.inc"
 
-const kn_ops kn_ops_avx2_int8 = KN_TABLE_INT8("avx2-int8", mm_q8_0_avx2_int8, quant_x_avx2_int8, 0, peak_int8_avx2_int8);
+const kn_ops kn_ops_avx2_int8 = KN_TABLE_INT8("avx2-int8", mm_q8_0_avx2_int8, mm_q4_0_avx2_int8, quant_x_avx2_int8, 0, peak_int8_avx2_int8);
 #endif

@@ -34,8 +34,8 @@ typedef struct kn_xq8 {
 
 /* y[t*rows + r] = sum_k x[t*cols + k] * W[r][k] for t in [0, n), r in [r0, r1).
  * y (n, rows), x (n, cols), w (rows, cols) in the table slot's dtype.
- * xq: x quantised by the table's quant_x when the slot is Q8_0 on an integer
- * table (q8_int8), else NULL. */
+ * xq: x quantised by the table's quant_x when the slot's bit is set in the
+ * table's xq_dts, else NULL. */
 typedef void (*kn_mm_fn)(float *y, const float *x, int n, const void *w,
                          int rows, int cols, int r0, int r1, const kn_xq8 *xq);
 
@@ -69,6 +69,9 @@ typedef struct kn_ops {
     int q8_int8;
     kn_quant_x_fn quant_x;                  /* (optional) NULL where q8_int8 is 0 */
     int x_nsum;                             /* 1: quant_x fills xq->nsum */
+    /* bit dt set: mm[dt] takes x quantised by quant_x (Q8_0 and Q4_0 on the
+     * int8 tables); 0 on the exact tables */
+    unsigned xq_dts;
 } kn_ops;
 
 extern const kn_ops kn_ops_portable;
