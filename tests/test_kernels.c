@@ -433,19 +433,24 @@ static unsigned char *random_blocks(bench_dtype dt, int rows, int cols, float **
 }
 
 /* Every family, n tokens, against double precision over the reference weights:
- * the f32 summation bound, plus x's rounding where the family takes int8 x. */
-static void check_blocks(bench_dtype dt, int n, int rows, int cols, tp_pool *pool) {
+ * the f32 summation bound, plus x's rounding where the family takes int8 x.
+ * int_x: x on the int8 grid (integers, each 32-block's max |x| = 127), which
+ * the int8 families quantise without error, so every family gets the exact
+ * bound: a wrong scale lane, nibble or min term in an int8 kernel fails. */
+static void check_blocks_x(bench_dtype dt, int n, int rows, int cols, tp_pool *pool, int int_x) {
     float *wd;
     unsigned char *w = random_blocks(dt, rows, cols, &wd);
     float *x = malloc((size_t)n * cols * sizeof(float)), *y = malloc((size_t)n * rows * sizeof(float));
     assert_non_null(x);
     assert_non_null(y);
-    for (size_t i = 0; i < (size_t)n * cols; i++) x[i] = rnd_unit();
+    for (size_t i = 0; i < (size_t)n * cols; i++) x[i] = int_x ? (float)(int)(rnd_unit() * 127.0f) : rnd_unit();
+    if (int_x)
+        for (size_t i = 0; i < (size_t)n * cols; i += 32) x[i + (i / 32) % 32] = (i / 32) % 2 ? 127.0f : -127.0f;
     for (size_t ii = 0; ii < sizeof isas / sizeof isas[0]; ii++) {
         if (!use_isa(ii)) continue;
         for (size_t i = 0; i < (size_t)n * rows; i++) y[i] = NAN;
         kn_matmul(pool, y, x, n, w, dt, rows, cols);
-        const int xround = kn_x_int8(dt);
+        const int xround = kn_x_int8(dt) && !int_x;
         for (int t = 0; t < n; t++)
             for (int r = 0; r < rows; r++) {
                 double s = 0, m = 0, e = 0, amax = 0, wsum = 0;
@@ -467,6 +472,10 @@ static void check_blocks(bench_dtype dt, int n, int rows, int cols, tp_pool *poo
     free(w); free(wd); free(x); free(y);
 }
 
+static void check_blocks(bench_dtype dt, int n, int rows, int cols, tp_pool *pool) {
+    check_blocks_x(dt, n, rows, cols, pool, 0);
+}
+
 /* Decode and prefill shapes, odd row counts, and threads: no pool, 1, 2 and 3
  * (more than the cores; 67 rows split unevenly). cols 768 = 3 K-blocks:
  * prefill's 512-column chunk plus a 256 tail. */
@@ -485,6 +494,8 @@ static void test_matmul_block_types(void **state) {
         check_blocks(dt, 17, 13, 3 * 256, pools[3]);
         check_blocks(dt, 5, 7, be == 32 ? 544 : 256, pools[2]);
         if (be == 32) check_blocks(dt, 1, 9, 96, pools[1]);
+        check_blocks_x(dt, 1, 37, 3 * 256, pools[2], 1);
+        check_blocks_x(dt, 4, 5, 2 * 256, pools[1], 1);
     }
     tp_destroy(p1); tp_destroy(p2); tp_destroy(p3);
 }

@@ -145,7 +145,7 @@ int kn_x_int8(bench_dtype dt) { return kn_takes_xq(kn_ops_now(), dt); }
 
 /* ======================= quantised x for the integer tables ======================= */
 
-/* Room for decode's x on the stack (up to ~7700 columns); prefill's goes to the heap. */
+/* Room for decode's x on the stack (up to ~7000 columns); prefill's goes to the heap. */
 #define KN_XQ_STACK (16u << 10)
 
 typedef struct kn_xq_buf {
@@ -158,9 +158,9 @@ typedef struct kn_xq_buf {
  * portable kernel) only when the heap is out of memory. */
 static const kn_xq8 *kn_xq_prepare(const kn_ops *ops, const float *x, int n, int cols, kn_xq_buf *b) {
     const size_t nblk = (size_t)n * (size_t)(cols / BENCH_Q8_0_BLOCK);
-    const size_t qs = (size_t)n * (size_t)cols, d = nblk * sizeof(float);
+    const size_t qs = ((size_t)n * (size_t)cols + 63) & ~(size_t)63, d = (nblk * sizeof(float) + 63) & ~(size_t)63;
     const size_t ns = ops->x_nsum ? nblk * 8 * sizeof(int32_t) : 0;
-    const size_t need = ((qs + 63) & ~(size_t)63) + ((d + 63) & ~(size_t)63) + ns;
+    const size_t need = qs + 2 * d + ns;
     unsigned char *p = b->stack;
     b->heap = NULL;
     if (need > sizeof b->stack) {
@@ -168,9 +168,11 @@ static const kn_xq8 *kn_xq_prepare(const kn_ops *ops, const float *x, int n, int
         if (!b->heap) return NULL;
         p = b->heap;
     }
+    /* qs, then d and xs (each 64-byte aligned), then nsum */
     b->xq.qs = (int8_t *)p;
-    b->xq.d = (float *)(void *)(p + ((qs + 63) & ~(size_t)63));
-    b->xq.nsum = ns ? (int32_t *)(void *)(p + ((qs + 63) & ~(size_t)63) + ((d + 63) & ~(size_t)63)) : NULL;
+    b->xq.d = (float *)(void *)(p + qs);
+    b->xq.xs = (float *)(void *)(p + qs + d);
+    b->xq.nsum = ns ? (int32_t *)(void *)(p + qs + 2 * d) : NULL;
     ops->quant_x(x, n, cols, &b->xq);
     return &b->xq;
 }

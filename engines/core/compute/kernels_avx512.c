@@ -94,5 +94,5 @@ KN_INLINE __m256i ki_dot(ki_w w, __m256i q, const int32_t *nsum) {
 #include "kernels_int8.inc"
 #pragma GCC pop_options
 
-const kn_ops kn_ops_vnni = KN_TABLE_INT8("vnni", mm_q8_0_vnni, mm_q4_0_vnni, quant_x_vnni, 1, peak_int8_vnni);
+const kn_ops kn_ops_vnni = KN_TABLE_INT8("vnni", KI_FN, quant_x_vnni, 1, peak_int8_vnni);
 #endif

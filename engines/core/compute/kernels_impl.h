@@ -26,6 +26,9 @@
 typedef struct kn_xq8 {
     int8_t *qs;         /* (n, cols) */
     float *d;           /* (n, cols / 32) */
+    /* (n, cols / 32): d * (the block's sum of q), x's block sums as quantised;
+     * the K-quants' min terms take it (a min multiplies a whole block) */
+    float *xs;
     /* (n, cols / 32, 8): -128 x the sum of the 4 q each 32-bit lane of a
      * vpdpbusd adds; the VNNI form multiplies (w + 128) by q and adds this.
      * NULL for tables that do not use it. */
