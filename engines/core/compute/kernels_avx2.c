@@ -45,9 +45,14 @@ KN_INLINE float kn_half_to_float(uint16_t h) { return _cvtsh_ss(h); }
  * would not hold a 16-pattern table). */
 #define KN_QUANT 1
 typedef struct { vf d, a; int has_a, off; } kq_tab;
-KN_INLINE kq_tab kq_tab_make(float D, float A, int has_a, int off, int bits) {
+KN_INLINE kq_tab kq_tab_make(vf d, vf a, int has_a, int off, int bits) {
     (void)bits;
-    return (kq_tab){_mm256_set1_ps(D), _mm256_set1_ps(A), has_a, off};
+    return (kq_tab){d, a, has_a, off};
+}
+KN_INLINE vf kq_set1_half(const void *p) {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return _mm256_cvtph_ps(_mm_set1_epi16((short)h));
 }
 KN_INLINE vf kq_map8(const kq_tab *t, __m128i q8) {
     vf w = _mm256_mul_ps(t->d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q8)));
@@ -60,7 +65,7 @@ KN_INLINE void kq_w16(const kq_tab *t, int bits, __m128i q, vf *w) {
     w[1] = kq_map8(t, _mm_unpackhi_epi64(q, q));
 }
 KN_INLINE void kq_w16_mul(float D, int off, __m128i q, vf *w) {
-    const kq_tab t = kq_tab_make(D, 0.0f, 0, off, 8);
+    const kq_tab t = kq_tab_make(_mm256_set1_ps(D), v_zero(), 0, off, 8);
     kq_w16(&t, 8, q, w);
 }
 /* byte j of the result: 0x10 where bit j of bits is set */

@@ -46,8 +46,7 @@ static const float kq_iota[64] = {-32, -31, -30, -29, -28, -27, -26, -25, -24, -
                                   0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
                                   16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31};
 /* entry i: D * (i + off) (+ A); off in [-32, 0] */
-KN_INLINE kq_tab kq_tab_make(float D, float A, int has_a, int off, int bits) {
-    const __m512 d = _mm512_set1_ps(D), a = _mm512_set1_ps(A);
+KN_INLINE kq_tab kq_tab_make(vf d, vf a, int has_a, int off, int bits) {
     __m512 lo = _mm512_mul_ps(d, _mm512_loadu_ps(kq_iota + 32 + off)), hi = lo;
     if (bits > 4) hi = _mm512_mul_ps(d, _mm512_loadu_ps(kq_iota + 48 + off));
     if (has_a) {
@@ -63,6 +62,11 @@ KN_INLINE void kq_w16(const kq_tab *t, int bits, __m128i q, vf *w) {
 KN_INLINE void kq_w16_mul(float D, int off, __m128i q, vf *w) {
     const __m512i i = _mm512_add_epi32(_mm512_cvtepu8_epi32(q), _mm512_set1_epi32(off));
     w[0] = _mm512_mul_ps(_mm512_set1_ps(D), _mm512_cvtepi32_ps(i));
+}
+KN_INLINE vf kq_set1_half(const void *p) {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return _mm512_cvtph_ps(_mm256_set1_epi16((short)h));
 }
 KN_INLINE __m128i kq_bits16(unsigned bits) { return _mm_maskz_set1_epi8((__mmask16)bits, 0x10); }
 
