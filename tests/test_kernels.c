@@ -221,9 +221,10 @@ static void test_matmul_threads(void **state) {
  * row counts that do not divide among the threads. */
 static void test_matmul_multi(void **state) {
     (void)state;
-    enum { N = 3, COLS = 96, K = 3 };
-    const int rows[K] = {301, 64, 17};
-    const bench_dtype dts[K] = {BENCH_F32, BENCH_F16, BENCH_Q8_0};
+    enum { N = 3, COLS = 96, K = 4 };
+    const int rows[K] = {301, 64, 17, 29};
+    /* Q8_0 and Q4_0 share one quantised x in the int8 families */
+    const bench_dtype dts[K] = {BENCH_F32, BENCH_F16, BENCH_Q8_0, BENCH_Q4_0};
     tp_pool *p3 = tp_create(3);
     assert_non_null(p3);
     float x[N * COLS];
@@ -241,13 +242,20 @@ static void test_matmul_multi(void **state) {
         for (int r = 0; r < rows[k]; r++)
             kn_quant_row(dts[k], wf + (size_t)r * COLS, (uint8_t *)w[k] + bench_dtype_row_bytes(dts[k], COLS) * (size_t)r, COLS);
         free(wf);
-        kn_matmul(p3, want[k], x, N, w[k], dts[k], rows[k], COLS);
         outs[k] = (kn_mm_out){got[k], w[k], dts[k], rows[k]};
     }
-    kn_matmul_multi(p3, x, N, COLS, outs, K);
+    for (size_t ii = 0; ii < sizeof isas / sizeof isas[0]; ii++) {
+        if (!use_isa(ii)) continue;
+        for (int n = 1; n <= N; n += N - 1) {
+            for (int k = 0; k < K; k++) kn_matmul(p3, want[k], x, n, w[k], dts[k], rows[k], COLS);
+            kn_matmul_multi(p3, x, n, COLS, outs, K);
+            for (int k = 0; k < K; k++)
+                if (memcmp(want[k], got[k], (size_t)n * rows[k] * sizeof(float)))
+                    fail_msg("%s n=%d matrix %d (%s, %d rows): kn_matmul_multi differs from kn_matmul", isas[ii], n, k,
+                             bench_dtype_name(dts[k]), rows[k]);
+        }
+    }
     for (int k = 0; k < K; k++) {
-        if (memcmp(want[k], got[k], (size_t)N * rows[k] * sizeof(float)))
-            fail_msg("matrix %d (%s, %d rows): kn_matmul_multi differs from kn_matmul", k, bench_dtype_name(dts[k]), rows[k]);
         free(w[k]); free(want[k]); free(got[k]);
     }
     tp_destroy(p3);
