@@ -91,6 +91,10 @@ KN_INLINE __m256i ki_dot(ki_w w, __m256i q, const int32_t *nsum) {
     __m256i p16 = _mm256_maddubs_epi16(w.abs, _mm256_sign_epi8(q, w.sgn));
     return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
 }
+/* u unsigned: pairs are at most 2 x 127 x 128 = 32512, no saturation */
+KN_INLINE __m256i ki_udot(__m256i u, __m256i q) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, q), _mm256_set1_epi16(1));
+}
 #define KI_FN(name) name##_avx2_int8
 /* 2 x 4 = 8 accumulators + 2 x 2 weight registers + scales of the 16 ymm */
 #define KI_RB 2

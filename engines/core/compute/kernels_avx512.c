@@ -90,6 +90,7 @@ KN_INLINE ki_w ki_prep(__m256i w) { return _mm256_xor_si256(w, _mm256_set1_epi8(
 KN_INLINE __m256i ki_dot(ki_w w, __m256i q, const int32_t *nsum) {
     return _mm256_dpbusd_epi32(_mm256_loadu_si256((const __m256i *)(const void *)nsum), w, q);
 }
+KN_INLINE __m256i ki_udot(__m256i u, __m256i q) { return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, q); }
 #define KI_FN(name) name##_vnni
 /* 4 x 4 = 16 accumulators + 4 weights + 4 scales of the 32 ymm */
 #define KI_RB 4
