@@ -9,13 +9,14 @@
 #include "threadpool.h"
 
 /* Kernel families (tables), best first:
- *   vnni       avx512 with Q8_0 and Q4_0 on AVX512-VNNI vpdpbusd over x quantised to int8
+ *   vnni       avx512 with Q8_0, Q4_0 (and Q4_K, Q6_K decode) on AVX512-VNNI vpdpbusd
+ *              over x quantised to int8
  *   avx512     AVX-512 F/BW/VL/DQ, every dtype exact (weights dequantised to f32)
- *   avx2-int8  avx2 with Q8_0 and Q4_0 on maddubs over x quantised to int8
+ *   avx2-int8  avx2 with the same types on maddubs over x quantised to int8
  *   avx2       AVX2 + FMA + F16C, exact
  *   portable   plain C, exact: the reference
  * "auto" is the first exact family this CPU runs. The int8 families differ from
- * their exact siblings only in Q8_0 and Q4_0, where x's rounding to int8 adds an error
+ * their exact siblings only in those types, where x's rounding to int8 adds an error
  * bounded in kernels_int8.inc; they run only when named. kn_init picks auto;
  * BENCH_ISA=NAME forces one. */
 void kn_init(void);

@@ -72,8 +72,8 @@ typedef struct kn_ops {
     int q8_int8;
     kn_quant_x_fn quant_x;                  /* (optional) NULL where q8_int8 is 0 */
     int x_nsum;                             /* 1: quant_x fills xq->nsum */
-    /* bit dt set: mm[dt] takes x quantised by quant_x (Q8_0 and Q4_0 on the
-     * int8 tables); 0 on the exact tables */
+    /* bit dt set: mm[dt] takes x quantised by quant_x (Q8_0, Q4_0, Q4_K and
+     * Q6_K on the int8 tables); 0 on the exact tables */
     unsigned xq_dts;
 } kn_ops;
 
