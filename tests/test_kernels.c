@@ -9,7 +9,7 @@
  * The same bound holds for all four dtypes because the reference is computed
  * from the dequantised weights, not from the original f32 ones.
  *
- * The int8 families (avx2-int8, vnni) also round x to int8 for Q8_0, so there
+ * The int8 families (avx2-int8, vnni) also round x to int8 for Q8_0 and Q4_0, so there
  * the bound adds x's rounding: per 32-column block b, at most d_b / 2 per
  * element with d_b = max|x_b| / 127, i.e. sum_b (d_b / 2) * sum_{k in b} |w_k|.
  * Where x is already an int8 grid (max|x_b| = 127, integer values) that term is
@@ -110,7 +110,7 @@ static void check_matmul(bench_dtype dt, int n, int rows, int cols, tp_pool *con
         }
     for (size_t ii = 0; ii < sizeof isas / sizeof isas[0]; ii++) {
         if (!use_isa(ii)) continue;
-        const int xround = dt == BENCH_Q8_0 && kn_q8_int8();
+        const int xround = kn_x_int8(dt);
         const int bround = dt == BENCH_BF16 && kn_bf16_dot() && n > 1;
         for (int p = 0; p < npools; p++) {
             for (size_t i = 0; i < (size_t)n * rows; i++) y[i] = NAN; /* every output must be written */
@@ -153,22 +153,23 @@ static void test_matmul_f32(void **state) { (void)state; sweep(BENCH_F32, 0); sw
 static void test_matmul_f16(void **state) { (void)state; sweep(BENCH_F16, 0); sweep(BENCH_F16, 1); }
 static void test_matmul_bf16(void **state) { (void)state; sweep(BENCH_BF16, 0); sweep(BENCH_BF16, 1); }
 static void test_matmul_q8_0(void **state) { (void)state; sweep(BENCH_Q8_0, 0); }
+static void test_matmul_q4_0(void **state) { (void)state; sweep(BENCH_Q4_0, 0); }
 
 /* x already on the int8 grid (integers, each block's max |x| = 127) quantises
  * with no error, so the int8 families must meet the exact bound: a wrong sign
- * trick, a missing nsum correction or a swapped block scale all fail here. */
-static void test_q8_int8_integer_x(void **state) {
-    (void)state;
+ * trick, a missing nsum correction, a wrong nibble order or a swapped block
+ * scale all fail here. Q8_0 and Q4_0, the types the int8 families take. */
+static void check_int8_integer_x(bench_dtype dt) {
     enum { N = 5, ROWS = 37, COLS = 160 };
     tp_pool *pool = tp_create(2);
     assert_non_null(pool);
-    size_t rb = bench_dtype_row_bytes(BENCH_Q8_0, COLS);
+    size_t rb = bench_dtype_row_bytes(dt, COLS);
     unsigned char *w = malloc(ROWS * rb);
     float x[N * COLS], y[N * ROWS], wf[COLS];
     assert_non_null(w);
     for (int r = 0; r < ROWS; r++) {
         for (int k = 0; k < COLS; k++) wf[k] = rnd_unit() * (float)(r + 1);
-        kn_quant_row(BENCH_Q8_0, wf, w + (size_t)r * rb, COLS);
+        kn_quant_row(dt, wf, w + (size_t)r * rb, COLS);
     }
     for (int i = 0; i < N * COLS; i++) x[i] = (float)((int)(rnd_unit() * 127.0f));
     for (int i = 0; i < N * COLS; i += 32) x[i + (i / 32) % 32] = (i / 32) % 2 ? 127.0f : -127.0f;
@@ -176,23 +177,24 @@ static void test_q8_int8_integer_x(void **state) {
     for (size_t ii = 0; ii < sizeof isas / sizeof isas[0]; ii++) {
         if (!use_isa(ii)) continue;
         for (int n = 1; n <= N; n += N - 1) {
-            kn_matmul(pool, y, x, n, w, BENCH_Q8_0, ROWS, COLS);
+            kn_matmul(pool, y, x, n, w, dt, ROWS, COLS);
             for (int t = 0; t < n; t++)
                 for (int r = 0; r < ROWS; r++) {
                     double s = 0, m = 0;
                     for (int k = 0; k < COLS; k++) {
-                        double p = ref_weight(BENCH_Q8_0, w, COLS, r, k) * x[t * COLS + k];
+                        double p = ref_weight(dt, w, COLS, r, k) * x[t * COLS + k];
                         s += p;
                         m += fabs(p);
                     }
                     double err = fabs(y[t * ROWS + r] - s);
                     if (!(err <= KN_TEST_RTOL * m + 1e-30))
-                        fail_msg("%s n=%d t=%d r=%d: y=%.9g ref=%.9g err=%.3g", isas[ii], n, t, r, (double)y[t * ROWS + r], s, err);
+                        fail_msg("%s %s n=%d t=%d r=%d: y=%.9g ref=%.9g err=%.3g", isas[ii], bench_dtype_name(dt), n, t, r,
+                                 (double)y[t * ROWS + r], s, err);
                 }
         }
-        ran += kn_q8_int8();
+        ran += kn_x_int8(dt);
     }
-    print_message("kernels: %d int8 famil%s checked on integer x\n", ran, ran == 1 ? "y" : "ies");
+    print_message("kernels: %d int8 famil%s checked on integer x for %s\n", ran, ran == 1 ? "y" : "ies", bench_dtype_name(dt));
     free(w);
     tp_destroy(pool);
 }
@@ -248,6 +250,12 @@ static void test_bf16_dot_grid_x(void **state) {
     tp_destroy(pool);
 }
 
+static void test_q8_int8_integer_x(void **state) {
+    (void)state;
+    check_int8_integer_x(BENCH_Q8_0);
+    check_int8_integer_x(BENCH_Q4_0);
+}
+
 /* The same result on no pool and on pools of 1, 3 and 4 threads (more threads
  * than cores, and row counts that split unevenly). */
 static void test_matmul_threads(void **state) {
@@ -274,9 +282,10 @@ static void test_matmul_threads(void **state) {
  * row counts that do not divide among the threads. */
 static void test_matmul_multi(void **state) {
     (void)state;
-    enum { N = 3, COLS = 96, K = 3 };
-    const int rows[K] = {301, 64, 17};
-    const bench_dtype dts[K] = {BENCH_F32, BENCH_F16, BENCH_Q8_0};
+    enum { N = 3, COLS = 96, K = 4 };
+    const int rows[K] = {301, 64, 17, 29};
+    /* Q8_0 and Q4_0 share one quantised x in the int8 families */
+    const bench_dtype dts[K] = {BENCH_F32, BENCH_F16, BENCH_Q8_0, BENCH_Q4_0};
     tp_pool *p3 = tp_create(3);
     assert_non_null(p3);
     float x[N * COLS];
@@ -294,13 +303,20 @@ static void test_matmul_multi(void **state) {
         for (int r = 0; r < rows[k]; r++)
             kn_quant_row(dts[k], wf + (size_t)r * COLS, (uint8_t *)w[k] + bench_dtype_row_bytes(dts[k], COLS) * (size_t)r, COLS);
         free(wf);
-        kn_matmul(p3, want[k], x, N, w[k], dts[k], rows[k], COLS);
         outs[k] = (kn_mm_out){got[k], w[k], dts[k], rows[k]};
     }
-    kn_matmul_multi(p3, x, N, COLS, outs, K);
+    for (size_t ii = 0; ii < sizeof isas / sizeof isas[0]; ii++) {
+        if (!use_isa(ii)) continue;
+        for (int n = 1; n <= N; n += N - 1) {
+            for (int k = 0; k < K; k++) kn_matmul(p3, want[k], x, n, w[k], dts[k], rows[k], COLS);
+            kn_matmul_multi(p3, x, n, COLS, outs, K);
+            for (int k = 0; k < K; k++)
+                if (memcmp(want[k], got[k], (size_t)n * rows[k] * sizeof(float)))
+                    fail_msg("%s n=%d matrix %d (%s, %d rows): kn_matmul_multi differs from kn_matmul", isas[ii], n, k,
+                             bench_dtype_name(dts[k]), rows[k]);
+        }
+    }
     for (int k = 0; k < K; k++) {
-        if (memcmp(want[k], got[k], (size_t)N * rows[k] * sizeof(float)))
-            fail_msg("matrix %d (%s, %d rows): kn_matmul_multi differs from kn_matmul", k, bench_dtype_name(dts[k]), rows[k]);
         free(w[k]); free(want[k]); free(got[k]);
     }
     tp_destroy(p3);
@@ -450,6 +466,147 @@ static void test_q8_0_round_trip(void **state) {
     for (int j = 0; j < 32; j++) assert_int_equal(q[0].qs[j], 0);
 }
 
+/* ---- the other block-quantised types (kernels_quant.inc) ----
+ * kn_quant_row writes none of them but Q4_0, so rows are random bytes with
+ * every f16 field (d, m, dmin) replaced by a random normal number of either
+ * sign: every quant pattern and every scale byte occurs. The reference weights
+ * are quant.c's scalar dequantisation (test_quant.c holds it to gguf-py's
+ * formulas); the kernels must produce those weights bit for bit. */
+
+static const bench_dtype block_types[] = {BENCH_Q4_0, BENCH_Q4_1, BENCH_Q5_0, BENCH_Q5_1, BENCH_Q2_K,
+                                          BENCH_Q3_K, BENCH_Q4_K, BENCH_Q5_K, BENCH_Q6_K};
+#define N_BLOCK_TYPES (sizeof block_types / sizeof block_types[0])
+
+/* rows x cols of dt, random; *wd (rows, cols) gets the reference weights. */
+static unsigned char *random_blocks(bench_dtype dt, int rows, int cols, float **wd) {
+    const size_t rb = bench_dtype_row_bytes(dt, cols), bb = bench_dtype_block_bytes(dt);
+    unsigned char *w = malloc(rb * (size_t)rows);
+    *wd = malloc((size_t)rows * cols * sizeof(float));
+    assert_non_null(w);
+    assert_non_null(*wd);
+    for (size_t i = 0; i < rb * (size_t)rows; i++) w[i] = (unsigned char)(rnd_unit() * 128.0f + 128.0f);
+    /* byte offsets of the f16 fields in each block (dtype.h's layouts) */
+    size_t at[2] = {0, 2}, nat = 1;
+    if (dt == BENCH_Q4_1 || dt == BENCH_Q5_1 || dt == BENCH_Q4_K || dt == BENCH_Q5_K) nat = 2;
+    if (dt == BENCH_Q2_K) at[0] = 80, at[1] = 82, nat = 2;
+    if (dt == BENCH_Q3_K) at[0] = 108;
+    if (dt == BENCH_Q6_K) at[0] = 208;
+    for (size_t blk = 0; blk < rb * (size_t)rows / bb; blk++)
+        for (size_t k = 0; k < nat; k++) {
+            float f = rnd_unit();
+            uint16_t h = bench_f32_to_f16((f < 0 ? -1.0f : 1.0f) * (0.002f + 0.05f * fabsf(f)));
+            memcpy(w + blk * bb + at[k], &h, 2);
+        }
+    for (int r = 0; r < rows; r++) kn_dequant_row(dt, w + rb * (size_t)r, *wd + (size_t)r * cols, cols);
+    return w;
+}
+
+/* Every family, n tokens, against double precision over the reference weights:
+ * the f32 summation bound, plus x's rounding where the family takes int8 x.
+ * int_x: x on the int8 grid (integers, each 32-block's max |x| = 127), which
+ * the int8 families quantise without error, so every family gets the exact
+ * bound: a wrong scale lane, nibble or min term in an int8 kernel fails. */
+static void check_blocks_x(bench_dtype dt, int n, int rows, int cols, tp_pool *pool, int int_x) {
+    float *wd;
+    unsigned char *w = random_blocks(dt, rows, cols, &wd);
+    float *x = malloc((size_t)n * cols * sizeof(float)), *y = malloc((size_t)n * rows * sizeof(float));
+    assert_non_null(x);
+    assert_non_null(y);
+    for (size_t i = 0; i < (size_t)n * cols; i++) x[i] = int_x ? (float)(int)(rnd_unit() * 127.0f) : rnd_unit();
+    if (int_x)
+        for (size_t i = 0; i < (size_t)n * cols; i += 32) x[i + (i / 32) % 32] = (i / 32) % 2 ? 127.0f : -127.0f;
+    for (size_t ii = 0; ii < sizeof isas / sizeof isas[0]; ii++) {
+        if (!use_isa(ii)) continue;
+        for (size_t i = 0; i < (size_t)n * rows; i++) y[i] = NAN;
+        kn_matmul(pool, y, x, n, w, dt, rows, cols);
+        const int xround = kn_x_int8(dt) && !int_x;
+        for (int t = 0; t < n; t++)
+            for (int r = 0; r < rows; r++) {
+                double s = 0, m = 0, e = 0, amax = 0, wsum = 0;
+                for (int k = 0; k < cols; k++) {
+                    const double wk = wd[(size_t)r * cols + k], xk = x[(size_t)t * cols + k];
+                    s += wk * xk;
+                    m += fabs(wk * xk);
+                    amax = fmax(amax, fabs(xk));
+                    wsum += fabs(wk);
+                    if (k % 32 == 31) { e += amax / 254 * wsum; amax = wsum = 0; }
+                }
+                const double got = y[(size_t)t * rows + r];
+                const double bound = KN_TEST_RTOL * m + (xround ? e * (1 + KN_TEST_RTOL) : 0) + 1e-30;
+                if (!(fabs(got - s) <= bound))
+                    fail_msg("%s %s n=%d rows=%d cols=%d threads=%d: y[%d][%d]=%.9g ref=%.9g bound=%.3g", isas[ii],
+                             bench_dtype_name(dt), n, rows, cols, tp_threads(pool), t, r, got, s, bound);
+            }
+    }
+    free(w); free(wd); free(x); free(y);
+}
+
+static void check_blocks(bench_dtype dt, int n, int rows, int cols, tp_pool *pool) {
+    check_blocks_x(dt, n, rows, cols, pool, 0);
+}
+
+/* Decode and prefill shapes, odd row counts, and threads: no pool, 1, 2 and 3
+ * (more than the cores; 67 rows split unevenly). cols 768 = 3 K-blocks:
+ * prefill's 512-column chunk plus a 256 tail. */
+static void test_matmul_block_types(void **state) {
+    (void)state;
+    tp_pool *p1 = tp_create(1), *p2 = tp_create(2), *p3 = tp_create(3);
+    assert_non_null(p1); assert_non_null(p2); assert_non_null(p3);
+    tp_pool *const pools[] = {NULL, p1, p2, p3};
+    for (size_t d = 0; d < N_BLOCK_TYPES; d++) {
+        const bench_dtype dt = block_types[d];
+        const int be = (int)bench_dtype_block_elems(dt);
+        check_blocks(dt, 1, 5, be, pools[0]);
+        check_blocks(dt, 1, 67, 3 * 256, pools[2]);
+        check_blocks(dt, 1, 301, 2 * 256, pools[3]);
+        check_blocks(dt, 3, 67, 3 * 256, pools[1]);
+        check_blocks(dt, 17, 13, 3 * 256, pools[3]);
+        check_blocks(dt, 5, 7, be == 32 ? 544 : 256, pools[2]);
+        if (be == 32) check_blocks(dt, 1, 9, 96, pools[1]);
+        check_blocks_x(dt, 1, 37, 3 * 256, pools[2], 1);
+        check_blocks_x(dt, 4, 5, 2 * 256, pools[1], 1);
+    }
+    tp_destroy(p1); tp_destroy(p2); tp_destroy(p3);
+}
+
+/* With x one-hot, y is a single weight times 1 plus zeros: exactly the weight.
+ * Decode with x = e_k, and prefill with token t = e_t (one matmul covers every
+ * weight through dequant_chunk), must give quant.c's weights bit for bit in
+ * every exact slot. The int8 slots round x and are held by the bound instead. */
+static void test_block_types_bit_exact(void **state) {
+    (void)state;
+    enum { ROWS = 7, COLS = 768 };
+    float *x = calloc((size_t)COLS * COLS, sizeof(float)), *y = malloc((size_t)COLS * ROWS * sizeof(float));
+    assert_non_null(x);
+    assert_non_null(y);
+    for (int t = 0; t < COLS; t++) x[(size_t)t * COLS + t] = 1.0f;
+    for (size_t d = 0; d < N_BLOCK_TYPES; d++) {
+        const bench_dtype dt = block_types[d];
+        float *wd;
+        unsigned char *w = random_blocks(dt, ROWS, COLS, &wd);
+        for (size_t ii = 0; ii < sizeof isas / sizeof isas[0]; ii++) {
+            if (!use_isa(ii) || kn_x_int8(dt)) continue;
+            kn_matmul(NULL, y, x, COLS, w, dt, ROWS, COLS);
+            for (int t = 0; t < COLS; t++)
+                for (int r = 0; r < ROWS; r++)
+                    if (y[(size_t)t * ROWS + r] != wd[(size_t)r * COLS + t])
+                        fail_msg("%s %s prefill: W[%d][%d] = %.9g, want %.9g", isas[ii], bench_dtype_name(dt), r, t,
+                                 (double)y[(size_t)t * ROWS + r], (double)wd[(size_t)r * COLS + t]);
+            for (int k = 0; k < COLS; k += 1 + k % 5) {
+                kn_matmul(NULL, y, x + (size_t)k * COLS, 1, w, dt, ROWS, COLS);
+                for (int r = 0; r < ROWS; r++)
+                    if (y[r] != wd[(size_t)r * COLS + k])
+                        fail_msg("%s %s decode: W[%d][%d] = %.9g, want %.9g", isas[ii], bench_dtype_name(dt), r, k,
+                                 (double)y[r], (double)wd[(size_t)r * COLS + k]);
+            }
+        }
+        free(w);
+        free(wd);
+    }
+    free(x);
+    free(y);
+}
+
 /* ---- dispatch ---- */
 
 static void test_isa_selection(void **state) {
@@ -553,6 +710,9 @@ int main(void) {
         cmocka_unit_test(test_matmul_f16),
         cmocka_unit_test(test_matmul_bf16),
         cmocka_unit_test(test_matmul_q8_0),
+        cmocka_unit_test(test_matmul_q4_0),
+        cmocka_unit_test(test_matmul_block_types),
+        cmocka_unit_test(test_block_types_bit_exact),
         cmocka_unit_test(test_q8_int8_integer_x),
         cmocka_unit_test(test_bf16_dot_grid_x),
         cmocka_unit_test(test_matmul_threads),

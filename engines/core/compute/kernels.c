@@ -94,10 +94,9 @@ static const kn_ops *kn_ops_now(void) {
 
 const char *kn_isa(void) { return kn_ops_now()->name; }
 
-/* Runs the table's kernel for dt, or quant.c's exact one where the table has none:
- * the ISA tables cover the dense types and Q8_0; the other block-quantised
- * types run dequantise-then-f32 until a faster kernel joins a table. xq: x
- * quantised for an integer table's Q8_0, else NULL. */
+/* Runs the table's kernel for dt, or quant.c's exact one where the table has none
+ * (the portable table: no block type but Q8_0). xq: x quantised where the table
+ * takes it for dt (kn_takes_xq), else NULL. */
 static void kn_mm_call(const kn_ops *ops, bench_dtype dt, float *y, const float *x, int n, const void *w,
                        int rows, int cols, int r0, int r1, const kn_xq8 *xq) {
     if (ops->mm[dt]) ops->mm[dt](y, x, n, w, rows, cols, r0, r1, xq);
@@ -144,9 +143,14 @@ int kn_q8_int8(void) { return kn_ops_now()->q8_int8; }
 
 int kn_bf16_dot(void) { return kn_ops_now()->bf16_dot; }
 
+/* Whether ops' kernel for dt takes x quantised by its quant_x. */
+static int kn_takes_xq(const kn_ops *ops, bench_dtype dt) { return (ops->xq_dts >> dt) & 1u; }
+
+int kn_x_int8(bench_dtype dt) { return kn_takes_xq(kn_ops_now(), dt); }
+
 /* ======================= quantised x for the integer tables ======================= */
 
-/* Room for decode's x on the stack (up to ~7700 columns); prefill's goes to the heap. */
+/* Room for decode's x on the stack (up to ~7000 columns); prefill's goes to the heap. */
 #define KN_XQ_STACK (16u << 10)
 
 typedef struct kn_xq_buf {
@@ -155,13 +159,13 @@ typedef struct kn_xq_buf {
     unsigned char stack[KN_XQ_STACK] __attribute__((aligned(64)));
 } kn_xq_buf;
 
-/* Quantises x for ops' Q8_0 slot; NULL (and the caller takes the exact
+/* Quantises x for ops' int8 slots; NULL (and the caller takes the exact
  * portable kernel) only when the heap is out of memory. */
 static const kn_xq8 *kn_xq_prepare(const kn_ops *ops, const float *x, int n, int cols, kn_xq_buf *b) {
     const size_t nblk = (size_t)n * (size_t)(cols / BENCH_Q8_0_BLOCK);
-    const size_t qs = (size_t)n * (size_t)cols, d = nblk * sizeof(float);
+    const size_t qs = ((size_t)n * (size_t)cols + 63) & ~(size_t)63, d = (nblk * sizeof(float) + 63) & ~(size_t)63;
     const size_t ns = ops->x_nsum ? nblk * 8 * sizeof(int32_t) : 0;
-    const size_t need = ((qs + 63) & ~(size_t)63) + ((d + 63) & ~(size_t)63) + ns;
+    const size_t need = qs + 2 * d + ns;
     unsigned char *p = b->stack;
     b->heap = NULL;
     if (need > sizeof b->stack) {
@@ -169,9 +173,11 @@ static const kn_xq8 *kn_xq_prepare(const kn_ops *ops, const float *x, int n, int
         if (!b->heap) return NULL;
         p = b->heap;
     }
+    /* qs, then d and xs (each 64-byte aligned), then nsum */
     b->xq.qs = (int8_t *)p;
-    b->xq.d = (float *)(void *)(p + ((qs + 63) & ~(size_t)63));
-    b->xq.nsum = ns ? (int32_t *)(void *)(p + ((qs + 63) & ~(size_t)63) + ((d + 63) & ~(size_t)63)) : NULL;
+    b->xq.d = (float *)(void *)(p + qs);
+    b->xq.xs = (float *)(void *)(p + qs + d);
+    b->xq.nsum = ns ? (int32_t *)(void *)(p + qs + 2 * d) : NULL;
     ops->quant_x(x, n, cols, &b->xq);
     return &b->xq;
 }
@@ -198,7 +204,7 @@ typedef struct kn_mm_job {
     float *y;           /* (n, rows) */
     const float *x;     /* (n, cols) */
     const void *w;      /* (rows, cols) in the job's dtype */
-    const kn_xq8 *xq;   /* x quantised, for an integer table's Q8_0; else NULL */
+    const kn_xq8 *xq;   /* x quantised, where the table takes it for dt; else NULL */
     int n, rows, cols;
     int chunk;          /* rows per task */
 } kn_mm_job;
@@ -220,7 +226,7 @@ void kn_matmul(tp_pool *pool, float *y, const float *x, int n, const void *w, be
     kn_mm_job job = {.ops = ops, .dt = dt, .y = y, .x = x, .w = w, .n = n, .rows = rows, .cols = cols};
     kn_xq_buf xb;
     xb.heap = NULL;
-    if (dt == BENCH_Q8_0 && ops->q8_int8) {
+    if (kn_takes_xq(ops, dt)) {
         job.xq = kn_xq_prepare(ops, x, n, cols, &xb);
         if (!job.xq) job.ops = &kn_ops_portable; /* out of memory: the exact kernel */
     }
@@ -241,14 +247,14 @@ typedef struct kn_mm_multi_job {
     const kn_mm_out *outs;
     int count, n, cols, threads;
     const float *x;
-    const kn_xq8 *xq;   /* x quantised once for every Q8_0 output of an integer table; else NULL */
+    const kn_xq8 *xq;   /* x quantised once for every output the table takes it for; else NULL */
 } kn_mm_multi_job;
 
 /* Output o's kernel: the table's, or the exact portable one where xq could not be made. */
 static void kn_mm_one(const kn_mm_multi_job *j, const kn_mm_out *o, int r0, int r1) {
     const kn_ops *ops = j->ops;
     const kn_xq8 *xq = NULL;
-    if (o->dt == BENCH_Q8_0 && ops->q8_int8) {
+    if (kn_takes_xq(ops, o->dt)) {
         if (j->xq) xq = j->xq;
         else ops = &kn_ops_portable;
     }
@@ -269,20 +275,21 @@ static void kn_mm_multi_task(void *arg, int task, int n_tasks) {
 
 void kn_matmul_multi(tp_pool *pool, const float *x, int n, int cols, const kn_mm_out *outs, int count) {
     int threads = tp_threads(pool);
+    const kn_ops *job_ops = kn_ops_now();
     int64_t macs = 0;
-    int any_q8 = 0;
+    int any_xq = 0;
     for (int k = 0; k < count; k++) {
         assert((unsigned)outs[k].dt < BENCH_DTYPE_COUNT);
         assert(cols % (int)bench_dtype_block_elems(outs[k].dt) == 0);
         macs += (int64_t)outs[k].rows * cols * n;
-        any_q8 |= outs[k].dt == BENCH_Q8_0;
+        any_xq |= kn_takes_xq(job_ops, outs[k].dt);
     }
     if (n <= 0 || cols <= 0 || count <= 0) return;
-    kn_mm_multi_job job = {.ops = kn_ops_now(), .outs = outs, .count = count, .n = n, .cols = cols,
+    kn_mm_multi_job job = {.ops = job_ops, .outs = outs, .count = count, .n = n, .cols = cols,
                            .threads = threads, .x = x};
     kn_xq_buf xb;
     xb.heap = NULL;
-    if (any_q8 && job.ops->q8_int8) job.xq = kn_xq_prepare(job.ops, x, n, cols, &xb);
+    if (any_xq) job.xq = kn_xq_prepare(job.ops, x, n, cols, &xb);
     if (threads == 1 || macs < KN_PARALLEL_MIN_MACS) {
         for (int k = 0; k < count; k++)
             if (outs[k].rows > 0) kn_mm_one(&job, &outs[k], 0, outs[k].rows);

@@ -9,14 +9,15 @@
 #include "threadpool.h"
 
 /* Kernel families (tables), best first:
- *   vnni       avx512 with Q8_0 on AVX512-VNNI vpdpbusd over x quantised to int8
+ *   vnni       avx512 with Q8_0, Q4_0 (and Q4_K, Q6_K decode) on AVX512-VNNI vpdpbusd
+ *              over x quantised to int8
  *   avx512-bf16  avx512 with bf16 prefill on AVX512_BF16 vdpbf16ps over x rounded to bf16
  *   avx512     AVX-512 F/BW/VL/DQ, every dtype exact (weights dequantised to f32)
- *   avx2-int8  avx2 with Q8_0 on maddubs over x quantised to int8
+ *   avx2-int8  avx2 with the same types on maddubs over x quantised to int8
  *   avx2       AVX2 + FMA + F16C, exact
  *   portable   plain C, exact: the reference
  * "auto" is the first exact family this CPU runs. The int8 families differ from
- * their exact siblings only in Q8_0, where x's rounding to int8 adds an error
+ * their exact siblings only in those types, where x's rounding to int8 adds an error
  * bounded in kernels_int8.inc, and avx512-bf16 from avx512 only in bf16 prefill,
  * where x's rounding to bf16 adds one bounded in kernels_bf16.inc; they run only
  * when named. kn_init picks auto; BENCH_ISA=NAME forces one. */
@@ -28,6 +29,7 @@ int kn_isa_count(void);
 const char *kn_isa_name(int i, int *runs_here);
 int kn_isa_known(const char *isa);      /* a family name or "auto", whatever the CPU */
 int kn_q8_int8(void);                   /* 1: the family in use runs Q8_0 on int8 activations */
+int kn_x_int8(bench_dtype dt);          /* 1: the family in use rounds x to int8 for dt's matmuls */
 int kn_bf16_dot(void);                  /* 1: the family in use rounds x to bf16 for bf16 prefill */
 /* The family a name selects here (NULL or "" is "auto"); NULL when unknown or this CPU cannot run it. */
 const char *kn_isa_resolve(const char *isa);
@@ -37,7 +39,7 @@ int kn_isa_list(char *buf, size_t len, int runnable_only);
 /* y (n, rows) = x (n, cols) . W^T, W (rows, cols) row-major in dtype dt.
  * n == 1 is decode (matrix-vector); n > 1 is batched prefill (matrix-matrix).
  * cols is a whole number of dt's blocks. Parallel over rows on the pool.
- * Block-quantised types other than Q8_0 run quant.c's exact kernel. */
+ * The portable family runs block types other than Q8_0 on quant.c's exact kernel. */
 void kn_matmul(tp_pool *pool, float *y, const float *x, int n,
                const void *w, bench_dtype dt, int rows, int cols);
 

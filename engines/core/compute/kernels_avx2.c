@@ -65,6 +65,43 @@ KN_INLINE void v_tr(const float *const *src, int k, float *dst, size_t ds) {
     }
 }
 
+/* ---- block-quantised weights (kernels_quant.inc) ----
+ * A 16-element run's map as its scale and offset: each quant is widened,
+ * converted and mapped with the reference's operations (8 entries of vpermps
+ * would not hold a 16-pattern table). */
+#define KN_QUANT 1
+typedef struct { vf d, a; int has_a, off; } kq_tab;
+KN_INLINE kq_tab kq_tab_make(vf d, vf a, int has_a, int off, int bits) {
+    (void)bits;
+    return (kq_tab){d, a, has_a, off};
+}
+KN_INLINE vf kq_set1_half(const void *p) {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return _mm256_cvtph_ps(_mm_set1_epi16((short)h));
+}
+KN_INLINE vf kq_map8(const kq_tab *t, __m128i q8) {
+    vf w = _mm256_mul_ps(t->d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q8)));
+    return t->has_a ? _mm256_add_ps(w, t->a) : w;
+}
+KN_INLINE void kq_w16(const kq_tab *t, int bits, __m128i q, vf *w) {
+    if (bits == 4) q = _mm_and_si128(q, _mm_set1_epi8(15));
+    if (t->off) q = _mm_add_epi8(q, _mm_set1_epi8((char)t->off));
+    w[0] = kq_map8(t, q);
+    w[1] = kq_map8(t, _mm_unpackhi_epi64(q, q));
+}
+KN_INLINE void kq_w16_mul(float D, int off, __m128i q, vf *w) {
+    const kq_tab t = kq_tab_make(_mm256_set1_ps(D), v_zero(), 0, off, 8);
+    kq_w16(&t, 8, q, w);
+}
+/* byte j of the result: 0x10 where bit j of bits is set */
+KN_INLINE __m128i kq_bits16(unsigned bits) {
+    const __m128i sel = _mm_setr_epi8(1, 2, 4, 8, 16, 32, 64, -128, 1, 2, 4, 8, 16, 32, 64, -128);
+    __m128i b = _mm_shuffle_epi8(_mm_cvtsi32_si128((int)bits), _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1));
+    return _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(b, sel), sel), _mm_set1_epi8(0x10));
+}
+
+#include "kernels_quant.inc"
 #include "kernels_simd.inc"
 
 const kn_ops kn_ops_avx2 = KN_TABLE("avx2");
@@ -80,6 +117,10 @@ KN_INLINE __m256i ki_dot(ki_w w, __m256i q, const int32_t *nsum) {
     __m256i p16 = _mm256_maddubs_epi16(w.abs, _mm256_sign_epi8(q, w.sgn));
     return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
 }
+/* u unsigned: pairs are at most 2 x 127 x 128 = 32512, no saturation */
+KN_INLINE __m256i ki_udot(__m256i u, __m256i q) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, q), _mm256_set1_epi16(1));
+}
 #define KI_FN(name) name##_avx2_int8
 /* 2 x 4 = 8 accumulators + 2 x 2 weight registers + scales of the 16 ymm */
 #define KI_RB 2
@@ -87,5 +128,5 @@ KN_INLINE __m256i ki_dot(ki_w w, __m256i q, const int32_t *nsum) {
 #define KI_NSUM 0
 #include "kernels_int8.inc"
 
-const kn_ops kn_ops_avx2_int8 = KN_TABLE_INT8("avx2-int8", mm_q8_0_avx2_int8, quant_x_avx2_int8, 0, peak_int8_avx2_int8);
+const kn_ops kn_ops_avx2_int8 = KN_TABLE_INT8("avx2-int8", KI_FN, quant_x_avx2_int8, 0, peak_int8_avx2_int8);
 #endif

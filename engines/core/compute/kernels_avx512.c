@@ -68,6 +68,43 @@ KN_INLINE void v_tr(const float *const *src, int k, float *dst, size_t ds) {
     }
 }
 
+/* ---- block-quantised weights (kernels_quant.inc) ----
+ * A 16-element run's map as a table of the weight of every quant pattern,
+ * computed with the reference's operations; vpermps (4 bits) / vpermt2ps
+ * (5 bits) then look all 16 up at once, and their index is the low 4 / 5 bits
+ * of a lane, so a 4-bit quant needs no masking. */
+#define KN_QUANT 1
+typedef struct { __m512 lo, hi; } kq_tab;
+static const float kq_iota[64] = {-32, -31, -30, -29, -28, -27, -26, -25, -24, -23, -22, -21, -20, -19, -18, -17,
+                                  -16, -15, -14, -13, -12, -11, -10, -9, -8, -7, -6, -5, -4, -3, -2, -1,
+                                  0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+                                  16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31};
+/* entry i: D * (i + off) (+ A); off in [-32, 0] */
+KN_INLINE kq_tab kq_tab_make(vf d, vf a, int has_a, int off, int bits) {
+    __m512 lo = _mm512_mul_ps(d, _mm512_loadu_ps(kq_iota + 32 + off)), hi = lo;
+    if (bits > 4) hi = _mm512_mul_ps(d, _mm512_loadu_ps(kq_iota + 48 + off));
+    if (has_a) {
+        lo = _mm512_add_ps(lo, a);
+        if (bits > 4) hi = _mm512_add_ps(hi, a);
+    }
+    return (kq_tab){lo, hi};
+}
+KN_INLINE void kq_w16(const kq_tab *t, int bits, __m128i q, vf *w) {
+    const __m512i i = _mm512_cvtepu8_epi32(q);
+    w[0] = bits > 4 ? _mm512_permutex2var_ps(t->lo, i, t->hi) : _mm512_permutexvar_ps(i, t->lo);
+}
+KN_INLINE void kq_w16_mul(float D, int off, __m128i q, vf *w) {
+    const __m512i i = _mm512_add_epi32(_mm512_cvtepu8_epi32(q), _mm512_set1_epi32(off));
+    w[0] = _mm512_mul_ps(_mm512_set1_ps(D), _mm512_cvtepi32_ps(i));
+}
+KN_INLINE vf kq_set1_half(const void *p) {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return _mm512_cvtph_ps(_mm256_set1_epi16((short)h));
+}
+KN_INLINE __m128i kq_bits16(unsigned bits) { return _mm_maskz_set1_epi8((__mmask16)bits, 0x10); }
+
+#include "kernels_quant.inc"
 #include "kernels_simd.inc"
 
 const kn_ops kn_ops_avx512 = KN_TABLE("avx512");
@@ -87,6 +124,7 @@ KN_INLINE ki_w ki_prep(__m256i w) { return _mm256_xor_si256(w, _mm256_set1_epi8(
 KN_INLINE __m256i ki_dot(ki_w w, __m256i q, const int32_t *nsum) {
     return _mm256_dpbusd_epi32(_mm256_loadu_si256((const __m256i *)(const void *)nsum), w, q);
 }
+KN_INLINE __m256i ki_udot(__m256i u, __m256i q) { return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, q); }
 #define KI_FN(name) name##_vnni
 /* 4 x 4 = 16 accumulators + 4 weights + 4 scales of the 32 ymm */
 #define KI_RB 4
@@ -97,7 +135,7 @@ KN_INLINE __m256i ki_dot(ki_w w, __m256i q, const int32_t *nsum) {
 #include "kernels_int8.inc"
 #pragma GCC pop_options
 
-const kn_ops kn_ops_vnni = KN_TABLE_INT8("vnni", mm_q8_0_vnni, quant_x_vnni, 1, peak_int8_vnni);
+const kn_ops kn_ops_vnni = KN_TABLE_INT8("vnni", KI_FN, quant_x_vnni, 1, peak_int8_vnni);
 
 /* ---- avx512-bf16: the avx512 table with bf16 prefill on vdpbf16ps ----
  * These functions alone carry the AVX512_BF16 target, as the VNNI ones do. */

@@ -26,6 +26,9 @@
 typedef struct kn_xq8 {
     int8_t *qs;         /* (n, cols) */
     float *d;           /* (n, cols / 32) */
+    /* (n, cols / 32): d * (the block's sum of q), x's block sums as quantised;
+     * the K-quants' min terms take it (a min multiplies a whole block) */
+    float *xs;
     /* (n, cols / 32, 8): -128 x the sum of the 4 q each 32-bit lane of a
      * vpdpbusd adds; the VNNI form multiplies (w + 128) by q and adds this.
      * NULL for tables that do not use it. */
@@ -39,8 +42,8 @@ typedef struct kn_xq8 {
 
 /* y[t*rows + r] = sum_k x[t*cols + k] * W[r][k] for t in [0, n), r in [r0, r1).
  * y (n, rows), x (n, cols), w (rows, cols) in the table slot's dtype.
- * xq: x quantised by the table's quant_x when the slot is Q8_0 on an integer
- * table (q8_int8), else NULL. */
+ * xq: x quantised by the table's quant_x when the slot's bit is set in the
+ * table's xq_dts, else NULL. */
 typedef void (*kn_mm_fn)(float *y, const float *x, int n, const void *w,
                          int rows, int cols, int r0, int r1, const kn_xq8 *xq);
 
@@ -77,6 +80,9 @@ typedef struct kn_ops {
     /* 1: mm[BENCH_BF16]'s prefill rounds x to bf16 for bf16 dot products
      * (kernels_bf16.inc); 0: exact */
     int bf16_dot;
+    /* bit dt set: mm[dt] takes x quantised by quant_x (Q8_0, Q4_0, Q4_K and
+     * Q6_K on the int8 tables); 0 on the exact tables */
+    unsigned xq_dts;
 } kn_ops;
 
 extern const kn_ops kn_ops_portable;
