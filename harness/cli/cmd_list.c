@@ -47,11 +47,11 @@ int cmd_list(int argc, char **argv) {
         }
     }
     /* the kernels are built in, not modules, but are chosen the same way (--kernels, a scenario axis) */
-    printf("\nkernels (CPU, built in; auto: the first exact one this CPU runs; the int8 ones run only when named):\n");
+    printf("\nkernels (CPU, built in; auto: the first exact one this CPU runs; the int8 and bf16 ones round x and run only when named):\n");
     for (int i = 0; i < kn_isa_count(); i++) {
         int here = 0;
         const char *name = kn_isa_name(i, &here);
-        printf("  %-10s %s\n", name, here ? (strcmp(name, kn_isa_resolve("auto")) ? "runs here" : "runs here (auto)")
+        printf("  %-12s %s\n", name, here ? (strcmp(name, kn_isa_resolve("auto")) ? "runs here" : "runs here (auto)")
                                           : "(not on this CPU)");
     }
     modreg_close(&r);
