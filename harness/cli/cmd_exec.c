@@ -15,6 +15,7 @@
 #include "harness/report/locations.h"
 #include "harness/parent/pagecache.h"
 #include "harness/parent/runner.h"
+#include "harness/spec/confine.h"
 #include "harness/spec/scenario.h"
 #include "harness/child/worker.h"
 #include "harness/child/mapguard.h"
@@ -22,7 +23,8 @@
 
 static void ex_usage(FILE *f) {
     fprintf(f,
-            "usage: bench exec SCENARIO.json [--variant key=val,...] [--kernels NAME] [--loop N] [--callgrind] [--which]\n\n"
+            "usage: bench exec SCENARIO.json [--variant key=val,...] [--kernels NAME] [--loop N] [--callgrind] [--which]\n"
+            "                  [--allow-read DIR]...\n\n"
             "Runs exactly one repetition of one variant of the scenario in this process: the\n"
             "same code as `bench run`'s workers, with no fork and no sampler thread, so that\n"
             "perf and valgrind can be put in front of it. The phases and their times go to\n"
@@ -39,7 +41,9 @@ static void ex_usage(FILE *f) {
             "  --callgrind        dump callgrind stats at each phase's end (under valgrind\n"
             "                     --tool=callgrind: one output file per phase) and print no timings\n"
             "  --which            print the scenario's name and the variant's key, tab-separated,\n"
-            "                     and run nothing (the wrapper scripts name their folders by it)\n\n"
+            "                     and run nothing (the wrapper scripts name their folders by it)\n"
+            "  --allow-read DIR   let the scenario read files under DIR too, as in `bench run`\n"
+            "                     (repeatable; or $BENCH_ALLOW_READ=DIR1:DIR2)\n\n"
             "examples:\n"
             "  bench exec scenarios/ci.json --variant loader=pread,kv=dynamic\n"
             "  perf record -g -- bench exec scenarios/mmap_vs_pread.json --variant loader=mmap,cache=warm --loop 20\n"
@@ -117,6 +121,13 @@ int cmd_exec(int argc, char **argv) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { ex_usage(stdout); return 0; }
         else if (!strcmp(a, "--variant") && v) want = argv[++i];
+        else if (!strcmp(a, "--allow-read") && v) {
+            char e[PATH_MAX + 256];
+            if (cf_allow(argv[++i], e, sizeof(e))) {
+                fprintf(stderr, "bench exec: %s\n", e);
+                return 2;
+            }
+        }
         else if (!strcmp(a, "--loop") && v) {
             char *end;
             long n = strtol(argv[++i], &end, 10);
@@ -131,7 +142,7 @@ int cmd_exec(int argc, char **argv) {
         else if (!strcmp(a, "--which")) which = 1;
         else if (a[0] != '-' && !file) file = a;
         else {
-            static const char *const known[] = {"--variant", "--loop", "--callgrind", "--which", "--help", NULL};
+            static const char *const known[] = {"--variant", "--loop", "--callgrind", "--which", "--allow-read", "--help", NULL};
             return cli_bad_arg(stderr, "exec", a, known);
         }
     }
