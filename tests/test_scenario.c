@@ -605,6 +605,18 @@ static void test_read_paths_confined(void **state) {
                           "[{\"name\": \"a\", \"pattern\": \"trace\", \"trace\": \"%s\"}]}", p);
     expect_refused(e, file, ".workloads[0].trace", p, out);
     free(e);
+    /* a safetensors folder beside the scenario whose config.json links outside */
+    snprintf(p, sizeof(p), "%s/st", scen);
+    assert_int_equal(mkdir(p, 0755), 0);
+    snprintf(link, sizeof(link), "%s/st/config.json", scen);
+    snprintf(p, sizeof(p), "%s/lens.txt", out);
+    assert_int_equal(symlink(p, link), 0);
+    snprintf(link, sizeof(link), "%s/st", scen);
+    e = load_errors(file, "{\"name\": \"t\", \"model\": \"%s\", \"cache\": \"warm\", \"workload\": "
+                          "{\"prompt_tokens\": 4, \"generate\": 4}}", link);
+    expect_refused(e, file, ".model", p, out);
+    if (!strstr(e, "/st/config.json resolves to")) fail_msg("the link is not named: %s", e);
+    free(e);
 
     /* --allow-read (cf_allow) lets the file be read: its second line is then an error of its own */
     snprintf(p, sizeof(p), "%s/lens.txt", out);

@@ -15,7 +15,6 @@
 #include "harness/report/locations.h"
 #include "harness/parent/pagecache.h"
 #include "harness/parent/runner.h"
-#include "harness/spec/confine.h"
 #include "harness/spec/scenario.h"
 #include "harness/child/worker.h"
 #include "harness/child/mapguard.h"
@@ -122,11 +121,7 @@ int cmd_exec(int argc, char **argv) {
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { ex_usage(stdout); return 0; }
         else if (!strcmp(a, "--variant") && v) want = argv[++i];
         else if (!strcmp(a, "--allow-read") && v) {
-            char e[PATH_MAX + 256];
-            if (cf_allow(argv[++i], e, sizeof(e))) {
-                fprintf(stderr, "bench exec: %s\n", e);
-                return 2;
-            }
+            if (cli_allow_read("exec", argv[++i])) return CLI_EXIT_USAGE;
         }
         else if (!strcmp(a, "--loop") && v) {
             char *end;
@@ -158,6 +153,7 @@ int cmd_exec(int argc, char **argv) {
     }
     scenario *s = NULL;
     sc_errors errs;
+    cli_allow_model_cache();
     if (sc_load(file, NULL, &s, &errs)) {
         for (int i = 0; i < errs.n; i++) fprintf(stderr, "%s\n", errs.v[i]);
         fprintf(stderr, "bench exec: %d error%s in %s; nothing was run\n", errs.n, errs.n == 1 ? "" : "s", file);

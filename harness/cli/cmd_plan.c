@@ -1,6 +1,5 @@
 /* bench plan SCENARIO --shards N: how a sharded run splits the matrix (harness/spec/shard.h). */
 #include <cJSON.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,7 +7,6 @@
 #include "commands.h"
 #include "harness/cli/cliargs.h"
 #include "harness/report/results.h"
-#include "harness/spec/confine.h"
 #include "harness/spec/scenario.h"
 #include "harness/spec/shard.h"
 
@@ -53,11 +51,7 @@ int cmd_plan(int argc, char **argv) {
         else if (!strcmp(a, "--only") && v) only = argv[++i];
         else if (!strcmp(a, "--device") && v) device = argv[++i];
         else if (!strcmp(a, "--allow-read") && v) {
-            char e[PATH_MAX + 256];
-            if (cf_allow(argv[++i], e, sizeof(e))) {
-                fprintf(stderr, "bench plan: %s\n", e);
-                return 2;
-            }
+            if (cli_allow_read("plan", argv[++i])) return CLI_EXIT_USAGE;
             if (n_allow < 32) allow[n_allow++] = argv[i];
         }
         else if ((!strcmp(a, "--shards") || !strcmp(a, "--repeat")) && v) {
@@ -84,6 +78,7 @@ int cmd_plan(int argc, char **argv) {
     }
     scenario *s = NULL;
     sc_errors errs;
+    cli_allow_model_cache();
     if (sc_load_on(file, NULL, device, &s, &errs)) {
         for (int i = 0; i < errs.n; i++) fprintf(stderr, "%s\n", errs.v[i]);
         fprintf(stderr, "bench plan: %d error%s in %s\n", errs.n, errs.n == 1 ? "" : "s", file);

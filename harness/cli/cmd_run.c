@@ -18,7 +18,6 @@
 #include "harness/report/results.h"
 #include "harness/parent/runner.h"
 #include "harness/spec/kind.h"
-#include "harness/spec/confine.h"
 #include "harness/spec/scenario.h"
 #include "harness/spec/shard.h"
 
@@ -142,11 +141,7 @@ int cmd_run(int argc, char **argv) {
         else if (!strcmp(a, "--device") && v) device = argv[++i];
         else if (!strcmp(a, "--shard") && v) shard_arg = argv[++i];
         else if (!strcmp(a, "--allow-read") && v) {
-            char e[PATH_MAX + 256];
-            if (cf_allow(argv[++i], e, sizeof(e))) {
-                fprintf(stderr, "bench run: %s\n", e);
-                return 2;
-            }
+            if (cli_allow_read("run", argv[++i])) return CLI_EXIT_USAGE;
         }
         else if (!strcmp(a, "--repeat") && v) {
             char *end;
@@ -181,6 +176,7 @@ int cmd_run(int argc, char **argv) {
     }
     scenario *s = NULL;
     sc_errors errs;
+    cli_allow_model_cache();
     if (sc_load_on(file, NULL, device, &s, &errs)) {
         for (int i = 0; i < errs.n; i++) fprintf(stderr, "%s\n", errs.v[i]);
         fprintf(stderr, "bench run: %d error%s in %s; nothing was run\n", errs.n, errs.n == 1 ? "" : "s", file);

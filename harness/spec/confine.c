@@ -1,31 +1,35 @@
 /* Where a scenario file may make bench read. See confine.h. */
 #include "confine.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "engines/abi/module.h"
-#include "harness/report/locations.h"
 
 #define CF_MAX_ROOTS 32
 
 /* --allow-read folders, resolved when given: the CLI is one thread, and a root
  * outlives every scenario of the process */
 static char cf_explicit[CF_MAX_ROOTS][PATH_MAX];
+static const char *cf_explicit_why[CF_MAX_ROOTS];
 static int cf_n_explicit;
 
-int cf_allow(const char *dir, char *err, size_t errlen) {
+int cf_allow_as(const char *dir, const char *why, char *err, size_t errlen) {
     if (cf_n_explicit == CF_MAX_ROOTS)
-        return bench_errf(err, errlen, "--allow-read %s: more than %d folders", dir, CF_MAX_ROOTS);
+        return bench_errf(err, errlen, "%s %s: more than %d folders", why, dir, CF_MAX_ROOTS);
     if (!realpath(dir, cf_explicit[cf_n_explicit]))
-        return bench_errf(err, errlen, "--allow-read %s: %s", dir, strerror(errno));
-    cf_n_explicit++;
+        return bench_errf(err, errlen, "%s %s: %s", why, dir, strerror(errno));
+    cf_explicit_why[cf_n_explicit++] = why;
     return 0;
 }
+
+int cf_allow(const char *dir, char *err, size_t errlen) { return cf_allow_as(dir, "--allow-read", err, errlen); }
 
 void cf_reset(void) { cf_n_explicit = 0; }
 
@@ -123,9 +127,7 @@ static void cf_collect(cf_roots *r, const char *scenario_file) {
         cf_add_implicit(r, dir, "the scenario's folder");
     }
     if (getcwd(dir, sizeof(dir))) cf_add_implicit(r, dir, "the current directory");
-    const char *why;
-    if (!loc_model_cache(dir, sizeof(dir), &why)) cf_add(r, dir, "the model cache");
-    for (int i = 0; i < cf_n_explicit; i++) cf_add(r, cf_explicit[i], "--allow-read");
+    for (int i = 0; i < cf_n_explicit; i++) cf_add(r, cf_explicit[i], cf_explicit_why[i]);
     const char *env = getenv("BENCH_ALLOW_READ");
     for (const char *p = env; p && *p; p += strcspn(p, ":"), p += *p == ':') {
         size_t n = strcspn(p, ":");
@@ -168,4 +170,20 @@ int cf_check(const char *scenario_file, const char *path, char *err, size_t errl
                path, res, r->n ? roots : "none", dir, dir);
     free(r);
     return -1;
+}
+
+int cf_check_folder(const char *scenario_file, const char *dir, char *err, size_t errlen) {
+    DIR *d = opendir(dir);
+    if (!d) return 0;   /* nothing to open in it */
+    struct dirent *de;
+    int rc = 0;
+    while (!rc && (de = readdir(d))) {
+        char p[PATH_MAX];
+        struct stat st;
+        if (snprintf(p, sizeof(p), "%s/%s", dir, de->d_name) >= (int)sizeof(p)) continue;
+        if (lstat(p, &st) || !S_ISLNK(st.st_mode)) continue;    /* only a link leads elsewhere */
+        rc = cf_check(scenario_file, p, err, errlen);
+    }
+    closedir(d);
+    return rc;
 }

@@ -5,7 +5,8 @@
  * `..` followed first) inside one of the allowed roots:
  *   - the scenario file's own folder and what is under it,
  *   - the current directory and what is under it,
- *   - the model cache (harness/report/locations.h),
+ *   - the model cache (harness/report/locations.h; the layer above finds it and hands
+ *     it over with cf_allow_as, as harness/cli/cliargs.c's cli_allow_model_cache does),
  *   - each folder given with --allow-read DIR (bench run, plan, exec: cf_allow),
  *   - each folder of $BENCH_ALLOW_READ (colon-separated, for scripts and CI).
  * The scenario's folder and the current directory count only when they are neither
@@ -22,6 +23,8 @@
 /* Adds DIR to the roots for the rest of the process (--allow-read). It must exist.
  * Returns 0, or -1 with err. */
 int cf_allow(const char *dir, char *err, size_t errlen);
+/* The same, the root named why in messages ("the model cache"; why is not copied). */
+int cf_allow_as(const char *dir, const char *why, char *err, size_t errlen);
 /* Forgets the roots cf_allow added (tests). */
 void cf_reset(void);
 
@@ -32,5 +35,9 @@ void cf_reset(void);
  * root; -1 with err, one sentence: the path, what it resolves to, the roots, and the
  * flag and the variable that would allow it. */
 int cf_check(const char *scenario_file, const char *path, char *err, size_t errlen);
+/* cf_check for each symlink in folder dir: a safetensors model is a folder whose
+ * config.json, tokenizer.json, index and shards the loader opens by name, and one of
+ * them may point elsewhere. The error names the entry. */
+int cf_check_folder(const char *scenario_file, const char *dir, char *err, size_t errlen);
 
 #endif

@@ -200,6 +200,23 @@ static int sc_confined(sc_ctx *c, const char *jpath, const char *p) {
     return -1;
 }
 
+/* A safetensors model (a folder, a .safetensors or .json file) is read with the files
+ * beside it by name (config.json, tokenizer.json, the shards): none may link elsewhere. */
+static int sc_confined_beside(sc_ctx *c, const char *jpath, const char *p) {
+    struct stat st;
+    size_t n = strlen(p);
+    char dir[4096], e[1800];
+    if (!stat(p, &st) && S_ISDIR(st.st_mode)) snprintf(dir, sizeof(dir), "%s", p);
+    else if ((n > 12 && !strcmp(p + n - 12, ".safetensors")) || (n > 5 && !strcmp(p + n - 5, ".json"))) {
+        const char *slash = strrchr(p, '/');
+        snprintf(dir, sizeof(dir), "%.*s", !slash ? 1 : slash == p ? 1 : (int)(slash - p), !slash ? "." : p);
+    } else
+        return 0;
+    if (!cf_check_folder(c->file, dir, e, sizeof(e))) return 0;
+    sc_err(c, jpath, "%s (beside the model, read with it)", e);
+    return -1;
+}
+
 static void sc_parse_model(sc_ctx *c, scenario *s, const cJSON *j) {
     const char *path = ".model";
     if (cJSON_IsString(j)) {
@@ -249,7 +266,8 @@ static void sc_parse_model(sc_ctx *c, scenario *s, const cJSON *j) {
         return;
     }
     int model_str = cJSON_IsString(j);
-    if (s->model_path && sc_confined(c, model_str ? ".model" : ".model.path", s->model_path)) {
+    if (s->model_path && (sc_confined(c, model_str ? ".model" : ".model.path", s->model_path) ||
+                          sc_confined_beside(c, model_str ? ".model" : ".model.path", s->model_path))) {
         /* refused: nothing more to say about it */
     } else if (s->model_path && !sc_file_exists(s->model_path))
         sc_err(c, model_str ? ".model" : ".model.path", "model not found: %s (%s): give a path that exists (relative to the current directory) "
