@@ -579,10 +579,22 @@ static void test_read_paths_confined(void **state) {
     e = load_errors(file, lens, link);
     expect_refused(e, file, jp, p, out);
     free(e);
-    /* a missing file outside is refused too: the answer never says what exists there */
+    /* a missing file outside is refused too, and so is a dangling link to one: the
+     * answer never says what exists there */
     snprintf(p, sizeof(p), "%s/none.txt", out);
     e = load_errors(file, lens, p);
     expect_refused(e, file, jp, p, out);
+    free(e);
+    snprintf(link, sizeof(link), "%s/dangling.txt", scen);
+    assert_int_equal(symlink(p, link), 0);
+    e = load_errors(file, lens, link);
+    expect_refused(e, file, jp, p, out);
+    free(e);
+    /* a symlink loop cannot be resolved: refused, not read */
+    snprintf(link, sizeof(link), "%s/loop.txt", scen);
+    assert_int_equal(symlink(link, link), 0);
+    e = load_errors(file, lens, link);
+    if (!strstr(e, "loop.txt: cannot be resolved")) fail_msg("a symlink loop: %s", e);
     free(e);
     /* the model and the tokenizer: their own JSON paths */
     snprintf(p, sizeof(p), "%s/m.gguf", out);

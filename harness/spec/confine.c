@@ -36,56 +36,80 @@ void cf_reset(void) { cf_n_explicit = 0; }
 /* ---- resolving ---- */
 
 /* Removes ".", ".." and repeated slashes from an absolute path, in place, without
- * looking at the file system (used only where it has nothing to look at). */
+ * looking at the file system (used only past a component that is not there). */
 static void cf_lexical(char *p) {
-    char *out = p + 1, *in = p + 1;
-    while (*in) {
+    char out[PATH_MAX + 2];
+    size_t o = 0;
+    for (const char *in = p; *in;) {
+        while (*in == '/') in++;
         size_t n = strcspn(in, "/");
         if (n == 0 || (n == 1 && in[0] == '.')) {
             /* nothing */
         } else if (n == 2 && in[0] == '.' && in[1] == '.') {
-            if (out > p + 1) {
-                out--;  /* the slash after the last component */
-                while (out > p + 1 && out[-1] != '/') out--;
-            }
-        } else {
-            memmove(out, in, n);
-            out += n;
-            *out++ = '/';
+            while (o > 0 && out[o - 1] != '/') o--;    /* back over the last component */
+            if (o > 0) o--;                             /* and its slash */
+        } else if (o + 1 + n < sizeof(out)) {
+            out[o++] = '/';
+            memcpy(out + o, in, n);
+            o += n;
         }
         in += n;
-        if (*in) in++;
     }
-    if (out > p + 1) out--;     /* no trailing slash */
-    *out = 0;
+    if (o == 0) out[o++] = '/';
+    out[o] = 0;
+    memcpy(p, out, o + 1);     /* never longer than p was */
 }
 
-/* The path the kernel would open: realpath where the file exists; else its folder's
- * realpath and the name (a file not there yet, or a typo); else the path made absolute
- * and cleaned. A missing file is still checked, so that "not found" never tells a
- * scenario what exists outside the roots. */
+/* The path the kernel would open, as realpath finds it, but going on where a component
+ * is missing: the rest is appended as written (cleaned of "." and ".."). A dangling
+ * symlink is followed to where it points, so that neither a missing file nor a link to
+ * one ("not found") tells a scenario what exists outside the roots. */
+#define CF_MAX_LINKS 40     /* as the kernel's ELOOP */
 static int cf_resolve(const char *path, char out[PATH_MAX]) {
-    if (realpath(path, out)) return 0;
-    char abs[PATH_MAX];
+    char todo[2 * PATH_MAX], rest[2 * PATH_MAX], cur[PATH_MAX + 2], target[PATH_MAX];
+    int links = 0;
+    if (realpath(path, out)) return 0;  /* the file is there: the C library's word */
     if (path[0] == '/') {
-        if (snprintf(abs, sizeof(abs), "%s", path) >= (int)sizeof(abs)) return -1;
+        if (snprintf(todo, sizeof(todo), "%s", path) >= (int)sizeof(todo)) return -1;
     } else {
-        char cwd[PATH_MAX];
-        if (!getcwd(cwd, sizeof(cwd)) || snprintf(abs, sizeof(abs), "%s/%s", cwd, path) >= (int)sizeof(abs)) return -1;
+        if (!getcwd(cur, PATH_MAX) || snprintf(todo, sizeof(todo), "%s/%s", cur, path) >= (int)sizeof(todo)) return -1;
     }
-    char *slash = strrchr(abs, '/');
-    const char *base = slash + 1;
-    if (*base && strcmp(base, ".") && strcmp(base, "..")) {
-        char dir[PATH_MAX];
-        snprintf(dir, sizeof(dir), "%.*s", slash == abs ? 1 : (int)(slash - abs), abs);
-        if (realpath(dir, out) && strlen(out) + 1 + strlen(base) < PATH_MAX) {
-            if (strcmp(out, "/")) strcat(out, "/");
-            strcat(out, base);
+    strcpy(out, "/");
+    const char *p = todo;
+    while (*p) {
+        while (*p == '/') p++;
+        size_t n = strcspn(p, "/");
+        if (n == 0) break;
+        if (n == 1 && p[0] == '.') { p += n; continue; }
+        if (n == 2 && p[0] == '.' && p[1] == '.') {
+            char *slash = strrchr(out, '/');
+            slash[slash == out] = 0;    /* "/a/b" -> "/a", "/a" -> "/" */
+            p += n;
+            continue;
+        }
+        if (snprintf(cur, sizeof(cur), "%s%s%.*s", out, strcmp(out, "/") ? "/" : "", (int)n, p) >= PATH_MAX) return -1;
+        struct stat st;
+        if (lstat(cur, &st)) {
+            /* missing from here on: nothing more on the disk to follow */
+            if (snprintf(cur, sizeof(cur), "%s/%s", out, p) >= PATH_MAX) return -1;
+            cf_lexical(cur);
+            memcpy(out, cur, strlen(cur) + 1);     /* no longer than it was: < PATH_MAX */
             return 0;
         }
+        p += n;
+        if (!S_ISLNK(st.st_mode)) {
+            memcpy(out, cur, strlen(cur) + 1);     /* checked < PATH_MAX above */
+            continue;
+        }
+        ssize_t k = readlink(cur, target, sizeof(target) - 1);
+        if (k < 0 || ++links > CF_MAX_LINKS) return -1;
+        target[k] = 0;
+        /* the link's target, then what was left after it; a relative one from the link's folder */
+        if (snprintf(rest, sizeof(rest), "%s/%s", target, p) >= (int)sizeof(rest)) return -1;
+        if (target[0] == '/') strcpy(out, "/");
+        memcpy(todo, rest, strlen(rest) + 1);
+        p = todo;
     }
-    cf_lexical(abs);
-    snprintf(out, PATH_MAX, "%s", abs);
     return 0;
 }
 
@@ -147,7 +171,7 @@ static int cf_inside(const char *path, const char *root) {
 int cf_check(const char *scenario_file, const char *path, char *err, size_t errlen) {
     char res[PATH_MAX];
     if (!*path) return bench_errf(err, errlen, "an empty path");
-    if (cf_resolve(path, res)) return bench_errf(err, errlen, "%s: path too long", path);
+    if (cf_resolve(path, res)) return bench_errf(err, errlen, "%s: cannot be resolved (too long, or more than %d symlinks)", path, CF_MAX_LINKS);
     cf_roots *r = malloc(sizeof(*r));
     if (!r) return bench_errf(err, errlen, "out of memory");
     cf_collect(r, scenario_file);
