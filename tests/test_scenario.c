@@ -630,6 +630,26 @@ static void test_read_paths_confined(void **state) {
     if (!strstr(e, "/st/config.json resolves to")) fail_msg("the link is not named: %s", e);
     free(e);
 
+    /* a scenario in the home directory does not open it to itself: a folder that holds
+     * $HOME is no root unless named */
+    const char *h = getenv("HOME");
+    char *home = h ? strdup(h) : NULL;
+    setenv("HOME", scen, 1);
+    snprintf(p, sizeof(p), "%s/lens.txt", scen);
+    e = load_errors(file, lens, p);
+    if (!strstr(e, "outside the folders a scenario may read from") || strstr(e, "(the scenario's folder)"))
+        fail_msg("the home directory counted as the scenario's folder: %s", e);
+    free(e);
+    snprintf(p, sizeof(p), "%s/st", scen);
+    setenv("HOME", p, 1);   /* below the scenario's folder: that folder holds it */
+    snprintf(p, sizeof(p), "%s/lens.txt", scen);
+    e = load_errors(file, lens, p);
+    if (!strstr(e, "outside the folders a scenario may read from")) fail_msg("a folder holding $HOME counted: %s", e);
+    free(e);
+    if (home) setenv("HOME", home, 1);
+    else unsetenv("HOME");
+    free(home);
+
     /* --allow-read (cf_allow) lets the file be read: its second line is then an error of its own */
     snprintf(p, sizeof(p), "%s/lens.txt", out);
     char err[PATH_MAX + 256];

@@ -54,7 +54,7 @@ static void run_usage(FILE *f) {
             "  --allow-read DIR let the scenario read files under DIR too (repeatable; for scripts:\n"
             "                   $BENCH_ALLOW_READ=DIR1:DIR2). The model, tokenizer, lengths and trace files\n"
             "                   a scenario names must resolve (symlinks and .. followed) under its own\n"
-            "                   folder or the current directory (neither counts when it is / or ~), or\n"
+            "                   folder or the current directory (neither counts when it holds ~), or\n"
             "                   the model cache; else nothing runs (docs/scenarios.md)\n\n"
             "Exit status: 0 all repetitions ok; 1 some failed or were invalid (see results.json);\n"
             "2 bad arguments or scenario; 130 interrupted (the finished repetitions are written).\n\n"

@@ -133,12 +133,19 @@ static void cf_add(cf_roots *r, const char *dir, const char *why) {
     r->v[r->n++].why = why;
 }
 
-/* The scenario's folder and the current directory: not when they are / or $HOME. */
+static int cf_inside(const char *path, const char *root) {
+    size_t n = strlen(root);
+    if (!strcmp(root, "/")) return 1;
+    return !strncmp(path, root, n) && (path[n] == 0 || path[n] == '/');
+}
+
+/* The scenario's folder and the current directory: not when they hold the home
+ * directory ($HOME, /home, /), where they would open ~/.ssh to any scenario. */
 static void cf_add_implicit(cf_roots *r, const char *dir, const char *why) {
     char rp[PATH_MAX], home[PATH_MAX];
     const char *h = getenv("HOME");
     if (!realpath(dir, rp) || !strcmp(rp, "/")) return;
-    if (h && *h && realpath(h, home) && !strcmp(rp, home)) return;
+    if (h && *h && realpath(h, home) && cf_inside(home, rp)) return;
     cf_add(r, rp, why);
 }
 
@@ -160,12 +167,6 @@ static void cf_collect(cf_roots *r, const char *scenario_file) {
             cf_add(r, dir, "$BENCH_ALLOW_READ");
         }
     }
-}
-
-static int cf_inside(const char *path, const char *root) {
-    size_t n = strlen(root);
-    if (!strcmp(root, "/")) return 1;
-    return !strncmp(path, root, n) && (path[n] == 0 || path[n] == '/');
 }
 
 int cf_check(const char *scenario_file, const char *path, char *err, size_t errlen) {

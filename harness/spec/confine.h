@@ -9,9 +9,9 @@
  *     it over with cf_allow_as, as harness/cli/cliargs.c's cli_allow_model_cache does),
  *   - each folder given with --allow-read DIR (bench run, plan, exec: cf_allow),
  *   - each folder of $BENCH_ALLOW_READ (colon-separated, for scripts and CI).
- * The scenario's folder and the current directory count only when they are neither
- * / nor $HOME: run from one's home, they would open ~/.ssh to any scenario. Those two
- * are allowed only by naming them (--allow-read ~ or BENCH_ALLOW_READ).
+ * The scenario's folder and the current directory do not count when they hold the
+ * home directory ($HOME itself, /home, /): run from one's home, they would open
+ * ~/.ssh to any scenario. Such a folder is allowed only by naming it (--allow-read ~).
  * A command-line path (bench generate --model) is the user's own choice and is not
  * checked here.
  */
