@@ -1,7 +1,10 @@
 /* Writes the fuzz targets' model seeds with bench's own writers: one micro model
- * (dim 8, 1 layer, 2 heads / 1 KV head, 16 tokens) as GGUF f32 and f16, a
- * safetensors directory, and a llama2.c checkpoint with its tokenizer.bin, each a
- * few KB, in the input layouts fuzz/fuzz_*.c expect.
+ * (dim 8, 1 layer, 2 heads / 1 KV head, 16 tokens) as GGUF f32 and f16, the f32 one
+ * again with one extra tensor of every block-quantised type bench reads (micro_blocks:
+ * Q4_0..Q8_0 and Q2_K..Q6_K, which bench cannot quantise to, written as raw blocks so
+ * the fuzzer starts inside those types' paths), a safetensors directory, and a
+ * llama2.c checkpoint with its tokenizer.bin, each a few KB, in the input layouts
+ * fuzz/fuzz_*.c expect.
  * Usage: mkseeds OUTDIR   (make fuzz-seeds; the results are committed in fuzz/corpus) */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +20,7 @@
 #define HD 4
 #define VOCAB 16
 
-static model_tensor T[16];
+static model_tensor T[32];
 static int NT;
 
 static void add(const char *name, bench_dtype dt, int64_t cols, int64_t rows) {
@@ -27,7 +30,8 @@ static void add(const char *name, bench_dtype dt, int64_t cols, int64_t rows) {
     t->n_dims = rows == 1 ? 1 : 2;
     t->ne[0] = cols;
     t->ne[1] = rows;
-    t->nbytes = (uint64_t)(cols * rows) * (t->dtype == BENCH_F32 ? 4 : 2);
+    /* cols is a whole number of blocks for every dtype used here */
+    t->nbytes = (uint64_t)(cols * rows) / bench_dtype_block_elems(dt) * bench_dtype_block_bytes(dt);
 }
 
 static int fill(void *user, int i, void *dst, uint64_t nbytes, char *err, size_t errlen) {
@@ -35,8 +39,13 @@ static int fill(void *user, int i, void *dst, uint64_t nbytes, char *err, size_t
     if (T[i].dtype == BENCH_F32) {
         float *f = dst;
         for (uint64_t k = 0; k < nbytes / 4; k++) f[k] = T[i].n_dims == 1 ? 1.0f : (float)((int)(k * 7 + (uint64_t)i) % 13 - 6) / 32.0f;
-    } else {
+    } else if (T[i].dtype == BENCH_F16) {
         memset(dst, 0x30, nbytes); /* small f16 values */
+    } else {
+        /* raw blocks: any bytes are a valid block (f16 scales included), so a pattern
+         * that varies within a block is as good as a quantised matrix here */
+        uint8_t *b = dst;
+        for (uint64_t k = 0; k < nbytes; k++) b[k] = (uint8_t)(k * 37 + (uint64_t)i * 11);
     }
     return 0;
 }
@@ -100,6 +109,20 @@ int main(int argc, char **argv) {
     make_tensors(BENCH_F16, 0);
     src.n_tensors = NT;
     snprintf(p, sizeof(p), "%s/fuzz_gguf/micro_f16.gguf", out);
+    if (gguf_write(p, &src, err, sizeof(err))) { fprintf(stderr, "%s\n", err); return 1; }
+
+    /* GGUF: f32 tied, plus one [256, 1] tensor per block-quantised type: model_validate
+     * ignores tensors the architecture does not name, so the file still loads */
+    make_tensors(BENCH_F32, 1);
+    static const bench_dtype blocks[] = {BENCH_Q8_0, BENCH_Q4_0, BENCH_Q4_1, BENCH_Q5_0, BENCH_Q5_1,
+                                         BENCH_Q2_K, BENCH_Q3_K, BENCH_Q4_K, BENCH_Q5_K, BENCH_Q6_K};
+    static char names[sizeof(blocks) / sizeof(blocks[0])][32];
+    for (size_t k = 0; k < sizeof(blocks) / sizeof(blocks[0]); k++) {
+        snprintf(names[k], sizeof(names[k]), "extra.%s.weight", bench_dtype_name(blocks[k]));
+        add(names[k], blocks[k], BENCH_QK_K, 1);
+    }
+    src.n_tensors = NT;
+    snprintf(p, sizeof(p), "%s/fuzz_gguf/micro_blocks.gguf", out);
     if (gguf_write(p, &src, err, sizeof(err))) { fprintf(stderr, "%s\n", err); return 1; }
 
     /* llama2.c: CHECKPOINT "\n@@tok@@\n" TOKENIZER */

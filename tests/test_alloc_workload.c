@@ -59,8 +59,8 @@ static void test_rejects_bad_fields(void **state) {
                  ".workloads[0].align: 24: expected a power of two");
     parse_errors(HEAD "{\"name\": \"a\", \"pattern\": \"churn\", \"size\": 64, \"ops\": 10, \"bogus\": 1}]}",
                  ".workloads[0].bogus: unknown key \"bogus\"");
-    parse_errors(HEAD "{\"name\": \"a\", \"pattern\": \"trace\", \"trace\": \"/nonexistent.trace\"}]}",
-                 ".workloads[0].trace: trace /nonexistent.trace:");
+    parse_errors(HEAD "{\"name\": \"a\", \"pattern\": \"trace\", \"trace\": \"nonexistent.trace\"}]}",
+                 ".workloads[0].trace: trace nonexistent.trace:");
     parse_errors(HEAD "{\"name\": \"a\", \"pattern\": \"churn\", \"size\": 64, \"ops\": 10},"
                       "{\"name\": \"a\", \"pattern\": \"churn\", \"size\": 64, \"ops\": 10}]}",
                  ".workloads[1]: duplicate workload name \"a\"");

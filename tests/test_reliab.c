@@ -12,7 +12,9 @@
  *     it and frees what it had (LSan checks the frees at exit);
  *   - a scenario (or a results.json) cannot run commands: a variant label in
  *     backquotes reaches gnuplot harmless, and a module name cannot leave the module
- *     directory.
+ *     directory;
+ *   - a scenario cannot make bench read outside the allowed folders (a symlink beside
+ *     it is followed first): run, exec and plan refuse it, --allow-read allows it.
  * Faults come from test hooks (BENCH_TEST_HOOKS=1, see mapguard.h, alloc_fault.h,
  * results.c). */
 #include <stdarg.h>
@@ -23,6 +25,7 @@
 
 #include <cJSON.h>
 #include <dirent.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -492,6 +495,68 @@ static void test_scenario_cannot_run_commands(void **state) {
     if (stat(mark2, &st) == 0) fail_msg("a scenario name in results.json ran a command through gnuplot");
 }
 
+/* ---- read paths: a scenario reads only under the allowed folders ---- */
+
+static void expect_in(const char *log, const char *want) {
+    char *msg = slurp(log);
+    assert_non_null(msg);
+    if (!strstr(msg, want)) fail_msg("no \"%s\" in:\n%s", want, msg);
+    free(msg);
+}
+
+/* A scenario whose model is a symlink, beside it, to a file elsewhere: bench run, exec
+ * and plan refuse it before anything runs, with one line naming the scenario, the JSON
+ * path, the resolved file, the roots and the flag; --allow-read lets it run. */
+static void test_scenario_read_paths_confined(void **state) {
+    fx *f = *state;
+    char dir[PATH_MAX], scen[PATH_MAX + 16], secret[PATH_MAX + 16], model[PATH_MAX + 32], link[PATH_MAX + 32],
+        sfile[PATH_MAX + 32], out[PATH_MAX + 32], log[PATH_MAX + 32], want[6 * PATH_MAX];
+    assert_non_null(realpath(f->tmp, dir));
+    snprintf(scen, sizeof(scen), "%s/scen", dir);
+    snprintf(secret, sizeof(secret), "%s/secret", dir);
+    assert_int_equal(mkdir(scen, 0755), 0);
+    assert_int_equal(mkdir(secret, 0755), 0);
+    snprintf(model, sizeof(model), "%s/model.bin", secret);
+    assert_int_equal(copy_file(f->src, model), 0);
+    snprintf(link, sizeof(link), "%s/model.bin", scen);
+    assert_int_equal(symlink(model, link), 0);
+    snprintf(sfile, sizeof(sfile), "%s/s.json", scen);
+    FILE *o = fopen(sfile, "w");
+    assert_non_null(o);
+    fprintf(o, "{\"name\": \"confined\", \"model\": {\"path\": \"%s\", \"tokenizer\": \"%s\"}, \"cache\": \"warm\", "
+               "\"repetitions\": 1, \"warmup\": 0, \"workload\": {\"prompt_tokens\": 4, \"generate\": 2}}", link, f->tok);
+    fclose(o);
+    snprintf(out, sizeof(out), "%s/out", dir);
+    snprintf(log, sizeof(log), "%s/confined.log", dir);
+
+    static const char *const how[] = {"run '%s' --out '%s' 2>'%s'", "exec '%s' 2>'%s'", "plan '%s' --shards 2 2>'%s'"};
+    for (int i = 0; i < 3; i++) {
+        int rc = i == 0 ? tu_bench("/dev/null", how[0], sfile, out, log) : tu_bench("/dev/null", how[i], sfile, log);
+        assert_int_equal(rc, 2);
+        snprintf(want, sizeof(want), "%s: .model.path: %s resolves to %s, outside the folders a scenario may read from (%s "
+                 "(the scenario's folder)", sfile, link, model, scen);
+        expect_in(log, want);
+        snprintf(want, sizeof(want), "nothing was read. To allow it: --allow-read %s, or BENCH_ALLOW_READ=%s\n", secret, secret);
+        expect_in(log, want);
+    }
+    expect_in(log, "bench plan: 1 error in");
+    struct stat st;
+    if (stat(out, &st) == 0) fail_msg("a refused scenario made its results folder %s", out);
+
+    /* the flag: the run goes ahead, and a plan's shard command lines carry it */
+    if (tu_bench("/dev/null", "run '%s' --out '%s' --allow-read '%s' 2>'%s'", sfile, out, secret, log) != 0) {
+        char *msg = slurp(log);
+        fail_msg("--allow-read %s did not let the run go: %s", secret, msg ? msg : "");
+    }
+    char res[PATH_MAX + 64];
+    snprintf(res, sizeof(res), "%s/results.json", out);
+    assert_int_equal(stat(res, &st), 0);
+    snprintf(res, sizeof(res), "%s/plan.out", dir);
+    assert_int_equal(tu_bench(res, "plan '%s' --shards 1 --allow-read '%s' 2>'%s'", sfile, secret, log), 0);
+    snprintf(want, sizeof(want), "--allow-read %s", secret);
+    expect_in(res, want);
+}
+
 /* ---- sizes against the documented limits ---- */
 
 static void test_scenario_size_limit(void **state) {
@@ -528,6 +593,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_alloc_failure_every_n),
         cmocka_unit_test(test_scenario_cannot_run_commands),
         cmocka_unit_test(test_scenario_size_limit),
+        cmocka_unit_test(test_scenario_read_paths_confined),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -8,11 +8,16 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <glob.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "harness/parent/runner.h"
+#include "harness/spec/confine.h"
 #include "harness/spec/scenario.h"
 #include "tests/lib/testutil.h"
 
@@ -207,8 +212,9 @@ static void test_ctx_too_small(void **state) {
 static void test_requests_parsed(void **state) {
     (void)state;
     TU_NEED(model_path[0]); /* before the allocations below, which a skip would leak */
-    char dir[512], lens[600];
+    char dir[512], lens[600], err[1024];
     assert_non_null(tu_tmpdir(dir, sizeof(dir)));
+    assert_int_equal(cf_allow(dir, err, sizeof(err)), 0);    /* "t.json" has no folder of its own */
     snprintf(lens, sizeof(lens), "%s/lens.txt", dir);
     FILE *f = fopen(lens, "w");
     assert_non_null(f);
@@ -248,6 +254,7 @@ static void test_requests_parsed(void **state) {
     assert_true(r->seed == 1 && r->max_batch == 0 && r->stop_at_eos && r->kv_budget_tokens == 512 && r->reserve_output == 0);
     assert_int_equal(r->prompt_len.kind, SC_DIST_FIXED);
     sc_free(s);
+    cf_reset();
     tu_rmtree(dir);
 }
 
@@ -281,9 +288,9 @@ static void test_requests_errors(void **state) {
     parse_fails(SERVE("\"count\": 8, \"prompt_len\": {\"normal\": 16}, \"output_len\": {\"fixed\": 8}, "
                       "\"kv_budget\": {\"tokens\": 512}"),
                 ".workload.requests.prompt_len.normal: unknown key", "allowed: fixed, uniform, file", NULL);
-    parse_fails(SERVE("\"count\": 8, \"prompt_len\": {\"fixed\": 16}, \"output_len\": {\"file\": \"/nonexistent/lens\"}, "
+    parse_fails(SERVE("\"count\": 8, \"prompt_len\": {\"fixed\": 16}, \"output_len\": {\"file\": \"nonexistent/lens\"}, "
                       "\"kv_budget\": {\"tokens\": 512}"),
-                ".workload.requests.output_len.file: /nonexistent/lens: No such file", NULL);
+                ".workload.requests.output_len.file: nonexistent/lens: No such file", NULL);
     parse_fails(SERVE(REQ_MIN ", \"shared_prefix\": {\"tokens\": 32, \"fraction\": 1.5}"),
                 ".workload.requests.shared_prefix.fraction: 1.5 is out of range", NULL);
     parse_fails(SERVE(REQ_MIN ", \"shared_prefix\": {\"tokens\": 32}"),
@@ -309,8 +316,10 @@ static void test_requests_errors(void **state) {
 
 static void test_requests_length_file_errors(void **state) {
     (void)state;
-    char dir[512], lens[600], text[1024];
+    char dir[512], lens[600], text[1024], err[1024];
     assert_non_null(tu_tmpdir(dir, sizeof(dir)));
+    /* "t.json" has no folder of its own: the temp folder is allowed as --allow-read would */
+    assert_int_equal(cf_allow(dir, err, sizeof(err)), 0);
     snprintf(lens, sizeof(lens), "%s/lens.txt", dir);
     FILE *f = fopen(lens, "w");
     assert_non_null(f);
@@ -323,14 +332,15 @@ static void test_requests_length_file_errors(void **state) {
     assert_non_null(f);
     fclose(f);
     parse_fails(text, ".workload.requests.prompt_len.file: ", "no lengths in the file", NULL);
+    cf_reset();
     tu_rmtree(dir);
 }
 
 static void test_model_missing(void **state) {
     (void)state;
-    parse_fails("{\"name\": \"t\", \"model\": \"/nonexistent/m.gguf\", \"cache\": \"warm\", \"workload\": "
-                "{\"prompt_tokens\": 4, \"generate\": 4}}", ".model: model not found: /nonexistent/m.gguf", "synth", NULL);
-    parse_fails("{\"name\": \"t\", \"model\": {\"path\": \"MODEL\", \"tokenizer\": \"/nonexistent/tok.bin\"}, \"cache\": "
+    parse_fails("{\"name\": \"t\", \"model\": \"nonexistent/m.gguf\", \"cache\": \"warm\", \"workload\": "
+                "{\"prompt_tokens\": 4, \"generate\": 4}}", ".model: model not found: nonexistent/m.gguf", "synth", NULL);
+    parse_fails("{\"name\": \"t\", \"model\": {\"path\": \"MODEL\", \"tokenizer\": \"nonexistent/tok.bin\"}, \"cache\": "
                 "\"warm\", \"workload\": {\"prompt_tokens\": 4, \"generate\": 4}}", ".model.tokenizer: tokenizer not found", NULL);
 }
 
@@ -483,6 +493,221 @@ static void test_only_selects(void **state) {
     sc_free(s);
 }
 
+/* ---- read paths: confined to the allowed folders (harness/spec/confine.h) ---- */
+
+static void write_text(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* Writes tmpl (MODEL substituted, then one %s: arg) to file and loads it; returns the
+ * errors joined by newlines ("" when it loaded), for strstr. */
+static char *load_errors(const char *file, const char *tmpl, const char *arg) {
+    char *t = subst(tmpl), text[4096];
+    snprintf(text, sizeof(text), t, arg);
+    free(t);
+    write_text(file, text);
+    scenario *s = NULL;
+    sc_errors e;
+    int rc = sc_load(file, tu_module_dir(), &s, &e);
+    size_t n = 1;
+    for (int i = 0; i < e.n; i++) n += strlen(e.v[i]) + 1;
+    char *all = calloc(1, n);
+    assert_non_null(all);
+    for (int i = 0; i < e.n; i++) strcat(strcat(all, e.v[i]), "\n");
+    assert_int_equal(rc, e.n ? -1 : 0);
+    sc_free(s);
+    sc_errors_free(&e);
+    return all;
+}
+
+static void expect_refused(const char *errs, const char *file, const char *jpath, const char *resolved, const char *dir) {
+    char want[2048];
+    snprintf(want, sizeof(want), "%s: %s: ", file, jpath);
+    if (!strstr(errs, want)) fail_msg("no error at %s: %s", want, errs);
+    snprintf(want, sizeof(want), "resolves to %s, outside the folders a scenario may read from (", resolved);
+    if (!strstr(errs, want)) fail_msg("no \"%s\" in: %s", want, errs);
+    snprintf(want, sizeof(want), "; nothing was read. To allow it: --allow-read %s, or BENCH_ALLOW_READ=%s", dir, dir);
+    if (!strstr(errs, want)) fail_msg("no \"%s\" in: %s", want, errs);
+    if (!strstr(errs, "(the scenario's folder)")) fail_msg("the roots are not listed: %s", errs);
+    /* refused before it was looked at: no "not found", no line of the file */
+    if (strstr(errs, "No such file") || strstr(errs, "not found") || strstr(errs, "expected an integer"))
+        fail_msg("a refused path was read: %s", errs);
+}
+
+static void test_read_paths_confined(void **state) {
+    (void)state;
+    TU_NEED(model_path[0]);
+    char tmp[512], dir[PATH_MAX], scen[PATH_MAX + 16], out[PATH_MAX + 16], file[PATH_MAX + 32], p[PATH_MAX + 64],
+        link[PATH_MAX + 64];
+    assert_non_null(tu_tmpdir(tmp, sizeof(tmp)));
+    assert_non_null(realpath(tmp, dir));    /* the messages name resolved paths */
+    snprintf(scen, sizeof(scen), "%s/scen", dir);
+    snprintf(out, sizeof(out), "%s/outside", dir);
+    assert_int_equal(mkdir(scen, 0755), 0);
+    assert_int_equal(mkdir(out, 0755), 0);
+    snprintf(file, sizeof(file), "%s/s.json", scen);
+    snprintf(p, sizeof(p), "%s/lens.txt", scen);
+    write_text(p, "16 12\n");
+    snprintf(p, sizeof(p), "%s/lens.txt", out);
+    write_text(p, "16\nsecret-bytes\n");
+    const char *lens = SERVE("\"count\": 8, \"prompt_len\": {\"file\": \"%s\"}, \"output_len\": {\"fixed\": 8}, "
+                             "\"kv_budget\": {\"tokens\": 512}");
+    const char *jp = ".workload.requests.prompt_len.file";
+    char *e;
+
+    /* inside the scenario's folder: read */
+    snprintf(p, sizeof(p), "%s/lens.txt", scen);
+    e = load_errors(file, lens, p);
+    if (e[0]) fail_msg("a file beside the scenario was refused: %s", e);
+    free(e);
+    /* outside it, named plainly */
+    snprintf(p, sizeof(p), "%s/lens.txt", out);
+    e = load_errors(file, lens, p);
+    expect_refused(e, file, jp, p, out);
+    free(e);
+    /* through a symlink inside the scenario's folder */
+    snprintf(link, sizeof(link), "%s/link.txt", scen);
+    assert_int_equal(symlink(p, link), 0);
+    e = load_errors(file, lens, link);
+    expect_refused(e, file, jp, p, out);
+    free(e);
+    /* through .. */
+    snprintf(link, sizeof(link), "%s/../outside/lens.txt", scen);
+    e = load_errors(file, lens, link);
+    expect_refused(e, file, jp, p, out);
+    free(e);
+    /* a missing file outside is refused too, and so is a dangling link to one: the
+     * answer never says what exists there */
+    snprintf(p, sizeof(p), "%s/none.txt", out);
+    e = load_errors(file, lens, p);
+    expect_refused(e, file, jp, p, out);
+    free(e);
+    snprintf(link, sizeof(link), "%s/dangling.txt", scen);
+    assert_int_equal(symlink(p, link), 0);
+    e = load_errors(file, lens, link);
+    expect_refused(e, file, jp, p, out);
+    free(e);
+    /* a symlink loop cannot be resolved: refused, not read */
+    snprintf(link, sizeof(link), "%s/loop.txt", scen);
+    assert_int_equal(symlink(link, link), 0);
+    e = load_errors(file, lens, link);
+    if (!strstr(e, "loop.txt: cannot be resolved")) fail_msg("a symlink loop: %s", e);
+    free(e);
+    /* the model and the tokenizer: their own JSON paths */
+    snprintf(p, sizeof(p), "%s/m.gguf", out);
+    e = load_errors(file, "{\"name\": \"t\", \"model\": {\"path\": \"%s\"}, \"cache\": \"warm\", \"workload\": "
+                          "{\"prompt_tokens\": 4, \"generate\": 4}}", p);
+    expect_refused(e, file, ".model.path", p, out);
+    free(e);
+    e = load_errors(file, "{\"name\": \"t\", \"model\": \"%s\", \"cache\": \"warm\", \"workload\": "
+                          "{\"prompt_tokens\": 4, \"generate\": 4}}", p);
+    expect_refused(e, file, ".model", p, out);
+    free(e);
+    snprintf(p, sizeof(p), "%s/tok.bin", out);
+    e = load_errors(file, "{\"name\": \"t\", \"model\": {\"path\": \"MODEL\", \"tokenizer\": \"%s\"}, \"cache\": \"warm\", "
+                          "\"workload\": {\"prompt_tokens\": 4, \"generate\": 4}}", p);
+    expect_refused(e, file, ".model.tokenizer", p, out);
+    free(e);
+    /* an allocator scenario's trace */
+    snprintf(p, sizeof(p), "%s/x.trace", out);
+    e = load_errors(file, "{\"kind\": \"allocators\", \"name\": \"t\", \"allocators\": [\"libc\"], \"workloads\": "
+                          "[{\"name\": \"a\", \"pattern\": \"trace\", \"trace\": \"%s\"}]}", p);
+    expect_refused(e, file, ".workloads[0].trace", p, out);
+    free(e);
+    /* a safetensors folder beside the scenario whose config.json links outside */
+    snprintf(p, sizeof(p), "%s/st", scen);
+    assert_int_equal(mkdir(p, 0755), 0);
+    snprintf(link, sizeof(link), "%s/st/config.json", scen);
+    snprintf(p, sizeof(p), "%s/lens.txt", out);
+    assert_int_equal(symlink(p, link), 0);
+    snprintf(link, sizeof(link), "%s/st", scen);
+    e = load_errors(file, "{\"name\": \"t\", \"model\": \"%s\", \"cache\": \"warm\", \"workload\": "
+                          "{\"prompt_tokens\": 4, \"generate\": 4}}", link);
+    expect_refused(e, file, ".model", p, out);
+    if (!strstr(e, "/st/config.json resolves to")) fail_msg("the link is not named: %s", e);
+    free(e);
+
+    /* a scenario in the home directory does not open it to itself: a folder that holds
+     * $HOME is no root unless named */
+    const char *h = getenv("HOME");
+    char *home = h ? strdup(h) : NULL;
+    setenv("HOME", scen, 1);
+    snprintf(p, sizeof(p), "%s/lens.txt", scen);
+    e = load_errors(file, lens, p);
+    if (!strstr(e, "outside the folders a scenario may read from") || strstr(e, "(the scenario's folder)"))
+        fail_msg("the home directory counted as the scenario's folder: %s", e);
+    free(e);
+    snprintf(p, sizeof(p), "%s/st", scen);
+    setenv("HOME", p, 1);   /* below the scenario's folder: that folder holds it */
+    snprintf(p, sizeof(p), "%s/lens.txt", scen);
+    e = load_errors(file, lens, p);
+    if (!strstr(e, "outside the folders a scenario may read from")) fail_msg("a folder holding $HOME counted: %s", e);
+    free(e);
+    if (home) setenv("HOME", home, 1);
+    else unsetenv("HOME");
+    free(home);
+
+    /* --allow-read (cf_allow) lets the file be read: its second line is then an error of its own */
+    snprintf(p, sizeof(p), "%s/lens.txt", out);
+    char err[PATH_MAX + 256];
+    assert_int_equal(cf_allow(out, err, sizeof(err)), 0);
+    e = load_errors(file, lens, p);
+    if (!strstr(e, "lens.txt:2: expected an integer")) fail_msg("--allow-read did not allow it: %s", e);
+    free(e);
+    cf_reset();
+    e = load_errors(file, lens, p);
+    expect_refused(e, file, jp, p, out);
+    free(e);
+    assert_int_equal(cf_allow("/nonexistent/dir", err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "--allow-read /nonexistent/dir: No such file"));
+    /* ... and so does $BENCH_ALLOW_READ, one folder of a colon-separated list */
+    const char *old = getenv("BENCH_ALLOW_READ");
+    char *keep = old ? strdup(old) : NULL, env[2 * PATH_MAX];
+    snprintf(env, sizeof(env), "/nonexistent:%s:%s", out, old ? old : "");
+    setenv("BENCH_ALLOW_READ", env, 1);
+    e = load_errors(file, lens, p);
+    if (!strstr(e, "lens.txt:2: expected an integer")) fail_msg("BENCH_ALLOW_READ did not allow it: %s", e);
+    free(e);
+    if (keep) setenv("BENCH_ALLOW_READ", keep, 1);
+    else unsetenv("BENCH_ALLOW_READ");
+    free(keep);
+    tu_rmtree(dir);
+}
+
+/* The shipped scenarios need no flag and no variable (make run, .ci/run): their traces
+ * are under scenarios/, their models synth specs. Some cannot load here for reasons of
+ * their own (a CUDA device, jemalloc's static TLS), but none for a path; make run's
+ * and CI's load. */
+static void test_shipped_scenarios_need_no_flag(void **state) {
+    (void)state;
+    const char *old = getenv("BENCH_ALLOW_READ");
+    char *keep = old ? strdup(old) : NULL;
+    unsetenv("BENCH_ALLOW_READ");
+    glob_t g;
+    assert_int_equal(glob("scenarios/*.json", 0, NULL, &g), 0);
+    assert_true(g.gl_pathc >= 8);
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+        const char *file = g.gl_pathv[i];
+        scenario *s = NULL;
+        sc_errors e;
+        int rc = sc_load(file, tu_module_dir(), &s, &e);
+        for (int k = 0; k < e.n; k++)
+            if (strstr(e.v[k], "outside the folders")) fail_msg("a shipped scenario needs a flag: %s", e.v[k]);
+        if (!strcmp(file, "scenarios/mmap_vs_pread.json") || !strcmp(file, "scenarios/ci.json")) {
+            for (int k = 0; k < e.n; k++) fprintf(stderr, "%s\n", e.v[k]);
+            assert_int_equal(rc, 0);
+        }
+        sc_free(s);
+        sc_errors_free(&e);
+    }
+    globfree(&g);
+    if (keep) setenv("BENCH_ALLOW_READ", keep, 1);
+    free(keep);
+}
+
 static void test_missing_file(void **state) {
     (void)state;
     scenario *s;
@@ -523,6 +748,8 @@ int main(void) {
         cmocka_unit_test(test_every_error_reported),
         cmocka_unit_test(test_only_selects),
         cmocka_unit_test(test_missing_file),
+        cmocka_unit_test(test_read_paths_confined),
+        cmocka_unit_test(test_shipped_scenarios_need_no_flag),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

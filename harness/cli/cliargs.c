@@ -1,7 +1,11 @@
 /* One message for a bad argument, with a suggestion instead of the whole help page. */
 #include "harness/cli/cliargs.h"
 
+#include <limits.h>
 #include <string.h>
+
+#include "harness/report/locations.h"
+#include "harness/spec/confine.h"
 
 /* Levenshtein distance, capped: options are short */
 static int cli_dist(const char *a, const char *b) {
@@ -45,5 +49,19 @@ int cli_bad_arg(FILE *f, const char *cmd, const char *arg, const char *const *kn
     const char *near = cli_nearest(arg, known);
     if (near) fprintf(f, "bench %s: unknown option \"%s\": did you mean %s? (bench %s --help)\n", cmd, arg, near, cmd);
     else fprintf(f, "bench %s: unknown option \"%s\" (bench %s --help lists the options)\n", cmd, arg, cmd);
+    return CLI_EXIT_USAGE;
+}
+
+void cli_allow_model_cache(void) {
+    char dir[PATH_MAX], e[64];
+    const char *why;
+    /* a cache not made yet holds no model to read */
+    if (!loc_model_cache(dir, sizeof(dir), &why)) (void)cf_allow_as(dir, "the model cache", e, sizeof(e));
+}
+
+int cli_allow_read(const char *cmd, const char *dir) {
+    char e[PATH_MAX + 256];
+    if (!cf_allow(dir, e, sizeof(e))) return 0;
+    fprintf(stderr, "bench %s: %s\n", cmd, e);
     return CLI_EXIT_USAGE;
 }

@@ -14,4 +14,10 @@ int cli_bad_arg(FILE *f, const char *cmd, const char *arg, const char *const *kn
 /* The known option nearest to arg by edit distance (at most 2, or a prefix), or NULL. */
 const char *cli_nearest(const char *arg, const char *const *known);
 
+/* The model cache as a folder a scenario may read (harness/spec/confine.h: the spec
+ * layer cannot locate it); bench run, exec and plan call it before loading one. */
+void cli_allow_model_cache(void);
+/* --allow-read DIR of bench CMD: 0, or CLI_EXIT_USAGE after printing why. */
+int cli_allow_read(const char *cmd, const char *dir);
+
 #endif

@@ -22,7 +22,8 @@
 
 static void ex_usage(FILE *f) {
     fprintf(f,
-            "usage: bench exec SCENARIO.json [--variant key=val,...] [--kernels NAME] [--loop N] [--callgrind] [--which]\n\n"
+            "usage: bench exec SCENARIO.json [--variant key=val,...] [--kernels NAME] [--loop N] [--callgrind] [--which]\n"
+            "                  [--allow-read DIR]...\n\n"
             "Runs exactly one repetition of one variant of the scenario in this process: the\n"
             "same code as `bench run`'s workers, with no fork and no sampler thread, so that\n"
             "perf and valgrind can be put in front of it. The phases and their times go to\n"
@@ -39,7 +40,9 @@ static void ex_usage(FILE *f) {
             "  --callgrind        dump callgrind stats at each phase's end (under valgrind\n"
             "                     --tool=callgrind: one output file per phase) and print no timings\n"
             "  --which            print the scenario's name and the variant's key, tab-separated,\n"
-            "                     and run nothing (the wrapper scripts name their folders by it)\n\n"
+            "                     and run nothing (the wrapper scripts name their folders by it)\n"
+            "  --allow-read DIR   let the scenario read files under DIR too, as in `bench run`\n"
+            "                     (repeatable; or $BENCH_ALLOW_READ=DIR1:DIR2)\n\n"
             "examples:\n"
             "  bench exec scenarios/ci.json --variant loader=pread,kv=dynamic\n"
             "  perf record -g -- bench exec scenarios/mmap_vs_pread.json --variant loader=mmap,cache=warm --loop 20\n"
@@ -117,6 +120,9 @@ int cmd_exec(int argc, char **argv) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { ex_usage(stdout); return 0; }
         else if (!strcmp(a, "--variant") && v) want = argv[++i];
+        else if (!strcmp(a, "--allow-read") && v) {
+            if (cli_allow_read("exec", argv[++i])) return CLI_EXIT_USAGE;
+        }
         else if (!strcmp(a, "--loop") && v) {
             char *end;
             long n = strtol(argv[++i], &end, 10);
@@ -131,7 +137,7 @@ int cmd_exec(int argc, char **argv) {
         else if (!strcmp(a, "--which")) which = 1;
         else if (a[0] != '-' && !file) file = a;
         else {
-            static const char *const known[] = {"--variant", "--loop", "--callgrind", "--which", "--help", NULL};
+            static const char *const known[] = {"--variant", "--loop", "--callgrind", "--which", "--allow-read", "--help", NULL};
             return cli_bad_arg(stderr, "exec", a, known);
         }
     }
@@ -147,6 +153,7 @@ int cmd_exec(int argc, char **argv) {
     }
     scenario *s = NULL;
     sc_errors errs;
+    cli_allow_model_cache();
     if (sc_load(file, NULL, &s, &errs)) {
         for (int i = 0; i < errs.n; i++) fprintf(stderr, "%s\n", errs.v[i]);
         fprintf(stderr, "bench exec: %d error%s in %s; nothing was run\n", errs.n, errs.n == 1 ? "" : "s", file);

@@ -13,7 +13,7 @@
 static void plan_usage(FILE *f) {
     fprintf(f,
             "usage: bench plan SCENARIO.json --shards N [--only key=val,...] [--repeat N] [--quick]\n"
-            "                  [--device cpu|cuda] [--out FILE]\n\n"
+            "                  [--device cpu|cuda] [--allow-read DIR]... [--out FILE]\n\n"
             "Splits the scenario's matrix, variants x repetitions, into N shards for N machines and\n"
             "prints the plan as JSON: every shard's cells (variant, repetition), its warm-ups and the\n"
             "`bench run ... --shard i/N` line that runs it. The split is deterministic (the same on every\n"
@@ -22,7 +22,9 @@ static void plan_usage(FILE *f) {
             "--only, --repeat, --quick and --device mean what they mean to `bench run`, and must be given\n"
             "to every shard's `bench run` alike.\n\n"
             "  --shards N   the number of shards (machines, or Slurm array tasks)\n"
-            "  --out FILE   write the plan to FILE instead of stdout\n\n"
+            "  --out FILE   write the plan to FILE instead of stdout\n"
+            "  --allow-read DIR  let the scenario read files under DIR too, as in `bench run`; each\n"
+            "               shard's command line carries it\n\n"
             "Exit status: 0 done; 2 bad arguments or scenario, or more shards than cells.\n\n"
             "examples:\n"
             "  bench plan scenarios/mmap_vs_pread.json --shards 3\n"
@@ -40,12 +42,18 @@ int cmd_plan(int argc, char **argv) {
     const char *file = NULL, *out = NULL, *only = NULL, *device = NULL;
     int shards = 0, repeat = 0, quick = 0;
     char run_cmd[2048] = "bench run";
+    const char *allow[32];
+    int n_allow = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { plan_usage(stdout); return 0; }
         else if (!strcmp(a, "--out") && v) out = argv[++i];
         else if (!strcmp(a, "--only") && v) only = argv[++i];
         else if (!strcmp(a, "--device") && v) device = argv[++i];
+        else if (!strcmp(a, "--allow-read") && v) {
+            if (cli_allow_read("plan", argv[++i])) return CLI_EXIT_USAGE;
+            if (n_allow < 32) allow[n_allow++] = argv[i];
+        }
         else if ((!strcmp(a, "--shards") || !strcmp(a, "--repeat")) && v) {
             char *end;
             long n = strtol(argv[++i], &end, 10);
@@ -58,7 +66,8 @@ int cmd_plan(int argc, char **argv) {
         else if (!strcmp(a, "--quick")) quick = 1;
         else if (a[0] != '-' && !file) file = a;
         else {
-            static const char *const known[] = {"--out", "--only", "--device", "--shards", "--repeat", "--quick", "--help", NULL};
+            static const char *const known[] = {"--out", "--only", "--device", "--shards", "--repeat", "--quick", "--allow-read",
+                                                "--help", NULL};
             return cli_bad_arg(stderr, "plan", a, known);
         }
     }
@@ -69,6 +78,7 @@ int cmd_plan(int argc, char **argv) {
     }
     scenario *s = NULL;
     sc_errors errs;
+    cli_allow_model_cache();
     if (sc_load_on(file, NULL, device, &s, &errs)) {
         for (int i = 0; i < errs.n; i++) fprintf(stderr, "%s\n", errs.v[i]);
         fprintf(stderr, "bench plan: %d error%s in %s\n", errs.n, errs.n == 1 ? "" : "s", file);
@@ -100,6 +110,10 @@ int cmd_plan(int argc, char **argv) {
         plan_arg(run_cmd, sizeof(run_cmd), n);
     }
     if (quick) plan_arg(run_cmd, sizeof(run_cmd), "--quick");
+    for (int i = 0; i < n_allow; i++) {
+        plan_arg(run_cmd, sizeof(run_cmd), "--allow-read");
+        plan_arg(run_cmd, sizeof(run_cmd), allow[i]);
+    }
     j = sh_plan_json(s, &p, run_cmd);
     text = j ? cJSON_Print(j) : NULL;
     if (!text) {

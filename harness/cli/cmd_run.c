@@ -31,7 +31,7 @@ static void run_on_signal(int sig) {
 static void run_usage(FILE *f) {
     fprintf(f,
             "usage: bench run SCENARIO.json [--out DIR [--force]] [--only key=val,...] [--repeat N] [--quick]\n"
-            "                 [--device cpu|cuda] [--json] [--fail-fast] [--shard i/N]\n\n"
+            "                 [--device cpu|cuda] [--json] [--fail-fast] [--shard i/N] [--allow-read DIR]...\n\n"
             "Runs every variant of a scenario's matrix, each repetition in a fresh `bench worker`\n"
             "process, interleaved (A B A B ...). Measures load time, TTFT, TPOT, inter-token latency,\n"
             "RSS/PSS timelines and per-region memory (weights, KV, scratch, model file), faults per\n"
@@ -50,7 +50,12 @@ static void run_usage(FILE *f) {
             "  --fail-fast      stop at the first failed repetition\n"
             "  --shard i/N      run shard i (0-based) of N: its part of the variants x repetitions that\n"
             "                   `bench plan --shards N` shows, with its own warm-ups; results.json records\n"
-            "                   the shard and this machine; `bench merge` joins the shards (docs/cluster.md)\n\n"
+            "                   the shard and this machine; `bench merge` joins the shards (docs/cluster.md)\n"
+            "  --allow-read DIR let the scenario read files under DIR too (repeatable; for scripts:\n"
+            "                   $BENCH_ALLOW_READ=DIR1:DIR2). The model, tokenizer, lengths and trace files\n"
+            "                   a scenario names must resolve (symlinks and .. followed) under its own\n"
+            "                   folder or the current directory (neither counts when it holds ~), or\n"
+            "                   the model cache; else nothing runs (docs/scenarios.md)\n\n"
             "Exit status: 0 all repetitions ok; 1 some failed or were invalid (see results.json);\n"
             "2 bad arguments or scenario; 130 interrupted (the finished repetitions are written).\n\n"
             "Where things go, from any directory:\n"
@@ -135,6 +140,9 @@ int cmd_run(int argc, char **argv) {
         else if (!strcmp(a, "--only") && v) only = argv[++i];
         else if (!strcmp(a, "--device") && v) device = argv[++i];
         else if (!strcmp(a, "--shard") && v) shard_arg = argv[++i];
+        else if (!strcmp(a, "--allow-read") && v) {
+            if (cli_allow_read("run", argv[++i])) return CLI_EXIT_USAGE;
+        }
         else if (!strcmp(a, "--repeat") && v) {
             char *end;
             long n = strtol(argv[++i], &end, 10);
@@ -151,7 +159,7 @@ int cmd_run(int argc, char **argv) {
         else if (a[0] != '-' && !file) file = a;
         else {
             static const char *const known[] = {"--out", "--only", "--repeat", "--quick", "--device", "--json",
-                                                "--fail-fast", "--force", "--shard", "--help", NULL};
+                                                "--fail-fast", "--force", "--shard", "--allow-read", "--help", NULL};
             return cli_bad_arg(stderr, "run", a, known);
         }
     }
@@ -168,6 +176,7 @@ int cmd_run(int argc, char **argv) {
     }
     scenario *s = NULL;
     sc_errors errs;
+    cli_allow_model_cache();
     if (sc_load_on(file, NULL, device, &s, &errs)) {
         for (int i = 0; i < errs.n; i++) fprintf(stderr, "%s\n", errs.v[i]);
         fprintf(stderr, "bench run: %d error%s in %s; nothing was run\n", errs.n, errs.n == 1 ? "" : "s", file);

@@ -10,6 +10,7 @@
 
 #include "engines/core/runtime/alloc_trace.h"
 #include "engines/core/runtime/modreg.h"
+#include "harness/spec/confine.h"
 
 /* ======================================================================
  * The scenario: parsing and validation
@@ -21,11 +22,12 @@ static const char *const aw_touch_names[] = {"none", "first", "pages", NULL};
 typedef struct aw_ctx {
     const char *file;
     sc_errors *errs;
+    int confine;        /* the scenario's own paths (confine.h); the worker's spec was checked by its parent */
 } aw_ctx;
 
 static void aw_err(aw_ctx *c, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void aw_err(aw_ctx *c, const char *path, const char *fmt, ...) {
-    char msg[768], line[1200];
+    char msg[2048], line[2600];     /* a refused path lists the allowed folders */
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
@@ -176,8 +178,9 @@ static int aw_parse_workload(aw_ctx *c, const cJSON *j, const char *path, aw_wor
         } else {
             w->trace = strdup(tr->valuestring);
             at_trace t;
-            char err[512];
-            if (at_load(tr->valuestring, &t, err, sizeof(err))) aw_err(c, p, "%s", err);
+            char err[1800];
+            if (c->confine && cf_check(c->file, tr->valuestring, err, sizeof(err))) aw_err(c, p, "%s", err);
+            else if (at_load(tr->valuestring, &t, err, sizeof(err))) aw_err(c, p, "%s", err);
             else {
                 w->ops = t.calls;
                 at_trace_free(&t);
@@ -311,7 +314,7 @@ static void aw_placeholder(sc_axis *ax, const char *name, int ival) {
 }
 
 int aw_parse_scenario(scenario *s, const cJSON *root, sc_errors *errs) {
-    aw_ctx c = {.file = s->file, .errs = errs};
+    aw_ctx c = {.file = s->file, .errs = errs, .confine = 1};
     static const char *const keys[] = {"kind", "name", "description", "allocators", "workloads", "repetitions",
                                        "warmup", "timeout_s", "sample_ms", NULL};
     aw_check_keys(&c, root, "", keys);

@@ -15,6 +15,7 @@
 #include "engines/core/runtime/modreg.h"
 #include "engines/core/synth/synth.h"
 #include "harness/spec/alloc_spec.h"
+#include "harness/spec/confine.h"
 #include "harness/spec/kind.h"
 
 /* ---- errors ---- */
@@ -29,7 +30,7 @@ typedef struct sc_ctx {
 
 static void sc_err(sc_ctx *c, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void sc_err(sc_ctx *c, const char *path, const char *fmt, ...) {
-    char msg[768];
+    char msg[2048];     /* a refused path lists the allowed folders */
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
@@ -190,6 +191,32 @@ static int sc_file_exists(const char *p) {
     return stat(p, &st) == 0;
 }
 
+/* A path the scenario names to read must stay inside the allowed folders (confine.h):
+ * checked before anything looks at the file, so a refused one is never opened. */
+static int sc_confined(sc_ctx *c, const char *jpath, const char *p) {
+    char e[1800];
+    if (!cf_check(c->file, p, e, sizeof(e))) return 0;
+    sc_err(c, jpath, "%s", e);
+    return -1;
+}
+
+/* A safetensors model (a folder, a .safetensors or .json file) is read with the files
+ * beside it by name (config.json, tokenizer.json, the shards): none may link elsewhere. */
+static int sc_confined_beside(sc_ctx *c, const char *jpath, const char *p) {
+    struct stat st;
+    size_t n = strlen(p);
+    char dir[4096], e[1800];
+    if (!stat(p, &st) && S_ISDIR(st.st_mode)) snprintf(dir, sizeof(dir), "%s", p);
+    else if ((n > 12 && !strcmp(p + n - 12, ".safetensors")) || (n > 5 && !strcmp(p + n - 5, ".json"))) {
+        const char *slash = strrchr(p, '/');
+        snprintf(dir, sizeof(dir), "%.*s", !slash ? 1 : slash == p ? 1 : (int)(slash - p), !slash ? "." : p);
+    } else
+        return 0;
+    if (!cf_check_folder(c->file, dir, e, sizeof(e))) return 0;
+    sc_err(c, jpath, "%s (beside the model, read with it)", e);
+    return -1;
+}
+
 static void sc_parse_model(sc_ctx *c, scenario *s, const cJSON *j) {
     const char *path = ".model";
     if (cJSON_IsString(j)) {
@@ -238,10 +265,16 @@ static void sc_parse_model(sc_ctx *c, scenario *s, const cJSON *j) {
         sc_err(c, path, "expected a path or an object {\"path\": ...} / {\"synth\": {...}}, got %s", sc_type_name(j));
         return;
     }
-    if (s->model_path && !sc_file_exists(s->model_path))
-        sc_err(c, path, "model not found: %s (%s): give a path that exists (relative to the current directory) "
+    int model_str = cJSON_IsString(j);
+    if (s->model_path && (sc_confined(c, model_str ? ".model" : ".model.path", s->model_path) ||
+                          sc_confined_beside(c, model_str ? ".model" : ".model.path", s->model_path))) {
+        /* refused: nothing more to say about it */
+    } else if (s->model_path && !sc_file_exists(s->model_path))
+        sc_err(c, model_str ? ".model" : ".model.path", "model not found: %s (%s): give a path that exists (relative to the current directory) "
                "or a synth spec such as {\"synth\": {\"shape\": \"tiny\"}}", s->model_path, strerror(errno));
-    if (s->tokenizer_path && !sc_file_exists(s->tokenizer_path))
+    if (s->tokenizer_path && sc_confined(c, ".model.tokenizer", s->tokenizer_path)) {
+        /* refused */
+    } else if (s->tokenizer_path && !sc_file_exists(s->tokenizer_path))
         sc_err(c, ".model.tokenizer", "tokenizer not found: %s (%s)", s->tokenizer_path, strerror(errno));
 }
 
@@ -339,7 +372,7 @@ static void sc_parse_dist(sc_ctx *c, const cJSON *obj, const char *key, const ch
             return;
         }
         d->file = strdup(v->valuestring);
-        sc_read_lengths(c, q, v->valuestring, lo, hi, d);
+        if (!sc_confined(c, q, v->valuestring)) sc_read_lengths(c, q, v->valuestring, lo, hi, d);
     }
 }
 

@@ -14,6 +14,16 @@
  * main() hands to the spec layer (harness/spec/kind.h). */
 __attribute__((constructor)) static void tu_use_kinds(void) { bench_kinds_use(); }
 
+/* The tests' scenarios name models in the shared folder, outside the folders a scenario
+ * may read from by default (harness/spec/confine.h): every test binary, and each bench
+ * it starts, allows it the way a script would, through $BENCH_ALLOW_READ. */
+__attribute__((constructor)) static void tu_allow_shared(void) {
+    const char *root = getenv("BENCH_SHARED"), *have = getenv("BENCH_ALLOW_READ");
+    char v[8192];
+    snprintf(v, sizeof(v), "%s%s%s", have && *have ? have : "", have && *have ? ":" : "", root ? root : "../shared");
+    setenv("BENCH_ALLOW_READ", v, 1);
+}
+
 static char tu_missing_path[1024];
 
 const char *tu_missing(void) { return tu_missing_path; }

@@ -1,0 +1,43 @@
+/* Where a scenario file may make bench read (docs/reliability.md, "Paths in scenario files").
+ *
+ * A scenario someone else wrote names files to read: the model, its tokenizer, a
+ * request-lengths file, an allocation trace. Each must resolve (realpath: symlinks and
+ * `..` followed first) inside one of the allowed roots:
+ *   - the scenario file's own folder and what is under it,
+ *   - the current directory and what is under it,
+ *   - the model cache (harness/report/locations.h; the layer above finds it and hands
+ *     it over with cf_allow_as, as harness/cli/cliargs.c's cli_allow_model_cache does),
+ *   - each folder given with --allow-read DIR (bench run, plan, exec: cf_allow),
+ *   - each folder of $BENCH_ALLOW_READ (colon-separated, for scripts and CI).
+ * The scenario's folder and the current directory do not count when they hold the
+ * home directory ($HOME itself, /home, /): run from one's home, they would open
+ * ~/.ssh to any scenario. Such a folder is allowed only by naming it (--allow-read ~).
+ * A command-line path (bench generate --model) is the user's own choice and is not
+ * checked here.
+ */
+#ifndef BENCH_CONFINE_H
+#define BENCH_CONFINE_H
+
+#include <stddef.h>
+
+/* Adds DIR to the roots for the rest of the process (--allow-read). It must exist.
+ * Returns 0, or -1 with err. */
+int cf_allow(const char *dir, char *err, size_t errlen);
+/* The same, the root named why in messages ("the model cache"; why is not copied). */
+int cf_allow_as(const char *dir, const char *why, char *err, size_t errlen);
+/* Forgets the roots cf_allow added (tests). */
+void cf_reset(void);
+
+/* Checks path, as scenario_file wrote it (relative to the current directory), before
+ * anything opens it. A path that does not exist is resolved as far as it goes (its
+ * folder's realpath and its name), so "not found" is said only inside the roots and
+ * never tells a scenario what exists elsewhere. Returns 0 when it resolves inside a
+ * root; -1 with err, one sentence: the path, what it resolves to, the roots, and the
+ * flag and the variable that would allow it. */
+int cf_check(const char *scenario_file, const char *path, char *err, size_t errlen);
+/* cf_check for each symlink in folder dir: a safetensors model is a folder whose
+ * config.json, tokenizer.json, index and shards the loader opens by name, and one of
+ * them may point elsewhere. The error names the entry. */
+int cf_check_folder(const char *scenario_file, const char *dir, char *err, size_t errlen);
+
+#endif
