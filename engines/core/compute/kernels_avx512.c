@@ -130,6 +130,7 @@ KN_INLINE __m256i ki_udot(__m256i u, __m256i q) { return _mm256_dpbusd_epi32(_mm
 #define KI_RB 4
 #define KI_TB 4
 #define KI_NSUM 1
+#define KI_ZMM 1 /* decode on 512-bit vpdpbusd (kernels_int8.inc) */
 #include "kernels_int8_gemm.inc"
 #define KI_GEMM KI_FN(gemm)
 #include "kernels_int8.inc"
