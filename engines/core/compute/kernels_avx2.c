@@ -90,8 +90,8 @@ KN_INLINE void kq_w16(const kq_tab *t, int bits, __m128i q, vf *w) {
     w[0] = kq_map8(t, q);
     w[1] = kq_map8(t, _mm_unpackhi_epi64(q, q));
 }
-KN_INLINE void kq_w16_mul(float D, int off, __m128i q, vf *w) {
-    const kq_tab t = kq_tab_make(_mm256_set1_ps(D), v_zero(), 0, off, 8);
+KN_INLINE void kq_w16_s8(float D, __m128i q, vf *w) {
+    const kq_tab t = kq_tab_make(_mm256_set1_ps(D), v_zero(), 0, 0, 8);
     kq_w16(&t, 8, q, w);
 }
 /* byte j of the result: 0x10 where bit j of bits is set */

@@ -93,9 +93,8 @@ KN_INLINE void kq_w16(const kq_tab *t, int bits, __m128i q, vf *w) {
     const __m512i i = _mm512_cvtepu8_epi32(q);
     w[0] = bits > 4 ? _mm512_permutex2var_ps(t->lo, i, t->hi) : _mm512_permutexvar_ps(i, t->lo);
 }
-KN_INLINE void kq_w16_mul(float D, int off, __m128i q, vf *w) {
-    const __m512i i = _mm512_add_epi32(_mm512_cvtepu8_epi32(q), _mm512_set1_epi32(off));
-    w[0] = _mm512_mul_ps(_mm512_set1_ps(D), _mm512_cvtepi32_ps(i));
+KN_INLINE void kq_w16_s8(float D, __m128i q, vf *w) {
+    w[0] = _mm512_mul_ps(_mm512_set1_ps(D), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)));
 }
 KN_INLINE vf kq_set1_half(const void *p) {
     uint16_t h;
@@ -130,6 +129,7 @@ KN_INLINE __m256i ki_udot(__m256i u, __m256i q) { return _mm256_dpbusd_epi32(_mm
 #define KI_RB 4
 #define KI_TB 4
 #define KI_NSUM 1
+#define KI_ZMM 1 /* decode on 512-bit vpdpbusd (kernels_int8.inc) */
 #include "kernels_int8_gemm.inc"
 #define KI_GEMM KI_FN(gemm)
 #include "kernels_int8.inc"
