@@ -647,6 +647,56 @@ static void test_isa_selection(void **state) {
     assert_int_equal(kn_set_isa("portable"), 0);
 }
 
+/* ---- SwiGLU ---- */
+
+/* kn_swiglu must give the scalar expression's bits (transformer.c's greedy ids rely on
+ * it): over a strided sweep of every float pattern (about a million, both signs,
+ * subnormals, |x| >= 88, infinities and NaNs), random g, and lengths that leave a tail.
+ * kernels.c's vector expf was checked against libm's expf on all 2^32 patterns once;
+ * this keeps a sample of that check. */
+static void test_swiglu_bitwise(void **state) {
+    (void)state;
+    enum { C = 4099 };
+    float *h = malloc(sizeof(float) * C), *g = malloc(sizeof(float) * C), *h0 = malloc(sizeof(float) * C);
+    assert_true(h && g && h0);
+    size_t checked = 0;
+    for (uint64_t base = 0; base < (1ull << 32); base += (uint64_t)C * 1021) {
+        const size_t len = C - (size_t)(base >> 20) % 17; /* not always a multiple of 16 */
+        for (size_t i = 0; i < len; i++) {
+            uint32_t b = (uint32_t)(base + i * 1021);
+            memcpy(&h[i], &b, sizeof b);
+            g[i] = rnd_unit() * 4.0f;
+            float v = h[i];
+            v *= 1.0f / (1.0f + expf(-v));
+            h0[i] = v * g[i];
+        }
+        kn_swiglu(h, g, len);
+        for (size_t i = 0; i < len; i++) {
+            uint32_t a, b;
+            memcpy(&a, &h[i], sizeof a);
+            memcpy(&b, &h0[i], sizeof b);
+            if (a != b && !(isnan(h[i]) && isnan(h0[i])))
+                fail_msg("swiglu x=%08x g=%.9g: %08x, the scalar form gives %08x", (uint32_t)(base + i * 1021), (double)g[i], a, b);
+        }
+        checked += len;
+    }
+    /* values where SiLU's are: small and moderate activations */
+    for (int rep = 0; rep < 64; rep++) {
+        for (int i = 0; i < C; i++) {
+            h[i] = rnd_unit() * (float)(1 + rep);
+            g[i] = rnd_unit();
+            float v = h[i];
+            v *= 1.0f / (1.0f + expf(-v));
+            h0[i] = v * g[i];
+        }
+        kn_swiglu(h, g, C);
+        assert_memory_equal(h, h0, sizeof(float) * C);
+        checked += C;
+    }
+    print_message("kernels: swiglu bitwise on %zu values\n", checked);
+    free(h); free(g); free(h0);
+}
+
 /* ---- triad ---- */
 
 static void test_triad(void **state) {
@@ -702,6 +752,7 @@ static void test_peak(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_isa_selection),
+        cmocka_unit_test(test_swiglu_bitwise),
         cmocka_unit_test(test_f32_round_trip),
         cmocka_unit_test(test_f16_round_trip),
         cmocka_unit_test(test_bf16_round_trip),

@@ -58,6 +58,9 @@ void kn_matmul_multi(tp_pool *pool, const float *x, int n, int cols, const kn_mm
 void kn_dequant_row(bench_dtype dt, const void *row, float *out, int cols);
 /* f32 -> dt, for the writers (Q8_0, Q4_0: cols a multiple of 32); dt one of bench_dtype_writable. */
 void kn_quant_row(bench_dtype dt, const float *in, void *out, int cols);
+/* SwiGLU in place: h[i] = silu(h[i]) * g[i], silu(v) = v * (1 / (1 + expf(-v))), bitwise as
+ * that scalar expression computes it with this libm (kernels.c says how). */
+void kn_swiglu(float *h, const float *g, size_t n);
 
 /* Bytes per second of a STREAM-style triad a[i] = b[i] + s*c[i] over arrays of
  * `bytes_per_array`, on the pool's threads; best of `reps`. Counts 3 arrays of traffic. */

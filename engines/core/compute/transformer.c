@@ -81,6 +81,33 @@ static void rmsnorm(float *o, const float *x, const float *weight, int size, flo
     for (int j = 0; j < size; j++) o[j] = weight[j] * (ss * x[j]);
 }
 
+/* rmsnorm of n rows of size floats (o, x: (n, size)). Each row's sum of squares is the
+ * same serial sum as rmsnorm's (so the bits are the same), but eight rows' sums advance
+ * together: eight independent add chains instead of one waiting on the adder's latency
+ * (rmsnorm was 2 to 3% of a llama-110m prefill's cycles, perf, 1 thread). */
+static void rmsnorm_rows(float *o, const float *x, const float *weight, int n, int size, float eps) {
+    enum { R = 8 };
+    for (int t0 = 0; t0 < n; t0 += R) {
+        const int nr = n - t0 < R ? n - t0 : R;
+        if (nr < R) {
+            for (int t = t0; t < n; t++) rmsnorm(o + (size_t)t * size, x + (size_t)t * size, weight, size, eps);
+            return;
+        }
+        const float *xr = x + (size_t)t0 * size;
+        float ss[R] = {0};
+        for (int j = 0; j < size; j++)
+            for (int t = 0; t < R; t++) ss[t] += xr[(size_t)t * size + j] * xr[(size_t)t * size + j];
+        for (int t = 0; t < R; t++) {
+            float s2 = ss[t] / (float)size;
+            s2 += eps;
+            s2 = 1.0f / sqrtf(s2);
+            const float *xt = xr + (size_t)t * size;
+            float *ot = o + (size_t)(t0 + t) * size;
+            for (int j = 0; j < size; j++) ot[j] = weight[j] * (s2 * xt[j]);
+        }
+    }
+}
+
 /* cos and sin of each pair's angle at pos: cs[i] for the pair starting at i (hd/2 pairs).
  * The angle is pos * theta^(-i/hd) * freq_scale / freq_factor[i/2]: freq_scale is
  * 1/rope.scaling.factor for linear scaling, the factors rope_freqs.weight (Llama 3's long
@@ -195,7 +222,7 @@ int tf_forward_spans(tf_ctx *t, const tf_span *spans, int n_spans, const int *to
 
     for (int l = 0; l < c->n_layers; l++) {
         const tf_layer *L = &w->layers[l];
-        for (int i = 0; i < n; i++) rmsnorm(s.xb + (size_t)i * dim, s.x + (size_t)i * dim, L->attn_norm, dim, c->norm_eps);
+        rmsnorm_rows(s.xb, s.x, L->attn_norm, n, dim, c->norm_eps);
         kn_mm_out qkv[3] = {{s.q, L->wq.data, L->wq.dtype, L->wq.rows}, {s.k, L->wk.data, L->wk.dtype, L->wk.rows},
                             {s.v, L->wv.data, L->wv.dtype, L->wv.rows}};
         kn_matmul_multi(t->pool, s.xb, n, dim, qkv, 3);
@@ -219,14 +246,10 @@ int tf_forward_spans(tf_ctx *t, const tf_span *spans, int n_spans, const int *to
         matmul(t, s.xb2, s.xb, n, &L->wo);
         for (size_t j = 0; j < nn * dim; j++) s.x[j] += s.xb2[j];
 
-        for (int i = 0; i < n; i++) rmsnorm(s.xb + (size_t)i * dim, s.x + (size_t)i * dim, L->ffn_norm, dim, c->norm_eps);
+        rmsnorm_rows(s.xb, s.x, L->ffn_norm, n, dim, c->norm_eps);
         kn_mm_out gate_up[2] = {{s.hb, L->w1.data, L->w1.dtype, L->w1.rows}, {s.hb2, L->w3.data, L->w3.dtype, L->w3.rows}};
         kn_matmul_multi(t->pool, s.xb, n, dim, gate_up, 2);
-        for (size_t j = 0; j < nn * hidden; j++) {
-            float val = s.hb[j];
-            val *= 1.0f / (1.0f + expf(-val)); /* SiLU */
-            s.hb[j] = val * s.hb2[j];
-        }
+        kn_swiglu(s.hb, s.hb2, nn * hidden);
         matmul(t, s.xb, s.hb, n, &L->w2);
         for (size_t j = 0; j < nn * dim; j++) s.x[j] += s.xb[j];
     }
