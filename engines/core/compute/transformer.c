@@ -72,9 +72,8 @@ void tf_unbind(tf_weights *w) {
 
 /* ---- blocks (written as the reference writes them, so greedy ids match) ---- */
 
-static void rmsnorm(float *o, const float *x, const float *weight, int size, float eps) {
-    float ss = 0.0f;
-    for (int j = 0; j < size; j++) ss += x[j] * x[j];
+/* o = weight * (x / rms), given x's sum of squares ss. */
+static void rmsnorm_apply(float *o, const float *x, const float *weight, int size, float ss, float eps) {
     ss /= (float)size;
     ss += eps;
     ss = 1.0f / sqrtf(ss);
@@ -82,29 +81,19 @@ static void rmsnorm(float *o, const float *x, const float *weight, int size, flo
 }
 
 /* rmsnorm of n rows of size floats (o, x: (n, size)). Each row's sum of squares is the
- * same serial sum as rmsnorm's (so the bits are the same), but eight rows' sums advance
+ * reference's serial sum (so the bits are the same), but eight rows' sums advance
  * together: eight independent add chains instead of one waiting on the adder's latency
  * (rmsnorm was 2 to 3% of a llama-110m prefill's cycles, perf, 1 thread). */
 static void rmsnorm_rows(float *o, const float *x, const float *weight, int n, int size, float eps) {
     enum { R = 8 };
     for (int t0 = 0; t0 < n; t0 += R) {
         const int nr = n - t0 < R ? n - t0 : R;
-        if (nr < R) {
-            for (int t = t0; t < n; t++) rmsnorm(o + (size_t)t * size, x + (size_t)t * size, weight, size, eps);
-            return;
-        }
         const float *xr = x + (size_t)t0 * size;
         float ss[R] = {0};
         for (int j = 0; j < size; j++)
-            for (int t = 0; t < R; t++) ss[t] += xr[(size_t)t * size + j] * xr[(size_t)t * size + j];
-        for (int t = 0; t < R; t++) {
-            float s2 = ss[t] / (float)size;
-            s2 += eps;
-            s2 = 1.0f / sqrtf(s2);
-            const float *xt = xr + (size_t)t * size;
-            float *ot = o + (size_t)(t0 + t) * size;
-            for (int j = 0; j < size; j++) ot[j] = weight[j] * (s2 * xt[j]);
-        }
+            for (int t = 0; t < nr; t++) ss[t] += xr[(size_t)t * size + j] * xr[(size_t)t * size + j];
+        for (int t = 0; t < nr; t++)
+            rmsnorm_apply(o + (size_t)(t0 + t) * size, xr + (size_t)t * size, weight, size, ss[t], eps);
     }
 }
 
@@ -255,7 +244,7 @@ int tf_forward_spans(tf_ctx *t, const tf_span *spans, int n_spans, const int *to
     }
 
     float *last = s.x + (size_t)(n - n_out) * dim;
-    for (int i = 0; i < n_out; i++) rmsnorm(s.xb + (size_t)i * dim, last + (size_t)i * dim, w->out_norm, dim, c->norm_eps);
+    rmsnorm_rows(s.xb, last, w->out_norm, n_out, dim, c->norm_eps);
     matmul(t, logits, s.xb, n_out, &w->output);
     bench_free(t->alloc, mem, bytes);
     return 0;
