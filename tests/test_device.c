@@ -250,7 +250,7 @@ static void test_modreg_devices(void **state) {
     assert_int_equal(modreg_load_for(tu_module_dir(), "cpu", "kv", "block", &e, err, sizeof(err)), 0);
     assert_string_equal(e.mod->devices, "cpu");
     modreg_entry_close(&e);
-    assert_int_equal(modreg_load_for(tu_module_dir(), NULL, "kv", "vmm", &e, err, sizeof(err)), -1);
+    assert_true(modreg_load_for(tu_module_dir(), NULL, "kv", "vmm", &e, err, sizeof(err)) < 0);
     assert_non_null(strstr(err, "unknown kv module \"vmm\""));
     if (f->cuda != CT_NOT_BUILT) assert_non_null(strstr(err, "it is built for cuda (--device cuda)"));
 }
@@ -276,7 +276,7 @@ static void test_modreg_devices_cuda(void **state) {
         assert_int_equal(e.mod->score() > 0, f->cuda == CT_GPU);
         modreg_entry_close(&e);
     }
-    assert_int_equal(modreg_load_for(tu_module_dir(), "cuda", "alloc", "libc", &e, err, sizeof(err)), -1);
+    assert_true(modreg_load_for(tu_module_dir(), "cuda", "alloc", "libc", &e, err, sizeof(err)) < 0);
     assert_non_null(strstr(err, "unknown cuda alloc module"));
     modreg r;
     char warn[4096];
@@ -311,12 +311,12 @@ static void test_engine_device_choice(void **state) {
     engine_destroy(e);
 
     s.device = "tpu";
-    assert_int_equal(engine_create(&s, &e, err, sizeof(err)), -1);
+    assert_true(engine_create(&s, &e, err, sizeof(err)) < 0);
     assert_null(e);
     assert_non_null(strstr(err, "\"tpu\""));
     if (f->cuda == CT_GPU) return;
     s.device = "cuda";
-    assert_int_equal(engine_create(&s, &e, err, sizeof(err)), -1);
+    assert_true(engine_create(&s, &e, err, sizeof(err)) < 0);
     assert_null(e);
     assert_non_null(strstr(err, f->cuda == CT_NOT_BUILT ? "device \"cuda\" is not built here" : "device cuda: no CUDA device: "));
 }

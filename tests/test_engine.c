@@ -137,7 +137,7 @@ static void test_oracle_every_kernels(void **state) {
     engine_spec bad = {.model_path = f->model, .tokenizer_path = f->tok, .module_dir = tu_module_dir(), .kernels = "avx9"};
     engine *e = NULL;
     char err[512];
-    assert_int_equal(engine_create(&bad, &e, err, sizeof(err)), -1);
+    assert_true(engine_create(&bad, &e, err, sizeof(err)) < 0);
     assert_null(e);
     assert_non_null(strstr(err, "unknown kernels \"avx9\" (have: auto, vnni, avx512-bf16, avx512, avx2-int8, avx2, portable)"));
     kn_set_isa("auto");

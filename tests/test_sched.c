@@ -337,7 +337,7 @@ static void test_engine_errors(void **state) {
     engine *e = NULL;
     engine_spec spec = {.model_path = f->model, .tokenizer_path = f->tok, .kv = "prealloc", .threads = 1, .max_pos = 64,
                         .kv_budget_bytes = 1000, .module_dir = tu_module_dir()};
-    assert_int_equal(engine_create(&spec, &e, err, sizeof(err)), -1);
+    assert_true(engine_create(&spec, &e, err, sizeof(err)) < 0);
     assert_non_null(strstr(err, "holds no sequence"));
     assert_non_null(strstr(err, "64 positions"));
     spec.kv_budget_bytes = 0;
@@ -347,12 +347,12 @@ static void test_engine_errors(void **state) {
     assert_true(engine_kv_memory(e).reserved == 3 * 64 * (double)engine_kv_token_bytes(e));
     int seqs[] = {0, 0}, toks[] = {1, 1}, pos[] = {0, 0};
     float *logits;
-    assert_int_equal(engine_forward_batch(e, seqs, toks, pos, 2, &logits, err, sizeof(err)), -1);
+    assert_true(engine_forward_batch(e, seqs, toks, pos, 2, &logits, err, sizeof(err)) < 0);
     assert_non_null(strstr(err, "twice"));
     seqs[1] = 3;
-    assert_int_equal(engine_forward_batch(e, seqs, toks, pos, 2, &logits, err, sizeof(err)), -1);
+    assert_true(engine_forward_batch(e, seqs, toks, pos, 2, &logits, err, sizeof(err)) < 0);
     assert_non_null(strstr(err, "outside 0..2"));
-    assert_int_equal(engine_reserve(e, 1, 65, err, sizeof(err)), -1);
+    assert_true(engine_reserve(e, 1, 65, err, sizeof(err)) < 0);
     assert_non_null(strstr(err, "context"));
     assert_int_equal(engine_share_prefix(e, 0, toks, 2, err, sizeof(err)), 0);     /* prealloc shares nothing */
     /* a request longer than the context, and one that does not fit the budget even alone */
@@ -377,7 +377,7 @@ static void test_engine_errors(void **state) {
     bench_opt pool = {"pool_tokens", "64"};
     spec = (engine_spec){.model_path = f->model, .kv = "block", .kv_opts = {1, &pool}, .threads = 1, .max_pos = 64,
                          .kv_budget_tokens = 128, .module_dir = tu_module_dir()};
-    assert_int_equal(engine_create(&spec, &e, err, sizeof(err)), -1);
+    assert_true(engine_create(&spec, &e, err, sizeof(err)) < 0);
     assert_non_null(strstr(err, "both size the pool"));
 }
 

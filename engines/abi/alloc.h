@@ -9,16 +9,18 @@
 
 #include "module.h"
 
-#define BENCH_ALLOC_IFACE_VERSION 1u
+/* Version 2 (module API 2): create takes the module's filled options struct; thread safety
+ * and reset are declared as capabilities (BENCH_CAP_ALLOC_*). */
+#define BENCH_ALLOC_IFACE_VERSION 2u
 
 struct bench_alloc_iface {
     uint32_t version;   /* BENCH_ALLOC_IFACE_VERSION */
-    int   (*create)(const bench_opts *opts, void **ctx, char *err, size_t errlen);
+    int   (*create)(const void *opts, void **ctx, char *err, size_t errlen);
     /* size > 0; align is a power of two >= sizeof(void*). NULL when out of memory. */
     void *(*alloc)(void *ctx, size_t size, size_t align);
     /* p may be NULL. size is the size given to alloc. */
     void  (*free)(void *ctx, void *p, size_t size);
-    /* (optional) drops every live block at once; default: not supported (NULL). */
+    /* BENCH_CAP_ALLOC_RESET: drops every live block at once; NULL without the capability. */
     void  (*reset)(void *ctx);
     /* (optional) allocations, bytes live, peak bytes, ns spent in the allocator... */
     void  (*counters)(void *ctx, const bench_counter_sink *sink);

@@ -20,7 +20,8 @@
 #include "dtype.h"
 #include "kv.h"
 
-#define BENCH_DEVICE_IFACE_VERSION 1u
+/* Version 2 (module API 2): create takes the module's filled options struct. */
+#define BENCH_DEVICE_IFACE_VERSION 2u
 
 /* A weight matrix in device memory, row-major (rows, cols), in its stored dtype. */
 typedef struct bench_dev_matrix {
@@ -59,7 +60,7 @@ struct bench_device_iface {
     /* 1 when the device can run here; 0 with why not in err ("no CUDA device: ..."). */
     int  (*probe)(char *err, size_t errlen);
     /* Takes the device, makes the stream the loader, KV and forward pass share (*stream). */
-    int  (*create)(const bench_opts *opts, void **ctx, void **stream, char *err, size_t errlen);
+    int  (*create)(const void *opts, void **ctx, void **stream, char *err, size_t errlen);
     /* Keeps m (the weights stay the loader's) and sizes what the forward pass needs. */
     int  (*bind)(void *ctx, const bench_dev_model *m, char *err, size_t errlen);
     /* As tf_forward (engines/core/compute/transformer.h): tokens (n) at positions pos0.. of sequence

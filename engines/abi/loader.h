@@ -13,7 +13,8 @@
 #include "module.h"
 #include "dtype.h"
 
-#define BENCH_LOADER_IFACE_VERSION 1u
+/* Version 2 (module API 2): open takes the module's filled options struct. */
+#define BENCH_LOADER_IFACE_VERSION 2u
 
 typedef struct bench_tensor_ref {
     const char *name;
@@ -25,7 +26,7 @@ typedef struct bench_tensor_ref {
 
 struct bench_loader_iface {
     uint32_t version;   /* BENCH_LOADER_IFACE_VERSION */
-    int  (*open)(const bench_opts *opts, const bench_host *host, void **ctx, char *err, size_t errlen);
+    int  (*open)(const void *opts, const bench_host *host, void **ctx, char *err, size_t errlen);
     /* Fills data[i] for each of the n tensors. The pointers stay valid until close(). */
     int  (*load)(void *ctx, const char *const *files, int n_files,
                  const bench_tensor_ref *tensors, int n, const void **data, char *err, size_t errlen);

@@ -18,6 +18,7 @@
 #define BENCH_MODULE_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,23 +26,101 @@
 #include <stdio.h>
 #include <stdarg.h>
 
-#define BENCH_MODULE_API_VERSION 1u
+/* Version 2: typed option tables filled by the host, capabilities, region kinds and error
+ * codes. A version 1 module is refused at load (its create parsed text). */
+#define BENCH_MODULE_API_VERSION 2u
 #define BENCH_MODULE_INIT_SYMBOL "bench_module_init"
 /* Modules are built with -fvisibility=hidden, so that `nm -D` shows only what is meant to be
  * seen: the init symbol, marked with this. */
 #define BENCH_MODULE_EXPORT __attribute__((visibility("default")))
 
-/* ---- options: "key=value" pairs given on the command line or in a scenario ---- */
+/* ---- options: typed tables the host parses, checks and fills (fio's fio_option) ----
+ *
+ * A module declares its options as a NULL-terminated table of bench_option and the size of
+ * a struct of its own (bench_module.opts_size). The host reads "key=value" pairs from the
+ * command line or a scenario, checks each against the table (unknown key, type, range,
+ * enum choice), starts from every option's default and writes the values into a zeroed
+ * struct at each option's offset. The module's create/open receives that struct: a module
+ * parses no text. The table itself is checked when the module loads (modreg.c): offsets
+ * inside opts_size, known types, defaults that parse and lie in their range, unique names.
+ *
+ * What each type stores at its offset:
+ *   BENCH_OPT_BOOL    int       0 or 1 ("0/1/true/false/yes/no/on/off")
+ *   BENCH_OPT_INT     int64_t   a whole number, may be negative
+ *   BENCH_OPT_SIZE    uint64_t  bytes or a count, with k/m/g suffixes (powers of 1024)
+ *   BENCH_OPT_ENUM    int       the index of the value in `choices` ("shared|private": 0 or 1)
+ *   BENCH_OPT_STRING  char[BENCH_OPT_STRING_MAX], NUL-terminated
+ * INT and SIZE check [min, max] where min < max; min == max == 0 means no range. */
+enum { BENCH_OPT_BOOL = 1, BENCH_OPT_INT, BENCH_OPT_SIZE, BENCH_OPT_ENUM, BENCH_OPT_STRING };
+#define BENCH_OPT_STRING_MAX 128
 
-typedef struct bench_option_desc {
+typedef struct bench_option {
     const char *name;
-    const char *type;   /* "bool", "int", "size" (accepts k/m/g suffixes), "enum:a|b|c", "string" */
-    const char *def;    /* default value, as text */
+    int type;               /* BENCH_OPT_* */
+    size_t offset;          /* offsetof(the module's options struct, field) */
+    const char *def;        /* default, as a value would be written ("4m", "1", "shared") */
+    int64_t min, max;       /* INT and SIZE: the inclusive range (both 0: none) */
+    const char *choices;    /* ENUM: "a|b|c" */
     const char *help;
-} bench_option_desc;    /* arrays end with a {NULL} entry */
+    unsigned flags;         /* BENCH_OPTF_* */
+} bench_option;             /* tables end with an entry whose name is NULL */
 
+/* The option sizes a shared KV pool (BENCH_CAP_KV_SHARED_POOL): the host refuses it beside
+ * a KV budget, which sizes the pool itself (bench_kv_shape.pool_bytes). */
+#define BENCH_OPTF_SIZES_POOL 1u
+
+/* Table entries, so that a module writes one line per option. */
+#define BENCH_OPTION_BOOL(st, field, def, help) {#field, BENCH_OPT_BOOL, offsetof(st, field), def, 0, 0, NULL, help, 0}
+#define BENCH_OPTION_INT(st, field, def, lo, hi, help) {#field, BENCH_OPT_INT, offsetof(st, field), def, lo, hi, NULL, help, 0}
+#define BENCH_OPTION_SIZE(st, field, def, lo, hi, help) {#field, BENCH_OPT_SIZE, offsetof(st, field), def, lo, hi, NULL, help, 0}
+#define BENCH_OPTION_ENUM(st, field, def, choices, help) {#field, BENCH_OPT_ENUM, offsetof(st, field), def, 0, 0, choices, help, 0}
+#define BENCH_OPTION_STRING(st, field, def, help) {#field, BENCH_OPT_STRING, offsetof(st, field), def, 0, 0, NULL, help, 0}
+/* a SIZE option that sizes the shared pool (BENCH_OPTF_SIZES_POOL) */
+#define BENCH_OPTION_POOL(st, field, def, help) \
+    {#field, BENCH_OPT_SIZE, offsetof(st, field), def, 0, 0, NULL, help, BENCH_OPTF_SIZES_POOL}
+#define BENCH_OPTION_END {NULL, 0, 0, NULL, 0, 0, NULL, NULL, 0}
+
+/* "key=value" pairs as given, before the host parses them (the harness's side). */
 typedef struct bench_opt { const char *key, *value; } bench_opt;
 typedef struct bench_opts { int n; const bench_opt *v; } bench_opts;
+
+/* ---- capabilities: what a module declares it does, checked when it loads ----
+ *
+ * The host decides by these flags, never by a module's name or an option's name. A flag
+ * that needs an optional slot is refused at load when the slot is missing, and a slot that
+ * a flag governs is refused when the flag is not declared (modreg.c), so the flags and the
+ * vtable cannot disagree. A flag of another family is refused too. */
+#define BENCH_CAP_KV_SHARED_POOL    (1ull << 0)  /* kv: one pool for every sequence, sized by bench_kv_shape.pool_bytes */
+#define BENCH_CAP_KV_PREFIX_SHARE   (1ull << 1)  /* kv: tokens + share_prefix slots (a prefix cache) */
+#define BENCH_CAP_KV_FORK           (1ull << 2)  /* kv: fork slot (copy-on-write sequences) */
+#define BENCH_CAP_ALLOC_THREAD_SAFE (1ull << 8)  /* alloc: alloc/free may be called from several threads at once */
+#define BENCH_CAP_ALLOC_RESET       (1ull << 9)  /* alloc: reset slot (drops every block at once) */
+#define BENCH_CAP_LOADER_MAPS_FILE  (1ull << 16) /* loader: tensors are the file's own pages (a truncation shows) */
+#define BENCH_CAP_KV_MASK     0x00000000000000ffull
+#define BENCH_CAP_ALLOC_MASK  0x000000000000ff00ull
+#define BENCH_CAP_LOADER_MASK 0x0000000000ff0000ull
+
+/* ---- error codes: a failing call returns -code and writes its message ----
+ *
+ * The host decides what a failure is (a repetition that ran out of memory, a file that is
+ * not there, a request the module refused) by the code, never by the message's words.
+ * bench_errf is the generic failure (-1, BENCH_ERR_FAIL); bench_errc names the code. */
+enum {
+    BENCH_ERR_FAIL = 1,     /* anything else */
+    BENCH_ERR_NOMEM,        /* an allocation or mapping was refused */
+    BENCH_ERR_NOTFOUND,     /* a file, module or entry that is not there */
+    BENCH_ERR_REFUSED,      /* a request the module does not do (a capability, a value out of its range) */
+    BENCH_ERR_INVALID,      /* bad input: a malformed file, an inconsistent shape */
+    BENCH_ERR_IO,           /* a read or write failed */
+};
+#define BENCH_ERR_MAX BENCH_ERR_IO
+
+/* The name of a code, for messages and results ("nomem"). */
+static inline const char *bench_err_name(int code) {
+    static const char *const names[] = {"ok", "fail", "nomem", "notfound", "refused", "invalid", "io"};
+    if (code < 0) code = -code;
+    return code <= BENCH_ERR_MAX ? names[code] : "fail";
+}
 
 /* ---- counters a module reports about itself ----
  *
@@ -84,6 +163,20 @@ typedef struct bench_allocator {
     void *ctx;
 } bench_allocator;
 
+/* ---- memory regions a module names, so that RSS is split by what holds it ---- */
+enum {
+    BENCH_REGION_WEIGHTS = 1,   /* the model's tensors ("bench:weights" in smaps) */
+    BENCH_REGION_KV,            /* the KV cache ("bench:kv") */
+    BENCH_REGION_SCRATCH,       /* activations, staging, bounce buffers ("bench:scratch") */
+};
+#define BENCH_REGION_MAX BENCH_REGION_SCRATCH
+
+/* The name smaps shows for a region kind; NULL for a kind the host does not know. */
+static inline const char *bench_region_name(int kind) {
+    static const char *const names[] = {NULL, "bench:weights", "bench:kv", "bench:scratch"};
+    return kind >= 1 && kind <= BENCH_REGION_MAX ? names[kind] : NULL;
+}
+
 /* ---- what the host provides to a module ---- */
 
 typedef void (*bench_task_fn)(void *arg, int task, int n_tasks);
@@ -97,8 +190,9 @@ typedef struct bench_host {
     const bench_allocator *alloc;
     /* Names an anonymous mapping for /proc/<pid>/smaps (PR_SET_VMA_ANON_NAME), best effort,
      * and tells the host's caller about it (it finds the region where the kernel cannot name it).
-     * Call as host->name_region(host, addr, len, "bench:kv"). */
-    void (*name_region)(const struct bench_host *host, void *addr, size_t len, const char *name);
+     * kind is a BENCH_REGION_*: the host turns it into the name the memory figures use.
+     * Call as host->name_region(host, addr, len, BENCH_REGION_KV), or through bench_name_region. */
+    void (*name_region)(const struct bench_host *host, void *addr, size_t len, int kind);
     /* The device the engine runs on: "cpu", or a device module's name ("cuda"). A module built
      * for a device takes and returns device pointers (the loader's tensors, the KV module's
      * k, v, q and out). NULL is read as "cpu". */
@@ -124,6 +218,11 @@ static inline void bench_logf(const bench_host *host, const char *fmt, ...) {
     else fprintf(stderr, "%s\n", msg);
 }
 
+/* Names a region through the host, where the host has the slot. */
+static inline void bench_name_region(const bench_host *host, void *addr, size_t len, int kind) {
+    if (host && host->name_region) host->name_region(host, addr, len, kind);
+}
+
 /* ---- registration ---- */
 
 typedef struct bench_module {
@@ -132,30 +231,30 @@ typedef struct bench_module {
     const char *name;                   /* unique within the family */
     const char *summary;                /* one line for `bench list` */
     const char *devices;                /* comma-separated: "cpu", or "cuda" for a CUDA module */
-    const bench_option_desc *options;   /* NULL-terminated; may be NULL */
+    uint64_t caps;                      /* BENCH_CAP_* of the module's family */
+    const bench_option *options;        /* ends with BENCH_OPTION_END; may be NULL */
+    size_t opts_size;                   /* sizeof the struct the options fill (0: no options) */
     int (*score)(void);                 /* (optional) 0 = not usable here; default: usable */
     const void *iface;                  /* the family's vtable */
 } bench_module;
 
 typedef const bench_module *(*bench_module_init_fn)(void);
 
-/* ---- helpers a module uses to read its options (header-only: modules link nothing of ours) ---- */
+/* ---- helpers (header-only: modules link nothing of ours) ---- */
 
-static inline const char *bench_opts_get(const bench_opts *o, const char *key, const bench_option_desc *desc) {
-    if (o)
-        for (int i = o->n - 1; i >= 0; i--)
-            if (strcmp(o->v[i].key, key) == 0) return o->v[i].value;
-    for (; desc && desc->name; desc++)
-        if (strcmp(desc->name, key) == 0) return desc->def;
-    return NULL;
-}
-
+static inline int bench_errf(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static inline int bench_errf(char *err, size_t n, const char *fmt, ...) {
     if (err && n) { va_list ap; va_start(ap, fmt); vsnprintf(err, n, fmt, ap); va_end(ap); }
-    return -1;
+    return -BENCH_ERR_FAIL;
 }
 
-/* Parses a size such as 4096, 64k, 2m, 1g. Returns 0 on success. */
+static inline int bench_errc(char *err, size_t n, int code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static inline int bench_errc(char *err, size_t n, int code, const char *fmt, ...) {
+    if (err && n) { va_list ap; va_start(ap, fmt); vsnprintf(err, n, fmt, ap); va_end(ap); }
+    return code > 0 && code <= BENCH_ERR_MAX ? -code : -BENCH_ERR_FAIL;
+}
+
+/* Parses a size such as 4096, 64k, 2m, 1g (also 64KiB, 2MB). Returns 0 on success. */
 static inline int bench_parse_size(const char *s, uint64_t *out) {
     if (!s || !*s) return -1;
     errno = 0;
@@ -180,20 +279,6 @@ static inline int bench_parse_bool(const char *s, int *out) {
     if (!strcmp(s, "1") || !strcmp(s, "true") || !strcmp(s, "yes") || !strcmp(s, "on")) { *out = 1; return 0; }
     if (!strcmp(s, "0") || !strcmp(s, "false") || !strcmp(s, "no") || !strcmp(s, "off")) { *out = 0; return 0; }
     return -1;
-}
-
-/* Reads option `key` as a bool/size into *out, with an error naming the module and the option. */
-static inline int bench_opt_bool(const bench_opts *o, const bench_option_desc *d, const char *mod,
-                                 const char *key, int *out, char *err, size_t n) {
-    const char *v = bench_opts_get(o, key, d);
-    if (bench_parse_bool(v, out)) return bench_errf(err, n, "%s: option %s=%s: expected a bool (0/1/true/false)", mod, key, v ? v : "");
-    return 0;
-}
-static inline int bench_opt_size(const bench_opts *o, const bench_option_desc *d, const char *mod,
-                                 const char *key, uint64_t *out, char *err, size_t n) {
-    const char *v = bench_opts_get(o, key, d);
-    if (bench_parse_size(v, out)) return bench_errf(err, n, "%s: option %s=%s: expected a size (e.g. 4096, 64k, 1m)", mod, key, v ? v : "");
-    return 0;
 }
 
 #endif

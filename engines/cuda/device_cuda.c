@@ -22,15 +22,22 @@
 #include "engines/cuda/host/scratch.h"
 #include "engines/cuda/kernels.h"
 
-static const bench_option_desc dc_options[] = {
-    {"gpu", "int", "0", "CUDA device index"},
-    {"scratch", "enum:pool|arena|malloc", "pool",
-     "activations of a pass: stream-ordered pool (cudaMallocAsync), one cudaMalloc region grown to the largest pass, or cudaMalloc/cudaFree each pass"},
-    {"release_threshold", "size", "256m", "pool: bytes the pool keeps at a synchronisation (0: every pass's memory goes back)"},
-    {"gemv", "bool", "1", "one-token passes through bench's GEMV kernels (0: cuBLAS for every product)"},
-    {"profile", "int", "32", "time the kernel groups of every Nth decode pass (left out of the TPOT events); 0: never"},
-    {"bandwidth", "bool", "0", "with the counters, measure a triad on the GPU and report decode speed against the bound it sets"},
-    {NULL, NULL, NULL, NULL},
+typedef struct dc_opts {
+    int64_t gpu, profile;
+    int scratch;
+    uint64_t release_threshold;
+    int gemv, bandwidth;
+} dc_opts;
+
+static const bench_option dc_options[] = {
+    BENCH_OPTION_INT(dc_opts, gpu, "0", 0, 1023, "CUDA device index"),
+    BENCH_OPTION_ENUM(dc_opts, scratch, "pool", "pool|arena|malloc",
+                      "activations of a pass: stream-ordered pool (cudaMallocAsync), one cudaMalloc region grown to the largest pass, or cudaMalloc/cudaFree each pass"),
+    BENCH_OPTION_SIZE(dc_opts, release_threshold, "256m", 0, 1ll << 46, "pool: bytes the pool keeps at a synchronisation (0: every pass's memory goes back)"),
+    BENCH_OPTION_BOOL(dc_opts, gemv, "1", "one-token passes through bench's GEMV kernels (0: cuBLAS for every product)"),
+    BENCH_OPTION_INT(dc_opts, profile, "32", 0, 1000000, "time the kernel groups of every Nth decode pass (left out of the TPOT events); 0: never"),
+    BENCH_OPTION_BOOL(dc_opts, bandwidth, "0", "with the counters, measure a triad on the GPU and report decode speed against the bound it sets"),
+    BENCH_OPTION_END,
 };
 
 enum { DC_POOL, DC_ARENA, DC_MALLOC };
@@ -105,21 +112,18 @@ static void dc_destroy(void *ctx);
 
 static int dc_probe(char *err, size_t errlen) { return cu_probe(err, errlen); }
 
-static int dc_create(const bench_opts *opts, void **out, void **stream, char *err, size_t errlen) {
+static int dc_create(const void *opts, void **out, void **stream, char *err, size_t errlen) {
     *out = NULL;
     if (!cu_probe(err, errlen)) return -1;
     dc_ctx *c = calloc(1, sizeof(*c));
-    if (!c) return bench_errf(err, errlen, "device cuda: out of memory");
-    uint64_t gpu = 0, profile = 0;
-    const char *scratch = bench_opts_get(opts, "scratch", dc_options);
-    if (bench_opt_size(opts, dc_options, "device cuda", "gpu", &gpu, err, errlen) ||
-        bench_opt_size(opts, dc_options, "device cuda", "release_threshold", &c->release_threshold, err, errlen) ||
-        bench_opt_bool(opts, dc_options, "device cuda", "gemv", &c->use_gemv, err, errlen) ||
-        bench_opt_size(opts, dc_options, "device cuda", "profile", &profile, err, errlen) ||
-        bench_opt_bool(opts, dc_options, "device cuda", "bandwidth", &c->measure_bw, err, errlen))
-        goto fail;
-    c->scratch = !strcmp(scratch, "arena") ? DC_ARENA : !strcmp(scratch, "malloc") ? DC_MALLOC : DC_POOL;
-    c->profile_every = profile > 1000000 ? 1000000 : (int)profile;
+    if (!c) return bench_errc(err, errlen, BENCH_ERR_NOMEM, "device cuda: out of memory");
+    const dc_opts *o = opts;
+    uint64_t gpu = (uint64_t)o->gpu;
+    c->release_threshold = o->release_threshold;
+    c->use_gemv = o->gemv;
+    c->measure_bw = o->bandwidth;
+    c->scratch = o->scratch == 1 ? DC_ARENA : o->scratch == 2 ? DC_MALLOC : DC_POOL;
+    c->profile_every = (int)o->profile;
     int count = 0;
     DC_CU(cudaGetDeviceCount(&count), "device cuda: cudaGetDeviceCount");
     if (gpu >= (uint64_t)count) {
@@ -204,7 +208,7 @@ static int dc_bind(void *ctx, const bench_dev_model *m, char *err, size_t errlen
         for (int i = 0; i < 7; i++) c->token_bytes += (uint64_t)bench_dtype_row_bytes(w[i]->dtype, w[i]->cols) * (uint64_t)w[i]->rows;
     }
     c->layers = malloc((size_t)m->n_layers * sizeof(*c->layers));
-    if (!c->layers) return bench_errf(err, errlen, "device cuda: out of memory");
+    if (!c->layers) return bench_errc(err, errlen, BENCH_ERR_NOMEM, "device cuda: out of memory");
     memcpy(c->layers, m->layers, (size_t)m->n_layers * sizeof(*c->layers));
     c->m.layers = c->layers;
     c->shape = (dsl_shape){.dim = m->dim, .hidden = m->hidden_dim, .kv_dim = kv_dim, .vocab = m->vocab_size};
@@ -219,7 +223,7 @@ static int dc_bind(void *ctx, const bench_dev_model *m, char *err, size_t errlen
     c->cap_marks = 10 * m->n_layers + 8;
     c->marks = calloc((size_t)c->cap_marks, sizeof(*c->marks));
     c->mark_cat = calloc((size_t)c->cap_marks, sizeof(*c->mark_cat));
-    if (!c->marks || !c->mark_cat) return bench_errf(err, errlen, "device cuda: out of memory");
+    if (!c->marks || !c->mark_cat) return bench_errc(err, errlen, BENCH_ERR_NOMEM, "device cuda: out of memory");
     for (int i = 0; i < c->cap_marks; i++) CU_TRY(cudaEventCreate(&c->marks[i]), "device cuda: cudaEventCreate");
     c->mem_load = cu_mem_used();
     if (c->mem_load > c->mem_peak) c->mem_peak = c->mem_load;
@@ -656,6 +660,7 @@ static const bench_module dc_module = {
     .summary = "the forward pass on an NVIDIA GPU: cuBLAS prefill, GEMV decode, GPU sampler, events and memory metrics",
     .devices = "cuda",
     .options = dc_options,
+    .opts_size = sizeof(dc_opts),
     .score = cu_score,
     .iface = &dc_iface,
 };

@@ -50,7 +50,7 @@ int kvp_pool_create(kvp_pool *p, const bench_kv_shape *s, int n_rows, const benc
     if (per == 0 || (size_t)n_rows > SIZE_MAX / per)
         return bench_errf(err, errlen, "%s: a pool of %d tokens overflows the address space", mod, n_rows);
     kvp_dev *d = calloc(1, sizeof(*d));
-    if (!d) return bench_errf(err, errlen, "%s: out of memory", mod);
+    if (!d) return bench_errc(err, errlen, BENCH_ERR_NOMEM, "%s: out of memory", mod);
     p->dev = d;
     if (kvcc_open(&d->k, s, host, mod, err, errlen)) {
         kvp_pool_destroy(p, host);
@@ -62,7 +62,7 @@ int kvp_pool_create(kvp_pool *p, const bench_kv_shape *s, int n_rows, const benc
     d->m = calloc((size_t)d->n_m, sizeof(*d->m));
     if (!d->m) {
         kvp_pool_destroy(p, host);
-        return bench_errf(err, errlen, "%s: out of memory", mod);
+        return bench_errc(err, errlen, BENCH_ERR_NOMEM, "%s: out of memory", mod);
     }
     p->bytes = per * (size_t)n_rows;
     cudaError_t e = cudaMalloc((void **)&p->mem, p->bytes);

@@ -27,7 +27,7 @@ int ldc_begin(ldc *c, const char *const *files, int n_files, const bench_tensor_
     uint64_t *nb = malloc((size_t)(n > 0 ? n : 1) * sizeof(uint64_t));
     if (!c->fds || !c->file_bytes || !c->dst || !nb) {
         free(nb);
-        return bench_errf(err, errlen, "%s: out of memory", c->mod);
+        return bench_errc(err, errlen, BENCH_ERR_NOMEM, "%s: out of memory", c->mod);
     }
     for (int f = 0; f < n_files; f++) c->fds[f] = -1;
     c->n_files = n_files;

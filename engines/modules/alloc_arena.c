@@ -5,11 +5,16 @@
 #include "allocators/arena.h"
 #include "engines/abi/alloc.h"
 
-static const bench_option_desc arena_options[] = {
-    {"chunk", "size", "4m", "bytes mapped per chunk; a larger request gets a chunk of its own"},
-    {"grow", "bool", "1", "1: map another chunk when full; 0: fail (NULL) when the chunks are used up"},
-    {"timing", "bool", "0", "time every call with clock_gettime (costs ~2x20 ns per call)"},
-    {NULL, NULL, NULL, NULL},
+typedef struct arena_opts {
+    uint64_t chunk;
+    int grow, timing;
+} arena_opts;
+
+static const bench_option arena_options[] = {
+    BENCH_OPTION_SIZE(arena_opts, chunk, "4m", 1, 1ll << 40, "bytes mapped per chunk; a larger request gets a chunk of its own"),
+    BENCH_OPTION_BOOL(arena_opts, grow, "1", "1: map another chunk when full; 0: fail (NULL) when the chunks are used up"),
+    BENCH_OPTION_BOOL(arena_opts, timing, "0", "time every call with clock_gettime (costs ~2x20 ns per call)"),
+    BENCH_OPTION_END,
 };
 
 typedef struct arena_mod {
@@ -20,21 +25,17 @@ typedef struct arena_mod {
     uint64_t ns;       /* in arena_alloc/reset, when timing */
 } arena_mod;
 
-static int arena_mod_create(const bench_opts *opts, void **out, char *err, size_t errlen) {
-    uint64_t chunk = 0;
-    int grow = 1, timing = 0;
-    if (bench_opt_size(opts, arena_options, "alloc arena", "chunk", &chunk, err, errlen)) return -1;
-    if (bench_opt_bool(opts, arena_options, "alloc arena", "grow", &grow, err, errlen)) return -1;
-    if (bench_opt_bool(opts, arena_options, "alloc arena", "timing", &timing, err, errlen)) return -1;
-    if (chunk == 0 || chunk > ((uint64_t)1 << 40))
-        return bench_errf(err, errlen, "alloc arena: option chunk=%llu: expected 1 .. 1t", (unsigned long long)chunk);
+static int arena_mod_create(const void *opts, void **out, char *err, size_t errlen) {
+    const arena_opts *o = opts;
+    uint64_t chunk = o->chunk;
+    int grow = o->grow, timing = o->timing;
     arena_mod *m = calloc(1, sizeof(*m));
-    if (!m) return bench_errf(err, errlen, "alloc arena: out of memory");
+    if (!m) return bench_errc(err, errlen, BENCH_ERR_NOMEM, "alloc arena: out of memory");
     m->timing = timing;
     m->a = arena_create((size_t)chunk, grow);
     if (!m->a) {
         free(m);
-        return bench_errf(err, errlen, "alloc arena: cannot map a %llu B chunk", (unsigned long long)chunk);
+        return bench_errc(err, errlen, BENCH_ERR_NOMEM, "alloc arena: cannot map a %llu B chunk", (unsigned long long)chunk);
     }
     *out = m;
     return 0;
@@ -119,7 +120,9 @@ static const bench_module arena_module = {
     .name = "arena",
     .summary = "bump pointer over mmap'd chunks, O(1) reset per forward step; free is a no-op",
     .devices = "cpu",
+    .caps = BENCH_CAP_ALLOC_RESET,
     .options = arena_options,
+    .opts_size = sizeof(arena_opts),
     .score = NULL,
     .iface = &arena_iface,
 };

@@ -2,13 +2,19 @@
 #include "allocators/buddy.h"
 #include "engines/abi/alloc.h"
 
-static const bench_option_desc buddy_options[] = {
-    {"region", "size", "1g", "address space reserved (rounded up to a power of two; MAP_NORESERVE); the largest block"},
-    {"min_block", "size", "64", "smallest block, a power of two >= 16"},
-    {"cache", "int", "8", "freed blocks (up to 1 MiB) held back from coalescing per order, for reuse (0: none, at most 64)"},
-    {"locked", "bool", "0", "1: a mutex around every call, for use from several threads"},
-    {"timing", "bool", "0", "time every call with clock_gettime (costs ~2x20 ns per call)"},
-    {NULL, NULL, NULL, NULL},
+typedef struct buddy_opts {
+    uint64_t region, min_block;
+    int64_t cache;
+    int locked, timing;
+} buddy_opts;
+
+static const bench_option buddy_options[] = {
+    BENCH_OPTION_SIZE(buddy_opts, region, "1g", 1, 1ll << 46, "address space reserved (rounded up to a power of two; MAP_NORESERVE); the largest block"),
+    BENCH_OPTION_SIZE(buddy_opts, min_block, "64", 16, 1ll << 46, "smallest block, a power of two >= 16 (at most region)"),
+    BENCH_OPTION_INT(buddy_opts, cache, "8", 0, 64, "freed blocks (up to 1 MiB) held back from coalescing per order, for reuse (0: none)"),
+    BENCH_OPTION_BOOL(buddy_opts, locked, "0", "1: a mutex around every call, for use from several threads"),
+    BENCH_OPTION_BOOL(buddy_opts, timing, "0", "time every call with clock_gettime (costs ~2x20 ns per call)"),
+    BENCH_OPTION_END,
 };
 
 typedef struct buddy_mod {
@@ -17,27 +23,20 @@ typedef struct buddy_mod {
     uint64_t ns;
 } buddy_mod;
 
-static int buddy_mod_create(const bench_opts *opts, void **out, char *err, size_t errlen) {
-    uint64_t region = 0, min_block = 0, cache = 0;
-    int locked = 0, timing = 0;
-    if (bench_opt_size(opts, buddy_options, "alloc buddy", "region", &region, err, errlen)) return -1;
-    if (bench_opt_size(opts, buddy_options, "alloc buddy", "min_block", &min_block, err, errlen)) return -1;
-    if (bench_opt_size(opts, buddy_options, "alloc buddy", "cache", &cache, err, errlen)) return -1;
-    if (cache > 64) return bench_errf(err, errlen, "alloc buddy: option cache=%llu: at most 64", (unsigned long long)cache);
-    if (bench_opt_bool(opts, buddy_options, "alloc buddy", "locked", &locked, err, errlen)) return -1;
-    if (bench_opt_bool(opts, buddy_options, "alloc buddy", "timing", &timing, err, errlen)) return -1;
-    if (region == 0 || region > ((uint64_t)1 << 46))
-        return bench_errf(err, errlen, "alloc buddy: option region=%llu: expected 1 .. 64t", (unsigned long long)region);
-    if (min_block < 16 || min_block > region || (min_block & (min_block - 1)))
+static int buddy_mod_create(const void *opts, void **out, char *err, size_t errlen) {
+    const buddy_opts *o = opts;
+    uint64_t region = o->region, min_block = o->min_block, cache = (uint64_t)o->cache;
+    int locked = o->locked, timing = o->timing;
+    if (min_block > region || (min_block & (min_block - 1)))
         return bench_errf(err, errlen, "alloc buddy: option min_block=%llu: expected a power of two in [16, region]",
                           (unsigned long long)min_block);
     buddy_mod *m = calloc(1, sizeof(*m));
-    if (!m) return bench_errf(err, errlen, "alloc buddy: out of memory");
+    if (!m) return bench_errc(err, errlen, BENCH_ERR_NOMEM, "alloc buddy: out of memory");
     m->timing = timing;
     m->b = buddy_create((size_t)region, (size_t)min_block, (unsigned)cache, locked);
     if (!m->b) {
         free(m);
-        return bench_errf(err, errlen, "alloc buddy: cannot reserve %llu B", (unsigned long long)region);
+        return bench_errc(err, errlen, BENCH_ERR_NOMEM, "alloc buddy: cannot reserve %llu B", (unsigned long long)region);
     }
     *out = m;
     return 0;
@@ -114,6 +113,7 @@ static const bench_module buddy_module = {
     .summary = "power-of-two blocks, split and coalesced in O(log n) over one reserved region",
     .devices = "cpu",
     .options = buddy_options,
+    .opts_size = sizeof(buddy_opts),
     .score = NULL,
     .iface = &buddy_iface,
 };

@@ -19,11 +19,17 @@
 #include "allocators/alloc_common.h"
 #include "engines/abi/alloc.h"
 
-static const bench_option_desc je_options[] = {
-    {"dirty_decay_ms", "int", "-1", "set every arena's dirty_decay_ms (-1: jemalloc's default, 10 s); 0 purges at once"},
-    {"tcache", "bool", "1", "0: MALLOCX_TCACHE_NONE on every call (no thread cache)"},
-    {"timing", "bool", "0", "time every call with clock_gettime (costs ~2x20 ns per call)"},
-    {NULL, NULL, NULL, NULL},
+typedef struct je_opts {
+    int64_t dirty_decay_ms;
+    int tcache, timing;
+} je_opts;
+
+static const bench_option je_options[] = {
+    BENCH_OPTION_INT(je_opts, dirty_decay_ms, "-1", -1, 1ll << 40,
+                     "set every arena's dirty_decay_ms (-1: jemalloc's default, 10 s); 0 purges at once"),
+    BENCH_OPTION_BOOL(je_opts, tcache, "1", "0: MALLOCX_TCACHE_NONE on every call (no thread cache)"),
+    BENCH_OPTION_BOOL(je_opts, timing, "0", "time every call with clock_gettime (costs ~2x20 ns per call)"),
+    BENCH_OPTION_END,
 };
 
 typedef struct je_ctx {
@@ -32,15 +38,10 @@ typedef struct je_ctx {
     uint64_t allocs, frees, bytes_live, bytes_peak, ns;
 } je_ctx;
 
-static int je_create(const bench_opts *opts, void **out, char *err, size_t errlen) {
-    int timing = 0, tcache = 1;
-    if (bench_opt_bool(opts, je_options, "alloc jemalloc", "timing", &timing, err, errlen)) return -1;
-    if (bench_opt_bool(opts, je_options, "alloc jemalloc", "tcache", &tcache, err, errlen)) return -1;
-    const char *d = bench_opts_get(opts, "dirty_decay_ms", je_options);
-    char *end;
-    long decay = strtol(d ? d : "", &end, 10);
-    if (!d || !*d || *end || decay < -1)
-        return bench_errf(err, errlen, "alloc jemalloc: option dirty_decay_ms=%s: expected an integer >= -1", d ? d : "");
+static int je_create(const void *opts, void **out, char *err, size_t errlen) {
+    const je_opts *o = opts;
+    int timing = o->timing, tcache = o->tcache;
+    long decay = (long)o->dirty_decay_ms;
     if (decay >= 0) {
         ssize_t v = decay;
         /* 4096 = MALLCTL_ARENAS_ALL: every existing arena; "arenas." sets it for arenas made later. */
@@ -49,7 +50,7 @@ static int je_create(const bench_opts *opts, void **out, char *err, size_t errle
             return bench_errf(err, errlen, "alloc jemalloc: cannot set dirty_decay_ms=%ld", decay);
     }
     je_ctx *c = calloc(1, sizeof(*c));
-    if (!c) return bench_errf(err, errlen, "alloc jemalloc: out of memory");
+    if (!c) return bench_errc(err, errlen, BENCH_ERR_NOMEM, "alloc jemalloc: out of memory");
     c->timing = timing;
     c->flags = tcache ? 0 : MALLOCX_TCACHE_NONE;
     *out = c;
@@ -132,7 +133,9 @@ static const bench_module je_module = {
     .name = "jemalloc",
     .summary = "jemalloc 5 mallocx/dallocx (baseline); needs GLIBC_TUNABLES=glibc.rtld.optional_static_tls=16384",
     .devices = "cpu",
+    .caps = BENCH_CAP_ALLOC_THREAD_SAFE,
     .options = je_options,
+    .opts_size = sizeof(je_opts),
     .score = NULL,
     .iface = &je_iface,
 };

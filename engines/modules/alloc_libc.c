@@ -6,12 +6,18 @@
 
 #include "engines/abi/alloc.h"
 
-static const bench_option_desc libc_options[] = {
-    {"trim_threshold", "size", "0", "M_TRIM_THRESHOLD (0: glibc's default); heap trimming makes every step refault"},
-    {"mmap_threshold", "size", "0", "M_MMAP_THRESHOLD (0: glibc's default, 128 KiB rising with freed sizes); "
-                                   "blocks above it are mmap'd and unmapped (faults) every time"},
-    {"timing", "bool", "0", "time every call with clock_gettime (costs ~2x20 ns per call)"},
-    {NULL, NULL, NULL, NULL},
+typedef struct libc_opts {
+    uint64_t trim_threshold, mmap_threshold;
+    int timing;
+} libc_opts;
+
+static const bench_option libc_options[] = {
+    BENCH_OPTION_SIZE(libc_opts, trim_threshold, "0", 0, 1ll << 46, "M_TRIM_THRESHOLD (0: glibc's default); heap trimming makes every step refault"),
+    /* glibc caps M_MMAP_THRESHOLD at HEAP_MAX/2 (32 MiB on 64-bit) and ignores a larger one */
+    BENCH_OPTION_SIZE(libc_opts, mmap_threshold, "0", 0, 32ll << 20, "M_MMAP_THRESHOLD (0: glibc's default, 128 KiB rising with freed "
+                      "sizes; at most 32m, glibc's limit); blocks above it are mmap'd and unmapped (faults) every time"),
+    BENCH_OPTION_BOOL(libc_opts, timing, "0", "time every call with clock_gettime (costs ~2x20 ns per call)"),
+    BENCH_OPTION_END,
 };
 
 typedef struct libc_ctx {
@@ -25,18 +31,12 @@ static uint64_t now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static int libc_create(const bench_opts *opts, void **out, char *err, size_t errlen) {
-    uint64_t trim = 0, mmap_thr = 0;
-    int timing = 0;
-    if (bench_opt_size(opts, libc_options, "alloc libc", "trim_threshold", &trim, err, errlen)) return -1;
-    if (bench_opt_size(opts, libc_options, "alloc libc", "mmap_threshold", &mmap_thr, err, errlen)) return -1;
-    /* glibc caps M_MMAP_THRESHOLD at HEAP_MAX/2 (32 MiB on 64-bit) and ignores a larger one */
-    if (mmap_thr > (32u << 20))
-        return bench_errf(err, errlen, "alloc libc: option mmap_threshold=%llu: expected at most 32m (glibc's limit)",
-                          (unsigned long long)mmap_thr);
-    if (bench_opt_bool(opts, libc_options, "alloc libc", "timing", &timing, err, errlen)) return -1;
+static int libc_create(const void *opts, void **out, char *err, size_t errlen) {
+    const libc_opts *o = opts;
+    uint64_t trim = o->trim_threshold, mmap_thr = o->mmap_threshold;
+    int timing = o->timing;
     libc_ctx *c = calloc(1, sizeof(*c));
-    if (!c) return bench_errf(err, errlen, "alloc libc: out of memory");
+    if (!c) return bench_errc(err, errlen, BENCH_ERR_NOMEM, "alloc libc: out of memory");
     c->timing = timing;
     if (trim) mallopt(M_TRIM_THRESHOLD, (int)(trim > 0x7fffffff ? 0x7fffffff : trim));
     if (mmap_thr) mallopt(M_MMAP_THRESHOLD, (int)mmap_thr);
@@ -116,7 +116,9 @@ static const bench_module libc_module = {
     .name = "libc",
     .summary = "glibc malloc/free (posix_memalign), the baseline",
     .devices = "cpu",
+    .caps = BENCH_CAP_ALLOC_THREAD_SAFE,
     .options = libc_options,
+    .opts_size = sizeof(libc_opts),
     .score = NULL,
     .iface = &libc_iface,
 };

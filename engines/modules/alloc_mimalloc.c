@@ -7,9 +7,13 @@
 #include "allocators/alloc_common.h"
 #include "engines/abi/alloc.h"
 
-static const bench_option_desc mi_options[] = {
-    {"timing", "bool", "0", "time every call with clock_gettime (costs ~2x20 ns per call)"},
-    {NULL, NULL, NULL, NULL},
+typedef struct mi_opts {
+    int timing;
+} mi_opts;
+
+static const bench_option mi_options[] = {
+    BENCH_OPTION_BOOL(mi_opts, timing, "0", "time every call with clock_gettime (costs ~2x20 ns per call)"),
+    BENCH_OPTION_END,
 };
 
 typedef struct mi_ctx {
@@ -17,11 +21,10 @@ typedef struct mi_ctx {
     uint64_t allocs, frees, bytes_live, bytes_peak, ns;
 } mi_ctx;
 
-static int mi_create(const bench_opts *opts, void **out, char *err, size_t errlen) {
-    int timing = 0;
-    if (bench_opt_bool(opts, mi_options, "alloc mimalloc", "timing", &timing, err, errlen)) return -1;
+static int mi_create(const void *opts, void **out, char *err, size_t errlen) {
+    int timing = ((const mi_opts *)opts)->timing;
     mi_ctx *c = calloc(1, sizeof(*c));
-    if (!c) return bench_errf(err, errlen, "alloc mimalloc: out of memory");
+    if (!c) return bench_errc(err, errlen, BENCH_ERR_NOMEM, "alloc mimalloc: out of memory");
     c->timing = timing;
     *out = c;
     return 0;
@@ -101,7 +104,9 @@ static const bench_module mi_module = {
     .name = "mimalloc",
     .summary = "mimalloc 2 mi_malloc_aligned/mi_free (baseline)",
     .devices = "cpu",
+    .caps = BENCH_CAP_ALLOC_THREAD_SAFE,
     .options = mi_options,
+    .opts_size = sizeof(mi_opts),
     .score = NULL,
     .iface = &mi_iface,
 };

@@ -3,11 +3,16 @@
 #include "allocators/slab.h"
 #include "engines/abi/alloc.h"
 
-static const bench_option_desc slab_options[] = {
-    {"region", "size", "1g", "address space reserved for slabs (MAP_NORESERVE: pages are touched on use)"},
-    {"large_cache", "size", "64m", "bytes of freed mappings above 32 KiB kept for reuse (0: munmap at once)"},
-    {"timing", "bool", "0", "time every call with clock_gettime (costs ~2x20 ns per call)"},
-    {NULL, NULL, NULL, NULL},
+typedef struct slab_opts {
+    uint64_t region, large_cache;
+    int timing;
+} slab_opts;
+
+static const bench_option slab_options[] = {
+    BENCH_OPTION_SIZE(slab_opts, region, "1g", SLAB_BYTES, 1ll << 46, "address space reserved for slabs (MAP_NORESERVE: pages are touched on use)"),
+    BENCH_OPTION_SIZE(slab_opts, large_cache, "64m", 0, 1ll << 46, "bytes of freed mappings above 32 KiB kept for reuse (0: munmap at once)"),
+    BENCH_OPTION_BOOL(slab_opts, timing, "0", "time every call with clock_gettime (costs ~2x20 ns per call)"),
+    BENCH_OPTION_END,
 };
 
 typedef struct slab_mod {
@@ -16,22 +21,17 @@ typedef struct slab_mod {
     uint64_t ns;   /* in slab_alloc/slab_free, when timing (callers on one thread) */
 } slab_mod;
 
-static int slab_mod_create(const bench_opts *opts, void **out, char *err, size_t errlen) {
-    uint64_t region = 0, cache = 0;
-    int timing = 0;
-    if (bench_opt_size(opts, slab_options, "alloc slab", "region", &region, err, errlen)) return -1;
-    if (bench_opt_size(opts, slab_options, "alloc slab", "large_cache", &cache, err, errlen)) return -1;
-    if (bench_opt_bool(opts, slab_options, "alloc slab", "timing", &timing, err, errlen)) return -1;
-    if (region < SLAB_BYTES || region > ((uint64_t)1 << 46))
-        return bench_errf(err, errlen, "alloc slab: option region=%llu: expected 64k .. 64t", (unsigned long long)region);
-    if (cache > ((uint64_t)1 << 46)) return bench_errf(err, errlen, "alloc slab: option large_cache=%llu: at most 64t", (unsigned long long)cache);
+static int slab_mod_create(const void *opts, void **out, char *err, size_t errlen) {
+    const slab_opts *o = opts;
+    uint64_t region = o->region, cache = o->large_cache;
+    int timing = o->timing;
     slab_mod *m = calloc(1, sizeof(*m));
-    if (!m) return bench_errf(err, errlen, "alloc slab: out of memory");
+    if (!m) return bench_errc(err, errlen, BENCH_ERR_NOMEM, "alloc slab: out of memory");
     m->timing = timing;
     m->s = slab_create((size_t)region, (size_t)cache);
     if (!m->s) {
         free(m);
-        return bench_errf(err, errlen, "alloc slab: cannot reserve %llu B", (unsigned long long)region);
+        return bench_errc(err, errlen, BENCH_ERR_NOMEM, "alloc slab: cannot reserve %llu B", (unsigned long long)region);
     }
     *out = m;
     return 0;
@@ -110,7 +110,9 @@ static const bench_module slab_module = {
     .name = "slab",
     .summary = "size classes 16 B..32 KiB with per-thread caches; larger sizes mmap'd and cached",
     .devices = "cpu",
+    .caps = BENCH_CAP_ALLOC_THREAD_SAFE,
     .options = slab_options,
+    .opts_size = sizeof(slab_opts),
     .score = NULL,
     .iface = &slab_iface,
 };

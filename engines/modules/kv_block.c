@@ -21,13 +21,19 @@
 #include "common/kv_paged.h"
 #include "engines/abi/alloc.h"
 
-static const bench_option_desc block_options[] = {
-    {"block_size", "int", "16", "tokens per block"},
-    {"pool_tokens", "size", "0", "pool size in tokens, rounded up to whole blocks (0: max_seqs x the context in whole blocks)"},
-    {"pool_bytes", "size", "0", "pool size in bytes, rounded down to whole blocks (0: use pool_tokens)"},
-    {"prefix_cache", "bool", "1", "share full blocks between sequences with the same prefix (hash of prefix + block)"},
-    {"touch", "bool", "1", "write every page of the pool at start-up"},
-    {NULL, NULL, NULL, NULL},
+typedef struct block_opts {
+    int64_t block_size;
+    uint64_t pool_tokens, pool_bytes;
+    int prefix_cache, touch;
+} block_opts;
+
+static const bench_option block_options[] = {
+    BENCH_OPTION_INT(block_opts, block_size, "16", 1, 1 << 20, "tokens per block (at most the context)"),
+    BENCH_OPTION_POOL(block_opts, pool_tokens, "0", "pool size in tokens, rounded up to whole blocks (0: max_seqs x the context in whole blocks)"),
+    BENCH_OPTION_POOL(block_opts, pool_bytes, "0", "pool size in bytes, rounded down to whole blocks (0: use pool_tokens)"),
+    BENCH_OPTION_BOOL(block_opts, prefix_cache, "1", "share full blocks between sequences with the same prefix (hash of prefix + block)"),
+    BENCH_OPTION_BOOL(block_opts, touch, "1", "write every page of the pool at start-up"),
+    BENCH_OPTION_END,
 };
 
 typedef struct blk {
@@ -207,22 +213,18 @@ static void check_invariants(const block_ctx *c) { (void)c; }
 
 static void block_destroy(void *ctx);
 
-static int block_create(const bench_kv_shape *shape, const bench_opts *opts, const bench_host *host,
+static int block_create(const bench_kv_shape *shape, const void *opts, const bench_host *host,
                         void **out, char *err, size_t errlen) {
+    const block_opts *o = opts;
     block_ctx *c = calloc(1, sizeof(*c));
-    if (!c) return bench_errf(err, errlen, "kv block: out of memory");
+    if (!c) return bench_errc(err, errlen, BENCH_ERR_NOMEM, "kv block: out of memory");
     c->shape = *shape;
     c->host = host;
     c->lru_head = c->lru_tail = -1;
-    uint64_t bs = 0, pool_tokens = 0, pool_bytes = 0;
-    int touch = 1;
-    if (bench_opt_size(opts, block_options, "kv block", "block_size", &bs, err, errlen) ||
-        bench_opt_size(opts, block_options, "kv block", "pool_tokens", &pool_tokens, err, errlen) ||
-        bench_opt_size(opts, block_options, "kv block", "pool_bytes", &pool_bytes, err, errlen) ||
-        bench_opt_bool(opts, block_options, "kv block", "prefix_cache", &c->cache, err, errlen) ||
-        bench_opt_bool(opts, block_options, "kv block", "touch", &touch, err, errlen))
-        goto err;
-    if (bs < 1 || bs > (uint64_t)shape->max_pos) {
+    c->cache = o->prefix_cache;
+    uint64_t bs = (uint64_t)o->block_size, pool_tokens = o->pool_tokens, pool_bytes = o->pool_bytes;
+    int touch = o->touch, rc = -BENCH_ERR_INVALID;
+    if (bs > (uint64_t)shape->max_pos) {
         bench_errf(err, errlen, "kv block: option block_size=%llu: expected 1..%d (the context)", (unsigned long long)bs, shape->max_pos);
         goto err;
     }
@@ -230,14 +232,25 @@ static int block_create(const bench_kv_shape *shape, const bench_opts *opts, con
         bench_errf(err, errlen, "kv block: options pool_tokens and pool_bytes: give one of them, not both");
         goto err;
     }
+    if (shape->pool_bytes && (pool_tokens || pool_bytes)) {
+        bench_errf(err, errlen, "kv block: option %s and the host's KV budget both size the pool: give one of them",
+                   pool_tokens ? "pool_tokens" : "pool_bytes");
+        goto err;
+    }
+    if (shape->pool_bytes) pool_bytes = shape->pool_bytes;
     c->bs = (int)bs;
     size_t block_bytes = kvp_token_bytes(shape) * (size_t)bs;
     /* the default holds every sequence at full context, as prealloc does */
     uint64_t blocks = pool_bytes    ? pool_bytes / block_bytes
                     : pool_tokens   ? (pool_tokens + bs - 1) / bs
                                     : (uint64_t)shape->max_seqs * (((uint64_t)shape->max_pos + bs - 1) / bs);
-    if (blocks < 1 || blocks > (uint64_t)(INT32_MAX / 2) / bs) {
-        bench_errf(err, errlen, "kv block: a pool of %llu blocks of %zu bytes: expected 1..%llu blocks (pool_bytes too small?)",
+    if (blocks < 1) {
+        bench_errf(err, errlen, "kv block: a pool of %llu bytes holds no block of %zu bytes (raise pool_bytes or the budget, "
+                   "or lower block_size)", (unsigned long long)pool_bytes, block_bytes);
+        goto err;
+    }
+    if (blocks > (uint64_t)(INT32_MAX / 2) / bs) {
+        bench_errf(err, errlen, "kv block: a pool of %llu blocks of %zu bytes is too large: at most %llu blocks",
                    (unsigned long long)blocks, block_bytes, (unsigned long long)((INT32_MAX / 2) / bs));
         goto err;
     }
@@ -256,7 +269,7 @@ static int block_create(const bench_kv_shape *shape, const bench_opts *opts, con
     c->scratch_bytes = (size_t)tasks * (size_t)shape->max_pos * sizeof(float);
     c->scratch = bench_alloc(host ? host->alloc : NULL, c->scratch_bytes, 64);
     if (!c->blocks || !c->block_ids || !c->free_stack || !c->buckets || !c->seqs || !c->seq_mem || !c->scratch) {
-        bench_errf(err, errlen, "kv block: out of memory");
+        rc = bench_errc(err, errlen, BENCH_ERR_NOMEM, "kv block: out of memory");
         goto err;
     }
     for (int i = 0; i < nb; i++) c->buckets[i] = -1;
@@ -271,12 +284,12 @@ static int block_create(const bench_kv_shape *shape, const bench_opts *opts, con
         c->seqs[s].ids = c->seqs[s].table + c->max_blocks;
         c->seqs[s].last_hash = CHAIN_SEED;
     }
-    if (kvp_pool_create(&c->pool, shape, c->n_blocks * c->bs, host, touch, "kv block", err, errlen)) goto err;
+    if ((rc = kvp_pool_create(&c->pool, shape, c->n_blocks * c->bs, host, touch, "kv block", err, errlen))) goto err;
     *out = c;
     return 0;
 err:
     block_destroy(c);
-    return -1;
+    return rc;
 }
 
 static int seq_ok(const block_ctx *c, int seq, char *err, size_t errlen) {
@@ -420,6 +433,16 @@ static int block_fork(void *ctx, int src, int dst, char *err, size_t errlen) {
     return 0;
 }
 
+static void block_memory(void *ctx, bench_kv_memory *m) {
+    block_ctx *c = ctx;
+    uint64_t tb = kvp_token_bytes(&c->shape);
+    uint64_t waste = (uint64_t)(c->n_in_use + c->n_cached) * (uint64_t)c->bs - c->tokens_held;
+    m->reserved = c->pool.bytes;
+    m->used = c->tokens_held * tb;
+    m->cached = (uint64_t)c->n_cached * (uint64_t)c->bs * tb;   /* full blocks no sequence holds: evictable */
+    m->wasted = waste * tb;
+}
+
 static void block_counters(void *ctx, const bench_counter_sink *s) {
     block_ctx *c = ctx;
     double tb = (double)kvp_token_bytes(&c->shape);
@@ -467,6 +490,7 @@ static const struct bench_kv_iface block_iface = {
     .store = block_store,
     .attend = block_attend,
     .release = block_release,
+    .memory = block_memory,
     .counters = block_counters,
     .destroy = block_destroy,
     .tokens = block_tokens,
@@ -481,7 +505,9 @@ static const bench_module block_module = {
     .summary = "paged cache: fixed-size blocks, block tables, prefix caching by block hash, copy-on-write (vLLM style)",
     .devices = KVP_DEVICE,
     .score = kvp_score,
+    .caps = BENCH_CAP_KV_SHARED_POOL | BENCH_CAP_KV_PREFIX_SHARE | BENCH_CAP_KV_FORK,
     .options = block_options,
+    .opts_size = sizeof(block_opts),
     .iface = &block_iface,
 };
 

@@ -5,9 +5,14 @@
 #include "common/kv_contig.h"
 #include "engines/abi/alloc.h"
 
-static const bench_option_desc dynamic_options[] = {
-    {"step", "int", "256", "positions added at each growth"},
-    {NULL, NULL, NULL, NULL},
+typedef struct dynamic_opts {
+    int64_t step;
+} dynamic_opts;
+
+static const bench_option dynamic_options[] = {
+    BENCH_OPTION_INT(dynamic_opts, step, "256", 1, 1 << 24,
+                     "positions added at each growth (a context shorter than step grows once, to the context)"),
+    BENCH_OPTION_END,
 };
 
 typedef struct dynamic_ctx {
@@ -22,29 +27,26 @@ typedef struct dynamic_ctx {
 
 static void dynamic_destroy(void *ctx);
 
-static int dynamic_create(const bench_kv_shape *shape, const bench_opts *opts, const bench_host *host,
+static int dynamic_create(const bench_kv_shape *shape, const void *opts, const bench_host *host,
                           void **out, char *err, size_t errlen) {
+    const dynamic_opts *o = opts;
     dynamic_ctx *c = calloc(1, sizeof(*c));
-    if (!c) return bench_errf(err, errlen, "kv dynamic: out of memory");
+    if (!c) return bench_errc(err, errlen, BENCH_ERR_NOMEM, "kv dynamic: out of memory");
     c->shape = *shape;
     c->host = host;
-    uint64_t step = 0;
-    if (bench_opt_size(opts, dynamic_options, "kv dynamic", "step", &step, err, errlen)) goto err;
-    if (step < 1 || step > (uint64_t)shape->max_pos) {
-        bench_errf(err, errlen, "kv dynamic: option step=%llu: expected 1..%d (the context)", (unsigned long long)step, shape->max_pos);
-        goto err;
-    }
-    c->step = (int)step;
+    /* a step past the context is a cache that grows once: the whole context, as prealloc
+     * but at first use (the default 256 on a context of 128 must not be an error) */
+    c->step = o->step > shape->max_pos ? shape->max_pos : (int)o->step;
     c->seqs = calloc((size_t)shape->max_seqs, sizeof(*c->seqs));
     int tasks = host && host->n_threads > 0 ? host->n_threads : 1;
     c->scratch_bytes = (size_t)tasks * (size_t)shape->max_pos * sizeof(float);
     c->scratch = bench_alloc(host ? host->alloc : NULL, c->scratch_bytes, 64);
-    if (!c->seqs || !c->scratch) { bench_errf(err, errlen, "kv dynamic: out of memory"); goto err; }
+    if (!c->seqs || !c->scratch) {
+        dynamic_destroy(c);
+        return bench_errc(err, errlen, BENCH_ERR_NOMEM, "kv dynamic: out of memory");
+    }
     *out = c;
     return 0;
-err:
-    dynamic_destroy(c);
-    return -1;
 }
 
 static int dynamic_reserve(void *ctx, int seq, int n_pos, char *err, size_t errlen) {
@@ -60,9 +62,9 @@ static int dynamic_reserve(void *ctx, int seq, int n_pos, char *err, size_t errl
     kvc_seq nq = {.bytes = kvc_bytes(s, cap), .cap = cap, .used = q->used};
     const bench_allocator *a = c->host ? c->host->alloc : NULL;
     nq.mem = bench_alloc(a, nq.bytes, 4096);
-    if (!nq.mem) return bench_errf(err, errlen, "kv dynamic: cannot grow to %zu bytes", nq.bytes);
+    if (!nq.mem) return bench_errc(err, errlen, BENCH_ERR_NOMEM, "kv dynamic: cannot grow to %zu bytes", nq.bytes);
     c->allocs++;
-    if (c->host && c->host->name_region) c->host->name_region(c->host, nq.mem, nq.bytes, "bench:kv");
+    bench_name_region(c->host, nq.mem, nq.bytes, BENCH_REGION_KV);
     if (q->mem) {
         size_t row = (size_t)(s->n_kv_heads * s->head_dim) * sizeof(float), live = (size_t)q->used * row;
         for (int l = 0; l < s->n_layers; l++) {
@@ -100,10 +102,17 @@ static void dynamic_release(void *ctx, int seq) {
     memset(q, 0, sizeof(*q));
 }
 
+static void dynamic_memory(void *ctx, bench_kv_memory *m) {
+    dynamic_ctx *c = ctx;
+    m->reserved = c->bytes_reserved;
+    m->used = kvc_used_bytes(&c->shape, c->seqs, c->shape.max_seqs);
+    m->cached = 0;
+    m->wasted = m->reserved - m->used;  /* the room grown but not yet written */
+}
+
 static void dynamic_counters(void *ctx, const bench_counter_sink *s) {
     dynamic_ctx *c = ctx;
-    uint64_t used = 0;
-    for (int i = 0; i < c->shape.max_seqs; i++) used += c->seqs[i].used ? kvc_bytes(&c->shape, c->seqs[i].used) : 0;
+    uint64_t used = kvc_used_bytes(&c->shape, c->seqs, c->shape.max_seqs);
     bench_emit_as(s, "allocs", "count", BENCH_CTR_EXACT, BENCH_BETTER_LOWER, (double)c->allocs);
     bench_emit_as(s, "grow_events", "count", BENCH_CTR_EXACT, BENCH_BETTER_LOWER, (double)c->grow_events);
     bench_emit(s, "bytes_copied", "B", (double)c->bytes_copied);
@@ -128,6 +137,7 @@ static const struct bench_kv_iface dynamic_iface = {
     .store = dynamic_store,
     .attend = dynamic_attend,
     .release = dynamic_release,
+    .memory = dynamic_memory,
     .counters = dynamic_counters,
     .destroy = dynamic_destroy,
 };
@@ -139,6 +149,7 @@ static const bench_module dynamic_module = {
     .summary = "contiguous cache grown by `step` positions with a copy (mlx-lm style)",
     .devices = "cpu",
     .options = dynamic_options,
+    .opts_size = sizeof(dynamic_opts),
     .iface = &dynamic_iface,
 };
 

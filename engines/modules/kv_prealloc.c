@@ -5,9 +5,13 @@
 #include "common/kv_contig.h"
 #include "engines/abi/alloc.h"
 
-static const bench_option_desc prealloc_options[] = {
-    {"touch", "bool", "1", "write every page at start-up (0: leave first-touch faults to prefill and decode)"},
-    {NULL, NULL, NULL, NULL},
+typedef struct prealloc_opts {
+    int touch;
+} prealloc_opts;
+
+static const bench_option prealloc_options[] = {
+    BENCH_OPTION_BOOL(prealloc_opts, touch, "1", "write every page at start-up (0: leave first-touch faults to prefill and decode)"),
+    BENCH_OPTION_END,
 };
 
 typedef struct prealloc_ctx {
@@ -23,35 +27,37 @@ typedef struct prealloc_ctx {
 static void prealloc_destroy(void *ctx);
 static int seq_alloc(prealloc_ctx *c, kvc_seq *q, char *err, size_t errlen);
 
-static int prealloc_create(const bench_kv_shape *shape, const bench_opts *opts, const bench_host *host,
+static int prealloc_create(const bench_kv_shape *shape, const void *opts, const bench_host *host,
                            void **out, char *err, size_t errlen) {
+    const prealloc_opts *o = opts;
     prealloc_ctx *c = calloc(1, sizeof(*c));
-    if (!c) return bench_errf(err, errlen, "kv prealloc: out of memory");
+    if (!c) return bench_errc(err, errlen, BENCH_ERR_NOMEM, "kv prealloc: out of memory");
     c->shape = *shape;
     c->host = host;
-    if (bench_opt_bool(opts, prealloc_options, "kv prealloc", "touch", &c->touch, err, errlen)) goto err;
+    c->touch = o->touch;
+    int rc = -BENCH_ERR_NOMEM;
     c->seqs = calloc((size_t)shape->max_seqs, sizeof(*c->seqs));
     int tasks = host && host->n_threads > 0 ? host->n_threads : 1;
     c->scratch_bytes = (size_t)tasks * (size_t)shape->max_pos * sizeof(float);
     c->scratch = bench_alloc(host ? host->alloc : NULL, c->scratch_bytes, 64);
-    if (!c->seqs || !c->scratch) { bench_errf(err, errlen, "kv prealloc: out of memory"); goto err; }
+    if (!c->seqs || !c->scratch) { bench_errc(err, errlen, BENCH_ERR_NOMEM, "kv prealloc: out of memory"); goto err; }
     for (int i = 0; i < shape->max_seqs; i++)
-        if (seq_alloc(c, &c->seqs[i], err, errlen)) goto err;
+        if ((rc = seq_alloc(c, &c->seqs[i], err, errlen))) goto err;
     *out = c;
     return 0;
 err:
     prealloc_destroy(c);
-    return -1;
+    return rc;
 }
 
 static int seq_alloc(prealloc_ctx *c, kvc_seq *q, char *err, size_t errlen) {
     q->bytes = kvc_bytes(&c->shape, c->shape.max_pos);
     q->mem = bench_alloc(c->host ? c->host->alloc : NULL, q->bytes, 4096);
-    if (!q->mem) return bench_errf(err, errlen, "kv prealloc: cannot allocate %zu bytes", q->bytes);
+    if (!q->mem) return bench_errc(err, errlen, BENCH_ERR_NOMEM, "kv prealloc: cannot allocate %zu bytes", q->bytes);
     q->cap = c->shape.max_pos;
     c->allocs++;
     c->bytes_reserved += q->bytes;
-    if (c->host && c->host->name_region) c->host->name_region(c->host, q->mem, q->bytes, "bench:kv");
+    bench_name_region(c->host, q->mem, q->bytes, BENCH_REGION_KV);
     if (c->touch) {
         memset(q->mem, 0, q->bytes);
         c->bytes_touched += q->bytes;
@@ -83,10 +89,19 @@ static void prealloc_release(void *ctx, int seq) {
     if (seq >= 0 && seq < c->shape.max_seqs) c->seqs[seq].used = 0;
 }
 
+static void prealloc_memory(void *ctx, bench_kv_memory *m) {
+    prealloc_ctx *c = ctx;
+    m->reserved = c->bytes_reserved;
+    m->used = kvc_used_bytes(&c->shape, c->seqs, c->shape.max_seqs);
+    m->cached = 0;
+    m->wasted = m->reserved - m->used;  /* each sequence's tail past its last position */
+}
+
 static void prealloc_counters(void *ctx, const bench_counter_sink *s) {
     prealloc_ctx *c = ctx;
-    uint64_t used = 0;
-    for (int i = 0; i < c->shape.max_seqs; i++) used += c->seqs[i].used ? kvc_bytes(&c->shape, c->seqs[i].used) : 0;
+    bench_kv_memory m;
+    prealloc_memory(c, &m);
+    uint64_t used = m.used;
     bench_emit_as(s, "allocs", "count", BENCH_CTR_EXACT, BENCH_BETTER_LOWER, (double)c->allocs);
     bench_emit_as(s, "grow_events", "count", BENCH_CTR_EXACT, BENCH_BETTER_LOWER, 0);
     bench_emit(s, "bytes_copied", "B", 0);
@@ -112,6 +127,7 @@ static const struct bench_kv_iface prealloc_iface = {
     .store = prealloc_store,
     .attend = prealloc_attend,
     .release = prealloc_release,
+    .memory = prealloc_memory,
     .counters = prealloc_counters,
     .destroy = prealloc_destroy,
 };
@@ -123,6 +139,7 @@ static const bench_module prealloc_module = {
     .summary = "contiguous cache allocated and touched once for the whole context",
     .devices = "cpu",
     .options = prealloc_options,
+    .opts_size = sizeof(prealloc_opts),
     .iface = &prealloc_iface,
 };
 

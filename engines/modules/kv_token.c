@@ -18,12 +18,17 @@
 #include "common/kv_paged.h"
 #include "engines/abi/alloc.h"
 
-static const bench_option_desc token_options[] = {
-    {"pool_tokens", "size", "0", "pool size in token slots (0: max_seqs x context)"},
-    {"pool_bytes", "size", "0", "pool size in bytes, rounded down to whole slots (0: use pool_tokens)"},
-    {"prefix_cache", "bool", "1", "keep finished prefixes in a radix tree and share them"},
-    {"touch", "bool", "1", "write every page of the pool at start-up"},
-    {NULL, NULL, NULL, NULL},
+typedef struct token_opts {
+    uint64_t pool_tokens, pool_bytes;
+    int prefix_cache, touch;
+} token_opts;
+
+static const bench_option token_options[] = {
+    BENCH_OPTION_POOL(token_opts, pool_tokens, "0", "pool size in token slots (0: max_seqs x context)"),
+    BENCH_OPTION_POOL(token_opts, pool_bytes, "0", "pool size in bytes, rounded down to whole slots (0: use pool_tokens)"),
+    BENCH_OPTION_BOOL(token_opts, prefix_cache, "1", "keep finished prefixes in a radix tree and share them"),
+    BENCH_OPTION_BOOL(token_opts, touch, "1", "write every page of the pool at start-up"),
+    BENCH_OPTION_END,
 };
 
 typedef struct rnode {
@@ -198,27 +203,35 @@ static void tree_insert(token_ctx *c, tseq *q) {
 
 static void token_destroy(void *ctx);
 
-static int token_create(const bench_kv_shape *shape, const bench_opts *opts, const bench_host *host,
+static int token_create(const bench_kv_shape *shape, const void *opts, const bench_host *host,
                         void **out, char *err, size_t errlen) {
+    const token_opts *o = opts;
     token_ctx *c = calloc(1, sizeof(*c));
-    if (!c) return bench_errf(err, errlen, "kv token: out of memory");
+    if (!c) return bench_errc(err, errlen, BENCH_ERR_NOMEM, "kv token: out of memory");
     c->shape = *shape;
     c->host = host;
-    uint64_t pool_tokens = 0, pool_bytes = 0;
-    int touch = 1;
-    if (bench_opt_size(opts, token_options, "kv token", "pool_tokens", &pool_tokens, err, errlen) ||
-        bench_opt_size(opts, token_options, "kv token", "pool_bytes", &pool_bytes, err, errlen) ||
-        bench_opt_bool(opts, token_options, "kv token", "prefix_cache", &c->cache, err, errlen) ||
-        bench_opt_bool(opts, token_options, "kv token", "touch", &touch, err, errlen))
-        goto err;
+    c->cache = o->prefix_cache;
+    uint64_t pool_tokens = o->pool_tokens, pool_bytes = o->pool_bytes;
+    int touch = o->touch, rc = -BENCH_ERR_INVALID;
     if (pool_tokens && pool_bytes) {
         bench_errf(err, errlen, "kv token: options pool_tokens and pool_bytes: give one of them, not both");
         goto err;
     }
+    if (shape->pool_bytes && (pool_tokens || pool_bytes)) {
+        bench_errf(err, errlen, "kv token: option %s and the host's KV budget both size the pool: give one of them",
+                   pool_tokens ? "pool_tokens" : "pool_bytes");
+        goto err;
+    }
+    if (shape->pool_bytes) pool_bytes = shape->pool_bytes;
     size_t tb = kvp_token_bytes(shape);
     uint64_t slots = pool_bytes ? pool_bytes / tb : pool_tokens ? pool_tokens : (uint64_t)shape->max_seqs * (uint64_t)shape->max_pos;
-    if (slots < 1 || slots > (uint64_t)INT32_MAX / 2) {
-        bench_errf(err, errlen, "kv token: a pool of %llu slots of %zu bytes: expected 1..%d slots (pool_bytes too small?)",
+    if (slots < 1) {
+        bench_errf(err, errlen, "kv token: a pool of %llu bytes holds no slot of %zu bytes (raise pool_bytes or the budget)",
+                   (unsigned long long)pool_bytes, tb);
+        goto err;
+    }
+    if (slots > (uint64_t)INT32_MAX / 2) {
+        bench_errf(err, errlen, "kv token: a pool of %llu slots of %zu bytes is too large: at most %d slots",
                    (unsigned long long)slots, tb, INT32_MAX / 2);
         goto err;
     }
@@ -231,7 +244,7 @@ static int token_create(const bench_kv_shape *shape, const bench_opts *opts, con
     c->scratch_bytes = (size_t)tasks * (size_t)shape->max_pos * sizeof(float);
     c->scratch = bench_alloc(host ? host->alloc : NULL, c->scratch_bytes, 64);
     if (!c->free_stack || !c->seqs || !c->seq_mem || !c->match || !c->scratch) {
-        bench_errf(err, errlen, "kv token: out of memory");
+        rc = bench_errc(err, errlen, BENCH_ERR_NOMEM, "kv token: out of memory");
         goto err;
     }
     for (int i = 0; i < c->n_slots; i++) c->free_stack[i] = c->n_slots - 1 - i; /* slot 0 on top */
@@ -240,12 +253,12 @@ static int token_create(const bench_kv_shape *shape, const bench_opts *opts, con
         c->seqs[s].slots = c->seq_mem + (size_t)s * 2u * (size_t)shape->max_pos;
         c->seqs[s].ids = c->seqs[s].slots + shape->max_pos;
     }
-    if (kvp_pool_create(&c->pool, shape, c->n_slots, host, touch, "kv token", err, errlen)) goto err;
+    if ((rc = kvp_pool_create(&c->pool, shape, c->n_slots, host, touch, "kv token", err, errlen))) goto err;
     *out = c;
     return 0;
 err:
     token_destroy(c);
-    return -1;
+    return rc;
 }
 
 #ifndef NDEBUG
@@ -388,6 +401,15 @@ static int unlocked_slots(const rnode *x) {
     return s;
 }
 
+static void token_memory(void *ctx, bench_kv_memory *m) {
+    token_ctx *c = ctx;
+    uint64_t tb = kvp_token_bytes(&c->shape);
+    m->reserved = c->pool.bytes;
+    m->used = (uint64_t)(c->n_slots - c->n_free) * tb;
+    m->cached = (uint64_t)unlocked_slots(&c->root) * tb;  /* tree slots no sequence holds */
+    m->wasted = 0;                                          /* one slot per token: nothing partial */
+}
+
 static void token_counters(void *ctx, const bench_counter_sink *s) {
     token_ctx *c = ctx;
     double tb = (double)kvp_token_bytes(&c->shape);
@@ -433,6 +455,7 @@ static const struct bench_kv_iface token_iface = {
     .store = token_store,
     .attend = token_attend,
     .release = token_release,
+    .memory = token_memory,
     .counters = token_counters,
     .destroy = token_destroy,
     .tokens = token_tokens,
@@ -447,7 +470,9 @@ static const bench_module token_module = {
     .summary = "token slots: free-slot stack, request-to-slot map, radix-tree prefix sharing (SGLang style)",
     .devices = KVP_DEVICE,
     .score = kvp_score,
+    .caps = BENCH_CAP_KV_SHARED_POOL | BENCH_CAP_KV_PREFIX_SHARE | BENCH_CAP_KV_FORK,
     .options = token_options,
+    .opts_size = sizeof(token_opts),
     .iface = &token_iface,
 };
 

@@ -10,13 +10,21 @@
 
 #include "engines/abi/loader.h"
 
-static const bench_option_desc mmap_options[] = {
-    {"mode", "enum:shared|private", "shared", "MAP_SHARED or MAP_PRIVATE"},
-    {"populate", "bool", "0", "MAP_POPULATE: fault every page in at map time"},
-    {"advice", "enum:none|willneed|sequential|random|hugepage", "none", "madvise hint on each mapping"},
-    {"mlock", "bool", "0", "mlock the mappings (needs RLIMIT_MEMLOCK)"},
-    {"verify", "bool", "0", "after the run, check each file's size, mtime and inode against load time"},
-    {NULL, NULL, NULL, NULL},
+typedef struct mmap_opts {
+    int mode, populate, advice, mlock, verify;
+} mmap_opts;
+
+enum { MODE_SHARED, MODE_PRIVATE };
+/* in the order of the advice option's choices */
+static const int mmap_advice[] = {-1, MADV_WILLNEED, MADV_SEQUENTIAL, MADV_RANDOM, MADV_HUGEPAGE};
+
+static const bench_option mmap_options[] = {
+    BENCH_OPTION_ENUM(mmap_opts, mode, "shared", "shared|private", "MAP_SHARED or MAP_PRIVATE"),
+    BENCH_OPTION_BOOL(mmap_opts, populate, "0", "MAP_POPULATE: fault every page in at map time"),
+    BENCH_OPTION_ENUM(mmap_opts, advice, "none", "none|willneed|sequential|random|hugepage", "madvise hint on each mapping"),
+    BENCH_OPTION_BOOL(mmap_opts, mlock, "0", "mlock the mappings (needs RLIMIT_MEMLOCK)"),
+    BENCH_OPTION_BOOL(mmap_opts, verify, "0", "after the run, check each file's size, mtime and inode against load time"),
+    BENCH_OPTION_END,
 };
 
 typedef struct mapping {
@@ -38,34 +46,18 @@ typedef struct mmap_ctx {
     uint64_t bytes_mapped, zero_copy, bytes_copied;
 } mmap_ctx;
 
-static int mmap_open(const bench_opts *opts, const bench_host *host, void **out, char *err, size_t errlen) {
+static int mmap_open(const void *opts, const bench_host *host, void **out, char *err, size_t errlen) {
+    const mmap_opts *o = opts;
     mmap_ctx *c = calloc(1, sizeof(*c));
-    if (!c) return bench_errf(err, errlen, "loader mmap: out of memory");
-    const char *mode = bench_opts_get(opts, "mode", mmap_options);
-    const char *adv = bench_opts_get(opts, "advice", mmap_options);
-    if (bench_opt_bool(opts, mmap_options, "loader mmap", "populate", &c->populate, err, errlen) ||
-        bench_opt_bool(opts, mmap_options, "loader mmap", "mlock", &c->mlock_, err, errlen) ||
-        bench_opt_bool(opts, mmap_options, "loader mmap", "verify", &c->verify, err, errlen)) goto err;
-    if (!strcmp(mode, "shared")) c->shared = 1;
-    else if (!strcmp(mode, "private")) c->shared = 0;
-    else { bench_errf(err, errlen, "loader mmap: option mode=%s: expected shared or private", mode); goto err; }
-    static const struct { const char *name; int adv; } advs[] = {
-        {"none", -1}, {"willneed", MADV_WILLNEED}, {"sequential", MADV_SEQUENTIAL},
-        {"random", MADV_RANDOM}, {"hugepage", MADV_HUGEPAGE},
-    };
-    c->advice = -2;
-    for (size_t i = 0; i < sizeof(advs) / sizeof(advs[0]); i++)
-        if (!strcmp(adv, advs[i].name)) c->advice = advs[i].adv;
-    if (c->advice == -2) {
-        bench_errf(err, errlen, "loader mmap: option advice=%s: expected none, willneed, sequential, random or hugepage", adv);
-        goto err;
-    }
+    if (!c) return bench_errc(err, errlen, BENCH_ERR_NOMEM, "loader mmap: out of memory");
+    c->shared = o->mode == MODE_SHARED;
+    c->populate = o->populate;
+    c->mlock_ = o->mlock;
+    c->verify = o->verify;
+    c->advice = mmap_advice[o->advice];
     c->host = host;
     *out = c;
     return 0;
-err:
-    free(c);
-    return -1;
 }
 
 static int mmap_load(void *ctx, const char *const *files, int n_files, const bench_tensor_ref *t, int n,
@@ -73,7 +65,7 @@ static int mmap_load(void *ctx, const char *const *files, int n_files, const ben
     mmap_ctx *c = ctx;
     c->maps = calloc((size_t)n_files, sizeof(*c->maps));
     c->copies = calloc((size_t)(n ? n : 1), sizeof(*c->copies));
-    if (!c->maps || !c->copies) return bench_errf(err, errlen, "loader mmap: out of memory");
+    if (!c->maps || !c->copies) return bench_errc(err, errlen, BENCH_ERR_NOMEM, "loader mmap: out of memory");
     for (int f = 0; f < n_files; f++) {
         int fd = open(files[f], O_RDONLY | O_CLOEXEC);
         if (fd < 0) return bench_errf(err, errlen, "%s: %s", files[f], strerror(errno));
@@ -86,9 +78,9 @@ static int mmap_load(void *ctx, const char *const *files, int n_files, const ben
         int flags = (c->shared ? MAP_SHARED : MAP_PRIVATE) | (c->populate ? MAP_POPULATE : 0);
         void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, flags, fd, 0);
         close(fd); /* the mapping keeps the file */
-        if (p == MAP_FAILED) return bench_errf(err, errlen, "%s: mmap of %lld bytes: %s", files[f], (long long)st.st_size, strerror(errno));
+        if (p == MAP_FAILED) return bench_errc(err, errlen, errno == ENOMEM ? BENCH_ERR_NOMEM : BENCH_ERR_IO, "%s: mmap of %lld bytes: %s", files[f], (long long)st.st_size, strerror(errno));
         c->maps[f] = (mapping){p, (size_t)st.st_size, NULL, st};
-        if (c->verify && !(c->maps[f].path = strdup(files[f]))) return bench_errf(err, errlen, "loader mmap: out of memory");
+        if (c->verify && !(c->maps[f].path = strdup(files[f]))) return bench_errc(err, errlen, BENCH_ERR_NOMEM, "loader mmap: out of memory");
         c->n_maps = f + 1;
         c->bytes_mapped += (uint64_t)st.st_size;
         if (c->advice >= 0 && madvise(p, (size_t)st.st_size, c->advice))
@@ -111,7 +103,7 @@ static int mmap_load(void *ctx, const char *const *files, int n_files, const ben
         }
         void *copy = NULL;
         if (posix_memalign(&copy, 64, (size_t)t[i].nbytes ? (size_t)t[i].nbytes : 64))
-            return bench_errf(err, errlen, "loader mmap: out of memory copying misaligned tensor %s", t[i].name);
+            return bench_errc(err, errlen, BENCH_ERR_NOMEM, "loader mmap: out of memory copying misaligned tensor %s", t[i].name);
         memcpy(copy, p, (size_t)t[i].nbytes);
         c->copies[c->n_copies++] = copy;
         c->bytes_copied += t[i].nbytes;
@@ -180,7 +172,9 @@ static const bench_module mmap_module = {
     .name = "mmap",
     .summary = "mmap(2) each file and use tensors in place (weights are file pages, RssFile)",
     .devices = "cpu",
+    .caps = BENCH_CAP_LOADER_MAPS_FILE,
     .options = mmap_options,
+    .opts_size = sizeof(mmap_opts),
     .iface = &mmap_iface,
 };
 

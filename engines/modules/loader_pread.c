@@ -10,12 +10,17 @@
 
 #include "engines/abi/loader.h"
 
-static const bench_option_desc pread_options[] = {
-    {"chunk", "size", "1m", "bytes per pread call"},
-    {"direct", "bool", "0", "O_DIRECT through an aligned bounce buffer (falls back, with a note, where refused)"},
-    {"populate", "bool", "0", "MAP_POPULATE the destination: fault it in before reading"},
-    {"hugepage", "bool", "0", "madvise(MADV_HUGEPAGE) on the destination (THP in madvise mode)"},
-    {NULL, NULL, NULL, NULL},
+typedef struct pread_opts {
+    uint64_t chunk;
+    int direct, populate, hugepage;
+} pread_opts;
+
+static const bench_option pread_options[] = {
+    BENCH_OPTION_SIZE(pread_opts, chunk, "1m", 4096, 1ll << 30, "bytes per pread call"),
+    BENCH_OPTION_BOOL(pread_opts, direct, "0", "O_DIRECT through an aligned bounce buffer (falls back, with a note, where refused)"),
+    BENCH_OPTION_BOOL(pread_opts, populate, "0", "MAP_POPULATE the destination: fault it in before reading"),
+    BENCH_OPTION_BOOL(pread_opts, hugepage, "0", "madvise(MADV_HUGEPAGE) on the destination (THP in madvise mode)"),
+    BENCH_OPTION_END,
 };
 
 #define TENSOR_ALIGN 64     /* every tensor starts on a cache line */
@@ -31,21 +36,14 @@ typedef struct pread_ctx {
     uint64_t t_read_ns;
 } pread_ctx;
 
-static int pread_open(const bench_opts *opts, const bench_host *host, void **out, char *err, size_t errlen) {
+static int pread_open(const void *opts, const bench_host *host, void **out, char *err, size_t errlen) {
+    const pread_opts *o = opts;
     pread_ctx *c = calloc(1, sizeof(*c));
-    if (!c) return bench_errf(err, errlen, "loader pread: out of memory");
-    if (bench_opt_size(opts, pread_options, "loader pread", "chunk", &c->chunk, err, errlen) ||
-        bench_opt_bool(opts, pread_options, "loader pread", "direct", &c->direct, err, errlen) ||
-        bench_opt_bool(opts, pread_options, "loader pread", "populate", &c->populate, err, errlen) ||
-        bench_opt_bool(opts, pread_options, "loader pread", "hugepage", &c->hugepage, err, errlen)) {
-        free(c);
-        return -1;
-    }
-    if (c->chunk < 4096 || c->chunk > (1ull << 30)) {
-        unsigned long long chunk = c->chunk;
-        free(c);
-        return bench_errf(err, errlen, "loader pread: option chunk=%llu: expected 4k..1g", chunk);
-    }
+    if (!c) return bench_errc(err, errlen, BENCH_ERR_NOMEM, "loader pread: out of memory");
+    c->chunk = o->chunk;
+    c->direct = o->direct;
+    c->populate = o->populate;
+    c->hugepage = o->hugepage;
     if (c->direct) c->chunk = (c->chunk + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN;
     c->host = host;
     *out = c;
@@ -105,19 +103,20 @@ static int pread_load(void *ctx, const char *const *files, int n_files, const be
     c->region = mmap(NULL, total, PROT_READ | PROT_WRITE, flags, -1, 0);
     if (c->region == MAP_FAILED) {
         c->region = NULL;
-        return bench_errf(err, errlen, "loader pread: cannot reserve %zu bytes for the weights: %s", total, strerror(errno));
+        return bench_errc(err, errlen, errno == ENOMEM ? BENCH_ERR_NOMEM : BENCH_ERR_FAIL,
+                          "loader pread: cannot reserve %zu bytes for the weights: %s", total, strerror(errno));
     }
     c->region_bytes = total;
     if (c->hugepage) {
         madvise(c->region, total, MADV_HUGEPAGE);
         if (c->populate) madvise(c->region, total, MADV_POPULATE_WRITE);
     }
-    if (c->host && c->host->name_region) c->host->name_region(c->host, c->region, total, "bench:weights");
+    bench_name_region(c->host, c->region, total, BENCH_REGION_WEIGHTS);
     for (int i = 0; i < n; i++) data[i] = (uint8_t *)c->region + (uintptr_t)data[i];
 
     uint8_t *bounce = NULL;
     if (c->direct && posix_memalign((void **)&bounce, DIRECT_ALIGN, (size_t)c->chunk))
-        return bench_errf(err, errlen, "loader pread: out of memory for the O_DIRECT buffer");
+        return bench_errc(err, errlen, BENCH_ERR_NOMEM, "loader pread: out of memory for the O_DIRECT buffer");
     int rc = 0;
     for (int f = 0; f < n_files && !rc; f++) {
         int direct = c->direct;
@@ -173,6 +172,7 @@ static const bench_module pread_module = {
     .summary = "pread(2) every tensor into one anonymous region (weights become RssAnon)",
     .devices = "cpu",
     .options = pread_options,
+    .opts_size = sizeof(pread_opts),
     .iface = &pread_iface,
 };
 

@@ -455,14 +455,6 @@ static int64_t aw_clock_cost(void) {
     return m;
 }
 
-/* Allocators that may be called from two threads at once; the others run the
- * producer/consumer pair under one mutex, as a caller sharing them would have to. */
-static int aw_thread_safe(const char *name) {
-    static const char *const safe[] = {"libc", "jemalloc", "mimalloc", "slab", NULL};
-    for (int i = 0; safe[i]; i++)
-        if (!strcmp(name, safe[i])) return 1;
-    return 0;
-}
 
 static double aw_tv_ms(struct timeval t) { return (double)t.tv_sec * 1e3 + (double)t.tv_usec * 1e-3; }
 
@@ -516,7 +508,7 @@ int aw_worker(const char *spec_text, const char *spec_name, int ev_fd, int ack_f
     aw_run r = {0};
     at_trace trace = {0};
     modreg_entry me = {0};
-    void *storage = NULL;
+    void *storage = NULL, *filled = NULL;
     int rc = 1;
     cJSON *j = cJSON_Parse(spec_text);
     const cJSON *ja = j ? cJSON_GetObjectItemCaseSensitive(j, "alloc") : NULL;
@@ -536,13 +528,16 @@ int aw_worker(const char *spec_text, const char *spec_name, int ev_fd, int ack_f
     char err[512];
     bench_opts bo;
     if (modreg_load(jd->valuestring, "alloc", ja->valuestring, &me, err, sizeof(err)) ||
-        modreg_parse_opts(jo->valuestring, &bo, &storage, err, sizeof(err)) || modreg_check_opts(me.mod, &bo, err, sizeof(err))) {
+        modreg_parse_opts(jo->valuestring, &bo, &storage, err, sizeof(err)) ||
+        modreg_fill_opts(me.mod, &bo, &filled, err, sizeof(err))) {
         aw_fail(&c, "%s", err);
         goto out;
     }
     r.ai = me.mod->iface;
     r.w = &w;
-    int locked = w.pattern == AW_PRODCON && !aw_thread_safe(ja->valuestring);
+    /* an allocator that does not declare itself thread-safe runs the producer/consumer pair
+     * under one mutex, as a caller sharing it would have to */
+    int locked = w.pattern == AW_PRODCON && !(me.mod->caps & BENCH_CAP_ALLOC_THREAD_SAFE);
     pthread_mutex_init(&r.mu, NULL);
     if (w.pattern == AW_PRODCON && !w.size) {
         aw_fail(&c, "%s: pattern prodcon takes a fixed \"size\" (the consumer frees with it)", spec_name);
@@ -589,7 +584,7 @@ int aw_worker(const char *spec_text, const char *spec_name, int ev_fd, int ack_f
      * the compiler may turn malloc + memset 0 into calloc, whose fresh pages stay untouched) */
     for (size_t i = 0; i < r.cap_batch; i++) r.batch_ns[i] = -1.0;
     r.overhead_ns = aw_clock_cost();
-    if (r.ai->create(&bo, &r.ctx, err, sizeof(err))) {
+    if (r.ai->create(filled, &r.ctx, err, sizeof(err))) {
         aw_fail(&c, "%s", err);
         goto out;
     }
@@ -684,6 +679,7 @@ out:
     free(r.batch_ns);
     at_trace_free(&trace);
     free(storage);
+    free(filled);
     modreg_entry_close(&me);
     aw_workload_free(&w);
     sc_errors_free(&errs);

@@ -138,17 +138,22 @@ static void wk_region(void *user, const void *addr, size_t len, const char *name
     wk_send(user, BENCH_EV_REGION, 0, (int64_t)(uintptr_t)addr, (int64_t)len, name, NULL, 0);
 }
 
-static int wk_fail(wk_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int wk_fail(wk_ctx *c, const char *fmt, ...) {
+/* Reports a failure and its code (BENCH_ERR_*, or the -code an engine call returned): the
+ * parent decides what the repetition's status is by the code, not the words. */
+static int wk_failc(wk_ctx *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int wk_failc(wk_ctx *c, int code, const char *fmt, ...) {
     char msg[1024];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
+    if (code < 0) code = -code;
+    if (code < BENCH_ERR_FAIL || code > BENCH_ERR_MAX) code = BENCH_ERR_FAIL;
     fprintf(stderr, "bench worker: %s\n", msg);
-    if (c->ev_fd >= 0) wk_send(c, BENCH_EV_ERROR, 0, 0, 0, msg, NULL, 0);
+    if (c->ev_fd >= 0) wk_send(c, BENCH_EV_ERROR, 0, code, 0, msg, NULL, 0);
     return 1;
 }
+#define wk_fail(c, ...) wk_failc(c, BENCH_ERR_FAIL, __VA_ARGS__)
 
 /* ---- the spec ---- */
 
@@ -312,8 +317,9 @@ static int wk_generate(wk_ctx *c, const wk_spec *s, engine *e, int64_t *produced
 
     float *logits;
     wk_send(c, BENCH_EV_PREFILL_START, 0, 0, 0, NULL, NULL, 0);
-    if (engine_forward(e, 0, ids, n_prompt, 0, &logits, err, sizeof(err))) {
-        wk_fail(c, "prefill: %s", err);
+    int frc = engine_forward(e, 0, ids, n_prompt, 0, &logits, err, sizeof(err));
+    if (frc) {
+        wk_failc(c, frc, "prefill: %s", err);
         goto out;
     }
     int n = n_prompt;
@@ -330,8 +336,8 @@ static int wk_generate(wk_ctx *c, const wk_spec *s, engine *e, int64_t *produced
     for (int pass = 0; pass < (c->loop > 1 ? c->loop : 1); pass++) {
         n = n_first;
         for (int k = 1; k < s->generate; k++) {
-            if (engine_forward(e, 0, &ids[n - 1], 1, n - 1, &logits, err, sizeof(err))) {
-                wk_fail(c, "decode step %d: %s", k, err);
+            if ((frc = engine_forward(e, 0, &ids[n - 1], 1, n - 1, &logits, err, sizeof(err)))) {
+                wk_failc(c, frc, "decode step %d: %s", k, err);
                 goto out;
             }
             ids[n++] = engine_sample(e, smp, logits);
@@ -402,13 +408,14 @@ static int wk_run(wk_ctx c, wk_spec s) {
     }
 
     wk_send(&c, BENCH_EV_LOAD_START, 0, 0, 0, NULL, NULL, 0);
-    if (engine_create(&es, &e, err, sizeof(err))) {
-        wk_fail(&c, "%s", err);
+    int erc = engine_create(&es, &e, err, sizeof(err));
+    if (erc) {
+        wk_failc(&c, erc, "%s", err);
         goto out;
     }
     if (wk_send(&c, BENCH_EV_LOAD_END, 1, 0, 0, NULL, NULL, 0)) goto out;
-    /* test hook: the model truncated under a mapping loader (mapguard.h) */
-    if (s.module[0] && !strcmp(s.module[0], "mmap") && mg_test_truncate(s.model) < 0) goto out;
+    /* test hook: the model truncated under a loader whose tensors are the file's pages (mapguard.h) */
+    if ((engine_module_caps(e, "loader") & BENCH_CAP_LOADER_MAPS_FILE) && mg_test_truncate(s.model) < 0) goto out;
 
     int64_t produced = 0;
     if (s.requests) {

@@ -4,7 +4,40 @@
 
 #include "commands.h"
 #include "engines/core/compute/kernels.h"
+#include "engines/abi/kv.h"
 #include "engines/core/runtime/modreg.h"
+
+/* The capabilities a module declares, by the names docs/modules.md uses. */
+static void list_caps(const bench_module *m, char *out, size_t n) {
+    static const struct { uint64_t bit; const char *name; } caps[] = {
+        {BENCH_CAP_KV_SHARED_POOL, "shared-pool"},   {BENCH_CAP_KV_PREFIX_SHARE, "prefix-share"},
+        {BENCH_CAP_KV_FORK, "fork"},                 {BENCH_CAP_ALLOC_THREAD_SAFE, "thread-safe"},
+        {BENCH_CAP_ALLOC_RESET, "reset"},            {BENCH_CAP_LOADER_MAPS_FILE, "maps-file"},
+    };
+    out[0] = 0;
+    size_t used = 0;
+    for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++)
+        if (m->caps & caps[i].bit) used += (size_t)snprintf(out + used, used < n ? n - used : 0, "%s%s", used ? ", " : "", caps[i].name);
+    if (!strcmp(m->family, "kv")) {
+        const struct bench_kv_iface *k = m->iface;
+        used += (size_t)snprintf(out + used, used < n ? n - used : 0, "%scache types:", used ? "; " : "");
+        for (int t = 0; t < BENCH_DTYPE_COUNT; t++)
+            if (bench_kv_stores(k, (bench_dtype)t))
+                used += (size_t)snprintf(out + used, used < n ? n - used : 0, " %s", bench_dtype_name((bench_dtype)t));
+    }
+}
+
+/* An option's type with its range or choices: "size 4096..1g", "enum shared|private". */
+static void list_type(const bench_option *o, char *out, size_t n) {
+    static const char *const names[] = {"?", "bool", "int", "size", "enum", "string"};
+    const char *t = o->type >= BENCH_OPT_BOOL && o->type <= BENCH_OPT_STRING ? names[o->type] : "?";
+    if (o->type == BENCH_OPT_ENUM) snprintf(out, n, "enum %s", o->choices);
+    else if ((o->type == BENCH_OPT_INT || o->type == BENCH_OPT_SIZE) && o->min < o->max)
+        snprintf(out, n, "%s %lld..%lld", t, (long long)o->min, (long long)o->max);
+    else if (o->type == BENCH_OPT_STRING) snprintf(out, n, "string (< %d bytes)", BENCH_OPT_STRING_MAX);
+    else snprintf(out, n, "%s", t);
+    if (o->flags & BENCH_OPTF_SIZES_POOL) strncat(out, " (sizes the pool)", n - strlen(out) - 1);
+}
 
 int cmd_list(int argc, char **argv) {
     const char *dir = NULL;
@@ -13,7 +46,8 @@ int cmd_list(int argc, char **argv) {
             printf("usage: bench list [--modules DIR]\n\n"
                    "Lists every engine module found (default: $BENCH_MODULE_PATH, else modules/ beside the bench binary,\n"
                    "and a device's modules in the directory of its name there, e.g. modules/cuda/), with its family,\n"
-                   "devices and options (name, type, default). A module that cannot run on this machine (a CUDA\n"
+                   "devices, capabilities and options (name, type, range, default). DIR may be several folders\n"
+                   "separated by ':', searched in order. A module that cannot run on this machine (a CUDA\n"
                    "module without a GPU) is marked \"not usable here\".\n");
             return 0;
         } else if (!strcmp(argv[i], "--modules") && i + 1 < argc) {
@@ -42,8 +76,16 @@ int cmd_list(int argc, char **argv) {
             int usable = !m->score || m->score() > 0;
             printf("  %-10s %s  [devices: %s]%s\n", m->name, m->summary, m->devices ? m->devices : "cpu",
                    usable ? "" : "  (not usable here)");
-            for (const bench_option_desc *o = m->options; o && o->name; o++)
-                printf("      %-15s %-22s default %-6s %s\n", o->name, o->type, o->def, o->help);
+            char caps[256];
+            list_caps(m, caps, sizeof(caps));
+            if (caps[0]) printf("      capabilities: %s\n", caps);
+            if (strcmp(m->devices ? m->devices : "cpu", "cpu") || r.dir[strcspn(r.dir, ":")])
+                printf("      from %s\n", r.v[i].path);
+            for (const bench_option *o = m->options; o && o->name; o++) {
+                char type[160];
+                list_type(o, type, sizeof(type));
+                printf("      %-15s %-34s default %-7s %s\n", o->name, type, o->def, o->help);
+            }
         }
     }
     /* the kernels are built in, not modules, but are chosen the same way (--kernels, a scenario axis) */

@@ -334,6 +334,7 @@ static void rn_event(rn_proc *p, const bench_event *ev) {
     }
     case BENCH_EV_ERROR:
         rn_setf(p->reason, sizeof(p->reason), "worker: %.*s", (int)sizeof(ev->name) - 1, ev->name);
+        p->err_code = (int)ev->a;
         break;
     default:
         rn_setf(p->reason, sizeof(p->reason), "worker sent an unknown event type %u", ev->type);
@@ -426,10 +427,9 @@ static void rn_reap(rn_proc *p, double timeout_s) {
             rn_setf(p->reason, sizeof(p->reason), "%s", why);
         }
         /* A memory limit that refuses instead of killing (ulimit -v, RLIMIT_AS): the
-         * worker reports the failed allocation and exits. That is the same cause as an
-         * OOM kill, and is recorded as one. */
-        if (!san && (strstr(p->reason, "out of memory") || strstr(p->reason, "Cannot allocate memory") ||
-                     strstr(p->reason, "cannot allocate"))) {
+         * worker reports the failed allocation, with its code, and exits. That is the same
+         * cause as an OOM kill, and is recorded as one. */
+        if (!san && p->err_code == BENCH_ERR_NOMEM) {
             p->status = RN_OOM;
             rn_setf(why, sizeof(why), "out of memory (an allocation was refused: a memory limit such as ulimit -v, "
                     "or the machine's memory): %s", p->reason);

@@ -119,6 +119,7 @@ typedef struct rn_proc {
     struct rusage ru;
     rn_status status;
     char reason[512];
+    int err_code;                   /* the code of the worker's ERROR event (BENCH_ERR_*), 0: none */
     char log_path[512];             /* its stderr */
     /* partial event bytes between reads */
     size_t carry_len;

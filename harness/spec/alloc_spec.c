@@ -310,7 +310,7 @@ static void aw_placeholder(sc_axis *ax, const char *name, int ival) {
     ax->v = calloc(1, sizeof(*ax->v));
     if (!ax->v) return;
     ax->n = 1;
-    ax->v[0] = (sc_choice){strdup(name), strdup(""), strdup(name), ival};
+    ax->v[0] = (sc_choice){.name = strdup(name), .opts = strdup(""), .label = strdup(name), .ival = ival};
 }
 
 int aw_parse_scenario(scenario *s, const cJSON *root, sc_errors *errs) {
@@ -391,7 +391,7 @@ int aw_parse_scenario(scenario *s, const cJSON *root, sc_errors *errs) {
             const char *nm = w->name ? w->name : "?";
             for (int q = 0; w->name && q < a->n - 1; q++)
                 if (a->w[q].name && !strcmp(a->w[q].name, nm)) aw_err(&c, p, "duplicate workload name \"%s\"", nm);
-            wl->v[wl->n++] = (sc_choice){strdup(nm), strdup(""), strdup(nm), i};
+            wl->v[wl->n++] = (sc_choice){.name = strdup(nm), .opts = strdup(""), .label = strdup(nm), .ival = i};
         }
     }
     if (errs->n) return -1;

@@ -16,7 +16,8 @@
  *   COUNTER * K             name, unit, value: the modules' own counters; a = the class they
  *                          declare (BENCH_CTR_*, engines/abi/module.h), b = the better direction
  *   DONE             [ack]  everything measured                    ("end" snapshot)
- *   ERROR                   name = message; the worker exits non-zero after it
+ *   ERROR                   name = message, a = its code (BENCH_ERR_*, engines/abi/module.h: out
+ *                           of memory, not found, refused...); the worker exits non-zero after it
  *   REGION                  any time: a = address, b = length, name = region ("weights", "kv",
  *                           "scratch"), as the engine named it; the parent uses it where the
  *                           kernel cannot name anonymous mappings (no CONFIG_ANON_VMA_NAME)

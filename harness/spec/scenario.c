@@ -553,13 +553,16 @@ static int sc_opt_text(const cJSON *v, char *buf, size_t len) {
     return strchr(buf, ',') || strchr(buf, '=') ? -1 : 0;
 }
 
-/* A module's options against what it declares. */
-static void sc_check_opts(sc_ctx *c, const modreg_entry *e, const sc_choice *ch, const char *p) {
+/* A module's options against what it declares; a choice that sizes a shared KV pool with
+ * an option notes which (sc_choice.pool_opt). */
+static void sc_check_opts(sc_ctx *c, const modreg_entry *e, sc_choice *ch, const char *p) {
     bench_opts opts;
     void *storage = NULL;
     char err[512];
     if (modreg_parse_opts(ch->opts, &opts, &storage, err, sizeof(err)) || modreg_check_opts(e->mod, &opts, err, sizeof(err)))
         sc_err(c, p, "%s", err);
+    else if (e->mod->caps & BENCH_CAP_KV_SHARED_POOL)
+        modreg_pool_opt_given(e->mod, &opts, ch->pool_opt, sizeof(ch->pool_opt));
     free(storage);
 }
 
@@ -620,7 +623,7 @@ static void sc_check_module(sc_ctx *c, const char *family, sc_choice *ch, const 
  * and kv choices against); a built device that cannot run here is an error too, but its
  * modules are still checked, so that one run on a machine without the device shows
  * every other mistake as well. */
-static int sc_check_device(sc_ctx *c, const sc_choice *ch, const char *p) {
+static int sc_check_device(sc_ctx *c, sc_choice *ch, const char *p) {
     if (!strcmp(ch->name, "cpu")) {
         if (ch->opts[0]) {
             sc_err(c, p, "device cpu takes no options (the CPU's forward pass is the core's own)");
@@ -1019,13 +1022,13 @@ int sc_parse_engine(scenario *s, const cJSON *root, sc_errors *errs) {
         sc_default_axis(&c, s, SC_AX_THREADS, "0");
         sc_default_axis(&c, s, SC_AX_DEVICE, "cpu");
         sc_default_axis(&c, s, SC_AX_KERNELS, "auto");
-        /* a serving run's KV budget sizes a shared pool itself (engine.h: kv_budget) */
+        /* a serving run's KV budget sizes a shared pool itself (engine.h: kv_budget): an
+         * option the module declares as sizing its pool (BENCH_OPTF_SIZES_POOL) cannot join it */
         for (int i = 0; s->requests && i < s->axes[SC_AX_KV].n; i++) {
             const sc_choice *k = &s->axes[SC_AX_KV].v[i];
-            for (const char *o = k->opts; o && *o; o += strcspn(o, ","), o += *o == ',')
-                if (!strncmp(o, "pool_bytes=", 11) || !strncmp(o, "pool_tokens=", 12))
-                    sc_err(&c, ".workload.requests.kv_budget", "kv choice \"%s\" sizes its pool with %.*s too: "
-                           "leave the option out, the budget sizes the pool of every variant", k->label, (int)strcspn(o, ","), o);
+            if (k->pool_opt[0])
+                sc_err(&c, ".workload.requests.kv_budget", "kv choice \"%s\" sizes its pool with %s too: "
+                       "leave the option out, the budget sizes the pool of every variant", k->label, k->pool_opt);
         }
         /* the pool's idle workers spin: with more than one thread the count is the scheduler's, not the work's */
         for (int i = 0; (s->metrics & SC_M_CALLGRIND) && i < s->axes[SC_AX_THREADS].n; i++)

@@ -44,6 +44,7 @@ typedef struct sc_choice {
     char *opts;         /* modules: "k=v,k=v" ("" when none) */
     char *label;        /* how the variant is named: the label given, else name[:opts] */
     int ival;           /* cache: SC_CACHE_*, threads: the count */
+    char pool_opt[96];  /* kv: "key=value" of a given option that sizes the shared pool, "" when none */
 } sc_choice;
 
 typedef struct sc_axis {

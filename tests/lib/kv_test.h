@@ -37,11 +37,12 @@ static inline int kvt_open(kvt *t, const char *name, const bench_kv_shape *shape
     if (modreg_load(tu_module_dir(), "kv", name, &t->ent, err, errlen)) return -1;
     t->kv = t->ent.mod->iface;
     bench_opts o = {0};
-    void *storage = NULL;
+    void *storage = NULL, *filled = NULL;
     int rc = modreg_parse_opts(opts, &o, &storage, err, errlen);
-    if (!rc) rc = modreg_check_opts(t->ent.mod, &o, err, errlen);
-    if (!rc) rc = t->kv->create(shape, &o, &kvt_host3, &t->ctx, err, errlen);
+    if (!rc) rc = modreg_fill_opts(t->ent.mod, &o, &filled, err, errlen);
+    if (!rc) rc = t->kv->create(shape, filled, &kvt_host3, &t->ctx, err, errlen);
     free(storage);
+    free(filled);
     if (rc) { modreg_entry_close(&t->ent); t->ctx = NULL; }
     return rc;
 }
@@ -95,8 +96,7 @@ static inline void kvt_append(kvt *t, int seq, int pos0, int n, const float *k, 
     const bench_kv_shape *s = &t->shape;
     size_t kv_dim = (size_t)s->n_kv_heads * s->head_dim;
     if (t->kv->reserve(t->ctx, seq, pos0 + n, err, sizeof(err))) fail_msg("reserve seq %d to %d: %s", seq, pos0 + n, err);
-    const struct bench_kv_iface *v2 = bench_kv_v2(t->kv);
-    if (ids && v2 && v2->tokens) v2->tokens(t->ctx, seq, pos0, n, ids + pos0);
+    if (ids && t->kv->tokens) t->kv->tokens(t->ctx, seq, pos0, n, ids + pos0);
     for (int l = 0; l < s->n_layers; l++) {
         size_t off = ((size_t)l * s->max_pos + (size_t)pos0) * kv_dim;
         t->kv->store(t->ctx, seq, l, pos0, n, k + off, v + off);

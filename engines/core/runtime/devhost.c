@@ -46,8 +46,11 @@ int devhost_open(const char *module_dir, const char *name, const bench_opts *opt
         bench_errf(err, errlen, "device %s: %s", name, d->iface->probe ? e : "not usable on this machine");
         goto fail;
     }
-    if (modreg_check_opts(d->mod.mod, opts, err, errlen)) goto fail;
-    if (d->iface->create(opts, &d->ctx, stream, err, errlen)) goto fail;
+    void *filled = NULL;
+    if (modreg_fill_opts(d->mod.mod, opts, &filled, err, errlen)) goto fail;
+    int rc = d->iface->create(filled, &d->ctx, stream, err, errlen);
+    free(filled);  /* a device reads its options at create and keeps none of the struct */
+    if (rc) goto fail;
     *out = d;
     return 0;
 fail:

@@ -32,6 +32,7 @@ struct engine {
     const struct bench_kv_iface *kv;
     const struct bench_alloc_iface *alloc;
     void *loader_ctx, *kv_ctx, *alloc_ctx;
+    void *loader_opts, *kv_opts, *alloc_opts;   /* the modules' options structs, filled by modreg */
     bench_allocator allocator;      /* the module's, or the trace recorder wrapping it */
     at_recorder *trace;             /* spec->trace_alloc; NULL: none */
     af_state *fault;                /* test hook: every Nth allocation fails (alloc_fault.h); NULL: none */
@@ -45,7 +46,7 @@ struct engine {
     tf_span *spans;             /* (max_seqs) a batched decode's */
     devhost *dev;               /* NULL: the forward pass runs on the CPU (transformer.c) */
     int max_pos, max_seqs;
-    int kv_pooled;              /* the kv module has one pool for every sequence (declares pool_bytes) */
+    int kv_pooled;              /* the kv module has one pool for every sequence (BENCH_CAP_KV_SHARED_POOL) */
     void (*on_region)(void *user, const void *addr, size_t len, const char *name);
     void *region_user;
 };
@@ -59,8 +60,13 @@ static void engine_log(const bench_host *h, const char *msg) {
     fprintf(stderr, "%s\n", msg);
 }
 
-static void name_region(const bench_host *h, void *addr, size_t len, const char *name) {
+static void name_region(const bench_host *h, void *addr, size_t len, int kind) {
     const engine *e = (const engine *)((const char *)h - offsetof(engine, host));
+    const char *name = bench_region_name(kind);
+    if (!name) {
+        fprintf(stderr, "bench: a module named a region of unknown kind %d; it is counted as unnamed memory\n", kind);
+        return;
+    }
     uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
     uintptr_t a = ((uintptr_t)addr + page - 1) & ~(page - 1), end = ((uintptr_t)addr + len) & ~(page - 1);
     /* Without the name the kernel may merge the region with a neighbouring anonymous
@@ -72,19 +78,14 @@ static void name_region(const bench_host *h, void *addr, size_t len, const char 
     if (e->on_region) e->on_region(e->region_user, addr, len, name);
 }
 
-/* A kv module with one pool for every sequence declares its size as an option. */
-static int kv_is_pooled(const bench_module *kv) {
-    for (const bench_option_desc *d = kv->options; d && d->name; d++)
-        if (!strcmp(d->name, "pool_bytes")) return 1;
-    return 0;
-}
+static int kv_is_pooled(const bench_module *kv) { return !!(kv->caps & BENCH_CAP_KV_SHARED_POOL); }
 
-/* The kv module's options, and max_seqs, for a KV budget (engine.h: kv_budget_*).
- * *extra gets the pool size in bytes, as text, for a module with a pool; "" otherwise. */
+/* The pool size and max_seqs for a KV budget (engine.h: kv_budget_*). *pool_bytes gets the
+ * pool's size for a module with a shared pool; 0 otherwise. */
 static int size_kv(const engine_spec *spec, const bench_module *kv, uint64_t token_bytes, int max_pos,
-                   int *max_seqs, char *extra, size_t extra_len, char *err, size_t errlen) {
+                   int *max_seqs, uint64_t *pool_bytes, char *err, size_t errlen) {
     int want = spec->max_seqs > 0 ? spec->max_seqs : 1;
-    extra[0] = 0;
+    *pool_bytes = 0;
     *max_seqs = want;
     if (spec->kv_budget_bytes && spec->kv_budget_tokens)
         return bench_errf(err, errlen, "engine: a KV budget of %llu bytes and of %llu positions: give one of them",
@@ -94,11 +95,11 @@ static int size_kv(const engine_spec *spec, const bench_module *kv, uint64_t tok
     uint64_t budget = spec->kv_budget_bytes ? spec->kv_budget_bytes : spec->kv_budget_tokens * token_bytes;
     if (!budget) return 0;
     if (kv_is_pooled(kv)) {
-        for (int i = 0; i < spec->kv_opts.n; i++)
-            if (!strcmp(spec->kv_opts.v[i].key, "pool_bytes") || !strcmp(spec->kv_opts.v[i].key, "pool_tokens"))
-                return bench_errf(err, errlen, "kv %s: option %s=%s and a KV budget of %llu bytes both size the pool; give one of them",
-                                  kv->name, spec->kv_opts.v[i].key, spec->kv_opts.v[i].value, (unsigned long long)budget);
-        snprintf(extra, extra_len, "%llu", (unsigned long long)budget);
+        char given[160];
+        if (modreg_pool_opt_given(kv, &spec->kv_opts, given, sizeof(given)))
+            return bench_errc(err, errlen, BENCH_ERR_INVALID, "kv %s: option %s and a KV budget of %llu bytes both size the pool; "
+                              "give one of them", kv->name, given, (unsigned long long)budget);
+        *pool_bytes = budget;
         return 0;
     }
     /* one cache per sequence, each at full context: the budget decides how many */
@@ -111,19 +112,22 @@ static int size_kv(const engine_spec *spec, const bench_module *kv, uint64_t tok
     return 0;
 }
 
-/* device: NULL for the CPU's modules, else the device's (the allocator always is the host's). */
+/* device: NULL for the CPU's modules, else the device's (the allocator always is the host's).
+ * *filled: the module's options struct, from opts. */
 static int load_module(const engine_spec *spec, const char *device, const char *family, const char *name,
-                       const bench_opts *opts, modreg_entry *out, char *err, size_t errlen) {
-    if (modreg_load_for(spec->module_dir, device, family, name, out, err, errlen)) return -1;
+                       const bench_opts *opts, modreg_entry *out, void **filled, char *err, size_t errlen) {
+    int rc = modreg_load_for(spec->module_dir, device, family, name, out, err, errlen);
+    if (rc) return rc;
     if (out->mod->score && out->mod->score() == 0)
-        return bench_errf(err, errlen, "%s module %s is not usable on this machine", family, name);
-    return modreg_check_opts(out->mod, opts, err, errlen);
+        return bench_errc(err, errlen, BENCH_ERR_REFUSED, "%s module %s is not usable on this machine", family, name);
+    return modreg_fill_opts(out->mod, opts, filled, err, errlen);
 }
 
 int engine_create(const engine_spec *spec, engine **out, char *err, size_t errlen) {
     *out = NULL;
     engine *e = calloc(1, sizeof(*e));
-    if (!e) return bench_errf(err, errlen, "out of memory");
+    if (!e) return bench_errc(err, errlen, BENCH_ERR_NOMEM, "out of memory");
+    int rc = -BENCH_ERR_FAIL;
     kn_init();
     if (spec->kernels && *spec->kernels) {
         char have[160];
@@ -160,10 +164,13 @@ int engine_create(const engine_spec *spec, engine **out, char *err, size_t errle
         bench_errf(err, errlen, "llama.cpp's rounding (llama_numerics) is emulated on the CPU only, not on device %s", device);
         goto err;
     }
-    if (device && devhost_open(spec->module_dir, device, &spec->device_opts, &e->dev, &stream, err, errlen)) goto err;
-    if (load_module(spec, NULL, "alloc", spec->alloc ? spec->alloc : "libc", &spec->alloc_opts, &e->alloc_mod, err, errlen) ||
-        load_module(spec, device, "loader", spec->loader ? spec->loader : "mmap", &spec->loader_opts, &e->loader_mod, err, errlen) ||
-        load_module(spec, device, "kv", spec->kv ? spec->kv : "prealloc", &spec->kv_opts, &e->kv_mod, err, errlen))
+    if (device && (rc = devhost_open(spec->module_dir, device, &spec->device_opts, &e->dev, &stream, err, errlen))) goto err;
+    if ((rc = load_module(spec, NULL, "alloc", spec->alloc ? spec->alloc : "libc", &spec->alloc_opts, &e->alloc_mod,
+                          &e->alloc_opts, err, errlen)) ||
+        (rc = load_module(spec, device, "loader", spec->loader ? spec->loader : "mmap", &spec->loader_opts, &e->loader_mod,
+                          &e->loader_opts, err, errlen)) ||
+        (rc = load_module(spec, device, "kv", spec->kv ? spec->kv : "prealloc", &spec->kv_opts, &e->kv_mod, &e->kv_opts,
+                          err, errlen)))
         goto err;
     e->alloc = e->alloc_mod.mod->iface;
     e->loader = e->loader_mod.mod->iface;
@@ -174,7 +181,7 @@ int engine_create(const engine_spec *spec, engine **out, char *err, size_t errle
     if (threads < 1) threads = 1;
     if (!(e->pool = tp_create(threads))) { bench_errf(err, errlen, "cannot start %d threads", threads); goto err; }
 
-    if (e->alloc->create(&spec->alloc_opts, &e->alloc_ctx, err, errlen)) goto err;
+    if ((rc = e->alloc->create(e->alloc_opts, &e->alloc_ctx, err, errlen))) goto err;
     e->allocator = (bench_allocator){e->alloc, e->alloc_ctx};
     if (spec->trace_alloc) {
         if (at_recorder_open(spec->trace_alloc, &e->allocator, &e->trace, err, errlen)) goto err;
@@ -193,48 +200,38 @@ int engine_create(const engine_spec *spec, engine **out, char *err, size_t errle
     int n = e->m->n_tensors;
     e->refs = calloc((size_t)n, sizeof(*e->refs));
     e->data = calloc((size_t)n, sizeof(*e->data));
-    if (!e->refs || !e->data) { bench_errf(err, errlen, "out of memory"); goto err; }
+    if (!e->refs || !e->data) { rc = bench_errc(err, errlen, BENCH_ERR_NOMEM, "out of memory"); goto err; }
     for (int i = 0; i < n; i++) {
         const model_tensor *t = &e->m->tensors[i];
         e->refs[i] = (bench_tensor_ref){t->name, t->dtype, t->file, t->offset, t->nbytes};
     }
-    if (e->loader->open(&spec->loader_opts, &e->host, &e->loader_ctx, err, errlen)) goto err;
-    if (e->loader->load(e->loader_ctx, (const char *const *)e->m->files, e->m->n_files, e->refs, n, e->data, err, errlen))
+    if ((rc = e->loader->open(e->loader_opts, &e->host, &e->loader_ctx, err, errlen))) goto err;
+    if ((rc = e->loader->load(e->loader_ctx, (const char *const *)e->m->files, e->m->n_files, e->refs, n, e->data, err, errlen)))
         goto err;
+    rc = -BENCH_ERR_FAIL;
     if (tf_bind(e->m, e->data, &e->w, err, errlen)) goto err;
 
-    char pool[32];
+    uint64_t pool_bytes = 0;
     e->kv_pooled = kv_is_pooled(e->kv_mod.mod);
-    if (size_kv(spec, e->kv_mod.mod, engine_kv_token_bytes(e), e->max_pos, &e->max_seqs, pool, sizeof(pool), err, errlen))
+    if ((rc = size_kv(spec, e->kv_mod.mod, engine_kv_token_bytes(e), e->max_pos, &e->max_seqs, &pool_bytes, err, errlen)))
         goto err;
-    if (spec->llama_numerics && e->kv->version < 3u) {
-        bench_errf(err, errlen, "kv module %s has interface version %u; llama.cpp's rounding (llama_numerics) needs version 3",
-                   e->kv_mod.mod->name, e->kv->version);
-        goto err;
-    }
     bench_kv_shape shape = {.n_layers = c->n_layers, .n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads,
                             .head_dim = c->dim / c->n_heads, .max_pos = e->max_pos, .max_seqs = e->max_seqs,
-                            .attn_f16 = spec->llama_numerics};
-    /* the budget's pool size goes after the scenario's options (bench_opts_get reads the last) */
-    bench_opt *kv_opt = malloc(((size_t)spec->kv_opts.n + 1) * sizeof(*kv_opt));
-    if (!kv_opt) { bench_errf(err, errlen, "out of memory"); goto err; }
-    if (spec->kv_opts.n) memcpy(kv_opt, spec->kv_opts.v, (size_t)spec->kv_opts.n * sizeof(*kv_opt));
-    bench_opts kv_opts = {spec->kv_opts.n, kv_opt};
-    if (pool[0]) kv_opt[kv_opts.n++] = (bench_opt){"pool_bytes", pool};
-    int kv_rc = e->kv->create(&shape, &kv_opts, &e->host, &e->kv_ctx, err, errlen);
-    free(kv_opt);
-    if (kv_rc) goto err;
+                            .attn_f16 = spec->llama_numerics, .k_type = BENCH_F32, .v_type = BENCH_F32,
+                            .pool_bytes = pool_bytes};
+    if ((rc = e->kv->create(&shape, e->kv_opts, &e->host, &e->kv_ctx, err, errlen))) goto err;
+    rc = -BENCH_ERR_FAIL;
     if (e->dev && devhost_bind(e->dev, c, &e->w, e->max_pos, e->kv, e->kv_ctx, err, errlen)) goto err;
     e->logits = malloc((size_t)e->max_seqs * (size_t)c->vocab_size * sizeof(float));
     e->spans = malloc((size_t)e->max_seqs * sizeof(*e->spans));
-    if (!e->logits || !e->spans) { bench_errf(err, errlen, "out of memory"); goto err; }
+    if (!e->logits || !e->spans) { rc = bench_errc(err, errlen, BENCH_ERR_NOMEM, "out of memory"); goto err; }
     e->tf = (tf_ctx){.cfg = c, .w = &e->w, .pool = e->pool, .kv = e->kv, .kv_ctx = e->kv_ctx, .alloc = &e->allocator,
                      .llama_numerics = spec->llama_numerics};
     *out = e;
     return 0;
 err:
     engine_destroy(e);
-    return -1;
+    return rc < 0 ? rc : -BENCH_ERR_FAIL;
 }
 
 void engine_destroy(engine *e) {
@@ -248,6 +245,9 @@ void engine_destroy(engine *e) {
     free(e->fault);
     tp_destroy(e->pool);
     devhost_close(e->dev); /* after the loader and KV modules: their device memory goes first */
+    free(e->kv_opts);
+    free(e->loader_opts);
+    free(e->alloc_opts);
     modreg_entry_close(&e->kv_mod);
     modreg_entry_close(&e->loader_mod);
     modreg_entry_close(&e->alloc_mod);
@@ -264,6 +264,12 @@ const model *engine_model(const engine *e) { return e->m; }
 const tokenizer *engine_tokenizer(const engine *e) { return e->tok; }
 
 int engine_max_seqs(const engine *e) { return e->max_seqs; }
+
+uint64_t engine_module_caps(const engine *e, const char *family) {
+    const modreg_entry *m = !strcmp(family, "loader") ? &e->loader_mod : !strcmp(family, "kv") ? &e->kv_mod
+                          : !strcmp(family, "alloc") ? &e->alloc_mod : NULL;
+    return m && m->mod ? m->mod->caps : 0;
+}
 int engine_max_pos(const engine *e) { return e->max_pos; }
 
 uint64_t engine_kv_token_bytes(const engine *e) {
@@ -286,7 +292,8 @@ static void tell_tokens(engine *e, int seq, const int *tokens, int n, int pos0) 
 }
 
 int engine_forward(engine *e, int seq, const int *tokens, int n, int pos0, float **logits, char *err, size_t errlen) {
-    if (check_range(e, seq, n, pos0, err, errlen)) return -1;
+    int rc = check_range(e, seq, n, pos0, err, errlen);
+    if (rc) return rc;
     tell_tokens(e, seq, tokens, n, pos0);
     if (e->dev ? devhost_forward(e->dev, seq, tokens, n, pos0, e->logits, 1, err, errlen)
                : tf_forward(&e->tf, seq, tokens, n, pos0, e->logits, 1, err, errlen))
@@ -296,7 +303,8 @@ int engine_forward(engine *e, int seq, const int *tokens, int n, int pos0, float
 }
 
 int engine_forward_all(engine *e, int seq, const int *tokens, int n, int pos0, float *out, char *err, size_t errlen) {
-    if (check_range(e, seq, n, pos0, err, errlen)) return -1;
+    int rc = check_range(e, seq, n, pos0, err, errlen);
+    if (rc) return rc;
     tell_tokens(e, seq, tokens, n, pos0);
     return e->dev ? devhost_forward(e->dev, seq, tokens, n, pos0, out, n, err, errlen)
                   : tf_forward(&e->tf, seq, tokens, n, pos0, out, n, err, errlen);
@@ -310,7 +318,8 @@ int engine_forward_batch(engine *e, const int *seqs, const int *tokens, const in
         for (int j = 0; j < i; j++)
             if (seqs[j] == seqs[i]) return bench_errf(err, errlen, "engine: sequence %d is twice in one batch", seqs[i]);
     for (int i = 0; i < n; i++) {
-        if (check_range(e, seqs[i], 1, pos[i], err, errlen)) return -1;
+        int rc = check_range(e, seqs[i], 1, pos[i], err, errlen);
+        if (rc) return rc;
         tell_tokens(e, seqs[i], &tokens[i], 1, pos[i]);
         e->spans[i] = (tf_span){.seq = seqs[i], .pos0 = pos[i], .n = 1};
     }
@@ -338,23 +347,10 @@ int engine_share_prefix(engine *e, int seq, const int *ids, int n, char *err, si
     return bench_kv_share_prefix(&(bench_kv){e->kv, e->kv_ctx}, seq, ids, n, err, errlen);
 }
 
-typedef struct kv_mem_sink { double reserved, used, cached, wasted; int have_wasted; } kv_mem_sink;
-
-static void kv_mem_emit(void *user, const char *name, const char *unit, double v) {
-    kv_mem_sink *m = user;
-    (void)unit;
-    if (!strcmp(name, "bytes_reserved")) m->reserved = v;
-    else if (!strcmp(name, "bytes_used")) m->used = v;
-    else if (!strcmp(name, "bytes_cached")) m->cached = v;
-    else if (!strcmp(name, "bytes_wasted")) m->wasted = v, m->have_wasted = 1;
-}
-
 engine_kv_mem engine_kv_memory(const engine *e) {
-    kv_mem_sink m = {0};
-    bench_counter_sink sink = {.emit = kv_mem_emit, .user = &m};
-    bench_kv_counters(&(bench_kv){e->kv, e->kv_ctx}, &sink);
-    return (engine_kv_mem){.reserved = m.reserved, .live = m.used - m.cached, .cached = m.cached,
-                           .wasted = m.have_wasted ? m.wasted : m.reserved - m.used, .shared_pool = e->kv_pooled};
+    bench_kv_memory m = bench_kv_mem(&(bench_kv){e->kv, e->kv_ctx});
+    return (engine_kv_mem){.reserved = (double)m.reserved, .live = (double)m.used - (double)m.cached,
+                           .cached = (double)m.cached, .wasted = (double)m.wasted, .shared_pool = e->kv_pooled};
 }
 
 void engine_reset(engine *e, int seq) {

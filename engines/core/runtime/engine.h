@@ -32,14 +32,14 @@ typedef struct engine_spec {
     int max_pos;                    /* 0: the model's context length */
     int max_seqs;                   /* concurrent sequences, ids 0 .. max_seqs-1; 0: 1 (but see kv_budget_*) */
     /* (optional) the KV storage: bytes, or positions (x engine_kv_token_bytes); at most one
-     * of the two; 0: the module's own sizing. A kv module that declares the option
-     * "pool_bytes" (one pool shared by every sequence: block, token) gets the budget as its
-     * pool and max_seqs as given; any other (one contiguous cache per sequence: prealloc,
+     * of the two; 0: the module's own sizing. A kv module that declares
+     * BENCH_CAP_KV_SHARED_POOL (one pool shared by every sequence: block, token) gets the
+     * budget as its pool (bench_kv_shape.pool_bytes) and max_seqs as given; any other (one contiguous cache per sequence: prealloc,
      * dynamic) gets as many sequences as the budget holds at full context, budget /
      * (max_pos x engine_kv_token_bytes), at most max_seqs when that is set. A budget that
      * holds no sequence, or pool options next to it, is an error. */
     uint64_t kv_budget_bytes, kv_budget_tokens;
-    const char *module_dir;         /* NULL: $BENCH_MODULE_PATH, else <dir of executable>/modules */
+    const char *module_dir;         /* a module path ("a:b"); NULL: $BENCH_MODULE_PATH, else <dir of executable>/modules */
     /* (optional) told about every region a module names ("bench:weights", "bench:kv", ...),
      * besides the PR_SET_VMA_ANON_NAME the engine applies, so a caller can find the regions
      * where the kernel cannot name them (CONFIG_ANON_VMA_NAME unset). NULL: not told. */
@@ -57,6 +57,8 @@ typedef struct engine_spec {
 
 typedef struct engine engine;
 
+/* Every call below returns 0, or -BENCH_ERR_* (engines/abi/module.h) with err: the code says
+ * what failed (out of memory, not found, refused), the message says how. */
 int engine_create(const engine_spec *spec, engine **out, char *err, size_t errlen);
 void engine_destroy(engine *e);                 /* e may be NULL */
 
@@ -95,24 +97,23 @@ int engine_share_prefix(engine *e, int seq, const int *ids, int n, char *err, si
 void engine_reset(engine *e, int seq);
 
 int engine_max_seqs(const engine *e);
+/* The capabilities (BENCH_CAP_*) the engine's module of family ("loader", "kv", "alloc") declares. */
+uint64_t engine_module_caps(const engine *e, const char *family);
 int engine_max_pos(const engine *e);
 /* Bytes of K and V of one position over all layers (f32). */
 uint64_t engine_kv_token_bytes(const engine *e);
 
-/* The KV module's memory now, in bytes, from its counters bytes_reserved, bytes_used,
- * bytes_cached and bytes_wasted:
+/* The KV module's memory now, in bytes, from its memory slot (kv.h bench_kv_memory):
  *   reserved  its storage
  *   live      holding positions of the sequences: used - cached
- *   cached    holding positions no sequence holds, kept for prefix reuse (evictable); 0
- *             for a module that does not report bytes_cached
- *   wasted    internal fragmentation: taken for a sequence, holding no position; a module
- *             that does not report bytes_wasted (a contiguous cache) wastes all it
- *             reserved and does not use
+ *   cached    holding positions no sequence holds, kept for prefix reuse (evictable)
+ *   wasted    internal fragmentation: taken for a sequence, holding no position (a
+ *             contiguous cache wastes all it reserved and does not use)
  * reserved - live - cached - wasted is free. */
 typedef struct engine_kv_mem {
     double reserved, live, cached, wasted;  /* B */
-    /* 1: one pool shared by every sequence (a module with the option pool_bytes: block,
-     * token): a new sequence can take reserved - live - wasted (cached is evictable);
+    /* 1: one pool shared by every sequence (BENCH_CAP_KV_SHARED_POOL: block, token): a new
+     * sequence can take reserved - live - wasted (cached is evictable);
      * 0: one cache per sequence, whose room is a free sequence */
     int shared_pool;
 } engine_kv_mem;

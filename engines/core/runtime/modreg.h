@@ -17,17 +17,20 @@ typedef struct modreg {
     modreg_entry *v;
 } modreg;
 
-/* The directory modules are looked up in: dir if given, else $BENCH_MODULE_PATH,
- * else <directory of /proc/self/exe>/modules. Returns a malloc'd string. */
+/* The module path: folders separated by ':', searched in order (the first folder that has a
+ * module wins, as with PATH): dir if given, else $BENCH_MODULE_PATH, else
+ * <directory of /proc/self/exe>/modules. Every `dir` below is such a path. Returns a
+ * malloc'd string. */
 char *modreg_default_dir(const char *dir);
 
-/* The directory of the modules built for device: the module directory itself for the
- * CPU (device NULL or "cpu"), <dir>/<device> for another ("cuda"). Returns a malloc'd string. */
+/* The path of the modules built for device: the module path itself for the CPU (device
+ * NULL or "cpu"), each folder's <dir>/<device> for another ("cuda"). Returns a malloc'd string. */
 char *modreg_device_dir(const char *dir, const char *device);
 
-/* Opens every <family>_<name>.so in the directory and in each directory below it (the
- * modules of each device). Modules that fail to load or carry another API version are
- * skipped with a warning in `warnings` (may be NULL). */
+/* Opens every <family>_<name>.so in each folder of the path and in each folder below it
+ * (the modules of each device); a module an earlier folder has already is skipped. Modules
+ * that fail to load or carry another API version are skipped with a warning in `warnings`
+ * (may be NULL). Failures return -BENCH_ERR_* (module.h). */
 int modreg_open_all(const char *dir, modreg *r, char *warnings, size_t wlen, char *err, size_t errlen);
 
 /* Opens one module; errors name the file and say what exists. */
@@ -37,10 +40,22 @@ int modreg_load(const char *dir, const char *family, const char *name, modreg_en
 int modreg_load_for(const char *dir, const char *device, const char *family, const char *name,
                     modreg_entry *out, char *err, size_t errlen);
 
-/* Checks opts against the module's declared options (unknown key, bad value). */
+/* The module's options struct for opts: every option's default, then each given value,
+ * checked against the table (unknown key, type, range, enum choice). *out is a malloc'd
+ * struct of m->opts_size bytes (at least 1) for the module's create/open; free() it after. */
+int modreg_fill_opts(const bench_module *m, const bench_opts *opts, void **out, char *err, size_t errlen);
+
+/* Checks opts against the module's declared options, as modreg_fill_opts, keeping nothing. */
 int modreg_check_opts(const bench_module *m, const bench_opts *opts, char *err, size_t errlen);
 
-/* Comma-separated names of the modules of a family found in dir ("mmap, pread"). */
+/* Whether key is among the given pairs (an option set by the user, not by its default). */
+int modreg_opt_given(const bench_opts *opts, const char *key);
+
+/* The first given option that sizes the module's shared KV pool (BENCH_OPTF_SIZES_POOL),
+ * as "key=value" in buf; NULL when none is given. */
+const char *modreg_pool_opt_given(const bench_module *m, const bench_opts *opts, char *buf, size_t n);
+
+/* Comma-separated names of the modules of a family found on the path ("mmap, pread"). */
 char *modreg_names(const char *dir, const char *family);
 
 void modreg_entry_close(modreg_entry *e);

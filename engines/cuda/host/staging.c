@@ -66,7 +66,7 @@ int stg_plan_make(const stg_piece *pieces, int n, size_t chunk_bytes, size_t max
     if (chunk_bytes == 0 || n < 0) return bench_errf(err, errlen, "staging: chunk of %zu bytes, %d pieces", chunk_bytes, n);
     out->chunk_bytes = chunk_bytes;
     int *order = malloc((size_t)(n ? n : 1) * sizeof(int));
-    if (!order) return bench_errf(err, errlen, "staging: out of memory");
+    if (!order) return bench_errc(err, errlen, BENCH_ERR_NOMEM, "staging: out of memory");
     for (int i = 0; i < n; i++) order[i] = i;
     qsort_r(order, (size_t)n, sizeof(int), by_file_offset, (void *)pieces);
     builder b = {.p = out};
@@ -105,7 +105,7 @@ int stg_plan_make(const stg_piece *pieces, int n, size_t chunk_bytes, size_t max
 oom:
     free(order);
     stg_plan_free(out);
-    return bench_errf(err, errlen, "staging: out of memory");
+    return bench_errc(err, errlen, BENCH_ERR_NOMEM, "staging: out of memory");
 }
 
 void stg_plan_free(stg_plan *p) {
@@ -121,7 +121,7 @@ int stg_run(const stg_plan *p, int n_slots, const stg_ops *ops, void *user, char
     if (n_slots < 1) return bench_errf(err, errlen, "staging: %d slots", n_slots);
     /* busy[s]: slot s was submitted and not yet waited for */
     unsigned char *busy = calloc((size_t)n_slots, 1);
-    if (!busy) return bench_errf(err, errlen, "staging: out of memory");
+    if (!busy) return bench_errc(err, errlen, BENCH_ERR_NOMEM, "staging: out of memory");
     int rc = 0;
     for (int k = 0; k < p->n_chunks && !rc; k++) {
         int slot = k % n_slots;

@@ -7,9 +7,14 @@
 #include "engines/cuda/host/kvgrow.h"
 #include "engines/cuda/kvc_cuda.h"
 
-static const bench_option_desc dynamic_options[] = {
-    {"step", "int", "256", "positions added at each growth"},
-    {NULL, NULL, NULL, NULL},
+typedef struct dynamic_opts {
+    int64_t step;
+} dynamic_opts;
+
+static const bench_option dynamic_options[] = {
+    BENCH_OPTION_INT(dynamic_opts, step, "256", 1, 1 << 24,
+                     "positions added at each growth (a context shorter than step grows once, to the context)"),
+    BENCH_OPTION_END,
 };
 
 typedef struct dseq {
@@ -26,21 +31,16 @@ typedef struct dynamic_ctx {
 
 static void dynamic_destroy(void *ctx);
 
-static int dynamic_create(const bench_kv_shape *shape, const bench_opts *opts, const bench_host *host, void **out,
+static int dynamic_create(const bench_kv_shape *shape, const void *opts, const bench_host *host, void **out,
                           char *err, size_t errlen) {
     dynamic_ctx *c = calloc(1, sizeof(*c));
-    if (!c) return bench_errf(err, errlen, "kv dynamic: out of memory");
+    if (!c) return bench_errc(err, errlen, BENCH_ERR_NOMEM, "kv dynamic: out of memory");
     if (kvcc_open(&c->k, shape, host, "kv dynamic", err, errlen)) goto fail;
-    uint64_t step = 0;
-    if (bench_opt_size(opts, dynamic_options, "kv dynamic", "step", &step, err, errlen)) goto fail;
-    if (step < 1 || step > (uint64_t)shape->max_pos) {
-        bench_errf(err, errlen, "kv dynamic: option step=%llu: expected 1..%d (the context)", (unsigned long long)step,
-                   shape->max_pos);
-        goto fail;
-    }
+    int64_t step = ((const dynamic_opts *)opts)->step;
+    if (step > shape->max_pos) step = shape->max_pos;
     c->step = (int)step;
     c->seqs = calloc((size_t)shape->max_seqs, sizeof(*c->seqs));
-    if (!c->seqs) { bench_errf(err, errlen, "kv dynamic: out of memory"); goto fail; }
+    if (!c->seqs) { bench_errc(err, errlen, BENCH_ERR_NOMEM, "kv dynamic: out of memory"); goto fail; }
     *out = c;
     return 0;
 fail:
@@ -105,6 +105,13 @@ static void dynamic_release(void *ctx, int seq) {
     *q = (dseq){0};
 }
 
+static void dynamic_memory(void *ctx, bench_kv_memory *m) {
+    dynamic_ctx *c = ctx;
+    uint64_t used = 0;
+    for (int i = 0; i < c->k.shape.max_seqs; i++) used += (uint64_t)c->seqs[i].used * kvcc_pos_bytes(&c->k.shape);
+    *m = (bench_kv_memory){.reserved = c->bytes_reserved, .used = used, .cached = 0, .wasted = c->bytes_reserved - used};
+}
+
 static void dynamic_counters(void *ctx, const bench_counter_sink *s) {
     dynamic_ctx *c = ctx;
     uint64_t used = 0;
@@ -133,6 +140,7 @@ static const struct bench_kv_iface dynamic_iface = {
     .store = dynamic_store,
     .attend = dynamic_attend,
     .release = dynamic_release,
+    .memory = dynamic_memory,
     .counters = dynamic_counters,
     .destroy = dynamic_destroy,
 };
@@ -144,6 +152,7 @@ static const bench_module dynamic_module = {
     .summary = "device cache grown by `step` positions: a bigger cudaMalloc and a device copy each time",
     .devices = "cuda",
     .options = dynamic_options,
+    .opts_size = sizeof(dynamic_opts),
     .score = cu_score,
     .iface = &dynamic_iface,
 };

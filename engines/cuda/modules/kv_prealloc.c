@@ -5,9 +5,13 @@
 #include "engines/cuda/cu_util.h"
 #include "engines/cuda/kvc_cuda.h"
 
-static const bench_option_desc prealloc_options[] = {
-    {"touch", "bool", "1", "cudaMemset every byte at start-up"},
-    {NULL, NULL, NULL, NULL},
+typedef struct prealloc_opts {
+    int touch;
+} prealloc_opts;
+
+static const bench_option prealloc_options[] = {
+    BENCH_OPTION_BOOL(prealloc_opts, touch, "1", "cudaMemset every byte at start-up"),
+    BENCH_OPTION_END,
 };
 
 typedef struct pseq {
@@ -25,14 +29,14 @@ typedef struct prealloc_ctx {
 
 static void prealloc_destroy(void *ctx);
 
-static int prealloc_create(const bench_kv_shape *shape, const bench_opts *opts, const bench_host *host, void **out,
+static int prealloc_create(const bench_kv_shape *shape, const void *opts, const bench_host *host, void **out,
                            char *err, size_t errlen) {
     prealloc_ctx *c = calloc(1, sizeof(*c));
-    if (!c) return bench_errf(err, errlen, "kv prealloc: out of memory");
+    if (!c) return bench_errc(err, errlen, BENCH_ERR_NOMEM, "kv prealloc: out of memory");
     if (kvcc_open(&c->k, shape, host, "kv prealloc", err, errlen)) goto fail;
-    if (bench_opt_bool(opts, prealloc_options, "kv prealloc", "touch", &c->touch, err, errlen)) goto fail;
+    c->touch = ((const prealloc_opts *)opts)->touch;
     c->seqs = calloc((size_t)shape->max_seqs, sizeof(*c->seqs));
-    if (!c->seqs) { bench_errf(err, errlen, "kv prealloc: out of memory"); goto fail; }
+    if (!c->seqs) { bench_errc(err, errlen, BENCH_ERR_NOMEM, "kv prealloc: out of memory"); goto fail; }
     c->seq_bytes = kvcc_pos_bytes(shape) * (size_t)shape->max_pos;
     for (int i = 0; i < shape->max_seqs; i++) {
         cudaError_t e = cudaMalloc((void **)&c->seqs[i].mem, c->seq_bytes);
@@ -80,6 +84,13 @@ static void prealloc_release(void *ctx, int seq) {
     if (seq >= 0 && seq < c->k.shape.max_seqs) c->seqs[seq].used = 0;
 }
 
+static void prealloc_memory(void *ctx, bench_kv_memory *m) {
+    prealloc_ctx *c = ctx;
+    uint64_t used = 0;
+    for (int i = 0; i < c->k.shape.max_seqs; i++) used += (uint64_t)c->seqs[i].used * kvcc_pos_bytes(&c->k.shape);
+    *m = (bench_kv_memory){.reserved = c->bytes_reserved, .used = used, .cached = 0, .wasted = c->bytes_reserved - used};
+}
+
 static void prealloc_counters(void *ctx, const bench_counter_sink *s) {
     prealloc_ctx *c = ctx;
     uint64_t used = 0;
@@ -109,6 +120,7 @@ static const struct bench_kv_iface prealloc_iface = {
     .store = prealloc_store,
     .attend = prealloc_attend,
     .release = prealloc_release,
+    .memory = prealloc_memory,
     .counters = prealloc_counters,
     .destroy = prealloc_destroy,
 };
@@ -120,6 +132,7 @@ static const bench_module prealloc_module = {
     .summary = "device cache: one cudaMalloc per sequence for the whole context, written once at start-up",
     .devices = "cuda",
     .options = prealloc_options,
+    .opts_size = sizeof(prealloc_opts),
     .score = cu_score,
     .iface = &prealloc_iface,
 };

@@ -15,9 +15,13 @@
 #include "engines/cuda/host/kvgrow.h"
 #include "engines/cuda/kvc_cuda.h"
 
-static const bench_option_desc vmm_options[] = {
-    {"chunk", "size", "0", "bytes mapped per growth step, rounded up to the granularity (0: one granule)"},
-    {NULL, NULL, NULL, NULL},
+typedef struct vmm_opts {
+    uint64_t chunk;
+} vmm_opts;
+
+static const bench_option vmm_options[] = {
+    BENCH_OPTION_SIZE(vmm_opts, chunk, "0", 0, 1ll << 40, "bytes mapped per growth step, rounded up to the granularity (0: one granule)"),
+    BENCH_OPTION_END,
 };
 
 typedef struct drv {
@@ -75,13 +79,12 @@ static int get_entry(const char *name, void **fn, char *err, size_t errlen) {
 
 static void vmm_destroy(void *ctx);
 
-static int vmm_create(const bench_kv_shape *shape, const bench_opts *opts, const bench_host *host, void **out, char *err,
+static int vmm_create(const bench_kv_shape *shape, const void *opts, const bench_host *host, void **out, char *err,
                       size_t errlen) {
     vmm_ctx *c = calloc(1, sizeof(*c));
-    if (!c) return bench_errf(err, errlen, "kv vmm: out of memory");
+    if (!c) return bench_errc(err, errlen, BENCH_ERR_NOMEM, "kv vmm: out of memory");
     if (kvcc_open(&c->k, shape, host, "kv vmm", err, errlen)) goto fail;
-    uint64_t chunk = 0;
-    if (bench_opt_size(opts, vmm_options, "kv vmm", "chunk", &chunk, err, errlen)) goto fail;
+    uint64_t chunk = ((const vmm_opts *)opts)->chunk;
     if (get_entry("cuMemGetAllocationGranularity", (void **)&c->d.granularity, err, errlen) ||
         get_entry("cuMemAddressReserve", (void **)&c->d.reserve, err, errlen) ||
         get_entry("cuMemAddressFree", (void **)&c->d.address_free, err, errlen) ||
@@ -105,11 +108,11 @@ static int vmm_create(const bench_kv_shape *shape, const bench_opts *opts, const
     if (r != CUDA_SUCCESS) { drv_fail(c, err, errlen, "cuMemGetAllocationGranularity", r); goto fail; }
     if (kvg_vmm_plan(kvcc_pos_bytes(shape), shape->max_pos, gran, chunk, &c->plan, err, errlen)) goto fail;
     c->seqs = calloc((size_t)shape->max_seqs, sizeof(*c->seqs));
-    if (!c->seqs) { bench_errf(err, errlen, "kv vmm: out of memory"); goto fail; }
+    if (!c->seqs) { bench_errc(err, errlen, BENCH_ERR_NOMEM, "kv vmm: out of memory"); goto fail; }
     for (int i = 0; i < shape->max_seqs; i++) {
         vseq *q = &c->seqs[i];
         q->h = calloc(c->plan.max_chunks, sizeof(*q->h));
-        if (!q->h) { bench_errf(err, errlen, "kv vmm: out of memory"); goto fail; }
+        if (!q->h) { bench_errc(err, errlen, BENCH_ERR_NOMEM, "kv vmm: out of memory"); goto fail; }
         if ((r = c->d.reserve(&q->va, c->plan.reserve, 0, 0, 0)) != CUDA_SUCCESS) {
             q->va = 0;
             drv_fail(c, err, errlen, "cuMemAddressReserve", r);
@@ -186,6 +189,17 @@ static void vmm_release(void *ctx, int seq) {
     if (seq >= 0 && seq < c->k.shape.max_seqs) unmap_all(c, &c->seqs[seq]);
 }
 
+static void vmm_memory(void *ctx, bench_kv_memory *m) {
+    vmm_ctx *c = ctx;
+    uint64_t used = 0, mapped = 0;
+    for (int i = 0; i < c->k.shape.max_seqs; i++) {
+        used += (uint64_t)c->seqs[i].used * kvcc_pos_bytes(&c->k.shape);
+        mapped += c->seqs[i].mapped;
+    }
+    uint64_t reserved = mapped * c->plan.chunk;
+    *m = (bench_kv_memory){.reserved = reserved, .used = used, .cached = 0, .wasted = reserved - used};
+}
+
 static void vmm_counters(void *ctx, const bench_counter_sink *s) {
     vmm_ctx *c = ctx;
     uint64_t used = 0, mapped = 0;
@@ -225,6 +239,7 @@ static const struct bench_kv_iface vmm_iface = {
     .store = vmm_store,
     .attend = vmm_attend,
     .release = vmm_release,
+    .memory = vmm_memory,
     .counters = vmm_counters,
     .destroy = vmm_destroy,
 };
@@ -236,6 +251,7 @@ static const bench_module vmm_module = {
     .summary = "device cache grown through CUDA virtual memory: address space reserved once, chunks mapped, no copy",
     .devices = "cuda",
     .options = vmm_options,
+    .opts_size = sizeof(vmm_opts),
     .score = cu_score,
     .iface = &vmm_iface,
 };

@@ -13,12 +13,20 @@
 #include "engines/cuda/cu_util.h"
 #include "engines/cuda/ld_cuda.h"
 
-static const bench_option_desc mmap_options[] = {
-    {"mode", "enum:shared|private", "shared", "MAP_SHARED or MAP_PRIVATE"},
-    {"populate", "bool", "0", "MAP_POPULATE: fault every page in at map time"},
-    {"advice", "enum:none|willneed|sequential|random|hugepage", "none", "madvise hint on each mapping"},
-    {"register", "bool", "1", "cudaHostRegister each mapping (0: copy from pageable memory)"},
-    {NULL, NULL, NULL, NULL},
+typedef struct mmap_opts {
+    int mode, populate, advice, reg;
+} mmap_opts;
+
+/* in the order of the advice option's choices */
+static const int mmap_advice[] = {-1, MADV_WILLNEED, MADV_SEQUENTIAL, MADV_RANDOM, MADV_HUGEPAGE};
+
+static const bench_option mmap_options[] = {
+    BENCH_OPTION_ENUM(mmap_opts, mode, "shared", "shared|private", "MAP_SHARED or MAP_PRIVATE"),
+    BENCH_OPTION_BOOL(mmap_opts, populate, "0", "MAP_POPULATE: fault every page in at map time"),
+    BENCH_OPTION_ENUM(mmap_opts, advice, "none", "none|willneed|sequential|random|hugepage", "madvise hint on each mapping"),
+    {"register", BENCH_OPT_BOOL, offsetof(mmap_opts, reg), "1", 0, 0, NULL,
+     "cudaHostRegister each mapping (0: copy from pageable memory)", 0},
+    BENCH_OPTION_END,
 };
 
 typedef struct map_ctx {
@@ -27,26 +35,15 @@ typedef struct map_ctx {
     uint64_t registered_bytes, register_ns, register_fallbacks, mapped_bytes;
 } map_ctx;
 
-static int map_open(const bench_opts *opts, const bench_host *host, void **out, char *err, size_t errlen) {
+static int map_open(const void *opts, const bench_host *host, void **out, char *err, size_t errlen) {
+    const mmap_opts *o = opts;
     map_ctx *c = calloc(1, sizeof(*c));
-    if (!c) return bench_errf(err, errlen, "loader mmap: out of memory");
-    if (ldc_init(&c->l, "loader mmap", host, err, errlen) ||
-        bench_opt_bool(opts, mmap_options, "loader mmap", "populate", &c->populate, err, errlen) ||
-        bench_opt_bool(opts, mmap_options, "loader mmap", "register", &c->reg, err, errlen))
-        goto fail;
-    c->shared = strcmp(bench_opts_get(opts, "mode", mmap_options), "private") != 0;
-    static const struct { const char *name; int adv; } advs[] = {
-        {"none", -1}, {"willneed", MADV_WILLNEED}, {"sequential", MADV_SEQUENTIAL}, {"random", MADV_RANDOM},
-        {"hugepage", MADV_HUGEPAGE},
-    };
-    const char *adv = bench_opts_get(opts, "advice", mmap_options);
-    c->advice = -2;
-    for (size_t i = 0; i < sizeof(advs) / sizeof(advs[0]); i++)
-        if (!strcmp(adv, advs[i].name)) c->advice = advs[i].adv;
-    if (c->advice == -2) {
-        bench_errf(err, errlen, "loader mmap: option advice=%s: expected none, willneed, sequential, random or hugepage", adv);
-        goto fail;
-    }
+    if (!c) return bench_errc(err, errlen, BENCH_ERR_NOMEM, "loader mmap: out of memory");
+    if (ldc_init(&c->l, "loader mmap", host, err, errlen)) goto fail;
+    c->populate = o->populate;
+    c->reg = o->reg;
+    c->shared = o->mode == 0;
+    c->advice = mmap_advice[o->advice];
     *out = c;
     return 0;
 fail:
@@ -65,7 +62,7 @@ static int map_load(void *ctx, const char *const *files, int n_files, const benc
     map_ctx *c = ctx;
     if (ldc_begin(&c->l, files, n_files, t, n, data, err, errlen)) return -1;
     mapping *maps = calloc((size_t)(n_files > 0 ? n_files : 1), sizeof(*maps));
-    if (!maps) return bench_errf(err, errlen, "loader mmap: out of memory");
+    if (!maps) return bench_errc(err, errlen, BENCH_ERR_NOMEM, "loader mmap: out of memory");
     int dev = 0, ro = 0, rc = 0;
     if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&ro, cudaDevAttrHostRegisterReadOnlySupported, dev))
         ro = 0;
@@ -147,7 +144,9 @@ static const bench_module map_module = {
     .name = "mmap",
     .summary = "mmap + cudaHostRegister (read-only) of each file, then cudaMemcpyAsync from the mapping to the device",
     .devices = "cuda",
+    .caps = BENCH_CAP_LOADER_MAPS_FILE,
     .options = mmap_options,
+    .opts_size = sizeof(mmap_opts),
     .score = cu_score,
     .iface = &map_iface,
 };

@@ -7,10 +7,15 @@
 #include "engines/cuda/cu_util.h"
 #include "engines/cuda/ld_cuda.h"
 
-static const bench_option_desc pinned_options[] = {
-    {"chunk", "size", "16m", "bytes per slot (one read, its copies)"},
-    {"slots", "int", "4", "slots in the ring (2 or more overlap reads with copies)"},
-    {NULL, NULL, NULL, NULL},
+typedef struct pinned_opts {
+    uint64_t chunk;
+    int64_t slots;
+} pinned_opts;
+
+static const bench_option pinned_options[] = {
+    BENCH_OPTION_SIZE(pinned_opts, chunk, "16m", 4096, 1ll << 30, "bytes per slot (one read, its copies)"),
+    BENCH_OPTION_INT(pinned_opts, slots, "4", 1, 64, "slots in the ring (2 or more overlap reads with copies)"),
+    BENCH_OPTION_END,
 };
 
 #define PINNED_MAX_SLOTS 64
@@ -24,13 +29,12 @@ typedef struct pinned_ctx {
     const char *const *files;               /* during load() */
 } pinned_ctx;
 
-static int pinned_open(const bench_opts *opts, const bench_host *host, void **out, char *err, size_t errlen) {
+static int pinned_open(const void *opts, const bench_host *host, void **out, char *err, size_t errlen) {
     pinned_ctx *c = calloc(1, sizeof(*c));
-    if (!c) return bench_errf(err, errlen, "loader pinned: out of memory");
-    if (ldc_init(&c->l, "loader pinned", host, err, errlen) ||
-        bench_opt_size(opts, pinned_options, "loader pinned", "chunk", &c->chunk, err, errlen) ||
-        bench_opt_size(opts, pinned_options, "loader pinned", "slots", &c->n_slots, err, errlen))
-        goto fail;
+    if (!c) return bench_errc(err, errlen, BENCH_ERR_NOMEM, "loader pinned: out of memory");
+    if (ldc_init(&c->l, "loader pinned", host, err, errlen)) goto fail;
+    c->chunk = ((const pinned_opts *)opts)->chunk;
+    c->n_slots = (uint64_t)((const pinned_opts *)opts)->slots;
     if (c->chunk < 4096 || c->chunk > (1ull << 30)) {
         bench_errf(err, errlen, "loader pinned: option chunk=%llu: expected 4k..1g", (unsigned long long)c->chunk);
         goto fail;
@@ -92,7 +96,7 @@ static int pinned_load(void *ctx, const char *const *files, int n_files, const b
     stg_plan plan = {0};
     c->files = files;
     int rc = pieces ? stg_plan_make(pieces, n, (size_t)c->chunk, PINNED_GAP, &plan, err, errlen)
-                    : bench_errf(err, errlen, "loader pinned: out of memory");
+                    : bench_errc(err, errlen, BENCH_ERR_NOMEM, "loader pinned: out of memory");
     /* no more slots than chunks: a small model takes no more pinned memory than it needs */
     int slots = (int)c->n_slots < plan.n_chunks ? (int)c->n_slots : (plan.n_chunks > 0 ? plan.n_chunks : 1);
     size_t slab = (size_t)slots * (size_t)c->chunk;
@@ -146,6 +150,7 @@ static const bench_module pinned_module = {
     .summary = "pinned ring: pread into pinned slots of one slab, cudaMemcpyAsync overlapping the next read",
     .devices = "cuda",
     .options = pinned_options,
+    .opts_size = sizeof(pinned_opts),
     .score = cu_score,
     .iface = &pinned_iface,
 };

@@ -5,9 +5,13 @@
 #include "engines/cuda/cu_util.h"
 #include "engines/cuda/ld_cuda.h"
 
-static const bench_option_desc pread_options[] = {
-    {"chunk", "size", "16m", "bytes per read and per copy"},
-    {NULL, NULL, NULL, NULL},
+typedef struct pread_opts {
+    uint64_t chunk;
+} pread_opts;
+
+static const bench_option pread_options[] = {
+    BENCH_OPTION_SIZE(pread_opts, chunk, "16m", 4096, 1ll << 30, "bytes per read and per copy"),
+    BENCH_OPTION_END,
 };
 
 typedef struct pread_ctx {
@@ -17,12 +21,11 @@ typedef struct pread_ctx {
     const char *const *files;       /* during load() */
 } pread_ctx;
 
-static int pread_open(const bench_opts *opts, const bench_host *host, void **out, char *err, size_t errlen) {
+static int pread_open(const void *opts, const bench_host *host, void **out, char *err, size_t errlen) {
     pread_ctx *c = calloc(1, sizeof(*c));
-    if (!c) return bench_errf(err, errlen, "loader pread: out of memory");
-    if (ldc_init(&c->l, "loader pread", host, err, errlen) ||
-        bench_opt_size(opts, pread_options, "loader pread", "chunk", &c->chunk, err, errlen))
-        goto fail;
+    if (!c) return bench_errc(err, errlen, BENCH_ERR_NOMEM, "loader pread: out of memory");
+    if (ldc_init(&c->l, "loader pread", host, err, errlen)) goto fail;
+    c->chunk = ((const pread_opts *)opts)->chunk;
     if (c->chunk < 4096 || c->chunk > (1ull << 30)) {
         bench_errf(err, errlen, "loader pread: option chunk=%llu: expected 4k..1g", (unsigned long long)c->chunk);
         goto fail;
@@ -62,7 +65,7 @@ static int pread_load(void *ctx, const char *const *files, int n_files, const be
     stg_plan plan = {0};
     c->buf = malloc((size_t)c->chunk);
     c->files = files;
-    int rc = !pieces || !c->buf ? bench_errf(err, errlen, "loader pread: out of memory")
+    int rc = !pieces || !c->buf ? bench_errc(err, errlen, BENCH_ERR_NOMEM, "loader pread: out of memory")
                                 : stg_plan_make(pieces, n, (size_t)c->chunk, 0, &plan, err, errlen);
     if (!rc) rc = stg_run(&plan, 1, &pread_ops, c, err, errlen);
     if (ldc_end(&c->l, rc ? NULL : err, rc ? 0 : errlen) && !rc) rc = -1;
@@ -101,6 +104,7 @@ static const bench_module pread_module = {
     .summary = "pageable: pread each chunk into one malloc'd buffer, then cudaMemcpy it to the device",
     .devices = "cuda",
     .options = pread_options,
+    .opts_size = sizeof(pread_opts),
     .score = cu_score,
     .iface = &pread_iface,
 };

@@ -27,6 +27,13 @@ static inline float *kvc_v(const bench_kv_shape *s, const kvc_seq *q, int layer)
 /* Bytes of a cache with room for cap positions. */
 size_t kvc_bytes(const bench_kv_shape *s, int cap);
 
+/* Bytes holding the stored positions of n sequences. */
+static inline uint64_t kvc_used_bytes(const bench_kv_shape *s, const kvc_seq *seqs, int n) {
+    uint64_t used = 0;
+    for (int i = 0; i < n; i++) used += seqs[i].used ? kvc_bytes(s, seqs[i].used) : 0;
+    return used;
+}
+
 /* Copies n positions of K and V for one layer into the cache. */
 void kvc_store(const bench_kv_shape *s, kvc_seq *q, int layer, int pos0, int n, const float *k, const float *v);
 

@@ -17,9 +17,9 @@ int kvp_pool_create(kvp_pool *p, const bench_kv_shape *s, int n_rows, const benc
         return bench_errf(err, errlen, "%s: a pool of %d tokens overflows the address space", mod, n_rows);
     p->bytes = per * (size_t)n_rows;
     p->mem = bench_alloc(host ? host->alloc : NULL, p->bytes, 4096);
-    if (!p->mem) return bench_errf(err, errlen, "%s: cannot allocate a pool of %zu bytes (%d tokens)", mod, p->bytes, n_rows);
+    if (!p->mem) return bench_errc(err, errlen, BENCH_ERR_NOMEM, "%s: cannot allocate a pool of %zu bytes (%d tokens)", mod, p->bytes, n_rows);
     p->n_rows = n_rows;
-    if (host && host->name_region) host->name_region(host, p->mem, p->bytes, "bench:kv");
+    bench_name_region(host, p->mem, p->bytes, BENCH_REGION_KV);
     if (touch) memset(p->mem, 0, p->bytes);
     return 0;
 }
