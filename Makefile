@@ -9,6 +9,7 @@
 #   make archgraph  draws docs/ARCHITECTURE.md's folder graph ($(BUILD)/architecture.svg; needs graphviz)
 #   make tools      the standalone benchmarks and investigations of tools/ in $(BUILD)/tools
 #   make fuzz       libFuzzer targets, FUZZ_SECONDS=N each (fuzz/fuzz.mk, docs/reliability.md)
+#   make install   PREFIX=/usr/local DESTDIR=: bench, its modules, include/bench/*.h and bench.pc (docs/modules.md)
 #   make clean
 # Switches: CC=..., BUILD=dir, SAN=1 (sanitizers), OPT=-O0, CUDA=0 to skip nvcc even when present
 #   (CUDA=1 insists on it), NVCC=path, CUDA_ARCH='-gencode ...' (default: sm_80, sm_90 + compute_90 PTX).
@@ -80,7 +81,7 @@ TESTS        := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 SLOW_TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(SLOW_SRC))
 TESTLIB_OBJ  := $(call obj,$(TESTLIB_SRC))
 
-.PHONY: all test test-slow run debug asan valgrind clean deps tests-build slow-tests-build tools archgraph FORCE
+.PHONY: all test test-slow run debug asan valgrind clean deps tests-build slow-tests-build tools archgraph install FORCE
 all: $(BUILD)/bench $(MODULES)
 
 # The flags stamp: every object depends on it, and it is rewritten only when the flags
@@ -186,11 +187,17 @@ $(BUILD)/tests/%: $(call obj,tests/%.c) $(TESTLIB_OBJ) $(BUILD)/libbench.a
 # The CUDA modules' host-side logic is plain C: built and tested on every machine.
 $(BUILD)/tests/test_cuda_host: $(call obj,$(CUDAHOST_SRC))
 
-# Modules only the tests load: a family interface version no bench takes (tests/modules/badver.c).
-TEST_MODULES := $(BUILD)/test-modules/kv_badver.so $(BUILD)/test-modules/alloc_badver.so
+# Modules only the tests load: a family interface version no bench takes (tests/modules/badver.c),
+# and modules that test the ABI's declared rules (tests/modules/broken.c, tests/test_abi.c).
+RULE_MODULES := kv_v1 kv_nomem kv_pooled kv_capnoslot kv_slotnocap kv_nomemslot alloc_badopt alloc_baddefault loader_wrongcap
+TEST_MODULES := $(BUILD)/test-modules/kv_badver.so $(BUILD)/test-modules/alloc_badver.so \
+                $(RULE_MODULES:%=$(BUILD)/test-modules/%.so)
 $(BUILD)/test-modules/%_badver.so: tests/modules/badver.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -DBADVER_FAMILY='"$*"' $(LDFLAGS) -shared $< -o $@
+$(RULE_MODULES:%=$(BUILD)/test-modules/%.so): $(BUILD)/test-modules/%.so: tests/modules/broken.c $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -DBROKEN='"$*"' $(LDFLAGS) -shared $< -o $@
 
 tests-build: $(BUILD)/bench $(MODULES) $(TESTS) $(TEST_MODULES)
 
@@ -235,6 +242,28 @@ archgraph:
 	@command -v dot >/dev/null || { echo "make archgraph: graphviz's dot is not installed (apt-get install graphviz); the graph is in $(BUILD)/architecture.dot"; exit 1; }
 	dot -Tsvg $(BUILD)/architecture.dot -o $(BUILD)/architecture.svg
 	@echo "$(BUILD)/architecture.svg"
+
+# The SDK (docs/modules.md): the bench binary, its modules, the module ABI headers and a
+# pkg-config file, so that a module written outside the tree builds with
+#   cc $$(pkg-config --cflags bench) -shared -fPIC kv_mine.c -o kv_mine.so
+# and runs with BENCH_MODULE_PATH=its/folder:$$(pkg-config --variable=moduledir bench).
+PREFIX  ?= /usr/local
+DESTDIR ?=
+BINDIR  ?= $(PREFIX)/bin
+LIBDIR  ?= $(PREFIX)/lib
+INCDIR  ?= $(PREFIX)/include
+MODDIR  := $(LIBDIR)/bench/modules
+PCDIR   ?= $(LIBDIR)/pkgconfig
+install: all
+	install -d '$(DESTDIR)$(BINDIR)' '$(DESTDIR)$(MODDIR)' '$(DESTDIR)$(INCDIR)/bench' '$(DESTDIR)$(PCDIR)'
+	install -m 755 $(BUILD)/bench '$(DESTDIR)$(BINDIR)/bench'
+	cd $(BUILD)/modules && for m in $$(find . -name '*.so' | sort); do \
+	  install -D -m 755 "$$m" '$(DESTDIR)$(MODDIR)'/"$$m" || exit 1; done
+	install -m 644 engines/abi/*.h '$(DESTDIR)$(INCDIR)/bench/'
+	printf '%s\n' 'prefix=$(PREFIX)' 'includedir=$(INCDIR)' 'libdir=$(LIBDIR)' 'moduledir=$(MODDIR)' '' \
+	  'Name: bench' 'Description: module ABI of bench, the LLM inference benchmarking harness (docs/modules.md)' \
+	  'Version: 0.3.0' 'Cflags: -I$${includedir}' > '$(DESTDIR)$(PCDIR)/bench.pc'
+	@echo "installed bench in $(DESTDIR)$(BINDIR), its modules in $(DESTDIR)$(MODDIR), the ABI headers in $(DESTDIR)$(INCDIR)/bench"
 
 clean:
 	rm -rf build

@@ -133,9 +133,11 @@ static void expect_oracle(const fixture *f, const engine_spec *s, engine **out) 
 static void test_f32_greedy_every_loader_and_kv(void **state) {
     fixture *f = *state;
     NEED_GPU(f);
-    const char *loaders[] = {"pread", "pinned", "mmap"}, *kvs[] = {"prealloc", "dynamic", "vmm", "block", "token"};
-    for (int l = 0; l < 3; l++)
-        for (int k = 0; k < 5; k++) {
+    /* every CUDA loader and kv module built (tu_device_modules), none named here */
+    const char *const *loaders, *const *kvs;
+    int nl = tu_device_modules("cuda", "loader", &loaders), nk = tu_device_modules("cuda", "kv", &kvs);
+    for (int l = 0; l < nl; l++)
+        for (int k = 0; k < nk; k++) {
             engine_spec s = cuda_spec(f, f->model, loaders[l], kvs[k]);
             expect_oracle(f, &s, NULL);
         }
@@ -231,8 +233,9 @@ static void test_reduced_precision_logits(void **state) {
 static void test_loader_counters(void **state) {
     fixture *f = *state;
     NEED_GPU(f);
-    const char *loaders[] = {"pread", "pinned", "mmap"};
-    for (int l = 0; l < 3; l++) {
+    const char *const *loaders;
+    int nl = tu_device_modules("cuda", "loader", &loaders);
+    for (int l = 0; l < nl; l++) {
         engine *e = NULL;
         engine_spec s = cuda_spec(f, f->model, loaders[l], "prealloc");
         int ids[MAX_IDS + 1];

@@ -265,17 +265,22 @@ static void test_modreg_devices_cuda(void **state) {
     }
     modreg_entry e;
     char err[768];
-    /* the CUDA builds load without a GPU; their score says whether they can run */
-    const char *fam[] = {"loader", "loader", "loader", "kv", "kv", "kv", "kv", "kv"};
-    const char *name[] = {"pread", "pinned", "mmap", "prealloc", "dynamic", "vmm", "block", "token"};
-    for (int i = 0; i < 8; i++) {
-        if (modreg_load_for(tu_module_dir(), "cuda", fam[i], name[i], &e, err, sizeof(err))) fprintf(stderr, "%s\n", err);
-        assert_non_null(e.mod);
-        assert_string_equal(e.mod->devices, "cuda");
-        assert_non_null(e.mod->score);
-        assert_int_equal(e.mod->score() > 0, f->cuda == CT_GPU);
-        modreg_entry_close(&e);
+    /* every CUDA build found loads without a GPU, by family and name; its score says whether it can run */
+    static const char *const fams[] = {"loader", "kv"};
+    int checked = 0;
+    for (int k = 0; k < 2; k++) {
+        const char *const *names;
+        int n = tu_device_modules("cuda", fams[k], &names);
+        for (int i = 0; i < n; i++, checked++) {
+            if (modreg_load_for(tu_module_dir(), "cuda", fams[k], names[i], &e, err, sizeof(err))) fprintf(stderr, "%s\n", err);
+            assert_non_null(e.mod);
+            assert_string_equal(e.mod->devices, "cuda");
+            assert_non_null(e.mod->score);
+            assert_int_equal(e.mod->score() > 0, f->cuda == CT_GPU);
+            modreg_entry_close(&e);
+        }
     }
+    assert_true(checked >= 8);  /* 3 loaders, 5 KV caches at least */
     assert_true(modreg_load_for(tu_module_dir(), "cuda", "alloc", "libc", &e, err, sizeof(err)) < 0);
     assert_non_null(strstr(err, "unknown cuda alloc module"));
     modreg r;
@@ -283,7 +288,7 @@ static void test_modreg_devices_cuda(void **state) {
     assert_int_equal(modreg_open_all(tu_module_dir(), &r, warn, sizeof(warn), err, sizeof(err)), 0);
     int cuda_mods = 0;
     for (int i = 0; i < r.n; i++) cuda_mods += !strcmp(r.v[i].mod->devices, "cuda");
-    assert_int_equal(cuda_mods, 9);     /* 3 loaders, 5 KV caches, the device */
+    assert_true(cuda_mods >= 9);        /* 3 loaders, 5 KV caches, the device at least */
     modreg_close(&r);
 }
 

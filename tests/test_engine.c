@@ -220,9 +220,11 @@ static void test_q8_int8_logits_error(void **state) {
 static void test_llama2c_every_loader_and_kv(void **state) {
     fixture *f = *state;
     NEED_FIXTURE(f);
-    const char *loaders[] = {"mmap", "pread"}, *kvs[] = {"prealloc", "dynamic", "block", "token"};
-    for (int l = 0; l < 2; l++)
-        for (int k = 0; k < 4; k++) expect_oracle(f, f->model, f->tok, loaders[l], kvs[k], 0);
+    /* every loader and kv module found on the module path (tu_modules), none named here */
+    const char *const *loaders, *const *kvs;
+    int nl = tu_modules("loader", &loaders), nk = tu_modules("kv", &kvs);
+    for (int l = 0; l < nl; l++)
+        for (int k = 0; k < nk; k++) expect_oracle(f, f->model, f->tok, loaders[l], kvs[k], 0);
 }
 
 static void test_module_options_keep_ids(void **state) {
@@ -271,9 +273,10 @@ static void test_our_conversions(void **state) {
     assert_int_equal(tu_bench(NULL, "model convert '%s' '%s' >/dev/null", f->model, st), 0); /* no vocab: llama2.c file */
     assert_int_equal(tu_bench(NULL, "model convert '%s' '%s' >/dev/null", gguf, st), 0);
     assert_int_equal(tu_bench(NULL, "model convert '%s' '%s' >/dev/null", st, back), 0);
-    const char *loaders[] = {"mmap", "pread"}, *kvs[] = {"prealloc", "dynamic"};
-    for (int l = 0; l < 2; l++)
-        for (int k = 0; k < 2; k++) {
+    const char *const *loaders, *const *kvs;
+    int nl = tu_modules("loader", &loaders), nk = tu_modules("kv", &kvs);
+    for (int l = 0; l < nl; l++)
+        for (int k = 0; k < nk; k++) {
             expect_oracle(f, gguf, NULL, loaders[l], kvs[k], 0);
             expect_oracle(f, st, NULL, loaders[l], kvs[k], 0);
             expect_oracle(f, back, NULL, loaders[l], kvs[k], 0);
@@ -414,8 +417,9 @@ static void test_logits_match_float64(void **state) {
     double *want = malloc(sizeof(double) * N * r.vocab);
     float *got = malloc(sizeof(float) * N * r.vocab);
     ref_forward(&r, tokens, N, want);
-    const char *kvs[] = {"prealloc", "dynamic"};
-    for (int k = 0; k < 2; k++) {
+    const char *const *kvs;
+    int nk = tu_modules("kv", &kvs);
+    for (int k = 0; k < nk; k++) {
         engine_spec s = {.model_path = f->model, .loader = "mmap", .kv = kvs[k], .threads = 2, .module_dir = tu_module_dir()};
         char err[512];
         engine *e;
@@ -454,5 +458,7 @@ int main(void) {
         cmocka_unit_test(test_oracle_every_kernels),
         cmocka_unit_test(test_q8_int8_logits_error),
     };
+    /* the SDK test runs only the conformance part on an out-of-tree module (tests/test_sdk.c) */
+    if (getenv("BENCH_TEST_FILTER")) cmocka_set_test_filter(getenv("BENCH_TEST_FILTER"));
     return cmocka_run_group_tests_name("engine", tests, setup, teardown);
 }

@@ -38,6 +38,7 @@
 #include "harness/child/mapguard.h"
 #include "harness/report/plot.h"
 #include "tests/lib/harness_jsonschema.h"
+#include "engines/abi/module.h"
 #include "tests/lib/testutil.h"
 
 typedef struct fx {
@@ -408,12 +409,14 @@ static int engine_pass(fx *f, const char *alloc, const char *kv, double *calls, 
 
 static void test_alloc_failure_every_n(void **state) {
     fx *f = *state;
-    static const char *const allocs[] = {"libc", "arena", "buddy", "slab", "jemalloc", "mimalloc"};
-    static const char *const kvs[] = {"prealloc", "dynamic", "block", "token"};
+    /* every alloc and kv module found (tu_modules): every kv module on the first allocator,
+     * and the caches of one sequence each (no shared pool) on every other */
+    const char *const *allocs, *const *kvs;
+    int n_alloc = tu_modules("alloc", &allocs), n_kv = tu_modules("kv", &kvs);
     int cases = 0;
-    for (size_t a = 0; a < sizeof(allocs) / sizeof(allocs[0]); a++)
-        for (size_t k = 0; k < sizeof(kvs) / sizeof(kvs[0]); k++) {
-            if (a && k > 1) continue;   /* the paged caches once, on libc */
+    for (int a = 0; a < n_alloc; a++)
+        for (int k = 0; k < n_kv; k++) {
+            if (a && (tu_module_caps("kv", kvs[k]) & BENCH_CAP_KV_SHARED_POOL)) continue;
             char err[1024];
             double calls = -1;
             /* a period no run reaches: counts the calls, fails none */

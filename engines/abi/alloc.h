@@ -28,7 +28,12 @@ struct bench_alloc_iface {
 };
 
 static inline void *bench_alloc(const bench_allocator *a, size_t size, size_t align) {
-    if (!a) { void *p = NULL; return posix_memalign(&p, align < sizeof(void *) ? sizeof(void *) : align, size) ? NULL : p; }
+    if (!a) {
+        /* ISO C's aligned_alloc, so that a module built with plain -std=c17 (no _GNU_SOURCE)
+         * compiles this header: it wants the size a multiple of the alignment */
+        if (align < sizeof(void *)) align = sizeof(void *);
+        return size > SIZE_MAX - align ? NULL : aligned_alloc(align, (size + align - 1) / align * align);
+    }
     return a->iface->alloc(a->ctx, size, align < sizeof(void *) ? sizeof(void *) : align);
 }
 static inline void bench_free(const bench_allocator *a, void *p, size_t size) {

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "engines/core/runtime/modreg.h"
 #include "harness/cli/kinds.h"
 
 /* Every test binary parses scenarios as bench does: with the table of workload kinds that
@@ -76,4 +77,60 @@ int tu_read_ints(const char *path, int *v, int max) {
 const char *tu_module_dir(void) {
     const char *d = getenv("BENCH_MODULE_PATH");
     return d ? d : "build/asan/modules";
+}
+
+#define TU_MAX_MODULES 32
+typedef struct tu_family { char family[40]; char store[TU_MAX_MODULES][64]; const char *names[TU_MAX_MODULES]; int n; } tu_family;
+
+int tu_modules(const char *family, const char *const **names) { return tu_device_modules("cpu", family, names); }
+
+uint64_t tu_module_caps(const char *family, const char *name) {
+    modreg_entry e;
+    char err[512];
+    if (modreg_load(tu_module_dir(), family, name, &e, err, sizeof(err))) {
+        fprintf(stderr, "tu_module_caps: %s\n", err);
+        abort();
+    }
+    uint64_t caps = e.mod->caps;
+    modreg_entry_close(&e);
+    return caps;
+}
+
+int tu_device_modules(const char *device, const char *family, const char *const **names) {
+    static tu_family fams[8];
+    char key[40];
+    snprintf(key, sizeof(key), "%s/%s", device, family);
+    tu_family *f = NULL;
+    for (int i = 0; i < 8 && !f; i++)
+        if (!fams[i].family[0] || !strcmp(fams[i].family, key)) f = &fams[i];
+    if (!f) { fprintf(stderr, "tu_modules: too many families\n"); abort(); }
+    snprintf(f->family, sizeof(f->family), "%s", key);
+    f->n = 0;
+    /* BENCH_CONFORMANCE="kv=skeleton": only that module of its family */
+    const char *only = NULL, *filter = getenv("BENCH_CONFORMANCE");
+    size_t fl = strlen(family);
+    if (filter && !strncmp(filter, family, fl) && filter[fl] == '=') only = filter + fl + 1;
+    modreg r;
+    char warn[4096], err[512];
+    if (modreg_open_all(tu_module_dir(), &r, warn, sizeof(warn), err, sizeof(err))) {
+        fprintf(stderr, "tu_modules: %s\n", err);
+        modreg_close(&r);
+        abort();
+    }
+    for (int i = 0; i < r.n && f->n < TU_MAX_MODULES; i++) {
+        const bench_module *m = r.v[i].mod;
+        if (strcmp(m->family, family) || strcmp(m->devices ? m->devices : "cpu", device)) continue;
+        if (only && strcmp(m->name, only)) continue;
+        snprintf(f->store[f->n], sizeof(f->store[0]), "%s", m->name);
+        f->names[f->n] = f->store[f->n];
+        f->n++;
+    }
+    modreg_close(&r);
+    if (!f->n) {
+        if (strcmp(device, "cpu")) return 0;   /* a device's modules are built where its compiler is */
+        fprintf(stderr, "tu_modules: no %s module%s%s on %s\n", family, only ? " named " : "", only ? only : "", tu_module_dir());
+        abort();
+    }
+    *names = f->names;
+    return f->n;
 }

@@ -3,6 +3,7 @@
 #define BENCH_TESTUTIL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* $BENCH_SHARED/<rel> into buf; returns buf, or NULL (and prints which file) when it is missing. */
 const char *tu_shared(const char *rel, char *buf, size_t len);
@@ -27,5 +28,17 @@ int tu_bench(const char *out_path, const char *fmt, ...) __attribute__((format(p
 /* Reads whitespace-separated ints; returns the count. */
 int tu_read_ints(const char *path, int *v, int max);
 const char *tu_module_dir(void);
+
+/* The conformance suite's module list: the names of every module of family built for the
+ * CPU and found on the module path (tu_module_dir), in path order, so that a module dropped
+ * into a module folder is tested with no edit to any test. $BENCH_CONFORMANCE narrows it,
+ * for the SDK test: "kv=skeleton" keeps only that kv module (other families stay whole).
+ * Returns the count; *names (static storage, valid until the next call for that family) gets
+ * the names. Fails the test when the path holds none. */
+int tu_modules(const char *family, const char *const **names);
+/* The same for the modules built for device ("cuda"); 0 when none is built. */
+int tu_device_modules(const char *device, const char *family, const char *const **names);
+/* The capabilities (BENCH_CAP_*) module family/name declares. */
+uint64_t tu_module_caps(const char *family, const char *name);
 
 #endif

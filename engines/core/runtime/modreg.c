@@ -40,9 +40,17 @@ char *modreg_default_dir(const char *dir) {
     exe[n] = 0;
     char *slash = strrchr(exe, '/');
     if (slash) *slash = 0;
-    size_t len = strlen(exe) + sizeof("/modules");
+    /* the build tree keeps modules beside the binary; `make install` puts the binary in
+     * PREFIX/bin and the modules in PREFIX/lib/bench/modules */
+    size_t len = strlen(exe) + sizeof("/../lib/bench/modules");
     char *out = malloc(len);
-    if (out) snprintf(out, len, "%s/modules", exe);
+    if (!out) return NULL;
+    snprintf(out, len, "%s/modules", exe);
+    struct stat st;
+    if (stat(out, &st) || !S_ISDIR(st.st_mode)) {
+        snprintf(out, len, "%s/../lib/bench/modules", exe);
+        if (stat(out, &st) || !S_ISDIR(st.st_mode)) snprintf(out, len, "%s/modules", exe);
+    }
     return out;
 }
 

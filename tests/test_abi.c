@@ -1,0 +1,189 @@
+/* The module ABI's declared rules (docs/modules.md), each shown by a module that the old
+ * unwritten rule would have treated otherwise (tests/modules/broken.c, built into
+ * <build>/test-modules):
+ *   - a module whose capabilities and slots disagree, or whose option table is wrong, or of
+ *     the old module API, is refused when it loads, naming the rule;
+ *   - a shared KV pool is a capability: a module whose pool option is not called pool_bytes
+ *     gets the host's KV budget (bench_kv_shape.pool_bytes), and its own pool option beside a
+ *     budget is refused by the engine and by scenario validation, by the option's flag;
+ *   - the KV memory figures come from the typed memory slot, not counters by name;
+ *   - a failure's kind travels as a code: a worker whose KV module fails with
+ *     BENCH_ERR_NOMEM is recorded as "oom" though the message names no memory;
+ *   - the module path holds several folders, searched in order. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "engines/abi/kv.h"
+#include "engines/core/runtime/engine.h"
+#include "engines/core/runtime/modreg.h"
+#include "harness/spec/scenario.h"
+#include "tests/lib/harness_jsonschema.h"
+#include "tests/lib/testutil.h"
+
+typedef struct fx {
+    char testmods[4096];    /* <build>/test-modules */
+    char path[8192];        /* test-modules:modules */
+    char model[512], tmp[512];
+} fx;
+
+static int setup(void **state) {
+    fx *f = calloc(1, sizeof(*f));
+    if (!f) return -1;
+    char mods[4096];
+    snprintf(mods, sizeof(mods), "%s", tu_module_dir());
+    snprintf(f->testmods, sizeof(f->testmods), "%s/test-modules", dirname(mods));
+    snprintf(f->path, sizeof(f->path), "%s:%s", f->testmods, tu_module_dir());
+    if (!tu_shared("models/stories260K.bin", f->model, sizeof(f->model))) f->model[0] = 0;
+    if (!tu_tmpdir(f->tmp, sizeof(f->tmp))) { free(f); return -1; }
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state) {
+    fx *f = *state;
+    tu_rmtree(f->tmp);
+    free(f);
+    return 0;
+}
+
+static void test_rule_breakers_refused_at_load(void **state) {
+    fx *f = *state;
+    static const struct { const char *family, *name, *want; } cases[] = {
+        {"kv", "v1", "module API version 1, this bench expects 2: rebuild the module"},
+        {"kv", "capnoslot", "declares BENCH_CAP_KV_FORK but lacks its slot fork"},
+        {"kv", "slotnocap", "has the slots tokens, share_prefix but does not declare BENCH_CAP_KV_PREFIX_SHARE"},
+        {"kv", "nomemslot", "kv interface lacks a required slot (create, reserve, store, attend, memory, destroy)"},
+        {"alloc", "badopt", "option level: offset 8 (+8 bytes) is outside or misaligned in the 8-byte options struct"},
+        {"alloc", "baddefault", "option level: default \"9\" is not a whole number in 0..4"},
+        {"loader", "wrongcap", "declares capabilities 0x1 that are not of the loader family"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        modreg_entry e;
+        char err[1024] = "";
+        int rc = modreg_load(f->testmods, cases[i].family, cases[i].name, &e, err, sizeof(err));
+        if (rc >= 0) fail_msg("%s_%s loaded; it breaks a rule", cases[i].family, cases[i].name);
+        if (!strstr(err, cases[i].want)) fail_msg("%s_%s: unclear error: %s (want: %s)", cases[i].family, cases[i].name, err, cases[i].want);
+    }
+    /* bench list skips them with the same reasons and keeps the good ones */
+    modreg r;
+    char warn[8192], err[512];
+    assert_int_equal(modreg_open_all(f->path, &r, warn, sizeof(warn), err, sizeof(err)), 0);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        if (!strstr(warn, cases[i].want)) fail_msg("modreg_open_all did not warn about %s_%s: %s", cases[i].family, cases[i].name, warn);
+    int have_nomem = 0, have_prealloc = 0;
+    for (int i = 0; i < r.n; i++) {
+        have_nomem |= !strcmp(r.v[i].mod->name, "nomem");
+        have_prealloc |= !strcmp(r.v[i].mod->family, "kv") && !strcmp(r.v[i].mod->name, "prealloc");
+    }
+    assert_true(have_nomem && have_prealloc);   /* both folders of the path */
+    modreg_close(&r);
+}
+
+static int open_engine(fx *f, const char *kv, const char *kv_opts, uint64_t budget, engine **e, char *err, size_t errlen) {
+    bench_opts o = {0};
+    void *storage = NULL;
+    if (modreg_parse_opts(kv_opts, &o, &storage, err, errlen)) return -1;
+    engine_spec s = {.model_path = f->model, .loader = "mmap", .kv = kv, .threads = 1, .module_dir = f->path,
+                     .kv_opts = o, .kv_budget_bytes = budget, .max_seqs = 4};
+    int rc = engine_create(&s, e, err, errlen);
+    free(storage);
+    return rc;
+}
+
+static void test_shared_pool_by_capability(void **state) {
+    fx *f = *state;
+    TU_NEED(f->model[0]);
+    engine *e = NULL;
+    char err[1024] = "";
+    /* the budget reaches the module as its pool: it has no option named pool_bytes */
+    if (open_engine(f, "pooled", "", 5u << 20, &e, err, sizeof(err))) fail_msg("%s", err);
+    engine_kv_mem m = engine_kv_memory(e);
+    assert_int_equal(m.shared_pool, 1);
+    assert_true(m.reserved == (double)(5u << 20));      /* read from the memory slot */
+    assert_int_equal(engine_max_seqs(e), 4);            /* a pool: the sequences asked, not budget / context */
+    engine_destroy(e);
+    /* its own pool option beside a budget: refused, by the option's BENCH_OPTF_SIZES_POOL */
+    e = NULL;
+    int rc = open_engine(f, "pooled", "arena_mib=4", 5u << 20, &e, err, sizeof(err));
+    assert_int_equal(rc, -BENCH_ERR_INVALID);
+    assert_null(e);
+    if (!strstr(err, "option arena_mib=4 and a KV budget")) fail_msg("unclear error: %s", err);
+    /* and by scenario validation, before anything runs */
+    char text[2048];
+    snprintf(text, sizeof(text),
+             "{\"name\": \"t\", \"model\": \"%s\", \"cache\": \"warm\", \"matrix\": {\"kv\": [{\"name\": \"pooled\", \"options\": {\"arena_mib\": 4}}]},"
+             " \"workload\": {\"requests\": {\"count\": 2, \"prompt_len\": {\"fixed\": 8}, \"output_len\": {\"fixed\": 4},"
+             " \"kv_budget\": {\"tokens\": 256}}}}", f->model);
+    scenario *s = NULL;
+    sc_errors errs;
+    assert_int_equal(sc_parse("t.json", text, f->path, &s, &errs), -1);
+    int found = 0;
+    for (int i = 0; i < errs.n; i++) found |= strstr(errs.v[i], "sizes its pool with arena_mib=4 too") != NULL;
+    if (!found) fprintf(stderr, "scenario validation did not refuse arena_mib beside kv_budget (%d errors: %s)\n", errs.n,
+                        errs.n ? errs.v[0] : "");
+    sc_errors_free(&errs);
+    assert_true(found);
+}
+
+static void test_error_codes(void **state) {
+    fx *f = *state;
+    TU_NEED(f->model[0]);
+    engine *e = NULL;
+    char err[1024];
+    assert_int_equal(open_engine(f, "nosuch", "", 0, &e, err, sizeof(err)), -BENCH_ERR_NOTFOUND);
+    assert_int_equal(open_engine(f, "nomem", "", 0, &e, err, sizeof(err)), -BENCH_ERR_NOMEM);
+    assert_non_null(strstr(err, "kv nomem: the pool of 3 GiB was refused"));
+    assert_int_equal(open_engine(f, "prealloc", "touch=maybe", 0, &e, err, sizeof(err)), -BENCH_ERR_INVALID);
+    assert_string_equal(bench_err_name(BENCH_ERR_NOMEM), "nomem");
+}
+
+/* A worker whose KV module fails with BENCH_ERR_NOMEM: the repetition is "oom", decided by the
+ * code in the ERROR event; the message ("the pool of 3 GiB was refused") has none of the
+ * words the runner once searched for. */
+static void test_oom_decided_by_code(void **state) {
+    fx *f = *state;
+    TU_NEED(f->model[0]);
+    char sc[700], out[700], cmd[12000];
+    snprintf(sc, sizeof(sc), "%s/nomem.json", f->tmp);
+    FILE *o = fopen(sc, "w");
+    assert_non_null(o);
+    fprintf(o, "{\"name\": \"nomem\", \"model\": \"%s\", \"workload\": {\"prompt_tokens\": 4, \"generate\": 2},"
+               " \"cache\": \"warm\", \"repetitions\": 1, \"warmup\": 0, \"matrix\": {\"kv\": [\"nomem\"]}}", f->model);
+    fclose(o);
+    snprintf(out, sizeof(out), "%s/out", f->tmp);
+    snprintf(cmd, sizeof(cmd), "BENCH_MODULE_PATH='%s' '%s' run '%s' --out '%s' --allow-read '%s' >/dev/null 2>&1", f->path,
+             getenv("BENCH_BIN") ? getenv("BENCH_BIN") : "build/asan/bench", sc, out, f->model);
+    int rc = system(cmd);
+    assert_true(WIFEXITED(rc) && WEXITSTATUS(rc) == 1);
+    char results[800];
+    snprintf(results, sizeof(results), "%s/results.json", out);
+    cJSON *doc = hjs_load(results);
+    assert_non_null(doc);
+    const cJSON *run = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(doc, "runs"), 0);
+    const cJSON *p = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(run, "processes"), 0);
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(p, "status"), *why = cJSON_GetObjectItemCaseSensitive(p, "reason");
+    assert_true(cJSON_IsString(st) && cJSON_IsString(why));
+    if (strcmp(st->valuestring, "oom") || !strstr(why->valuestring, "the pool of 3 GiB was refused"))
+        fail_msg("status %s, reason %s", st->valuestring, why->valuestring);
+    cJSON_Delete(doc);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rule_breakers_refused_at_load),
+        cmocka_unit_test(test_shared_pool_by_capability),
+        cmocka_unit_test(test_error_codes),
+        cmocka_unit_test(test_oom_decided_by_code),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
