@@ -273,10 +273,11 @@ static void test_iface_version_checked_at_load(void **state) {
         fail_msg("unclear error: %s", err);
     /* bench list and the scenario checks skip it with the same reason */
     modreg r;
-    char warn[4096];
+    char warn[8192];
     assert_int_equal(modreg_open_all(dir, &r, warn, sizeof(warn), err, sizeof(err)), 0);
-    assert_int_equal(r.n, 0);
+    for (int i = 0; i < r.n; i++) assert_string_not_equal(r.v[i].mod->name, "badver");
     assert_non_null(strstr(warn, "kv interface version 99"));
+    assert_non_null(strstr(warn, "alloc interface version 99"));
     modreg_close(&r);
 }
 

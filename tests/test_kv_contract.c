@@ -9,7 +9,11 @@
  *   - reserve past the context is refused with a message, and leaves the sequence usable;
  *   - with BENCH_CAP_KV_PREFIX_SHARE, a released prefix is attached to a new sequence and
  *     attends as if stored; with BENCH_CAP_KV_FORK, two forked sequences diverge
- *     (copy-on-write) and each attends over its own positions.
+ *     (copy-on-write) and each attends over its own positions;
+ *   - all of it in every cache type the module declares (kv.h cache_types), K and V alike and
+ *     one mixed pair, with the K/V data first rounded to the type by the core's own
+ *     conversion (kn_quant_row), so that the float64 reference sees what the cache holds;
+ *     a head size the type cannot hold (q8_0 with 20) is refused with BENCH_ERR_REFUSED.
  * BENCH_CONFORMANCE=kv=NAME narrows the list (the SDK test runs it on an out-of-tree module). */
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,14 +21,38 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "engines/core/compute/kernels.h"
+#include "engines/core/compute/quant.h"
 #include "tests/lib/kv_test.h"
 
 /* GQA (2 query heads per KV head), a head size that is a multiple of 16 (the tree-ordered dot
  * of the built-in modules) and one that is not (shape3: 20). */
 static const bench_kv_shape contract_shapes[] = {
-    {.n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim = 16, .max_pos = 48, .max_seqs = 3},
+    {.n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim = 32, .max_pos = 48, .max_seqs = 3},
     {.n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim = 20, .max_pos = 67, .max_seqs = 3},
 };
+
+/* K and V of d rounded to the shape's types, row by row (kv_dim values), as the core converts
+ * weights: what a cache of that type stores. */
+static void round_to(const bench_kv_shape *s, data *d) {
+    size_t kv_dim = (size_t)s->n_kv_heads * s->head_dim, rows = (size_t)s->max_seqs * s->n_layers * s->max_pos;
+    const bench_dtype types[2] = {s->k_type, s->v_type};
+    float *arr[2] = {d->k, d->v};
+    unsigned char *buf = malloc(kv_dim * sizeof(float));
+    assert_non_null(buf);
+    for (int w = 0; w < 2; w++) {
+        bench_dtype t = types[w];
+        if (t == BENCH_F32) continue;
+        for (size_t r = 0; r < rows; r++) {
+            float *row = arr[w] + r * kv_dim;
+            kn_quant_row(t, row, buf, (int)kv_dim);
+            if (t == BENCH_F16) for (size_t i = 0; i < kv_dim; i++) row[i] = bench_f16_to_f32(((uint16_t *)buf)[i]);
+            else if (t == BENCH_BF16) for (size_t i = 0; i < kv_dim; i++) row[i] = bench_bf16_to_f32(((uint16_t *)buf)[i]);
+            else qn_dequant_row(t, buf, row, (int)kv_dim);
+        }
+    }
+    free(buf);
+}
 
 static bench_kv_memory mem_of(const kvt *t) {
     bench_kv_memory m = {0, 0, 0, 0};
@@ -58,6 +86,7 @@ static void expect_attends(kvt *t, data *d, int seq, const float *k, const float
 static void contract_store_attend_memory(const char *name, const bench_kv_shape *s) {
     data d;
     data_make(&d, s, 21);
+    round_to(s, &d);
     kvt t;
     kvt_must_open(&t, name, s, "");
     expect_memory_sane(&t, "after create");
@@ -107,6 +136,7 @@ static void contract_store_attend_memory(const char *name, const bench_kv_shape 
 static void contract_prefix_share(const char *name, const bench_kv_shape *s) {
     data d;
     data_make(&d, s, 33);
+    round_to(s, &d);
     kvt t;
     kvt_must_open(&t, name, s, "");
     int ids[256];
@@ -133,6 +163,7 @@ static void contract_prefix_share(const char *name, const bench_kv_shape *s) {
 static void contract_fork(const char *name, const bench_kv_shape *s) {
     data d;
     data_make(&d, s, 45);
+    round_to(s, &d);
     kvt t;
     kvt_must_open(&t, name, s, "");
     int n = 13;     /* a partial last block for any block size above 1 that does not divide 13 */
@@ -173,14 +204,38 @@ static void test_every_kv_module_keeps_the_contract(void **state) {
         kvt probe;
         kvt_must_open(&probe, kvs[k], &contract_shapes[0], "");
         uint64_t caps = probe.ent.mod->caps;
-        assert_true(bench_kv_stores(probe.kv, BENCH_F32));
+        const struct bench_kv_iface *iface = probe.kv;
+        assert_true(bench_kv_stores(iface, BENCH_F32));
+        /* K and V alike in every type it stores, then one mixed pair where it stores both */
+        bench_dtype pairs[BENCH_DTYPE_COUNT + 1][2];
+        int np = 0;
+        for (int t = 0; t < BENCH_DTYPE_COUNT; t++)
+            if (bench_kv_stores(iface, (bench_dtype)t)) pairs[np][0] = pairs[np][1] = (bench_dtype)t, np++;
+        if (bench_kv_stores(iface, BENCH_Q8_0) && bench_kv_stores(iface, BENCH_F16))
+            pairs[np][0] = BENCH_Q8_0, pairs[np][1] = BENCH_F16, np++;
         kvt_close(&probe);
-        print_message("kv %s: store/attend/memory%s%s\n", kvs[k], caps & BENCH_CAP_KV_PREFIX_SHARE ? ", prefix share" : "",
-                      caps & BENCH_CAP_KV_FORK ? ", fork" : "");
-        for (size_t i = 0; i < sizeof(contract_shapes) / sizeof(contract_shapes[0]); i++) {
-            contract_store_attend_memory(kvs[k], &contract_shapes[i]);
-            if (caps & BENCH_CAP_KV_PREFIX_SHARE) contract_prefix_share(kvs[k], &contract_shapes[i]);
-            if (caps & BENCH_CAP_KV_FORK) contract_fork(kvs[k], &contract_shapes[i]);
+        for (int p = 0; p < np; p++) {
+            print_message("kv %s, %s K / %s V: store/attend/memory%s%s\n", kvs[k], bench_dtype_name(pairs[p][0]),
+                          bench_dtype_name(pairs[p][1]), caps & BENCH_CAP_KV_PREFIX_SHARE ? ", prefix share" : "",
+                          caps & BENCH_CAP_KV_FORK ? ", fork" : "");
+            for (size_t i = 0; i < sizeof(contract_shapes) / sizeof(contract_shapes[0]); i++) {
+                bench_kv_shape s = contract_shapes[i];
+                s.k_type = pairs[p][0];
+                s.v_type = pairs[p][1];
+                if (s.head_dim % (int)bench_dtype_block_elems(s.k_type) || s.head_dim % (int)bench_dtype_block_elems(s.v_type)) {
+                    /* a head the blocks cannot hold: refused by code, with a message naming head_dim */
+                    kvt t;
+                    char err[512] = "";
+                    int rc = kvt_open(&t, kvs[k], &s, "", err, sizeof(err));
+                    if (rc != -BENCH_ERR_REFUSED || !strstr(err, "head_dim"))
+                        fail_msg("kv %s: a %s cache of head_dim %d: rc %d, %s (want refused, naming head_dim)", kvs[k],
+                                 bench_dtype_name(s.k_type), s.head_dim, rc, err);
+                    continue;
+                }
+                contract_store_attend_memory(kvs[k], &s);
+                if (caps & BENCH_CAP_KV_PREFIX_SHARE) contract_prefix_share(kvs[k], &s);
+                if (caps & BENCH_CAP_KV_FORK) contract_fork(kvs[k], &s);
+            }
         }
     }
 }

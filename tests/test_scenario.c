@@ -425,6 +425,30 @@ static void test_metrics_rules(void **state) {
     sc_free(s);
 }
 
+/* The kv_cache axis: "f32" by default, K and V alike or apart (q8_0/f16), crossed like any
+ * axis, labelled for tables, carried to the worker; a type no module stores, or a malformed
+ * one, is a validation error naming the field. */
+static void test_kv_cache_axis(void **state) {
+    (void)state;
+    scenario *s = parse_ok("{" BASE ", \"cache\": \"warm\"}");
+    assert_string_equal(sc_pick(s, &s->variants[0], SC_AX_KV_CACHE)->name, "f32");
+    sc_free(s);
+    s = parse_ok("{" BASE ", \"cache\": \"warm\", \"matrix\": {\"kv_cache\": [\"f16\", \"q8_0/f16\", \"bf16/bf16\"]}}");
+    assert_int_equal(s->n_variants, 3);
+    assert_string_equal(sc_pick(s, &s->variants[1], SC_AX_KV_CACHE)->name, "q8_0/f16");
+    assert_string_equal(sc_pick(s, &s->variants[1], SC_AX_KV_CACHE)->label, "k:q8_0,v:f16");
+    assert_string_equal(sc_pick(s, &s->variants[2], SC_AX_KV_CACHE)->name, "bf16");
+    char *spec = rn_worker_spec(s, &s->variants[1]);
+    assert_non_null(spec);
+    assert_non_null(strstr(spec, "\"kv_cache\":\t\"q8_0/f16\"") ? spec : strstr(spec, "\"kv_cache\": \"q8_0/f16\""));
+    free(spec);
+    sc_free(s);
+    parse_fails("{" BASE ", \"cache\": \"warm\", \"kv_cache\": \"q6_k\"}",
+                ".kv_cache: expected a KV cache type (f32, f16, bf16, q8_0, q4_0, or K/V as q8_0/f16), got \"q6_k\"", NULL);
+    parse_fails("{" BASE ", \"cache\": \"warm\", \"matrix\": {\"kv_cache\": [\"f16\", 8]}}",
+                ".matrix.kv_cache[1]: expected a KV cache type", "got a number", NULL);
+}
+
 /* The kernels axis: "auto" by default, a list crosses like any axis, an unknown family
  * names the known ones, and the worker spec carries the choice. */
 static void test_kernels_axis(void **state) {
@@ -744,6 +768,7 @@ int main(void) {
         cmocka_unit_test(test_axis_list_rules),
         cmocka_unit_test(test_metrics_rules),
         cmocka_unit_test(test_kernels_axis),
+        cmocka_unit_test(test_kv_cache_axis),
         cmocka_unit_test(test_test_hooks_need_env),
         cmocka_unit_test(test_every_error_reported),
         cmocka_unit_test(test_only_selects),

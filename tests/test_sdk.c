@@ -109,7 +109,7 @@ static void test_out_of_tree_module_builds_and_passes_conformance(void **state) 
     if (slash) snprintf(slash, sizeof(tests) - (size_t)(slash - tests), "/tests");
     snprintf(out, sizeof(out), "%s/contract", f->tmp);
     assert_int_equal(sh(f, out, "BENCH_MODULE_PATH=%s BENCH_CONFORMANCE=kv=skeleton %s/test_kv_contract", path, tests), 0);
-    assert_true(has(out, "kv skeleton: store/attend/memory"));
+    assert_true(has(out, "kv skeleton, f32 K / f32 V: store/attend/memory"));
     if (!shared) {
         fprintf(stderr, "skip: the oracle and k256 parts need the shared models (missing %s)\n", tu_missing());
         skip();

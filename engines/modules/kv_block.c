@@ -216,6 +216,8 @@ static void block_destroy(void *ctx);
 static int block_create(const bench_kv_shape *shape, const void *opts, const bench_host *host,
                         void **out, char *err, size_t errlen) {
     const block_opts *o = opts;
+    int rc = kvq_check_shape(shape, KVP_CACHE_TYPES, "kv block", err, errlen);
+    if (rc) return rc;
     block_ctx *c = calloc(1, sizeof(*c));
     if (!c) return bench_errc(err, errlen, BENCH_ERR_NOMEM, "kv block: out of memory");
     c->shape = *shape;
@@ -223,7 +225,8 @@ static int block_create(const bench_kv_shape *shape, const void *opts, const ben
     c->lru_head = c->lru_tail = -1;
     c->cache = o->prefix_cache;
     uint64_t bs = (uint64_t)o->block_size, pool_tokens = o->pool_tokens, pool_bytes = o->pool_bytes;
-    int touch = o->touch, rc = -BENCH_ERR_INVALID;
+    int touch = o->touch;
+    rc = -BENCH_ERR_INVALID;
     if (bs > (uint64_t)shape->max_pos) {
         bench_errf(err, errlen, "kv block: option block_size=%llu: expected 1..%d (the context)", (unsigned long long)bs, shape->max_pos);
         goto err;
@@ -485,6 +488,7 @@ static void block_destroy(void *ctx) {
 
 static const struct bench_kv_iface block_iface = {
     .version = BENCH_KV_IFACE_VERSION,
+    .cache_types = KVP_CACHE_TYPES,
     .create = block_create,
     .reserve = block_reserve,
     .store = block_store,

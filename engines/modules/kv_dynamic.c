@@ -30,6 +30,8 @@ static void dynamic_destroy(void *ctx);
 static int dynamic_create(const bench_kv_shape *shape, const void *opts, const bench_host *host,
                           void **out, char *err, size_t errlen) {
     const dynamic_opts *o = opts;
+    int rc = kvq_check_shape(shape, KVQ_CPU_TYPES, "kv dynamic", err, errlen);
+    if (rc) return rc;
     dynamic_ctx *c = calloc(1, sizeof(*c));
     if (!c) return bench_errc(err, errlen, BENCH_ERR_NOMEM, "kv dynamic: out of memory");
     c->shape = *shape;
@@ -66,12 +68,12 @@ static int dynamic_reserve(void *ctx, int seq, int n_pos, char *err, size_t errl
     c->allocs++;
     bench_name_region(c->host, nq.mem, nq.bytes, BENCH_REGION_KV);
     if (q->mem) {
-        size_t row = (size_t)(s->n_kv_heads * s->head_dim) * sizeof(float), live = (size_t)q->used * row;
+        size_t live_k = (size_t)q->used * kvc_k_row(s), live_v = (size_t)q->used * kvc_v_row(s);
         for (int l = 0; l < s->n_layers; l++) {
-            memcpy(kvc_k(s, &nq, l), kvc_k(s, q, l), live);
-            memcpy(kvc_v(s, &nq, l), kvc_v(s, q, l), live);
+            memcpy(kvc_k(s, &nq, l), kvc_k(s, q, l), live_k);
+            memcpy(kvc_v(s, &nq, l), kvc_v(s, q, l), live_v);
         }
-        c->bytes_copied += 2u * (uint64_t)s->n_layers * live;
+        c->bytes_copied += (uint64_t)s->n_layers * (live_k + live_v);
         c->grow_events++;
         bench_free(a, q->mem, q->bytes);
         c->bytes_reserved -= q->bytes;
@@ -132,6 +134,7 @@ static void dynamic_destroy(void *ctx) {
 
 static const struct bench_kv_iface dynamic_iface = {
     .version = BENCH_KV_IFACE_VERSION,
+    .cache_types = KVQ_CPU_TYPES,
     .create = dynamic_create,
     .reserve = dynamic_reserve,
     .store = dynamic_store,

@@ -30,12 +30,14 @@ static int seq_alloc(prealloc_ctx *c, kvc_seq *q, char *err, size_t errlen);
 static int prealloc_create(const bench_kv_shape *shape, const void *opts, const bench_host *host,
                            void **out, char *err, size_t errlen) {
     const prealloc_opts *o = opts;
+    int rc = kvq_check_shape(shape, KVQ_CPU_TYPES, "kv prealloc", err, errlen);
+    if (rc) return rc;
     prealloc_ctx *c = calloc(1, sizeof(*c));
     if (!c) return bench_errc(err, errlen, BENCH_ERR_NOMEM, "kv prealloc: out of memory");
     c->shape = *shape;
     c->host = host;
     c->touch = o->touch;
-    int rc = -BENCH_ERR_NOMEM;
+    rc = -BENCH_ERR_NOMEM;
     c->seqs = calloc((size_t)shape->max_seqs, sizeof(*c->seqs));
     int tasks = host && host->n_threads > 0 ? host->n_threads : 1;
     c->scratch_bytes = (size_t)tasks * (size_t)shape->max_pos * sizeof(float);
@@ -122,6 +124,7 @@ static void prealloc_destroy(void *ctx) {
 
 static const struct bench_kv_iface prealloc_iface = {
     .version = BENCH_KV_IFACE_VERSION,
+    .cache_types = KVQ_CPU_TYPES,
     .create = prealloc_create,
     .reserve = prealloc_reserve,
     .store = prealloc_store,

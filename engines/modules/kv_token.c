@@ -206,13 +206,16 @@ static void token_destroy(void *ctx);
 static int token_create(const bench_kv_shape *shape, const void *opts, const bench_host *host,
                         void **out, char *err, size_t errlen) {
     const token_opts *o = opts;
+    int rc = kvq_check_shape(shape, KVP_CACHE_TYPES, "kv token", err, errlen);
+    if (rc) return rc;
     token_ctx *c = calloc(1, sizeof(*c));
     if (!c) return bench_errc(err, errlen, BENCH_ERR_NOMEM, "kv token: out of memory");
     c->shape = *shape;
     c->host = host;
     c->cache = o->prefix_cache;
     uint64_t pool_tokens = o->pool_tokens, pool_bytes = o->pool_bytes;
-    int touch = o->touch, rc = -BENCH_ERR_INVALID;
+    int touch = o->touch;
+    rc = -BENCH_ERR_INVALID;
     if (pool_tokens && pool_bytes) {
         bench_errf(err, errlen, "kv token: options pool_tokens and pool_bytes: give one of them, not both");
         goto err;
@@ -450,6 +453,7 @@ static void token_destroy(void *ctx) {
 
 static const struct bench_kv_iface token_iface = {
     .version = BENCH_KV_IFACE_VERSION,
+    .cache_types = KVP_CACHE_TYPES,
     .create = token_create,
     .reserve = token_reserve,
     .store = token_store,

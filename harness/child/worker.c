@@ -41,6 +41,7 @@ typedef struct wk_spec {
     const char *module[3], *opts[3];            /* loader, kv, alloc */
     const char *device, *device_opts;           /* NULL: cpu */
     const char *kernels;                        /* CPU kernel family; NULL: auto */
+    const char *kv_cache;                       /* the KV cache types ("q8_0", "q8_0/f16"); NULL: f32 */
     sc_requests *requests;                      /* a serving run (harness/child/serve.h), owned; NULL: one sequence */
     int threads, ctx, prompt_tokens, generate, delay_ms;
     int bandwidth;                              /* measure decode's read bound after the run (metric "bandwidth") */
@@ -188,6 +189,7 @@ static cJSON *wk_parse_spec(const char *text, const char *path, wk_spec *s, char
     s->device = wk_str(j, "device");
     s->device_opts = wk_str(j, "device_opts");
     s->kernels = wk_str(j, "kernels");
+    s->kv_cache = wk_str(j, "kv_cache");
     s->bandwidth = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "bandwidth"));
     s->threads = (int)wk_num(j, "threads", 0);
     s->ctx = (int)wk_num(j, "ctx", 0);
@@ -391,6 +393,10 @@ static int wk_run(wk_ctx c, wk_spec s) {
                       .kernels = s.kernels};
     /* a serving run: sequences and KV memory for its requests */
     if (s.requests) sv_engine_spec(s.requests, &es);
+    if (s.kv_cache && engine_parse_cache_type(s.kv_cache, &es.kv_k_type, &es.kv_v_type, err, sizeof(err))) {
+        wk_failc(&c, BENCH_ERR_INVALID, "%s", err);
+        goto out;
+    }
     bench_opts *opts[4] = {&es.loader_opts, &es.kv_opts, &es.alloc_opts, &es.device_opts};
     const char *opt_text[4] = {s.opts[0], s.opts[1], s.opts[2], s.device_opts};
     for (int i = 0; i < 4; i++)

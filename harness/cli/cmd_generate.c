@@ -11,6 +11,7 @@
 #include "harness/cli/cliargs.h"
 #include "engines/core/runtime/engine.h"
 #include "engines/core/compute/kernels.h"
+#include "engines/core/runtime/accuracy.h"
 #include "engines/core/runtime/modreg.h"
 #include "engines/core/runtime/sampler.h"
 
@@ -39,8 +40,9 @@ static void usage(FILE *f) {
             "                      [--temperature T] [--topp P] [--seed S] [--threads N] [--ctx N]\n"
             "                      [--loader NAME] [--loader-opt k=v,...] [--kv NAME] [--kv-opt k=v,...]\n"
             "                      [--alloc NAME] [--alloc-opt k=v,...] [--device cpu|cuda] [--device-opt k=v,...]\n"
-            "                      [--prompt-tokens N] [--bandwidth] [--kernels NAME]\n"
-            "                      [--ids] [--quiet] [--trace-alloc FILE] [--tokenizer-fallback] [--llama-numerics]\n\n"
+            "                      [--prompt-tokens N] [--bandwidth] [--kernels NAME] [--cache-type T[/T]]\n"
+            "                      [--ids] [--quiet] [--trace-alloc FILE] [--tokenizer-fallback] [--llama-numerics]\n"
+            "                      [--accuracy]\n\n"
             "Runs one engine on one prompt: prints the text on stdout, then load time, prompt tokens,\n"
             "TTFT, prefill tokens/s and decode tokens/s on stderr.\n\n"
             "  --steps N        positions in all, the prompt's included (as llama2.c counts); default 256.\n"
@@ -60,6 +62,13 @@ static void usage(FILE *f) {
             "                   Q4_0, Q4_K and Q6_K weights and avx512-bf16 rounds x to bf16 for bf16 weights\n"
             "                   in prefill: faster, with logits a little off (docs/PERFORMANCE.md); the\n"
             "                   others are exact\n"
+            "  --cache-type T   the KV cache's element type, K and V alike: f32 (default, exact), f16, bf16, q8_0,\n"
+            "                   q4_0; K/V apart as q8_0/f16, or with --cache-type-k T and --cache-type-v T\n"
+            "                   (llama.cpp's -ctk/-ctv). q8_0 and q4_0 need head_dim a multiple of 32\n"
+            "  --accuracy       after the timed run, untimed: this configuration's logits at every position of\n"
+            "                   the run (the prompt's, then each decode step's, fed the reference's greedy tokens)\n"
+            "                   against the exact kernels with an f32 cache on the same file: mean and max KL\n"
+            "                   divergence, top-1 agreement, max and RMS logit error (docs/accuracy.md)\n"
             "  --device D       where the forward pass runs: cpu (default) or cuda (device_cuda.so; the loader\n"
             "                   and KV modules are then the CUDA ones: bench list shows them, e.g. --loader pinned\n"
             "                   --kv vmm); --device-opt gives the device module's options\n"
@@ -126,7 +135,7 @@ static int gen_unknown_module(const engine_spec *spec) {
 int cmd_generate(int argc, char **argv) {
     engine_spec spec = {0};
     const char *prompt = "", *lopt = NULL, *kopt = NULL, *aopt = NULL, *dopt = NULL;
-    int steps = 256, print_ids = 0, quiet = 0, prompt_tokens = 0, bandwidth = 0;
+    int steps = 256, print_ids = 0, quiet = 0, prompt_tokens = 0, bandwidth = 0, accuracy = 0;
     float temperature = 0.0f, topp = 0.9f;
     unsigned long long seed = 42;
     for (int i = 1; i < argc; i++) {
@@ -160,6 +169,17 @@ int cmd_generate(int argc, char **argv) {
         else if (ARG("--device")) spec.device = v;
         else if (ARG("--device-opt")) dopt = v;
         else if (ARG("--kernels")) spec.kernels = v;
+        else if (ARG("--cache-type") || ARG("--cache-type-k") || ARG("--cache-type-v")) {
+            bench_dtype k, vt;
+            char e1[256];
+            if (engine_parse_cache_type(v, &k, &vt, e1, sizeof(e1)) || (strcmp(a, "--cache-type") && strchr(v, '/'))) {
+                fprintf(stderr, "bench generate: %s %s: %s\n", a, v,
+                        strchr(v, '/') && strcmp(a, "--cache-type") ? "one type here (K/V goes to --cache-type)" : e1);
+                return 2;
+            }
+            if (strcmp(a, "--cache-type-v")) spec.kv_k_type = k;
+            if (strcmp(a, "--cache-type-k")) spec.kv_v_type = vt;
+        }
         else if (ARG("--modules")) spec.module_dir = v;
         else if (ARG("--trace-alloc")) spec.trace_alloc = v;
         else if (!strcmp(a, "--ids")) print_ids = 1;
@@ -167,11 +187,13 @@ int cmd_generate(int argc, char **argv) {
         else if (!strcmp(a, "--quiet")) quiet = 1;
         else if (!strcmp(a, "--bandwidth")) bandwidth = 1;
         else if (!strcmp(a, "--llama-numerics")) spec.llama_numerics = 1;
+        else if (!strcmp(a, "--accuracy")) accuracy = 1;
         else {
             static const char *const known[] = {
                 "--model", "--tokenizer", "--prompt", "--steps", "--temperature", "--topp", "--seed", "--threads",
                 "--prompt-tokens", "--ctx", "--loader", "--kv", "--alloc", "--loader-opt", "--kv-opt", "--alloc-opt",
                 "--device", "--device-opt", "--modules", "--trace-alloc", "--ids", "--tokenizer-fallback", "--quiet",
+                "--kernels", "--cache-type", "--cache-type-k", "--cache-type-v", "--accuracy",
                 "--bandwidth", "--llama-numerics", "--help", NULL};
             return cli_bad_arg(stderr, "generate", a, known);
         }
@@ -260,6 +282,11 @@ int cmd_generate(int argc, char **argv) {
                 spec.loader ? spec.loader : "mmap", strcmp(engine_device(e), "cpu") ? " on " : "",
                 strcmp(engine_device(e), "cpu") ? engine_device(e) : "", (double)model_weight_bytes(m) / 1e6);
         if (!strcmp(engine_device(e), "cpu")) fprintf(stderr, "kernels      %s\n", kn_isa());
+        char ct[24];
+        engine_cache_type_name(engine_kv_k_type(e), engine_kv_v_type(e), ct, sizeof(ct));
+        engine_kv_mem km = engine_kv_memory(e);
+        fprintf(stderr, "KV cache     %s, %.2f MiB reserved (%llu B a position), %.2f MiB used\n", ct, km.reserved / 1048576.0,
+                (unsigned long long)engine_kv_token_bytes(e), (km.live + km.cached) / 1048576.0);
         fprintf(stderr, "prompt       %d tokens\n", n_prompt);
         fprintf(stderr, "TTFT         %.2f ms\n", (t_first - t1) * 1e3);
         fprintf(stderr, "prefill      %.1f tokens/s\n", n_prompt / (t_first - t1));
@@ -325,6 +352,25 @@ int cmd_generate(int argc, char **argv) {
             if (peak8 > 0) fprintf(stderr, ", %.1f GOP/s int8 dot (%.0f%%)", peak8, 100.0 * rate / peak8);
             fputc('\n', stderr);
         }
+    }
+    if (accuracy) {
+        /* untimed, after everything measured: one engine at a time, the timed one gone first */
+        engine_destroy(e);
+        e = NULL;
+        engine_spec ref = acc_reference_spec(&spec);
+        acc_figures af;
+        int gen = n - n_prompt;
+        if (gen < 1) {
+            fprintf(stderr, "bench generate: --accuracy needs a generated token or more (raise --steps)\n");
+            goto out;
+        }
+        if (acc_measure(&spec, &ref, ids, n_prompt, gen, &af, err, sizeof(err))) {
+            fprintf(stderr, "bench generate: %s\n", err);
+            goto out;
+        }
+        fprintf(stderr, "accuracy     KL mean %.6g max %.6g nats, top-1 %.2f%%, logit error max %.3g rms %.3g of the largest "
+                "(%d positions, against the exact kernels and an f32 cache)\n", af.kl_mean, af.kl_max, 100 * af.top1,
+                af.err_max, af.err_rms, af.n_pos);
     }
     rc = 0;
 out:

@@ -624,6 +624,7 @@ cJSON *rs_document(const rs_input *in, const rs_summary *sum) {
         cJSON_AddStringToObject(o, "cache", sc_pick(s, v, SC_AX_CACHE)->name);
         cJSON_AddNumberToObject(o, "threads", sc_pick(s, v, SC_AX_THREADS)->ival);
         if (s->axes[SC_AX_DEVICE].n) cJSON_AddItemToObject(o, "device", rs_choice_json(sc_pick(s, v, SC_AX_DEVICE)));
+        if (s->axes[SC_AX_KV_CACHE].n) cJSON_AddStringToObject(o, "kv_cache", sc_pick(s, v, SC_AX_KV_CACHE)->name);
         if (s->axes[SC_AX_KERNELS].n) {
             /* the family the run used: "auto" resolved as the worker resolved it, on this CPU */
             const char *k = sc_pick(s, v, SC_AX_KERNELS)->name, *ran = kn_isa_resolve(k);

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "engines/abi/device.h"
+#include "engines/core/runtime/engine.h"
 #include "engines/abi/dtype.h"
 #include "engines/core/compute/kernels.h"
 #include "engines/core/runtime/modreg.h"
@@ -537,7 +538,8 @@ static void sc_parse_workload(sc_ctx *c, scenario *s, const cJSON *w) {
 
 /* ---- matrix ---- */
 
-static const char *const sc_axis_names[] = {"loader", "kv", "alloc", "cache", "threads", "device", "workload", "kernels", NULL};
+static const char *const sc_axis_names[] = {"loader", "kv", "alloc", "cache", "threads", "device", "workload", "kernels", "kv_cache",
+                                            NULL};
 static const char *const sc_cache_names[] = {"cold", "warm", NULL};
 
 const char *sc_axis_name(int axis) { return axis >= 0 && axis < SC_AX_COUNT ? sc_axis_names[axis] : "?"; }
@@ -603,6 +605,12 @@ static void sc_check_module_on(sc_ctx *c, const char *family, const char *device
         return;
     }
     sc_check_opts(c, &e, ch, p);
+    if (!strcmp(family, "kv")) {
+        uint32_t types = 0;
+        for (int t = 0; t < BENCH_DTYPE_COUNT; t++)
+            if (bench_kv_stores(e.mod->iface, (bench_dtype)t)) types |= 1u << t;
+        ch->kv_types = ch->kv_types ? ch->kv_types & types : types;   /* on every device checked */
+    }
     modreg_entry_close(&e);
 }
 
@@ -684,6 +692,24 @@ static int sc_parse_choice(sc_ctx *c, int axis, const cJSON *j, const char *p, s
         }
         ch->name = strdup(j->valuestring);
         ch->label = strdup(j->valuestring);
+        return 0;
+    }
+    if (axis == SC_AX_KV_CACHE) {
+        /* the KV cache's element types: every kv choice is checked against it when the
+         * variant's engine is made (a module that does not store the type refuses it) */
+        bench_dtype k, v;
+        char e1[256];
+        if (!cJSON_IsString(j) || engine_parse_cache_type(j->valuestring, &k, &v, e1, sizeof(e1))) {
+            sc_err(c, p, "expected a KV cache type (f32, f16, bf16, q8_0, q4_0, or K/V as q8_0/f16), got %s%s%s",
+                   cJSON_IsString(j) ? "\"" : "", cJSON_IsString(j) ? j->valuestring : sc_type_name(j), cJSON_IsString(j) ? "\"" : "");
+            return -1;
+        }
+        char name[24], label[32];
+        engine_cache_type_name(k, v, name, sizeof(name));
+        if (k == v) snprintf(label, sizeof(label), "%s", name);
+        else snprintf(label, sizeof(label), "k:%s,v:%s", bench_dtype_name(k), bench_dtype_name(v));
+        ch->name = strdup(name);
+        ch->label = strdup(label);
         return 0;
     }
     if (axis == SC_AX_THREADS) {
@@ -794,15 +820,16 @@ static void sc_parse_matrix(sc_ctx *c, scenario *s, const cJSON *m) {
                sc_type_name(m));
         return;
     }
-    static const char *const keys[] = {"loader", "kv", "alloc", "cache", "threads", "device", "kernels", "fixed", NULL};
+    static const char *const keys[] = {"loader", "kv", "alloc", "cache", "threads", "device", "kernels", "kv_cache", "fixed", NULL};
     sc_check_keys(c, m, ".matrix", keys);
     const cJSON *fixed = cJSON_GetObjectItemCaseSensitive(m, "fixed");
     if (fixed && !cJSON_IsObject(fixed)) sc_err(c, ".matrix.fixed", "expected an object, got %s", sc_type_name(fixed));
-    static const char *const fixed_keys[] = {"loader", "kv", "alloc", "cache", "threads", "device", "kernels", NULL};
+    static const char *const fixed_keys[] = {"loader", "kv", "alloc", "cache", "threads", "device", "kernels", "kv_cache", NULL};
     if (fixed && cJSON_IsObject(fixed)) sc_check_keys(c, fixed, ".matrix.fixed", fixed_keys);
     /* the workload axis belongs to allocator scenarios (harness/spec/alloc_spec.c); the
      * device axis goes first: the loader and kv choices are checked on its devices */
-    static const int order[] = {SC_AX_DEVICE, SC_AX_LOADER, SC_AX_KV, SC_AX_ALLOC, SC_AX_CACHE, SC_AX_THREADS, SC_AX_KERNELS};
+    static const int order[] = {SC_AX_DEVICE, SC_AX_LOADER, SC_AX_KV, SC_AX_ALLOC, SC_AX_CACHE, SC_AX_THREADS, SC_AX_KERNELS,
+                                SC_AX_KV_CACHE};
     for (size_t o = 0; o < sizeof(order) / sizeof(order[0]); o++) {
         int a = order[o];
         const cJSON *j = cJSON_GetObjectItemCaseSensitive(m, sc_axis_names[a]);
@@ -938,7 +965,7 @@ fail:
 int sc_parse_engine(scenario *s, const cJSON *root, sc_errors *errs) {
     sc_ctx c = {.file = s->file, .errs = errs, .module_dir = s->module_dir, .s = s};
     static const char *const keys[] = {"name", "description", "model", "workload", "cache", "repetitions",
-                                       "warmup", "matrix", "threads", "device", "kernels", "sample_ms", "metrics", "timeout_s",
+                                       "warmup", "matrix", "threads", "device", "kernels", "kv_cache", "sample_ms", "metrics", "timeout_s",
                                        "processes", "test_hooks", NULL};
     sc_check_keys(&c, root, "", keys);
     if (!sc_get_string(&c, root, "name", "", 1, &s->name) && !sc_name_ok(s->name))
@@ -1009,6 +1036,8 @@ int sc_parse_engine(scenario *s, const cJSON *root, sc_errors *errs) {
     if (dj) sc_parse_axis(&c, s, SC_AX_DEVICE, dj, ".device", 0);
     const cJSON *kj = cJSON_GetObjectItemCaseSensitive(root, "kernels");
     if (kj) sc_parse_axis(&c, s, SC_AX_KERNELS, kj, ".kernels", 0);
+    const cJSON *kc = cJSON_GetObjectItemCaseSensitive(root, "kv_cache");
+    if (kc) sc_parse_axis(&c, s, SC_AX_KV_CACHE, kc, ".kv_cache", 0);
     const cJSON *mx = cJSON_GetObjectItemCaseSensitive(root, "matrix");
     if (mx) sc_parse_matrix(&c, s, mx);
     if (!s->axes[SC_AX_CACHE].n && !(ca || (mx && cJSON_IsObject(mx) && (cJSON_GetObjectItemCaseSensitive(mx, "cache") ||
@@ -1022,6 +1051,7 @@ int sc_parse_engine(scenario *s, const cJSON *root, sc_errors *errs) {
         sc_default_axis(&c, s, SC_AX_THREADS, "0");
         sc_default_axis(&c, s, SC_AX_DEVICE, "cpu");
         sc_default_axis(&c, s, SC_AX_KERNELS, "auto");
+        sc_default_axis(&c, s, SC_AX_KV_CACHE, "f32");
         /* a serving run's KV budget sizes a shared pool itself (engine.h: kv_budget): an
          * option the module declares as sizing its pool (BENCH_OPTF_SIZES_POOL) cannot join it */
         for (int i = 0; s->requests && i < s->axes[SC_AX_KV].n; i++) {
@@ -1030,6 +1060,23 @@ int sc_parse_engine(scenario *s, const cJSON *root, sc_errors *errs) {
                 sc_err(&c, ".workload.requests.kv_budget", "kv choice \"%s\" sizes its pool with %s too: "
                        "leave the option out, the budget sizes the pool of every variant", k->label, k->pool_opt);
         }
+        /* a cache type a kv module does not store is an error here, not a failed run later */
+        for (int i = 0; i < s->axes[SC_AX_KV].n; i++)
+            for (int t = 0; t < s->axes[SC_AX_KV_CACHE].n; t++) {
+                const sc_choice *k = &s->axes[SC_AX_KV].v[i], *ct = &s->axes[SC_AX_KV_CACHE].v[t];
+                bench_dtype kt, vt;
+                char e1[128];
+                if (!k->kv_types || engine_parse_cache_type(ct->name, &kt, &vt, e1, sizeof(e1))) continue;
+                if (!(k->kv_types >> kt & 1u) || !(k->kv_types >> vt & 1u)) {
+                    char have[96] = "";
+                    for (int d = 0; d < BENCH_DTYPE_COUNT; d++)
+                        if (k->kv_types >> d & 1u)
+                            snprintf(have + strlen(have), sizeof(have) - strlen(have), "%s%s", have[0] ? ", " : "",
+                                     bench_dtype_name((bench_dtype)d));
+                    sc_err(&c, ".kv_cache", "kv \"%s\" stores %s, not a %s cache (drop the pair, or give the kv module "
+                           "its own matrix)", k->label, have, ct->name);
+                }
+            }
         /* the pool's idle workers spin: with more than one thread the count is the scheduler's, not the work's */
         for (int i = 0; (s->metrics & SC_M_CALLGRIND) && i < s->axes[SC_AX_THREADS].n; i++)
             if (s->axes[SC_AX_THREADS].v[i].ival != 1)

@@ -22,7 +22,9 @@ typedef struct cJSON cJSON;
 
 /* SC_AX_WORKLOAD: allocator scenarios only ("kind": "allocators", harness/spec/alloc_spec.h) */
 /* SC_AX_KERNELS: the CPU kernel family (engines/core/compute/kernels.h), "auto" by default */
-enum { SC_AX_LOADER, SC_AX_KV, SC_AX_ALLOC, SC_AX_CACHE, SC_AX_THREADS, SC_AX_DEVICE, SC_AX_WORKLOAD, SC_AX_KERNELS, SC_AX_COUNT };
+/* SC_AX_KV_CACHE: the KV cache's element types, "f32" by default ("q8_0", or K/V as "q8_0/f16") */
+enum { SC_AX_LOADER, SC_AX_KV, SC_AX_ALLOC, SC_AX_CACHE, SC_AX_THREADS, SC_AX_DEVICE, SC_AX_WORKLOAD, SC_AX_KERNELS, SC_AX_KV_CACHE,
+       SC_AX_COUNT };
 enum { SC_CACHE_COLD, SC_CACHE_WARM };
 
 /* metrics a scenario may ask for (bit mask) */
@@ -45,6 +47,8 @@ typedef struct sc_choice {
     char *label;        /* how the variant is named: the label given, else name[:opts] */
     int ival;           /* cache: SC_CACHE_*, threads: the count */
     char pool_opt[96];  /* kv: "key=value" of a given option that sizes the shared pool, "" when none */
+    uint32_t kv_types;  /* kv: the cache types the module stores on every device of the scenario (kv.h
+                         * cache_types; bit per bench_dtype), 0 until checked */
 } sc_choice;
 
 typedef struct sc_axis {
@@ -139,7 +143,7 @@ int sc_parse_engine(scenario *s, const cJSON *root, sc_errors *errs);
 void sc_free(scenario *s);              /* s may be NULL */
 void sc_requests_free(sc_requests *r);  /* r may be NULL */
 
-const char *sc_axis_name(int axis);     /* "loader", "kv", "alloc", "cache", "threads", "device", "workload", "kernels" */
+const char *sc_axis_name(int axis);     /* "loader", "kv", "alloc", "cache", "threads", "device", "workload", "kernels", "kv_cache" */
 const sc_choice *sc_pick(const scenario *s, const sc_variant *v, int axis);
 /* The variant's device and its options ("cpu" and "" where the scenario has no device axis). */
 const char *sc_device(const scenario *s, const sc_variant *v);

@@ -128,6 +128,7 @@ char *sc_engine_worker_spec(const scenario *s, const sc_variant *v) {
     cJSON_AddStringToObject(j, "device", sc_device(s, v));
     cJSON_AddStringToObject(j, "device_opts", sc_device_opts(s, v));
     cJSON_AddStringToObject(j, "kernels", sc_pick(s, v, SC_AX_KERNELS)->name);
+    cJSON_AddStringToObject(j, "kv_cache", sc_pick(s, v, SC_AX_KV_CACHE)->name);
     if (s->metrics & SC_M_BANDWIDTH) cJSON_AddBoolToObject(j, "bandwidth", 1);
     cJSON_AddNumberToObject(j, "ctx", s->ctx);
     if (s->requests) {

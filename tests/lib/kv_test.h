@@ -76,7 +76,9 @@ static inline double kvt_counter(const kvt *t, const char *name) {
 }
 
 static inline size_t kvt_token_bytes(const bench_kv_shape *s) {
-    return 2u * (size_t)s->n_layers * (size_t)s->n_kv_heads * (size_t)s->head_dim * sizeof(float);
+    /* per position: K and V of every layer, each kv_dim values in its cache type, block scales included */
+    int kv_dim = s->n_kv_heads * s->head_dim;
+    return (size_t)s->n_layers * (bench_kv_row_bytes(s->k_type, kv_dim) + bench_kv_row_bytes(s->v_type, kv_dim));
 }
 
 /* Deterministic values in [-1, 1). */

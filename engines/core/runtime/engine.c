@@ -46,6 +46,7 @@ struct engine {
     tf_span *spans;             /* (max_seqs) a batched decode's */
     devhost *dev;               /* NULL: the forward pass runs on the CPU (transformer.c) */
     int max_pos, max_seqs;
+    bench_dtype k_type, v_type;     /* the KV cache's element types */
     int kv_pooled;              /* the kv module has one pool for every sequence (BENCH_CAP_KV_SHARED_POOL) */
     void (*on_region)(void *user, const void *addr, size_t len, const char *name);
     void *region_user;
@@ -176,6 +177,17 @@ int engine_create(const engine_spec *spec, engine **out, char *err, size_t errle
     e->loader = e->loader_mod.mod->iface;
     e->kv = e->kv_mod.mod->iface;
     /* their interface versions were checked when they loaded (modreg.c) */
+    e->k_type = spec->kv_k_type;
+    e->v_type = spec->kv_v_type;
+    if (!bench_kv_stores(e->kv, e->k_type) || !bench_kv_stores(e->kv, e->v_type)) {
+        char have[128] = "";
+        for (int t = 0; t < BENCH_DTYPE_COUNT; t++)
+            if (bench_kv_stores(e->kv, (bench_dtype)t))
+                snprintf(have + strlen(have), sizeof(have) - strlen(have), "%s%s", have[0] ? ", " : "", bench_dtype_name((bench_dtype)t));
+        rc = bench_errc(err, errlen, BENCH_ERR_REFUSED, "kv %s%s%s stores %s, not a %s K / %s V cache", e->kv_mod.mod->name,
+                        device ? " on " : "", device ? device : "", have, bench_dtype_name(e->k_type), bench_dtype_name(e->v_type));
+        goto err;
+    }
 
     int threads = spec->threads > 0 ? spec->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (threads < 1) threads = 1;
@@ -217,7 +229,7 @@ int engine_create(const engine_spec *spec, engine **out, char *err, size_t errle
         goto err;
     bench_kv_shape shape = {.n_layers = c->n_layers, .n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads,
                             .head_dim = c->dim / c->n_heads, .max_pos = e->max_pos, .max_seqs = e->max_seqs,
-                            .attn_f16 = spec->llama_numerics, .k_type = BENCH_F32, .v_type = BENCH_F32,
+                            .attn_f16 = spec->llama_numerics, .k_type = e->k_type, .v_type = e->v_type,
                             .pool_bytes = pool_bytes};
     if ((rc = e->kv->create(&shape, e->kv_opts, &e->host, &e->kv_ctx, err, errlen))) goto err;
     rc = -BENCH_ERR_FAIL;
@@ -274,8 +286,36 @@ int engine_max_pos(const engine *e) { return e->max_pos; }
 
 uint64_t engine_kv_token_bytes(const engine *e) {
     const model_config *c = &e->m->cfg;
-    return 2u * (uint64_t)c->n_layers * (uint64_t)c->n_kv_heads * (uint64_t)(c->dim / c->n_heads) * sizeof(float);
+    uint64_t kv_dim = (uint64_t)c->n_kv_heads * (uint64_t)(c->dim / c->n_heads);
+    return (uint64_t)c->n_layers * (bench_kv_row_bytes(e->k_type, (int)kv_dim) + bench_kv_row_bytes(e->v_type, (int)kv_dim));
 }
+
+static int cache_type_one(const char *s, size_t len, bench_dtype *out) {
+    static const bench_dtype ok[] = {BENCH_F32, BENCH_F16, BENCH_BF16, BENCH_Q8_0, BENCH_Q4_0};
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        const char *n = bench_dtype_name(ok[i]);
+        if (strlen(n) == len && !strncmp(n, s, len)) { *out = ok[i]; return 0; }
+    }
+    return -1;
+}
+
+int engine_parse_cache_type(const char *text, bench_dtype *k, bench_dtype *v, char *err, size_t errlen) {
+    const char *slash = text ? strchr(text, '/') : NULL;
+    if (!text || !*text ||
+        cache_type_one(text, slash ? (size_t)(slash - text) : strlen(text), k) ||
+        cache_type_one(slash ? slash + 1 : text, slash ? strlen(slash + 1) : strlen(text), v))
+        return bench_errc(err, errlen, BENCH_ERR_INVALID, "KV cache type \"%s\": expected f32, f16, bf16, q8_0 or q4_0, "
+                          "or K/V as in q8_0/f16", text ? text : "");
+    return 0;
+}
+
+void engine_cache_type_name(bench_dtype k, bench_dtype v, char *buf, size_t n) {
+    if (k == v) snprintf(buf, n, "%s", bench_dtype_name(k));
+    else snprintf(buf, n, "%s/%s", bench_dtype_name(k), bench_dtype_name(v));
+}
+
+bench_dtype engine_kv_k_type(const engine *e) { return e->k_type; }
+bench_dtype engine_kv_v_type(const engine *e) { return e->v_type; }
 
 static int check_range(engine *e, int seq, int n, int pos0, char *err, size_t errlen) {
     if (seq < 0 || seq >= e->max_seqs)

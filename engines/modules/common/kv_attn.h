@@ -23,7 +23,10 @@
 #define BENCH_KV_ATTN_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
+
+#include "kv_types.h"
 
 #define KVA_LANES 16
 typedef float kva_v16 __attribute__((vector_size(KVA_LANES * sizeof(float))));
@@ -100,6 +103,41 @@ static void kva_accum(float *restrict o, const float *w, const float *restrict v
         float s = o[d];
         for (int t = 0; t < count; t++) s += w[t] * v[(size_t)t * stride + d];
         o[d] = s;
+    }
+}
+
+/* kva_dots over count rows stored in type kt, row t at k + t * stride bytes (the head's
+ * first value): rows are converted a chunk at a time (kv_types.h), then dotted in the order
+ * above, so a cache of type T attends exactly as an f32 cache holding T's values would. */
+__attribute__((unused))
+static void kva_dots_t(bench_dtype kt, const float *q, const uint8_t *k, size_t stride, int count, int hd, float *att) {
+    if (kt == BENCH_F32) {
+        kva_dots(q, (const float *)(const void *)k, stride / sizeof(float), count, hd, att);
+        return;
+    }
+    float buf[KVQ_CHUNK_FLOATS] __attribute__((aligned(64)));
+    const int rows = KVQ_CHUNK_FLOATS / hd;
+    for (int t0 = 0; t0 < count; t0 += rows) {
+        int n = count - t0 < rows ? count - t0 : rows;
+        for (int r = 0; r < n; r++) kvq_load_row(kt, k + (size_t)(t0 + r) * stride, buf + (size_t)r * hd, (size_t)hd);
+        kva_dots(q, buf, (size_t)hd, n, hd, att + t0);
+    }
+}
+
+/* kva_accum over count rows stored in type vt, as kva_dots_t reads them; o accumulates in
+ * position order across chunks, as one call over f32 rows would. */
+__attribute__((unused))
+static void kva_accum_t(bench_dtype vt, float *o, const float *w, const uint8_t *v, size_t stride, int count, int hd) {
+    if (vt == BENCH_F32) {
+        kva_accum(o, w, (const float *)(const void *)v, stride / sizeof(float), count, hd);
+        return;
+    }
+    float buf[KVQ_CHUNK_FLOATS] __attribute__((aligned(64)));
+    const int rows = KVQ_CHUNK_FLOATS / hd;
+    for (int t0 = 0; t0 < count; t0 += rows) {
+        int n = count - t0 < rows ? count - t0 : rows;
+        for (int r = 0; r < n; r++) kvq_load_row(vt, v + (size_t)(t0 + r) * stride, buf + (size_t)r * hd, (size_t)hd);
+        kva_accum(o, w + t0, buf, (size_t)hd, n, hd);
     }
 }
 

@@ -6,19 +6,23 @@
 #include <math.h>
 
 size_t kvc_bytes(const bench_kv_shape *s, int cap) {
-    return 2u * (size_t)s->n_layers * (size_t)cap * (size_t)(s->n_kv_heads * s->head_dim) * sizeof(float);
+    return (size_t)s->n_layers * (size_t)cap * (kvc_k_row(s) + kvc_v_row(s));
 }
 
 void kvc_store(const bench_kv_shape *s, kvc_seq *q, int layer, int pos0, int n, const float *k, const float *v) {
-    size_t kv_dim = (size_t)(s->n_kv_heads * s->head_dim);
-    memcpy(kvc_k(s, q, layer) + (size_t)pos0 * kv_dim, k, (size_t)n * kv_dim * sizeof(float));
-    memcpy(kvc_v(s, q, layer) + (size_t)pos0 * kv_dim, v, (size_t)n * kv_dim * sizeof(float));
+    size_t kv_dim = (size_t)(s->n_kv_heads * s->head_dim), kr = kvc_k_row(s), vr = kvc_v_row(s);
+    uint8_t *kd = kvc_k(s, q, layer) + (size_t)pos0 * kr, *vd = kvc_v(s, q, layer) + (size_t)pos0 * vr;
+    if (s->k_type == BENCH_F32) memcpy(kd, k, (size_t)n * kr);
+    else for (int i = 0; i < n; i++) kvq_store_row(s->k_type, k + (size_t)i * kv_dim, kd + (size_t)i * kr, kv_dim);
+    if (s->v_type == BENCH_F32) memcpy(vd, v, (size_t)n * vr);
+    else for (int i = 0; i < n; i++) kvq_store_row(s->v_type, v + (size_t)i * kv_dim, vd + (size_t)i * vr, kv_dim);
     if (pos0 + n > q->used) q->used = pos0 + n;
 }
 
 typedef struct attend_job {
     const bench_kv_shape *s;
-    const float *k, *v, *q;
+    const uint8_t *k, *v;
+    const float *q;
     float *out, *scratch;
     int pos0, n, n_tasks;
 } attend_job;
@@ -37,9 +41,11 @@ static void attend_task(void *arg, int task, int n_tasks) {
         int i = p / s->n_heads, h = p % s->n_heads;
         int pos = j->pos0 + i;
         const float *qh = j->q + (size_t)i * q_dim + (size_t)h * hd;
-        const float *kh = j->k + (size_t)(h / group) * hd;
-        const float *vh = j->v + (size_t)(h / group) * hd;
-        kva_dots(qh, kh, (size_t)kv_dim, pos + 1, hd, att);
+        /* the head's first value in each row, and the rows' strides, in bytes */
+        const size_t head = (size_t)(h / group) * (size_t)hd;
+        const size_t kr = kvq_bytes(s->k_type, (size_t)kv_dim), vr = kvq_bytes(s->v_type, (size_t)kv_dim);
+        const uint8_t *kh = j->k + kvq_bytes(s->k_type, head), *vh = j->v + kvq_bytes(s->v_type, head);
+        kva_dots_t(s->k_type, qh, kh, kr, pos + 1, hd, att);
         float max = -INFINITY;
         for (int t = 0; t <= pos; t++) {
             /* divide, as the reference does; llama.cpp (attn_f16) multiplies by 1/sqrt(hd) */
@@ -59,11 +65,11 @@ static void attend_task(void *arg, int task, int n_tasks) {
             att[t] = s->attn_f16 ? bench_f16_to_f32(bench_f32_to_f16(att[t] * inv)) : att[t] / sum;
         float *o = j->out + (size_t)i * q_dim + (size_t)h * hd;
         memset(o, 0, (size_t)hd * sizeof(float));
-        kva_accum(o, att, vh, (size_t)kv_dim, pos + 1, hd);
+        kva_accum_t(s->v_type, o, att, vh, vr, pos + 1, hd);
     }
 }
 
-void kvc_attend(const bench_kv_shape *s, const bench_host *host, const float *k, const float *v,
+void kvc_attend(const bench_kv_shape *s, const bench_host *host, const uint8_t *k, const uint8_t *v,
                 int pos0, int n, const float *q, float *out, float *scratch) {
     int n_tasks = host && host->n_threads > 0 ? host->n_threads : 1;
     attend_job j = {.s = s, .k = k, .v = v, .q = q, .out = out, .scratch = scratch,

@@ -30,31 +30,34 @@ void kvp_pool_destroy(kvp_pool *p, const bench_host *host) {
 }
 
 void kvp_copy_rows(const bench_kv_shape *s, kvp_pool *p, int dst, int src, int n) {
-    size_t kv_dim = kvp_kv_dim(s), len = (size_t)n * kv_dim * sizeof(float);
+    size_t kr = kvp_k_row(s), vr = kvp_v_row(s);
     for (int l = 0; l < s->n_layers; l++) {
-        memcpy(kvp_k(s, p, l) + (size_t)dst * kv_dim, kvp_k(s, p, l) + (size_t)src * kv_dim, len);
-        memcpy(kvp_v(s, p, l) + (size_t)dst * kv_dim, kvp_v(s, p, l) + (size_t)src * kv_dim, len);
+        memcpy(kvp_kb(s, p, l) + (size_t)dst * kr, kvp_kb(s, p, l) + (size_t)src * kr, (size_t)n * kr);
+        memcpy(kvp_vb(s, p, l) + (size_t)dst * vr, kvp_vb(s, p, l) + (size_t)src * vr, (size_t)n * vr);
     }
 }
 
 void kvp_store(const bench_kv_shape *s, kvp_pool *p, const int *table, int bs, int layer, int pos0, int n,
                const float *k, const float *v) {
-    size_t kv_dim = kvp_kv_dim(s);
-    float *kl = kvp_k(s, p, layer), *vl = kvp_v(s, p, layer);
-    /* one memcpy per run of positions that share a block */
+    size_t kv_dim = kvp_kv_dim(s), kr = kvp_k_row(s), vr = kvp_v_row(s);
+    uint8_t *kl = kvp_kb(s, p, layer), *vl = kvp_vb(s, p, layer);
+    /* one copy (or conversion) per run of positions that share a block */
     for (int i = 0; i < n;) {
         int pos = pos0 + i, off = pos % bs, run = bs - off;
         if (run > n - i) run = n - i;
         size_t row = (size_t)table[pos / bs] * (size_t)bs + (size_t)off;
-        memcpy(kl + row * kv_dim, k + (size_t)i * kv_dim, (size_t)run * kv_dim * sizeof(float));
-        memcpy(vl + row * kv_dim, v + (size_t)i * kv_dim, (size_t)run * kv_dim * sizeof(float));
+        if (s->k_type == BENCH_F32) memcpy(kl + row * kr, k + (size_t)i * kv_dim, (size_t)run * kr);
+        else for (int r = 0; r < run; r++) kvq_store_row(s->k_type, k + (size_t)(i + r) * kv_dim, kl + (row + (size_t)r) * kr, kv_dim);
+        if (s->v_type == BENCH_F32) memcpy(vl + row * vr, v + (size_t)i * kv_dim, (size_t)run * vr);
+        else for (int r = 0; r < run; r++) kvq_store_row(s->v_type, v + (size_t)(i + r) * kv_dim, vl + (row + (size_t)r) * vr, kv_dim);
         i += run;
     }
 }
 
 typedef struct attend_job {
     const bench_kv_shape *s;
-    const float *k, *v, *q;     /* k, v: layer bases of the pool */
+    const uint8_t *k, *v;       /* layer bases of the pool */
+    const float *q;
     const int *table;
     float *out, *scratch;
     int bs, pos0, n;
@@ -76,18 +79,19 @@ static void attend_task(void *arg, int task, int n_tasks) {
     float sqrt_hd = sqrtf((float)hd);
     float *att = j->scratch + (size_t)task * (size_t)s->max_pos;
     int pairs = j->n * s->n_heads;
-    size_t block_floats = (size_t)bs * (size_t)kv_dim;
+    const size_t kr = kvq_bytes(s->k_type, (size_t)kv_dim), vr = kvq_bytes(s->v_type, (size_t)kv_dim);
+    const size_t k_block = (size_t)bs * kr, v_block = (size_t)bs * vr;
     for (int p = task; p < pairs; p += n_tasks) {
         int i = p / s->n_heads, h = p % s->n_heads;
         int pos = j->pos0 + i;
         const float *qh = j->q + (size_t)i * q_dim + (size_t)h * hd;
-        size_t head = (size_t)(h / group) * hd;
+        size_t head = (size_t)(h / group) * hd, kh = kvq_bytes(s->k_type, head), vh = kvq_bytes(s->v_type, head);
         /* raw dots first, over runs of contiguous rows: one slot, or one block */
         if (bs == 1) {
-            for (int t = 0; t <= pos; t++) kva_dots(qh, j->k + (size_t)j->table[t] * kv_dim + head, 0, 1, hd, att + t);
+            for (int t = 0; t <= pos; t++) kva_dots_t(s->k_type, qh, j->k + (size_t)j->table[t] * kr + kh, 0, 1, hd, att + t);
         } else for (int b = 0, t0 = 0; t0 <= pos; b++, t0 += bs) {
             int tn = pos + 1 - t0 < bs ? pos + 1 - t0 : bs;
-            kva_dots(qh, j->k + (size_t)j->table[b] * block_floats + head, (size_t)kv_dim, tn, hd, att + t0);
+            kva_dots_t(s->k_type, qh, j->k + (size_t)j->table[b] * k_block + kh, kr, tn, hd, att + t0);
         }
         float max = -INFINITY;
         for (int t = 0; t <= pos; t++) {
@@ -108,10 +112,10 @@ static void attend_task(void *arg, int task, int n_tasks) {
         float *o = j->out + (size_t)i * q_dim + (size_t)h * hd;
         memset(o, 0, (size_t)hd * sizeof(float));
         if (bs == 1) {
-            for (int t = 0; t <= pos; t++) kva_accum(o, att + t, j->v + (size_t)j->table[t] * kv_dim + head, 0, 1, hd);
+            for (int t = 0; t <= pos; t++) kva_accum_t(s->v_type, o, att + t, j->v + (size_t)j->table[t] * vr + vh, 0, 1, hd);
         } else for (int b = 0, t0 = 0; t0 <= pos; b++, t0 += bs) {
             int tn = pos + 1 - t0 < bs ? pos + 1 - t0 : bs;
-            kva_accum(o, att + t0, j->v + (size_t)j->table[b] * block_floats + head, (size_t)kv_dim, tn, hd);
+            kva_accum_t(s->v_type, o, att + t0, j->v + (size_t)j->table[b] * v_block + vh, vr, tn, hd);
         }
     }
 }
@@ -119,7 +123,7 @@ static void attend_task(void *arg, int task, int n_tasks) {
 void kvp_attend(const bench_kv_shape *s, const bench_host *host, const kvp_pool *p, const int *table, int bs,
                 int layer, int pos0, int n, const float *q, float *out, float *scratch) {
     int n_tasks = host && host->n_threads > 0 ? host->n_threads : 1;
-    attend_job j = {.s = s, .k = kvp_k(s, p, layer), .v = kvp_v(s, p, layer), .q = q, .table = table,
+    attend_job j = {.s = s, .k = kvp_kb(s, p, layer), .v = kvp_vb(s, p, layer), .q = q, .table = table,
                     .out = out, .scratch = scratch, .bs = bs, .pos0 = pos0, .n = n};
     if (host && host->parallel_for && n_tasks > 1) host->parallel_for(host->pool, attend_task, &j, n_tasks);
     else attend_task(&j, 0, 1);

@@ -8,16 +8,17 @@
  *   table   a sequence's block ids in position order: position p lives in row
  *           table[p / bs] * bs + p % bs. kv "token" is the case bs = 1 (table = slots).
  *
- * Layout of the pool (f32):
- *   K (n_layers, n_rows, kv_dim)   then   V (n_layers, n_rows, kv_dim)
- * so a block of one layer is bs * kv_dim contiguous floats: attention walks it
- * with the same vectorised dot/axpy as the contiguous cache, and no position is
- * gathered into a temporary buffer.
+ * Layout of the pool, each row in its cache type (kv_types.h; the CUDA build: f32):
+ *   K (n_layers, n_rows, k_row bytes)   then   V (n_layers, n_rows, v_row bytes)
+ * so a block of one layer is bs rows of contiguous bytes: attention walks it with the
+ * same dot/axpy as the contiguous cache, and no position is gathered into a temporary
+ * buffer (a typed row is converted a chunk at a time, kv_attn.h kva_dots_t).
  */
 #ifndef BENCH_KV_PAGED_H
 #define BENCH_KV_PAGED_H
 
 #include "engines/abi/kv.h"
+#include "kv_types.h"
 
 typedef struct kvp_pool {
     float *mem;         /* (2, n_layers, n_rows, kv_dim) */
@@ -32,6 +33,9 @@ typedef struct kvp_pool {
  * kv_paged.c: one block-table and radix-tree logic for both devices. */
 #ifndef KVP_DEVICE
 #define KVP_DEVICE "cpu"
+#define KVP_CACHE_TYPES KVQ_CPU_TYPES
+#else
+#define KVP_CACHE_TYPES (1u << BENCH_F32)   /* the device pool stores f32 (engines/cuda/kvp_cuda.c) */
 #endif
 
 /* The modules' score(): 1 on the CPU; on CUDA, 0 where no usable GPU is. */
@@ -39,17 +43,26 @@ int kvp_score(void);
 
 static inline size_t kvp_kv_dim(const bench_kv_shape *s) { return (size_t)s->n_kv_heads * (size_t)s->head_dim; }
 
+/* Bytes of one token's K (or V) row of one layer, in its cache type. */
+static inline size_t kvp_k_row(const bench_kv_shape *s) { return kvq_bytes(s->k_type, kvp_kv_dim(s)); }
+static inline size_t kvp_v_row(const bench_kv_shape *s) { return kvq_bytes(s->v_type, kvp_kv_dim(s)); }
+
 /* Bytes of K and V of one token over all layers. */
 static inline size_t kvp_token_bytes(const bench_kv_shape *s) {
-    return 2u * (size_t)s->n_layers * kvp_kv_dim(s) * sizeof(float);
+    return (size_t)s->n_layers * (kvp_k_row(s) + kvp_v_row(s));
 }
 
-static inline float *kvp_k(const bench_kv_shape *s, const kvp_pool *p, int layer) {
-    return p->mem + (size_t)layer * (size_t)p->n_rows * kvp_kv_dim(s);
+/* A layer's K (V) rows, in bytes. */
+static inline uint8_t *kvp_kb(const bench_kv_shape *s, const kvp_pool *p, int layer) {
+    return (uint8_t *)p->mem + (size_t)layer * (size_t)p->n_rows * kvp_k_row(s);
 }
-static inline float *kvp_v(const bench_kv_shape *s, const kvp_pool *p, int layer) {
-    return p->mem + ((size_t)s->n_layers + (size_t)layer) * (size_t)p->n_rows * kvp_kv_dim(s);
+static inline uint8_t *kvp_vb(const bench_kv_shape *s, const kvp_pool *p, int layer) {
+    return (uint8_t *)p->mem + (size_t)s->n_layers * (size_t)p->n_rows * kvp_k_row(s) +
+           (size_t)layer * (size_t)p->n_rows * kvp_v_row(s);
 }
+/* The same as floats, for an f32 pool (the CUDA build's) */
+static inline float *kvp_k(const bench_kv_shape *s, const kvp_pool *p, int layer) { return (float *)(void *)kvp_kb(s, p, layer); }
+static inline float *kvp_v(const bench_kv_shape *s, const kvp_pool *p, int layer) { return (float *)(void *)kvp_vb(s, p, layer); }
 
 /* Allocates n_rows rows from host->alloc (libc when NULL), names the region
  * "bench:kv" and writes every page once when touch is set. mod names the module in errors. */

@@ -1,0 +1,134 @@
+#include "accuracy.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+engine_spec acc_reference_spec(const engine_spec *variant) {
+    engine_spec r = *variant;
+    r.kernels = "auto";
+    r.kv_k_type = r.kv_v_type = BENCH_F32;
+    r.llama_numerics = 0;
+    r.trace_alloc = NULL;
+    r.on_region = NULL;
+    r.region_user = NULL;
+    return r;
+}
+
+static int argmax(const float *x, int n) {
+    int best = 0;
+    for (int j = 1; j < n; j++)
+        if (x[j] > x[best]) best = j;
+    return best;
+}
+
+/* log-sum-exp of x in double, the largest taken out first */
+static double log_sum_exp(const float *x, int n, double max) {
+    double s = 0;
+    for (int j = 0; j < n; j++) s += exp((double)x[j] - max);
+    return max + log(s);
+}
+
+void acc_compare(const float *ref, const float *var, int n, int vocab, acc_figures *out) {
+    memset(out, 0, sizeof(*out));
+    out->n_pos = n;
+    double kl_sum = 0, sq_sum = 0;
+    int agree = 0;
+    for (int i = 0; i < n; i++) {
+        const float *p = ref + (size_t)i * vocab, *q = var + (size_t)i * vocab;
+        int ap = argmax(p, vocab), aq = argmax(q, vocab);
+        agree += ap == aq;
+        double lp = log_sum_exp(p, vocab, p[ap]), lq = log_sum_exp(q, vocab, q[aq]);
+        double kl = 0, scale = 0, worst = 0;
+        for (int j = 0; j < vocab; j++) scale = fmax(scale, fabs((double)p[j]));
+        if (scale == 0) scale = 1;
+        for (int j = 0; j < vocab; j++) {
+            double logp = (double)p[j] - lp, logq = (double)q[j] - lq;
+            kl += exp(logp) * (logp - logq);
+            double d = ((double)q[j] - (double)p[j]) / scale;
+            worst = fmax(worst, fabs(d));
+            sq_sum += d * d;
+        }
+        /* rounding can leave a KL of -1e-17 for equal distributions: it is 0 */
+        if (kl < 0) kl = 0;
+        kl_sum += kl;
+        out->kl_max = fmax(out->kl_max, kl);
+        out->err_max = fmax(out->err_max, worst);
+    }
+    if (n) {
+        out->kl_mean = kl_sum / n;
+        out->top1 = (double)agree / n;
+        out->err_rms = sqrt(sq_sum / ((double)n * vocab));
+    }
+}
+
+/* The workload's positions through one engine: the prompt's logits from one prefill pass,
+ * then one decode step per generated position. teacher: the token at each position past the
+ * prompt, or NULL to choose it greedily from the previous logits (and write it to ids). */
+static int run_positions(const engine_spec *spec, const char *who, int *ids, int n_prompt, int generate, int teacher,
+                         float *logits, int *vocab_out, char *err, size_t errlen) {
+    engine *e = NULL;
+    char e1[768];
+    int rc = engine_create(spec, &e, e1, sizeof(e1));
+    if (rc) return bench_errc(err, errlen, -rc, "%s: %s", who, e1);
+    int vocab = engine_model(e)->cfg.vocab_size;
+    if (*vocab_out && *vocab_out != vocab) {
+        engine_destroy(e);
+        return bench_errc(err, errlen, BENCH_ERR_INVALID, "%s: vocabulary of %d, the other engine's %d", who, vocab, *vocab_out);
+    }
+    *vocab_out = vocab;
+    if ((rc = engine_forward_all(e, 0, ids, n_prompt, 0, logits, e1, sizeof(e1)))) goto fail;
+    for (int k = 0; k < generate - 1; k++) {
+        int pos = n_prompt + k;
+        if (!teacher) ids[pos] = argmax(logits + (size_t)(pos - 1) * vocab, vocab);
+        float *l;
+        if ((rc = engine_forward(e, 0, &ids[pos], 1, pos, &l, e1, sizeof(e1)))) goto fail;
+        memcpy(logits + (size_t)pos * vocab, l, (size_t)vocab * sizeof(float));
+    }
+    engine_destroy(e);
+    return 0;
+fail:
+    engine_destroy(e);
+    return bench_errc(err, errlen, -rc, "%s: %s", who, e1);
+}
+
+int acc_measure(const engine_spec *variant, const engine_spec *reference, const int *prompt, int n_prompt, int generate,
+                acc_figures *out, char *err, size_t errlen) {
+    memset(out, 0, sizeof(*out));
+    if (n_prompt < 1 || generate < 1)
+        return bench_errc(err, errlen, BENCH_ERR_INVALID, "accuracy: a prompt of %d and %d generated: expected 1 or more of each",
+                          n_prompt, generate);
+    /* positions 0 .. n_prompt + generate - 2 carry a token; the last decode step's logits
+     * are those of position n - 1 */
+    int n = n_prompt + generate - 1;
+    int *ids = malloc((size_t)(n + 1) * sizeof(int));
+    if (!ids) return bench_errc(err, errlen, BENCH_ERR_NOMEM, "accuracy: out of memory");
+    memcpy(ids, prompt, (size_t)n_prompt * sizeof(int));
+    /* the reference first, alone: its tokens and logits; the vocabulary is known after it */
+    int vocab = 0;
+    float *ref = NULL, *var = NULL;
+    engine *probe = NULL;
+    char e1[768];
+    int rc = engine_create(reference, &probe, e1, sizeof(e1));
+    if (rc) {
+        free(ids);
+        return bench_errc(err, errlen, -rc, "accuracy reference: %s", e1);
+    }
+    size_t per = (size_t)engine_model(probe)->cfg.vocab_size;
+    engine_destroy(probe);
+    ref = malloc((size_t)n * per * sizeof(float));
+    var = malloc((size_t)n * per * sizeof(float));
+    if (!ref || !var) {
+        rc = bench_errc(err, errlen, BENCH_ERR_NOMEM, "accuracy: out of memory for %d x %zu logits", n, per);
+        goto out;
+    }
+    if ((rc = run_positions(reference, "accuracy reference", ids, n_prompt, generate, 0, ref, &vocab, err, errlen))) goto out;
+    if ((rc = run_positions(variant, "accuracy variant", ids, n_prompt, generate, 1, var, &vocab, err, errlen))) goto out;
+    acc_compare(ref, var, n, vocab, out);
+out:
+    free(ids);
+    free(ref);
+    free(var);
+    return rc;
+}

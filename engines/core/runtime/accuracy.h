@@ -1,0 +1,44 @@
+/* What a cheaper inference path costs in accuracy, measured as llama.cpp's
+ * `llama-perplexity --kl-divergence` does: the logits of a variant against those of a
+ * reference on the same file, at the same positions, fed the same tokens.
+ *
+ * The positions are a workload's: the prompt, run as one prefill pass, then `generate`
+ * one-token decode steps, so that each path (the prefill GEMMs, the decode GEMVs, the
+ * attention over the stored cache) is measured where the workload runs it. The reference
+ * chooses the decoded tokens (greedy); the variant is teacher-forced to them, so one
+ * early disagreement does not make every later position a different text.
+ *
+ * Per position i, with P the reference's softmax and Q the variant's, in double:
+ *   KL_i      = sum_j P_j (log P_j - log Q_j)        (nats)
+ *   top-1     argmax equal (first index on ties)
+ *   err_i     max_j |q_j - p_j| / max_j |p_j|         over the raw logits
+ * reported as mean and max KL, the share of positions whose top-1 agrees, the max of err_i
+ * and the RMS of (q_j - p_j) / max_j |p_j| over every logit of every position.
+ * Deterministic: the same build, file and settings give the same figures to the bit. */
+#ifndef BENCH_ACCURACY_H
+#define BENCH_ACCURACY_H
+
+#include "engine.h"
+
+typedef struct acc_figures {
+    int n_pos;              /* positions compared: n_prompt + generate - 1 (the last token needs no logits) */
+    double kl_mean, kl_max; /* nats */
+    double top1;            /* fraction of positions, 0..1 */
+    double err_max, err_rms;/* relative to each position's largest |logit| */
+} acc_figures;
+
+/* The default reference of a variant: the same model, modules and options, the exact
+ * kernels (auto) and an f32 cache, without llama.cpp's rounding. */
+engine_spec acc_reference_spec(const engine_spec *variant);
+
+/* Runs the reference (prompt, then greedy decode of `generate` tokens), then the variant
+ * teacher-forced on the same tokens, one engine at a time (never both in memory), and
+ * compares their logits. prompt: n_prompt ids (BOS first). Returns 0, or -BENCH_ERR_* with
+ * err naming which engine failed. */
+int acc_measure(const engine_spec *variant, const engine_spec *reference, const int *prompt, int n_prompt, int generate,
+                acc_figures *out, char *err, size_t errlen);
+
+/* The comparison alone: n positions of vocab logits each. */
+void acc_compare(const float *ref, const float *var, int n, int vocab, acc_figures *out);
+
+#endif

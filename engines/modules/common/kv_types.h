@@ -1,0 +1,165 @@
+/* The cache types of the CPU KV modules: rows of K or V stored as f32, f16, bf16, q8_0 or
+ * q4_0 (bench_kv_shape.k_type, v_type), written from the f32 rows the forward pass gives,
+ * and read back a chunk of rows at a time for attention. Static: each module compiles its
+ * own copy (modules link nothing of the core's).
+ *
+ * The conversions are the core's, bit for bit (engines/core/compute/kernels.c kn_quant_row and
+ * quant.c qn_dequant_row; tests/test_kv_types.c holds them to it), so a cache of type T stores
+ * what an f32 file converted to T would: f16 and bf16 round to nearest even; q8_0 takes
+ * d = f16(amax / 127) and q = round(x / d); q4_0 takes d = f16(max / -8) of the element of
+ * largest magnitude and q = round(x / d) + 8 clamped to 0..15.
+ *
+ * Why a chunk of rows and not the whole cache: attention converts at most KVQ_CHUNK_FLOATS
+ * values of one head at a time into a buffer on the stack, so the cache is read in its own
+ * type (a q8_0 cache moves 34 bytes per 32 values) and no f32 copy of it is ever made. */
+#ifndef BENCH_KV_TYPES_H
+#define BENCH_KV_TYPES_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "engines/abi/dtype.h"
+#include "engines/abi/kv.h"
+
+/* The types every CPU KV module stores (kv.h cache_types). */
+#define KVQ_CPU_TYPES ((1u << BENCH_F32) | (1u << BENCH_F16) | (1u << BENCH_BF16) | (1u << BENCH_Q8_0) | (1u << BENCH_Q4_0))
+
+/* Values converted per chunk of attention (16 KiB of stack). */
+#define KVQ_CHUNK_FLOATS 4096
+
+/* Bytes of n values of type t (n a whole number of its blocks). */
+static inline size_t kvq_bytes(bench_dtype t, size_t n) {
+    return n / bench_dtype_block_elems(t) * bench_dtype_block_bytes(t);
+}
+
+/* Refuses a shape the module's types cannot hold: a block-quantised K or V needs each
+ * head's row a whole number of blocks, so that attention reads one head without its
+ * neighbours. Returns 0, or -BENCH_ERR_REFUSED with err naming the module. */
+static inline int kvq_check_shape(const bench_kv_shape *s, uint32_t types, const char *mod, char *err, size_t errlen) {
+    const bench_dtype t[2] = {s->k_type, s->v_type};
+    for (int i = 0; i < 2; i++) {
+        if ((unsigned)t[i] >= 32 || !(types >> t[i] & 1u))
+            return bench_errc(err, errlen, BENCH_ERR_REFUSED, "%s: cannot store %s as %s", mod, i ? "V" : "K",
+                              bench_dtype_name(t[i]));
+        size_t be = bench_dtype_block_elems(t[i]);
+        if (s->head_dim % (int)be)
+            return bench_errc(err, errlen, BENCH_ERR_REFUSED, "%s: a %s %s cache needs head_dim a multiple of %zu; "
+                              "this model's is %d (use f32, f16 or bf16)", mod, bench_dtype_name(t[i]), i ? "V" : "K", be,
+                              s->head_dim);
+    }
+    return 0;
+}
+
+static inline void kvq_quant_q8_0(const float *in, bench_block_q8_0 *b) {
+    float amax = 0.0f;
+    for (int j = 0; j < BENCH_Q8_0_BLOCK; j++) {
+        float a = fabsf(in[j]);
+        if (a > amax) amax = a;
+    }
+    uint16_t dh = bench_f32_to_f16(amax / 127.0f);
+    float d = bench_f16_to_f32(dh);
+    b->d = dh;
+    float id = d > 0.0f && isfinite(d) ? 1.0f / d : 0.0f;
+    for (int j = 0; j < BENCH_Q8_0_BLOCK; j++) {
+        float q = roundf(in[j] * id);
+        if (!(q >= -127.0f)) q = q != q ? 0.0f : -127.0f; /* NaN -> 0 */
+        if (q > 127.0f) q = 127.0f;
+        b->qs[j] = (int8_t)q;
+    }
+}
+
+static inline void kvq_quant_q4_0(const float *in, bench_block_q4_0 *b) {
+    float amax = 0.0f, max = 0.0f;
+    for (int j = 0; j < BENCH_QK; j++)
+        if (fabsf(in[j]) > amax) { amax = fabsf(in[j]); max = in[j]; }
+    uint16_t dh = bench_f32_to_f16(max / -8.0f);
+    float d = bench_f16_to_f32(dh);
+    float id = d != 0.0f && isfinite(d) ? 1.0f / d : 0.0f;
+    b->d = dh;
+    for (int j = 0; j < 16; j++) {
+        int q[2];
+        for (int h = 0; h < 2; h++) {
+            float v = roundf(in[j + 16 * h] * id) + 8.0f;
+            if (!(v >= 0.0f)) v = v != v ? 8.0f : 0.0f; /* NaN -> 0 */
+            if (v > 15.0f) v = 15.0f;
+            q[h] = (int)v;
+        }
+        b->qs[j] = (uint8_t)(q[0] | q[1] << 4);
+    }
+}
+
+/* dst (n values of type t) from src (n floats). */
+static inline void kvq_store_row(bench_dtype t, const float *src, void *dst, size_t n) {
+    switch (t) {
+    case BENCH_F16: {
+        uint16_t *h = dst;
+        for (size_t i = 0; i < n; i++) h[i] = bench_f32_to_f16(src[i]);
+        break;
+    }
+    case BENCH_BF16: {
+        uint16_t *h = dst;
+        for (size_t i = 0; i < n; i++) h[i] = bench_f32_to_bf16(src[i]);
+        break;
+    }
+    case BENCH_Q8_0:
+        for (size_t i = 0; i < n / BENCH_Q8_0_BLOCK; i++) kvq_quant_q8_0(src + i * BENCH_Q8_0_BLOCK, (bench_block_q8_0 *)dst + i);
+        break;
+    case BENCH_Q4_0:
+        for (size_t i = 0; i < n / BENCH_QK; i++) kvq_quant_q4_0(src + i * BENCH_QK, (bench_block_q4_0 *)dst + i);
+        break;
+    default:
+        memcpy(dst, src, n * sizeof(float));
+        break;
+    }
+}
+
+/* dst (n floats) from src (n values of type t). The f16 conversion is the vector instruction
+ * where the CPU has it (F16C); every f16 is exact in f32, so each path gives the same bits. */
+__attribute__((target_clones("arch=x86-64-v3", "default"), unused))
+static void kvq_load_f16(const uint16_t *h, float *dst, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        _Float16 x;
+        memcpy(&x, &h[i], sizeof(x));
+        dst[i] = (float)x;
+    }
+}
+
+static inline void kvq_load_row(bench_dtype t, const void *src, float *dst, size_t n) {
+    switch (t) {
+    case BENCH_F16: kvq_load_f16(src, dst, n); break;
+    case BENCH_BF16: {
+        const uint16_t *h = src;
+        for (size_t i = 0; i < n; i++) {
+            uint32_t bits = (uint32_t)h[i] << 16;
+            memcpy(&dst[i], &bits, sizeof(float));
+        }
+        break;
+    }
+    case BENCH_Q8_0: {
+        const bench_block_q8_0 *b = src;
+        for (size_t i = 0; i < n / BENCH_Q8_0_BLOCK; i++) {
+            const float d = bench_f16_to_f32(b[i].d);
+            for (int j = 0; j < BENCH_Q8_0_BLOCK; j++) dst[i * BENCH_Q8_0_BLOCK + (size_t)j] = d * (float)b[i].qs[j];
+        }
+        break;
+    }
+    case BENCH_Q4_0: {
+        const bench_block_q4_0 *b = src;
+        for (size_t i = 0; i < n / BENCH_QK; i++) {
+            const float d = bench_f16_to_f32(b[i].d);
+            float *y = dst + i * BENCH_QK;
+            for (int j = 0; j < 16; j++) {
+                y[j] = d * (float)((b[i].qs[j] & 15) - 8);
+                y[j + 16] = d * (float)((b[i].qs[j] >> 4) - 8);
+            }
+        }
+        break;
+    }
+    default:
+        memcpy(dst, src, n * sizeof(float));
+        break;
+    }
+}
+
+#endif

@@ -1,0 +1,167 @@
+/* The KV cache types (f16, bf16, q8_0, q4_0; engines/modules/common/kv_types.h) beyond the
+ * contract (test_kv_contract runs that in every type):
+ *   - exact bytes: a position costs 2 x layers x kv_heads x head_dim x the type's size, block
+ *     scales included, in the memory slot and in the engine's token bytes and KV budget;
+ *   - bit identity: a cache of type T attends exactly (memcmp) as an f32 cache fed the values
+ *     the core's own conversion gives (kn_quant_row), so no type is converted differently in
+ *     the modules than in the kernels;
+ *   - the engine refuses a type the module does not declare, naming what it stores. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <libgen.h>
+
+#include "engines/core/compute/kernels.h"
+#include "engines/core/compute/quant.h"
+#include "tests/lib/kv_test.h"
+
+/* 2 layers, 2 KV heads of 32: kv_dim 64 */
+static const bench_kv_shape typed_shape = {.n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim = 32,
+                                           .max_pos = 40, .max_seqs = 2};
+
+static void test_bytes_per_position(void **state) {
+    (void)state;
+    /* per position: layers x (K row + V row); a row is 64 values */
+    static const struct { bench_dtype k, v; size_t bytes; } want[] = {
+        {BENCH_F32, BENCH_F32, 2 * (256 + 256)},     /* 4 B a value */
+        {BENCH_F16, BENCH_F16, 2 * (128 + 128)},     /* 2 B */
+        {BENCH_BF16, BENCH_BF16, 2 * (128 + 128)},
+        {BENCH_Q8_0, BENCH_Q8_0, 2 * (68 + 68)},     /* 2 blocks of 34 B (32 int8 + an f16 scale) */
+        {BENCH_Q4_0, BENCH_Q4_0, 2 * (36 + 36)},     /* 2 blocks of 18 B (32 nibbles + an f16 scale) */
+        {BENCH_Q8_0, BENCH_F16, 2 * (68 + 128)},
+    };
+    const char *const *kvs;
+    int nk = tu_modules("kv", &kvs);
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        bench_kv_shape s = typed_shape;
+        s.k_type = want[i].k;
+        s.v_type = want[i].v;
+        assert_int_equal(kvt_token_bytes(&s), want[i].bytes);
+        data d;
+        data_make(&d, &s, 3);
+        for (int k = 0; k < nk; k++) {
+            kvt t;
+            char err[512];
+            int rc = kvt_open(&t, kvs[k], &s, "", err, sizeof(err));
+            if (rc == -BENCH_ERR_REFUSED) continue;     /* a module that does not store the type */
+            if (rc) fail_msg("kv %s: %s", kvs[k], err);
+            kvt_append(&t, 0, 0, 10, d.k, d.v, NULL);
+            kvt_append(&t, 1, 0, 3, d.k, d.v, NULL);
+            bench_kv_memory m;
+            t.kv->memory(t.ctx, &m);
+            if (m.used != 13 * want[i].bytes)
+                fail_msg("kv %s, %s/%s: 13 positions use %llu bytes, want 13 x %zu", kvs[k], bench_dtype_name(s.k_type),
+                         bench_dtype_name(s.v_type), (unsigned long long)m.used, want[i].bytes);
+            kvt_close(&t);
+        }
+        data_free(&d);
+    }
+}
+
+/* x (n values) as the core stores it in type t and reads it back */
+static void core_round(bench_dtype t, float *x, size_t n) {
+    unsigned char *buf = malloc(n * sizeof(float));
+    assert_non_null(buf);
+    kn_quant_row(t, x, buf, (int)n);
+    if (t == BENCH_F16) for (size_t i = 0; i < n; i++) x[i] = bench_f16_to_f32(((uint16_t *)buf)[i]);
+    else if (t == BENCH_BF16) for (size_t i = 0; i < n; i++) x[i] = bench_bf16_to_f32(((uint16_t *)buf)[i]);
+    else qn_dequant_row(t, buf, x, (int)n);
+    free(buf);
+}
+
+static void test_typed_attention_is_f32_attention_of_the_stored_values(void **state) {
+    (void)state;
+    static const bench_dtype types[] = {BENCH_F16, BENCH_BF16, BENCH_Q8_0, BENCH_Q4_0};
+    const char *const *kvs;
+    int nk = tu_modules("kv", &kvs);
+    const int kv_dim = typed_shape.n_kv_heads * typed_shape.head_dim, q_dim = typed_shape.n_heads * typed_shape.head_dim;
+    for (size_t ti = 0; ti < sizeof(types) / sizeof(types[0]); ti++)
+        for (int k = 0; k < nk; k++) {
+            bench_kv_shape s = typed_shape, f = typed_shape;
+            s.k_type = s.v_type = types[ti];
+            data d, r;
+            data_make(&d, &s, 11);
+            data_make(&r, &s, 11);
+            size_t rows = (size_t)s.max_seqs * s.n_layers * s.max_pos;
+            for (size_t i = 0; i < rows; i++) {
+                core_round(types[ti], r.k + i * kv_dim, (size_t)kv_dim);
+                core_round(types[ti], r.v + i * kv_dim, (size_t)kv_dim);
+            }
+            kvt typed, plain;
+            char err[512];
+            int rc = kvt_open(&typed, kvs[k], &s, "", err, sizeof(err));
+            if (rc) {
+                /* a module that does not store this type says so by code */
+                if (rc != -BENCH_ERR_REFUSED) fail_msg("kv %s: %s", kvs[k], err);
+                data_free(&d);
+                data_free(&r);
+                continue;
+            }
+            kvt_must_open(&plain, kvs[k], &f, "");
+            kvt_append(&typed, 0, 0, 33, d.k, d.v, NULL);       /* the module converts */
+            kvt_append(&plain, 0, 0, 33, r.k, r.v, NULL);       /* the core converted */
+            for (int l = 0; l < s.n_layers; l++) {
+                const int cases[][2] = {{0, 33}, {32, 1}, {17, 4}};
+                for (int c = 0; c < 3; c++) {
+                    typed.kv->attend(typed.ctx, 0, l, cases[c][0], cases[c][1], d.q, d.out);
+                    plain.kv->attend(plain.ctx, 0, l, cases[c][0], cases[c][1], d.q, d.out2);
+                    if (memcmp(d.out, d.out2, (size_t)cases[c][1] * q_dim * sizeof(float)))
+                        fail_msg("kv %s, %s cache: attention at %d+%d differs from an f32 cache holding the core's %s values",
+                                 kvs[k], bench_dtype_name(types[ti]), cases[c][0], cases[c][1], bench_dtype_name(types[ti]));
+                }
+            }
+            kvt_close(&typed);
+            kvt_close(&plain);
+            data_free(&d);
+            data_free(&r);
+        }
+}
+
+static void test_engine_budget_and_refusal_by_type(void **state) {
+    (void)state;
+    char model[512];
+    TU_NEED(tu_shared("models/stories260K.bin", model, sizeof(model)));
+    char err[1024];
+    engine *e = NULL;
+    /* stories260K: 5 layers, 4 KV heads of 8: an f16 position is 5 x 2 x 32 x 2 = 640 bytes */
+    engine_spec s = {.model_path = model, .kv = "token", .threads = 1, .module_dir = tu_module_dir(),
+                     .kv_k_type = BENCH_F16, .kv_v_type = BENCH_F16, .kv_budget_tokens = 100, .max_seqs = 2};
+    if (engine_create(&s, &e, err, sizeof(err))) fail_msg("%s", err);
+    assert_int_equal(engine_kv_token_bytes(e), 640);
+    engine_kv_mem m = engine_kv_memory(e);
+    assert_true(m.reserved == 100.0 * 640);
+    engine_destroy(e);
+    /* a quantised cache on 8-value heads: refused, naming head_dim */
+    s.kv_k_type = s.kv_v_type = BENCH_Q8_0;
+    e = NULL;
+    assert_int_equal(engine_create(&s, &e, err, sizeof(err)), -BENCH_ERR_REFUSED);
+    assert_non_null(strstr(err, "head_dim a multiple of 32"));
+    /* a module that stores f32 only (tests/modules/broken.c's kv_pooled): refused, saying so */
+    char mods[4096], path[9000];
+    snprintf(mods, sizeof(mods), "%s", tu_module_dir());
+    snprintf(path, sizeof(path), "%s/test-modules:%s", dirname(mods), tu_module_dir());
+    s = (engine_spec){.model_path = model, .kv = "pooled", .threads = 1, .module_dir = path, .kv_k_type = BENCH_F16,
+                      .kv_v_type = BENCH_F32};
+    assert_int_equal(engine_create(&s, &e, err, sizeof(err)), -BENCH_ERR_REFUSED);
+    if (!strstr(err, "kv pooled stores f32, not a f16 K / f32 V cache")) fail_msg("unclear: %s", err);
+    /* the names the command line and scenarios take */
+    bench_dtype k, v;
+    assert_int_equal(engine_parse_cache_type("q8_0/f16", &k, &v, err, sizeof(err)), 0);
+    assert_true(k == BENCH_Q8_0 && v == BENCH_F16);
+    assert_int_equal(engine_parse_cache_type("q4_0", &k, &v, err, sizeof(err)), 0);
+    assert_true(k == BENCH_Q4_0 && v == BENCH_Q4_0);
+    assert_true(engine_parse_cache_type("q6_k", &k, &v, err, sizeof(err)) < 0);
+    assert_non_null(strstr(err, "expected f32, f16, bf16, q8_0 or q4_0"));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bytes_per_position),
+        cmocka_unit_test(test_typed_attention_is_f32_attention_of_the_stored_values),
+        cmocka_unit_test(test_engine_budget_and_refusal_by_type),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
