@@ -12,7 +12,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <cJSON.h>
+
 #include "engines/core/runtime/accuracy.h"
+#include "tests/lib/harness_jsonschema.h"
 #include "tests/lib/testutil.h"
 
 /* Two positions of three logits, worked out by hand:
@@ -81,10 +84,54 @@ static void test_stories260k_reference_and_f16_cache(void **state) {
     assert_non_null(strstr(err, "accuracy variant: unknown kv module \"nosuch\""));
 }
 
+static double summary_metric(const cJSON *doc, int variant, const char *name) {
+    const cJSON *s = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(doc, "summary"), variant);
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(s, "metrics"), name);
+    const cJSON *med = cJSON_GetObjectItemCaseSensitive(m, "median");
+    if (!cJSON_IsNumber(med)) fail_msg("variant %d has no metric %s", variant, name);
+    return med->valuedouble;
+}
+
+/* In a scenario: a kv_cache axis with a cheaper type brings the metric into the default set;
+ * each variant gets it from one untimed pass, as exact-class figures in the summary. */
+static void test_scenario_accuracy_metric(void **state) {
+    (void)state;
+    char model[512], tok[512], tmp[512], sc[700], out[700], results[800];
+    TU_NEED(tu_shared("models/stories260K.bin", model, sizeof(model)) && tu_shared("models/tok512.bin", tok, sizeof(tok)));
+    assert_non_null(tu_tmpdir(tmp, sizeof(tmp)));
+    snprintf(sc, sizeof(sc), "%s/acc.json", tmp);
+    FILE *f = fopen(sc, "w");
+    assert_non_null(f);
+    fprintf(f, "{\"name\": \"acc\", \"model\": {\"path\": \"%s\", \"tokenizer\": \"%s\"}, \"cache\": \"warm\","
+               " \"workload\": {\"prompt\": \"The little dog\", \"generate\": 24}, \"repetitions\": 1, \"warmup\": 0,"
+               " \"matrix\": {\"kv_cache\": [\"f32\", \"f16\"]}}", model, tok);
+    fclose(f);
+    snprintf(out, sizeof(out), "%s/out", tmp);
+    char shared[600];
+    snprintf(shared, sizeof(shared), "%s", model);
+    *strrchr(shared, '/') = 0;
+    assert_int_equal(tu_bench("/dev/null", "run '%s' --out '%s' --allow-read '%s' 2>/dev/null", sc, out, shared), 0);
+    snprintf(results, sizeof(results), "%s/results.json", out);
+    cJSON *doc = hjs_load(results);
+    assert_non_null(doc);
+    assert_true(summary_metric(doc, 0, "accuracy_kl_mean") == 0 && summary_metric(doc, 0, "accuracy_kl_max") == 0);
+    assert_true(summary_metric(doc, 0, "accuracy_top1_pct") == 100);
+    double kl = summary_metric(doc, 1, "accuracy_kl_mean");
+    assert_true(kl > 0 && kl < 1e-5);
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(doc, "summary"), 1), "metrics"),
+        "accuracy_kl_mean");
+    const cJSON *cls = cJSON_GetObjectItemCaseSensitive(m, "class");
+    assert_true(cJSON_IsString(cls) && !strcmp(cls->valuestring, "exact"));
+    cJSON_Delete(doc);
+    tu_rmtree(tmp);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_compare_by_hand),
         cmocka_unit_test(test_stories260k_reference_and_f16_cache),
+        cmocka_unit_test(test_scenario_accuracy_metric),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

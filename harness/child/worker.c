@@ -18,6 +18,7 @@
 
 #include "engines/core/runtime/engine.h"
 #include "engines/core/compute/kernels.h"
+#include "engines/core/runtime/accuracy.h"
 #include "engines/core/runtime/modreg.h"
 #include "engines/core/runtime/sampler.h"
 #include "harness/spec/events.h"
@@ -52,6 +53,7 @@ typedef struct wk_ctx {
     int ev_fd, ack_fd;
     int64_t t0;             /* HELLO, for the human-readable mode */
     int loop, callgrind;    /* worker_opts */
+    const char *accuracy_out;
 } wk_ctx;
 
 int worker_has_callgrind(void) { return WK_HAVE_CALLGRIND; }
@@ -247,7 +249,8 @@ int worker_fail(int ev_fd, const char *msg) {
 static int wk_run(wk_ctx c, wk_spec s);
 
 int worker_engine(const char *spec_text, const char *spec_name, int ev_fd, int ack_fd, const worker_opts *o) {
-    wk_ctx c = {.ev_fd = ev_fd, .ack_fd = ack_fd, .loop = o ? o->loop : 0, .callgrind = o ? o->callgrind : 0};
+    wk_ctx c = {.ev_fd = ev_fd, .ack_fd = ack_fd, .loop = o ? o->loop : 0, .callgrind = o ? o->callgrind : 0,
+                .accuracy_out = o ? o->accuracy_out : NULL};
     char err[1024];
     wk_spec s;
     cJSON *json = wk_parse_spec(spec_text, spec_name, &s, err, sizeof(err));
@@ -281,29 +284,23 @@ static void wk_kv_sample(wk_ctx *c, const engine_kv_mem *kv, int64_t step, int64
     wk_write(c, &ev);
 }
 
-static int wk_generate(wk_ctx *c, const wk_spec *s, engine *e, int64_t *produced) {
+/* The workload's prompt ids into ids (cap entries, generate of them left for decoding): the
+ * text through the model's tokenizer, or BOS and ids 3, 4, 5... Returns the count, or -1
+ * reported. */
+static int wk_prompt(wk_ctx *c, const wk_spec *s, engine *e, int *ids, int cap) {
     char err[1024];
-    sampler *smp = NULL;
-    int *ids = NULL, rc = 1;
     const model *m = engine_model(e);
     const tokenizer *tok = engine_tokenizer(e);
-    int cap = (s->prompt ? (int)strlen(s->prompt) + 8 : s->prompt_tokens) + s->generate;
-    ids = malloc((size_t)cap * sizeof(int));
-    smp = sampler_create(m->cfg.vocab_size, (float)s->temperature, (float)s->topp, (uint64_t)s->seed);
-    if (!ids || !smp) {
-        wk_fail(c, "out of memory");
-        goto out;
-    }
     int n_prompt;
     if (s->prompt) {
         if (!tok) {
             wk_fail(c, "%s has no vocabulary: give the scenario's model a \"tokenizer\", or use workload.prompt_tokens", s->model);
-            goto out;
+            return -1;
         }
         n_prompt = tokenizer_encode(tok, s->prompt, 1, 0, ids, cap - s->generate, err, sizeof(err));
         if (n_prompt < 0) {
             wk_fail(c, "prompt: %s", err);
-            goto out;
+            return -1;
         }
     } else {
         /* BOS, then ids 3, 4, 5...: a deterministic prompt of the asked length for any vocabulary */
@@ -314,8 +311,61 @@ static int wk_generate(wk_ctx *c, const wk_spec *s, engine *e, int64_t *produced
     if (n_prompt + s->generate > m->cfg.seq_len && s->ctx <= 0) {
         wk_fail(c, "prompt %d + generate %d positions exceed the model's context %d: set workload.ctx", n_prompt,
                 s->generate, m->cfg.seq_len);
+        return -1;
+    }
+    return n_prompt;
+}
+
+/* The accuracy pass (worker_opts.accuracy_out): untimed, no events. The variant's logits at
+ * the workload's positions against the reference's (engines/core/runtime/accuracy.h), written
+ * to the file as one JSON object: {"n_pos", "kl_mean", "kl_max", "top1", "err_max", "err_rms"}. */
+static int wk_accuracy(wk_ctx *c, const wk_spec *s, const engine_spec *es, const char *out_path) {
+    char err[1024];
+    engine_spec ref = acc_reference_spec(es);
+    ref.on_region = NULL;
+    engine_spec var = *es;
+    var.on_region = NULL;
+    engine *e = NULL;
+    int rc = engine_create(&ref, &e, err, sizeof(err));
+    if (rc) return wk_failc(c, rc, "accuracy reference: %s", err);
+    int cap = (s->prompt ? (int)strlen(s->prompt) + 8 : s->prompt_tokens) + s->generate;
+    int *ids = malloc((size_t)cap * sizeof(int));
+    int n_prompt = ids ? wk_prompt(c, s, e, ids, cap) : -1;
+    engine_destroy(e);
+    if (!ids) return wk_failc(c, BENCH_ERR_NOMEM, "out of memory");
+    if (n_prompt < 0) {
+        free(ids);
+        return 1;
+    }
+    acc_figures f;
+    rc = acc_measure(&var, &ref, ids, n_prompt, s->generate, &f, err, sizeof(err));
+    free(ids);
+    if (rc) return wk_failc(c, rc, "%s", err);
+    FILE *o = fopen(out_path, "w");
+    if (!o) return wk_failc(c, BENCH_ERR_IO, "%s: %s", out_path, strerror(errno));
+    /* %.17g: the figures are exact, and the gate compares them as such */
+    fprintf(o, "{\"n_pos\": %d, \"kl_mean\": %.17g, \"kl_max\": %.17g, \"top1\": %.17g, \"err_max\": %.17g, \"err_rms\": %.17g}\n",
+            f.n_pos, f.kl_mean, f.kl_max, f.top1, f.err_max, f.err_rms);
+    if (fclose(o)) return wk_failc(c, BENCH_ERR_IO, "%s: write failed", out_path);
+    fprintf(stderr, "bench worker: accuracy over %d positions: KL mean %.3g max %.3g, top-1 %.2f%%\n", f.n_pos, f.kl_mean,
+            f.kl_max, 100 * f.top1);
+    return 0;
+}
+
+static int wk_generate(wk_ctx *c, const wk_spec *s, engine *e, int64_t *produced) {
+    char err[1024];
+    sampler *smp = NULL;
+    int *ids = NULL, rc = 1;
+    const model *m = engine_model(e);
+    int cap = (s->prompt ? (int)strlen(s->prompt) + 8 : s->prompt_tokens) + s->generate;
+    ids = malloc((size_t)cap * sizeof(int));
+    smp = sampler_create(m->cfg.vocab_size, (float)s->temperature, (float)s->topp, (uint64_t)s->seed);
+    if (!ids || !smp) {
+        wk_fail(c, "out of memory");
         goto out;
     }
+    int n_prompt = wk_prompt(c, s, e, ids, cap);
+    if (n_prompt < 0) goto out;
 
     float *logits;
     wk_send(c, BENCH_EV_PREFILL_START, 0, 0, 0, NULL, NULL, 0);
@@ -405,6 +455,11 @@ static int wk_run(wk_ctx c, wk_spec s) {
             goto out;
         }
 
+    if (c.accuracy_out) {
+        rc = s.requests ? wk_fail(&c, "the accuracy pass measures inference workloads, not serving") :
+                          wk_accuracy(&c, &s, &es, c.accuracy_out);
+        goto out;
+    }
     c.t0 = wk_now();
     if (wk_send(&c, BENCH_EV_HELLO, 1, getpid(), 0, NULL, NULL, 0)) goto out;
     int hook = wk_fault(s.fault);

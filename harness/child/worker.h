@@ -12,6 +12,9 @@ typedef struct worker_opts {
     int callgrind;      /* dump callgrind stats at each phase's end (start, load, prefill, decode)
                            and print no timings, so that the counts do not depend on them */
     const char *kernels; /* (optional) the CPU kernel family instead of the variant's (bench exec --kernels) */
+    const char *accuracy_out; /* (optional) run the untimed accuracy pass instead (engines/core/runtime/accuracy.h)
+                               * and write its figures to this file as JSON; how `bench run` measures the
+                               * "accuracy" metric */
 } worker_opts;
 
 /* The inference and serving kinds' worker (harness/spec/kind.h). spec_text: an engine

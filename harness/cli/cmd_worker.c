@@ -19,7 +19,10 @@ static void wk_usage(FILE *f) {
             "--events the worker prints its phases on stderr; `bench exec` runs the same code\n"
             "from a scenario, the easier entry point for perf and valgrind on one variant.\n"
             "  --callgrind   dump callgrind stats at each phase's end and print no timings\n"
-            "                (how `bench run` counts instructions per phase)\n\n"
+            "                (how `bench run` counts instructions per phase)\n"
+            "  --accuracy FILE  instead of the timed repetition, the untimed accuracy pass: the variant's\n"
+            "                logits against the exact kernels with an f32 cache (docs/accuracy.md), as JSON\n"
+            "                into FILE (how `bench run` measures the \"accuracy\" metric)\n\n"
             "example:\n"
             "  perf stat -e page-faults,major-faults bench worker --spec results/mmap_vs_pread/<run>/specs/v0.json\n");
 }
@@ -69,6 +72,7 @@ int cmd_worker(int argc, char **argv) {
         else if (!strcmp(a, "--events") && v) ev_fd = atoi(argv[++i]);
         else if (!strcmp(a, "--ack") && v) ack_fd = atoi(argv[++i]);
         else if (!strcmp(a, "--callgrind") && worker_has_callgrind()) o.callgrind = 1;
+        else if (!strcmp(a, "--accuracy") && v) o.accuracy_out = argv[++i];
         else {
             fprintf(stderr, "bench worker: unknown or incomplete argument \"%s\"\n", a);
             wk_usage(stderr);

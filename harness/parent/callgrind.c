@@ -1,5 +1,6 @@
 /* instructions:callgrind: see callgrind.h. */
 #include "callgrind.h"
+#include "subproc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -124,11 +125,6 @@ int cg_parse(const char *out_file, cg_counts *c, char *err, size_t errlen) {
     return 0;
 }
 
-static int64_t cg_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 int cg_measure(const char *bench_exe, const char *spec_path, const char *out_file, const char *log_path,
                double timeout_s, volatile sig_atomic_t *interrupted, cg_counts *c) {
@@ -142,48 +138,10 @@ int cg_measure(const char *bench_exe, const char *spec_path, const char *out_fil
         unlink(path);
     }
     snprintf(arg_out, sizeof(arg_out), "--callgrind-out-file=%s", out_file);
-    int log = open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (log < 0) return cg_errf(c->error, sizeof(c->error), "%s: %s", log_path, strerror(errno));
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(log);
-        return cg_errf(c->error, sizeof(c->error), "fork: %s", strerror(errno));
-    }
-    if (pid == 0) {
-        int null = open("/dev/null", O_RDONLY);
-        if (null >= 0) dup2(null, 0);
-        dup2(log, 1);
-        dup2(log, 2);
-        char *argv[] = {"valgrind", "--tool=callgrind", arg_out, (char *)bench_exe, "worker", "--spec",
-                        (char *)spec_path, "--callgrind", NULL};
-        execvp("valgrind", argv);
-        fprintf(stderr, "bench: cannot run valgrind: %s\n", strerror(errno));
-        _exit(127);
-    }
-    close(log);
-    int64_t deadline = cg_now_ms() + (int64_t)(timeout_s * 1000);
-    int status = 0, killed = 0;
-    for (;;) {
-        pid_t r = waitpid(pid, &status, WNOHANG);
-        if (r == pid) break;
-        if (r < 0 && errno != EINTR) return cg_errf(c->error, sizeof(c->error), "waitpid: %s", strerror(errno));
-        if (!killed && ((interrupted && *interrupted) || cg_now_ms() > deadline)) {
-            killed = (interrupted && *interrupted) ? 1 : 2;
-            kill(pid, SIGKILL);
-        }
-        struct timespec d = {0, 20 * 1000000};
-        nanosleep(&d, NULL);
-    }
-    if (killed == 1) return cg_errf(c->error, sizeof(c->error), "interrupted");
-    if (killed == 2)
-        return cg_errf(c->error, sizeof(c->error), "timed out after %.0f s under callgrind (see %s)", timeout_s, log_path);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        if (WIFEXITED(status))
-            return cg_errf(c->error, sizeof(c->error), "valgrind --tool=callgrind exited %d (see %s)",
-                           WEXITSTATUS(status), log_path);
-        return cg_errf(c->error, sizeof(c->error), "valgrind --tool=callgrind died of signal %d (see %s)",
-                       WTERMSIG(status), log_path);
-    }
+    char *argv[] = {"valgrind", "--tool=callgrind", arg_out, (char *)bench_exe, "worker", "--spec", (char *)spec_path,
+                    "--callgrind", NULL};
+    if (sp_run(argv, "under valgrind --tool=callgrind", log_path, timeout_s, interrupted, c->error, sizeof(c->error)))
+        return -1;
     char err[512];
     if (cg_parse(out_file, c, err, sizeof(err))) return cg_errf(c->error, sizeof(c->error), "%s", err);
     return 0;

@@ -695,6 +695,10 @@ int rn_execute(const scenario *s, const rn_model_files *mf, const rn_opts *o, rn
     if ((s->metrics & SC_M_CALLGRIND) && !res->interrupted && !res->stopped &&
         cg_run_variants(s, o->worker_exe, o->out_dir, o->interrupted, &res->cg))
         return bench_errf(err, errlen, "out of memory");
+    /* so are the accuracy figures: one untimed pass per variant, after the timed ones */
+    if ((s->metrics & SC_M_ACCURACY) && !res->interrupted && !res->stopped &&
+        ar_run_variants(s, o->worker_exe, o->out_dir, o->interrupted, &res->acc))
+        return bench_errf(err, errlen, "out of memory");
     return 0;
 }
 
@@ -702,5 +706,6 @@ void rn_result_free(rn_result *res) {
     for (int r = 0; r < res->n_runs; r++) rn_run_free(&res->runs[r]);
     free(res->runs);
     free(res->cg);
+    free(res->acc);
     memset(res, 0, sizeof(*res));
 }

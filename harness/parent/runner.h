@@ -30,6 +30,7 @@
 #include "harness/parent/perfev.h"
 #include "harness/parent/procmem.h"
 #include "harness/spec/scenario.h"
+#include "harness/parent/accuracy_run.h"
 #include "harness/parent/callgrind.h"
 
 enum { RN_PH_START, RN_PH_LOAD, RN_PH_PREFILL, RN_PH_END, RN_PH_COUNT };
@@ -167,6 +168,7 @@ typedef struct rn_result {
     int stopped;                    /* --fail-fast stopped it */
     int total_planned;
     cg_counts *cg;                  /* (scenario n_variants) instructions:callgrind; NULL when not asked */
+    ar_figures *acc;                /* (scenario n_variants) the accuracy pass; NULL when not asked */
 } rn_result;
 
 /* Makes the model ready: a synth spec is generated into cache_dir (once) and

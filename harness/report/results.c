@@ -301,6 +301,19 @@ int rs_summarize(const rs_input *in, rs_summary *out) {
             rs_metric *m = rs_metric_get(v, name, "count", d);
             if (m) rs_metric_push(m, (double)(cg_ph[k] < 0 ? cg->total : cg->ir[cg_ph[k]]), -1, -1);
         }
+        /* the accuracy pass: one deterministic figure per variant (harness/parent/accuracy_run.h) */
+        const ar_figures *af = in->res->acc ? &in->res->acc[vi] : NULL;
+        if (af && af->ok) {
+            const struct { const char *name, *unit; double v; int better; } acc[] = {
+                {"accuracy_kl_mean", "nats", af->kl_mean, -1}, {"accuracy_kl_max", "nats", af->kl_max, -1},
+                {"accuracy_top1_pct", "%", 100 * af->top1, 1},   {"accuracy_err_max", "ratio", af->err_max, -1},
+                {"accuracy_err_rms", "ratio", af->err_rms, -1},
+            };
+            for (size_t k = 0; k < sizeof(acc) / sizeof(acc[0]); k++) {
+                rs_metric *m = rs_metric_get(v, acc[k].name, acc[k].unit, mc_declare(MC_EXACT, acc[k].better));
+                if (m) rs_metric_push(m, acc[k].v, -1, -1);
+            }
+        }
         for (int k = 0; k < v->n; k++) {
             rs_metric *m = &v->m[k];
             m->outlier = calloc((size_t)m->n, sizeof(int));
@@ -786,6 +799,9 @@ static const rs_row rs_rows[] = {
     {"serve_kv_live_mean_pct", "KV live/reserved, mean"},
     {"serve_kv_wasted_mean_pct", "KV wasted/reserved, mean"},
     {"residency_pct", "page cache before run"},
+    {"accuracy_kl_mean", "KL vs exact f32, mean"},
+    {"accuracy_kl_max", "KL vs exact f32, max"},
+    {"accuracy_top1_pct", "top-1 agreement"},
     {"instructions_load", "instructions, load"},
     {"instructions_prefill", "instructions, prefill"},
     {"instructions_decode", "instructions, decode"},
@@ -817,6 +833,11 @@ int rs_metric_rank(const char *metric) {
 void rs_fmt_value(char *buf, size_t len, double v, double half, int n, const char *unit) {
     if (n == 0 || !isfinite(v)) {
         snprintf(buf, len, "-");
+        return;
+    }
+    if (!strcmp(unit, "nats") || !strcmp(unit, "ratio")) {
+        /* divergences span decades (0, 7e-07, 0.03): significant digits, not decimals */
+        snprintf(buf, len, "%.3g", v);
         return;
     }
     int prec = fabs(v) >= 1000 ? 0 : fabs(v) >= 100 ? 1 : fabs(v) >= 1 ? 2 : 3;

@@ -895,7 +895,7 @@ static int sc_name_ok(const char *n) {
 }
 
 static const char *const sc_metric_names[] = {"timeline", "pss", "smaps", "perf", "tokens", "instructions:callgrind",
-                                              "bandwidth", NULL};
+                                              "bandwidth", "accuracy", NULL};
 static const char *const sc_fault_names[] = {"none", "segv", "exit3", "hang", "sigkill", NULL};
 
 int sc_parse(const char *file, const char *text, const char *module_dir, scenario **out, sc_errors *errs) {
@@ -1060,6 +1060,14 @@ int sc_parse_engine(scenario *s, const cJSON *root, sc_errors *errs) {
                 sc_err(&c, ".workload.requests.kv_budget", "kv choice \"%s\" sizes its pool with %s too: "
                        "leave the option out, the budget sizes the pool of every variant", k->label, k->pool_opt);
         }
+        /* no speed-up without its cost: a cheaper path (a KV cache type, an inexact kernel
+         * family) brings the accuracy metric into the default set */
+        int cheaper = 0;
+        for (int t = 0; t < s->axes[SC_AX_KV_CACHE].n; t++) cheaper |= strcmp(s->axes[SC_AX_KV_CACHE].v[t].name, "f32") != 0;
+        for (int t = 0; t < s->axes[SC_AX_KERNELS].n; t++) cheaper |= !kn_isa_exact(s->axes[SC_AX_KERNELS].v[t].name);
+        if (cheaper && !cJSON_GetObjectItemCaseSensitive(root, "metrics") && !s->requests) s->metrics |= SC_M_ACCURACY;
+        if ((s->metrics & SC_M_ACCURACY) && s->requests)
+            sc_err(&c, ".metrics", "\"accuracy\" measures inference workloads (prompt and generate), not serving");
         /* a cache type a kv module does not store is an error here, not a failed run later */
         for (int i = 0; i < s->axes[SC_AX_KV].n; i++)
             for (int t = 0; t < s->axes[SC_AX_KV_CACHE].n; t++) {

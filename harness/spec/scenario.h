@@ -39,6 +39,10 @@ enum {
                                    callgrind, for instructions per phase (harness/parent/callgrind.h) */
     SC_M_BANDWIDTH = 1 << 6,    /* "bandwidth": after each repetition's decode, a read-only stream over
                                    the weight bytes of a token (kn_read_bandwidth); not in the default set */
+    SC_M_ACCURACY = 1 << 7,     /* "accuracy": after the timed repetitions, one untimed pass per variant:
+                                   its logits against the exact kernels with an f32 cache
+                                   (harness/parent/accuracy_run.h); in the default set of a scenario
+                                   with a KV cache type other than f32 or a kernel family that is not exact */
 };
 
 typedef struct sc_choice {

@@ -121,6 +121,11 @@ const char *kn_isa_name(int i, int *runs_here) {
 
 int kn_isa_known(const char *isa) { return isa && kn_find(isa) != NULL; }
 
+int kn_isa_exact(const char *isa) {
+    const kn_ops *ops = kn_find(isa && *isa ? isa : "auto");
+    return ops && !ops->q8_int8 && !ops->bf16_dot;
+}
+
 const char *kn_isa_resolve(const char *isa) {
     const kn_ops *ops = kn_find(isa && *isa ? isa : "auto");
     return ops && kn_supported(ops) ? ops->name : NULL;

@@ -28,6 +28,7 @@ int kn_isa_count(void);
 /* The i-th family, best first (NULL past the end); *runs_here: whether this CPU runs it. */
 const char *kn_isa_name(int i, int *runs_here);
 int kn_isa_known(const char *isa);      /* a family name or "auto", whatever the CPU */
+int kn_isa_exact(const char *isa);      /* 1: the family (or "auto") computes every dtype exactly (no x rounding) */
 int kn_q8_int8(void);                   /* 1: the family in use runs Q8_0 on int8 activations */
 int kn_x_int8(bench_dtype dt);          /* 1: the family in use rounds x to int8 for dt's matmuls */
 int kn_bf16_dot(void);                  /* 1: the family in use rounds x to bf16 for bf16 prefill */
