@@ -344,6 +344,111 @@ static void test_alloc_figure(void **state) {
     free(script);
 }
 
+/* Strings from a scenario or results.json are anyone's (the reliability issue): a label with
+ * markup, a quote, a comma, ESC and BEL; status, written and git sha edited into markup. The
+ * terminal table and bench compare escape the control characters, results.csv doubles the
+ * quote inside its quoted field, report.html escapes every field; and with generate: 1 (no
+ * TPOT) the latency figure is drawn, not a gnuplot error. A synth model: no shared file. */
+static void test_hostile_text_escaped(void **state) {
+    (void)state;
+    char dir[600], sc[700], out[700], cmd[4000], path[900];
+    assert_non_null(tu_tmpdir(dir, sizeof(dir)));
+    snprintf(sc, sizeof(sc), "%s/hostile.json", dir);
+    snprintf(out, sizeof(out), "%s/out", dir);
+    FILE *o = fopen(sc, "w");
+    assert_non_null(o);
+    fprintf(o, "{\"name\": \"hostile\", \"model\": {\"synth\": {\"shape\": \"tiny\", \"seed\": 3}},"
+               " \"workload\": {\"prompt_tokens\": 4, \"generate\": 1, \"seed\": 1}, \"cache\": \"warm\","
+               " \"repetitions\": 1, \"warmup\": 0, \"threads\": 1, \"matrix\": {\"kv\": [{\"name\": \"prealloc\","
+               " \"label\": \"<b>x\\\"y,\\u001b[31mred\\u0007\"}, \"dynamic\"], \"fixed\": {\"loader\": \"mmap\"}}}");
+    assert_int_equal(fclose(o), 0);
+    const char *bin = getenv("BENCH_BIN") ? getenv("BENCH_BIN") : "build/asan/bench";
+    int gp = pl_gnuplot_found(NULL);
+    snprintf(cmd, sizeof(cmd), "XDG_CACHE_HOME='%s/xdg' %s '%s' run '%s' --out '%s' >'%s/table.txt' 2>'%s/run.err'",
+             dir, gp ? "env -u BENCH_GNUPLOT" : "env", bin, sc, out, dir, dir);
+    assert_int_equal(WEXITSTATUS(system(cmd)), 0);
+
+    snprintf(path, sizeof(path), "%s/table.txt", dir);
+    char *t = slurp(path);
+    assert_non_null(t);
+    int raw = strchr(t, 0x1b) || strchr(t, 0x07), shown = strstr(t, "<b>x\"y,\\x1b[31mred\\x07") != NULL;
+    free(t);
+    assert_false(raw);
+    assert_true(shown);
+
+    snprintf(path, sizeof(path), "%s/results.csv", out);
+    t = slurp(path);
+    assert_non_null(t);
+    int doubled = strstr(t, ",\"<b>x\"\"y,\x1b[31mred\x07\",") != NULL;
+    free(t);
+    assert_true(doubled);
+
+    if (gp) {
+        /* generate: 1 has TTFT and no TPOT: one panel, not "all points y value undefined" */
+        snprintf(path, sizeof(path), "%s/run.err", dir);
+        t = slurp(path);
+        assert_non_null(t);
+        int figerr = strstr(t, "figures:") != NULL;
+        free(t);
+        assert_false(figerr);
+        snprintf(path, sizeof(path), "%s/plots/latency.png", out);
+        assert_true(file_size(path) > 1000);
+        snprintf(path, sizeof(path), "%s/plots/latency.gp", out);
+        t = slurp(path);
+        assert_non_null(t);
+        int tpot = strstr(t, "TPOT") != NULL;
+        free(t);
+        assert_false(tpot);
+    } else {
+        fprintf(stderr, "test_plot: gnuplot not installed (scripts/deps.sh installs gnuplot-nox); the latency figure is not checked\n");
+    }
+
+    /* results.json's own fields made into markup, then the report drawn again */
+    rr_doc d;
+    char err[256];
+    assert_int_equal(rr_load(out, &d, err, sizeof(err)), 0);
+    cJSON *root = d.root;
+    d.root = NULL;
+    rr_free(&d);
+    cJSON_ReplaceItemInObjectCaseSensitive(root, "status", cJSON_CreateString("<script>alert(1)</script>"));
+    cJSON_ReplaceItemInObjectCaseSensitive(root, "written", cJSON_CreateString("<i>when</i>"));
+    cJSON *git = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "environment"), "git");
+    assert_non_null(git);
+    cJSON_ReplaceItemInObjectCaseSensitive(git, "sha", cJSON_CreateString("<img src=x onerror=alert(2)>"));
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    assert_non_null(text);
+    snprintf(path, sizeof(path), "%s/results.json", out);
+    o = fopen(path, "w");
+    assert_non_null(o);
+    fputs(text, o);
+    free(text);
+    assert_int_equal(fclose(o), 0);
+    snprintf(cmd, sizeof(cmd), "BENCH_GNUPLOT=/nonexistent/gnuplot '%s' plot '%s' 2>/dev/null", bin, out);
+    assert_int_equal(WEXITSTATUS(system(cmd)), 0);
+    snprintf(path, sizeof(path), "%s/report.html", out);
+    t = slurp(path);
+    assert_non_null(t);
+    int markup = strstr(t, "<script>alert") || strstr(t, "<i>when") || strstr(t, "<img src=x") || strstr(t, "<b>x");
+    int escaped = strstr(t, "&lt;script&gt;alert(1)") && strstr(t, "&lt;i&gt;when") && strstr(t, "&lt;img src=x");
+    free(t);
+    assert_false(markup);
+    assert_true(escaped);
+
+    /* bench compare of the run with itself, every row shown: no control character on the terminal */
+    snprintf(cmd, sizeof(cmd), "'%s' compare '%s' '%s' --all >'%s/cmp.txt' 2>&1", bin, out, out, dir);
+    assert_true(WEXITSTATUS(system(cmd)) != 2);
+    snprintf(path, sizeof(path), "%s/cmp.txt", dir);
+    t = slurp(path);
+    assert_non_null(t);
+    raw = strchr(t, 0x1b) || strchr(t, 0x07);
+    shown = strstr(t, "\\x1b[31mred") != NULL;
+    free(t);
+    assert_false(raw);
+    assert_true(shown);
+    tu_rmtree(dir);
+}
+
 static void test_plot_bad_input(void **state) {
     (void)state;
     if (!g->ran) skip();
@@ -364,6 +469,7 @@ int main(void) {
         cmocka_unit_test(test_kv_figure_skipped_when_identical),
         cmocka_unit_test(test_alloc_figure),
         cmocka_unit_test(test_plot_bad_input),
+        cmocka_unit_test(test_hostile_text_escaped),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

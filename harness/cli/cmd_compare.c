@@ -85,11 +85,12 @@ int cmd_compare(int argc, char **argv) {
             }
             nratios++;
         } else if (!strcmp(x, "--brief")) brief = 1;
+        else if (!strcmp(x, "--all")) brief = 0;
         else if (!strcmp(x, "--deterministic-only")) o.deterministic_only = 1;
         else if (x[0] != '-' && !pa) pa = x;
         else if (x[0] != '-' && !pb) pb = x;
         else {
-            static const char *const known[] = {"--threshold", "--format", "--ratio", "--brief", "--deterministic-only",
+            static const char *const known[] = {"--threshold", "--format", "--ratio", "--brief", "--all", "--deterministic-only",
                                                 "--help", NULL};
             cli_bad_arg(stderr, "compare", x, known);
             goto out;

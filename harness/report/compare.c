@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/report/escape.h"
 #include "harness/report/mclass.h"
 #include "harness/spec/stats.h"
 
@@ -239,8 +240,11 @@ int cmp_exit_status(const cmp_report *r) {
 int cmp_docs(const rr_doc *a, const rr_doc *b, const cmp_opts *o, cmp_report *out, char *err, size_t errlen) {
     snprintf(out->a_name, sizeof(out->a_name), "%s", a->file);
     snprintf(out->b_name, sizeof(out->b_name), "%s", b->file);
-    if (strcmp(a->scenario, b->scenario))
-        fprintf(stderr, "bench compare: note: comparing scenario \"%s\" with \"%s\"\n", a->scenario, b->scenario);
+    if (strcmp(a->scenario, b->scenario)) {
+        char sa[256], sb[256];
+        fprintf(stderr, "bench compare: note: comparing scenario \"%s\" with \"%s\"\n", es_term(sa, sizeof(sa), a->scenario),
+                es_term(sb, sizeof(sb), b->scenario));
+    }
     for (int i = 0; i < b->n; i++) {
         const rr_variant *vb = &b->v[i], *va = rr_find_variant(a, vb->key);
         if (!va) {
@@ -500,11 +504,15 @@ void cmp_print(FILE *f, const cmp_report *rep, cmp_format fmt, int brief, const 
         snprintf(name, sizeof(name), r->unit[0] ? "%s (%s)" : "%s", r->metric, r->unit);
         char v[48];
         snprintf(v, sizeof(v), "%s%s", cmp_verdict_name(r->verdict), r->far ? " (far)" : "");
+        /* the labels and counter names are the files': control characters escaped (escape.h) */
+        char var[4 * sizeof(r->variant)], nm[4 * sizeof(name)];
+        es_term(var, sizeof(var), r->variant);
+        es_term(nm, sizeof(nm), name);
         if (md)
-            fprintf(f, "| %s | %s | %s | %s | %s | %s | %s%s%s |\n", r->variant, name, a, b, ch, r->test,
+            fprintf(f, "| %s | %s | %s | %s | %s | %s | %s%s%s |\n", var, nm, a, b, ch, r->test,
                     r->verdict == CMP_REGRESSED ? "**" : "", v, r->verdict == CMP_REGRESSED ? "**" : "");
         else
-            fprintf(f, "%-22s %-38s %12s %12s %9s  %-38s %s%s\n", r->variant, name, a, b, ch, r->test, v,
+            fprintf(f, "%-22s %-38s %12s %12s %9s  %-38s %s%s\n", var, nm, a, b, ch, r->test, v,
                     r->gated || r->verdict == CMP_SHOWN || r->verdict == CMP_MISSING ? "" : " (not gated)");
     }
     if (brief && !shown)

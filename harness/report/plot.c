@@ -266,37 +266,53 @@ static int pl_fig_rss(const rr_doc *d, FILE *f, FILE *b, int *h) {
 
 static int pl_fig_latency(const rr_doc *d, FILE *f, FILE *b) {
     int rows = 0;
+    /* per panel: whether any variant has a value, and the top of its whiskers, so that the
+     * y range holds every CI (autoscale cut them) and a panel without data is not drawn
+     * (generate: 1 has no TPOT: gnuplot fails on "all points y value undefined") */
+    static const char *const ms[] = {"ttft_ms", "tpot_ms"};
+    int has[2] = {0, 0};
+    double top[2] = {0, 0};
     fprintf(f, "$lat << EOD\n# x label ttft_mean lo hi median tpot_mean lo hi median (ms)\n");
     for (int i = 0; i < d->n; i++) {
         const rr_variant *v = &d->v[i];
         if (!rr_summary_metric(v, "ttft_ms") && !rr_summary_metric(v, "tpot_ms")) continue;
         fprintf(f, "%d ", i);
         pl_quote(f, v->label);
-        static const char *const ms[] = {"ttft_ms", "tpot_ms"};
         for (int k = 0; k < 2; k++) {
-            pl_num(f, rr_summary_num(v, ms[k], "mean"));
-            pl_num(f, rr_summary_num(v, ms[k], "ci_lo"));
-            pl_num(f, rr_summary_num(v, ms[k], "ci_hi"));
-            pl_num(f, rr_summary_num(v, ms[k], "median"));
+            static const char *const st[] = {"mean", "ci_lo", "ci_hi", "median"};
+            for (int q = 0; q < 4; q++) {
+                double x = rr_summary_num(v, ms[k], st[q]);
+                pl_num(f, x);
+                if (isfinite(x)) {
+                    has[k] = 1;
+                    top[k] = fmax(top[k], x);
+                }
+            }
         }
         fputc('\n', f);
         rows++;
     }
     fprintf(f, "EOD\n");
-    if (!rows) return 0;
-    fprintf(b, "  set multiplot layout 1,2 title \"%s: latency per variant (bars: mean with 95%% CI of the mean; dots: median)\"\n",
-            d->scenario);
+    if (!rows || !(has[0] || has[1])) return 0;
+    fprintf(b, "  set multiplot layout 1,%d title \"%s: latency per variant (bars: mean with 95%% CI of the mean; dots: median)\"\n",
+            has[0] + has[1], d->scenario);
+    /* the key above the bars, not on the tallest of them */
     fprintf(b, "  set style fill solid 0.45 border -1\n  set boxwidth 0.6\n  set xtics rotate by -30 noenhanced\n"
-               "  set yrange [0:*]\n  set grid ytics\n  set key top left\n  set xrange [-0.7:%d.7]\n",
+               "  set grid ytics\n  set key outside top center horizontal\n  set xrange [-0.7:%d.7]\n",
             d->n - 1);
-    fputs("  set title \"time to first token\"\n  set ylabel \"TTFT (ms)\"\n"
-               "  plot $lat using 1:3:xtic(2) with boxes lc rgb \"#1f77b4\" title \"mean\", "
-               "'' using 1:3:4:5 with yerrorbars pt 0 lw 1.5 lc rgb \"black\" title \"95% CI\", "
-               "'' using 1:6 with points pt 7 ps 1 lc rgb \"#d62728\" title \"median\"\n", b);
-    fputs("  set title \"time per output token (decode)\"\n  set ylabel \"TPOT (ms)\"\n"
-               "  plot $lat using 1:7:xtic(2) with boxes lc rgb \"#ff7f0e\" title \"mean\", "
-               "'' using 1:7:8:9 with yerrorbars pt 0 lw 1.5 lc rgb \"black\" title \"95% CI\", "
-               "'' using 1:10 with points pt 7 ps 1 lc rgb \"#d62728\" title \"median\"\n", b);
+    static const char *const title[] = {"time to first token", "time per output token (decode)"};
+    static const char *const ylabel[] = {"TTFT (ms)", "TPOT (ms)"};
+    static const char *const colour[] = {"#1f77b4", "#ff7f0e"};
+    for (int k = 0; k < 2; k++) {
+        if (!has[k]) continue;
+        int c = 3 + 4 * k; /* the mean's column; lo, hi, median follow */
+        fprintf(b, "  set title \"%s\"\n  set ylabel \"%s\"\n  set yrange [0:%.6g]\n", title[k], ylabel[k],
+                top[k] > 0 ? top[k] * 1.08 : 1);
+        fprintf(b, "  plot $lat using 1:%d:xtic(2) with boxes lc rgb \"%s\" title \"mean\", "
+                   "'' using 1:%d:%d:%d with yerrorbars pt 0 lw 1.5 lc rgb \"black\" title \"95%% CI\", "
+                   "'' using 1:%d with points pt 7 ps 1 lc rgb \"#d62728\" title \"median\"\n",
+                c, colour[k], c, c + 1, c + 2, c + 3);
+    }
     fprintf(b, "  unset multiplot\n");
     return 1;
 }
@@ -775,8 +791,19 @@ static int pl_report(const rr_doc *d, const char *plots, char *err, size_t errle
     pl_html_text(f, d->scenario);
     fprintf(f, "</h1>\n<p>");
     if (cJSON_IsString(desc)) pl_html_text(f, desc->valuestring);
-    fprintf(f, "</p>\n<p>status <b>%s</b>, written %s, git <code>%.12s%s</code></p>\n",
-            cJSON_IsString(status) ? status->valuestring : "?", d->written, d->sha, d->dirty ? " (dirty)" : "");
+    /* every field is results.json's, which anyone may have written: escaped, as the rest */
+    fprintf(f, "</p>\n<p>status <b>");
+    pl_html_text(f, cJSON_IsString(status) ? status->valuestring : "?");
+    fprintf(f, "</b>, written ");
+    pl_html_text(f, d->written);
+    if (d->sha[0]) {
+        char sha[13];
+        snprintf(sha, sizeof(sha), "%.12s", d->sha);
+        fprintf(f, ", git <code>");
+        pl_html_text(f, sha);
+        fprintf(f, "</code>%s", d->dirty ? " (dirty)" : "");
+    }
+    fprintf(f, "</p>\n");
 
     fprintf(f, "<h2>Figures</h2>\n");
     int figs = 0;

@@ -20,6 +20,7 @@
 #include "engines/abi/module.h"
 #include "harness/parent/perfev.h"
 #include "harness/report/serve_report.h"
+#include "harness/report/escape.h"
 #include "harness/report/locations.h"
 
 /* ---- atomic files ---- */
@@ -660,35 +661,34 @@ int rs_write(const rs_input *in, const rs_summary *sum, char *err, size_t errlen
     free(text);
     if (rc) return rc;
 
-    size_t cap = 1 << 16, len = 0;
-    char *csv = malloc(cap);
-    if (!csv) return bench_errf(err, errlen, "out of memory");
-#define CSV_PRINTF(...)                                                          \
-    do {                                                                         \
-        int need_ = snprintf(NULL, 0, __VA_ARGS__);                              \
-        if (need_ > 0 && len + (size_t)need_ + 1 > cap) {                        \
-            size_t nc_ = (len + (size_t)need_ + 1) * 2;                          \
-            char *nb_ = realloc(csv, nc_);                                       \
-            if (!nb_) { free(csv); return bench_errf(err, errlen, "out of memory"); } \
-            csv = nb_;                                                           \
-            cap = nc_;                                                           \
-        }                                                                        \
-        if (need_ > 0) len += (size_t)snprintf(csv + len, cap - len, __VA_ARGS__); \
-    } while (0)
-    CSV_PRINTF("variant,label,key,metric,unit,n,median,mean,stddev,min,max,ci95_lo,ci95_hi,outliers\n");
+    char *csv = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&csv, &len);
+    if (!f) return bench_errf(err, errlen, "out of memory");
+    fprintf(f, "variant,label,key,metric,unit,n,median,mean,stddev,min,max,ci95_lo,ci95_hi,outliers\n");
     for (int i = 0; i < sum->n; i++) {
         const rs_variant *v = &sum->v[i];
         char label[256];
         rs_variant_label(in->s, v->variant, label, sizeof(label));
         for (int k = 0; k < v->n; k++) {
             const rs_metric *m = &v->m[k];
-            /* keys hold commas: quoted */
-            CSV_PRINTF("%d,\"%s\",\"%s\",%s,%s,%d,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%d\n", v->variant, label,
-                       in->s->variants[v->variant].key, m->name, m->unit, m->st.n, m->st.median, m->st.mean,
-                       m->st.stddev, m->st.min, m->st.max, m->st.ci_lo, m->st.ci_hi, m->st.n_outliers);
+            /* labels and keys quoted (labels are anyone's, keys hold commas), any quote doubled */
+            fprintf(f, "%d,", v->variant);
+            es_csv(f, label, 1);
+            fputc(',', f);
+            es_csv(f, in->s->variants[v->variant].key, 1);
+            fputc(',', f);
+            es_csv(f, m->name, 0);
+            fputc(',', f);
+            es_csv(f, m->unit, 0);
+            fprintf(f, ",%d,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%d\n", m->st.n, m->st.median, m->st.mean, m->st.stddev,
+                    m->st.min, m->st.max, m->st.ci_lo, m->st.ci_hi, m->st.n_outliers);
         }
     }
-#undef CSV_PRINTF
+    if (fclose(f) || !csv) {
+        free(csv);
+        return bench_errf(err, errlen, "out of memory writing results.csv");
+    }
     snprintf(path, sizeof(path), "%s/results.csv", in->dir);
     rc = rs_write_atomic(path, csv, len, err, errlen);
     free(csv);
@@ -846,12 +846,19 @@ static void rs_fmt(char *buf, size_t len, const rs_metric *m) {
     rs_fmt_value(buf, len, m->st.median, (m->st.ci_hi - m->st.ci_lo) / 2, m->st.n, m->unit);
 }
 
+/* A variant's label for the terminal: its control characters escaped (escape.h). */
+static void rs_label_term(const scenario *s, int variant, char *buf, size_t len) {
+    char raw[256];
+    rs_variant_label(s, variant, raw, sizeof(raw));
+    es_term(buf, len, raw);
+}
+
 void rs_print_table(FILE *f, const rs_input *in, const rs_summary *sum) {
     if (!sum->n) return;
     int colw = 14;
     char label[256];
     for (int i = 0; i < sum->n; i++) {
-        rs_variant_label(in->s, sum->v[i].variant, label, sizeof(label));
+        rs_label_term(in->s, sum->v[i].variant, label, sizeof(label));
         if ((int)strlen(label) + 2 > colw) colw = (int)strlen(label) + 2;
     }
     if (colw > 40) colw = 40;
@@ -860,7 +867,7 @@ void rs_print_table(FILE *f, const rs_input *in, const rs_summary *sum) {
             in->s->name, in->s->warmup, in->s->processes > 1 ? "; values pooled over the processes" : "");
     fprintf(f, "%-*s", titlew, "metric");
     for (int i = 0; i < sum->n; i++) {
-        rs_variant_label(in->s, sum->v[i].variant, label, sizeof(label));
+        rs_label_term(in->s, sum->v[i].variant, label, sizeof(label));
         fprintf(f, "%*.*s", colw, colw - 2, label);
     }
     fputc('\n', f);
@@ -905,7 +912,7 @@ void rs_print_table(FILE *f, const rs_input *in, const rs_summary *sum) {
     for (int i = 0; i < sum->n; i++) {
         const rs_variant *v = &sum->v[i];
         if (!v->failed && !v->invalid) continue;
-        rs_variant_label(in->s, v->variant, label, sizeof(label));
+        rs_label_term(in->s, v->variant, label, sizeof(label));
         fprintf(f, "%s: %d failed, %d invalid of %d repetitions", label, v->failed, v->invalid,
                 v->counted + v->failed + v->invalid);
         for (int ri = 0; ri < in->res->n_runs; ri++) {
