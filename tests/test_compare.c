@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 
 #include "harness/report/compare.h"
+#include "harness/spec/stats.h"
 #include "tests/lib/testutil.h"
 
 typedef struct fx {
@@ -115,6 +116,130 @@ static void test_mann_whitney(void **state) {
     for (int i = 0; i < 30; i++) x[i] = i, y[i] = 100 + i;
     assert_true(cmp_mann_whitney(x, 30, y, 30, 0.05, &dec) < 1e-6);
     assert_true(dec);
+}
+
+/* ---- false alarms: recorded samples from one distribution ---- */
+
+#define FA_METRICS 40  /* timed metrics a side: a few variants' worth */
+#define FA_REPS 8      /* repetitions a side */
+
+/* A uniform draw in (0, 1) from splitmix64, and a standard normal from two (Box-Muller). */
+static double fa_unif(uint64_t *s) { return ((double)(st_splitmix64(s) >> 11) + 0.5) * 0x1p-53; }
+static double fa_normal(uint64_t *s) { return sqrt(-2 * log(fa_unif(s))) * cos(2 * M_PI * fa_unif(s)); }
+
+/* One repetition's time: 10 ms x lognormal(sigma), and one time in ten a 1.5x jitter spike. */
+static double fa_draw(uint64_t *s, double sigma, double spikes) {
+    double x = 10 * exp(sigma * fa_normal(s));
+    return fa_unif(s) < spikes ? x * 1.5 : x;
+}
+
+typedef struct fa_doc {
+    rr_doc d;
+    rr_variant v;
+    rr_series m[FA_METRICS];
+    char names[FA_METRICS][16];
+    double x[FA_METRICS][FA_REPS];
+} fa_doc;
+
+/* A run of FA_METRICS timed metrics of one variant, each FA_REPS draws times scale[k]. */
+static void fa_fill(fa_doc *f, uint64_t *s, double sigma, double spikes, const double *scale) {
+    memset(f, 0, sizeof(*f));
+    for (int k = 0; k < FA_METRICS; k++) {
+        snprintf(f->names[k], sizeof(f->names[k]), "t%d_ms", k);
+        for (int r = 0; r < FA_REPS; r++) f->x[k][r] = fa_draw(s, sigma, spikes) * scale[k];
+        f->m[k] = (rr_series){.name = f->names[k], .unit = "ms", .declared = 1, .decl = mc_declare(MC_TIME, -1),
+                              .n = FA_REPS, .v = f->x[k]};
+    }
+    f->v = (rr_variant){.key = "kv=x", .label = "x", .n = FA_METRICS, .m = f->m, .machine_type = -1};
+    f->d.scenario = "fa";
+    f->d.n = 1;
+    f->d.v = &f->v;
+    f->d.sha = f->d.written = "";
+}
+
+/* Compares `trials` pairs of runs drawn as asked; returns the trials with any regression or
+ * improvement, and in *raw those where some metric's unadjusted p was below 0.05 with a change
+ * beyond the threshold (what bench compare called a regression before). */
+static int fa_trials(uint64_t seed, int trials, double sigma, double spikes, double drift, double shift0, int *raw) {
+    fa_doc *a = malloc(sizeof(*a)), *b = malloc(sizeof(*b));
+    assert_non_null(a);
+    assert_non_null(b);
+    double one[FA_METRICS], moved[FA_METRICS];
+    for (int k = 0; k < FA_METRICS; k++) one[k] = 1, moved[k] = k == 0 ? shift0 * drift : drift;
+    uint64_t s = seed;
+    int alarms = 0;
+    *raw = 0;
+    cmp_opts o = {.threshold = 0.05};
+    for (int t = 0; t < trials; t++) {
+        fa_fill(a, &s, sigma, spikes, one);
+        fa_fill(b, &s, sigma, spikes, moved);
+        cmp_report rep = {0};
+        char err[128];
+        assert_int_equal(cmp_docs(&a->d, &b->d, &o, &rep, err, sizeof(err)), 0);
+        assert_int_equal(rep.timed_m, FA_METRICS);
+        int any = 0, any_raw = 0;
+        for (int i = 0; i < rep.n; i++) {
+            const cmp_row *r = &rep.rows[i];
+            any |= r->verdict == CMP_REGRESSED || r->verdict == CMP_IMPROVED || r->verdict == CMP_CHANGED;
+            any_raw |= r->p < 0.05 && fabs(r->change) > o.threshold;
+            /* every row states its adjusted p and floor */
+            assert_true(r->p_adj >= r->p);
+            assert_true(r->floor >= o.threshold);
+        }
+        alarms += any;
+        *raw += any_raw;
+        cmp_report_free(&rep);
+    }
+    free(a);
+    free(b);
+    return alarms;
+}
+
+/* Issue 27: two runs of one build must not read as a regression. 200 pairs of runs, 40 timed
+ * metrics of 8 + 8 repetitions each, all drawn from one distribution (lognormal, sigma 0.05,
+ * a 1.5x spike one time in ten): with Holm's adjustment at most 5% of the comparisons may
+ * raise any alarm, the rate the output states. Without it most of them did. */
+static void test_false_alarms_at_most_stated_rate(void **state) {
+    (void)state;
+    int raw, alarms = fa_trials(0x27c0ffee, 200, 0.05, 0.1, 1, 1, &raw);
+    fprintf(stderr, "same distribution: %d of 200 comparisons raised an alarm (unadjusted: %d)\n", alarms, raw);
+    assert_true(alarms <= 10);
+    assert_true(raw > 100); /* the unadjusted test cried wolf in most comparisons */
+
+    /* drift well below the noise floor: B's every time 4% slower on a machine whose runs spread
+     * with sigma 0.08 (IQR/median ~ 11% each, the floor ~ 17% from 8 repetitions): alarms stay
+     * within the stated 5%, where the unadjusted test raised one in every comparison. (Drift as
+     * large as sigma itself gets through in about a fifth of such comparisons: that is what the
+     * output's warning about drift is for.) */
+    alarms = fa_trials(0x27d1f7, 100, 0.08, 0, 1.04, 1, &raw);
+    fprintf(stderr, "4%% drift under a ~17%% floor: %d of 100 comparisons raised an alarm (unadjusted: %d)\n", alarms, raw);
+    assert_true(alarms <= 5);
+    assert_true(raw > 50);
+    /* drift below --threshold on a quiet machine (sigma 0.005): p is tiny, the change 3% */
+    alarms = fa_trials(0x27d2f7, 100, 0.005, 0, 1.03, 1, &raw);
+    assert_int_equal(alarms, 0);
+    assert_true(raw == 0); /* 3% is under the threshold either way */
+
+    /* and it still sees a real change: one metric doubled is caught in (nearly) every comparison */
+    alarms = fa_trials(0x27beef, 50, 0.05, 0.1, 1, 2, &raw);
+    fprintf(stderr, "one metric doubled: caught in %d of 50 comparisons\n", alarms);
+    assert_true(alarms >= 45);
+}
+
+static void test_holm(void **state) {
+    (void)state;
+    /* the textbook case: p = .01 .04 .03 .005 -> sorted .005 .01 .03 .04, times 4 3 2 1:
+     * .02 .03 .06 .04 -> running max .02 .03 .06 .06 */
+    double p[] = {0.01, 0.04, 0.03, 0.005, NAN}, adj[5];
+    cmp_holm(p, 5, adj);
+    assert_float_equal(adj[3], 0.02, 1e-12);
+    assert_float_equal(adj[0], 0.03, 1e-12);
+    assert_float_equal(adj[2], 0.06, 1e-12);
+    assert_float_equal(adj[1], 0.06, 1e-12);
+    assert_true(isnan(adj[4]));
+    /* the repetitions a side that can reach 0.05 / m: 4 for one metric, 8 for a hundred */
+    assert_int_equal(cmp_reps_needed(0.05), 4);
+    assert_int_equal(cmp_reps_needed(0.05 / 100), 8);
 }
 
 static void test_classify(void **state) {
@@ -276,7 +401,10 @@ static void test_three_repetitions_never_pass(void **state) {
     assert_non_null(nj);
     assert_true(nj < strstr(t, "variant")); /* above the table */
     assert_non_null(strstr(t, "too few repetitions (3+3"));
-    assert_non_null(strstr(t, "--repeat 4"));
+    /* how many repetitions would do, for the number of timed metrics tested together */
+    assert_non_null(strstr(t, "SCENARIO --repeat "));
+    assert_non_null(strstr(t, "timed metrics tested together"));
+    assert_non_null(strstr(t, "confounded by drift"));
     free(t);
 
     /* TPOT doubled, ranges apart: a regression even with 3 + 3, marked as untested */
@@ -492,6 +620,8 @@ int main(void) {
         cmocka_unit_test(test_time_in_alloc_is_a_time),
         cmocka_unit_test(test_mann_whitney),
         cmocka_unit_test(test_classify),
+        cmocka_unit_test(test_holm),
+        cmocka_unit_test(test_false_alarms_at_most_stated_rate),
         cmocka_unit_test(test_same_build_passes),
         cmocka_unit_test(test_injected_regression_caught),
         cmocka_unit_test(test_edited_copy),

@@ -9,13 +9,17 @@
 
 static void compare_usage(FILE *f) {
     fprintf(f,
-            "usage: bench compare A B [--threshold 5%%] [--format table|markdown|json] [--brief]\n"
+            "usage: bench compare A B [--threshold 5%%] [--format table|markdown|json] [--all | --brief]\n"
             "                     [--deterministic-only] [--ratio METRIC:AXIS=V/AXIS=W[:FACTOR]]...\n\n"
             "Compares run B against run A (results directories or results.json files), per variant\n"
             "(matched by key) and metric: A and B medians, the change, the test and a verdict.\n"
-            "  timed metrics (ms, tok/s, ns/op): Mann-Whitney U on the repetitions, alpha 0.05;\n"
-            "      \"too few repetitions\" below 4 + 4; a regression is beyond noise and worse\n"
-            "      than --threshold (default 5%%)\n"
+            "  timed metrics (ms, tok/s, ns/op): Mann-Whitney U on the repetitions, its p adjusted by\n"
+            "      Holm over every timed metric compared (at most 5%% chance of any false alarm);\n"
+            "      \"too few repetitions\" when even the most extreme ranking could not reach that\n"
+            "      (4 + 4 for one metric, 8 + 8 for a hundred); a regression is beyond noise and worse\n"
+            "      than its noise floor: the larger of --threshold (default 5%%) and the two runs' own\n"
+            "      spreads added (IQR / median). Two separate runs are confounded by drift (the machine\n"
+            "      changes between them): the output says so, and only changes above the floor count.\n"
             "  page faults: tolerance 5%% + 16; memory (MiB): 2%% + 0.25 MiB; module counters\n"
             "      (bytes, allocations, grow events): exact. A change in the worse direction is a\n"
             "      regression.\n"
@@ -26,6 +30,7 @@ static void compare_usage(FILE *f) {
             "  --ratio SPEC          gate a ratio inside each run: METRIC of the variants with AXIS=V\n"
             "                        over those with AXIS=W (other axes equal); B's ratio must stay\n"
             "                        within FACTOR (default 1.5) of A's\n"
+            "  --all                 every row (the default shows what changed or could not be judged)\n"
             "  --brief               only the rows that changed\n\n"
             "      With fewer repetitions, a change of more than 50%% with the two runs' ranges apart\n"
             "      (2 + 2 repetitions at least) is flagged anyway, marked \"(far)\".\n\n"
@@ -45,7 +50,8 @@ int cmd_compare(int argc, char **argv) {
     const char *pa = NULL, *pb = NULL;
     cmp_opts o = {.threshold = 0.05};
     cmp_format fmt = CMP_FMT_TABLE;
-    int brief = 0, nratios = 0;
+    cmp_show show = CMP_SHOW_CHANGED;
+    int nratios = 0;
     cmp_ratio *ratios = calloc((size_t)argc, sizeof(*ratios));
     char err[1024];
     int rc = 2;
@@ -84,8 +90,8 @@ int cmd_compare(int argc, char **argv) {
                 goto out;
             }
             nratios++;
-        } else if (!strcmp(x, "--brief")) brief = 1;
-        else if (!strcmp(x, "--all")) brief = 0;
+        } else if (!strcmp(x, "--brief")) show = CMP_SHOW_BRIEF;
+        else if (!strcmp(x, "--all")) show = CMP_SHOW_ALL;
         else if (!strcmp(x, "--deterministic-only")) o.deterministic_only = 1;
         else if (x[0] != '-' && !pa) pa = x;
         else if (x[0] != '-' && !pb) pb = x;
@@ -115,7 +121,7 @@ int cmd_compare(int argc, char **argv) {
                     ratios[i].num, ratios[i].den);
             goto out;
         }
-    cmp_print(stdout, &rep, fmt, brief, &o);
+    cmp_print(stdout, &rep, fmt, show, &o);
     rc = cmp_exit_status(&rep);
 out:
     cmp_report_free(&rep);
