@@ -449,6 +449,145 @@ static void test_hostile_text_escaped(void **state) {
     tu_rmtree(dir);
 }
 
+/* Rewrites DIR/results.json through edit. */
+static void edit_results(const char *dir, void (*edit)(cJSON *root)) {
+    char path[900], err[256];
+    snprintf(path, sizeof(path), "%s/results.json", dir);
+    char *t = rr_slurp(path, NULL, err, sizeof(err));
+    assert_non_null(t);
+    cJSON *root = cJSON_Parse(t);
+    free(t);
+    assert_non_null(root);
+    edit(root);
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    assert_non_null(text);
+    FILE *o = fopen(path, "w");
+    assert_non_null(o);
+    fputs(text, o);
+    free(text);
+    assert_int_equal(fclose(o), 0);
+}
+
+/* every counted repetition on a busy machine; the first variant's TTFT with a CI far wider
+ * than its median */
+static void make_busy_and_noisy(cJSON *root) {
+    cJSON *r;
+    cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(root, "runs")) {
+        cJSON *ml = cJSON_GetObjectItemCaseSensitive(r, "machine_load");
+        assert_non_null(ml);
+        cJSON_ReplaceItemInObjectCaseSensitive(ml, "busy", cJSON_CreateTrue());
+        cJSON_ReplaceItemInObjectCaseSensitive(ml, "others_cpu", cJSON_CreateNumber(0.9));
+    }
+    cJSON *m = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(root, "summary"), 0), "metrics"),
+        "ttft_ms");
+    assert_non_null(m);
+    double med = cJSON_GetObjectItemCaseSensitive(m, "median")->valuedouble;
+    cJSON *ci = cJSON_CreateArray();
+    cJSON_AddItemToArray(ci, cJSON_CreateNumber(med - 20 * med));
+    cJSON_AddItemToArray(ci, cJSON_CreateNumber(med + 20 * med));
+    cJSON_ReplaceItemInObjectCaseSensitive(m, "ci95", ci);
+}
+
+/* as after Ctrl-C before any repetition finished: nothing counted */
+static void make_uncounted(cJSON *root) {
+    cJSON *r;
+    cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(root, "runs"))
+        cJSON_ReplaceItemInObjectCaseSensitive(r, "counted", cJSON_CreateFalse());
+    cJSON_ReplaceItemInObjectCaseSensitive(root, "status", cJSON_CreateString("interrupted"));
+    cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(root, "summary")) {
+        cJSON_ReplaceItemInObjectCaseSensitive(r, "repetitions_counted", cJSON_CreateNumber(0));
+        cJSON_ReplaceItemInObjectCaseSensitive(r, "metrics", cJSON_CreateObject());
+    }
+}
+
+static int text_has(const char *path, const char *needle) {
+    char *t = slurp(path);
+    int found = t && strstr(t, needle);
+    free(t);
+    return found;
+}
+
+/* bench show prints the table of a results folder; every repetition records the machine's
+ * load, and a busy machine is warned about in the table and the report; a CI wider than its
+ * value reads "(noise)"; a run with nothing counted does not blame gnuplot nor promise
+ * medians; "bench genrate" gets the command meant. A synth model: no shared file. */
+static void test_show_busy_noise(void **state) {
+    (void)state;
+    char dir[600], sc[700], out[700], cmd[4000], txt[800], html[800];
+    assert_non_null(tu_tmpdir(dir, sizeof(dir)));
+    snprintf(sc, sizeof(sc), "%s/show.json", dir);
+    snprintf(out, sizeof(out), "%s/out", dir);
+    snprintf(txt, sizeof(txt), "%s/show.txt", dir);
+    snprintf(html, sizeof(html), "%s/report.html", out);
+    FILE *o = fopen(sc, "w");
+    assert_non_null(o);
+    fprintf(o, "{\"name\": \"show\", \"model\": {\"synth\": {\"shape\": \"tiny\", \"seed\": 3}},"
+               " \"workload\": {\"prompt_tokens\": 4, \"generate\": 4, \"seed\": 1}, \"cache\": \"warm\","
+               " \"repetitions\": 2, \"warmup\": 0, \"threads\": 1, \"matrix\": {\"loader\": [\"pread\", \"mmap\"]}}");
+    assert_int_equal(fclose(o), 0);
+    const char *bin = getenv("BENCH_BIN") ? getenv("BENCH_BIN") : "build/asan/bench";
+    snprintf(cmd, sizeof(cmd), "XDG_CACHE_HOME='%s/xdg' BENCH_GNUPLOT=/nonexistent/gnuplot '%s' run '%s' --out '%s' >/dev/null 2>&1",
+             dir, bin, sc, out);
+    assert_int_equal(WEXITSTATUS(system(cmd)), 0);
+
+    /* each repetition recorded the machine's load, as fractions of this machine's CPUs */
+    rr_doc d;
+    char err[256];
+    assert_int_equal(rr_load(out, &d, err, sizeof(err)), 0);
+    int runs = 0, sane = 1;
+    const cJSON *r;
+    cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(d.root, "runs")) {
+        const cJSON *ml = cJSON_GetObjectItemCaseSensitive(r, "machine_load");
+        const cJSON *cpus = cJSON_GetObjectItemCaseSensitive(ml, "cpus"), *oth = cJSON_GetObjectItemCaseSensitive(ml, "others_cpu");
+        sane &= cJSON_IsNumber(cpus) && cpus->valueint == (int)sysconf(_SC_NPROCESSORS_ONLN);
+        sane &= cJSON_IsNull(oth) || (cJSON_IsNumber(oth) && oth->valuedouble >= 0 && oth->valuedouble <= 1);
+        sane &= cJSON_IsBool(cJSON_GetObjectItemCaseSensitive(ml, "busy"));
+        runs++;
+    }
+    rr_free(&d);
+    assert_int_equal(runs, 4);
+    assert_true(sane);
+
+    /* the table of the folder, as bench run printed it */
+    snprintf(cmd, sizeof(cmd), "'%s' show '%s' >'%s' 2>&1", bin, out, txt);
+    assert_int_equal(WEXITSTATUS(system(cmd)), 0);
+    assert_true(text_has(txt, "repetitions counted"));
+    assert_true(text_has(txt, "TTFT (ms)"));
+    assert_true(text_has(txt, "pread"));
+    assert_true(text_has(txt, "2 repetitions per variant"));
+
+    /* busy and noisy */
+    edit_results(out, make_busy_and_noisy);
+    assert_int_equal(WEXITSTATUS(system(cmd)), 0);
+    assert_true(text_has(txt, "Warning: busy machine: in 4 of 4 counted repetitions other processes used up to 90%"));
+    assert_true(text_has(txt, "(noise)"));
+    snprintf(cmd, sizeof(cmd), "BENCH_GNUPLOT=/nonexistent/gnuplot '%s' plot '%s' >/dev/null 2>&1", bin, out);
+    assert_int_equal(WEXITSTATUS(system(cmd)), 0);
+    assert_true(text_has(html, "id=\"busy-machine\""));
+    assert_true(text_has(html, "(noise)"));
+
+    /* nothing counted: gnuplot is not the reason there are no figures */
+    edit_results(out, make_uncounted);
+    snprintf(cmd, sizeof(cmd), "%s '%s' plot '%s' >/dev/null 2>&1", pl_gnuplot_found(NULL) ? "env -u BENCH_GNUPLOT" : "env",
+             bin, out);
+    assert_int_equal(WEXITSTATUS(system(cmd)), 0);
+    if (pl_gnuplot_found(NULL)) assert_false(text_has(html, "gnuplot was not found"));
+    assert_true(text_has(html, "no repetition was counted"));
+    assert_false(text_has(html, "enough for the medians"));
+    snprintf(cmd, sizeof(cmd), "'%s' show '%s' >'%s' 2>&1", bin, out, txt);
+    assert_int_equal(WEXITSTATUS(system(cmd)), 0);
+    assert_true(text_has(txt, "No repetition was counted"));
+    assert_false(text_has(txt, "enough for the medians"));
+
+    /* a near miss of a command */
+    snprintf(cmd, sizeof(cmd), "'%s' genrate >'%s' 2>&1", bin, txt);
+    assert_int_equal(WEXITSTATUS(system(cmd)), 2);
+    assert_true(text_has(txt, "did you mean generate?"));
+    tu_rmtree(dir);
+}
+
 static void test_plot_bad_input(void **state) {
     (void)state;
     if (!g->ran) skip();
@@ -470,6 +609,7 @@ int main(void) {
         cmocka_unit_test(test_alloc_figure),
         cmocka_unit_test(test_plot_bad_input),
         cmocka_unit_test(test_hostile_text_escaped),
+        cmocka_unit_test(test_show_busy_noise),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

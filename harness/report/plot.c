@@ -770,7 +770,7 @@ static const char *const pl_captions[] = {
     "KV cache bytes reserved, resident, live and wasted against the tokens in the cache.",
 };
 
-static int pl_report(const rr_doc *d, const char *plots, char *err, size_t errlen) {
+static int pl_report(const rr_doc *d, const char *plots, int have_gnuplot, char *err, size_t errlen) {
     char path[4300], tmp[4400];
     snprintf(path, sizeof(path), "%s/report.html", d->dir);
     snprintf(tmp, sizeof(tmp), "%s.tmp", path);
@@ -835,8 +835,20 @@ static int pl_report(const rr_doc *d, const char *plots, char *err, size_t errle
         free(data);
         figs++;
     }
-    if (!figs) fprintf(f, "<p>No figures: gnuplot was not found when this report was written "
-                          "(install gnuplot-nox, then <code>bench plot DIR</code>).</p>\n");
+    /* why there are none: gnuplot only when it is the reason */
+    int counted = 0;
+    for (int i = 0; i < d->n; i++) {
+        const cJSON *rc = pl_get(d->v[i].summary, "repetitions_counted");
+        counted += cJSON_IsNumber(rc) ? rc->valueint : 0;
+    }
+    if (!figs && !have_gnuplot)
+        fprintf(f, "<p>No figures: gnuplot was not found when this report was written "
+                   "(install gnuplot-nox, then <code>bench plot DIR</code>).</p>\n");
+    else if (!figs && !counted)
+        fprintf(f, "<p>No figures: no repetition was counted (the run was interrupted before one finished, or "
+                   "every one failed), so there is nothing to draw.</p>\n");
+    else if (!figs)
+        fprintf(f, "<p>No figures: none of them had data in these results.</p>\n");
 
     /* the summary, as the terminal table prints it: its names and units, its digits, the
      * table's rows first and in its order, then every other metric under its key */
@@ -917,6 +929,13 @@ static int pl_report(const rr_doc *d, const char *plots, char *err, size_t errle
         fprintf(f, "<p id=\"repetitions-note\">");
         pl_html_text(f, note);
         fprintf(f, "</p>\n");
+    }
+    char busy[512];
+    rs_busy_note_json(busy, sizeof(busy), pl_get(d->root, "runs"));
+    if (busy[0]) {
+        fprintf(f, "<p id=\"busy-machine\" style=\"color:#a00\"><b>");
+        pl_html_text(f, busy);
+        fprintf(f, "</b></p>\n");
     }
 
     char *envs = cJSON_Print(pl_get(d->root, "environment"));
@@ -1008,7 +1027,8 @@ int pl_results(rr_doc *d, int *n_figures, char *err, size_t errlen) {
     snprintf(plots, sizeof(plots), "%s/plots", d->dir);
     *n_figures = 0;
     const char *term;
-    if (pl_gnuplot_found(&term)) {
+    int have_gnuplot = pl_gnuplot_found(&term);
+    if (have_gnuplot) {
         if (mkdir(plots, 0777) && errno != EEXIST) {
             snprintf(err, errlen, "cannot create %s: %s", plots, strerror(errno));
             return -1;
@@ -1055,7 +1075,7 @@ int pl_results(rr_doc *d, int *n_figures, char *err, size_t errlen) {
             (*n_figures)++;
         }
     }
-    return pl_report(d, plots, err, errlen);
+    return pl_report(d, plots, have_gnuplot, err, errlen);
 }
 
 int pl_after_run(const char *dir) {

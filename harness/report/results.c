@@ -489,6 +489,17 @@ static cJSON *rs_proc_json(const rs_input *in, const rn_run *r, int pi) {
     return o;
 }
 
+/* How busy the machine was around one repetition, its workers' own CPU time taken out. */
+static sl_load rs_run_load(const rn_run *r) {
+    double workers_cpu = 0;
+    for (int i = 0; i < r->nproc; i++) {
+        const struct rusage *ru = &r->procs[i].ru;
+        workers_cpu += (double)ru->ru_utime.tv_sec + (double)ru->ru_utime.tv_usec * 1e-6 + (double)ru->ru_stime.tv_sec +
+                       (double)ru->ru_stime.tv_usec * 1e-6;
+    }
+    return sl_between(&r->load_start, &r->load_end, workers_cpu);
+}
+
 static cJSON *rs_run_json(const rs_input *in, int ri) {
     const rn_run *r = &in->res->runs[ri];
     cJSON *o = cJSON_CreateObject();
@@ -507,6 +518,17 @@ static cJSON *rs_run_json(const rs_input *in, int ri) {
     cJSON_AddNumberToObject(res, "resident_pages", (double)r->resident_pages);
     cJSON_AddNumberToObject(res, "total_pages", (double)r->total_pages);
     rs_add_num_or_null(res, "pct", r->total_pages ? 100.0 * (double)r->resident_pages / (double)r->total_pages : NAN);
+    /* how busy the machine was: the report warns when other processes or the hypervisor took
+     * enough of it to move the timings */
+    sl_load ld = rs_run_load(r);
+    cJSON *ml = cJSON_AddObjectToObject(o, "machine_load");
+    rs_add_num_or_null(ml, "load1_start", r->load_start.ok ? r->load_start.load1 : NAN);
+    rs_add_num_or_null(ml, "load1_end", r->load_end.ok ? r->load_end.load1 : NAN);
+    cJSON_AddNumberToObject(ml, "cpus", ld.cpus);
+    rs_add_num_or_null(ml, "cpu_busy", ld.busy);
+    rs_add_num_or_null(ml, "others_cpu", ld.others);
+    rs_add_num_or_null(ml, "steal", ld.steal);
+    cJSON_AddBoolToObject(ml, "busy", ld.others > SL_BUSY_OTHERS || ld.steal > SL_BUSY_STEAL);
     cJSON *met = cJSON_AddObjectToObject(o, "metrics");
     mt_bag b = {0};
     mt_run(in->s, r, &b);
@@ -820,22 +842,77 @@ void rs_fmt_value(char *buf, size_t len, double v, double half, int n, const cha
     }
     int prec = fabs(v) >= 1000 ? 0 : fabs(v) >= 100 ? 1 : fabs(v) >= 1 ? 2 : 3;
     if (!strcmp(unit, "count")) prec = 0;
-    if (n > 1 && half > 0) snprintf(buf, len, "%.*f ±%.*f", prec, v, prec, half);
+    /* a CI half-width beyond the value itself says nothing about it: "163.3 ±1150.3" reads as
+     * a measurement, "163.3 (noise)" as what it is */
+    if (n > 1 && half > fabs(v)) snprintf(buf, len, "%.*f (noise)", prec, v);
+    else if (n > 1 && half > 0) snprintf(buf, len, "%.*f ±%.*f", prec, v, prec, half);
     else snprintf(buf, len, "%.*f", prec, v);
 }
 
 void rs_repetitions_note(char *buf, size_t len, int reps) {
-    if (reps >= 4)
+    if (reps <= 0)
+        snprintf(buf, len,
+                 "No repetition was counted (the run was interrupted before one finished, or every one failed): "
+                 "there are no medians to show, and no figures to draw.");
+    else if (reps >= 4)
         snprintf(buf, len,
                  "%d repetitions per variant: bench compare can test times between two such runs "
-                 "(Mann-Whitney, p < 0.05 needs 4 + 4); more repetitions (--repeat N) narrow the CIs.",
+                 "(Mann-Whitney over all timed metrics together, Holm-adjusted: 4 + 4 for one metric, 8 + 8 for a "
+                 "hundred; it says how many it needs); more repetitions (--repeat N) narrow the CIs.",
                  reps);
     else
         snprintf(buf, len,
                  "%d repetition%s per variant: enough for the medians and the deterministic figures (faults, "
-                 "memory, counters), not for bench compare to test times (it needs 4 + 4 and below that flags "
-                 "only changes > 50%% with the ranges apart). For times, run with --repeat 5 or more.",
+                 "memory, counters), not for bench compare to test times (it needs 4 + 4 for one timed metric, "
+                 "more for many, and below that flags only changes > 50%% with the ranges apart). For times, run "
+                 "with --repeat 5 or more.",
                  reps, reps == 1 ? "" : "s");
+}
+
+void rs_busy_note(char *buf, size_t len, int busy, int counted, double others, double steal, double load, int cpus) {
+    buf[0] = 0;
+    if (busy <= 0) return;
+    snprintf(buf, len,
+             "Warning: busy machine: in %d of %d counted repetition%s other processes used up to %.0f%% of the %d CPU%s "
+             "(the hypervisor stole up to %.0f%%; load average up to %.1f). Times from a busy machine are not those of a "
+             "quiet one: compare them with care, or run again on a quiet machine.",
+             busy, counted, counted == 1 ? "" : "s", isfinite(others) ? others * 100 : 0, cpus, cpus == 1 ? "" : "s",
+             isfinite(steal) ? steal * 100 : 0, isfinite(load) ? load : 0);
+}
+
+void rs_busy_note_json(char *buf, size_t len, const cJSON *runs) {
+    int busy = 0, counted = 0, cpus = 0;
+    double others = 0, steal = 0, load = 0;
+    const cJSON *r;
+    cJSON_ArrayForEach(r, runs) {
+        if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "counted"))) continue;
+        counted++;
+        const cJSON *ml = cJSON_GetObjectItemCaseSensitive(r, "machine_load");
+        if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ml, "busy"))) continue;
+        busy++;
+        const cJSON *x;
+        if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(ml, "others_cpu"))) others = fmax(others, x->valuedouble);
+        if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(ml, "steal"))) steal = fmax(steal, x->valuedouble);
+        if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(ml, "load1_start"))) load = fmax(load, x->valuedouble);
+        if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(ml, "load1_end"))) load = fmax(load, x->valuedouble);
+        if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(ml, "cpus"))) cpus = x->valueint;
+    }
+    rs_busy_note(buf, len, busy, counted, others, steal, load, cpus);
+}
+
+/* Prints a note folded at 100 columns, at spaces. */
+static void rs_print_folded(FILE *f, char *note) {
+    for (char *p = note; *p;) {
+        size_t n = strlen(p);
+        if (n > 100) {
+            n = 100;
+            while (n > 0 && p[n] != ' ') n--;
+            if (!n) n = 100;
+        }
+        fprintf(f, "%.*s\n", (int)n, p);
+        p += n;
+        while (*p == ' ') p++;
+    }
 }
 
 static void rs_fmt(char *buf, size_t len, const rs_metric *m) {
@@ -897,18 +974,24 @@ void rs_print_table(FILE *f, const rs_input *in, const rs_summary *sum) {
     for (int i = 0; i < sum->n; i++) reps = sum->v[i].counted < reps ? sum->v[i].counted : reps;
     char note[512];
     rs_repetitions_note(note, sizeof(note), reps);
-    /* folded at 100 columns, at spaces */
-    for (char *p = note; *p;) {
-        size_t n = strlen(p);
-        if (n > 100) {
-            n = 100;
-            while (n > 0 && p[n] != ' ') n--;
-            if (!n) n = 100;
-        }
-        fprintf(f, "%.*s\n", (int)n, p);
-        p += n;
-        while (*p == ' ') p++;
+    rs_print_folded(f, note);
+    /* and whether the machine was quiet while they ran */
+    int busy = 0, counted = 0, cpus = 0;
+    double others = 0, steal = 0, load = 0;
+    for (int ri = 0; ri < in->res->n_runs; ri++) {
+        const rn_run *r = &in->res->runs[ri];
+        if (!rs_counted(r)) continue;
+        counted++;
+        sl_load ld = rs_run_load(r);
+        cpus = ld.cpus;
+        if (!(ld.others > SL_BUSY_OTHERS || ld.steal > SL_BUSY_STEAL)) continue;
+        busy++;
+        others = fmax(others, ld.others);
+        steal = fmax(steal, isfinite(ld.steal) ? ld.steal : 0);
+        load = fmax(load, fmax(r->load_start.load1, r->load_end.load1));
     }
+    rs_busy_note(note, sizeof(note), busy, counted, others, steal, load, cpus);
+    if (note[0]) rs_print_folded(f, note);
     for (int i = 0; i < sum->n; i++) {
         const rs_variant *v = &sum->v[i];
         if (!v->failed && !v->invalid) continue;
