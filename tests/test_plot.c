@@ -67,6 +67,8 @@ static long file_size(const char *path) {
     return stat(path, &st) ? -1 : (long)st.st_size;
 }
 
+static int text_has(const char *path, const char *needle);
+
 static char *slurp(const char *path) {
     char err[256];
     return rr_slurp(path, NULL, err, sizeof(err));
@@ -120,6 +122,24 @@ static void test_figures_written_by_run(void **state) {
         /* the subtitle names only the curves that are drawn: the worker's samples give
          * reserved and live, not resident and wasted */
         if (!strcmp(want[i], "kv")) assert_null(strstr(script, "resident: its RSS"));
+        /* major faults are named for what they are, not "read from disk" (pread reads without
+         * faulting); an all-zero panel says "none" */
+        if (!strcmp(want[i], "faults")) {
+            assert_non_null(strstr(script, "waited for I/O"));
+            assert_null(strstr(script, "read from disk"));
+            rr_doc d;
+            char err[256];
+            assert_int_equal(rr_load(g->run, &d, err, sizeof(err)), 0);
+            double maj = 0;
+            static const char *const ph[] = {"majflt_load", "majflt_prefill", "majflt_decode"};
+            for (int v = 0; v < d.n; v++)
+                for (int k = 0; k < 3; k++) {
+                    double x = rr_summary_num(&d.v[v], ph[k], "median");
+                    if (isfinite(x)) maj += x;
+                }
+            rr_free(&d);
+            assert_int_equal(strstr(script, "none: no major fault") != NULL, maj == 0);
+        }
         free(script);
     }
     /* no ns/op metrics in an inference run: no allocator figure, and no error either */
@@ -317,6 +337,12 @@ static void test_alloc_figure(void **state) {
     snprintf(png, sizeof(png), "%s/plots/alloc.png", dir);
     snprintf(svg, sizeof(svg), "%s/plots/alloc.svg", dir);
     assert_true(file_size(png) > 1000);
+    /* no inference phases in an allocator run: no faults figure, and the report says why */
+    char faults[900], skipped[900];
+    snprintf(faults, sizeof(faults), "%s/plots/faults.png", dir);
+    snprintf(skipped, sizeof(skipped), "%s/plots/faults.skipped", dir);
+    assert_int_equal(file_size(faults), -1);
+    assert_true(text_has(skipped, "allocator run has no inference phases"));
     char *sv = slurp(svg);
     assert_non_null(sv);
     static const char *const want[] = {"ns/op", "churn64", "lifo256", "libc", "arena", "relative to libc"};

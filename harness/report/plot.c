@@ -296,9 +296,9 @@ static int pl_fig_latency(const rr_doc *d, FILE *f, FILE *b) {
     if (!rows || !(has[0] || has[1])) return 0;
     fprintf(b, "  set multiplot layout 1,%d title \"%s: latency per variant (bars: mean with 95%% CI of the mean; dots: median)\"\n",
             has[0] + has[1], d->scenario);
-    /* the key above the bars, not on the tallest of them */
+    /* the key below the panel, not on the tallest bar nor under the title */
     fprintf(b, "  set style fill solid 0.45 border -1\n  set boxwidth 0.6\n  set xtics rotate by -30 noenhanced\n"
-               "  set grid ytics\n  set key outside top center horizontal\n  set xrange [-0.7:%d.7]\n",
+               "  set grid ytics\n  set key outside bottom center horizontal reverse Left\n  set xrange [-0.7:%d.7]\n",
             d->n - 1);
     static const char *const title[] = {"time to first token", "time per output token (decode)"};
     static const char *const ylabel[] = {"TTFT (ms)", "TPOT (ms)"};
@@ -386,8 +386,17 @@ static int pl_fig_itl(const rr_doc *d, FILE *f, FILE *b) {
 
 /* ---- figure: page faults per phase ---- */
 
+static void pl_skip_note(const rr_doc *d, const char *name, const char *why);
+
 static int pl_fig_faults(const rr_doc *d, FILE *f, FILE *b) {
     static const char *const phases[] = {"load", "prefill", "decode"};
+    /* an allocator run has no load, prefill or decode: its faults per operation are its own metric */
+    for (int i = 0; i < d->n; i++)
+        if (rr_summary_metric(&d->v[i], "mod.aw.ns_per_op")) {
+            pl_skip_note(d, "faults", "Not drawn: an allocator run has no inference phases (load, prefill, decode); "
+                                      "its faults are the table's minor faults per op (mod.aw.minflt_per_op).");
+            return 0;
+        }
     int any = 0;
     double majmax = 0;
     for (int kind = 0; kind < 2; kind++) {
@@ -410,18 +419,26 @@ static int pl_fig_faults(const rr_doc *d, FILE *f, FILE *b) {
     if (!any) return 0;
     fprintf(b, "  set multiplot layout 1,2 title \"%s: page faults per phase (median over repetitions)\"\n", d->scenario);
     fprintf(b, "  set style data histograms\n  set style histogram clustered gap 1\n  set style fill solid 0.6 border -1\n"
-               "  set grid ytics\n  set key top right\n  set xlabel \"phase\"\n");
+               "  set grid ytics\n  set key outside bottom center horizontal reverse Left\n  unset xlabel\n");
     for (int kind = 0; kind < 2; kind++) {
         if (kind) fprintf(b, "  unset logscale y\n  set yrange [0:%g]\n", majmax > 0 ? majmax * 1.15 : 1);
         else fprintf(b, "  set logscale y\n  set yrange [0.8:*]\n");
-        fprintf(b, "  set title \"%s\"\n  set ylabel \"%s faults (count%s)\"\n  plot ",
-                kind ? "major faults (read from disk)" : "minor faults (log scale; 0 not drawn)", kind ? "major" : "minor",
-                kind ? "" : ", log");
+        /* A major fault is a page fault that waited for I/O (a page of an mmap'd file not in
+         * the page cache); read() and pread() fill their buffers without faulting, so a
+         * pread/cold run reads the whole model from disk with ~0 major faults. */
+        fprintf(b, "  set title \"%s\"\n  set ylabel \"%s faults (count%s)\"\n",
+                kind ? "major faults: page faults that waited for I/O\\n(reads by read/pread are not faults)"
+                     : "minor faults (log scale; 0 not drawn)",
+                kind ? "major" : "minor", kind ? "" : ", log");
+        /* an all-zero panel says so, not an empty frame */
+        if (kind && !(majmax > 0)) fprintf(b, "  set label 1 \"none: no major fault in any phase\" at graph 0.5, graph 0.5 center\n");
+        fprintf(b, "  plot ");
         for (int i = 0; i < d->n; i++) {
             fprintf(b, "%s$%s using %d%s title ", i ? ", " : "", kind ? "maj" : "min", i + 2, i ? "" : ":xtic(1)");
             pl_quote(b, d->v[i].label);
         }
         fprintf(b, "\n");
+        if (kind && !(majmax > 0)) fprintf(b, "  unset label 1\n");
     }
     fprintf(b, "  unset multiplot\n");
     return 1;
@@ -765,7 +782,9 @@ static const char *const pl_captions[] = {
     "the named regions (weights, KV, scratch) at each phase boundary, and the phase marks.",
     "Time to first token and time per output token: mean with the 95% bootstrap CI of the mean, and the median.",
     "Distribution of the inter-token latencies of every counted repetition (empirical CDF).",
-    "Minor and major page faults in each phase (median over repetitions).",
+    "Minor and major page faults in each phase (median over repetitions). A major fault is one that waited for I/O: "
+    "pages of a mapped file read from disk. read() and pread() read without faulting, so their disk reads do not "
+    "show here.",
     "Allocator cost per operation, per workload and allocator (median).",
     "KV cache bytes reserved, resident, live and wasted against the tokens in the cache.",
 };
@@ -830,8 +849,12 @@ static int pl_report(const rr_doc *d, const char *plots, int have_gnuplot, char 
         fprintf(f, "<figure id=\"fig-%s\"><img alt=\"%s\" src=\"data:image/png;base64,", pl_figure_names[k],
                 pl_figure_names[k]);
         pl_base64(f, (const unsigned char *)data, n);
-        fprintf(f, "\"><figcaption>%s (<code>plots/%s.svg</code>, <code>.png</code>)</figcaption></figure>\n",
-                pl_captions[k], pl_figure_names[k]);
+        fprintf(f, "\"><figcaption>%s", pl_captions[k]);
+        /* the RSS figure has a panel per variant, at most PL_MAX_PANELS of them: say when some are left out */
+        if (k == 0 && d->n > PL_MAX_PANELS)
+            fprintf(f, " <b>Only the first %d of the %d variants are drawn</b> (a panel each); every variant's "
+                       "timeline is in <code>timelines/</code>.", PL_MAX_PANELS, d->n);
+        fprintf(f, " (<code>plots/%s.svg</code>, <code>.png</code>)</figcaption></figure>\n", pl_figure_names[k]);
         free(data);
         figs++;
     }
@@ -980,8 +1003,10 @@ static int pl_fig_rss_fn(const rr_doc *d, FILE *data, FILE *body) {
     int panels = pl_fig_rss(d, data, ib, &h);
     fclose(ib);
     if (panels > 0) {
-        fprintf(body, "  set multiplot layout %d,1 title \"%s: resident memory over time (first counted repetition)\"\n",
-                panels, d->scenario);
+        char some[96] = "";
+        if (panels < d->n) snprintf(some, sizeof(some), "; the first %d of %d variants", panels, d->n);
+        fprintf(body, "  set multiplot layout %d,1 title \"%s: resident memory over time (first counted repetition%s)\"\n",
+                panels, d->scenario, some);
         fprintf(body, "  set xlabel \"time since the worker started (s)\"\n  set ylabel \"MiB\"\n"
                       "  set grid\n  set key outside right\n%s  unset multiplot\n",
                 inner);
