@@ -304,11 +304,16 @@ static void test_without_gnuplot(void **state) {
     assert_non_null(r);
     int said = strstr(e, "gnuplot not found") != NULL, nofig = strstr(r, "No figures") != NULL;
     int table = strstr(r, "data-metric=\"ttft_ms\"") != NULL;
+    /* the table's rows in view; the other metrics folded away, under named groups */
+    const char *more = strstr(r, "<details id=\"more-metrics\">"), *ttft = strstr(r, "data-metric=\"ttft_ms\"");
+    const char *kv = strstr(r, "data-metric=\"mod.kv.bytes_reserved\""), *grp = strstr(r, ">KV cache module's counters (");
+    int folded = more && ttft && kv && grp && ttft < more && more < grp && grp < kv;
     free(e);
     free(r);
     assert_true(said);
     assert_true(nofig);
     assert_true(table);
+    assert_true(folded);
     struct stat st;
     char plots[900];
     snprintf(plots, sizeof(plots), "%s/plots", dir);

@@ -789,6 +789,32 @@ static const char *const pl_captions[] = {
     "KV cache bytes reserved, resident, live and wasted against the tokens in the cache.",
 };
 
+/* The groups report.html folds the metrics outside the terminal table into, by key prefix
+ * (the first that matches; "" matches all). */
+static const struct {
+    const char *prefix, *title;
+} pl_groups[] = {
+    {"mod.kv.", "KV cache module's counters"},
+    {"mod.loader.", "loader module's counters"},
+    {"mod.alloc.", "allocator module's counters"},
+    {"mod.aw.", "allocator workload"},
+    {"mod.", "other modules' counters"},
+    {"minflt_", "minor page faults"},
+    {"majflt_", "major page faults"},
+    {"perf_", "perf events"},
+    {"region_", "memory by region"},
+    {"itl_", "inter-token latency"},
+    {"serve_", "serving"},
+    {"", "other figures"},
+    {NULL, NULL},
+};
+
+static int pl_group_of(const char *metric) {
+    for (int g = 0; pl_groups[g].title; g++)
+        if (!strncmp(metric, pl_groups[g].prefix, strlen(pl_groups[g].prefix))) return g;
+    return -1; /* not reached: "" matches */
+}
+
 static int pl_report(const rr_doc *d, const char *plots, int have_gnuplot, char *err, size_t errlen) {
     char path[4300], tmp[4400];
     snprintf(path, sizeof(path), "%s/report.html", d->dir);
@@ -908,12 +934,35 @@ static int pl_report(const rr_doc *d, const char *plots, int have_gnuplot, char 
         for (int rank = 0; rs_metric_title_at(rank); rank++)
             for (int q = 0; q < nu; q++)
                 if (rs_metric_rank(uniq[q]->string) == rank) order[nm++] = uniq[q];
-        for (int q = 0; q < nu; q++)
-            if (rs_metric_rank(uniq[q]->string) < 0) order[nm++] = uniq[q];
+        /* the rest by group, each in first-seen order */
+        for (int gr = 0; pl_groups[gr].title; gr++)
+            for (int q = 0; q < nu; q++)
+                if (rs_metric_rank(uniq[q]->string) < 0 && pl_group_of(uniq[q]->string) == gr) order[nm++] = uniq[q];
     }
     free(uniq);
+    int named = 0, group = -1;
+    while (named < nm && rs_metric_rank(order[named]->string) >= 0) named++;
     for (int k = 0; k < nm; k++) {
         const cJSON *m = order[k];
+        if (k == named) {
+            /* the table's rows stay in view; the other metrics fold away under their groups */
+            fprintf(f, "</table>\n<details id=\"more-metrics\"><summary>%d more metrics, by group, under their "
+                       "results.json keys</summary>\n<table id=\"summary-more\">\n<tr><th>metric</th>",
+                    nm - named);
+            for (int i = 0; i < d->n; i++) {
+                fprintf(f, "<th>");
+                pl_html_text(f, d->v[i].label);
+                fprintf(f, "</th>");
+            }
+            fprintf(f, "</tr>\n");
+        }
+        if (k >= named && pl_group_of(m->string) != group) {
+            group = pl_group_of(m->string);
+            int in = 0;
+            for (int q = k; q < nm && pl_group_of(order[q]->string) == group; q++) in++;
+            fprintf(f, "<tr class=\"group\"><th colspan=\"%d\" style=\"text-align:left\">%s (%d)</th></tr>\n", d->n + 1,
+                    pl_groups[group].title, in);
+        }
         const cJSON *u = pl_get(m, "unit");
         const char *unit = cJSON_IsString(u) ? u->valuestring : "";
         const char *title = rs_metric_title(m->string);
@@ -945,7 +994,7 @@ static int pl_report(const rr_doc *d, const char *plots, int have_gnuplot, char 
         fprintf(f, "</tr>\n");
     }
     free(order);
-    fprintf(f, "</table>\n");
+    fprintf(f, "</table>\n%s", named < nm ? "</details>\n" : "");
     if (d->n && min_reps != INT_MAX) {
         char note[512];
         rs_repetitions_note(note, sizeof(note), min_reps);
