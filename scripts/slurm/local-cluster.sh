@@ -14,9 +14,9 @@
 # (where the hostname does not resolve, one call can take 10 s), and the whole wait for the
 # controller, then for the node, at most LOCAL_CLUSTER_WAIT_S (default 60).
 # Exit status: 0 up (or stopped); 77 the cluster cannot run here, and the message names what
-# is missing (the hostname does not resolve, the controller does not answer, /sys/fs/cgroup is
-# not mounted, slurmd cannot start; logs follow); 1 anything else (a missing package, munged
-# failing, the node not idle).
+# is missing (slurm-wlm or munge not installed, the hostname does not resolve, the controller
+# does not answer, /sys/fs/cgroup is not mounted, slurmd cannot start; logs follow); 1 anything
+# else (munged failing, the node not idle).
 set -uo pipefail
 cmd=${1:-} dir=${2:-}
 [ -n "$cmd" ] && [ -n "$dir" ] || { echo "usage: $0 start|stop DIR" >&2; exit 2; }
@@ -52,7 +52,7 @@ fi
 [ "$cmd" = start ] || { echo "usage: $0 start|stop DIR" >&2; exit 2; }
 
 for b in munged slurmctld slurmd sbatch scontrol sinfo; do
-  command -v "$b" >/dev/null || { echo "local-cluster.sh: $b not found: run scripts/deps.sh (slurm-wlm, munge)" >&2; exit 1; }
+  command -v "$b" >/dev/null || { echo "local-cluster.sh: $b not found: install slurm-wlm and munge (scripts/deps.sh test); the cluster test skips" >&2; exit 77; }
 done
 wait_s=${LOCAL_CLUSTER_WAIT_S:-60}
 case $wait_s in ''|*[!0-9]*) echo "local-cluster.sh: LOCAL_CLUSTER_WAIT_S = \"$wait_s\": expected whole seconds" >&2; exit 2 ;; esac
