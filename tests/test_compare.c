@@ -226,6 +226,115 @@ static void test_false_alarms_at_most_stated_rate(void **state) {
     assert_true(alarms >= 45);
 }
 
+/* ---- A/B: paired rounds ---- */
+
+#define AB_ROUNDS 16
+
+/* An A/B comparison of AB_ROUNDS rounds, each round's both sides scaled by a drift of up to
+ * +-30% (the machine changing between rounds, as between two separate runs), B's metric 0
+ * further by shift0; returns the rows of metric 0 that raised an alarm in *alarm0 and the
+ * alarms of the others. */
+static int ab_trial(uint64_t *s, double shift0, int *alarm0) {
+    fa_doc *a = calloc(AB_ROUNDS, sizeof(*a)), *b = calloc(AB_ROUNDS, sizeof(*b));
+    rr_doc *da = calloc(AB_ROUNDS, sizeof(*da)), *db = calloc(AB_ROUNDS, sizeof(*db));
+    assert_true(a && b && da && db);
+    for (int k = 0; k < AB_ROUNDS; k++) {
+        double drift = 1 + 0.3 * sin(k * 0.9), one[FA_METRICS], moved[FA_METRICS];
+        for (int q = 0; q < FA_METRICS; q++) one[q] = drift, moved[q] = q == 0 ? drift * shift0 : drift;
+        fa_fill(&a[k], s, 0.03, 0, one);
+        fa_fill(&b[k], s, 0.03, 0, moved);
+        for (int q = 0; q < FA_METRICS; q++) a[k].m[q].n = b[k].m[q].n = 1; /* one repetition a round */
+        a[k].v.m = a[k].m, b[k].v.m = b[k].m;
+        a[k].d.v = &a[k].v, b[k].d.v = &b[k].v;
+        da[k] = a[k].d, db[k] = b[k].d;
+    }
+    cmp_opts o = {.threshold = 0.05};
+    cmp_report rep = {0};
+    char err[128];
+    assert_int_equal(cmp_paired(da, db, AB_ROUNDS, &o, &rep, err, sizeof(err)), 0);
+    assert_int_equal(rep.rounds, AB_ROUNDS);
+    int others = 0;
+    *alarm0 = 0;
+    for (int i = 0; i < rep.n; i++) {
+        const cmp_row *r = &rep.rows[i];
+        int alarm = r->verdict == CMP_REGRESSED || r->verdict == CMP_IMPROVED;
+        if (!strcmp(r->metric, "t0_ms")) *alarm0 = alarm;
+        else others += alarm;
+    }
+    cmp_report_free(&rep);
+    free(a);
+    free(b);
+    free(da);
+    free(db);
+    return others;
+}
+
+/* Interleaved A/B (scripts/ab.sh, bench compare --ab): the rounds drift by up to 30%, A and B
+ * alike within a round; the paired test sees through it. A 10% slower metric is caught in
+ * nearly every comparison; the 39 unchanged ones raise no alarm beyond the stated 5% of the
+ * comparisons. */
+static void test_ab_paired(void **state) {
+    (void)state;
+    uint64_t s = 0xab27;
+    int caught = 0, false_alarm_trials = 0;
+    for (int t = 0; t < 60; t++) {
+        int a0, others = ab_trial(&s, 1.10, &a0);
+        caught += a0;
+        false_alarm_trials += others > 0;
+    }
+    fprintf(stderr, "A/B, 30%% drift: a 10%% change caught in %d of 60 comparisons; other metrics alarmed in %d\n",
+            caught, false_alarm_trials);
+    assert_true(caught >= 54);
+    assert_true(false_alarm_trials <= 3);
+    /* the exact signed-rank p: all of n differences one way is 2 / 2^n */
+    double d[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+    int pairs;
+    assert_float_equal(cmp_wilcoxon(d, 5, &pairs), 2.0 / 32, 1e-12);
+    assert_int_equal(pairs, 5);
+    assert_float_equal(cmp_wilcoxon(d, 10, &pairs), 2.0 / 1024, 1e-12);
+    /* zeros are dropped; symmetric differences say nothing */
+    double z[6] = {0, -1, 1, -2, 2, 0};
+    assert_float_equal(cmp_wilcoxon(z, 6, &pairs), 1.0, 1e-12);
+    assert_int_equal(pairs, 4);
+}
+
+/* scripts/ab.sh end to end: two rounds of a tiny scenario, A and B the same build (an A/A
+ * run); bench compare --ab pairs the rounds and says so. Two rounds cannot judge a time:
+ * exit 3, naming the rounds needed. */
+static void test_ab_script(void **state) {
+    (void)state;
+    char dir[600], sc[700], out[700], log[800], cmd[4000];
+    assert_non_null(tu_tmpdir(dir, sizeof(dir)));
+    snprintf(sc, sizeof(sc), "%s/ab.json", dir);
+    snprintf(out, sizeof(out), "%s/ab", dir);
+    snprintf(log, sizeof(log), "%s/ab.txt", dir);
+    FILE *o = fopen(sc, "w");
+    assert_non_null(o);
+    fprintf(o, "{\"name\": \"ab\", \"model\": {\"synth\": {\"shape\": \"tiny\", \"seed\": 3}},"
+               " \"workload\": {\"prompt_tokens\": 4, \"generate\": 4, \"seed\": 1}, \"cache\": \"warm\","
+               " \"repetitions\": 1, \"warmup\": 0, \"threads\": 1, \"matrix\": {\"loader\": [\"pread\", \"mmap\"]}}");
+    assert_int_equal(fclose(o), 0);
+    const char *bin = getenv("BENCH_BIN") ? getenv("BENCH_BIN") : "build/asan/bench";
+    snprintf(cmd, sizeof(cmd), "XDG_CACHE_HOME='%s/xdg' A_BENCH='%s' B_BENCH='%s' bash scripts/ab.sh '%s' 2 '%s' >'%s' 2>&1",
+             dir, bin, bin, sc, out, log);
+    int rc = WEXITSTATUS(system(cmd));
+    if (rc != CMP_EXIT_NOT_JUDGED) {
+        char err[128];
+        char *t = rr_slurp(log, NULL, err, sizeof(err));
+        fprintf(stderr, "%s\n", t ? t : err);
+        free(t);
+    }
+    assert_int_equal(rc, CMP_EXIT_NOT_JUDGED);
+    assert_true(file_has(log, "ab.sh: round 2 of 2"));
+    assert_true(file_has(log, "A/B interleaved: 2 rounds"));
+    assert_true(file_has(log, "too few rounds (2"));
+    /* a side with a missing round is refused, naming both counts */
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s/b/round-002' && '%s' compare --ab '%s' >'%s' 2>&1", out, bin, out, log);
+    assert_int_equal(WEXITSTATUS(system(cmd)), CMP_EXIT_USAGE);
+    assert_true(file_has(log, "2 rounds of A and 1 of B"));
+    tu_rmtree(dir);
+}
+
 static void test_holm(void **state) {
     (void)state;
     /* the textbook case: p = .01 .04 .03 .005 -> sorted .005 .01 .03 .04, times 4 3 2 1:
@@ -621,6 +730,8 @@ int main(void) {
         cmocka_unit_test(test_mann_whitney),
         cmocka_unit_test(test_classify),
         cmocka_unit_test(test_holm),
+        cmocka_unit_test(test_ab_paired),
+        cmocka_unit_test(test_ab_script),
         cmocka_unit_test(test_false_alarms_at_most_stated_rate),
         cmocka_unit_test(test_same_build_passes),
         cmocka_unit_test(test_injected_regression_caught),

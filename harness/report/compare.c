@@ -203,7 +203,8 @@ static void cmp_decide_timed(cmp_row *r, int m) {
         /* No test can speak, but a change like 15 -> 34 ms with the ranges apart is
          * not noise on any machine this runs on; say so, marked as untested. One
          * repetition a side has no range, so it stays unjudged. */
-        if (r->na >= 2 && r->nb >= 2 && fabs(r->change) > fmax(CMP_FAR_CHANGE, r->floor) && r->apart && r->worse) {
+        /* (the ranges apart already say the change exceeds both runs' whole spread) */
+        if (r->na >= 2 && r->nb >= 2 && fabs(r->change) > CMP_FAR_CHANGE && r->apart && r->worse) {
             r->far = 1;
             r->verdict = r->worse > 0 ? CMP_REGRESSED : CMP_IMPROVED;
             snprintf(r->test, sizeof(r->test), "far: >%g%%, ranges apart, %d+%d reps", CMP_FAR_CHANGE * 100, r->na, r->nb);
@@ -402,6 +403,197 @@ oom:
     return -1;
 }
 
+/* ---- A/B: interleaved rounds, paired differences ---- */
+
+double cmp_wilcoxon(const double *d, int n, int *pairs) {
+    *pairs = 0;
+    double *x = malloc(sizeof(double) * (size_t)(n ? n : 1));
+    int *r2 = malloc(sizeof(int) * (size_t)(n ? n : 1)); /* twice the mid-ranks: integers */
+    if (!x || !r2) {
+        free(x);
+        free(r2);
+        return NAN;
+    }
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (isfinite(d[i]) && d[i] != 0) x[m++] = d[i];
+    *pairs = m;
+    if (!m) {
+        free(x);
+        free(r2);
+        return NAN;
+    }
+    /* rank |x| (insertion sort of the indices by |x|; m is the number of rounds) */
+    int *ord = malloc(sizeof(int) * (size_t)m);
+    if (!ord) {
+        free(x);
+        free(r2);
+        return NAN;
+    }
+    for (int i = 0; i < m; i++) ord[i] = i;
+    for (int i = 1; i < m; i++) {
+        int k = ord[i], j = i;
+        while (j > 0 && fabs(x[ord[j - 1]]) > fabs(x[k])) ord[j] = ord[j - 1], j--;
+        ord[j] = k;
+    }
+    for (int i = 0; i < m;) {
+        int j = i;
+        while (j < m && fabs(x[ord[j]]) == fabs(x[ord[i]])) j++;
+        for (int k = i; k < j; k++) r2[ord[k]] = i + j + 1; /* 2 x mean of ranks i+1 .. j */
+        i = j;
+    }
+    free(ord);
+    int wplus = 0, total = 0;
+    for (int i = 0; i < m; i++) {
+        total += r2[i];
+        if (x[i] > 0) wplus += r2[i];
+    }
+    /* the null distribution: each rank's sign a fair coin; cnt[s] = subsets with rank sum s */
+    double *cnt = calloc((size_t)total + 1, sizeof(double));
+    if (!cnt) {
+        free(x);
+        free(r2);
+        return NAN;
+    }
+    cnt[0] = 1;
+    int top = 0;
+    for (int i = 0; i < m; i++) {
+        for (int s = top; s >= 0; s--)
+            if (cnt[s] != 0) cnt[s + r2[i]] += cnt[s];
+        top += r2[i];
+    }
+    double le = 0, ge = 0, all = ldexp(1, m);
+    for (int s = 0; s <= total; s++) {
+        if (s <= wplus) le += cnt[s];
+        if (s >= wplus) ge += cnt[s];
+    }
+    free(cnt);
+    free(x);
+    free(r2);
+    double p = 2 * fmin(le, ge) / all;
+    return p > 1 ? 1 : p;
+}
+
+/* All rounds of one side as one document: each series the rounds' values in order. The
+ * keys and labels are borrowed from round 0; rr_free frees the rest. */
+static int cmp_concat(const rr_doc *r, int n, rr_doc *out) {
+    memset(out, 0, sizeof(*out));
+    snprintf(out->file, sizeof(out->file), "%.4096s (and %d more rounds)", r[0].file, n - 1);
+    out->scenario = r[0].scenario;
+    out->sha = r[0].sha;
+    out->written = r[0].written;
+    out->v = calloc((size_t)(r[0].n ? r[0].n : 1), sizeof(*out->v));
+    if (!out->v) return -1;
+    for (int i = 0; i < r[0].n; i++) {
+        const rr_variant *v0 = &r[0].v[i];
+        rr_variant *v = &out->v[out->n++];
+        v->key = v0->key;
+        v->label = v0->label;
+        v->machine_type = -1;
+        v->m = calloc((size_t)(v0->n ? v0->n : 1), sizeof(*v->m));
+        if (!v->m) return -1;
+        for (int j = 0; j < v0->n; j++) {
+            rr_series *s = &v->m[v->n++];
+            s->name = strdup(v0->m[j].name);
+            s->unit = strdup(v0->m[j].unit);
+            s->declared = v0->m[j].declared;
+            s->decl = v0->m[j].decl;
+            if (!s->name || !s->unit) return -1;
+            int total = 0;
+            for (int k = 0; k < n; k++) total += rr_find(rr_find_variant(&r[k], v->key), s->name) ? rr_find(rr_find_variant(&r[k], v->key), s->name)->n : 0;
+            s->v = malloc(sizeof(double) * (size_t)(total ? total : 1));
+            if (!s->v) return -1;
+            for (int k = 0; k < n; k++) {
+                const rr_series *x = rr_find(rr_find_variant(&r[k], v->key), s->name);
+                for (int q = 0; x && q < x->n; q++) s->v[s->n++] = x->v[q];
+            }
+        }
+    }
+    return 0;
+}
+
+int cmp_paired(const rr_doc *a, const rr_doc *b, int n, const cmp_opts *o, cmp_report *out, char *err, size_t errlen) {
+    rr_doc ca, cb;
+    int rc = -1;
+    double *d = malloc(sizeof(double) * (size_t)(n ? n : 1));
+    int ok_a = cmp_concat(a, n, &ca), ok_b = cmp_concat(b, n, &cb);
+    if (!d || ok_a || ok_b) {
+        snprintf(err, errlen, "out of memory");
+        goto done;
+    }
+    int first = out->n;
+    if (cmp_docs(&ca, &cb, o, out, err, errlen)) goto done;
+    out->rounds = n;
+    /* the timed rows again, on paired differences: which variant each row is, by label */
+    int m = 0;
+    for (int i = first; i < out->n; i++) {
+        cmp_row *r = &out->rows[i];
+        if (r->cls != CMP_TIMED || !r->na || !r->nb) continue;
+        const rr_variant *vb = NULL;
+        for (int k = 0; k < cb.n && !vb; k++)
+            if (!strcmp(cb.v[k].label, r->variant)) vb = &cb.v[k];
+        int nd = 0;
+        for (int k = 0; vb && k < n; k++) {
+            double ma = cmp_median(rr_find(rr_find_variant(&a[k], vb->key), r->metric));
+            double mb = cmp_median(rr_find(rr_find_variant(&b[k], vb->key), r->metric));
+            if (isfinite(ma) && isfinite(mb)) d[nd++] = mb - ma;
+        }
+        int pairs;
+        r->p = cmp_wilcoxon(d, nd, &pairs);
+        r->na = r->nb = pairs;
+        r->floor = o->threshold;
+        m += isfinite(r->p);
+    }
+    /* Holm over them, then each verdict: decidable when its pairs can reach alpha / m (the
+     * most extreme signs of k pairs have p = 2 / 2^k) */
+    double *p = calloc((size_t)(out->n - first + 1), sizeof(double)), *adj = calloc((size_t)(out->n - first + 1), sizeof(double));
+    if (!p || !adj) {
+        free(p);
+        free(adj);
+        snprintf(err, errlen, "out of memory");
+        goto done;
+    }
+    for (int i = first; i < out->n; i++)
+        p[i - first] = out->rows[i].cls == CMP_TIMED && out->rows[i].na ? out->rows[i].p : NAN;
+    cmp_holm(p, out->n - first, adj);
+    out->regressions = out->not_judged = out->not_judged_few = out->not_judged_missing = 0;
+    out->timed_m = m;
+    out->few_need = 1;
+    while (out->few_need < 64 && ldexp(2, -out->few_need) > CMP_ALPHA / (m ? m : 1)) out->few_need++;
+    for (int i = first; i < out->n; i++) {
+        cmp_row *r = &out->rows[i];
+        if (r->cls == CMP_TIMED && isfinite(p[i - first])) {
+            r->p_adj = adj[i - first];
+            r->far = 0;
+            if (ldexp(2, -r->na) > CMP_ALPHA / m) {
+                r->verdict = CMP_FEW;
+                snprintf(r->test, sizeof(r->test), "too few rounds (%d, need %d)", r->na, out->few_need);
+            } else {
+                snprintf(r->test, sizeof(r->test), "paired: Wilcoxon p=%.2g Holm %.2g", r->p, r->p_adj);
+                if (!(r->p_adj < CMP_ALPHA)) r->verdict = CMP_NOISE;
+                else if (!(fabs(r->change) > r->floor)) r->verdict = CMP_WITHIN;
+                else r->verdict = r->worse > 0 ? CMP_REGRESSED : r->worse < 0 ? CMP_IMPROVED : CMP_CHANGED;
+            }
+        } else if (r->cls == CMP_TIMED && r->verdict != CMP_MISSING) {
+            r->verdict = CMP_FEW; /* no pair differed, or none was measured */
+            r->p_adj = NAN;
+            snprintf(r->test, sizeof(r->test), "no paired difference");
+            if (r->na == 0) r->verdict = CMP_SAME;
+        }
+        cmp_count(out, r);
+        cmp_count_missing(out, r, o);
+    }
+    free(p);
+    free(adj);
+    rc = 0;
+done:
+    free(d);
+    ca.root = cb.root = NULL;
+    rr_free(&ca);
+    rr_free(&cb);
+    return rc;
+}
+
 /* ---- ratios inside one run ---- */
 
 int cmp_parse_ratio(const char *spec, cmp_ratio *r, char *err, size_t errlen) {
@@ -543,7 +735,12 @@ static void cmp_print_not_judged(FILE *f, const cmp_report *rep, int md) {
         fprintf(f, "%sNOT JUDGED: %d metric%s could not be judged, so this comparison is not a pass (exit status %d, or 1 "
                    "with a regression):%s\n",
                 md ? "**" : "", rep->not_judged, rep->not_judged == 1 ? "" : "s", CMP_EXIT_NOT_JUDGED, md ? "**  " : "");
-        if (rep->not_judged_few)
+        if (rep->not_judged_few && rep->rounds)
+            fprintf(f, "  - %d timed metric%s: too few rounds (%d; with %d timed metrics tested together, the signed-rank "
+                       "test needs %d pairs to reach p < 0.05/%d): scripts/ab.sh with more rounds%s\n",
+                    rep->not_judged_few, rep->not_judged_few == 1 ? "" : "s", rep->rounds, rep->timed_m, rep->few_need,
+                    rep->timed_m > 0 ? rep->timed_m : 1, md ? "  " : "");
+        else if (rep->not_judged_few)
             fprintf(f, "  - %d timed metric%s: too few repetitions (%d+%d; with %d timed metric%s tested together, the "
                        "Mann-Whitney test needs %d+%d to reach p < 0.05/%d):\n"
                        "    run both with `bench run SCENARIO --repeat %d` or more, or compare with --deterministic-only%s\n",
@@ -563,6 +760,14 @@ static void cmp_print_not_judged(FILE *f, const cmp_report *rep, int md) {
 /* What a time verdict of two separate runs can and cannot say, and the rule it follows. */
 static void cmp_print_drift(FILE *f, const cmp_report *rep, const cmp_opts *o, int md) {
     if (o->deterministic_only || !rep->timed_m) return;
+    if (rep->rounds) {
+        fprintf(f, "%sA/B interleaved:%s %d rounds, A and B back to back in each (ABBA order); times judged on the "
+                   "paired differences round by round (Wilcoxon signed-rank, Holm over the %d timed metric%s), so drift "
+                   "slower than a round cancels; a change must also exceed --threshold (%g%%).%s\n",
+                md ? "**" : "", md ? "**" : "", rep->rounds, rep->timed_m, rep->timed_m == 1 ? "" : "s",
+                o->threshold * 100, md ? "\n" : "");
+        return;
+    }
     fprintf(f, "%sTimes are confounded by drift:%s A and B are separate runs, and whatever changed between them "
                "(clock frequency, heat, other load, the page cache) moves times as a code change would; no test on two "
                "runs can tell them apart. So a time is judged only above its noise floor, the larger of --threshold "
@@ -586,7 +791,8 @@ void cmp_print(FILE *f, const cmp_report *rep, cmp_format fmt, cmp_show show, co
         cJSON_AddNumberToObject(j, "not_judged_in_one_run_only", rep->not_judged_missing);
         cJSON_AddNumberToObject(j, "timed_metrics_tested", rep->timed_m);
         cJSON_AddStringToObject(j, "multiple_comparisons", "holm");
-        cJSON_AddBoolToObject(j, "times_confounded_by_drift", !o->deterministic_only && rep->timed_m > 0);
+        cJSON_AddBoolToObject(j, "times_confounded_by_drift", !o->deterministic_only && rep->timed_m > 0 && !rep->rounds);
+        cJSON_AddNumberToObject(j, "ab_rounds", rep->rounds);
         cJSON_AddNumberToObject(j, "exit_status", cmp_exit_status(rep));
         for (int i = 0; i < rep->n; i++) {
             const cmp_row *r = &rep->rows[i];

@@ -13,8 +13,8 @@
  *              When even the most extreme ranking could not reach alpha / m (below
  *              4 + 4 repetitions for m = 1, 8 + 8 for m = 100) the verdict is "too few
  *              repetitions" and the metric counts as not judged, unless the change
- *              is far beyond any plausible noise: more than CMP_FAR_CHANGE (and its
- *              noise floor) with the two runs' ranges apart, at least 2 + 2
+ *              is far beyond any plausible noise: more than CMP_FAR_CHANGE with the
+ *              two runs' ranges apart (beyond both runs' whole spread), at least 2 + 2
  *              repetitions. That is reported as a regression (or improvement) marked
  *              "far" (row.far), since no test backs it.
  *              Two separate runs are not exchangeable: drift between them (clock,
@@ -113,6 +113,7 @@ typedef struct cmp_report {
     int timed_m;                /* the timed metrics tested together (Holm's m) */
     int few_need;               /* repetitions a side that could reach alpha / timed_m */
     char a_name[4200], b_name[4200];
+    int rounds;                 /* an A/B comparison (cmp_paired): its rounds; 0 for two separate runs */
 } cmp_report;
 
 /* The class and direction of a metric of a file that declares none (mc_legacy). */
@@ -135,6 +136,17 @@ void cmp_metric(const rr_series *a, const rr_series *b, const char *metric, cons
 
 /* Compares every variant (matched by key) and metric of b against a. */
 int cmp_docs(const rr_doc *a, const rr_doc *b, const cmp_opts *o, cmp_report *out, char *err, size_t errlen);
+/* An interleaved A/B comparison (scripts/ab.sh): a[k] and b[k] are round k's runs of the two
+ * builds, made back to back (in ABBA order), n rounds. Deterministic figures are judged as
+ * by cmp_docs on all rounds together; a timed metric on its paired differences, round by
+ * round (B's median less A's), by the exact Wilcoxon signed-rank test, Holm-adjusted over
+ * the timed metrics, and a change must exceed --threshold: drift slower than a round
+ * cancels in each pair, so no noise floor beyond that is needed. */
+int cmp_paired(const rr_doc *a, const rr_doc *b, int n, const cmp_opts *o, cmp_report *out, char *err, size_t errlen);
+/* Two-sided exact Wilcoxon signed-rank p of n differences (zeros dropped, ties at mid-rank);
+ * NAN when none is left. *pairs: the differences that counted. */
+double cmp_wilcoxon(const double *d, int n, int *pairs);
+
 /* "METRIC:NUM/DEN[:FACTOR]" -> r. */
 int cmp_parse_ratio(const char *spec, cmp_ratio *r, char *err, size_t errlen);
 /* Adds one row per matched pair of variants. Returns the number of pairs found. */
