@@ -435,7 +435,15 @@ static int pl_fig_faults(const rr_doc *d, FILE *f, FILE *b) {
         fprintf(b, "  plot ");
         for (int i = 0; i < d->n; i++) {
             fprintf(b, "%s$%s using %d%s title ", i ? ", " : "", kind ? "maj" : "min", i + 2, i ? "" : ":xtic(1)");
-            pl_quote(b, d->v[i].label);
+            /* beside the major faults, what each variant read from disk: pread's reads are no faults */
+            double mib = rr_summary_num(&d->v[i], "disk_read_mib", "median");
+            if (kind && isfinite(mib)) {
+                char t[400];
+                snprintf(t, sizeof(t), "%s (read from disk: %.3g MiB)", d->v[i].label, mib);
+                pl_quote(b, t);
+            } else {
+                pl_quote(b, d->v[i].label);
+            }
         }
         fprintf(b, "\n");
         if (kind && !(majmax > 0)) fprintf(b, "  unset label 1\n");
