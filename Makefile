@@ -81,7 +81,7 @@ TESTS        := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 SLOW_TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(SLOW_SRC))
 TESTLIB_OBJ  := $(call obj,$(TESTLIB_SRC))
 
-.PHONY: all test test-slow run debug asan valgrind clean deps tests-build slow-tests-build tools archgraph install FORCE
+.PHONY: all test test-slow run debug asan valgrind clean deps deps-run tests-build slow-tests-build tools archgraph install FORCE
 all: $(BUILD)/bench $(MODULES)
 
 # The flags stamp: every object depends on it, and it is rewritten only when the flags
@@ -93,9 +93,12 @@ ifeq ($(filter clean,$(MAKECMDGOALS))$(findstring n,$(firstword -$(MAKEFLAGS))),
   $(shell mkdir -p $(BUILD) && { printf '%s\n' '$(FLAGS_SIG)' | cmp -s - $(FLAGS_STAMP) || printf '%s\n' '$(FLAGS_SIG)' > $(FLAGS_STAMP); })
 endif
 
-# Debian packages the build needs; deps.sh returns at once when they are there.
+# Debian packages (scripts/deps.sh; it returns at once when they are there): deps-run what
+# building and running uses, deps what the tests use too.
 deps:
-	@bash scripts/deps.sh
+	@bash scripts/deps.sh test
+deps-run:
+	@bash scripts/deps.sh run
 
 $(BUILD)/obj/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
@@ -223,7 +226,7 @@ test-slow: deps
 	@BENCH_SHARED=$(SHARED) BENCH_TEST_GLOB='slow_*' bash tests/run.sh build/asan
 
 # The main job: release build, the default model (synth llama-110m, cached), the mmap vs pread scenario.
-run: deps all
+run: deps-run all
 	$(BUILD)/bench run scenarios/mmap_vs_pread.json
 
 debug:

@@ -1,21 +1,46 @@
 #!/usr/bin/env bash
-# Installs the Debian packages that bench's build, tests and plots need.
-# Idempotent: when everything is present it only checks and returns (well under a second).
+# Installs the Debian packages bench needs, in two sets:
+#
+#   scripts/deps.sh run    what building and running bench uses (make, make run): the compiler,
+#                          the libraries it links, the Unicode data it generates a table from,
+#                          gnuplot for the figures
+#   scripts/deps.sh test   the run set and what only the tests use (make test): cmocka, git
+#                          (the commit a build records, tests/test_locations.c), chromium
+#                          (renders report.html, tests/test_plot.c), valgrind (tests/test_exec.c),
+#                          slurm-wlm and munge (the one-node cluster of tests/test_slurm.c)
+#   scripts/deps.sh perf   the run set and linux-perf, for scripts/perf.sh
+#
+# With no argument: test. Idempotent: when everything is present it only checks and returns
+# (well under a second).
 set -euo pipefail
 
-PACKAGES=(
+RUN=(
   build-essential pkg-config
   libcjson-dev        # scenario and results JSON
   libpfm4-dev         # perf event encodings
-  libcmocka-dev       # unit-test framework
-  libjemalloc-dev     # allocator baselines
-  libmimalloc-dev
+  libjemalloc-dev     # allocator baselines: modules/alloc_jemalloc.so links it
+  libmimalloc-dev     #   and modules/alloc_mimalloc.so this one
   unicode-data        # UnicodeData.txt: the tokenizers' character classes (generated at build time)
-  gnuplot-nox         # graphs (found at run time)
+  gnuplot-nox         # the figures of bench run and bench plot (found at run time)
+)
+TEST=(
+  libcmocka-dev       # unit-test framework
+  git                 # the commit a build records (test_locations asserts it)
   chromium            # renders report.html in the tests (headless)
-  valgrind linux-perf # investigations
+  valgrind            # test_exec's memcheck and callgrind passes
   slurm-wlm munge     # the one-node Slurm cluster of tests/test_slurm.c (docs/cluster.md)
 )
+PERF=(
+  linux-perf          # scripts/perf.sh
+)
+
+set_name=${1:-test}
+case $set_name in
+  run) PACKAGES=("${RUN[@]}") ;;
+  test) PACKAGES=("${RUN[@]}" "${TEST[@]}") ;;
+  perf) PACKAGES=("${RUN[@]}" "${PERF[@]}") ;;
+  *) echo "usage: $0 [run|test|perf]: which set of packages (run: build and run; test: and the tests')" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -23,7 +48,7 @@ for p in "${PACKAGES[@]}"; do
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
 
-echo "deps.sh: installing ${#missing[@]} package group(s): ${missing[*]}" >&2
+echo "deps.sh ($set_name): installing ${#missing[@]} package group(s): ${missing[*]}" >&2
 SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 export DEBIAN_FRONTEND=noninteractive

@@ -23,7 +23,7 @@ fi
 scenario=$1 variant=$2
 shift 2
 bench=${BENCH:-build/bench}
-command -v perf >/dev/null || { echo "perf.sh: perf is not installed (scripts/deps.sh installs linux-perf)" >&2; exit 1; }
+command -v perf >/dev/null || { echo "perf.sh: perf is not installed (scripts/deps.sh perf installs linux-perf)" >&2; exit 1; }
 [ -x "$bench" ] || { echo "perf.sh: no bench binary at $bench (make, or set BENCH)" >&2; exit 1; }
 
 # the folder is named by the variant's canonical key, whatever order VARIANT gave
@@ -31,6 +31,10 @@ which=$("$bench" exec "$scenario" --variant "$variant" --which) || exit 2
 name=${which%%$'\t'*} key=${which#*$'\t'}
 dir=results/$name/investigations/$(printf '%s' "$key" | tr '=,/' '-_+')
 mkdir -p "$dir"
+# once without perf first: a synth model is generated (and cached) outside the profile,
+# which is then of the variant's run, not of the model's generation
+"$bench" exec "$scenario" --variant "$key" >"$dir/native-exec.log" 2>&1 || {
+  echo "perf.sh: the variant fails even without perf; see $dir/native-exec.log" >&2; exit 1; }
 
 event=cycles
 if perf stat -x, -e cycles -- true 2>&1 | grep -q '^<not'; then

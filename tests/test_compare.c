@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 
 #include "harness/report/compare.h"
+#include "harness/spec/stats.h"
 #include "tests/lib/testutil.h"
 
 typedef struct fx {
@@ -115,6 +116,239 @@ static void test_mann_whitney(void **state) {
     for (int i = 0; i < 30; i++) x[i] = i, y[i] = 100 + i;
     assert_true(cmp_mann_whitney(x, 30, y, 30, 0.05, &dec) < 1e-6);
     assert_true(dec);
+}
+
+/* ---- false alarms: recorded samples from one distribution ---- */
+
+#define FA_METRICS 40  /* timed metrics a side: a few variants' worth */
+#define FA_REPS 8      /* repetitions a side */
+
+/* A uniform draw in (0, 1) from splitmix64, and a standard normal from two (Box-Muller). */
+static double fa_unif(uint64_t *s) { return ((double)(st_splitmix64(s) >> 11) + 0.5) * 0x1p-53; }
+static double fa_normal(uint64_t *s) { return sqrt(-2 * log(fa_unif(s))) * cos(2 * M_PI * fa_unif(s)); }
+
+/* One repetition's time: 10 ms x lognormal(sigma), and one time in ten a 1.5x jitter spike. */
+static double fa_draw(uint64_t *s, double sigma, double spikes) {
+    double x = 10 * exp(sigma * fa_normal(s));
+    return fa_unif(s) < spikes ? x * 1.5 : x;
+}
+
+typedef struct fa_doc {
+    rr_doc d;
+    rr_variant v;
+    rr_series m[FA_METRICS];
+    char names[FA_METRICS][16];
+    double x[FA_METRICS][FA_REPS];
+} fa_doc;
+
+/* A run of FA_METRICS timed metrics of one variant, each FA_REPS draws times scale[k]. */
+static void fa_fill(fa_doc *f, uint64_t *s, double sigma, double spikes, const double *scale) {
+    memset(f, 0, sizeof(*f));
+    for (int k = 0; k < FA_METRICS; k++) {
+        snprintf(f->names[k], sizeof(f->names[k]), "t%d_ms", k);
+        for (int r = 0; r < FA_REPS; r++) f->x[k][r] = fa_draw(s, sigma, spikes) * scale[k];
+        f->m[k] = (rr_series){.name = f->names[k], .unit = "ms", .declared = 1, .decl = mc_declare(MC_TIME, -1),
+                              .n = FA_REPS, .v = f->x[k]};
+    }
+    f->v = (rr_variant){.key = "kv=x", .label = "x", .n = FA_METRICS, .m = f->m, .machine_type = -1};
+    f->d.scenario = "fa";
+    f->d.n = 1;
+    f->d.v = &f->v;
+    f->d.sha = f->d.written = "";
+}
+
+/* Compares `trials` pairs of runs drawn as asked; returns the trials with any regression or
+ * improvement, and in *raw those where some metric's unadjusted p was below 0.05 with a change
+ * beyond the threshold (what bench compare called a regression before). */
+static int fa_trials(uint64_t seed, int trials, double sigma, double spikes, double drift, double shift0, int *raw) {
+    fa_doc *a = malloc(sizeof(*a)), *b = malloc(sizeof(*b));
+    assert_non_null(a);
+    assert_non_null(b);
+    double one[FA_METRICS], moved[FA_METRICS];
+    for (int k = 0; k < FA_METRICS; k++) one[k] = 1, moved[k] = k == 0 ? shift0 * drift : drift;
+    uint64_t s = seed;
+    int alarms = 0;
+    *raw = 0;
+    cmp_opts o = {.threshold = 0.05};
+    for (int t = 0; t < trials; t++) {
+        fa_fill(a, &s, sigma, spikes, one);
+        fa_fill(b, &s, sigma, spikes, moved);
+        cmp_report rep = {0};
+        char err[128];
+        assert_int_equal(cmp_docs(&a->d, &b->d, &o, &rep, err, sizeof(err)), 0);
+        assert_int_equal(rep.timed_m, FA_METRICS);
+        int any = 0, any_raw = 0;
+        for (int i = 0; i < rep.n; i++) {
+            const cmp_row *r = &rep.rows[i];
+            any |= r->verdict == CMP_REGRESSED || r->verdict == CMP_IMPROVED || r->verdict == CMP_CHANGED;
+            any_raw |= r->p < 0.05 && fabs(r->change) > o.threshold;
+            /* every row states its adjusted p and floor */
+            assert_true(r->p_adj >= r->p);
+            assert_true(r->floor >= o.threshold);
+        }
+        alarms += any;
+        *raw += any_raw;
+        cmp_report_free(&rep);
+    }
+    free(a);
+    free(b);
+    return alarms;
+}
+
+/* Issue 27: two runs of one build must not read as a regression. 200 pairs of runs, 40 timed
+ * metrics of 8 + 8 repetitions each, all drawn from one distribution (lognormal, sigma 0.05,
+ * a 1.5x spike one time in ten): with Holm's adjustment at most 5% of the comparisons may
+ * raise any alarm, the rate the output states. Without it most of them did. */
+static void test_false_alarms_at_most_stated_rate(void **state) {
+    (void)state;
+    int raw, alarms = fa_trials(0x27c0ffee, 200, 0.05, 0.1, 1, 1, &raw);
+    fprintf(stderr, "same distribution: %d of 200 comparisons raised an alarm (unadjusted: %d)\n", alarms, raw);
+    assert_true(alarms <= 10);
+    assert_true(raw > 100); /* the unadjusted test cried wolf in most comparisons */
+
+    /* drift well below the noise floor: B's every time 4% slower on a machine whose runs spread
+     * with sigma 0.08 (IQR/median ~ 11% each, the floor ~ 17% from 8 repetitions): alarms stay
+     * within the stated 5%, where the unadjusted test raised one in every comparison. (Drift as
+     * large as sigma itself gets through in about a fifth of such comparisons: that is what the
+     * output's warning about drift is for.) */
+    alarms = fa_trials(0x27d1f7, 100, 0.08, 0, 1.04, 1, &raw);
+    fprintf(stderr, "4%% drift under a ~17%% floor: %d of 100 comparisons raised an alarm (unadjusted: %d)\n", alarms, raw);
+    assert_true(alarms <= 5);
+    assert_true(raw > 50);
+    /* drift below --threshold on a quiet machine (sigma 0.005): p is tiny, the change 3% */
+    alarms = fa_trials(0x27d2f7, 100, 0.005, 0, 1.03, 1, &raw);
+    assert_int_equal(alarms, 0);
+    assert_true(raw == 0); /* 3% is under the threshold either way */
+
+    /* and it still sees a real change: one metric doubled is caught in (nearly) every comparison */
+    alarms = fa_trials(0x27beef, 50, 0.05, 0.1, 1, 2, &raw);
+    fprintf(stderr, "one metric doubled: caught in %d of 50 comparisons\n", alarms);
+    assert_true(alarms >= 45);
+}
+
+/* ---- A/B: paired rounds ---- */
+
+#define AB_ROUNDS 16
+
+/* An A/B comparison of AB_ROUNDS rounds, each round's both sides scaled by a drift of up to
+ * +-30% (the machine changing between rounds, as between two separate runs), B's metric 0
+ * further by shift0; returns the rows of metric 0 that raised an alarm in *alarm0 and the
+ * alarms of the others. */
+static int ab_trial(uint64_t *s, double shift0, int *alarm0) {
+    fa_doc *a = calloc(AB_ROUNDS, sizeof(*a)), *b = calloc(AB_ROUNDS, sizeof(*b));
+    rr_doc *da = calloc(AB_ROUNDS, sizeof(*da)), *db = calloc(AB_ROUNDS, sizeof(*db));
+    assert_true(a && b && da && db);
+    for (int k = 0; k < AB_ROUNDS; k++) {
+        double drift = 1 + 0.3 * sin(k * 0.9), one[FA_METRICS], moved[FA_METRICS];
+        for (int q = 0; q < FA_METRICS; q++) one[q] = drift, moved[q] = q == 0 ? drift * shift0 : drift;
+        fa_fill(&a[k], s, 0.03, 0, one);
+        fa_fill(&b[k], s, 0.03, 0, moved);
+        for (int q = 0; q < FA_METRICS; q++) a[k].m[q].n = b[k].m[q].n = 1; /* one repetition a round */
+        a[k].v.m = a[k].m, b[k].v.m = b[k].m;
+        a[k].d.v = &a[k].v, b[k].d.v = &b[k].v;
+        da[k] = a[k].d, db[k] = b[k].d;
+    }
+    cmp_opts o = {.threshold = 0.05};
+    cmp_report rep = {0};
+    char err[128];
+    assert_int_equal(cmp_paired(da, db, AB_ROUNDS, &o, &rep, err, sizeof(err)), 0);
+    assert_int_equal(rep.rounds, AB_ROUNDS);
+    int others = 0;
+    *alarm0 = 0;
+    for (int i = 0; i < rep.n; i++) {
+        const cmp_row *r = &rep.rows[i];
+        int alarm = r->verdict == CMP_REGRESSED || r->verdict == CMP_IMPROVED;
+        if (!strcmp(r->metric, "t0_ms")) *alarm0 = alarm;
+        else others += alarm;
+    }
+    cmp_report_free(&rep);
+    free(a);
+    free(b);
+    free(da);
+    free(db);
+    return others;
+}
+
+/* Interleaved A/B (scripts/ab.sh, bench compare --ab): the rounds drift by up to 30%, A and B
+ * alike within a round; the paired test sees through it. A 10% slower metric is caught in
+ * nearly every comparison; the 39 unchanged ones raise no alarm beyond the stated 5% of the
+ * comparisons. */
+static void test_ab_paired(void **state) {
+    (void)state;
+    uint64_t s = 0xab27;
+    int caught = 0, false_alarm_trials = 0;
+    for (int t = 0; t < 60; t++) {
+        int a0, others = ab_trial(&s, 1.10, &a0);
+        caught += a0;
+        false_alarm_trials += others > 0;
+    }
+    fprintf(stderr, "A/B, 30%% drift: a 10%% change caught in %d of 60 comparisons; other metrics alarmed in %d\n",
+            caught, false_alarm_trials);
+    assert_true(caught >= 54);
+    assert_true(false_alarm_trials <= 3);
+    /* the exact signed-rank p: all of n differences one way is 2 / 2^n */
+    double d[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+    int pairs;
+    assert_float_equal(cmp_wilcoxon(d, 5, &pairs), 2.0 / 32, 1e-12);
+    assert_int_equal(pairs, 5);
+    assert_float_equal(cmp_wilcoxon(d, 10, &pairs), 2.0 / 1024, 1e-12);
+    /* zeros are dropped; symmetric differences say nothing */
+    double z[6] = {0, -1, 1, -2, 2, 0};
+    assert_float_equal(cmp_wilcoxon(z, 6, &pairs), 1.0, 1e-12);
+    assert_int_equal(pairs, 4);
+}
+
+/* scripts/ab.sh end to end: two rounds of a tiny scenario, A and B the same build (an A/A
+ * run); bench compare --ab pairs the rounds and says so. Two rounds cannot judge a time:
+ * exit 3, naming the rounds needed. */
+static void test_ab_script(void **state) {
+    (void)state;
+    char dir[600], sc[700], out[700], log[800], cmd[4000];
+    assert_non_null(tu_tmpdir(dir, sizeof(dir)));
+    snprintf(sc, sizeof(sc), "%s/ab.json", dir);
+    snprintf(out, sizeof(out), "%s/ab", dir);
+    snprintf(log, sizeof(log), "%s/ab.txt", dir);
+    FILE *o = fopen(sc, "w");
+    assert_non_null(o);
+    fprintf(o, "{\"name\": \"ab\", \"model\": {\"synth\": {\"shape\": \"tiny\", \"seed\": 3}},"
+               " \"workload\": {\"prompt_tokens\": 4, \"generate\": 4, \"seed\": 1}, \"cache\": \"warm\","
+               " \"repetitions\": 1, \"warmup\": 0, \"threads\": 1, \"matrix\": {\"loader\": [\"pread\", \"mmap\"]}}");
+    assert_int_equal(fclose(o), 0);
+    const char *bin = getenv("BENCH_BIN") ? getenv("BENCH_BIN") : "build/asan/bench";
+    snprintf(cmd, sizeof(cmd), "XDG_CACHE_HOME='%s/xdg' A_BENCH='%s' B_BENCH='%s' bash scripts/ab.sh '%s' 2 '%s' >'%s' 2>&1",
+             dir, bin, bin, sc, out, log);
+    int rc = WEXITSTATUS(system(cmd));
+    if (rc != CMP_EXIT_NOT_JUDGED) {
+        char err[128];
+        char *t = rr_slurp(log, NULL, err, sizeof(err));
+        fprintf(stderr, "%s\n", t ? t : err);
+        free(t);
+    }
+    assert_int_equal(rc, CMP_EXIT_NOT_JUDGED);
+    assert_true(file_has(log, "ab.sh: round 2 of 2"));
+    assert_true(file_has(log, "A/B interleaved: 2 rounds"));
+    assert_true(file_has(log, "too few rounds (2"));
+    /* a side with a missing round is refused, naming both counts */
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s/b/round-002' && '%s' compare --ab '%s' >'%s' 2>&1", out, bin, out, log);
+    assert_int_equal(WEXITSTATUS(system(cmd)), CMP_EXIT_USAGE);
+    assert_true(file_has(log, "2 rounds of A and 1 of B"));
+    tu_rmtree(dir);
+}
+
+static void test_holm(void **state) {
+    (void)state;
+    /* the textbook case: p = .01 .04 .03 .005 -> sorted .005 .01 .03 .04, times 4 3 2 1:
+     * .02 .03 .06 .04 -> running max .02 .03 .06 .06 */
+    double p[] = {0.01, 0.04, 0.03, 0.005, NAN}, adj[5];
+    cmp_holm(p, 5, adj);
+    assert_float_equal(adj[3], 0.02, 1e-12);
+    assert_float_equal(adj[0], 0.03, 1e-12);
+    assert_float_equal(adj[2], 0.06, 1e-12);
+    assert_float_equal(adj[1], 0.06, 1e-12);
+    assert_true(isnan(adj[4]));
+    /* the repetitions a side that can reach 0.05 / m: 4 for one metric, 8 for a hundred */
+    assert_int_equal(cmp_reps_needed(0.05), 4);
+    assert_int_equal(cmp_reps_needed(0.05 / 100), 8);
 }
 
 static void test_classify(void **state) {
@@ -276,7 +510,10 @@ static void test_three_repetitions_never_pass(void **state) {
     assert_non_null(nj);
     assert_true(nj < strstr(t, "variant")); /* above the table */
     assert_non_null(strstr(t, "too few repetitions (3+3"));
-    assert_non_null(strstr(t, "--repeat 4"));
+    /* how many repetitions would do, for the number of timed metrics tested together */
+    assert_non_null(strstr(t, "SCENARIO --repeat "));
+    assert_non_null(strstr(t, "timed metrics tested together"));
+    assert_non_null(strstr(t, "confounded by drift"));
     free(t);
 
     /* TPOT doubled, ranges apart: a regression even with 3 + 3, marked as untested */
@@ -492,6 +729,10 @@ int main(void) {
         cmocka_unit_test(test_time_in_alloc_is_a_time),
         cmocka_unit_test(test_mann_whitney),
         cmocka_unit_test(test_classify),
+        cmocka_unit_test(test_holm),
+        cmocka_unit_test(test_ab_paired),
+        cmocka_unit_test(test_ab_script),
+        cmocka_unit_test(test_false_alarms_at_most_stated_rate),
         cmocka_unit_test(test_same_build_passes),
         cmocka_unit_test(test_injected_regression_caught),
         cmocka_unit_test(test_edited_copy),

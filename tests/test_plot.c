@@ -67,6 +67,8 @@ static long file_size(const char *path) {
     return stat(path, &st) ? -1 : (long)st.st_size;
 }
 
+static int text_has(const char *path, const char *needle);
+
 static char *slurp(const char *path) {
     char err[256];
     return rr_slurp(path, NULL, err, sizeof(err));
@@ -120,6 +122,26 @@ static void test_figures_written_by_run(void **state) {
         /* the subtitle names only the curves that are drawn: the worker's samples give
          * reserved and live, not resident and wasted */
         if (!strcmp(want[i], "kv")) assert_null(strstr(script, "resident: its RSS"));
+        /* major faults are named for what they are, not "read from disk" (pread reads without
+         * faulting); an all-zero panel says "none" */
+        if (!strcmp(want[i], "faults")) {
+            assert_non_null(strstr(script, "waited for I/O"));
+            assert_null(strstr(script, "major faults (read from disk)"));
+            /* what each variant read from disk stands beside its major faults */
+            assert_non_null(strstr(script, "(read from disk: "));
+            rr_doc d;
+            char err[256];
+            assert_int_equal(rr_load(g->run, &d, err, sizeof(err)), 0);
+            double maj = 0;
+            static const char *const ph[] = {"majflt_load", "majflt_prefill", "majflt_decode"};
+            for (int v = 0; v < d.n; v++)
+                for (int k = 0; k < 3; k++) {
+                    double x = rr_summary_num(&d.v[v], ph[k], "median");
+                    if (isfinite(x)) maj += x;
+                }
+            rr_free(&d);
+            assert_int_equal(strstr(script, "none: no major fault") != NULL, maj == 0);
+        }
         free(script);
     }
     /* no ns/op metrics in an inference run: no allocator figure, and no error either */
@@ -284,11 +306,16 @@ static void test_without_gnuplot(void **state) {
     assert_non_null(r);
     int said = strstr(e, "gnuplot not found") != NULL, nofig = strstr(r, "No figures") != NULL;
     int table = strstr(r, "data-metric=\"ttft_ms\"") != NULL;
+    /* the table's rows in view; the other metrics folded away, under named groups */
+    const char *more = strstr(r, "<details id=\"more-metrics\">"), *ttft = strstr(r, "data-metric=\"ttft_ms\"");
+    const char *kv = strstr(r, "data-metric=\"mod.kv.bytes_reserved\""), *grp = strstr(r, ">KV cache module's counters (");
+    int folded = more && ttft && kv && grp && ttft < more && more < grp && grp < kv;
     free(e);
     free(r);
     assert_true(said);
     assert_true(nofig);
     assert_true(table);
+    assert_true(folded);
     struct stat st;
     char plots[900];
     snprintf(plots, sizeof(plots), "%s/plots", dir);
@@ -317,6 +344,12 @@ static void test_alloc_figure(void **state) {
     snprintf(png, sizeof(png), "%s/plots/alloc.png", dir);
     snprintf(svg, sizeof(svg), "%s/plots/alloc.svg", dir);
     assert_true(file_size(png) > 1000);
+    /* no inference phases in an allocator run: no faults figure, and the report says why */
+    char faults[900], skipped[900];
+    snprintf(faults, sizeof(faults), "%s/plots/faults.png", dir);
+    snprintf(skipped, sizeof(skipped), "%s/plots/faults.skipped", dir);
+    assert_int_equal(file_size(faults), -1);
+    assert_true(text_has(skipped, "allocator run has no inference phases"));
     char *sv = slurp(svg);
     assert_non_null(sv);
     static const char *const want[] = {"ns/op", "churn64", "lifo256", "libc", "arena", "relative to libc"};
@@ -344,6 +377,250 @@ static void test_alloc_figure(void **state) {
     free(script);
 }
 
+/* Strings from a scenario or results.json are anyone's (the reliability issue): a label with
+ * markup, a quote, a comma, ESC and BEL; status, written and git sha edited into markup. The
+ * terminal table and bench compare escape the control characters, results.csv doubles the
+ * quote inside its quoted field, report.html escapes every field; and with generate: 1 (no
+ * TPOT) the latency figure is drawn, not a gnuplot error. A synth model: no shared file. */
+static void test_hostile_text_escaped(void **state) {
+    (void)state;
+    char dir[600], sc[700], out[700], cmd[4000], path[900];
+    assert_non_null(tu_tmpdir(dir, sizeof(dir)));
+    snprintf(sc, sizeof(sc), "%s/hostile.json", dir);
+    snprintf(out, sizeof(out), "%s/out", dir);
+    FILE *o = fopen(sc, "w");
+    assert_non_null(o);
+    fprintf(o, "{\"name\": \"hostile\", \"model\": {\"synth\": {\"shape\": \"tiny\", \"seed\": 3}},"
+               " \"workload\": {\"prompt_tokens\": 4, \"generate\": 1, \"seed\": 1}, \"cache\": \"warm\","
+               " \"repetitions\": 1, \"warmup\": 0, \"threads\": 1, \"matrix\": {\"kv\": [{\"name\": \"prealloc\","
+               " \"label\": \"<b>x\\\"y,\\u001b[31mred\\u0007\"}, \"dynamic\"], \"fixed\": {\"loader\": \"mmap\"}}}");
+    assert_int_equal(fclose(o), 0);
+    const char *bin = getenv("BENCH_BIN") ? getenv("BENCH_BIN") : "build/asan/bench";
+    int gp = pl_gnuplot_found(NULL);
+    snprintf(cmd, sizeof(cmd), "XDG_CACHE_HOME='%s/xdg' %s '%s' run '%s' --out '%s' >'%s/table.txt' 2>'%s/run.err'",
+             dir, gp ? "env -u BENCH_GNUPLOT" : "env", bin, sc, out, dir, dir);
+    assert_int_equal(WEXITSTATUS(system(cmd)), 0);
+
+    snprintf(path, sizeof(path), "%s/table.txt", dir);
+    char *t = slurp(path);
+    assert_non_null(t);
+    int raw = strchr(t, 0x1b) || strchr(t, 0x07), shown = strstr(t, "<b>x\"y,\\x1b[31mred\\x07") != NULL;
+    free(t);
+    assert_false(raw);
+    assert_true(shown);
+
+    snprintf(path, sizeof(path), "%s/results.csv", out);
+    t = slurp(path);
+    assert_non_null(t);
+    int doubled = strstr(t, ",\"<b>x\"\"y,\x1b[31mred\x07\",") != NULL;
+    free(t);
+    assert_true(doubled);
+
+    if (gp) {
+        /* generate: 1 has TTFT and no TPOT: one panel, not "all points y value undefined" */
+        snprintf(path, sizeof(path), "%s/run.err", dir);
+        t = slurp(path);
+        assert_non_null(t);
+        int figerr = strstr(t, "figures:") != NULL;
+        free(t);
+        assert_false(figerr);
+        snprintf(path, sizeof(path), "%s/plots/latency.png", out);
+        assert_true(file_size(path) > 1000);
+        snprintf(path, sizeof(path), "%s/plots/latency.gp", out);
+        t = slurp(path);
+        assert_non_null(t);
+        int tpot = strstr(t, "TPOT") != NULL;
+        free(t);
+        assert_false(tpot);
+    } else {
+        fprintf(stderr, "test_plot: gnuplot not installed (scripts/deps.sh installs gnuplot-nox); the latency figure is not checked\n");
+    }
+
+    /* results.json's own fields made into markup, then the report drawn again */
+    rr_doc d;
+    char err[256];
+    assert_int_equal(rr_load(out, &d, err, sizeof(err)), 0);
+    cJSON *root = d.root;
+    d.root = NULL;
+    rr_free(&d);
+    cJSON_ReplaceItemInObjectCaseSensitive(root, "status", cJSON_CreateString("<script>alert(1)</script>"));
+    cJSON_ReplaceItemInObjectCaseSensitive(root, "written", cJSON_CreateString("<i>when</i>"));
+    cJSON *git = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "environment"), "git");
+    assert_non_null(git);
+    cJSON_ReplaceItemInObjectCaseSensitive(git, "sha", cJSON_CreateString("<img src=x onerror=alert(2)>"));
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    assert_non_null(text);
+    snprintf(path, sizeof(path), "%s/results.json", out);
+    o = fopen(path, "w");
+    assert_non_null(o);
+    fputs(text, o);
+    free(text);
+    assert_int_equal(fclose(o), 0);
+    snprintf(cmd, sizeof(cmd), "BENCH_GNUPLOT=/nonexistent/gnuplot '%s' plot '%s' 2>/dev/null", bin, out);
+    assert_int_equal(WEXITSTATUS(system(cmd)), 0);
+    snprintf(path, sizeof(path), "%s/report.html", out);
+    t = slurp(path);
+    assert_non_null(t);
+    int markup = strstr(t, "<script>alert") || strstr(t, "<i>when") || strstr(t, "<img src=x") || strstr(t, "<b>x");
+    int escaped = strstr(t, "&lt;script&gt;alert(1)") && strstr(t, "&lt;i&gt;when") && strstr(t, "&lt;img src=x");
+    free(t);
+    assert_false(markup);
+    assert_true(escaped);
+
+    /* bench compare of the run with itself, every row shown: no control character on the terminal */
+    snprintf(cmd, sizeof(cmd), "'%s' compare '%s' '%s' --all >'%s/cmp.txt' 2>&1", bin, out, out, dir);
+    assert_true(WEXITSTATUS(system(cmd)) != 2);
+    snprintf(path, sizeof(path), "%s/cmp.txt", dir);
+    t = slurp(path);
+    assert_non_null(t);
+    raw = strchr(t, 0x1b) || strchr(t, 0x07);
+    shown = strstr(t, "\\x1b[31mred") != NULL;
+    free(t);
+    assert_false(raw);
+    assert_true(shown);
+    tu_rmtree(dir);
+}
+
+/* Rewrites DIR/results.json through edit. */
+static void edit_results(const char *dir, void (*edit)(cJSON *root)) {
+    char path[900], err[256];
+    snprintf(path, sizeof(path), "%s/results.json", dir);
+    char *t = rr_slurp(path, NULL, err, sizeof(err));
+    assert_non_null(t);
+    cJSON *root = cJSON_Parse(t);
+    free(t);
+    assert_non_null(root);
+    edit(root);
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    assert_non_null(text);
+    FILE *o = fopen(path, "w");
+    assert_non_null(o);
+    fputs(text, o);
+    free(text);
+    assert_int_equal(fclose(o), 0);
+}
+
+/* every counted repetition on a busy machine; the first variant's TTFT with a CI far wider
+ * than its median */
+static void make_busy_and_noisy(cJSON *root) {
+    cJSON *r;
+    cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(root, "runs")) {
+        cJSON *ml = cJSON_GetObjectItemCaseSensitive(r, "machine_load");
+        assert_non_null(ml);
+        cJSON_ReplaceItemInObjectCaseSensitive(ml, "busy", cJSON_CreateTrue());
+        cJSON_ReplaceItemInObjectCaseSensitive(ml, "others_cpu", cJSON_CreateNumber(0.9));
+    }
+    cJSON *m = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(root, "summary"), 0), "metrics"),
+        "ttft_ms");
+    assert_non_null(m);
+    double med = cJSON_GetObjectItemCaseSensitive(m, "median")->valuedouble;
+    cJSON *ci = cJSON_CreateArray();
+    cJSON_AddItemToArray(ci, cJSON_CreateNumber(med - 20 * med));
+    cJSON_AddItemToArray(ci, cJSON_CreateNumber(med + 20 * med));
+    cJSON_ReplaceItemInObjectCaseSensitive(m, "ci95", ci);
+}
+
+/* as after Ctrl-C before any repetition finished: nothing counted */
+static void make_uncounted(cJSON *root) {
+    cJSON *r;
+    cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(root, "runs"))
+        cJSON_ReplaceItemInObjectCaseSensitive(r, "counted", cJSON_CreateFalse());
+    cJSON_ReplaceItemInObjectCaseSensitive(root, "status", cJSON_CreateString("interrupted"));
+    cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(root, "summary")) {
+        cJSON_ReplaceItemInObjectCaseSensitive(r, "repetitions_counted", cJSON_CreateNumber(0));
+        cJSON_ReplaceItemInObjectCaseSensitive(r, "metrics", cJSON_CreateObject());
+    }
+}
+
+static int text_has(const char *path, const char *needle) {
+    char *t = slurp(path);
+    int found = t && strstr(t, needle);
+    free(t);
+    return found;
+}
+
+/* bench show prints the table of a results folder; every repetition records the machine's
+ * load, and a busy machine is warned about in the table and the report; a CI wider than its
+ * value reads "(noise)"; a run with nothing counted does not blame gnuplot nor promise
+ * medians; "bench genrate" gets the command meant. A synth model: no shared file. */
+static void test_show_busy_noise(void **state) {
+    (void)state;
+    char dir[600], sc[700], out[700], cmd[4000], txt[800], html[800];
+    assert_non_null(tu_tmpdir(dir, sizeof(dir)));
+    snprintf(sc, sizeof(sc), "%s/show.json", dir);
+    snprintf(out, sizeof(out), "%s/out", dir);
+    snprintf(txt, sizeof(txt), "%s/show.txt", dir);
+    snprintf(html, sizeof(html), "%s/report.html", out);
+    FILE *o = fopen(sc, "w");
+    assert_non_null(o);
+    fprintf(o, "{\"name\": \"show\", \"model\": {\"synth\": {\"shape\": \"tiny\", \"seed\": 3}},"
+               " \"workload\": {\"prompt_tokens\": 4, \"generate\": 4, \"seed\": 1}, \"cache\": \"warm\","
+               " \"repetitions\": 2, \"warmup\": 0, \"threads\": 1, \"matrix\": {\"loader\": [\"pread\", \"mmap\"]}}");
+    assert_int_equal(fclose(o), 0);
+    const char *bin = getenv("BENCH_BIN") ? getenv("BENCH_BIN") : "build/asan/bench";
+    snprintf(cmd, sizeof(cmd), "XDG_CACHE_HOME='%s/xdg' BENCH_GNUPLOT=/nonexistent/gnuplot '%s' run '%s' --out '%s' >/dev/null 2>&1",
+             dir, bin, sc, out);
+    assert_int_equal(WEXITSTATUS(system(cmd)), 0);
+
+    /* each repetition recorded the machine's load, as fractions of this machine's CPUs */
+    rr_doc d;
+    char err[256];
+    assert_int_equal(rr_load(out, &d, err, sizeof(err)), 0);
+    int runs = 0, sane = 1;
+    const cJSON *r;
+    cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(d.root, "runs")) {
+        const cJSON *ml = cJSON_GetObjectItemCaseSensitive(r, "machine_load");
+        const cJSON *cpus = cJSON_GetObjectItemCaseSensitive(ml, "cpus"), *oth = cJSON_GetObjectItemCaseSensitive(ml, "others_cpu");
+        sane &= cJSON_IsNumber(cpus) && cpus->valueint == (int)sysconf(_SC_NPROCESSORS_ONLN);
+        sane &= cJSON_IsNull(oth) || (cJSON_IsNumber(oth) && oth->valuedouble >= 0 && oth->valuedouble <= 1);
+        sane &= cJSON_IsBool(cJSON_GetObjectItemCaseSensitive(ml, "busy"));
+        runs++;
+    }
+    rr_free(&d);
+    assert_int_equal(runs, 4);
+    assert_true(sane);
+
+    /* the table of the folder, as bench run printed it */
+    snprintf(cmd, sizeof(cmd), "'%s' show '%s' >'%s' 2>&1", bin, out, txt);
+    assert_int_equal(WEXITSTATUS(system(cmd)), 0);
+    assert_true(text_has(txt, "repetitions counted"));
+    assert_true(text_has(txt, "TTFT (ms)"));
+    assert_true(text_has(txt, "pread"));
+    assert_true(text_has(txt, "2 repetitions per variant"));
+
+    /* busy and noisy */
+    edit_results(out, make_busy_and_noisy);
+    assert_int_equal(WEXITSTATUS(system(cmd)), 0);
+    assert_true(text_has(txt, "Warning: busy machine: in 4 of 4 counted repetitions other processes used up to 90%"));
+    assert_true(text_has(txt, "(noise)"));
+    snprintf(cmd, sizeof(cmd), "BENCH_GNUPLOT=/nonexistent/gnuplot '%s' plot '%s' >/dev/null 2>&1", bin, out);
+    assert_int_equal(WEXITSTATUS(system(cmd)), 0);
+    assert_true(text_has(html, "id=\"busy-machine\""));
+    assert_true(text_has(html, "(noise)"));
+
+    /* nothing counted: gnuplot is not the reason there are no figures */
+    edit_results(out, make_uncounted);
+    snprintf(cmd, sizeof(cmd), "%s '%s' plot '%s' >/dev/null 2>&1", pl_gnuplot_found(NULL) ? "env -u BENCH_GNUPLOT" : "env",
+             bin, out);
+    assert_int_equal(WEXITSTATUS(system(cmd)), 0);
+    if (pl_gnuplot_found(NULL)) assert_false(text_has(html, "gnuplot was not found"));
+    assert_true(text_has(html, "no repetition was counted"));
+    assert_false(text_has(html, "enough for the medians"));
+    snprintf(cmd, sizeof(cmd), "'%s' show '%s' >'%s' 2>&1", bin, out, txt);
+    assert_int_equal(WEXITSTATUS(system(cmd)), 0);
+    assert_true(text_has(txt, "No repetition was counted"));
+    assert_false(text_has(txt, "enough for the medians"));
+
+    /* a near miss of a command */
+    snprintf(cmd, sizeof(cmd), "'%s' genrate >'%s' 2>&1", bin, txt);
+    assert_int_equal(WEXITSTATUS(system(cmd)), 2);
+    assert_true(text_has(txt, "did you mean generate?"));
+    tu_rmtree(dir);
+}
+
 static void test_plot_bad_input(void **state) {
     (void)state;
     if (!g->ran) skip();
@@ -364,6 +641,8 @@ int main(void) {
         cmocka_unit_test(test_kv_figure_skipped_when_identical),
         cmocka_unit_test(test_alloc_figure),
         cmocka_unit_test(test_plot_bad_input),
+        cmocka_unit_test(test_hostile_text_escaped),
+        cmocka_unit_test(test_show_busy_noise),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

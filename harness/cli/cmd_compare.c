@@ -1,4 +1,5 @@
 /* bench compare A B: what changed between two runs, and is it a regression. */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,13 +10,17 @@
 
 static void compare_usage(FILE *f) {
     fprintf(f,
-            "usage: bench compare A B [--threshold 5%%] [--format table|markdown|json] [--brief]\n"
+            "usage: bench compare A B | --ab DIR  [--threshold 5%%] [--format table|markdown|json] [--all | --brief]\n"
             "                     [--deterministic-only] [--ratio METRIC:AXIS=V/AXIS=W[:FACTOR]]...\n\n"
             "Compares run B against run A (results directories or results.json files), per variant\n"
             "(matched by key) and metric: A and B medians, the change, the test and a verdict.\n"
-            "  timed metrics (ms, tok/s, ns/op): Mann-Whitney U on the repetitions, alpha 0.05;\n"
-            "      \"too few repetitions\" below 4 + 4; a regression is beyond noise and worse\n"
-            "      than --threshold (default 5%%)\n"
+            "  timed metrics (ms, tok/s, ns/op): Mann-Whitney U on the repetitions, its p adjusted by\n"
+            "      Holm over every timed metric compared (at most 5%% chance of any false alarm);\n"
+            "      \"too few repetitions\" when even the most extreme ranking could not reach that\n"
+            "      (4 + 4 for one metric, 8 + 8 for a hundred); a regression is beyond noise and worse\n"
+            "      than its noise floor: the larger of --threshold (default 5%%) and the two runs' own\n"
+            "      spreads added (IQR / median). Two separate runs are confounded by drift (the machine\n"
+            "      changes between them): the output says so, and only changes above the floor count.\n"
             "  page faults: tolerance 5%% + 16; memory (MiB): 2%% + 0.25 MiB; module counters\n"
             "      (bytes, allocations, grow events): exact. A change in the worse direction is a\n"
             "      regression.\n"
@@ -26,6 +31,10 @@ static void compare_usage(FILE *f) {
             "  --ratio SPEC          gate a ratio inside each run: METRIC of the variants with AXIS=V\n"
             "                        over those with AXIS=W (other axes equal); B's ratio must stay\n"
             "                        within FACTOR (default 1.5) of A's\n"
+            "  --ab DIR              an interleaved A/B run of scripts/ab.sh (DIR/a/round-*, DIR/b/round-*):\n"
+            "                        times judged on paired differences, round by round (Wilcoxon\n"
+            "                        signed-rank, Holm), free of the drift between two separate runs\n"
+            "  --all                 every row (the default shows what changed or could not be judged)\n"
             "  --brief               only the rows that changed\n\n"
             "      With fewer repetitions, a change of more than 50%% with the two runs' ranges apart\n"
             "      (2 + 2 repetitions at least) is flagged anyway, marked \"(far)\".\n\n"
@@ -41,11 +50,67 @@ static void compare_usage(FILE *f) {
             "      --ratio mod.kv.bytes_reserved:kv=prealloc/kv=dynamic\n");
 }
 
+static int cmp_name_order(const void *x, const void *y) { return strcmp(*(char *const *)x, *(char *const *)y); }
+
+/* The rounds of one side of an A/B folder (scripts/ab.sh): DIR/SIDE/round-*, loaded in name
+ * order into *docs. Returns their count, or -1 with err. */
+static int ab_load(const char *dir, const char *side, rr_doc **docs, char *err, size_t errlen) {
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", dir, side);
+    *docs = NULL;
+    DIR *dp = opendir(path);
+    if (!dp) {
+        snprintf(err, errlen, "%.900s: not an A/B folder of scripts/ab.sh (no %s/ in it)", dir, side);
+        return -1;
+    }
+    char **names = NULL;
+    int n = 0, cap = 0, rc = -1;
+    for (struct dirent *e; (e = readdir(dp));) {
+        /* the rounds' folders, not their logs (round-NNN.log) */
+        if (strncmp(e->d_name, "round-", 6) || strchr(e->d_name, '.')) continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            char **nn = realloc(names, sizeof(*nn) * (size_t)cap);
+            if (!nn) goto out;
+            names = nn;
+        }
+        if (!(names[n] = strdup(e->d_name))) goto out;
+        n++;
+    }
+    if (!n) {
+        snprintf(err, errlen, "%.900s: no round-* folders: scripts/ab.sh has not finished a round", path);
+        goto out;
+    }
+    qsort(names, (size_t)n, sizeof(*names), cmp_name_order);
+    *docs = calloc((size_t)n, sizeof(**docs));
+    if (!*docs) goto out;
+    for (int i = 0; i < n; i++) {
+        char rp[4400];
+        snprintf(rp, sizeof(rp), "%s/%s", path, names[i]);
+        if (rr_load(rp, &(*docs)[i], err, errlen)) {
+            for (int k = 0; k < i; k++) rr_free(&(*docs)[k]);
+            free(*docs);
+            *docs = NULL;
+            goto out;
+        }
+    }
+    rc = n;
+out:
+    if (rc < 0 && !err[0]) snprintf(err, errlen, "out of memory");
+    for (int i = 0; i < n; i++) free(names[i]);
+    free(names);
+    closedir(dp);
+    return rc;
+}
+
 int cmd_compare(int argc, char **argv) {
-    const char *pa = NULL, *pb = NULL;
+    const char *pa = NULL, *pb = NULL, *ab = NULL;
+    rr_doc *ra = NULL, *rb = NULL;
+    int na = 0, nb = 0;
     cmp_opts o = {.threshold = 0.05};
     cmp_format fmt = CMP_FMT_TABLE;
-    int brief = 0, nratios = 0;
+    cmp_show show = CMP_SHOW_CHANGED;
+    int nratios = 0;
     cmp_ratio *ratios = calloc((size_t)argc, sizeof(*ratios));
     char err[1024];
     int rc = 2;
@@ -84,16 +149,38 @@ int cmd_compare(int argc, char **argv) {
                 goto out;
             }
             nratios++;
-        } else if (!strcmp(x, "--brief")) brief = 1;
+        } else if (!strcmp(x, "--ab") && v) {
+            ab = argv[++i];
+        } else if (!strcmp(x, "--brief")) show = CMP_SHOW_BRIEF;
+        else if (!strcmp(x, "--all")) show = CMP_SHOW_ALL;
         else if (!strcmp(x, "--deterministic-only")) o.deterministic_only = 1;
         else if (x[0] != '-' && !pa) pa = x;
         else if (x[0] != '-' && !pb) pb = x;
         else {
-            static const char *const known[] = {"--threshold", "--format", "--ratio", "--brief", "--deterministic-only",
+            static const char *const known[] = {"--threshold", "--format", "--ratio", "--brief", "--all", "--ab", "--deterministic-only",
                                                 "--help", NULL};
             cli_bad_arg(stderr, "compare", x, known);
             goto out;
         }
+    }
+    if (ab) {
+        err[0] = 0;
+        if (pa || (na = ab_load(ab, "a", &ra, err, sizeof(err))) < 0 || (nb = ab_load(ab, "b", &rb, err, sizeof(err))) < 0) {
+            fprintf(stderr, "bench compare: %s\n", pa ? "--ab DIR takes no other runs (bench compare --ab DIR)" : err);
+            goto out;
+        }
+        if (na != nb) {
+            fprintf(stderr, "bench compare: %s: %d rounds of A and %d of B: an unfinished round? (pairs need both)\n", ab,
+                    na, nb);
+            goto out;
+        }
+        if (cmp_paired(ra, rb, na, &o, &rep, err, sizeof(err))) {
+            fprintf(stderr, "bench compare: %s\n", err);
+            goto out;
+        }
+        cmp_print(stdout, &rep, fmt, show, &o);
+        rc = cmp_exit_status(&rep);
+        goto out;
     }
     if (!pa || !pb) {
         fprintf(stderr, "bench compare: which two runs? (bench compare A B)\n\n");
@@ -114,9 +201,13 @@ int cmd_compare(int argc, char **argv) {
                     ratios[i].num, ratios[i].den);
             goto out;
         }
-    cmp_print(stdout, &rep, fmt, brief, &o);
+    cmp_print(stdout, &rep, fmt, show, &o);
     rc = cmp_exit_status(&rep);
 out:
+    for (int i = 0; ra && i < na; i++) rr_free(&ra[i]);
+    for (int i = 0; rb && i < nb; i++) rr_free(&rb[i]);
+    free(ra);
+    free(rb);
     cmp_report_free(&rep);
     rr_free(&a);
     rr_free(&b);

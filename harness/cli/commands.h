@@ -10,6 +10,7 @@ int cmd_list(int argc, char **argv);       /* bench list                        
 int cmd_generate(int argc, char **argv);   /* bench generate ...                  (harness/cli/cmd_generate.c) */
 int cmd_model(int argc, char **argv);      /* bench model info|convert|synth ...  (harness/cli/cmd_model.c) */
 int cmd_plot(int argc, char **argv);       /* bench plot RESULTS_DIR              (harness/cli/cmd_plot.c) */
+int cmd_show(int argc, char **argv);       /* bench show RESULTS_DIR              (harness/cli/cmd_show.c) */
 int cmd_compare(int argc, char **argv);    /* bench compare A B                   (harness/cli/cmd_compare.c) */
 int cmd_history(int argc, char **argv);    /* bench history results/<scenario>    (harness/cli/cmd_history.c) */
 int cmd_plan(int argc, char **argv);       /* bench plan SCENARIO --shards N      (harness/cli/cmd_plan.c) */

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "harness/cli/cliargs.h"
 #include "kinds.h"
 
 #if defined(__has_include)
@@ -31,6 +32,7 @@ static const command commands[] = {
     {"tokenize", "a vocabulary's token ids for a text (no weights needed)", cmd_tokenize, 0},
     {"exec", "one repetition of one variant in this process, for perf and valgrind", cmd_exec, 0},
     {"plot", "figures (PNG, SVG) and report.html of a results directory", cmd_plot, 0},
+    {"show", "the summary table of a results directory (a finished, interrupted or merged run)", cmd_show, 0},
     {"compare", "compare two runs: changes, noise test, verdicts; exit 1 on a regression", cmd_compare, 0},
     {"history", "plot each metric across the runs of a scenario, by commit time", cmd_history, 0},
     {"plan", "split a scenario's variants x repetitions into shards for several machines", cmd_plan, 0},
@@ -83,6 +85,18 @@ int main(int argc, char **argv) {
     }
     for (const command *c = commands; c->name; c++)
         if (!strcmp(argv[1], c->name)) return c->fn(argc - 1, argv + 1);
+    /* a near miss gets the command meant ("bench genrate": did you mean generate?) */
+    const char *names[sizeof(commands) / sizeof(commands[0])];
+    int k = 0;
+    for (const command *c = commands; c->name; c++)
+        if (!c->hidden) names[k++] = c->name;
+    names[k] = NULL;
+    const char *near = cli_nearest(argv[1], names);
+    if (near) {
+        fprintf(stderr, "bench: unknown command \"%s\": did you mean %s? (bench --help lists the commands)\n", argv[1],
+                near);
+        return 2;
+    }
     fprintf(stderr, "bench: unknown command \"%s\"\n\n", argv[1]);
     usage(stderr);
     return 2;

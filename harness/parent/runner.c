@@ -534,6 +534,7 @@ static int rn_one(const scenario *s, const rn_model_files *mf, const rn_opts *o,
     struct timespec wall;
     clock_gettime(CLOCK_REALTIME, &wall);
     run->wall_start_ms = (int64_t)wall.tv_sec * 1000 + wall.tv_nsec / 1000000;
+    sl_read(&run->load_start);
     int64_t t0 = rn_now_ns();
     rn_cache(s, mf, v, run);
     run->nproc = s->processes;
@@ -614,6 +615,7 @@ static int rn_one(const scenario *s, const rn_model_files *mf, const rn_opts *o,
         if (p->status != RN_OK && run->status == RN_OK) run->status = p->status;
     }
     run->seconds = (double)(rn_now_ns() - t0) * 1e-9;
+    sl_read(&run->load_end);
     return 0;
 }
 

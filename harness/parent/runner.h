@@ -27,6 +27,7 @@
 #include <sys/resource.h>
 #include <sys/types.h>
 
+#include "harness/parent/sysload.h"
 #include "harness/parent/perfev.h"
 #include "harness/parent/procmem.h"
 #include "harness/spec/scenario.h"
@@ -139,6 +140,7 @@ typedef struct rn_run {
     rn_status status;               /* RN_OK when every process is */
     int nproc;
     rn_proc *procs;                 /* (nproc) */
+    sl_snap load_start, load_end;   /* the machine's load around the repetition (sysload.h) */
 } rn_run;
 
 typedef struct rn_model_files {

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include "harness/report/escape.h"
 
 static const rs_metric *aw_find(const rs_summary *sum, int variant, const char *name) {
     for (int i = 0; i < sum->n; i++) {
@@ -45,16 +46,17 @@ void aw_print_table(FILE *f, const rs_input *in, const rs_summary *sum) {
     int cw = 16;
     for (size_t ri = 0; ri < sizeof(rows) / sizeof(rows[0]); ri++) {
         const aw_row *row = &rows[ri];
+        char t[256]; /* labels are the scenario's: control characters escaped (escape.h) */
         fprintf(f, "\n%s (median of %d)%s%s%s\n", row->title, s->repetitions, row->ratio ? "; x: relative to " : "",
-                row->ratio ? al->v[base].label : "", row->ratio ? " = 1.00x" : "");
+                row->ratio ? es_term(t, sizeof(t), al->v[base].label) : "", row->ratio ? " = 1.00x" : "");
         fprintf(f, "%-14s", "workload");
-        for (int a = 0; a < al->n; a++) fprintf(f, " %*.*s", cw, cw, al->v[a].label);
+        for (int a = 0; a < al->n; a++) fprintf(f, " %*.*s", cw, cw, es_term(t, sizeof(t), al->v[a].label));
         fputc('\n', f);
         for (int wi = 0; wi < wl->n; wi++) {
             int any = 0;
             for (int a = 0; a < al->n; a++) any |= s->variants[wi * al->n + a].selected;
             if (!any) continue;
-            fprintf(f, "%-14.14s", wl->v[wi].label);
+            fprintf(f, "%-14.14s", es_term(t, sizeof(t), wl->v[wi].label));
             const rs_metric *bm = aw_find(sum, wi * al->n + base, row->metric);
             for (int a = 0; a < al->n; a++) {
                 const rs_metric *m = aw_find(sum, wi * al->n + a, row->metric);

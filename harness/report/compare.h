@@ -6,14 +6,25 @@
  * kept in results.json); a file written before metrics declared them gets the classes its
  * names were given then (mc_legacy: cmp_classify, cmp_direction):
  *   CMP_TIMED  times and rates (ms, tok/s, ns/op): noisy. Two-sided Mann-Whitney U
- *              test on the raw values of the counted repetitions, alpha 0.05, exact
- *              distribution; when even the most extreme ranking could not reach
- *              alpha (fewer than 4 + 4 repetitions) the verdict is "too few
+ *              test on the raw values of the counted repetitions, exact distribution,
+ *              its p adjusted by Holm's step-down over every timed metric of the
+ *              comparison (m of them), so that the chance of any false alarm in the
+ *              whole comparison is at most alpha = 0.05 (one metric alone: m = 1).
+ *              When even the most extreme ranking could not reach alpha / m (below
+ *              4 + 4 repetitions for m = 1, 8 + 8 for m = 100) the verdict is "too few
  *              repetitions" and the metric counts as not judged, unless the change
  *              is far beyond any plausible noise: more than CMP_FAR_CHANGE with the
- *              two runs' ranges apart, at least 2 + 2 repetitions. That is reported
- *              as a regression (or improvement) marked "far" (row.far), since no
- *              test backs it. A regression is beyond noise AND worse than --threshold.
+ *              two runs' ranges apart (beyond both runs' whole spread), at least 2 + 2
+ *              repetitions. That is reported as a regression (or improvement) marked
+ *              "far" (row.far), since no test backs it.
+ *              Two separate runs are not exchangeable: drift between them (clock,
+ *              heat, other load, page cache) moves times alike, and no test on them
+ *              can tell it from a change. So a change counts only above its noise
+ *              floor: the larger of --threshold and the two runs' own spreads added
+ *              (each its interquartile range over its median: the medians must move
+ *              further than both runs' middle halves are wide); the output says so. A
+ *              regression
+ *              is beyond noise (adjusted p < alpha) AND worse than the floor.
  *   CMP_FAULTS page faults: deterministic up to the process's own start-up (the
  *              dynamic loader, libc); tolerance 5% + 16 faults.
  *   CMP_MEMORY RSS/PSS by region and total (MiB): deterministic up to a few pages of
@@ -75,6 +86,10 @@ typedef struct cmp_row {
     double a, b;                /* medians; NAN when absent */
     double change;              /* (b - a) / |a|; NAN when a == 0 and b != 0 */
     double p;                   /* Mann-Whitney two-sided p, NAN when not tested */
+    double p_adj;               /* p adjusted by Holm over the comparison's timed metrics; NAN when not tested */
+    double floor;               /* timed: the relative change a verdict needs (noise floor); NAN otherwise */
+    int worse;                  /* > 0 B is worse, < 0 better, 0 no direction or equal */
+    int apart;                  /* the two runs' ranges do not overlap */
     char test[64];              /* "U p=0.029", "too few repetitions", "tol 5%+16" */
     cmp_verdict verdict;
     int gated;                  /* counts towards the exit status */
@@ -95,7 +110,10 @@ typedef struct cmp_report {
      * (and no far change), or one present in only one run */
     int not_judged, not_judged_few, not_judged_missing;
     int few_na, few_nb;         /* the repetitions of the first too-few row, for the message */
+    int timed_m;                /* the timed metrics tested together (Holm's m) */
+    int few_need;               /* repetitions a side that could reach alpha / timed_m */
     char a_name[4200], b_name[4200];
+    int rounds;                 /* an A/B comparison (cmp_paired): its rounds; 0 for two separate runs */
 } cmp_report;
 
 /* The class and direction of a metric of a file that declares none (mc_legacy). */
@@ -118,6 +136,17 @@ void cmp_metric(const rr_series *a, const rr_series *b, const char *metric, cons
 
 /* Compares every variant (matched by key) and metric of b against a. */
 int cmp_docs(const rr_doc *a, const rr_doc *b, const cmp_opts *o, cmp_report *out, char *err, size_t errlen);
+/* An interleaved A/B comparison (scripts/ab.sh): a[k] and b[k] are round k's runs of the two
+ * builds, made back to back (in ABBA order), n rounds. Deterministic figures are judged as
+ * by cmp_docs on all rounds together; a timed metric on its paired differences, round by
+ * round (B's median less A's), by the exact Wilcoxon signed-rank test, Holm-adjusted over
+ * the timed metrics, and a change must exceed --threshold: drift slower than a round
+ * cancels in each pair, so no noise floor beyond that is needed. */
+int cmp_paired(const rr_doc *a, const rr_doc *b, int n, const cmp_opts *o, cmp_report *out, char *err, size_t errlen);
+/* Two-sided exact Wilcoxon signed-rank p of n differences (zeros dropped, ties at mid-rank);
+ * NAN when none is left. *pairs: the differences that counted. */
+double cmp_wilcoxon(const double *d, int n, int *pairs);
+
 /* "METRIC:NUM/DEN[:FACTOR]" -> r. */
 int cmp_parse_ratio(const char *spec, cmp_ratio *r, char *err, size_t errlen);
 /* Adds one row per matched pair of variants. Returns the number of pairs found. */
@@ -133,8 +162,19 @@ enum {
 };
 int cmp_exit_status(const cmp_report *r);
 
+/* Holm's step-down adjustment of m p-values (NAN entries are left out of the family and
+ * stay NAN): adj[i] = max over the j-th smallest p up to p[i] of min(1, (m - j + 1) p_(j)). */
+void cmp_holm(const double *p, int n, double *adj);
+/* The fewest repetitions a side whose most extreme ranking reaches p <= level (two-sided). */
+int cmp_reps_needed(double level);
+
 typedef enum cmp_format { CMP_FMT_TABLE, CMP_FMT_MARKDOWN, CMP_FMT_JSON } cmp_format;
-/* brief: only rows that are not SAME/NOISE/SHOWN. */
-void cmp_print(FILE *f, const cmp_report *r, cmp_format fmt, int brief, const cmp_opts *o);
+/* Which rows: */
+typedef enum cmp_show {
+    CMP_SHOW_ALL,               /* --all: every row */
+    CMP_SHOW_CHANGED,           /* the default: what changed, and what could not be judged */
+    CMP_SHOW_BRIEF,             /* --brief: what changed (the CI gate) */
+} cmp_show;
+void cmp_print(FILE *f, const cmp_report *r, cmp_format fmt, cmp_show show, const cmp_opts *o);
 
 #endif

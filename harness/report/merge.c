@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "harness/report/escape.h"
 #include "harness/report/resread.h"
 #include "harness/report/results.h"
 #include "harness/spec/stats.h"
@@ -805,10 +806,19 @@ int mg_write(const cJSON *doc, const char *dir, char *err, size_t errlen) {
             double lo = cJSON_IsNumber(cJSON_GetArrayItem(ci, 0)) ? cJSON_GetArrayItem(ci, 0)->valuedouble : NAN;
             double hi = cJSON_IsNumber(cJSON_GetArrayItem(ci, 1)) ? cJSON_GetArrayItem(ci, 1)->valuedouble : NAN;
 #define MG_NUM(k) (cJSON_IsNumber(mg_get(m, k)) ? mg_get(m, k)->valuedouble : NAN)
-            fprintf(f, "%d,\"%s\",\"%s\",%s,%s,%d,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%d,\"%s\"\n", mg_int(s, "variant", -1),
-                    mg_str(s, "label"), mg_str(s, "key"), m->string, mg_str(m, "unit") ? mg_str(m, "unit") : "",
-                    mg_int(m, "n", 0), MG_NUM("median"), MG_NUM("mean"), MG_NUM("stddev"), MG_NUM("min"), MG_NUM("max"),
-                    lo, hi, cJSON_GetArraySize(mg_get(m, "outliers")), tl ? tl : "");
+            /* as bench run's: labels, keys and machine types quoted, any quote doubled */
+            fprintf(f, "%d,", mg_int(s, "variant", -1));
+            es_csv(f, mg_str(s, "label"), 1);
+            fputc(',', f);
+            es_csv(f, mg_str(s, "key"), 1);
+            fputc(',', f);
+            es_csv(f, m->string, 0);
+            fputc(',', f);
+            es_csv(f, mg_str(m, "unit"), 0);
+            fprintf(f, ",%d,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%d,", mg_int(m, "n", 0), MG_NUM("median"), MG_NUM("mean"),
+                    MG_NUM("stddev"), MG_NUM("min"), MG_NUM("max"), lo, hi, cJSON_GetArraySize(mg_get(m, "outliers")));
+            es_csv(f, tl, 1);
+            fputc('\n', f);
 #undef MG_NUM
         }
     }

@@ -133,6 +133,9 @@ void mt_proc(const scenario *s, const rn_proc *p, mt_bag *b) {
         }
     mt_add(b, "minflt_total", "count", MT_FAULTS, (double)p->ru.ru_minflt);
     mt_add(b, "majflt_total", "count", MT_FAULTS, (double)p->ru.ru_majflt);
+    /* what the worker read from disk, not from the page cache (ru_inblock: 512-byte blocks):
+     * pread's reads of a cold model show here, though they are not page faults */
+    mt_add(b, "disk_read_mib", "MiB", MT_INFO, (double)p->ru.ru_inblock * 512.0 / (1024.0 * 1024.0));
     mt_add(b, "nvcsw", "count", MT_INFO, (double)p->ru.ru_nvcsw);
     mt_add(b, "nivcsw", "count", MT_INFO, (double)p->ru.ru_nivcsw);
     mt_add(b, "user_ms", "ms", MT_TIME_LO, p->ru.ru_utime.tv_sec * 1e3 + p->ru.ru_utime.tv_usec * 1e-3);

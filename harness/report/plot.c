@@ -266,37 +266,53 @@ static int pl_fig_rss(const rr_doc *d, FILE *f, FILE *b, int *h) {
 
 static int pl_fig_latency(const rr_doc *d, FILE *f, FILE *b) {
     int rows = 0;
+    /* per panel: whether any variant has a value, and the top of its whiskers, so that the
+     * y range holds every CI (autoscale cut them) and a panel without data is not drawn
+     * (generate: 1 has no TPOT: gnuplot fails on "all points y value undefined") */
+    static const char *const ms[] = {"ttft_ms", "tpot_ms"};
+    int has[2] = {0, 0};
+    double top[2] = {0, 0};
     fprintf(f, "$lat << EOD\n# x label ttft_mean lo hi median tpot_mean lo hi median (ms)\n");
     for (int i = 0; i < d->n; i++) {
         const rr_variant *v = &d->v[i];
         if (!rr_summary_metric(v, "ttft_ms") && !rr_summary_metric(v, "tpot_ms")) continue;
         fprintf(f, "%d ", i);
         pl_quote(f, v->label);
-        static const char *const ms[] = {"ttft_ms", "tpot_ms"};
         for (int k = 0; k < 2; k++) {
-            pl_num(f, rr_summary_num(v, ms[k], "mean"));
-            pl_num(f, rr_summary_num(v, ms[k], "ci_lo"));
-            pl_num(f, rr_summary_num(v, ms[k], "ci_hi"));
-            pl_num(f, rr_summary_num(v, ms[k], "median"));
+            static const char *const st[] = {"mean", "ci_lo", "ci_hi", "median"};
+            for (int q = 0; q < 4; q++) {
+                double x = rr_summary_num(v, ms[k], st[q]);
+                pl_num(f, x);
+                if (isfinite(x)) {
+                    has[k] = 1;
+                    top[k] = fmax(top[k], x);
+                }
+            }
         }
         fputc('\n', f);
         rows++;
     }
     fprintf(f, "EOD\n");
-    if (!rows) return 0;
-    fprintf(b, "  set multiplot layout 1,2 title \"%s: latency per variant (bars: mean with 95%% CI of the mean; dots: median)\"\n",
-            d->scenario);
+    if (!rows || !(has[0] || has[1])) return 0;
+    fprintf(b, "  set multiplot layout 1,%d title \"%s: latency per variant (bars: mean with 95%% CI of the mean; dots: median)\"\n",
+            has[0] + has[1], d->scenario);
+    /* the key below the panel, not on the tallest bar nor under the title */
     fprintf(b, "  set style fill solid 0.45 border -1\n  set boxwidth 0.6\n  set xtics rotate by -30 noenhanced\n"
-               "  set yrange [0:*]\n  set grid ytics\n  set key top left\n  set xrange [-0.7:%d.7]\n",
+               "  set grid ytics\n  set key outside bottom center horizontal reverse Left\n  set xrange [-0.7:%d.7]\n",
             d->n - 1);
-    fputs("  set title \"time to first token\"\n  set ylabel \"TTFT (ms)\"\n"
-               "  plot $lat using 1:3:xtic(2) with boxes lc rgb \"#1f77b4\" title \"mean\", "
-               "'' using 1:3:4:5 with yerrorbars pt 0 lw 1.5 lc rgb \"black\" title \"95% CI\", "
-               "'' using 1:6 with points pt 7 ps 1 lc rgb \"#d62728\" title \"median\"\n", b);
-    fputs("  set title \"time per output token (decode)\"\n  set ylabel \"TPOT (ms)\"\n"
-               "  plot $lat using 1:7:xtic(2) with boxes lc rgb \"#ff7f0e\" title \"mean\", "
-               "'' using 1:7:8:9 with yerrorbars pt 0 lw 1.5 lc rgb \"black\" title \"95% CI\", "
-               "'' using 1:10 with points pt 7 ps 1 lc rgb \"#d62728\" title \"median\"\n", b);
+    static const char *const title[] = {"time to first token", "time per output token (decode)"};
+    static const char *const ylabel[] = {"TTFT (ms)", "TPOT (ms)"};
+    static const char *const colour[] = {"#1f77b4", "#ff7f0e"};
+    for (int k = 0; k < 2; k++) {
+        if (!has[k]) continue;
+        int c = 3 + 4 * k; /* the mean's column; lo, hi, median follow */
+        fprintf(b, "  set title \"%s\"\n  set ylabel \"%s\"\n  set yrange [0:%.6g]\n", title[k], ylabel[k],
+                top[k] > 0 ? top[k] * 1.08 : 1);
+        fprintf(b, "  plot $lat using 1:%d:xtic(2) with boxes lc rgb \"%s\" title \"mean\", "
+                   "'' using 1:%d:%d:%d with yerrorbars pt 0 lw 1.5 lc rgb \"black\" title \"95%% CI\", "
+                   "'' using 1:%d with points pt 7 ps 1 lc rgb \"#d62728\" title \"median\"\n",
+                c, colour[k], c, c + 1, c + 2, c + 3);
+    }
     fprintf(b, "  unset multiplot\n");
     return 1;
 }
@@ -370,8 +386,17 @@ static int pl_fig_itl(const rr_doc *d, FILE *f, FILE *b) {
 
 /* ---- figure: page faults per phase ---- */
 
+static void pl_skip_note(const rr_doc *d, const char *name, const char *why);
+
 static int pl_fig_faults(const rr_doc *d, FILE *f, FILE *b) {
     static const char *const phases[] = {"load", "prefill", "decode"};
+    /* an allocator run has no load, prefill or decode: its faults per operation are its own metric */
+    for (int i = 0; i < d->n; i++)
+        if (rr_summary_metric(&d->v[i], "mod.aw.ns_per_op")) {
+            pl_skip_note(d, "faults", "Not drawn: an allocator run has no inference phases (load, prefill, decode); "
+                                      "its faults are the table's minor faults per op (mod.aw.minflt_per_op).");
+            return 0;
+        }
     int any = 0;
     double majmax = 0;
     for (int kind = 0; kind < 2; kind++) {
@@ -394,18 +419,34 @@ static int pl_fig_faults(const rr_doc *d, FILE *f, FILE *b) {
     if (!any) return 0;
     fprintf(b, "  set multiplot layout 1,2 title \"%s: page faults per phase (median over repetitions)\"\n", d->scenario);
     fprintf(b, "  set style data histograms\n  set style histogram clustered gap 1\n  set style fill solid 0.6 border -1\n"
-               "  set grid ytics\n  set key top right\n  set xlabel \"phase\"\n");
+               "  set grid ytics\n  set key outside bottom center horizontal reverse Left\n  unset xlabel\n");
     for (int kind = 0; kind < 2; kind++) {
         if (kind) fprintf(b, "  unset logscale y\n  set yrange [0:%g]\n", majmax > 0 ? majmax * 1.15 : 1);
         else fprintf(b, "  set logscale y\n  set yrange [0.8:*]\n");
-        fprintf(b, "  set title \"%s\"\n  set ylabel \"%s faults (count%s)\"\n  plot ",
-                kind ? "major faults (read from disk)" : "minor faults (log scale; 0 not drawn)", kind ? "major" : "minor",
-                kind ? "" : ", log");
+        /* A major fault is a page fault that waited for I/O (a page of an mmap'd file not in
+         * the page cache); read() and pread() fill their buffers without faulting, so a
+         * pread/cold run reads the whole model from disk with ~0 major faults. */
+        fprintf(b, "  set title \"%s\"\n  set ylabel \"%s faults (count%s)\"\n",
+                kind ? "major faults: page faults that waited for I/O\\n(reads by read/pread are not faults)"
+                     : "minor faults (log scale; 0 not drawn)",
+                kind ? "major" : "minor", kind ? "" : ", log");
+        /* an all-zero panel says so, not an empty frame */
+        if (kind && !(majmax > 0)) fprintf(b, "  set label 1 \"none: no major fault in any phase\" at graph 0.5, graph 0.5 center\n");
+        fprintf(b, "  plot ");
         for (int i = 0; i < d->n; i++) {
             fprintf(b, "%s$%s using %d%s title ", i ? ", " : "", kind ? "maj" : "min", i + 2, i ? "" : ":xtic(1)");
-            pl_quote(b, d->v[i].label);
+            /* beside the major faults, what each variant read from disk: pread's reads are no faults */
+            double mib = rr_summary_num(&d->v[i], "disk_read_mib", "median");
+            if (kind && isfinite(mib)) {
+                char t[400];
+                snprintf(t, sizeof(t), "%s (read from disk: %.3g MiB)", d->v[i].label, mib);
+                pl_quote(b, t);
+            } else {
+                pl_quote(b, d->v[i].label);
+            }
         }
         fprintf(b, "\n");
+        if (kind && !(majmax > 0)) fprintf(b, "  unset label 1\n");
     }
     fprintf(b, "  unset multiplot\n");
     return 1;
@@ -749,12 +790,40 @@ static const char *const pl_captions[] = {
     "the named regions (weights, KV, scratch) at each phase boundary, and the phase marks.",
     "Time to first token and time per output token: mean with the 95% bootstrap CI of the mean, and the median.",
     "Distribution of the inter-token latencies of every counted repetition (empirical CDF).",
-    "Minor and major page faults in each phase (median over repetitions).",
+    "Minor and major page faults in each phase (median over repetitions). A major fault is one that waited for I/O: "
+    "pages of a mapped file read from disk. read() and pread() read without faulting, so their disk reads do not "
+    "show here.",
     "Allocator cost per operation, per workload and allocator (median).",
     "KV cache bytes reserved, resident, live and wasted against the tokens in the cache.",
 };
 
-static int pl_report(const rr_doc *d, const char *plots, char *err, size_t errlen) {
+/* The groups report.html folds the metrics outside the terminal table into, by key prefix
+ * (the first that matches; "" matches all). */
+static const struct {
+    const char *prefix, *title;
+} pl_groups[] = {
+    {"mod.kv.", "KV cache module's counters"},
+    {"mod.loader.", "loader module's counters"},
+    {"mod.alloc.", "allocator module's counters"},
+    {"mod.aw.", "allocator workload"},
+    {"mod.", "other modules' counters"},
+    {"minflt_", "minor page faults"},
+    {"majflt_", "major page faults"},
+    {"perf_", "perf events"},
+    {"region_", "memory by region"},
+    {"itl_", "inter-token latency"},
+    {"serve_", "serving"},
+    {"", "other figures"},
+    {NULL, NULL},
+};
+
+static int pl_group_of(const char *metric) {
+    for (int g = 0; pl_groups[g].title; g++)
+        if (!strncmp(metric, pl_groups[g].prefix, strlen(pl_groups[g].prefix))) return g;
+    return -1; /* not reached: "" matches */
+}
+
+static int pl_report(const rr_doc *d, const char *plots, int have_gnuplot, char *err, size_t errlen) {
     char path[4300], tmp[4400];
     snprintf(path, sizeof(path), "%s/report.html", d->dir);
     snprintf(tmp, sizeof(tmp), "%s.tmp", path);
@@ -775,8 +844,19 @@ static int pl_report(const rr_doc *d, const char *plots, char *err, size_t errle
     pl_html_text(f, d->scenario);
     fprintf(f, "</h1>\n<p>");
     if (cJSON_IsString(desc)) pl_html_text(f, desc->valuestring);
-    fprintf(f, "</p>\n<p>status <b>%s</b>, written %s, git <code>%.12s%s</code></p>\n",
-            cJSON_IsString(status) ? status->valuestring : "?", d->written, d->sha, d->dirty ? " (dirty)" : "");
+    /* every field is results.json's, which anyone may have written: escaped, as the rest */
+    fprintf(f, "</p>\n<p>status <b>");
+    pl_html_text(f, cJSON_IsString(status) ? status->valuestring : "?");
+    fprintf(f, "</b>, written ");
+    pl_html_text(f, d->written);
+    if (d->sha[0]) {
+        char sha[13];
+        snprintf(sha, sizeof(sha), "%.12s", d->sha);
+        fprintf(f, ", git <code>");
+        pl_html_text(f, sha);
+        fprintf(f, "</code>%s", d->dirty ? " (dirty)" : "");
+    }
+    fprintf(f, "</p>\n");
 
     fprintf(f, "<h2>Figures</h2>\n");
     int figs = 0;
@@ -803,13 +883,29 @@ static int pl_report(const rr_doc *d, const char *plots, char *err, size_t errle
         fprintf(f, "<figure id=\"fig-%s\"><img alt=\"%s\" src=\"data:image/png;base64,", pl_figure_names[k],
                 pl_figure_names[k]);
         pl_base64(f, (const unsigned char *)data, n);
-        fprintf(f, "\"><figcaption>%s (<code>plots/%s.svg</code>, <code>.png</code>)</figcaption></figure>\n",
-                pl_captions[k], pl_figure_names[k]);
+        fprintf(f, "\"><figcaption>%s", pl_captions[k]);
+        /* the RSS figure has a panel per variant, at most PL_MAX_PANELS of them: say when some are left out */
+        if (k == 0 && d->n > PL_MAX_PANELS)
+            fprintf(f, " <b>Only the first %d of the %d variants are drawn</b> (a panel each); every variant's "
+                       "timeline is in <code>timelines/</code>.", PL_MAX_PANELS, d->n);
+        fprintf(f, " (<code>plots/%s.svg</code>, <code>.png</code>)</figcaption></figure>\n", pl_figure_names[k]);
         free(data);
         figs++;
     }
-    if (!figs) fprintf(f, "<p>No figures: gnuplot was not found when this report was written "
-                          "(install gnuplot-nox, then <code>bench plot DIR</code>).</p>\n");
+    /* why there are none: gnuplot only when it is the reason */
+    int counted = 0;
+    for (int i = 0; i < d->n; i++) {
+        const cJSON *rc = pl_get(d->v[i].summary, "repetitions_counted");
+        counted += cJSON_IsNumber(rc) ? rc->valueint : 0;
+    }
+    if (!figs && !have_gnuplot)
+        fprintf(f, "<p>No figures: gnuplot was not found when this report was written "
+                   "(install gnuplot-nox, then <code>bench plot DIR</code>).</p>\n");
+    else if (!figs && !counted)
+        fprintf(f, "<p>No figures: no repetition was counted (the run was interrupted before one finished, or "
+                   "every one failed), so there is nothing to draw.</p>\n");
+    else if (!figs)
+        fprintf(f, "<p>No figures: none of them had data in these results.</p>\n");
 
     /* the summary, as the terminal table prints it: its names and units, its digits, the
      * table's rows first and in its order, then every other metric under its key */
@@ -846,12 +942,35 @@ static int pl_report(const rr_doc *d, const char *plots, char *err, size_t errle
         for (int rank = 0; rs_metric_title_at(rank); rank++)
             for (int q = 0; q < nu; q++)
                 if (rs_metric_rank(uniq[q]->string) == rank) order[nm++] = uniq[q];
-        for (int q = 0; q < nu; q++)
-            if (rs_metric_rank(uniq[q]->string) < 0) order[nm++] = uniq[q];
+        /* the rest by group, each in first-seen order */
+        for (int gr = 0; pl_groups[gr].title; gr++)
+            for (int q = 0; q < nu; q++)
+                if (rs_metric_rank(uniq[q]->string) < 0 && pl_group_of(uniq[q]->string) == gr) order[nm++] = uniq[q];
     }
     free(uniq);
+    int named = 0, group = -1;
+    while (named < nm && rs_metric_rank(order[named]->string) >= 0) named++;
     for (int k = 0; k < nm; k++) {
         const cJSON *m = order[k];
+        if (k == named) {
+            /* the table's rows stay in view; the other metrics fold away under their groups */
+            fprintf(f, "</table>\n<details id=\"more-metrics\"><summary>%d more metrics, by group, under their "
+                       "results.json keys</summary>\n<table id=\"summary-more\">\n<tr><th>metric</th>",
+                    nm - named);
+            for (int i = 0; i < d->n; i++) {
+                fprintf(f, "<th>");
+                pl_html_text(f, d->v[i].label);
+                fprintf(f, "</th>");
+            }
+            fprintf(f, "</tr>\n");
+        }
+        if (k >= named && pl_group_of(m->string) != group) {
+            group = pl_group_of(m->string);
+            int in = 0;
+            for (int q = k; q < nm && pl_group_of(order[q]->string) == group; q++) in++;
+            fprintf(f, "<tr class=\"group\"><th colspan=\"%d\" style=\"text-align:left\">%s (%d)</th></tr>\n", d->n + 1,
+                    pl_groups[group].title, in);
+        }
         const cJSON *u = pl_get(m, "unit");
         const char *unit = cJSON_IsString(u) ? u->valuestring : "";
         const char *title = rs_metric_title(m->string);
@@ -883,13 +1002,20 @@ static int pl_report(const rr_doc *d, const char *plots, char *err, size_t errle
         fprintf(f, "</tr>\n");
     }
     free(order);
-    fprintf(f, "</table>\n");
+    fprintf(f, "</table>\n%s", named < nm ? "</details>\n" : "");
     if (d->n && min_reps != INT_MAX) {
         char note[512];
         rs_repetitions_note(note, sizeof(note), min_reps);
         fprintf(f, "<p id=\"repetitions-note\">");
         pl_html_text(f, note);
         fprintf(f, "</p>\n");
+    }
+    char busy[512];
+    rs_busy_note_json(busy, sizeof(busy), pl_get(d->root, "runs"));
+    if (busy[0]) {
+        fprintf(f, "<p id=\"busy-machine\" style=\"color:#a00\"><b>");
+        pl_html_text(f, busy);
+        fprintf(f, "</b></p>\n");
     }
 
     char *envs = cJSON_Print(pl_get(d->root, "environment"));
@@ -934,8 +1060,10 @@ static int pl_fig_rss_fn(const rr_doc *d, FILE *data, FILE *body) {
     int panels = pl_fig_rss(d, data, ib, &h);
     fclose(ib);
     if (panels > 0) {
-        fprintf(body, "  set multiplot layout %d,1 title \"%s: resident memory over time (first counted repetition)\"\n",
-                panels, d->scenario);
+        char some[96] = "";
+        if (panels < d->n) snprintf(some, sizeof(some), "; the first %d of %d variants", panels, d->n);
+        fprintf(body, "  set multiplot layout %d,1 title \"%s: resident memory over time (first counted repetition%s)\"\n",
+                panels, d->scenario, some);
         fprintf(body, "  set xlabel \"time since the worker started (s)\"\n  set ylabel \"MiB\"\n"
                       "  set grid\n  set key outside right\n%s  unset multiplot\n",
                 inner);
@@ -981,7 +1109,8 @@ int pl_results(rr_doc *d, int *n_figures, char *err, size_t errlen) {
     snprintf(plots, sizeof(plots), "%s/plots", d->dir);
     *n_figures = 0;
     const char *term;
-    if (pl_gnuplot_found(&term)) {
+    int have_gnuplot = pl_gnuplot_found(&term);
+    if (have_gnuplot) {
         if (mkdir(plots, 0777) && errno != EEXIST) {
             snprintf(err, errlen, "cannot create %s: %s", plots, strerror(errno));
             return -1;
@@ -1028,7 +1157,7 @@ int pl_results(rr_doc *d, int *n_figures, char *err, size_t errlen) {
             (*n_figures)++;
         }
     }
-    return pl_report(d, plots, err, errlen);
+    return pl_report(d, plots, have_gnuplot, err, errlen);
 }
 
 int pl_after_run(const char *dir) {

@@ -20,6 +20,7 @@
 #include "engines/abi/module.h"
 #include "harness/parent/perfev.h"
 #include "harness/report/serve_report.h"
+#include "harness/report/escape.h"
 #include "harness/report/locations.h"
 
 /* ---- atomic files ---- */
@@ -501,6 +502,17 @@ static cJSON *rs_proc_json(const rs_input *in, const rn_run *r, int pi) {
     return o;
 }
 
+/* How busy the machine was around one repetition, its workers' own CPU time taken out. */
+static sl_load rs_run_load(const rn_run *r) {
+    double workers_cpu = 0;
+    for (int i = 0; i < r->nproc; i++) {
+        const struct rusage *ru = &r->procs[i].ru;
+        workers_cpu += (double)ru->ru_utime.tv_sec + (double)ru->ru_utime.tv_usec * 1e-6 + (double)ru->ru_stime.tv_sec +
+                       (double)ru->ru_stime.tv_usec * 1e-6;
+    }
+    return sl_between(&r->load_start, &r->load_end, workers_cpu);
+}
+
 static cJSON *rs_run_json(const rs_input *in, int ri) {
     const rn_run *r = &in->res->runs[ri];
     cJSON *o = cJSON_CreateObject();
@@ -519,6 +531,17 @@ static cJSON *rs_run_json(const rs_input *in, int ri) {
     cJSON_AddNumberToObject(res, "resident_pages", (double)r->resident_pages);
     cJSON_AddNumberToObject(res, "total_pages", (double)r->total_pages);
     rs_add_num_or_null(res, "pct", r->total_pages ? 100.0 * (double)r->resident_pages / (double)r->total_pages : NAN);
+    /* how busy the machine was: the report warns when other processes or the hypervisor took
+     * enough of it to move the timings */
+    sl_load ld = rs_run_load(r);
+    cJSON *ml = cJSON_AddObjectToObject(o, "machine_load");
+    rs_add_num_or_null(ml, "load1_start", r->load_start.ok ? r->load_start.load1 : NAN);
+    rs_add_num_or_null(ml, "load1_end", r->load_end.ok ? r->load_end.load1 : NAN);
+    cJSON_AddNumberToObject(ml, "cpus", ld.cpus);
+    rs_add_num_or_null(ml, "cpu_busy", ld.busy);
+    rs_add_num_or_null(ml, "others_cpu", ld.others);
+    rs_add_num_or_null(ml, "steal", ld.steal);
+    cJSON_AddBoolToObject(ml, "busy", ld.others > SL_BUSY_OTHERS || ld.steal > SL_BUSY_STEAL);
     cJSON *met = cJSON_AddObjectToObject(o, "metrics");
     mt_bag b = {0};
     mt_run(in->s, r, &b);
@@ -674,35 +697,34 @@ int rs_write(const rs_input *in, const rs_summary *sum, char *err, size_t errlen
     free(text);
     if (rc) return rc;
 
-    size_t cap = 1 << 16, len = 0;
-    char *csv = malloc(cap);
-    if (!csv) return bench_errf(err, errlen, "out of memory");
-#define CSV_PRINTF(...)                                                          \
-    do {                                                                         \
-        int need_ = snprintf(NULL, 0, __VA_ARGS__);                              \
-        if (need_ > 0 && len + (size_t)need_ + 1 > cap) {                        \
-            size_t nc_ = (len + (size_t)need_ + 1) * 2;                          \
-            char *nb_ = realloc(csv, nc_);                                       \
-            if (!nb_) { free(csv); return bench_errf(err, errlen, "out of memory"); } \
-            csv = nb_;                                                           \
-            cap = nc_;                                                           \
-        }                                                                        \
-        if (need_ > 0) len += (size_t)snprintf(csv + len, cap - len, __VA_ARGS__); \
-    } while (0)
-    CSV_PRINTF("variant,label,key,metric,unit,n,median,mean,stddev,min,max,ci95_lo,ci95_hi,outliers\n");
+    char *csv = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&csv, &len);
+    if (!f) return bench_errf(err, errlen, "out of memory");
+    fprintf(f, "variant,label,key,metric,unit,n,median,mean,stddev,min,max,ci95_lo,ci95_hi,outliers\n");
     for (int i = 0; i < sum->n; i++) {
         const rs_variant *v = &sum->v[i];
         char label[256];
         rs_variant_label(in->s, v->variant, label, sizeof(label));
         for (int k = 0; k < v->n; k++) {
             const rs_metric *m = &v->m[k];
-            /* keys hold commas: quoted */
-            CSV_PRINTF("%d,\"%s\",\"%s\",%s,%s,%d,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%d\n", v->variant, label,
-                       in->s->variants[v->variant].key, m->name, m->unit, m->st.n, m->st.median, m->st.mean,
-                       m->st.stddev, m->st.min, m->st.max, m->st.ci_lo, m->st.ci_hi, m->st.n_outliers);
+            /* labels and keys quoted (labels are anyone's, keys hold commas), any quote doubled */
+            fprintf(f, "%d,", v->variant);
+            es_csv(f, label, 1);
+            fputc(',', f);
+            es_csv(f, in->s->variants[v->variant].key, 1);
+            fputc(',', f);
+            es_csv(f, m->name, 0);
+            fputc(',', f);
+            es_csv(f, m->unit, 0);
+            fprintf(f, ",%d,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%d\n", m->st.n, m->st.median, m->st.mean, m->st.stddev,
+                    m->st.min, m->st.max, m->st.ci_lo, m->st.ci_hi, m->st.n_outliers);
         }
     }
-#undef CSV_PRINTF
+    if (fclose(f) || !csv) {
+        free(csv);
+        return bench_errf(err, errlen, "out of memory writing results.csv");
+    }
     snprintf(path, sizeof(path), "%s/results.csv", in->dir);
     rc = rs_write_atomic(path, csv, len, err, errlen);
     free(csv);
@@ -842,22 +864,77 @@ void rs_fmt_value(char *buf, size_t len, double v, double half, int n, const cha
     }
     int prec = fabs(v) >= 1000 ? 0 : fabs(v) >= 100 ? 1 : fabs(v) >= 1 ? 2 : 3;
     if (!strcmp(unit, "count")) prec = 0;
-    if (n > 1 && half > 0) snprintf(buf, len, "%.*f ±%.*f", prec, v, prec, half);
+    /* a CI half-width beyond the value itself says nothing about it: "163.3 ±1150.3" reads as
+     * a measurement, "163.3 (noise)" as what it is */
+    if (n > 1 && half > fabs(v)) snprintf(buf, len, "%.*f (noise)", prec, v);
+    else if (n > 1 && half > 0) snprintf(buf, len, "%.*f ±%.*f", prec, v, prec, half);
     else snprintf(buf, len, "%.*f", prec, v);
 }
 
 void rs_repetitions_note(char *buf, size_t len, int reps) {
-    if (reps >= 4)
+    if (reps <= 0)
+        snprintf(buf, len,
+                 "No repetition was counted (the run was interrupted before one finished, or every one failed): "
+                 "there are no medians to show, and no figures to draw.");
+    else if (reps >= 4)
         snprintf(buf, len,
                  "%d repetitions per variant: bench compare can test times between two such runs "
-                 "(Mann-Whitney, p < 0.05 needs 4 + 4); more repetitions (--repeat N) narrow the CIs.",
+                 "(Mann-Whitney over all timed metrics together, Holm-adjusted: 4 + 4 for one metric, 8 + 8 for a "
+                 "hundred; it says how many it needs); more repetitions (--repeat N) narrow the CIs.",
                  reps);
     else
         snprintf(buf, len,
                  "%d repetition%s per variant: enough for the medians and the deterministic figures (faults, "
-                 "memory, counters), not for bench compare to test times (it needs 4 + 4 and below that flags "
-                 "only changes > 50%% with the ranges apart). For times, run with --repeat 5 or more.",
+                 "memory, counters), not for bench compare to test times (it needs 4 + 4 for one timed metric, "
+                 "more for many, and below that flags only changes > 50%% with the ranges apart). For times, run "
+                 "with --repeat 5 or more.",
                  reps, reps == 1 ? "" : "s");
+}
+
+void rs_busy_note(char *buf, size_t len, int busy, int counted, double others, double steal, double load, int cpus) {
+    buf[0] = 0;
+    if (busy <= 0) return;
+    snprintf(buf, len,
+             "Warning: busy machine: in %d of %d counted repetition%s other processes used up to %.0f%% of the %d CPU%s "
+             "(the hypervisor stole up to %.0f%%; load average up to %.1f). Times from a busy machine are not those of a "
+             "quiet one: compare them with care, or run again on a quiet machine.",
+             busy, counted, counted == 1 ? "" : "s", isfinite(others) ? others * 100 : 0, cpus, cpus == 1 ? "" : "s",
+             isfinite(steal) ? steal * 100 : 0, isfinite(load) ? load : 0);
+}
+
+void rs_busy_note_json(char *buf, size_t len, const cJSON *runs) {
+    int busy = 0, counted = 0, cpus = 0;
+    double others = 0, steal = 0, load = 0;
+    const cJSON *r;
+    cJSON_ArrayForEach(r, runs) {
+        if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "counted"))) continue;
+        counted++;
+        const cJSON *ml = cJSON_GetObjectItemCaseSensitive(r, "machine_load");
+        if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ml, "busy"))) continue;
+        busy++;
+        const cJSON *x;
+        if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(ml, "others_cpu"))) others = fmax(others, x->valuedouble);
+        if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(ml, "steal"))) steal = fmax(steal, x->valuedouble);
+        if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(ml, "load1_start"))) load = fmax(load, x->valuedouble);
+        if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(ml, "load1_end"))) load = fmax(load, x->valuedouble);
+        if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(ml, "cpus"))) cpus = x->valueint;
+    }
+    rs_busy_note(buf, len, busy, counted, others, steal, load, cpus);
+}
+
+/* Prints a note folded at 100 columns, at spaces. */
+static void rs_print_folded(FILE *f, char *note) {
+    for (char *p = note; *p;) {
+        size_t n = strlen(p);
+        if (n > 100) {
+            n = 100;
+            while (n > 0 && p[n] != ' ') n--;
+            if (!n) n = 100;
+        }
+        fprintf(f, "%.*s\n", (int)n, p);
+        p += n;
+        while (*p == ' ') p++;
+    }
 }
 
 static void rs_fmt(char *buf, size_t len, const rs_metric *m) {
@@ -868,12 +945,19 @@ static void rs_fmt(char *buf, size_t len, const rs_metric *m) {
     rs_fmt_value(buf, len, m->st.median, (m->st.ci_hi - m->st.ci_lo) / 2, m->st.n, m->unit);
 }
 
+/* A variant's label for the terminal: its control characters escaped (escape.h). */
+static void rs_label_term(const scenario *s, int variant, char *buf, size_t len) {
+    char raw[256];
+    rs_variant_label(s, variant, raw, sizeof(raw));
+    es_term(buf, len, raw);
+}
+
 void rs_print_table(FILE *f, const rs_input *in, const rs_summary *sum) {
     if (!sum->n) return;
     int colw = 14;
     char label[256];
     for (int i = 0; i < sum->n; i++) {
-        rs_variant_label(in->s, sum->v[i].variant, label, sizeof(label));
+        rs_label_term(in->s, sum->v[i].variant, label, sizeof(label));
         if ((int)strlen(label) + 2 > colw) colw = (int)strlen(label) + 2;
     }
     if (colw > 40) colw = 40;
@@ -882,7 +966,7 @@ void rs_print_table(FILE *f, const rs_input *in, const rs_summary *sum) {
             in->s->name, in->s->warmup, in->s->processes > 1 ? "; values pooled over the processes" : "");
     fprintf(f, "%-*s", titlew, "metric");
     for (int i = 0; i < sum->n; i++) {
-        rs_variant_label(in->s, sum->v[i].variant, label, sizeof(label));
+        rs_label_term(in->s, sum->v[i].variant, label, sizeof(label));
         fprintf(f, "%*.*s", colw, colw - 2, label);
     }
     fputc('\n', f);
@@ -912,22 +996,28 @@ void rs_print_table(FILE *f, const rs_input *in, const rs_summary *sum) {
     for (int i = 0; i < sum->n; i++) reps = sum->v[i].counted < reps ? sum->v[i].counted : reps;
     char note[512];
     rs_repetitions_note(note, sizeof(note), reps);
-    /* folded at 100 columns, at spaces */
-    for (char *p = note; *p;) {
-        size_t n = strlen(p);
-        if (n > 100) {
-            n = 100;
-            while (n > 0 && p[n] != ' ') n--;
-            if (!n) n = 100;
-        }
-        fprintf(f, "%.*s\n", (int)n, p);
-        p += n;
-        while (*p == ' ') p++;
+    rs_print_folded(f, note);
+    /* and whether the machine was quiet while they ran */
+    int busy = 0, counted = 0, cpus = 0;
+    double others = 0, steal = 0, load = 0;
+    for (int ri = 0; ri < in->res->n_runs; ri++) {
+        const rn_run *r = &in->res->runs[ri];
+        if (!rs_counted(r)) continue;
+        counted++;
+        sl_load ld = rs_run_load(r);
+        cpus = ld.cpus;
+        if (!(ld.others > SL_BUSY_OTHERS || ld.steal > SL_BUSY_STEAL)) continue;
+        busy++;
+        others = fmax(others, ld.others);
+        steal = fmax(steal, isfinite(ld.steal) ? ld.steal : 0);
+        load = fmax(load, fmax(r->load_start.load1, r->load_end.load1));
     }
+    rs_busy_note(note, sizeof(note), busy, counted, others, steal, load, cpus);
+    if (note[0]) rs_print_folded(f, note);
     for (int i = 0; i < sum->n; i++) {
         const rs_variant *v = &sum->v[i];
         if (!v->failed && !v->invalid) continue;
-        rs_variant_label(in->s, v->variant, label, sizeof(label));
+        rs_label_term(in->s, v->variant, label, sizeof(label));
         fprintf(f, "%s: %d failed, %d invalid of %d repetitions", label, v->failed, v->invalid,
                 v->counted + v->failed + v->invalid);
         for (int ri = 0; ri < in->res->n_runs; ri++) {

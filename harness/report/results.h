@@ -85,6 +85,14 @@ void rs_fmt_value(char *buf, size_t len, double median, double half, int n, cons
 /* One sentence: what `reps` counted repetitions per variant can and cannot show, and how to get more. */
 void rs_repetitions_note(char *buf, size_t len, int reps);
 
+/* One sentence warning that `busy` of `counted` repetitions ran on a busy machine (other
+ * processes up to `others` of the `cpus` CPUs, the hypervisor up to `steal`, load average up
+ * to `load`), or "" when busy is 0. */
+void rs_busy_note(char *buf, size_t len, int busy, int counted, double others, double steal, double load, int cpus);
+/* The same from a results.json's counted runs (runs[].machine_load); "" when none was busy
+ * or the file predates the record. */
+void rs_busy_note_json(char *buf, size_t len, const struct cJSON *runs);
+
 /* Writes len bytes to path through a temporary file and a rename. */
 int rs_write_atomic(const char *path, const char *data, size_t len, char *err, size_t errlen);
 

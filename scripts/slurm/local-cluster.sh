@@ -10,8 +10,13 @@
 # and the state, spool and log directories under DIR; then starts munged, slurmctld and
 # slurmd, records their pids in DIR/pids and waits for the node to be idle.
 # Needs root and the packages of scripts/deps.sh (slurm-wlm, munge).
-# Exit status: 0 up (or stopped); 77 slurmctld could not start here (its log follows);
-# 1 anything else (a missing package, munged or slurmd failing).
+# Every wait is bounded in seconds, not tries: each scontrol/sinfo call gets at most 5 s
+# (where the hostname does not resolve, one call can take 10 s), and the whole wait for the
+# controller, then for the node, at most LOCAL_CLUSTER_WAIT_S (default 60).
+# Exit status: 0 up (or stopped); 77 the cluster cannot run here, and the message names what
+# is missing (slurm-wlm or munge not installed, the hostname does not resolve, the controller
+# does not answer, /sys/fs/cgroup is not mounted, slurmd cannot start; logs follow); 1 anything
+# else (munged failing, the node not idle).
 set -uo pipefail
 cmd=${1:-} dir=${2:-}
 [ -n "$cmd" ] && [ -n "$dir" ] || { echo "usage: $0 start|stop DIR" >&2; exit 2; }
@@ -47,8 +52,17 @@ fi
 [ "$cmd" = start ] || { echo "usage: $0 start|stop DIR" >&2; exit 2; }
 
 for b in munged slurmctld slurmd sbatch scontrol sinfo; do
-  command -v "$b" >/dev/null || { echo "local-cluster.sh: $b not found: run scripts/deps.sh (slurm-wlm, munge)" >&2; exit 1; }
+  command -v "$b" >/dev/null || { echo "local-cluster.sh: $b not found: install slurm-wlm and munge (scripts/deps.sh test); the cluster test skips" >&2; exit 77; }
 done
+wait_s=${LOCAL_CLUSTER_WAIT_S:-60}
+case $wait_s in ''|*[!0-9]*) echo "local-cluster.sh: LOCAL_CLUSTER_WAIT_S = \"$wait_s\": expected whole seconds" >&2; exit 2 ;; esac
+cgroup=${LOCAL_CLUSTER_CGROUP:-/sys/fs/cgroup}
+host=$(hostname -s)
+# slurmctld and slurmd look their host up by name: without an answer every call waits for DNS
+if ! timeout 5 getent hosts "$host" >/dev/null 2>&1; then
+  echo "local-cluster.sh: the hostname \"$host\" does not resolve (no /etc/hosts entry?): Slurm needs it; the cluster test skips" >&2
+  exit 77
+fi
 mkdir -p "$dir" || exit 1
 dir=$(cd "$dir" && pwd)
 [ -f "$dir/pids" ] && { echo "local-cluster.sh: $dir/pids exists: a cluster runs there (stop it first)" >&2; exit 1; }
@@ -70,7 +84,6 @@ listening() {
 used=" $(listening | tr '\n' ' ') "
 port=$((20000 + ($$ % 20000) * 2))
 while [[ $used == *" $port "* || $used == *" $((port + 1)) "* ]]; do port=$((port + 2)); done
-host=$(hostname -s)
 
 cat > "$dir/slurm.conf" <<CONF
 # a one-node cluster for bench's tests (scripts/slurm/local-cluster.sh)
@@ -128,18 +141,24 @@ start munged "$dir/munge/munged.pid" munged -f --key-file="$dir/munge/munge.key"
 start slurmctld "$dir/slurmctld.pid" slurmctld -f "$SLURM_CONF" \
   || fail 77 "slurmctld cannot start on this machine: the cluster test skips" "$dir/log/slurmctld.log"
 up=0
-for _ in $(seq 300); do
-  if scontrol ping 2>/dev/null | grep -q "is UP"; then up=1; break; fi
+deadline=$((SECONDS + wait_s))
+while [ $SECONDS -lt $deadline ]; do
+  if timeout 5 scontrol ping 2>/dev/null | grep -q "is UP"; then up=1; break; fi
   sleep 0.2
 done
-[ $up = 1 ] || fail 77 "slurmctld started but does not answer (scontrol ping): the cluster test skips" "$dir/log/slurmctld.log"
-start slurmd "$dir/slurmd.pid" slurmd -f "$SLURM_CONF" || fail 1 "slurmd did not start" "$dir/log/slurmd.log"
+[ $up = 1 ] || fail 77 "slurmctld started but does not answer scontrol ping within $wait_s s: the cluster test skips" "$dir/log/slurmctld.log"
+# slurmd reads its cgroup hierarchy at start, whatever the plugins
+grep -qs " $cgroup " /proc/mounts \
+  || fail 77 "$cgroup is not mounted: slurmd cannot start without it; the cluster test skips" /dev/null
+start slurmd "$dir/slurmd.pid" slurmd -f "$SLURM_CONF" \
+  || fail 77 "slurmd cannot start on this machine: the cluster test skips" "$dir/log/slurmd.log"
 idle=0
-for _ in $(seq 300); do
-  state=$(sinfo -h -n "$host" -o %T 2>/dev/null)
+deadline=$((SECONDS + wait_s))
+while [ $SECONDS -lt $deadline ]; do
+  state=$(timeout 5 sinfo -h -n "$host" -o %T 2>/dev/null)
   case $state in idle*|mixed*|allocated*) idle=1; break ;; esac
   sleep 0.2
 done
-[ $idle = 1 ] || fail 1 "node $host is \"${state:-unknown}\", not idle, 60 s after slurmd started" "$dir/log/slurmd.log"
+[ $idle = 1 ] || fail 1 "node $host is \"${state:-unknown}\", not idle, $wait_s s after slurmd started" "$dir/log/slurmd.log"
 echo "local-cluster.sh: up: $(tr '\n' ' ' < "$dir/pids")on ports $port, $((port + 1)) in $dir" >&2
 echo "export SLURM_CONF=$SLURM_CONF"

@@ -1,0 +1,14 @@
+/* bench show: the summary table of a results directory, from its results.json alone (a run
+ * that finished, one interrupted, a merge of shards), as bench run prints it at its end. */
+#ifndef BENCH_SHOW_H
+#define BENCH_SHOW_H
+
+#include <stdio.h>
+
+#include "harness/report/resread.h"
+
+/* The table on f: a column per variant, the rows of bench run's table (every metric of the
+ * summary when `all`), the repetitions note and the busy-machine warning. */
+void sh_print(FILE *f, const rr_doc *d, int all);
+
+#endif
