@@ -201,6 +201,14 @@ $(BUILD)/test-modules/%_badver.so: tests/modules/badver.c $(FLAGS_STAMP)
 $(RULE_MODULES:%=$(BUILD)/test-modules/%.so): $(BUILD)/test-modules/%.so: tests/modules/broken.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -DBROKEN='"$*"' $(LDFLAGS) -shared $< -o $@
+# two built-in modules under other names: the host must know them by their capabilities
+TEST_MODULES += $(BUILD)/test-modules/loader_mapped.so $(BUILD)/test-modules/alloc_libc2.so
+$(BUILD)/test-modules/loader_mapped.so: engines/modules/loader_mmap.c $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -DLOADER_MMAP_NAME='"mapped"' $(LDFLAGS) -shared $< -o $@
+$(BUILD)/test-modules/alloc_libc2.so: engines/modules/alloc_libc.c $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -DALLOC_LIBC_NAME='"libc2"' $(LDFLAGS) -shared $< -o $@
 
 tests-build: $(BUILD)/bench $(MODULES) $(TESTS) $(TEST_MODULES)
 

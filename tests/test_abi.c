@@ -9,6 +9,10 @@
  *   - the KV memory figures come from the typed memory slot, not counters by name;
  *   - a failure's kind travels as a code: a worker whose KV module fails with
  *     BENCH_ERR_NOMEM is recorded as "oom" though the message names no memory;
+ *   - the truncation guard arms for a loader that declares BENCH_CAP_LOADER_MAPS_FILE, and an
+ *     allocator runs the producer/consumer pair unlocked when it declares
+ *     BENCH_CAP_ALLOC_THREAD_SAFE, whatever their names (the built-in mmap and libc built as
+ *     "mapped" and "libc2");
  *   - the module path holds several folders, searched in order. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -178,12 +182,85 @@ static void test_oom_decided_by_code(void **state) {
     cJSON_Delete(doc);
 }
 
+/* `bench run` of a scenario with the module path of the fixture; returns its exit status. */
+static int run_with_path(fx *f, const char *sc, const char *out, const char *extra_env) {
+    char cmd[12000];
+    snprintf(cmd, sizeof(cmd), "%s BENCH_MODULE_PATH='%s' '%s' run '%s' --out '%s' --allow-read '%s' --allow-read '%s' >/dev/null 2>&1",
+             extra_env, f->path, getenv("BENCH_BIN") ? getenv("BENCH_BIN") : "build/asan/bench", sc, out, f->tmp,
+             f->model[0] ? f->model : f->tmp);
+    int rc = system(cmd);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+static void test_truncation_guard_by_capability(void **state) {
+    fx *f = *state;
+    TU_NEED(f->model[0]);
+    /* a private copy: the worker cuts it */
+    char model[700], sc[700], out[700], results[800], cmd[2000];
+    snprintf(model, sizeof(model), "%s/m.bin", f->tmp);
+    snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", f->model, model);
+    assert_int_equal(system(cmd), 0);
+    snprintf(sc, sizeof(sc), "%s/mapped.json", f->tmp);
+    FILE *o = fopen(sc, "w");
+    assert_non_null(o);
+    fprintf(o, "{\"name\": \"mapped\", \"model\": \"%s\", \"workload\": {\"prompt_tokens\": 4, \"generate\": 4},"
+               " \"cache\": \"warm\", \"repetitions\": 1, \"warmup\": 0, \"matrix\": {\"loader\": [\"mapped\"]}}", model);
+    fclose(o);
+    snprintf(out, sizeof(out), "%s/out_mapped", f->tmp);
+    assert_int_equal(run_with_path(f, sc, out, "BENCH_TEST_TRUNCATE_MODEL=4096"), 1);
+    snprintf(results, sizeof(results), "%s/results.json", out);
+    cJSON *doc = hjs_load(results);
+    assert_non_null(doc);
+    const cJSON *p = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(
+                                            cJSON_GetObjectItemCaseSensitive(doc, "runs"), 0), "processes"), 0);
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(p, "status"), *why = cJSON_GetObjectItemCaseSensitive(p, "reason");
+    assert_true(cJSON_IsString(st) && cJSON_IsString(why));
+    if (strcmp(st->valuestring, "crash") || !strstr(why->valuestring, "changed under the mapping"))
+        fail_msg("loader \"mapped\" (BENCH_CAP_LOADER_MAPS_FILE): status %s, %s", st->valuestring, why->valuestring);
+    cJSON_Delete(doc);
+}
+
+static double aw_metric(const cJSON *doc, const char *key, const char *name) {
+    const cJSON *s;
+    cJSON_ArrayForEach(s, cJSON_GetObjectItemCaseSensitive(doc, "summary")) {
+        const cJSON *k = cJSON_GetObjectItemCaseSensitive(s, "key");
+        if (!cJSON_IsString(k) || strcmp(k->valuestring, key)) continue;
+        const cJSON *m = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(s, "metrics"), name);
+        const cJSON *med = cJSON_GetObjectItemCaseSensitive(m, "median");
+        if (cJSON_IsNumber(med)) return med->valuedouble;
+    }
+    fail_msg("no %s for %s", name, key);
+    return -1;
+}
+
+static void test_thread_safety_by_capability(void **state) {
+    fx *f = *state;
+    char sc[700], out[700], results[800];
+    snprintf(sc, sizeof(sc), "%s/pc.json", f->tmp);
+    FILE *o = fopen(sc, "w");
+    assert_non_null(o);
+    fprintf(o, "{\"kind\": \"allocators\", \"name\": \"pc\", \"repetitions\": 1, \"warmup\": 0, \"timeout_s\": 60,"
+               " \"allocators\": [\"libc2\", \"buddy\"],"
+               " \"workloads\": [{\"name\": \"pc\", \"pattern\": \"prodcon\", \"size\": 64, \"ops\": 2000}]}");
+    fclose(o);
+    snprintf(out, sizeof(out), "%s/out_pc", f->tmp);
+    assert_int_equal(run_with_path(f, sc, out, ""), 0);
+    snprintf(results, sizeof(results), "%s/results.json", out);
+    cJSON *doc = hjs_load(results);
+    assert_non_null(doc);
+    assert_true(aw_metric(doc, "alloc=libc2,workload=pc", "mod.aw.locked") == 0);  /* declares thread-safe */
+    assert_true(aw_metric(doc, "alloc=buddy,workload=pc", "mod.aw.locked") == 1);  /* does not */
+    cJSON_Delete(doc);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rule_breakers_refused_at_load),
         cmocka_unit_test(test_shared_pool_by_capability),
         cmocka_unit_test(test_error_codes),
         cmocka_unit_test(test_oom_decided_by_code),
+        cmocka_unit_test(test_truncation_guard_by_capability),
+        cmocka_unit_test(test_thread_safety_by_capability),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -409,7 +409,7 @@ static void test_axis_list_rules(void **state) {
 static void test_metrics_rules(void **state) {
     (void)state;
     parse_fails("{" BASE ", \"cache\": \"warm\", \"metrics\": [\"timeline\", \"cycles\"]}",
-                ".metrics[1]: expected one of timeline, pss, smaps, perf, tokens, instructions:callgrind, bandwidth, got \"cycles\"", NULL);
+                ".metrics[1]: expected one of timeline, pss, smaps, perf, tokens, instructions:callgrind, bandwidth, accuracy, got \"cycles\"", NULL);
     /* instruction counts are deterministic with one thread only */
     parse_fails("{" BASE ", \"cache\": \"warm\", \"metrics\": [\"instructions:callgrind\"]}",
                 ".threads: \"instructions:callgrind\" needs threads 1", "got 0", NULL);

@@ -6,6 +6,12 @@
 
 #include "engines/abi/alloc.h"
 
+/* tests/test_abi.c builds this file as another module too ("libc2"): the host must treat it
+ * as thread-safe by its capability, not its name */
+#ifndef ALLOC_LIBC_NAME
+#define ALLOC_LIBC_NAME "libc"
+#endif
+
 typedef struct libc_opts {
     uint64_t trim_threshold, mmap_threshold;
     int timing;
@@ -113,7 +119,7 @@ static const struct bench_alloc_iface libc_iface = {
 static const bench_module libc_module = {
     .api_version = BENCH_MODULE_API_VERSION,
     .family = "alloc",
-    .name = "libc",
+    .name = ALLOC_LIBC_NAME,
     .summary = "glibc malloc/free (posix_memalign), the baseline",
     .devices = "cpu",
     .caps = BENCH_CAP_ALLOC_THREAD_SAFE,
