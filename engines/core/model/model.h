@@ -85,6 +85,7 @@ typedef struct model_vocab {
     int n_pre_patterns;     /* > 0: the pre-tokenizer's split patterns, from a tokenizer.json */
     char **pre_patterns;    /* (n_pre_patterns) */
     int ignore_merges;      /* with pre_patterns: a word that is a token is not merged */
+    char *pre_source;       /* with pre_patterns: the file they came from, for messages */
     char *unsupported;      /* what the source asks of the tokenizer that it does not do, or NULL */
 } model_vocab;
 

@@ -36,6 +36,7 @@ void model_vocab_free(model_vocab *v) {
     if (v->pre_patterns)
         for (int i = 0; i < v->n_pre_patterns; i++) free(v->pre_patterns[i]);
     free(v->pre_patterns);
+    free(v->pre_source);
     free(v->unsupported);
     memset(v, 0, sizeof(*v));
 }

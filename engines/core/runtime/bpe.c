@@ -14,6 +14,7 @@ struct bpe {
     int unk;                /* -1 when none */
     int ignore_merges;      /* a word that is a token is taken whole (Llama 3) */
     pretok *pre;
+    char *pre_source;       /* the file the split patterns came from, or NULL */
 
     /* tokens: piece -> id over every token (the first id wins a duplicate) */
     char *blob;             /* pieces, NUL-separated */
@@ -82,6 +83,7 @@ static int merge_rank(const bpe *b, const char *l, size_t ll, const char *r, siz
 void bpe_free(bpe *b) {
     if (!b) return;
     pretok_free(b->pre);
+    free(b->pre_source);
     free(b->blob);
     free(b->off);
     free(b->len);
@@ -155,6 +157,14 @@ static int build_merges(bpe *b, const model_vocab *v, char *err, size_t errlen) 
     return 0;
 }
 
+/* "<file>: pre_tokenizer: <err>" for an error about the patterns of a tokenizer.json. */
+static void prefix_source(const char *source, char *err, size_t errlen) {
+    if (!source || !errlen) return;
+    char msg[1024];
+    snprintf(msg, sizeof(msg), "%s", err);
+    snprintf(err, errlen, "%s: pre_tokenizer: %s", source, msg);
+}
+
 int bpe_create(const model_vocab *v, int fallback, bpe **out, char *warn, size_t warnlen, char *err, size_t errlen) {
     *out = NULL;
     if (!v || v->n <= 0 || !v->tokens) return bench_errf(err, errlen, "BPE: the model has no vocabulary");
@@ -168,7 +178,14 @@ int bpe_create(const model_vocab *v, int fallback, bpe **out, char *warn, size_t
 
     /* -- pre-tokenizer -- */
     if (v->n_pre_patterns > 0) {
-        if (pretok_create((const char *const *)v->pre_patterns, v->n_pre_patterns, &b->pre, err, errlen)) goto err;
+        if (pretok_create((const char *const *)v->pre_patterns, v->n_pre_patterns, &b->pre, err, errlen)) {
+            prefix_source(v->pre_source, err, errlen);
+            goto err;
+        }
+        if (v->pre_source && !(b->pre_source = strdup(v->pre_source))) {
+            bench_errf(err, errlen, "BPE: out of memory");
+            goto err;
+        }
         b->ignore_merges = v->ignore_merges;
     } else if (pretok_name_known(v->pre)) {
         if (pretok_create_named(v->pre, &b->pre, err, errlen)) goto err;
@@ -410,7 +427,10 @@ static int encode_fragment(const bpe *b, scratch *sc, const char *text, size_t l
         cps[ncp++] = unicode_decode(text + i, len - i, &cl);
     }
     at[ncp] = len;
-    if (pretok_split(b->pre, cps, ncp, &lens, &n_pieces, err, errlen)) goto out;
+    if (pretok_split(b->pre, cps, ncp, &lens, &n_pieces, err, errlen)) {
+        prefix_source(b->pre_source, err, errlen);
+        goto out;
+    }
     size_t c = 0;
     for (size_t k = 0; k < n_pieces; k++) {
         size_t from = at[c], to = at[c + lens[k]];
