@@ -557,6 +557,58 @@ static void test_scenario_read_paths_confined(void **state) {
     expect_in(res, want);
 }
 
+/* ---- files that are not regular ---- */
+
+/* A FIFO as the model, the tokenizer, or a safetensors folder's tokenizer.json:
+ * refused at once, naming the path and what it is. Opening a FIFO to read blocks
+ * until a writer comes, and bench did that before checking the kind of file, so
+ * each of these blocked forever (the alarm fails the test instead). */
+static void test_fifo_refused(void **state) {
+    fx *f = *state;
+    char fifo[700], log[700], st_dir[700], tj[800], want[1000];
+    snprintf(fifo, sizeof(fifo), "%s/fifo.bin", f->tmp);
+    snprintf(log, sizeof(log), "%s/fifo.log", f->tmp);
+    assert_int_equal(mkfifo(fifo, 0644), 0);
+    snprintf(want, sizeof(want), "%s: is a FIFO, expected a regular file", fifo);
+    alarm(300);
+    assert_int_not_equal(tu_bench("/dev/null", "model info '%s' 2>'%s'", fifo, log), 0);
+    expect_in(log, want);
+    assert_int_not_equal(tu_bench("/dev/null", "generate --model '%s' --tokenizer '%s' --steps 2 2>'%s'", fifo, f->tok, log), 0);
+    expect_in(log, want);
+    fresh_model(f);
+    assert_int_not_equal(tu_bench("/dev/null", "generate --model '%s' --tokenizer '%s' --steps 2 2>'%s'", f->model, fifo, log), 0);
+    expect_in(log, want);
+    /* bench run: the parent opens the model before any worker */
+    const char *sc = scenario_file(f, "fifo", "\"cache\": \"warm\", \"repetitions\": 1, \"warmup\": 0, "
+                                              "\"workload\": {\"prompt_tokens\": 4, \"generate\": 2}");
+    char scen2[800], out[800];
+    snprintf(scen2, sizeof(scen2), "%s/fifo_model.json", f->tmp);
+    snprintf(out, sizeof(out), "%s/fifo_out", f->tmp);
+    char *body = slurp(sc);
+    assert_non_null(body);
+    FILE *o = fopen(scen2, "w");
+    assert_non_null(o);
+    char *at = strstr(body, f->model);
+    assert_non_null(at);
+    fprintf(o, "%.*s%s%s", (int)(at - body), body, fifo, at + strlen(f->model));
+    fclose(o);
+    free(body);
+    assert_int_not_equal(tu_bench("/dev/null", "run '%s' --out '%s' --allow-read '%s' 2>'%s'", scen2, out, f->tmp, log), 0);
+    expect_in(log, want);
+    /* a safetensors folder whose tokenizer.json is a FIFO */
+    snprintf(st_dir, sizeof(st_dir), "%s/st", f->tmp);
+    assert_int_equal(tu_bench("/dev/null", "model synth --shape tiny --format safetensors -o '%s' 2>'%s'", st_dir, log), 0);
+    snprintf(tj, sizeof(tj), "%s/tokenizer.json", st_dir);
+    assert_int_equal(unlink(tj), 0);
+    assert_int_equal(mkfifo(tj, 0644), 0);
+    snprintf(want, sizeof(want), "%s: is a FIFO, expected a regular file", tj);
+    assert_int_not_equal(tu_bench("/dev/null", "model info '%s' 2>'%s'", st_dir, log), 0);
+    expect_in(log, want);
+    assert_int_not_equal(tu_bench("/dev/null", "tokenize --model '%s' --text hi 2>'%s'", st_dir, log), 0);
+    expect_in(log, want);
+    alarm(0);
+}
+
 /* ---- sizes against the documented limits ---- */
 
 static void test_scenario_size_limit(void **state) {
@@ -594,6 +646,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_scenario_cannot_run_commands),
         cmocka_unit_test(test_scenario_size_limit),
         cmocka_unit_test(test_scenario_read_paths_confined),
+        cmocka_unit_test(test_fifo_refused),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -48,6 +48,32 @@ int64_t model_tensor_nelems(int n_dims, const int64_t *ne) {
     return n;
 }
 
+static const char *file_kind(mode_t mode) {
+    return S_ISDIR(mode) ? "a directory" : S_ISFIFO(mode) ? "a FIFO" : S_ISCHR(mode) ? "a character device"
+         : S_ISBLK(mode) ? "a block device" : S_ISSOCK(mode) ? "a socket" : "not a regular file";
+}
+
+int model_open_regular(const char *path, char *err, size_t errlen) {
+    /* O_NONBLOCK: opening a FIFO for reading blocks until a writer comes, and the
+     * check on the kind of file needs the descriptor; reads of a regular file ignore it */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return bench_errf(err, errlen, "%s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st)) {
+        bench_errf(err, errlen, "%s: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        bench_errf(err, errlen, "%s: is %s, expected a regular file", path, file_kind(st.st_mode));
+        close(fd);
+        return -1;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    return fd;
+}
+
 int model_add_file(model *m, const char *path) {
     for (int i = 0; i < m->n_files; i++)
         if (strcmp(m->files[i], path) == 0) return i;
@@ -183,8 +209,8 @@ int model_validate(const model *m, char *err, size_t errlen) {
 /* ---- llama2.c checkpoint ---- */
 
 int llama2c_open(const char *path, model *m, char *err, size_t errlen) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return bench_errf(err, errlen, "%s: %s", path, strerror(errno));
+    int fd = model_open_regular(path, err, errlen);
+    if (fd < 0) return -1;
     int32_t h[7];
     struct stat st;
     ssize_t got = pread(fd, h, sizeof(h), 0);
@@ -282,8 +308,8 @@ int model_open_vocab(const char *path, model **out, char *err, size_t errlen) {
     } else if (has_suffix(path, ".json")) {
         rc = safetensors_read_tokenizer(path, m, err, errlen);
     } else {
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) { bench_errf(err, errlen, "%s: %s", path, strerror(errno)); goto err; }
+        int fd = model_open_regular(path, err, errlen);
+        if (fd < 0) goto err;
         ssize_t got = pread(fd, magic, 4, 0);
         close(fd);
         if (got == 4 && memcmp(magic, "GGUF", 4) == 0) rc = gguf_open(path, m, err, errlen);
@@ -309,8 +335,8 @@ int model_open(const char *path, const char *tokenizer_path, model **out, char *
         rc = safetensors_open(path, m, err, errlen);
     } else {
         uint8_t magic[4] = {0};
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) { bench_errf(err, errlen, "%s: %s", path, strerror(errno)); goto err; }
+        int fd = model_open_regular(path, err, errlen);
+        if (fd < 0) goto err;
         ssize_t got = pread(fd, magic, 4, 0);
         close(fd);
         if (got == 4 && memcmp(magic, "GGUF", 4) == 0) rc = gguf_open(path, m, err, errlen);

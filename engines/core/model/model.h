@@ -123,6 +123,10 @@ int model_validate(const model *m, char *err, size_t errlen);
 int model_add_tensor(model *m, const char *name, bench_dtype dt, int n_dims, const int64_t *ne,
                      int file, uint64_t offset, char *err, size_t errlen);
 int model_add_file(model *m, const char *path);
+/* Opens a file to read, refusing what is not a regular file (a FIFO, a device, a
+ * directory) before anything can block on it: a descriptor, or -1 with err naming the
+ * path and what it is. */
+int model_open_regular(const char *path, char *err, size_t errlen);
 /* Number of elements, with overflow check; -1 on overflow. */
 int64_t model_tensor_nelems(int n_dims, const int64_t *ne);
 void model_vocab_free(model_vocab *v);
