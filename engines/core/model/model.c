@@ -84,6 +84,42 @@ int model_add_file(model *m, const char *path) {
     return m->n_files++;
 }
 
+/* ---- the name index: registering and finding a tensor cost O(1), not O(tensors) ---- */
+
+static uint32_t name_hash(const char *s) {
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return (uint32_t)(h ^ (h >> 32));
+}
+
+/* The slot holding name, or the empty slot where it would go. */
+static uint32_t index_slot(const model *m, const char *name) {
+    uint32_t s = name_hash(name) & m->tindex_mask;
+    while (m->tindex[s] >= 0 && strcmp(m->tensors[m->tindex[s]].name, name)) s = (s + 1) & m->tindex_mask;
+    return s;
+}
+
+/* An index of at least twice as many slots as want tensors, holding the first n. */
+static int index_build(model *m, int want) {
+    uint32_t size = 16;
+    while (size < 2u * (uint32_t)want && size < (1u << 31)) size *= 2;
+    int32_t *t = malloc((size_t)size * sizeof(*t));
+    if (!t) return -1;
+    memset(t, 0xff, (size_t)size * sizeof(*t));
+    free(m->tindex);
+    m->tindex = t;
+    m->tindex_mask = size - 1;
+    m->n_indexed = 0;
+    for (int i = 0; i < m->n_tensors; i++) {
+        uint32_t s = index_slot(m, m->tensors[i].name);
+        if (m->tindex[s] < 0) m->tindex[s] = i; /* a duplicate keeps the first, as the scan did */
+        m->n_indexed++;
+    }
+    return 0;
+}
+
+int model_reindex(model *m) { return index_build(m, m->n_tensors); }
+
 int model_add_tensor(model *m, const char *name, bench_dtype dt, int n_dims, const int64_t *ne,
                      int file, uint64_t offset, char *err, size_t errlen) {
     const char *fname = (file >= 0 && file < m->n_files) ? m->files[file] : "?";
@@ -99,13 +135,20 @@ int model_add_tensor(model *m, const char *name, bench_dtype dt, int n_dims, con
     uint64_t blocks = (uint64_t)n / bench_dtype_block_elems(dt);
     if (blocks > UINT64_MAX / bench_dtype_block_bytes(dt))
         return bench_errf(err, errlen, "%s: tensor %s: byte size overflows", fname, name);
-    for (int i = 0; i < m->n_tensors; i++)
-        if (strcmp(m->tensors[i].name, name) == 0)
-            return bench_errf(err, errlen, "%s: tensor %s appears twice", fname, name);
-    model_tensor *t = realloc(m->tensors, (size_t)(m->n_tensors + 1) * sizeof(*t));
-    if (!t) return bench_errf(err, errlen, "%s: out of memory", fname);
-    m->tensors = t;
-    t = &m->tensors[m->n_tensors];
+    if (m->n_tensors >= INT32_MAX / 2) return bench_errf(err, errlen, "%s: tensor %s: too many tensors", fname, name);
+    if ((!m->tindex || m->n_indexed != m->n_tensors || 2u * ((uint32_t)m->n_tensors + 1) > m->tindex_mask + 1) &&
+        index_build(m, 2 * (m->n_tensors + 1)))
+        return bench_errf(err, errlen, "%s: out of memory", fname);
+    uint32_t slot = index_slot(m, name);
+    if (m->tindex[slot] >= 0) return bench_errf(err, errlen, "%s: tensor %s appears twice", fname, name);
+    if (m->n_tensors == m->cap_tensors) {
+        int cap = m->cap_tensors ? 2 * m->cap_tensors : 16;
+        model_tensor *nt = realloc(m->tensors, (size_t)cap * sizeof(*nt));
+        if (!nt) return bench_errf(err, errlen, "%s: out of memory", fname);
+        m->tensors = nt;
+        m->cap_tensors = cap;
+    }
+    model_tensor *t = &m->tensors[m->n_tensors];
     memset(t, 0, sizeof(*t));
     if (!(t->name = strdup(name))) return bench_errf(err, errlen, "%s: out of memory", fname);
     t->dtype = dt;
@@ -114,11 +157,17 @@ int model_add_tensor(model *m, const char *name, bench_dtype dt, int n_dims, con
     t->file = file;
     t->offset = offset;
     t->nbytes = blocks * bench_dtype_block_bytes(dt);
+    m->tindex[slot] = m->n_tensors;
     m->n_tensors++;
+    m->n_indexed++;
     return 0;
 }
 
 const model_tensor *model_find(const model *m, const char *name) {
+    if (m->tindex && m->n_indexed == m->n_tensors) {
+        int32_t i = m->tindex[index_slot(m, name)];
+        return i >= 0 ? &m->tensors[i] : NULL;
+    }
     for (int i = 0; i < m->n_tensors; i++)
         if (strcmp(m->tensors[i].name, name) == 0) return &m->tensors[i];
     return NULL;
@@ -142,6 +191,7 @@ void model_free(model *m) {
     free(m->files);
     for (int i = 0; i < m->n_tensors; i++) free(m->tensors[i].name);
     free(m->tensors);
+    free(m->tindex);
     model_vocab_free(&m->vocab);
     free(m->name);
     free(m);

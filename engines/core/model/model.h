@@ -96,7 +96,13 @@ typedef struct model {
     int n_files;
     char **files;               /* paths of the files holding tensor bytes */
     int n_tensors;
-    model_tensor *tensors;
+    model_tensor *tensors;      /* (n_tensors, capacity cap_tensors) */
+    int cap_tensors;
+    /* name -> index into tensors, open addressing (model_add_tensor, model_reindex);
+     * model_find scans when it does not cover every tensor (a model built by hand) */
+    int32_t *tindex;            /* (tindex_mask + 1) index or -1 */
+    uint32_t tindex_mask;
+    int n_indexed;              /* tensors the index holds; == n_tensors when it is whole */
     model_vocab vocab;
 } model;
 
@@ -123,6 +129,8 @@ int model_validate(const model *m, char *err, size_t errlen);
 int model_add_tensor(model *m, const char *name, bench_dtype dt, int n_dims, const int64_t *ne,
                      int file, uint64_t offset, char *err, size_t errlen);
 int model_add_file(model *m, const char *path);
+/* Rebuilds the name index after m->tensors was reordered (a sort). -1: out of memory. */
+int model_reindex(model *m);
 /* Opens a file to read, refusing what is not a regular file (a FIFO, a device, a
  * directory) before anything can block on it: a descriptor, or -1 with err naming the
  * path and what it is. */

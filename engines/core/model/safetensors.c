@@ -755,7 +755,13 @@ int safetensors_open(const char *path, model *m, char *err, size_t errlen) {
     m->format = MODEL_FORMAT_SAFETENSORS;
     if (read_config(m, cfg_path, &config, &tied, err, errlen)) goto out;
     if (is_index ? read_index(m, main_path, dir, tied, err, errlen) : read_file(m, main_path, tied, err, errlen)) goto out;
-    if (m->n_tensors > 1) qsort(m->tensors, (size_t)m->n_tensors, sizeof(*m->tensors), cmp_tensor);
+    if (m->n_tensors > 1) {
+        qsort(m->tensors, (size_t)m->n_tensors, sizeof(*m->tensors), cmp_tensor);
+        if (model_reindex(m)) {
+            bench_errf(err, errlen, "%s: out of memory", path);
+            goto out;
+        }
+    }
     if (read_vocab(m, tok_path, config, err, errlen)) goto out;
     if (!m->name && is_dir) {
         const char *b = strrchr(dir, '/');
