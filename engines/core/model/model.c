@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -229,10 +230,13 @@ int model_validate(const model *m, char *err, size_t errlen) {
     if (c->dim % c->n_heads || c->n_heads % c->n_kv_heads)
         return bench_errf(err, errlen, "%s: dim %d, n_heads %d, n_kv_heads %d: heads must divide dim and kv heads must divide heads",
                           f, c->dim, c->n_heads, c->n_kv_heads);
+    if (c->n_layers > MODEL_MAX_LAYERS)
+        return bench_errf(err, errlen, "%s: model n_layers is %d, expected at most %d (the largest models have ~130)", f, c->n_layers,
+                          MODEL_MAX_LAYERS);
     int hd = c->dim / c->n_heads;
     if (hd % 2) return bench_errf(err, errlen, "%s: head size %d is odd; RoPE needs pairs", f, hd);
-    if (!(c->norm_eps > 0) || !(c->rope_theta > 0))
-        return bench_errf(err, errlen, "%s: rms epsilon %g and rope theta %g must be positive", f, c->norm_eps, c->rope_theta);
+    if (!(c->norm_eps > 0) || !(c->rope_theta > 0) || !isfinite(c->norm_eps) || !isfinite(c->rope_theta))
+        return bench_errf(err, errlen, "%s: rms epsilon %g and rope theta %g must be positive and finite", f, c->norm_eps, c->rope_theta);
     int kv_dim = c->n_kv_heads * hd;
     char name[96];
     if (expect_tensor(m, "token_embd.weight", c->dim, c->vocab_size, err, errlen)) return -1;
@@ -306,6 +310,8 @@ int llama2c_open(const char *path, model *m, char *err, size_t errlen) {
         return bench_errf(err, errlen, "%s: the header's shape needs %llu bytes, the file has %lld (truncated?)",
                           path, (unsigned long long)need, (long long)st.st_size);
     }
+    if (L > MODEL_MAX_LAYERS) /* the file is large enough for them: refused before a tensor per layer is made */
+        return bench_errf(err, errlen, "%s: header field n_layers (offset 8) is %d, expected 1..%d", path, c->n_layers, MODEL_MAX_LAYERS);
     uint64_t off = 28;
     char name[96];
 #define ADD(nm, cols, rows) do { \

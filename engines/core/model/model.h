@@ -69,6 +69,10 @@ typedef struct model_tensor {
 /* Token types, as GGUF's tokenizer.ggml.token_type */
 enum { TOKEN_NORMAL = 1, TOKEN_UNKNOWN = 2, TOKEN_CONTROL = 3, TOKEN_USER = 4, TOKEN_UNUSED = 5, TOKEN_BYTE = 6 };
 
+/* Layers a model may have: the largest released have ~130 (Llama 3.1 405B: 126); a
+ * larger count is a corrupt or hostile header, refused before a tensor per layer is made. */
+#define MODEL_MAX_LAYERS 1024
+
 typedef struct model_vocab {
     int n;                  /* 0: no vocabulary in the model file */
     char **tokens;          /* (n) NUL-terminated UTF-8 pieces, as stored (▁ or ' ' for spaces) */
