@@ -29,7 +29,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "engines/core/runtime/engine.h"
@@ -609,6 +613,72 @@ static void test_fifo_refused(void **state) {
     alarm(0);
 }
 
+/* ---- the results folder: one run at a time, and what killed runs leave ---- */
+
+/* A second bench run on a folder a run is writing to is refused, naming the holder's
+ * pid, before --force can empty it (it used to empty the folder under the first run).
+ * The test holds the lock itself, as a running bench run would (flock on the folder). */
+static void test_out_locked(void **state) {
+    fx *f = *state;
+    fresh_model(f);
+    char out[700], log[700], res[800], want[200];
+    snprintf(out, sizeof(out), "%s/locked", f->tmp);
+    snprintf(log, sizeof(log), "%s/locked.log", f->tmp);
+    snprintf(res, sizeof(res), "%s/results.json", out);
+    const char *sc = scenario_file(f, "locked", "\"cache\": \"warm\", \"repetitions\": 1, \"warmup\": 0, "
+                                                "\"workload\": {\"prompt_tokens\": 4, \"generate\": 2}");
+    assert_int_equal(tu_bench("/dev/null", "run '%s' --out '%s' 2>'%s'", sc, out, log), 0);
+    int d = open(out, O_RDONLY | O_DIRECTORY);
+    assert_true(d >= 0);
+    assert_int_equal(flock(d, LOCK_EX | LOCK_NB), 0);
+    assert_int_equal(tu_bench("/dev/null", "run '%s' --out '%s' --force 2>'%s'", sc, out, log), 2);
+    snprintf(want, sizeof(want), "another bench run (pid %d) is writing to this folder", (int)getpid());
+    expect_in(log, want);
+    struct stat st;
+    if (stat(res, &st)) fail_msg("a refused --force run emptied %s", out);
+    close(d); /* released: the run goes ahead */
+    assert_int_equal(tu_bench("/dev/null", "run '%s' --out '%s' --force 2>'%s'", sc, out, log), 0);
+}
+
+/* A run killed before its first results.json left only results.json.tmp.PID: the
+ * folder was refused ever after ("not empty and holds no results.json"). Temporary
+ * files of dead pids are removed at the next run into the folder. */
+static void test_stale_tmp_removed(void **state) {
+    fx *f = *state;
+    fresh_model(f);
+    pid_t dead = fork();
+    assert_true(dead >= 0);
+    if (dead == 0) _exit(0);
+    assert_int_equal(waitpid(dead, NULL, 0), dead);
+    char out[700], log[700], tmpf[800], live[800];
+    snprintf(out, sizeof(out), "%s/stale", f->tmp);
+    snprintf(log, sizeof(log), "%s/stale.log", f->tmp);
+    assert_int_equal(mkdir(out, 0755), 0);
+    snprintf(tmpf, sizeof(tmpf), "%s/results.json.tmp.%d", out, (int)dead);
+    FILE *o = fopen(tmpf, "w");
+    assert_non_null(o);
+    fputs("{\"half\": ", o);
+    fclose(o);
+    const char *sc = scenario_file(f, "stale", "\"cache\": \"warm\", \"repetitions\": 1, \"warmup\": 0, "
+                                               "\"workload\": {\"prompt_tokens\": 4, \"generate\": 2}");
+    if (tu_bench("/dev/null", "run '%s' --out '%s' 2>'%s'", sc, out, log)) {
+        char *msg = slurp(log);
+        fail_msg("a folder holding only a dead run's temporary file was refused: %s", msg ? msg : "");
+    }
+    expect_in(log, "removed 1 temporary file left in");
+    struct stat st;
+    if (!stat(tmpf, &st)) fail_msg("%s is still there", tmpf);
+    /* a live pid's file is not touched (only the test's own pid is surely alive) */
+    snprintf(live, sizeof(live), "%s/results.json.tmp.%d", out, (int)getpid());
+    o = fopen(live, "w");
+    assert_non_null(o);
+    fclose(o);
+    assert_int_equal(tu_bench("/dev/null", "run '%s' --out '%s' --force 2>'%s'", sc, out, log), 0);
+    char *msg = slurp(log);
+    assert_null(strstr(msg, "removed"));
+    free(msg);
+}
+
 /* ---- sizes against the documented limits ---- */
 
 static void test_scenario_size_limit(void **state) {
@@ -647,6 +717,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_scenario_size_limit),
         cmocka_unit_test(test_scenario_read_paths_confined),
         cmocka_unit_test(test_fifo_refused),
+        cmocka_unit_test(test_out_locked),
+        cmocka_unit_test(test_stale_tmp_removed),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
