@@ -679,6 +679,79 @@ static void test_stale_tmp_removed(void **state) {
     free(msg);
 }
 
+/* The pid of a child of parent, or -1. */
+static pid_t child_of(pid_t parent) {
+    DIR *d = opendir("/proc");
+    pid_t found = -1;
+    for (struct dirent *e; d && found < 0 && (e = readdir(d));) {
+        char path[300], buf[512];
+        if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+        snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[n] = 0;
+        const char *rp = strrchr(buf, ')');
+        int ppid;
+        char st;
+        if (rp && sscanf(rp + 1, " %c %d", &st, &ppid) == 2 && ppid == parent) found = (pid_t)atoi(e->d_name);
+    }
+    if (d) closedir(d);
+    return found;
+}
+
+static int alive(pid_t pid) {
+    char path[64], buf[512];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *rp = strrchr(buf, ')');
+    return rp && rp[1] == ' ' && rp[2] != 'Z' && rp[2] != 'X';
+}
+
+/* SIGKILL of bench run: its worker dies with it (it kept running under PID 1). */
+static void test_worker_dies_with_parent(void **state) {
+    fx *f = *state;
+    fresh_model(f);
+    char out[700];
+    snprintf(out, sizeof(out), "%s/orphan", f->tmp);
+    /* the worker sleeps 120 s (test hook) once loaded: it is surely there when bench run is killed */
+    const char *sc = scenario_file(f, "orphan", "\"cache\": \"warm\", \"repetitions\": 1, \"warmup\": 0, "
+                                                "\"workload\": {\"prompt_tokens\": 4, \"generate\": 2}, \"test_hooks\": {\"delay_ms\": 120000}");
+    const char *bin = getenv("BENCH_BIN");
+    pid_t run = fork();
+    assert_true(run >= 0);
+    if (run == 0) {
+        int dn = open("/dev/null", O_WRONLY);
+        dup2(dn, 1);
+        dup2(dn, 2);
+        execl(bin ? bin : "build/asan/bench", "bench", "run", sc, "--out", out, (char *)NULL);
+        _exit(127);
+    }
+    pid_t w = -1;
+    for (int i = 0; i < 1200 && w < 0; i++) {
+        w = child_of(run);
+        if (w < 0) usleep(50000);
+    }
+    if (w < 0) {
+        kill(run, SIGKILL);
+        waitpid(run, NULL, 0);
+        fail_msg("bench run started no worker in 60 s");
+    }
+    kill(run, SIGKILL);
+    assert_int_equal(waitpid(run, NULL, 0), run);
+    int i = 0;
+    for (; i < 600 && alive(w); i++) usleep(50000);
+    if (alive(w)) {
+        kill(w, SIGKILL);
+        fail_msg("the worker %d outlived bench run by 30 s", (int)w);
+    }
+}
+
 /* ---- sizes against the documented limits ---- */
 
 static void test_scenario_size_limit(void **state) {
@@ -719,6 +792,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_fifo_refused),
         cmocka_unit_test(test_out_locked),
         cmocka_unit_test(test_stale_tmp_removed),
+        cmocka_unit_test(test_worker_dies_with_parent),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -148,7 +149,7 @@ static int rn_spawn(const scenario *s, const rn_opts *o, rn_proc *p, const char 
         goto fail;
     }
     fflush(NULL);
-    pid_t pid = fork();
+    pid_t parent = getpid(), pid = fork();
     if (pid < 0) {
         rn_setf(p->reason, sizeof(p->reason), "fork: %s", strerror(errno));
         close(logfd);
@@ -158,6 +159,9 @@ static int rn_spawn(const scenario *s, const rn_opts *o, rn_proc *p, const char 
         /* Its own process group: a Ctrl-C on the terminal reaches bench only,
          * which then stops the workers itself and records why. */
         setpgid(0, 0);
+        /* dies with bench run (a SIGKILL of it left workers running under PID 1); the
+         * parent may have died before the signal was asked for */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent) _exit(127);
         int e = rn_dup_high(ev[1]), a = rn_dup_high(ack[0]), l = rn_dup_high(logfd);
         if (e < 0 || a < 0 || l < 0 || dup2(e, 3) < 0 || dup2(a, 4) < 0 || dup2(l, 2) < 0 || dup2(l, 1) < 0) _exit(127);
         char b;
