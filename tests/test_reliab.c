@@ -752,6 +752,64 @@ static void test_worker_dies_with_parent(void **state) {
     }
 }
 
+/* bench plan's command lines are pasted into shells (docs/cluster.md): a word holding
+ * a ' closed the quoting, and a folder named a'$(touch X)'b ran touch. The command, run
+ * by sh with bench replaced by a function that prints its arguments, must give back
+ * every word as it was, and run nothing. */
+static void test_plan_command_quoting(void **state) {
+    fx *f = *state;
+    fresh_model(f);
+    char hostile[1600], pwned[700], plan[700], outf[700], cmd[12000];
+    snprintf(pwned, sizeof(pwned), "%s/pwned", f->tmp);
+    snprintf(hostile, sizeof(hostile), "%s/a'$(touch pwned)'b \"c\" `touch pwned` \\e", f->tmp); /* run from f->tmp */
+    assert_int_equal(mkdir(hostile, 0755), 0);
+    const char *sc = scenario_file(f, "plan", "\"cache\": \"warm\", \"repetitions\": 2, \"warmup\": 0, "
+                                              "\"workload\": {\"prompt_tokens\": 4, \"generate\": 2}");
+    snprintf(plan, sizeof(plan), "%s/plan.json", f->tmp);
+    const char *bin = getenv("BENCH_BIN");
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int dn = open("/dev/null", O_WRONLY);
+        dup2(dn, 2);
+        execl(bin ? bin : "build/asan/bench", "bench", "plan", sc, "--shards", "1", "--allow-read", hostile, "--out", plan, (char *)NULL);
+        _exit(127);
+    }
+    int ws;
+    assert_int_equal(waitpid(pid, &ws, 0), pid);
+    assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+    cJSON *j = hjs_load(plan);
+    assert_non_null(j);
+    const cJSON *sh = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "plan"), 0);
+    const char *command = str_at(sh, "command");
+    assert_true(!strncmp(command, "bench run ", 10));
+    snprintf(outf, sizeof(outf), "%s/plan.args", f->tmp);
+    FILE *o = fopen(outf, "w");
+    assert_non_null(o);
+    fclose(o);
+    /* the command as a shell reads it: bench() prints one argument per line */
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fd = open(outf, O_WRONLY | O_TRUNC);
+        dup2(fd, 1);
+        if (chdir(f->tmp)) _exit(127);
+        snprintf(cmd, sizeof(cmd), "bench() { printf '%%s\\n' \"$@\"; }; %s", command);
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    assert_int_equal(waitpid(pid, &ws, 0), pid);
+    struct stat st;
+    if (!stat(pwned, &st)) fail_msg("pasting the plan's command into a shell ran a command: %s", command);
+    char *args = slurp(outf);
+    assert_non_null(args);
+    char want[1700];
+    snprintf(want, sizeof(want), "\n--allow-read\n%s\n", hostile);
+    if (!strstr(args, want)) fail_msg("the shell read the command as:\n%s\nexpected the folder %s as one word", args, hostile);
+    free(args);
+    cJSON_Delete(j);
+}
+
 /* ---- sizes against the documented limits ---- */
 
 static void test_scenario_size_limit(void **state) {
@@ -793,6 +851,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_out_locked),
         cmocka_unit_test(test_stale_tmp_removed),
         cmocka_unit_test(test_worker_dies_with_parent),
+        cmocka_unit_test(test_plan_command_quoting),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
