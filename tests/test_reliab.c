@@ -26,6 +26,7 @@
 #include <cJSON.h>
 #include <dirent.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "engines/core/model/model.h"
 #include "engines/core/runtime/engine.h"
 #include "engines/core/runtime/tokenizer.h"
 #include "fuzz/targets.h"
@@ -810,6 +812,47 @@ static void test_plan_command_quoting(void **state) {
     cJSON_Delete(j);
 }
 
+/* ---- numbers that are not finite ---- */
+
+/* Writes one float at the start of a tensor of an f32 model file. */
+static void poke_tensor(const char *path, const char *name, float v) {
+    model *m = NULL;
+    char err[1024];
+    if (model_open(path, NULL, &m, err, sizeof(err))) fail_msg("%s", err);
+    const model_tensor *t = model_find(m, name);
+    assert_non_null(t);
+    assert_int_equal(t->dtype, BENCH_F32);
+    FILE *f = fopen(m->files[t->file], "r+b");
+    assert_non_null(f);
+    assert_int_equal(fseek(f, (long)t->offset, SEEK_SET), 0);
+    assert_int_equal(fwrite(&v, 4, 1, f), 1);
+    assert_int_equal(fclose(f), 0);
+    model_free(m);
+}
+
+/* NaN in a norm generated token 0 forever, exit 0. The logits are checked once per
+ * forward: bench generate fails at the first one, naming the position and the layer
+ * whose output first stopped being finite. */
+static void test_nan_weight_fails_the_run(void **state) {
+    fx *f = *state;
+    char path[700], log[700];
+    snprintf(path, sizeof(path), "%s/nan.gguf", f->tmp);
+    snprintf(log, sizeof(log), "%s/nan.log", f->tmp);
+    assert_int_equal(tu_bench("/dev/null", "model synth --shape tiny --dtype f32 --format gguf -o '%s' 2>'%s'", path, log), 0);
+    assert_int_equal(tu_bench("/dev/null", "generate --model '%s' --prompt-tokens 4 --steps 8 2>'%s'", path, log), 0);
+    poke_tensor(path, "blk.1.ffn_norm.weight", NAN);
+    assert_int_not_equal(tu_bench("/dev/null", "generate --model '%s' --prompt-tokens 4 --steps 8 2>'%s'", path, log), 0);
+    expect_in(log, "the logits at position 3 of sequence 0 are not finite");
+    expect_in(log, "the first non-finite values come from layer 1 (blk.1.*)");
+    /* Inf in the embedding: named as such */
+    assert_int_equal(tu_bench("/dev/null", "model synth --shape tiny --dtype f32 --format gguf -o '%s' 2>'%s'", path, log), 0);
+    poke_tensor(path, "token_embd.weight", INFINITY); /* row 0: token 0 */
+    assert_int_not_equal(tu_bench("/dev/null", "generate --model '%s' --prompt-tokens 4 --steps 8 2>'%s'", path, log), 0);
+    /* the synthetic prompt is BOS then 3, 4, 5: token 0 may not be in it; then the
+     * first generated token is (every other logit is a NaN after the Inf) */
+    expect_in(log, "are not finite");
+}
+
 /* ---- sizes against the documented limits ---- */
 
 static void test_scenario_size_limit(void **state) {
@@ -852,6 +895,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_stale_tmp_removed),
         cmocka_unit_test(test_worker_dies_with_parent),
         cmocka_unit_test(test_plan_command_quoting),
+        cmocka_unit_test(test_nan_weight_fails_the_run),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
