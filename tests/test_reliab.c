@@ -853,6 +853,33 @@ static void test_nan_weight_fails_the_run(void **state) {
     expect_in(log, "are not finite");
 }
 
+/* bench model info --check reads every weight and names the tensors holding NaN or
+ * Inf; bench model convert --dtype q4_0 (and q8_0) refuses a NaN block, naming the
+ * tensor and the block, where it wrote zeros before. */
+static void test_nan_weight_check_and_convert(void **state) {
+    fx *f = *state;
+    char path[700], log[700], outp[800], q[800];
+    snprintf(path, sizeof(path), "%s/nanchk.gguf", f->tmp);
+    snprintf(log, sizeof(log), "%s/nanchk.log", f->tmp);
+    snprintf(outp, sizeof(outp), "%s/nanchk.out", f->tmp);
+    snprintf(q, sizeof(q), "%s/nanchk-q4.gguf", f->tmp);
+    assert_int_equal(tu_bench("/dev/null", "model synth --shape tiny --dtype f32 --format gguf -o '%s' 2>'%s'", path, log), 0);
+    assert_int_equal(tu_bench(outp, "model info '%s' --check 2>'%s'", path, log), 0);
+    expect_in(outp, "every weight finite");
+    /* element 0 of row 0 of blk.2.attn_q.weight: block 0 */
+    poke_tensor(path, "blk.2.attn_q.weight", NAN);
+    assert_int_equal(tu_bench(outp, "model info '%s' --check 2>'%s'", path, log), 1);
+    expect_in(outp, "tensor blk.2.attn_q.weight (f32): row 0, element 0 is nan");
+    expect_in(outp, "1 of 47 tensors hold NaN or Inf");
+    assert_int_equal(tu_bench("/dev/null", "model convert '%s' '%s' --dtype q4_0 2>'%s'", path, q, log), 1);
+    expect_in(log, "tensor blk.2.attn_q.weight: block 0 (row 0, elements 0..31) holds NaN or Inf (element 0); q4_0 would not keep it: refused");
+    struct stat st;
+    if (!stat(q, &st)) fail_msg("a refused conversion left %s", q);
+    /* to f16 the NaN is kept as NaN: converted */
+    snprintf(q, sizeof(q), "%s/nanchk-f16.gguf", f->tmp);
+    assert_int_equal(tu_bench("/dev/null", "model convert '%s' '%s' --dtype f16 2>'%s'", path, q, log), 0);
+}
+
 /* ---- sizes against the documented limits ---- */
 
 static void test_scenario_size_limit(void **state) {
@@ -896,6 +923,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_worker_dies_with_parent),
         cmocka_unit_test(test_plan_command_quoting),
         cmocka_unit_test(test_nan_weight_fails_the_run),
+        cmocka_unit_test(test_nan_weight_check_and_convert),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
