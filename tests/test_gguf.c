@@ -410,6 +410,31 @@ static void test_missing_tensor(void **state) {
     free(b);
 }
 
+/* A weight that is not 2-D is shown with every dimension it has (it was "[8, -1]"). */
+static void test_shape_not_2d(void **state) {
+    (void)state;
+    gb *b = calloc(1, sizeof(*b));
+    header(b, 1, 8);
+    str(b, "general.architecture"); u32(b, T_STRING); str(b, "llama");
+    kv_u32(b, "llama.block_count", 1);
+    kv_u32(b, "llama.embedding_length", 8);
+    kv_u32(b, "llama.feed_forward_length", 16);
+    kv_u32(b, "llama.attention.head_count", 2);
+    kv_u32(b, "llama.attention.head_count_kv", 2);
+    kv_u32(b, "llama.context_length", 16);
+    kv_u32(b, "general.alignment", 32);
+    uint64_t ne[3] = {8, 2, 2};
+    tensor_info(b, "token_embd.weight", 3, ne, 0, 0);
+    pad(b, 32);
+    for (int i = 0; i < 128; i++) put(b, "\0", 1);
+    const char *path = save(b, "shape3d");
+    model *m = NULL;
+    char err[1024] = "";
+    assert_int_equal(model_open(path, NULL, &m, err, sizeof(err)), -1);
+    if (!strstr(err, "tensor token_embd.weight has shape [8, 2, 2] (3-D), expected [8, ")) fail_msg("%s", err);
+    free(b);
+}
+
 /* 100k one-dimensional tensors (a 4 MB file): registration used to compare every new
  * name with every earlier one (5e9 strcmp, 25 s in bench model info); the name index
  * makes it linear. A hang past the alarm fails the test. Duplicates are still found
@@ -480,6 +505,7 @@ int main(void) {
         cmocka_unit_test(test_every_value_type),
         cmocka_unit_test(test_missing_tensor),
         cmocka_unit_test(test_many_tensors),
+        cmocka_unit_test(test_shape_not_2d),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

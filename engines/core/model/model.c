@@ -207,10 +207,14 @@ static int expect_tensor(const model *m, const char *name, int64_t cols, int64_t
     int64_t got_rows = t->n_dims >= 2 ? t->ne[1] : 1;
     for (int i = 2; i < t->n_dims; i++)
         if (t->ne[i] != 1) got_rows = -1;
-    if (t->ne[0] != cols || got_rows != rows)
-        return bench_errf(err, errlen, "%s: tensor %s has shape [%lld, %lld], expected [%lld, %lld] (cols, rows)",
-                          m->files[t->file], name, (long long)t->ne[0], (long long)got_rows,
-                          (long long)cols, (long long)rows);
+    if (t->ne[0] != cols || got_rows != rows) {
+        /* every dimension as the file has it: a 3-D tensor is not "[256, -1]" */
+        char shape[96] = "";
+        for (int i = 0; i < t->n_dims && i < MODEL_MAX_DIMS; i++)
+            snprintf(shape + strlen(shape), sizeof(shape) - strlen(shape), "%s%lld", i ? ", " : "", (long long)t->ne[i]);
+        return bench_errf(err, errlen, "%s: tensor %s has shape [%s] (%d-D), expected [%lld, %lld] (cols, rows)",
+                          m->files[t->file], name, shape, t->n_dims, (long long)cols, (long long)rows);
+    }
     if (rows == 1 && t->dtype != BENCH_F32)
         return bench_errf(err, errlen, "%s: tensor %s: norm weights must be f32, found %s",
                           m->files[t->file], name, bench_dtype_name(t->dtype));
