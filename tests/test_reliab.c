@@ -880,6 +880,29 @@ static void test_nan_weight_check_and_convert(void **state) {
     assert_int_equal(tu_bench("/dev/null", "model convert '%s' '%s' --dtype f16 2>'%s'", path, q, log), 0);
 }
 
+/* ---- messages ---- */
+
+/* Each refusal names the option and its real limit: --ctx and --steps past 2^24 said
+ * "expected a whole number >= 1"; --threads took up to 1e9; a prompt longer than
+ * --steps said "the text needs more than 2 tokens" without naming --steps. */
+static void test_generate_limits_named(void **state) {
+    fx *f = *state;
+    fresh_model(f);
+    char log[700];
+    snprintf(log, sizeof(log), "%s/limits.log", f->tmp);
+    static const struct { const char *args, *want; } c[] = {
+        {"--ctx 2147483647", "--ctx 2147483647: expected a whole number from 1 to 16777216 (2^24 positions"},
+        {"--steps 2147483647", "--steps 2147483647: expected a whole number from 1 to 16777216"},
+        {"--ctx 0", "--ctx 0: expected a whole number from 1 to 16777216"},
+        {"--threads 1000000000", "--threads 1000000000: expected a whole number from 1 to 1024 (one pool thread each"},
+        {"--prompt Hi --steps 1", "--steps 1: the prompt needs more than 2 tokens, and --steps counts the prompt's positions too; raise --steps"},
+    };
+    for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+        assert_int_equal(tu_bench("/dev/null", "generate --model '%s' --tokenizer '%s' %s 2>'%s'", f->model, f->tok, c[i].args, log), 2 - (i == 4));
+        expect_in(log, c[i].want);
+    }
+}
+
 /* ---- sizes against the documented limits ---- */
 
 static void test_scenario_size_limit(void **state) {
@@ -924,6 +947,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_plan_command_quoting),
         cmocka_unit_test(test_nan_weight_fails_the_run),
         cmocka_unit_test(test_nan_weight_check_and_convert),
+        cmocka_unit_test(test_generate_limits_named),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
