@@ -812,6 +812,67 @@ static void test_plan_command_quoting(void **state) {
     cJSON_Delete(j);
 }
 
+/* Whether some file in dir holds want. */
+static int dir_holds(const char *dir, const char *want) {
+    DIR *d = opendir(dir);
+    int found = 0;
+    for (struct dirent *e; d && !found && (e = readdir(d));) {
+        if (e->d_name[0] == '.') continue;
+        char p[1200];
+        snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+        char *t = slurp(p);
+        found = t && strstr(t, want);
+        free(t);
+    }
+    if (d) closedir(d);
+    return found;
+}
+
+/* The model replaced after bench run checked it (a rename over the path, as a swap of
+ * a symlink would do): every worker that loads afterwards refuses it, naming the file,
+ * instead of reading whatever is there now. Before, the workers reopened the path and
+ * ran on the new file. */
+static void test_model_swapped_refused(void **state) {
+    fx *f = *state;
+    fresh_model(f);
+    char out[700], logs[800], other[700];
+    snprintf(out, sizeof(out), "%s/swapped", f->tmp);
+    snprintf(logs, sizeof(logs), "%s/logs", out);
+    snprintf(other, sizeof(other), "%s/other.bin", f->tmp);
+    /* 2 repetitions, each held 2 s after its decode: the swap lands before the second loads */
+    const char *sc = scenario_file(f, "swapped", "\"cache\": \"warm\", \"repetitions\": 2, \"warmup\": 0, "
+                                                 "\"workload\": {\"prompt_tokens\": 4, \"generate\": 2}, \"test_hooks\": {\"delay_ms\": 2000}");
+    const char *bin = getenv("BENCH_BIN");
+    pid_t run = fork();
+    assert_true(run >= 0);
+    if (run == 0) {
+        int dn = open("/dev/null", O_WRONLY);
+        dup2(dn, 1);
+        dup2(dn, 2);
+        execl(bin ? bin : "build/asan/bench", "bench", "run", sc, "--out", out, (char *)NULL);
+        _exit(127);
+    }
+    pid_t w = -1;
+    for (int i = 0; i < 1200 && w < 0; i++) {
+        w = child_of(run);
+        if (w < 0) usleep(50000);
+    }
+    if (w < 0) {
+        kill(run, SIGKILL);
+        waitpid(run, NULL, 0);
+        fail_msg("bench run started no worker in 60 s");
+    }
+    /* the same bytes, another file: only its identity differs */
+    assert_int_equal(copy_file(f->src, other), 0);
+    assert_int_equal(rename(other, f->model), 0);
+    int ws;
+    assert_int_equal(waitpid(run, &ws, 0), run);
+    char want[800];
+    snprintf(want, sizeof(want), "%s is not the file bench run checked", f->model);
+    if (!dir_holds(logs, want)) fail_msg("no worker log in %s says \"%s\": the workers read the replaced file", logs, want);
+    assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) != 0);
+}
+
 /* ---- numbers that are not finite ---- */
 
 /* Writes one float at the start of a tensor of an f32 model file. */
@@ -945,6 +1006,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_stale_tmp_removed),
         cmocka_unit_test(test_worker_dies_with_parent),
         cmocka_unit_test(test_plan_command_quoting),
+        cmocka_unit_test(test_model_swapped_refused),
         cmocka_unit_test(test_nan_weight_fails_the_run),
         cmocka_unit_test(test_nan_weight_check_and_convert),
         cmocka_unit_test(test_generate_limits_named),
