@@ -6,9 +6,11 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -144,12 +146,14 @@ int cg_measure(const char *bench_exe, const char *spec_path, const char *out_fil
     snprintf(arg_out, sizeof(arg_out), "--callgrind-out-file=%s", out_file);
     int log = open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (log < 0) return cg_errf(c->error, sizeof(c->error), "%s: %s", log_path, strerror(errno));
-    pid_t pid = fork();
+    pid_t parent = getpid(), pid = fork();
     if (pid < 0) {
         close(log);
         return cg_errf(c->error, sizeof(c->error), "fork: %s", strerror(errno));
     }
     if (pid == 0) {
+        /* dies with bench run, as the runner's workers do (runner.c) */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent) _exit(127);
         int null = open("/dev/null", O_RDONLY);
         if (null >= 0) dup2(null, 0);
         dup2(log, 1);
