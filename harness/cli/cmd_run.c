@@ -134,7 +134,7 @@ int cmd_run(int argc, char **argv) {
     const char *file = NULL, *out = NULL, *only = NULL, *device = NULL, *shard_arg = NULL;
     int repeat = 0, quick = 0, json = 0, fail_fast = 0, n_shards = 0, force = 0;
     run_shard sh = {.index = -1};
-    int lock_fd = -1; /* the results folder's lock, held until the end (outlock.h) */
+    int lock_fd = -1, locked = 0; /* the results folder's lock, held until the end (outlock.h); locked: tried */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { run_usage(stdout); return 0; }
@@ -217,11 +217,14 @@ int cmd_run(int argc, char **argv) {
          * empties the folder, so that it cannot empty one another run is writing to */
         struct stat dst;
         if (!stat(dir, &dst) && S_ISDIR(dst.st_mode)) {
-            if (ol_lock(dir, &lock_fd, err, sizeof(err))) {
+            int lk = ol_lock(dir, &lock_fd, err, sizeof(err));
+            if (lk < 0) {
                 fprintf(stderr, "bench run: %s\n", err);
                 rc = 2;
                 goto out;
             }
+            if (lk > 0) fprintf(stderr, "bench run: note: %s\n", err);
+            locked = 1;
             int stale = ol_clean_stale(dir);
             if (stale) fprintf(stderr, "bench run: removed %d temporary file%s left in %s by a run that was killed\n", stale, stale == 1 ? "" : "s", dir);
         }
@@ -264,10 +267,14 @@ int cmd_run(int argc, char **argv) {
         fprintf(stderr, "bench run: cannot create %s: %s\n", dir, strerror(errno));
         goto out;
     }
-    if (lock_fd < 0 && ol_lock(dir, &lock_fd, err, sizeof(err))) {
-        fprintf(stderr, "bench run: %s\n", err);
-        rc = 2;
-        goto out;
+    if (!locked) {
+        int lk = ol_lock(dir, &lock_fd, err, sizeof(err));
+        if (lk < 0) {
+            fprintf(stderr, "bench run: %s\n", err);
+            rc = 2;
+            goto out;
+        }
+        if (lk > 0) fprintf(stderr, "bench run: note: %s\n", err);
     }
     char exe[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);

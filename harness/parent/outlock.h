@@ -9,8 +9,9 @@
 
 #include <stddef.h>
 
-/* Locks dir (which must exist) for this process: 0 with *fd to close at the end, or -1
- * with err, naming the holder's pid when another run holds it. */
+/* Locks dir (which must exist) for this process: 0 with *fd to close at the end; -1
+ * with err, naming the holder's pid when another run holds it; 1 with a note in err
+ * (and *fd -1) where the file system cannot lock a folder (the run goes on). */
 int ol_lock(const char *dir, int *fd, char *err, size_t errlen);
 /* Removes the temporary files NAME.tmp.PID (results written atomically) that a run
  * killed mid-write left in dir and its subfolders one level down, where PID is no
