@@ -8,7 +8,9 @@
 
 #include "fuzz/fz.h"
 #include "engines/core/model/model.h"
+#include "engines/core/runtime/pretok.h"
 #include "engines/core/runtime/tokenizer.h"
+#include "engines/core/runtime/unicode.h"
 #include "harness/report/compare.h"
 #include "harness/spec/scenario.h"
 
@@ -179,6 +181,60 @@ static inline int fzt_results(const uint8_t *data, size_t size, char *err, size_
     cmp_report_free(&rep);
     rr_free(&d);
     return 0;
+}
+
+/* Pre-tokenizer patterns (a tokenizer.json's Split regexes) and text. Input: up to 4
+ * patterns then the text, parts split at "\n@@\n" (one part: a pattern, split over a
+ * fixed text). Every pattern list must compile or be refused with a message; a split
+ * must succeed with pieces that are non-empty and cover the text, or fail with a
+ * message (the step budget); then the text also goes through two families' rules
+ * (gpt-2, llama3), which must always split it. Aborts on a broken invariant. */
+static inline int fzt_pretok(const uint8_t *data, size_t size, char *err, size_t errlen) {
+    const uint8_t *part[5];
+    size_t len[5];
+    char e[1024] = "";
+    int n = fz_split(data, size, "\n@@\n", part, len, 5), np = n > 1 ? n - 1 : 1, bad = 0;
+    char *pats[4];
+    for (int i = 0; i < np; i++) pats[i] = fz_strndup(part[i], len[i]);
+    static const char sample[] = "Once upon a time, abc 12 th  \n\n caf\xc3\xa9 \xe4\xb8\xad   x's 1234567!!";
+    const uint8_t *text = n > 1 ? part[n - 1] : (const uint8_t *)sample;
+    size_t tlen = n > 1 ? len[n - 1] : sizeof(sample) - 1, ncp = 0;
+    uint32_t *cps = malloc((tlen + 1) * sizeof(*cps));
+    if (!cps) abort();
+    for (size_t i = 0, cl; i < tlen; i += cl) cps[ncp++] = unicode_decode((const char *)text + i, tlen - i, &cl);
+    pretok *p = NULL;
+    for (int f = -1; f < 2; f++) {
+        e[0] = 0;
+        int rc = f < 0 ? pretok_create((const char *const *)pats, np, &p, e, sizeof(e))
+                       : pretok_create_named(f ? "llama3" : "gpt-2", &p, e, sizeof(e));
+        if (rc) {
+            if (f >= 0) abort(); /* a family's rules always compile */
+            fz_say("pretok", e);
+            bad |= !e[0];
+            if (err) snprintf(err, errlen, "%s", e);
+            continue;
+        }
+        size_t *lens = NULL, pieces = 0, sum = 0;
+        e[0] = 0;
+        if (pretok_split(p, cps, ncp, &lens, &pieces, e, sizeof(e))) {
+            if (f >= 0) abort(); /* the families' rules stay inside the budget on any text */
+            fz_say("pretok split", e);
+            bad |= !e[0];
+            if (err) snprintf(err, errlen, "%s", e);
+        } else {
+            for (size_t k = 0; k < pieces; k++) {
+                if (lens[k] == 0) abort();
+                sum += lens[k];
+            }
+            if (sum != ncp) abort();
+        }
+        free(lens);
+        pretok_free(p);
+        p = NULL;
+    }
+    free(cps);
+    for (int i = 0; i < np; i++) free(pats[i]);
+    return bad ? -1 : 0;
 }
 
 #endif

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "engines/core/model/model.h"
 #include "engines/core/model/model_write.h"
@@ -436,6 +437,136 @@ static void test_regex_refused(void **state) {
     assert_non_null(strstr(err, "deepseek-coder"));
 }
 
+/* Hostile patterns (a tokenizer.json is input): each is refused with an error naming
+ * the limit, in bounded time and stack. Before the limits, the first two overflowed the
+ * stack (recursion per group; a VLA per alternative) and the third never ended (an empty
+ * group emits no instruction, so the instruction limit never tripped). */
+static void test_regex_hostile(void **state) {
+    (void)state;
+    alarm(120); /* the old compiler looped ~10^12 times on the third: a hang fails the test */
+    enum { DEEP = 200000, ALTS = 3000000 };
+    char *deep = malloc(2 * DEEP + 2), *alts = malloc(ALTS + 1);
+    assert_non_null(deep);
+    assert_non_null(alts);
+    memset(deep, '(', DEEP);
+    deep[DEEP] = 'a';
+    memset(deep + DEEP + 1, ')', DEEP);
+    deep[2 * DEEP + 1] = '\0';
+    memset(alts, '|', ALTS);
+    alts[ALTS] = '\0';
+    struct { const char *pat, *msg; } bad[] = {
+        {deep, "groups nested deeper than 64"},
+        {alts, "more than 32768 atoms, groups and alternatives"},
+        {"((){999999}){999999}", "expand to more than 65536 compiled atoms"},
+        {"(?:(?:){60000}){2}", "expand to more than 65536 compiled atoms"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        pretok *p = NULL;
+        char err[512] = "";
+        assert_int_equal(pretok_create(&bad[i].pat, 1, &p, err, sizeof(err)), -1);
+        assert_null(p);
+        if (!strstr(err, bad[i].msg) || !strstr(err, "pre-tokenizer pattern \""))
+            fail_msg("hostile pattern %zu: error \"%s\", expected \"%s\"", i, err, bad[i].msg);
+        assert_null(strchr(err, '\n'));
+    }
+    /* inside the limits: 64 nested groups, 2000 alternatives (6000 instructions) */
+    memset(deep, '(', 64);
+    deep[64] = 'a';
+    memset(deep + 65, ')', 64);
+    deep[129] = '\0';
+    for (int i = 0; i < 2000; i++) alts[2 * i] = 'a', alts[2 * i + 1] = '|';
+    alts[3999] = '\0';
+    const char *ok[] = {deep, alts};
+    for (int i = 0; i < 2; i++) {
+        pretok *p = NULL;
+        char err[512] = "";
+        if (pretok_create(&ok[i], 1, &p, err, sizeof(err))) fail_msg("%s", err);
+        uint32_t cps[3] = {'a', 'b', 'a'};
+        size_t *lens = NULL, np = 0;
+        assert_int_equal(pretok_split(p, cps, 3, &lens, &np, err, sizeof(err)), 0);
+        assert_int_equal(np, 3);
+        free(lens);
+        pretok_free(p);
+    }
+    deep[0] = '('; /* 65 levels */
+    memmove(deep + 1, deep, 129);
+    deep[130] = ')';
+    deep[131] = '\0';
+    pretok *p = NULL;
+    char err[512] = "";
+    const char *d65 = deep;
+    assert_int_equal(pretok_create(&d65, 1, &p, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "nested deeper than 64"));
+    free(deep);
+    free(alts);
+    alarm(0);
+}
+
+static size_t split_text(const pretok *p, const char *text, size_t **lens, char *err, size_t errlen, int *rc) {
+    size_t n = strlen(text), np = 0;
+    uint32_t *cps = malloc((n + 1) * sizeof(*cps));
+    assert_non_null(cps);
+    for (size_t i = 0; i < n; i++) cps[i] = (unsigned char)text[i];
+    *rc = pretok_split(p, cps, n, lens, &np, err, errlen);
+    free(cps);
+    return np;
+}
+
+/* a*b|a on N letters a: each one-letter match was found only after the a*b thread had
+ * scanned to the end, N^2/2 code points (29 s at 50k). The scan is counted and bounded:
+ * the split fails with an error, after at most 2^20 + 64 N code points scanned. */
+static void test_regex_rescan_bounded(void **state) {
+    (void)state;
+    alarm(300); /* the quadratic scan takes minutes under the sanitizers: fail rather than hang */
+    enum { N = 50000 };
+    char *text = malloc(N + 2);
+    assert_non_null(text);
+    memset(text, 'a', N);
+    text[N] = '\0';
+    const char *pat = "a*b|a";
+    pretok *p = NULL;
+    char err[512] = "";
+    if (pretok_create(&pat, 1, &p, err, sizeof(err))) fail_msg("%s", err);
+    size_t *lens = NULL;
+    int rc;
+    split_text(p, text, &lens, err, sizeof(err), &rc);
+    if (rc != -1) fail_msg("a*b|a on %d letters: split, expected an error", N);
+    assert_null(lens);
+    if (!strstr(err, "\"a*b|a\"") || !strstr(err, "50000 code points") || !strstr(err, "steps"))
+        fail_msg("error \"%s\"", err);
+    /* short texts still split, with leftmost-first semantics */
+    size_t np = split_text(p, "aab", &lens, err, sizeof(err), &rc);
+    assert_int_equal(rc, 0);
+    assert_int_equal(np, 1);
+    assert_int_equal(lens[0], 3);
+    free(lens);
+    np = split_text(p, "aaaa", &lens, err, sizeof(err), &rc);
+    assert_int_equal(rc, 0);
+    assert_int_equal(np, 4);
+    free(lens);
+    pretok_free(p);
+    /* the families' patterns on a long text of runs that make them look ahead
+     * (spaces, newlines, digits, punctuation) stay inside the budget */
+    static const char *const unit[] = {"     \n\n  x", "1234567 ", "!!!??  ", "hello world ", "\t\t\r\n   \n y"};
+    for (size_t i = 0, k = 0; i + 16 < N; k++) {
+        const char *u = unit[k % 5];
+        size_t l = strlen(u);
+        memcpy(text + i, u, l);
+        i += l;
+        text[i] = '\0';
+    }
+    static const char *const fam[] = {"gpt-2", "llama3", "qwen2", "deepseek-llm", "falcon"};
+    for (int f = 0; f < 5; f++) {
+        if (pretok_create_named(fam[f], &p, err, sizeof(err))) fail_msg("%s", err);
+        split_text(p, text, &lens, err, sizeof(err), &rc);
+        if (rc) fail_msg("%s: %s", fam[f], err);
+        free(lens);
+        pretok_free(p);
+    }
+    free(text);
+    alarm(0);
+}
+
 /* ---- Unicode tables ---- */
 
 static void test_unicode(void **state) {
@@ -614,6 +745,64 @@ static void test_user_token_order(void **state) {
         free(back);
     }
     tokenizer_free(t);
+}
+
+static long status_kib(const char *key) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long v = -1;
+    size_t kl = strlen(key);
+    while (f && fgets(line, sizeof(line), f))
+        if (!strncmp(line, key, kl) && line[kl] == ':') v = atol(line + kl + 1);
+    if (f) fclose(f);
+    return v;
+}
+
+/* User-defined tokens a, aa, ... on a long run of a: the cut is the same as before (the
+ * longest first, leftmost), and the memory it takes does not grow with the number of
+ * occurrences. Before, every occurrence of every token was stored: 299 tokens on 20k
+ * letters were 5.9M entries (95 MB, 134 MB with the doubling); 2000 on 50k took 3.1 GB. */
+static void test_user_tokens_memory(void **state) {
+    (void)state;
+    enum { NU = 300, LEN = 20000 };
+    static const char *const mg[] = {"a a"};
+    char *tk[NU];
+    int32_t ty[NU];
+    for (int i = 0; i < NU; i++) {
+        tk[i] = malloc((size_t)i + 2);
+        assert_non_null(tk[i]);
+        memset(tk[i], 'a', (size_t)i + 1);
+        tk[i][i + 1] = '\0';
+        ty[i] = i == 0 ? 1 : 4; /* "a" normal, aa .. a x300 user-defined */
+    }
+    char path[600], err[1024] = "";
+    snprintf(path, sizeof(path), "%s/user_many.gguf", tmp);
+    write_vocab(path, &(vspec){.model = "gpt2", .pre = "gpt-2", .merges = mg, .n_merges = 1, .toks = (const char *const *)tk,
+                               .types = ty, .n_toks = NU}, NULL);
+    for (int i = 0; i < NU; i++) free(tk[i]);
+    tokenizer *t = try_tokenizer(path, 0, err, sizeof(err));
+    if (!t) fail_msg("%s", err);
+    char *text = malloc(LEN + 1);
+    assert_non_null(text);
+    memset(text, 'a', LEN);
+    text[LEN] = '\0';
+    /* the peak resident set from here on (Linux: writing 5 to clear_refs resets VmHWM) */
+    FILE *cr = fopen("/proc/self/clear_refs", "w");
+    int can_measure = cr && fputs("5", cr) >= 0;
+    if (cr && fclose(cr)) can_measure = 0;
+    long rss0 = status_kib("VmRSS");
+    int ids[128];
+    int n = tokenizer_encode(t, text, 0, 0, ids, 128, err, sizeof(err));
+    long hwm = status_kib("VmHWM");
+    if (n < 0) fail_msg("%s", err);
+    /* 66 x a(300), then a(200) for the 200 letters left */
+    assert_int_equal(n, LEN / NU + 1);
+    for (int i = 0; i < LEN / NU; i++) assert_int_equal(ids[i], NU - 1);
+    assert_int_equal(ids[LEN / NU], LEN % NU - 1);
+    free(text);
+    tokenizer_free(t);
+    if (!can_measure || rss0 < 0 || hwm < 0) skip();
+    if (hwm - rss0 > 32 * 1024) fail_msg("cutting user tokens out of %d bytes raised the resident set by %ld KiB (limit 32 MiB)", LEN, hwm - rss0);
 }
 
 static void expect_vocab_error(const char *name, const vspec *s, void (*extra)(gb *), unsigned flags, const char *msg) {
@@ -807,6 +996,31 @@ static void test_tokenizer_json(void **state) {
         " \"decoder\": {\"type\": \"ByteLevel\"},\n" TJ_MODEL("[\"a b\"]");
     assert_null(json_tokenizer("badre", badre, 0, err, sizeof(err)));
     assert_non_null(strstr(err, "(?<=a)b"));
+    /* hostile patterns: the errors name the file and the field, when compiled and when run */
+    const char *deepre = TJ_HEAD " \"normalizer\": null,\n"
+        " \"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": {\"Regex\": \"(((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((a)))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))\"}, \"behavior\": \"Isolated\"},\n"
+        " \"decoder\": {\"type\": \"ByteLevel\"},\n" TJ_MODEL("[\"a b\"]");
+    assert_null(json_tokenizer("deepre", deepre, 0, err, sizeof(err)));
+    if (!strstr(err, "deepre/tokenizer.json: pre_tokenizer: pre-tokenizer pattern") || !strstr(err, "nested deeper than 64")) fail_msg("%s", err);
+    const char *rescan = TJ_HEAD " \"normalizer\": null,\n"
+        " \"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": {\"Regex\": \"a*b|a\"}, \"behavior\": \"Isolated\"},\n"
+        " \"decoder\": {\"type\": \"ByteLevel\"},\n" TJ_MODEL("[\"a b\"]");
+    t = json_tokenizer("rescan", rescan, 0, err, sizeof(err));
+    if (!t) fail_msg("%s", err);
+    enum { NA = 50000 };
+    char *as = malloc(NA + 1);
+    assert_non_null(as);
+    memset(as, 'a', NA);
+    as[NA] = '\0';
+    int *ids = malloc(NA * sizeof(*ids));
+    assert_non_null(ids);
+    alarm(300);
+    assert_int_equal(tokenizer_encode(t, as, 0, 0, ids, NA, err, sizeof(err)), -1);
+    alarm(0);
+    if (!strstr(err, "rescan/tokenizer.json: pre_tokenizer: pre-tokenizer pattern \"a*b|a\"")) fail_msg("%s", err);
+    free(as);
+    free(ids);
+    tokenizer_free(t);
 }
 
 /* bench tokenize opens a vocabulary-only file: ids on stdout, errors with a status. */
@@ -840,10 +1054,13 @@ int main(void) {
         cmocka_unit_test(test_split_rules),
         cmocka_unit_test(test_regex_semantics),
         cmocka_unit_test(test_regex_refused),
+        cmocka_unit_test(test_regex_hostile),
+        cmocka_unit_test(test_regex_rescan_bounded),
         cmocka_unit_test(test_unicode),
         cmocka_unit_test(test_gguf_vocab_small),
         cmocka_unit_test(test_gguf_vocab_bad),
         cmocka_unit_test(test_user_token_order),
+        cmocka_unit_test(test_user_tokens_memory),
         cmocka_unit_test(test_fallback_warns),
         cmocka_unit_test(test_tokenizer_json),
         cmocka_unit_test(test_cli_tokenize),

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "engines/core/model/model.h"
 #include "tests/lib/testutil.h"
@@ -409,6 +410,86 @@ static void test_missing_tensor(void **state) {
     free(b);
 }
 
+/* A weight that is not 2-D is shown with every dimension it has (it was "[8, -1]"). */
+static void test_shape_not_2d(void **state) {
+    (void)state;
+    gb *b = calloc(1, sizeof(*b));
+    header(b, 1, 8);
+    str(b, "general.architecture"); u32(b, T_STRING); str(b, "llama");
+    kv_u32(b, "llama.block_count", 1);
+    kv_u32(b, "llama.embedding_length", 8);
+    kv_u32(b, "llama.feed_forward_length", 16);
+    kv_u32(b, "llama.attention.head_count", 2);
+    kv_u32(b, "llama.attention.head_count_kv", 2);
+    kv_u32(b, "llama.context_length", 16);
+    kv_u32(b, "general.alignment", 32);
+    uint64_t ne[3] = {8, 2, 2};
+    tensor_info(b, "token_embd.weight", 3, ne, 0, 0);
+    pad(b, 32);
+    for (int i = 0; i < 128; i++) put(b, "\0", 1);
+    const char *path = save(b, "shape3d");
+    model *m = NULL;
+    char err[1024] = "";
+    assert_int_equal(model_open(path, NULL, &m, err, sizeof(err)), -1);
+    if (!strstr(err, "tensor token_embd.weight has shape [8, 2, 2] (3-D), expected [8, ")) fail_msg("%s", err);
+    free(b);
+}
+
+/* 100k one-dimensional tensors (a 4 MB file): registration used to compare every new
+ * name with every earlier one (5e9 strcmp, 25 s in bench model info); the name index
+ * makes it linear. A hang past the alarm fails the test. Duplicates are still found
+ * and lookups still answer, first and last. */
+static void test_many_tensors(void **state) {
+    (void)state;
+    enum { NT = 100000 };
+    char path[700], name[32], err[1024] = "";
+    snprintf(path, sizeof(path), "%s/many.gguf", tmp);
+    for (int dup = 0; dup < 2; dup++) {
+        FILE *f = fopen(path, "wb");
+        assert_non_null(f);
+        uint32_t v3 = 3, nd = 1, ty = 0;
+        uint64_t nt = NT, nkv = 0, ne = 8;
+        fwrite("GGUF", 1, 4, f);
+        fwrite(&v3, 4, 1, f);
+        fwrite(&nt, 8, 1, f);
+        fwrite(&nkv, 8, 1, f);
+        for (int i = 0; i < NT; i++) {
+            /* with dup, the last tensor repeats the name of the 50000th */
+            snprintf(name, sizeof(name), "t%06d.weight", dup && i == NT - 1 ? NT / 2 : i);
+            uint64_t l = strlen(name), off = (uint64_t)i * 32;
+            fwrite(&l, 8, 1, f);
+            fwrite(name, 1, l, f);
+            fwrite(&nd, 4, 1, f);
+            fwrite(&ne, 8, 1, f);
+            fwrite(&ty, 4, 1, f);
+            fwrite(&off, 8, 1, f);
+        }
+        long at = ftell(f);
+        static const char zero[32];
+        fwrite(zero, 1, (size_t)((32 - at % 32) % 32), f);
+        for (int i = 0; i < NT; i++) fwrite(zero, 1, 32, f);
+        assert_int_equal(fclose(f), 0);
+        model *m = calloc(1, sizeof(*m));
+        assert_non_null(m);
+        alarm(120);
+        int rc = gguf_open(path, m, err, sizeof(err));
+        alarm(0);
+        if (dup) {
+            assert_int_equal(rc, -1);
+            if (!strstr(err, "tensor t050000.weight appears twice")) fail_msg("%s", err);
+        } else {
+            if (rc) fail_msg("%s", err);
+            assert_int_equal(m->n_tensors, NT);
+            assert_non_null(model_find(m, "t000000.weight"));
+            const model_tensor *t = model_find(m, "t099999.weight");
+            assert_non_null(t);
+            assert_int_equal(t - m->tensors, NT - 1);
+            assert_null(model_find(m, "t100000.weight"));
+        }
+        model_free(m);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_wrong_magic),
@@ -423,6 +504,8 @@ int main(void) {
         cmocka_unit_test(test_bad_metadata),
         cmocka_unit_test(test_every_value_type),
         cmocka_unit_test(test_missing_tensor),
+        cmocka_unit_test(test_many_tensors),
+        cmocka_unit_test(test_shape_not_2d),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -199,6 +199,57 @@ static void check_int8_integer_x(bench_dtype dt) {
     tp_destroy(pool);
 }
 
+/* A block of x whose max |x| is below ~3.7e-37 made 127 / amax overflow to inf in the
+ * int8 families: every element became -128 whatever its sign, so x and -x gave the
+ * same y. Such a block is now a zero block: y(x) == -y(-x), finite, and 0 for a row of
+ * them; a tiny block beside normal ones leaves the others' result as it was. */
+static void test_int8_tiny_block(void **state) {
+    (void)state;
+    enum { ROWS = 8, COLS = 64 };
+    const bench_dtype dts[] = {BENCH_Q8_0, BENCH_Q4_0};
+    int ran = 0;
+    for (size_t di = 0; di < 2; di++) {
+        bench_dtype dt = dts[di];
+        size_t rb = bench_dtype_row_bytes(dt, COLS);
+        unsigned char *w = malloc(ROWS * rb);
+        float x[COLS], xn[COLS], y[ROWS], yn[ROWS], wf[COLS];
+        assert_non_null(w);
+        for (int r = 0; r < ROWS; r++) {
+            for (int k = 0; k < COLS; k++) wf[k] = rnd_unit() + 0.5f;
+            kn_quant_row(dt, wf, w + (size_t)r * rb, COLS);
+        }
+        for (int k = 0; k < COLS; k++) {
+            x[k] = (k % 3 ? 1e-37f : -1.5e-37f) * (1.0f + (float)k / (2 * COLS));
+            xn[k] = -x[k];
+        }
+        for (size_t ii = 0; ii < sizeof isas / sizeof isas[0]; ii++) {
+            if (!use_isa(ii) || !kn_x_int8(dt)) continue;
+            kn_matmul(NULL, y, x, 1, w, dt, ROWS, COLS);
+            kn_matmul(NULL, yn, xn, 1, w, dt, ROWS, COLS);
+            for (int r = 0; r < ROWS; r++) {
+                if (!isfinite(y[r]) || y[r] != -yn[r])
+                    fail_msg("%s %s row %d: y(x) = %g, y(-x) = %g: the sign of a tiny block was lost", isas[ii], bench_dtype_name(dt),
+                             r, (double)y[r], (double)yn[r]);
+                if (y[r] != 0.0f) fail_msg("%s %s row %d: y = %g for a row of tiny blocks, expected 0", isas[ii], bench_dtype_name(dt), r, (double)y[r]);
+            }
+            /* the first block normal, the second tiny: as if the second were zero */
+            for (int k = 0; k < 32; k++) x[k] = rnd_unit() * 4.0f;
+            float xz[COLS], yz[ROWS];
+            memcpy(xz, x, sizeof(x));
+            for (int k = 32; k < COLS; k++) xz[k] = 0.0f;
+            kn_matmul(NULL, y, x, 1, w, dt, ROWS, COLS);
+            kn_matmul(NULL, yz, xz, 1, w, dt, ROWS, COLS);
+            for (int r = 0; r < ROWS; r++) assert_true(y[r] == yz[r]);
+            for (int k = 0; k < 32; k++) x[k] = (k % 3 ? 1e-37f : -1.5e-37f) * (1.0f + (float)k / (2 * COLS));
+            ran++;
+        }
+        free(w);
+    }
+    kn_set_isa("auto");
+    print_message("kernels: tiny blocks checked on %d int8 family/type pairs\n", ran);
+    if (!ran) skip();
+}
+
 /* bf16 weights with x on the bf16 grid (8 significant bits) lose nothing to
  * avx512-bf16's rounding of x, so it must meet the exact bound there: a pair
  * read in the wrong order, a row off by one in the transpose or a lost odd
@@ -767,6 +818,7 @@ int main(void) {
         cmocka_unit_test(test_matmul_block_types),
         cmocka_unit_test(test_block_types_bit_exact),
         cmocka_unit_test(test_q8_int8_integer_x),
+        cmocka_unit_test(test_int8_tiny_block),
         cmocka_unit_test(test_bf16_dot_grid_x),
         cmocka_unit_test(test_matmul_threads),
         cmocka_unit_test(test_matmul_multi),

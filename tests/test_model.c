@@ -6,6 +6,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,6 +129,49 @@ static void test_good_model_shape(void **state) {
     model_free(m);
 }
 
+/* A llama2.c header of 10000 layers of dim 2 with the bytes it implies (1.3 MB): it
+ * passed the size check and validation (after 41 s of registering 90k tensors); a
+ * layer count past MODEL_MAX_LAYERS is refused from the header now. */
+static void test_absurd_layers(void **state) {
+    (void)state;
+    char p[600];
+    snprintf(p, sizeof(p), "%s/layers.bin", tmp);
+    int32_t h[7] = {2, 2, 10000, 1, 1, 4, 4};
+    size_t need = 28 + 4 * (4 * 2 + 2 + 4 * 1 + 10000 * (2 * 2 + 2 * 4 + 2 * 4 + 3 * 4)) + 64;
+    unsigned char *b = calloc(1, need);
+    assert_non_null(b);
+    memcpy(b, h, sizeof(h));
+    write_file(p, b, need);
+    free(b);
+    expect_error(p, NULL, "header field n_layers (offset 8) is 10000, expected 1..1024");
+}
+
+/* rms epsilon and rope theta: positive is not enough, inf passed (x > 0). */
+static void test_config_not_finite(void **state) {
+    (void)state;
+    char model_path[512], tok[512], err[512];
+    if (!tu_shared("models/stories260K.bin", model_path, sizeof(model_path)) ||
+        !tu_shared("models/tok512.bin", tok, sizeof(tok)))
+        skip();
+    model *m;
+    assert_int_equal(model_open(model_path, tok, &m, err, sizeof(err)), 0);
+    assert_int_equal(model_validate(m, err, sizeof(err)), 0);
+    m->cfg.norm_eps = INFINITY;
+    assert_int_equal(model_validate(m, err, sizeof(err)), -1);
+    if (!strstr(err, "rms epsilon inf") || !strstr(err, "finite") || !strstr(err, model_path)) fail_msg("%s", err);
+    m->cfg.norm_eps = 1e-5f;
+    m->cfg.rope_theta = INFINITY;
+    assert_int_equal(model_validate(m, err, sizeof(err)), -1);
+    if (!strstr(err, "rope theta inf")) fail_msg("%s", err);
+    m->cfg.rope_theta = NAN;
+    assert_int_equal(model_validate(m, err, sizeof(err)), -1);
+    m->cfg.rope_theta = 10000.0f;
+    m->cfg.n_layers = MODEL_MAX_LAYERS + 1;
+    assert_int_equal(model_validate(m, err, sizeof(err)), -1);
+    if (!strstr(err, "n_layers is 1025, expected at most 1024")) fail_msg("%s", err);
+    model_free(m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_missing_file),
@@ -137,6 +181,8 @@ int main(void) {
         cmocka_unit_test(test_shape_overflow),
         cmocka_unit_test(test_tokenizer_size_mismatch),
         cmocka_unit_test(test_good_model_shape),
+        cmocka_unit_test(test_absurd_layers),
+        cmocka_unit_test(test_config_not_finite),
     };
     return cmocka_run_group_tests_name("model", tests, setup, teardown);
 }

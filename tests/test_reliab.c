@@ -26,12 +26,18 @@
 #include <cJSON.h>
 #include <dirent.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "engines/core/model/model.h"
 #include "engines/core/runtime/engine.h"
 #include "engines/core/runtime/tokenizer.h"
 #include "fuzz/targets.h"
@@ -132,7 +138,7 @@ static int scenario_target(const uint8_t *d, size_t n, char *err, size_t errlen)
 
 static const struct { const char *name; fzt_fn fn; } targets[] = {
     {"fuzz_gguf", fzt_gguf}, {"fuzz_llama2c", fzt_llama2c}, {"fuzz_safetensors", fzt_safetensors},
-    {"fuzz_scenario", scenario_target}, {"fuzz_results", fzt_results},
+    {"fuzz_scenario", scenario_target}, {"fuzz_results", fzt_results}, {"fuzz_pretok", fzt_pretok},
 };
 
 static int has_suffix(const char *s, const char *suf) {
@@ -560,6 +566,413 @@ static void test_scenario_read_paths_confined(void **state) {
     expect_in(res, want);
 }
 
+/* ---- files that are not regular ---- */
+
+/* A FIFO as the model, the tokenizer, or a safetensors folder's tokenizer.json:
+ * refused at once, naming the path and what it is. Opening a FIFO to read blocks
+ * until a writer comes, and bench did that before checking the kind of file, so
+ * each of these blocked forever (the alarm fails the test instead). */
+static void test_fifo_refused(void **state) {
+    fx *f = *state;
+    char fifo[700], log[700], st_dir[700], tj[800], want[1000];
+    snprintf(fifo, sizeof(fifo), "%s/fifo.bin", f->tmp);
+    snprintf(log, sizeof(log), "%s/fifo.log", f->tmp);
+    assert_int_equal(mkfifo(fifo, 0644), 0);
+    snprintf(want, sizeof(want), "%s: is a FIFO, expected a regular file", fifo);
+    alarm(300);
+    assert_int_not_equal(tu_bench("/dev/null", "model info '%s' 2>'%s'", fifo, log), 0);
+    expect_in(log, want);
+    assert_int_not_equal(tu_bench("/dev/null", "generate --model '%s' --tokenizer '%s' --steps 2 2>'%s'", fifo, f->tok, log), 0);
+    expect_in(log, want);
+    fresh_model(f);
+    assert_int_not_equal(tu_bench("/dev/null", "generate --model '%s' --tokenizer '%s' --steps 2 2>'%s'", f->model, fifo, log), 0);
+    expect_in(log, want);
+    /* bench run: the parent opens the model before any worker */
+    const char *sc = scenario_file(f, "fifo", "\"cache\": \"warm\", \"repetitions\": 1, \"warmup\": 0, "
+                                              "\"workload\": {\"prompt_tokens\": 4, \"generate\": 2}");
+    char scen2[800], out[800];
+    snprintf(scen2, sizeof(scen2), "%s/fifo_model.json", f->tmp);
+    snprintf(out, sizeof(out), "%s/fifo_out", f->tmp);
+    char *body = slurp(sc);
+    assert_non_null(body);
+    FILE *o = fopen(scen2, "w");
+    assert_non_null(o);
+    char *at = strstr(body, f->model);
+    assert_non_null(at);
+    fprintf(o, "%.*s%s%s", (int)(at - body), body, fifo, at + strlen(f->model));
+    fclose(o);
+    free(body);
+    assert_int_not_equal(tu_bench("/dev/null", "run '%s' --out '%s' --allow-read '%s' 2>'%s'", scen2, out, f->tmp, log), 0);
+    expect_in(log, want);
+    /* a safetensors folder whose tokenizer.json is a FIFO */
+    snprintf(st_dir, sizeof(st_dir), "%s/st", f->tmp);
+    assert_int_equal(tu_bench("/dev/null", "model synth --shape tiny --format safetensors -o '%s' 2>'%s'", st_dir, log), 0);
+    snprintf(tj, sizeof(tj), "%s/tokenizer.json", st_dir);
+    assert_int_equal(unlink(tj), 0);
+    assert_int_equal(mkfifo(tj, 0644), 0);
+    snprintf(want, sizeof(want), "%s: is a FIFO, expected a regular file", tj);
+    assert_int_not_equal(tu_bench("/dev/null", "model info '%s' 2>'%s'", st_dir, log), 0);
+    expect_in(log, want);
+    assert_int_not_equal(tu_bench("/dev/null", "tokenize --model '%s' --text hi 2>'%s'", st_dir, log), 0);
+    expect_in(log, want);
+    alarm(0);
+}
+
+/* ---- the results folder: one run at a time, and what killed runs leave ---- */
+
+/* A second bench run on a folder a run is writing to is refused, naming the holder's
+ * pid, before --force can empty it (it used to empty the folder under the first run).
+ * The test holds the lock itself, as a running bench run would (flock on the folder). */
+static void test_out_locked(void **state) {
+    fx *f = *state;
+    fresh_model(f);
+    char out[700], log[700], res[800], want[200];
+    snprintf(out, sizeof(out), "%s/locked", f->tmp);
+    snprintf(log, sizeof(log), "%s/locked.log", f->tmp);
+    snprintf(res, sizeof(res), "%s/results.json", out);
+    const char *sc = scenario_file(f, "locked", "\"cache\": \"warm\", \"repetitions\": 1, \"warmup\": 0, "
+                                                "\"workload\": {\"prompt_tokens\": 4, \"generate\": 2}");
+    assert_int_equal(tu_bench("/dev/null", "run '%s' --out '%s' 2>'%s'", sc, out, log), 0);
+    int d = open(out, O_RDONLY | O_DIRECTORY);
+    assert_true(d >= 0);
+    assert_int_equal(flock(d, LOCK_EX | LOCK_NB), 0);
+    assert_int_equal(tu_bench("/dev/null", "run '%s' --out '%s' --force 2>'%s'", sc, out, log), 2);
+    snprintf(want, sizeof(want), "another bench run (pid %d) is writing to this folder", (int)getpid());
+    expect_in(log, want);
+    struct stat st;
+    if (stat(res, &st)) fail_msg("a refused --force run emptied %s", out);
+    close(d); /* released: the run goes ahead */
+    assert_int_equal(tu_bench("/dev/null", "run '%s' --out '%s' --force 2>'%s'", sc, out, log), 0);
+    /* a file system that cannot lock a folder (NFS): the run goes on, unlocked, and says so */
+    setenv("BENCH_TEST_FLOCK_ERRNO", "95", 1);
+    int rc = tu_bench("/dev/null", "run '%s' --out '%s' --force 2>'%s'", sc, out, log);
+    unsetenv("BENCH_TEST_FLOCK_ERRNO");
+    assert_int_equal(rc, 0);
+    expect_in(log, "the folder cannot be locked here (Operation not supported); running without the lock");
+}
+
+/* A run killed before its first results.json left only results.json.tmp.PID: the
+ * folder was refused ever after ("not empty and holds no results.json"). Temporary
+ * files of dead pids are removed at the next run into the folder. */
+static void test_stale_tmp_removed(void **state) {
+    fx *f = *state;
+    fresh_model(f);
+    pid_t dead = fork();
+    assert_true(dead >= 0);
+    if (dead == 0) _exit(0);
+    assert_int_equal(waitpid(dead, NULL, 0), dead);
+    char out[700], log[700], tmpf[800], live[800];
+    snprintf(out, sizeof(out), "%s/stale", f->tmp);
+    snprintf(log, sizeof(log), "%s/stale.log", f->tmp);
+    assert_int_equal(mkdir(out, 0755), 0);
+    snprintf(tmpf, sizeof(tmpf), "%s/results.json.tmp.%d", out, (int)dead);
+    FILE *o = fopen(tmpf, "w");
+    assert_non_null(o);
+    fputs("{\"half\": ", o);
+    fclose(o);
+    const char *sc = scenario_file(f, "stale", "\"cache\": \"warm\", \"repetitions\": 1, \"warmup\": 0, "
+                                               "\"workload\": {\"prompt_tokens\": 4, \"generate\": 2}");
+    if (tu_bench("/dev/null", "run '%s' --out '%s' 2>'%s'", sc, out, log)) {
+        char *msg = slurp(log);
+        fail_msg("a folder holding only a dead run's temporary file was refused: %s", msg ? msg : "");
+    }
+    expect_in(log, "removed 1 temporary file left in");
+    struct stat st;
+    if (!stat(tmpf, &st)) fail_msg("%s is still there", tmpf);
+    /* a live pid's file is not touched (only the test's own pid is surely alive) */
+    snprintf(live, sizeof(live), "%s/results.json.tmp.%d", out, (int)getpid());
+    o = fopen(live, "w");
+    assert_non_null(o);
+    fclose(o);
+    assert_int_equal(tu_bench("/dev/null", "run '%s' --out '%s' --force 2>'%s'", sc, out, log), 0);
+    char *msg = slurp(log);
+    assert_null(strstr(msg, "removed"));
+    free(msg);
+}
+
+/* The pid of a child of parent, or -1. */
+static pid_t child_of(pid_t parent) {
+    DIR *d = opendir("/proc");
+    pid_t found = -1;
+    for (struct dirent *e; d && found < 0 && (e = readdir(d));) {
+        char path[300], buf[512];
+        if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+        snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[n] = 0;
+        const char *rp = strrchr(buf, ')');
+        int ppid;
+        char st;
+        if (rp && sscanf(rp + 1, " %c %d", &st, &ppid) == 2 && ppid == parent) found = (pid_t)atoi(e->d_name);
+    }
+    if (d) closedir(d);
+    return found;
+}
+
+static int alive(pid_t pid) {
+    char path[64], buf[512];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *rp = strrchr(buf, ')');
+    return rp && rp[1] == ' ' && rp[2] != 'Z' && rp[2] != 'X';
+}
+
+/* SIGKILL of bench run: its worker dies with it (it kept running under PID 1). */
+static void test_worker_dies_with_parent(void **state) {
+    fx *f = *state;
+    fresh_model(f);
+    char out[700];
+    snprintf(out, sizeof(out), "%s/orphan", f->tmp);
+    /* the worker sleeps 120 s (test hook) once loaded: it is surely there when bench run is killed */
+    const char *sc = scenario_file(f, "orphan", "\"cache\": \"warm\", \"repetitions\": 1, \"warmup\": 0, "
+                                                "\"workload\": {\"prompt_tokens\": 4, \"generate\": 2}, \"test_hooks\": {\"delay_ms\": 120000}");
+    const char *bin = getenv("BENCH_BIN");
+    pid_t run = fork();
+    assert_true(run >= 0);
+    if (run == 0) {
+        int dn = open("/dev/null", O_WRONLY);
+        dup2(dn, 1);
+        dup2(dn, 2);
+        execl(bin ? bin : "build/asan/bench", "bench", "run", sc, "--out", out, (char *)NULL);
+        _exit(127);
+    }
+    pid_t w = -1;
+    for (int i = 0; i < 1200 && w < 0; i++) {
+        w = child_of(run);
+        if (w < 0) usleep(50000);
+    }
+    if (w < 0) {
+        kill(run, SIGKILL);
+        waitpid(run, NULL, 0);
+        fail_msg("bench run started no worker in 60 s");
+    }
+    kill(run, SIGKILL);
+    assert_int_equal(waitpid(run, NULL, 0), run);
+    int i = 0;
+    for (; i < 600 && alive(w); i++) usleep(50000);
+    if (alive(w)) {
+        kill(w, SIGKILL);
+        fail_msg("the worker %d outlived bench run by 30 s", (int)w);
+    }
+}
+
+/* bench plan's command lines are pasted into shells (docs/cluster.md): a word holding
+ * a ' closed the quoting, and a folder named a'$(touch X)'b ran touch. The command, run
+ * by sh with bench replaced by a function that prints its arguments, must give back
+ * every word as it was, and run nothing. */
+static void test_plan_command_quoting(void **state) {
+    fx *f = *state;
+    fresh_model(f);
+    char hostile[1600], pwned[700], plan[700], outf[700], cmd[12000];
+    snprintf(pwned, sizeof(pwned), "%s/pwned", f->tmp);
+    snprintf(hostile, sizeof(hostile), "%s/a'$(touch pwned)'b \"c\" `touch pwned` \\e", f->tmp); /* run from f->tmp */
+    assert_int_equal(mkdir(hostile, 0755), 0);
+    const char *sc = scenario_file(f, "plan", "\"cache\": \"warm\", \"repetitions\": 2, \"warmup\": 0, "
+                                              "\"workload\": {\"prompt_tokens\": 4, \"generate\": 2}");
+    snprintf(plan, sizeof(plan), "%s/plan.json", f->tmp);
+    const char *bin = getenv("BENCH_BIN");
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int dn = open("/dev/null", O_WRONLY);
+        dup2(dn, 2);
+        execl(bin ? bin : "build/asan/bench", "bench", "plan", sc, "--shards", "1", "--allow-read", hostile, "--out", plan, (char *)NULL);
+        _exit(127);
+    }
+    int ws;
+    assert_int_equal(waitpid(pid, &ws, 0), pid);
+    assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+    cJSON *j = hjs_load(plan);
+    assert_non_null(j);
+    const cJSON *sh = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "plan"), 0);
+    const char *command = str_at(sh, "command");
+    assert_true(!strncmp(command, "bench run ", 10));
+    snprintf(outf, sizeof(outf), "%s/plan.args", f->tmp);
+    FILE *o = fopen(outf, "w");
+    assert_non_null(o);
+    fclose(o);
+    /* the command as a shell reads it: bench() prints one argument per line */
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fd = open(outf, O_WRONLY | O_TRUNC);
+        dup2(fd, 1);
+        if (chdir(f->tmp)) _exit(127);
+        snprintf(cmd, sizeof(cmd), "bench() { printf '%%s\\n' \"$@\"; }; %s", command);
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    assert_int_equal(waitpid(pid, &ws, 0), pid);
+    struct stat st;
+    if (!stat(pwned, &st)) fail_msg("pasting the plan's command into a shell ran a command: %s", command);
+    char *args = slurp(outf);
+    assert_non_null(args);
+    char want[1700];
+    snprintf(want, sizeof(want), "\n--allow-read\n%s\n", hostile);
+    if (!strstr(args, want)) fail_msg("the shell read the command as:\n%s\nexpected the folder %s as one word", args, hostile);
+    free(args);
+    cJSON_Delete(j);
+}
+
+/* Whether some file in dir holds want. */
+static int dir_holds(const char *dir, const char *want) {
+    DIR *d = opendir(dir);
+    int found = 0;
+    for (struct dirent *e; d && !found && (e = readdir(d));) {
+        if (e->d_name[0] == '.') continue;
+        char p[1200];
+        snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+        char *t = slurp(p);
+        found = t && strstr(t, want);
+        free(t);
+    }
+    if (d) closedir(d);
+    return found;
+}
+
+/* The model replaced after bench run checked it (a rename over the path, as a swap of
+ * a symlink would do): every worker that loads afterwards refuses it, naming the file,
+ * instead of reading whatever is there now. Before, the workers reopened the path and
+ * ran on the new file. */
+static void test_model_swapped_refused(void **state) {
+    fx *f = *state;
+    fresh_model(f);
+    char out[700], logs[800], other[700];
+    snprintf(out, sizeof(out), "%s/swapped", f->tmp);
+    snprintf(logs, sizeof(logs), "%s/logs", out);
+    snprintf(other, sizeof(other), "%s/other.bin", f->tmp);
+    /* 2 repetitions, each held 2 s after its decode: the swap lands before the second loads */
+    const char *sc = scenario_file(f, "swapped", "\"cache\": \"warm\", \"repetitions\": 2, \"warmup\": 0, "
+                                                 "\"workload\": {\"prompt_tokens\": 4, \"generate\": 2}, \"test_hooks\": {\"delay_ms\": 2000}");
+    const char *bin = getenv("BENCH_BIN");
+    pid_t run = fork();
+    assert_true(run >= 0);
+    if (run == 0) {
+        int dn = open("/dev/null", O_WRONLY);
+        dup2(dn, 1);
+        dup2(dn, 2);
+        execl(bin ? bin : "build/asan/bench", "bench", "run", sc, "--out", out, (char *)NULL);
+        _exit(127);
+    }
+    pid_t w = -1;
+    for (int i = 0; i < 1200 && w < 0; i++) {
+        w = child_of(run);
+        if (w < 0) usleep(50000);
+    }
+    if (w < 0) {
+        kill(run, SIGKILL);
+        waitpid(run, NULL, 0);
+        fail_msg("bench run started no worker in 60 s");
+    }
+    /* the same bytes, another file: only its identity differs */
+    assert_int_equal(copy_file(f->src, other), 0);
+    assert_int_equal(rename(other, f->model), 0);
+    int ws;
+    assert_int_equal(waitpid(run, &ws, 0), run);
+    char want[800];
+    snprintf(want, sizeof(want), "%s is not the file bench run checked", f->model);
+    if (!dir_holds(logs, want)) fail_msg("no worker log in %s says \"%s\": the workers read the replaced file", logs, want);
+    assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) != 0);
+}
+
+/* ---- numbers that are not finite ---- */
+
+/* Writes one float at the start of a tensor of an f32 model file. */
+static void poke_tensor(const char *path, const char *name, float v) {
+    model *m = NULL;
+    char err[1024];
+    if (model_open(path, NULL, &m, err, sizeof(err))) fail_msg("%s", err);
+    const model_tensor *t = model_find(m, name);
+    assert_non_null(t);
+    assert_int_equal(t->dtype, BENCH_F32);
+    FILE *f = fopen(m->files[t->file], "r+b");
+    assert_non_null(f);
+    assert_int_equal(fseek(f, (long)t->offset, SEEK_SET), 0);
+    assert_int_equal(fwrite(&v, 4, 1, f), 1);
+    assert_int_equal(fclose(f), 0);
+    model_free(m);
+}
+
+/* NaN in a norm generated token 0 forever, exit 0. The logits are checked once per
+ * forward: bench generate fails at the first one, naming the position and the layer
+ * whose output first stopped being finite. */
+static void test_nan_weight_fails_the_run(void **state) {
+    fx *f = *state;
+    char path[700], log[700];
+    snprintf(path, sizeof(path), "%s/nan.gguf", f->tmp);
+    snprintf(log, sizeof(log), "%s/nan.log", f->tmp);
+    assert_int_equal(tu_bench("/dev/null", "model synth --shape tiny --dtype f32 --format gguf -o '%s' 2>'%s'", path, log), 0);
+    assert_int_equal(tu_bench("/dev/null", "generate --model '%s' --prompt-tokens 4 --steps 8 2>'%s'", path, log), 0);
+    poke_tensor(path, "blk.1.ffn_norm.weight", NAN);
+    assert_int_not_equal(tu_bench("/dev/null", "generate --model '%s' --prompt-tokens 4 --steps 8 2>'%s'", path, log), 0);
+    expect_in(log, "the logits at position 3 of sequence 0 are not finite");
+    expect_in(log, "the first non-finite values come from layer 1 (blk.1.*)");
+    /* Inf in the embedding: named as such */
+    assert_int_equal(tu_bench("/dev/null", "model synth --shape tiny --dtype f32 --format gguf -o '%s' 2>'%s'", path, log), 0);
+    poke_tensor(path, "token_embd.weight", INFINITY); /* row 0: token 0 */
+    assert_int_not_equal(tu_bench("/dev/null", "generate --model '%s' --prompt-tokens 4 --steps 8 2>'%s'", path, log), 0);
+    /* the synthetic prompt is BOS then 3, 4, 5: token 0 may not be in it; then the
+     * first generated token is (every other logit is a NaN after the Inf) */
+    expect_in(log, "are not finite");
+}
+
+/* bench model info --check reads every weight and names the tensors holding NaN or
+ * Inf; bench model convert --dtype q4_0 (and q8_0) refuses a NaN block, naming the
+ * tensor and the block, where it wrote zeros before. */
+static void test_nan_weight_check_and_convert(void **state) {
+    fx *f = *state;
+    char path[700], log[700], outp[800], q[800];
+    snprintf(path, sizeof(path), "%s/nanchk.gguf", f->tmp);
+    snprintf(log, sizeof(log), "%s/nanchk.log", f->tmp);
+    snprintf(outp, sizeof(outp), "%s/nanchk.out", f->tmp);
+    snprintf(q, sizeof(q), "%s/nanchk-q4.gguf", f->tmp);
+    assert_int_equal(tu_bench("/dev/null", "model synth --shape tiny --dtype f32 --format gguf -o '%s' 2>'%s'", path, log), 0);
+    assert_int_equal(tu_bench(outp, "model info '%s' --check 2>'%s'", path, log), 0);
+    expect_in(outp, "every weight finite");
+    /* element 0 of row 0 of blk.2.attn_q.weight: block 0 */
+    poke_tensor(path, "blk.2.attn_q.weight", NAN);
+    assert_int_equal(tu_bench(outp, "model info '%s' --check 2>'%s'", path, log), 1);
+    expect_in(outp, "tensor blk.2.attn_q.weight (f32): row 0, element 0 is nan");
+    expect_in(outp, "1 of 47 tensors hold NaN or Inf");
+    assert_int_equal(tu_bench("/dev/null", "model convert '%s' '%s' --dtype q4_0 2>'%s'", path, q, log), 1);
+    expect_in(log, "tensor blk.2.attn_q.weight: block 0 (row 0, elements 0..31) holds NaN or Inf (element 0); q4_0 would not keep it: refused");
+    struct stat st;
+    if (!stat(q, &st)) fail_msg("a refused conversion left %s", q);
+    /* to f16 the NaN is kept as NaN: converted */
+    snprintf(q, sizeof(q), "%s/nanchk-f16.gguf", f->tmp);
+    assert_int_equal(tu_bench("/dev/null", "model convert '%s' '%s' --dtype f16 2>'%s'", path, q, log), 0);
+}
+
+/* ---- messages ---- */
+
+/* Each refusal names the option and its real limit: --ctx and --steps past 2^24 said
+ * "expected a whole number >= 1"; --threads took up to 1e9; a prompt longer than
+ * --steps said "the text needs more than 2 tokens" without naming --steps. */
+static void test_generate_limits_named(void **state) {
+    fx *f = *state;
+    fresh_model(f);
+    char log[700];
+    snprintf(log, sizeof(log), "%s/limits.log", f->tmp);
+    static const struct { const char *args, *want; } c[] = {
+        {"--ctx 2147483647", "--ctx 2147483647: expected a whole number from 1 to 16777216 (2^24 positions"},
+        {"--steps 2147483647", "--steps 2147483647: expected a whole number from 1 to 16777216"},
+        {"--ctx 0", "--ctx 0: expected a whole number from 1 to 16777216"},
+        {"--threads 1000000000", "--threads 1000000000: expected a whole number from 1 to 1024 (one pool thread each"},
+        {"--prompt Hi --steps 1", "--steps 1: the prompt needs more than 2 tokens, and --steps counts the prompt's positions too; raise --steps"},
+    };
+    for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+        assert_int_equal(tu_bench("/dev/null", "generate --model '%s' --tokenizer '%s' %s 2>'%s'", f->model, f->tok, c[i].args, log), 2 - (i == 4));
+        expect_in(log, c[i].want);
+    }
+}
+
 /* ---- sizes against the documented limits ---- */
 
 static void test_scenario_size_limit(void **state) {
@@ -597,6 +1010,15 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_scenario_cannot_run_commands),
         cmocka_unit_test(test_scenario_size_limit),
         cmocka_unit_test(test_scenario_read_paths_confined),
+        cmocka_unit_test(test_fifo_refused),
+        cmocka_unit_test(test_out_locked),
+        cmocka_unit_test(test_stale_tmp_removed),
+        cmocka_unit_test(test_worker_dies_with_parent),
+        cmocka_unit_test(test_plan_command_quoting),
+        cmocka_unit_test(test_model_swapped_refused),
+        cmocka_unit_test(test_nan_weight_fails_the_run),
+        cmocka_unit_test(test_nan_weight_check_and_convert),
+        cmocka_unit_test(test_generate_limits_named),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -21,6 +21,7 @@
 #include "engines/core/runtime/accuracy.h"
 #include "engines/core/runtime/modreg.h"
 #include "engines/core/runtime/sampler.h"
+#include "harness/spec/confine.h"
 #include "harness/spec/events.h"
 #include "harness/child/serve.h"
 #include "harness/spec/worker_spec.h"
@@ -39,6 +40,7 @@
 
 typedef struct wk_spec {
     const char *model, *tokenizer, *prompt, *fault, *module_dir;
+    const char *model_id, *tokenizer_id;        /* "dev:ino" bench run read, or NULL (confine.h) */
     const char *module[3], *opts[3];            /* loader, kv, alloc */
     const char *device, *device_opts;           /* NULL: cpu */
     const char *kernels;                        /* CPU kernel family; NULL: auto */
@@ -181,6 +183,8 @@ static cJSON *wk_parse_spec(const char *text, const char *path, wk_spec *s, char
     memset(s, 0, sizeof(*s));
     s->model = wk_str(j, "model");
     s->tokenizer = wk_str(j, "tokenizer");
+    s->model_id = wk_str(j, "model_id");
+    s->tokenizer_id = wk_str(j, "tokenizer_id");
     s->prompt = wk_str(j, "prompt");
     s->module_dir = wk_str(j, "module_dir");
     static const char *fam[] = {"loader", "kv", "alloc"}, *fopt[] = {"loader_opts", "kv_opts", "alloc_opts"};
@@ -430,6 +434,16 @@ static void wk_bandwidth(wk_ctx *c, const wk_spec *s, engine *e) {
     wk_emit(c, "bandwidth.decode_bound_tok_s", "tok/s", bw / per_token);
 }
 
+/* path is still the file bench run read (id "dev:ino"; NULL: nothing to check). */
+static int wk_same_file(wk_ctx *c, const char *path, const char *id) {
+    unsigned long long dev, ino;
+    char err[1024];
+    if (!path || !id) return 0;
+    if (sscanf(id, "%llu:%llu", &dev, &ino) != 2) return wk_fail(c, "worker spec: %s: id \"%s\" is not dev:ino", path, id);
+    if (cf_same_file(path, dev, ino, err, sizeof(err))) return wk_fail(c, "%s", err);
+    return 0;
+}
+
 /* The repetition itself, shared by bench worker and bench exec (worker_engine). s points into the
  * caller's spec JSON; c and s are copies, so the body reads as it did inline. */
 static int wk_run(wk_ctx c, wk_spec s) {
@@ -456,6 +470,8 @@ static int wk_run(wk_ctx c, wk_spec s) {
         }
 
     if (c.accuracy_out) {
+        /* the files bench run checked, as for a timed repetition */
+        if (wk_same_file(&c, s.model, s.model_id) || wk_same_file(&c, s.tokenizer, s.tokenizer_id)) goto out;
         rc = s.requests ? wk_fail(&c, "the accuracy pass measures inference workloads, not serving") :
                           wk_accuracy(&c, &s, &es, c.accuracy_out);
         goto out;
@@ -469,11 +485,15 @@ static int wk_run(wk_ctx c, wk_spec s) {
     }
 
     wk_send(&c, BENCH_EV_LOAD_START, 0, 0, 0, NULL, NULL, 0);
+    /* the model and tokenizer are the files bench run checked, before the engine opens
+     * them and again once it has (a swap in between is caught at the second look) */
+    if (wk_same_file(&c, s.model, s.model_id) || wk_same_file(&c, s.tokenizer, s.tokenizer_id)) goto out;
     int erc = engine_create(&es, &e, err, sizeof(err));
     if (erc) {
         wk_failc(&c, erc, "%s", err);
         goto out;
     }
+    if (wk_same_file(&c, s.model, s.model_id) || wk_same_file(&c, s.tokenizer, s.tokenizer_id)) goto out;
     if (wk_send(&c, BENCH_EV_LOAD_END, 1, 0, 0, NULL, NULL, 0)) goto out;
     /* test hook: the model truncated under a loader whose tensors are the file's pages (mapguard.h) */
     if ((engine_module_caps(e, "loader") & BENCH_CAP_LOADER_MAPS_FILE) && mg_test_truncate(s.model) < 0) goto out;

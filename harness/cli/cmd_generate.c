@@ -88,17 +88,25 @@ static void usage(FILE *f) {
 }
 
 /* A whole number option: "--steps abc" names the option and what it wanted. */
-static int gen_int(const char *opt, const char *v, long lo, int *out) {
+static int gen_int(const char *opt, const char *v, long lo, long hi, const char *why, int *out) {
     char *end;
     errno = 0;
     long n = strtol(v, &end, 10);
-    if (end == v || *end || errno || n < lo || n > 1000000000L) {
-        fprintf(stderr, "bench generate: %s %s: expected a whole number >= %ld\n", opt, v, lo);
+    if (end == v || *end || errno || n < lo || n > hi) {
+        fprintf(stderr, "bench generate: %s %s: expected a whole number from %ld to %ld%s%s\n", opt, v, lo, hi, why ? " " : "",
+                why ? why : "");
         return -1;
     }
     *out = (int)n;
     return 0;
 }
+
+/* Positions: 2^24, the most a model file may declare (the llama2.c header's bound) */
+#define GEN_MAX_POS (1L << 24)
+#define GEN_POS_WHY "(2^24 positions: the longest context bench takes)"
+/* Threads: the pool makes one thread each, and past the cores they only contend */
+#define GEN_MAX_THREADS 1024L
+#define GEN_THREADS_WHY "(one pool thread each; past the CPU's cores more only contend)"
 
 static int gen_float(const char *opt, const char *v, float lo, float hi, int lo_open, float *out) {
     char *end;
@@ -146,7 +154,7 @@ int cmd_generate(int argc, char **argv) {
         else if (ARG("--model")) spec.model_path = v;
         else if (ARG("--tokenizer")) spec.tokenizer_path = v;
         else if (ARG("--prompt")) prompt = v;
-        else if (ARG("--steps")) { if (gen_int(a, v, 1, &steps)) return 2; }
+        else if (ARG("--steps")) { if (gen_int(a, v, 1, GEN_MAX_POS, GEN_POS_WHY, &steps)) return 2; }
         else if (ARG("--temperature")) { if (gen_float(a, v, 0, 1e6f, 0, &temperature)) return 2; }
         else if (ARG("--topp")) { if (gen_float(a, v, 0, 1, 1, &topp)) return 2; }
         else if (ARG("--seed")) {
@@ -157,9 +165,9 @@ int cmd_generate(int argc, char **argv) {
                 return 2;
             }
         }
-        else if (ARG("--threads")) { if (gen_int(a, v, 1, &spec.threads)) return 2; }
-        else if (ARG("--prompt-tokens")) { if (gen_int(a, v, 1, &prompt_tokens)) return 2; }
-        else if (ARG("--ctx")) { if (gen_int(a, v, 1, &spec.max_pos)) return 2; }
+        else if (ARG("--threads")) { if (gen_int(a, v, 1, GEN_MAX_THREADS, GEN_THREADS_WHY, &spec.threads)) return 2; }
+        else if (ARG("--prompt-tokens")) { if (gen_int(a, v, 1, GEN_MAX_POS, GEN_POS_WHY, &prompt_tokens)) return 2; }
+        else if (ARG("--ctx")) { if (gen_int(a, v, 1, GEN_MAX_POS, GEN_POS_WHY, &spec.max_pos)) return 2; }
         else if (ARG("--loader")) spec.loader = v;
         else if (ARG("--kv")) spec.kv = v;
         else if (ARG("--alloc")) spec.alloc = v;
@@ -243,6 +251,12 @@ int cmd_generate(int argc, char **argv) {
         for (int i = 1; i < n_prompt; i++) ids[i] = 3 + (i - 1) % (m->cfg.vocab_size - 3);
     } else {
         n_prompt = tokenizer_encode(tok, prompt, 1, 0, ids, steps + 1, err, sizeof(err));
+    }
+    if (n_prompt < 0 && strstr(err, "needs more than")) {
+        /* the ids buffer holds --steps + 1: the limit the tokenizer met is --steps' */
+        fprintf(stderr, "bench generate: --steps %d: the prompt needs more than %d tokens, and --steps counts the prompt's "
+                        "positions too; raise --steps\n", steps, steps + 1);
+        goto out;
     }
     if (n_prompt < 0) { fprintf(stderr, "bench generate: prompt: %s\n", err); goto out; }
     if (n_prompt > steps) {

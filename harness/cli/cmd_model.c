@@ -7,6 +7,9 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,7 +47,8 @@ static const char *human(double v, char *buf, size_t len) {
 static void usage(FILE *f) {
     fprintf(f,
             "usage: bench model <info|convert|synth|shapes> [options]   (bench model <sub> --help for each)\n\n"
-            "  info FILE [--tokenizer F] [--tensors]   print a model's format, shape, dtypes and sizes\n"
+            "  info FILE [--tokenizer F] [--tensors] [--check]\n"
+            "                                          print a model's format, shape, dtypes and sizes\n"
             "  convert IN OUT [--dtype T] [--tokenizer F] [--shard SIZE]\n"
             "                                          write IN as OUT.gguf, OUT.bin (llama2.c) or a safetensors directory\n"
             "  synth --shape NAME [--dtype T] [--format F] [--seed S] -o PATH\n"
@@ -61,25 +65,87 @@ static void usage(FILE *f) {
 
 static void info_usage(FILE *f) {
     fprintf(f,
-            "usage: bench model info FILE [--tokenizer F] [--tensors]\n\n"
+            "usage: bench model info FILE [--tokenizer F] [--tensors] [--check]\n\n"
             "Prints the format, name, files, shape (context as the file declares it and as the\n"
             "engine uses it), RoPE style, classifier, parameters, bytes per dtype and the vocabulary.\n"
             "FILE: a llama2.c checkpoint, a .gguf, a .safetensors file, a model.safetensors.index.json,\n"
             "or a directory holding safetensors and config.json.\n\n"
             "  --tokenizer F  a llama2.c tokenizer.bin, replacing the model's vocabulary\n"
-            "  --tensors      also list every tensor: name, dtype, shape (cols x rows), file, offset, bytes\n\n"
+            "  --tensors      also list every tensor: name, dtype, shape (cols x rows), file, offset, bytes\n"
+            "  --check        read every weight and report the tensors holding NaN or Inf (exit 1 if any)\n\n"
             "examples:\n"
             "  bench model info ../shared/models/stories260K.bin\n"
             "  bench model info ../shared/thirdparty/stories260K-f32.gguf --tensors\n");
 }
 
+static int pread_full(int fd, void *buf, uint64_t n, uint64_t off);
+
+/* --check: every weight dequantized row by row (through the same kn_dequant_row the
+ * forward uses) and looked at for NaN or Inf; one line per tensor that holds one, with
+ * the first such element. Returns the number of such tensors, or -1 when a file cannot
+ * be read (err says why). */
+static int check_weights(const model *m, char *err, size_t errlen) {
+    int bad_tensors = -1, *fds = calloc((size_t)(m->n_files ? m->n_files : 1), sizeof(int));
+    uint8_t *rows_buf = NULL;
+    float *row = NULL;
+    if (!fds) return bench_errf(err, errlen, "out of memory");
+    for (int f = 0; f < m->n_files; f++) fds[f] = -1;
+    for (int f = 0; f < m->n_files; f++)
+        if ((fds[f] = model_open_regular(m->files[f], err, errlen)) < 0) goto out;
+    bad_tensors = 0;
+    for (int i = 0; i < m->n_tensors; i++) {
+        const model_tensor *t = &m->tensors[i];
+        int64_t cols = t->ne[0], rows = model_tensor_nelems(t->n_dims, t->ne) / cols;
+        size_t rb = bench_dtype_row_bytes(t->dtype, cols);
+        int64_t chunk = (int64_t)((4u << 20) / rb) > 0 ? (int64_t)((4u << 20) / rb) : 1; /* rows per read: ~4 MiB */
+        if (chunk > rows) chunk = rows;
+        uint8_t *nb = realloc(rows_buf, (size_t)chunk * rb);
+        float *nr = nb ? realloc(row, (size_t)cols * sizeof(float)) : NULL;
+        if (nb) rows_buf = nb;
+        if (nr) row = nr;
+        if (!nb || !nr) {
+            bad_tensors = -1;
+            bench_errf(err, errlen, "out of memory for tensor %s", t->name);
+            goto out;
+        }
+        int found = 0;
+        for (int64_t r0 = 0; r0 < rows && !found; r0 += chunk) {
+            int64_t nrows = rows - r0 < chunk ? rows - r0 : chunk;
+            if (pread_full(fds[t->file], rows_buf, (uint64_t)nrows * rb, t->offset + (uint64_t)r0 * rb)) {
+                bad_tensors = -1;
+                bench_errf(err, errlen, "%s: reading tensor %s: %s", m->files[t->file], t->name, strerror(errno));
+                goto out;
+            }
+            for (int64_t r = 0; r < nrows && !found; r++) {
+                kn_dequant_row(t->dtype, rows_buf + (size_t)r * rb, row, (int)cols);
+                for (int64_t c = 0; c < cols; c++)
+                    if (!isfinite(row[c])) {
+                        printf("%-12s tensor %s (%s): row %lld, element %lld is %g\n", "not finite", t->name,
+                               bench_dtype_name(t->dtype), (long long)(r0 + r), (long long)c, row[c]);
+                        found = 1;
+                        break;
+                    }
+            }
+        }
+        bad_tensors += found;
+    }
+out:
+    for (int f = 0; f < m->n_files; f++)
+        if (fds[f] >= 0) close(fds[f]);
+    free(fds);
+    free(rows_buf);
+    free(row);
+    return bad_tensors;
+}
+
 static int model_info(int argc, char **argv) {
     const char *path = NULL, *tok = NULL;
-    int tensors = 0;
+    int tensors = 0, check = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { info_usage(stdout); return 0; }
         else if (!strcmp(argv[i], "--tokenizer") && i + 1 < argc) tok = argv[++i];
         else if (!strcmp(argv[i], "--tensors")) tensors = 1;
+        else if (!strcmp(argv[i], "--check")) check = 1;
         else if (argv[i][0] != '-' && !path) path = argv[i];
         else {
             fprintf(stderr, "bench model info: unknown or incomplete argument \"%s\"\n", argv[i]);
@@ -152,8 +218,20 @@ static int model_info(int argc, char **argv) {
                    (unsigned long long)t->offset, (unsigned long long)t->nbytes);
         }
     }
+    int rc = 0;
+    if (check) {
+        int bad = check_weights(m, err, sizeof(err));
+        if (bad < 0) {
+            fprintf(stderr, "bench model info: --check: %s\n", err);
+            rc = 1;
+        } else if (bad) {
+            printf("%-12s %d of %d tensors hold NaN or Inf\n", "check", bad, m->n_tensors);
+            rc = 1;
+        } else
+            printf("%-12s %d tensors, every weight finite\n", "check", m->n_tensors);
+    }
     model_free(m);
-    return 0;
+    return rc;
 }
 
 /* ======================= convert ======================= */
@@ -211,12 +289,19 @@ typedef struct convert_job {
     int64_t cols, rows;
     size_t srow, drow;          /* bytes per row in each dtype */
     int n_tasks;
+    _Atomic int64_t first_bad;  /* quantizing: the first element (row-major) that is NaN or Inf, or INT64_MAX */
 } convert_job;
+
+/* *at = min(*at, v) */
+static void atomic_min64(_Atomic int64_t *at, int64_t v) {
+    int64_t cur = atomic_load(at);
+    while (v < cur && !atomic_compare_exchange_weak(at, &cur, v)) {}
+}
 
 #define CONVERT_CHUNK 512 /* elements at a time through f32; a multiple of the Q8_0 block */
 
 static void convert_task(void *arg, int task, int n_tasks) {
-    const convert_job *j = arg;
+    convert_job *j = arg;
     int64_t r0 = j->rows * task / n_tasks, r1 = j->rows * (task + 1) / n_tasks;
     size_t sbe = bench_dtype_block_elems(j->sdt), sbb = bench_dtype_block_bytes(j->sdt);
     size_t dbe = bench_dtype_block_elems(j->ddt), dbb = bench_dtype_block_bytes(j->ddt);
@@ -227,6 +312,12 @@ static void convert_task(void *arg, int task, int n_tasks) {
         for (int64_t c0 = 0; c0 < j->cols; c0 += CONVERT_CHUNK) {
             int n = (int)(j->cols - c0 < CONVERT_CHUNK ? j->cols - c0 : CONVERT_CHUNK);
             kn_dequant_row(j->sdt, s + (size_t)c0 / sbe * sbb, buf, n);
+            if (bench_dtype_is_quant(j->ddt))
+                for (int k = 0; k < n; k++)
+                    if (!isfinite(buf[k])) {
+                        atomic_min64(&j->first_bad, r * j->cols + c0 + k);
+                        break;
+                    }
             synth_quant_row(j->ddt, buf, d + (size_t)c0 / dbe * dbb, n);
         }
     }
@@ -257,8 +348,18 @@ static int convert_fill(void *user, int i, void *dst, uint64_t nbytes, char *err
     int64_t rows = model_tensor_nelems(st->n_dims, st->ne) / st->ne[0];
     convert_job job = {.src = src, .dst = dst, .sdt = st->dtype, .ddt = dt->dtype, .cols = st->ne[0], .rows = rows,
                        .srow = bench_dtype_row_bytes(st->dtype, st->ne[0]), .drow = bench_dtype_row_bytes(dt->dtype, st->ne[0])};
+    atomic_init(&job.first_bad, INT64_MAX);
     int tasks = rows < 64 ? 1 : 4 * tp_threads(c->pool);
     tp_run(c->pool, convert_task, &job, tasks);
+    int64_t bad = atomic_load(&job.first_bad);
+    if (bad != INT64_MAX) {
+        /* a block's scale is its largest |x|: NaN or Inf there makes the whole block
+         * zeros (or garbage), silently; refused instead */
+        int64_t be = (int64_t)bench_dtype_block_elems(dt->dtype), row = bad / job.cols, col = bad % job.cols;
+        return bench_errf(err, errlen, "%s: tensor %s: block %lld (row %lld, elements %lld..%lld) holds NaN or Inf (element %lld); "
+                          "%s would not keep it: refused", file, st->name, (long long)(bad / be), (long long)row,
+                          (long long)(col / be * be), (long long)(col / be * be + be - 1), (long long)col, bench_dtype_name(dt->dtype));
+    }
     return 0;
 }
 

@@ -31,17 +31,37 @@ static void plan_usage(FILE *f) {
             "  sbatch --array=0-2 scripts/slurm/bench-array.sbatch scenarios/mmap_vs_pread.json  (docs/cluster.md)\n");
 }
 
-/* Appends " word" (shell-quoted when it needs it) to buf. */
-static void plan_arg(char *buf, size_t len, const char *word) {
+/* Appends " word" to buf, shell-quoted when it needs it: inside '...' nothing is
+ * special but ' itself, written '\'' (close, an escaped quote, reopen). A word that
+ * does not fit marks the line too long (*full) rather than leave a quote open. */
+static void plan_arg(char *buf, size_t len, const char *word, int *full) {
     size_t n = strlen(buf);
     int plain = word[0] != 0 && strspn(word, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_./=,:") == strlen(word);
-    snprintf(buf + n, len - n, plain ? " %s" : " '%s'", word);
+    size_t need = 1 + strlen(word) + (plain ? 0 : 2);
+    for (const char *c = word; !plain && *c; c++) need += *c == '\'' ? 3 : 0;
+    if (*full || n + need + 1 > len) {
+        *full = 1;
+        return;
+    }
+    char *o = buf + n;
+    *o++ = ' ';
+    if (!plain) *o++ = '\'';
+    for (const char *c = word; *c; c++) {
+        if (*c == '\'' && !plain) {
+            memcpy(o, "'\\''", 4);
+            o += 4;
+        } else
+            *o++ = *c;
+    }
+    if (!plain) *o++ = '\'';
+    *o = 0;
 }
 
 int cmd_plan(int argc, char **argv) {
     const char *file = NULL, *out = NULL, *only = NULL, *device = NULL;
     int shards = 0, repeat = 0, quick = 0;
-    char run_cmd[2048] = "bench run";
+    char run_cmd[8192] = "bench run";
+    int full = 0; /* the command line did not fit in run_cmd */
     const char *allow[32];
     int n_allow = 0;
     for (int i = 1; i < argc; i++) {
@@ -100,19 +120,23 @@ int cmd_plan(int argc, char **argv) {
         goto out;
     }
     /* the command line of each shard: what was given here, less --shards and --out */
-    plan_arg(run_cmd, sizeof(run_cmd), file);
-    if (only) { plan_arg(run_cmd, sizeof(run_cmd), "--only"); plan_arg(run_cmd, sizeof(run_cmd), only); }
-    if (device) { plan_arg(run_cmd, sizeof(run_cmd), "--device"); plan_arg(run_cmd, sizeof(run_cmd), device); }
+    plan_arg(run_cmd, sizeof(run_cmd), file, &full);
+    if (only) { plan_arg(run_cmd, sizeof(run_cmd), "--only", &full); plan_arg(run_cmd, sizeof(run_cmd), only, &full); }
+    if (device) { plan_arg(run_cmd, sizeof(run_cmd), "--device", &full); plan_arg(run_cmd, sizeof(run_cmd), device, &full); }
     if (repeat) {
         char n[16];
         snprintf(n, sizeof(n), "%d", repeat);
-        plan_arg(run_cmd, sizeof(run_cmd), "--repeat");
-        plan_arg(run_cmd, sizeof(run_cmd), n);
+        plan_arg(run_cmd, sizeof(run_cmd), "--repeat", &full);
+        plan_arg(run_cmd, sizeof(run_cmd), n, &full);
     }
-    if (quick) plan_arg(run_cmd, sizeof(run_cmd), "--quick");
+    if (quick) plan_arg(run_cmd, sizeof(run_cmd), "--quick", &full);
     for (int i = 0; i < n_allow; i++) {
-        plan_arg(run_cmd, sizeof(run_cmd), "--allow-read");
-        plan_arg(run_cmd, sizeof(run_cmd), allow[i]);
+        plan_arg(run_cmd, sizeof(run_cmd), "--allow-read", &full);
+        plan_arg(run_cmd, sizeof(run_cmd), allow[i], &full);
+    }
+    if (full) {
+        fprintf(stderr, "bench plan: the shards' command line is longer than %zu bytes\n", sizeof(run_cmd) - 1);
+        goto out;
     }
     j = sh_plan_json(s, &p, run_cmd);
     text = j ? cJSON_Print(j) : NULL;

@@ -13,6 +13,7 @@
 #include "commands.h"
 #include "harness/cli/cliargs.h"
 #include "harness/report/locations.h"
+#include "harness/parent/outlock.h"
 #include "harness/parent/perfev.h"
 #include "harness/report/plot.h"
 #include "harness/report/results.h"
@@ -133,6 +134,7 @@ int cmd_run(int argc, char **argv) {
     const char *file = NULL, *out = NULL, *only = NULL, *device = NULL, *shard_arg = NULL;
     int repeat = 0, quick = 0, json = 0, fail_fast = 0, n_shards = 0, force = 0;
     run_shard sh = {.index = -1};
+    int lock_fd = -1, locked = 0; /* the results folder's lock, held until the end (outlock.h); locked: tried */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { run_usage(stdout); return 0; }
@@ -211,7 +213,21 @@ int cmd_run(int argc, char **argv) {
     char dir[PATH_MAX];
     if (out) {
         snprintf(dir, sizeof(dir), "%s", out);
-        /* before the model is made: a refusal should cost nothing */
+        /* before the model is made: a refusal should cost nothing; and before --force
+         * empties the folder, so that it cannot empty one another run is writing to */
+        struct stat dst;
+        if (!stat(dir, &dst) && S_ISDIR(dst.st_mode)) {
+            int lk = ol_lock(dir, &lock_fd, err, sizeof(err));
+            if (lk < 0) {
+                fprintf(stderr, "bench run: %s\n", err);
+                rc = 2;
+                goto out;
+            }
+            if (lk > 0) fprintf(stderr, "bench run: note: %s\n", err);
+            locked = 1;
+            int stale = ol_clean_stale(dir);
+            if (stale) fprintf(stderr, "bench run: removed %d temporary file%s left in %s by a run that was killed\n", stale, stale == 1 ? "" : "s", dir);
+        }
         if (loc_prepare_out(dir, force, err, sizeof(err))) {
             fprintf(stderr, "bench run: %s\n", err);
             rc = 2;
@@ -250,6 +266,15 @@ int cmd_run(int argc, char **argv) {
     if (run_mkdirs(dir)) {
         fprintf(stderr, "bench run: cannot create %s: %s\n", dir, strerror(errno));
         goto out;
+    }
+    if (!locked) {
+        int lk = ol_lock(dir, &lock_fd, err, sizeof(err));
+        if (lk < 0) {
+            fprintf(stderr, "bench run: %s\n", err);
+            rc = 2;
+            goto out;
+        }
+        if (lk > 0) fprintf(stderr, "bench run: note: %s\n", err);
     }
     char exe[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -328,6 +353,7 @@ int cmd_run(int argc, char **argv) {
         if (!rc) rc = 1;
     }
 out:
+    if (lock_fd >= 0) close(lock_fd);
     cJSON_Delete(shard_json);
     sh_plan_free(&sh.plan);
     cJSON_Delete(env);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -20,6 +21,7 @@
 #include "engines/core/model/model.h"
 #include "engines/core/synth/synth.h"
 #include "harness/spec/kind.h"
+#include "harness/spec/confine.h"
 #include "harness/spec/events.h"
 #include "harness/parent/pagecache.h"
 
@@ -66,6 +68,19 @@ static int rn_mkdirs(const char *path) {
     return mkdir(buf, 0777) && errno != EEXIST ? -1 : 0;
 }
 
+/* path resolved once, and the identity of the file there (confine.h): what the parent
+ * reads and the workers check. */
+static int rn_pin(const char *path, char **resolved, unsigned long long *dev, unsigned long long *ino, char *err, size_t errlen) {
+    char rp[PATH_MAX];
+    if (!realpath(path, rp)) return bench_errf(err, errlen, "%s: %s", path, strerror(errno));
+    int fd = cf_open_exact(rp, dev, ino, err, errlen);
+    if (fd < 0) return -1;
+    close(fd);
+    free(*resolved);
+    if (!(*resolved = strdup(rp))) return bench_errf(err, errlen, "out of memory");
+    return 0;
+}
+
 int rn_prepare_model(scenario *s, const char *cache_dir, rn_model_files *mf, char *err, size_t errlen) {
     memset(mf, 0, sizeof(*mf));
     if (s->synth && !s->model_path) {
@@ -88,9 +103,13 @@ int rn_prepare_model(scenario *s, const char *cache_dir, rn_model_files *mf, cha
         s->model_path = strdup(path);
         if (!s->model_path) return bench_errf(err, errlen, "out of memory");
     }
+    if (rn_pin(s->model_path, &s->model_resolved, &s->model_dev, &s->model_ino, err, errlen) ||
+        (s->tokenizer_path && rn_pin(s->tokenizer_path, &s->tokenizer_resolved, &s->tokenizer_dev, &s->tokenizer_ino, err, errlen)))
+        return -1;
     model *m = NULL;
-    char e[512];
-    if (model_open(s->model_path, NULL, &m, e, sizeof(e))) {
+    char e[1024];
+    if (model_open(s->model_resolved, NULL, &m, e, sizeof(e)) ||
+        cf_same_file(s->model_resolved, s->model_dev, s->model_ino, e, sizeof(e))) {
         model_free(m);
         return bench_errf(err, errlen, "%s", e);
     }
@@ -148,7 +167,7 @@ static int rn_spawn(const scenario *s, const rn_opts *o, rn_proc *p, const char 
         goto fail;
     }
     fflush(NULL);
-    pid_t pid = fork();
+    pid_t parent = getpid(), pid = fork();
     if (pid < 0) {
         rn_setf(p->reason, sizeof(p->reason), "fork: %s", strerror(errno));
         close(logfd);
@@ -158,6 +177,9 @@ static int rn_spawn(const scenario *s, const rn_opts *o, rn_proc *p, const char 
         /* Its own process group: a Ctrl-C on the terminal reaches bench only,
          * which then stops the workers itself and records why. */
         setpgid(0, 0);
+        /* dies with bench run (a SIGKILL of it left workers running under PID 1); the
+         * parent may have died before the signal was asked for */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent) _exit(127);
         int e = rn_dup_high(ev[1]), a = rn_dup_high(ack[0]), l = rn_dup_high(logfd);
         if (e < 0 || a < 0 || l < 0 || dup2(e, 3) < 0 || dup2(a, 4) < 0 || dup2(l, 2) < 0 || dup2(l, 1) < 0) _exit(127);
         char b;

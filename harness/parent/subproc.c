@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -29,12 +30,14 @@ int sp_run(char *const argv[], const char *what, const char *log_path, double ti
            volatile sig_atomic_t *interrupted, char *err, size_t errlen) {
     int log = open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (log < 0) return sp_errf(err, errlen, "%s: %s", log_path, strerror(errno));
-    pid_t pid = fork();
+    pid_t parent = getpid(), pid = fork();
     if (pid < 0) {
         close(log);
         return sp_errf(err, errlen, "fork: %s", strerror(errno));
     }
     if (pid == 0) {
+        /* dies with bench run, as the runner's workers do (runner.c) */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent) _exit(127);
         int null = open("/dev/null", O_RDONLY);
         if (null >= 0) dup2(null, 0);
         dup2(log, 1);

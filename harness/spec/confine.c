@@ -3,11 +3,14 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "engines/abi/module.h"
@@ -211,4 +214,39 @@ int cf_check_folder(const char *scenario_file, const char *dir, char *err, size_
     }
     closedir(d);
     return rc;
+}
+
+/* ---- the file checked is the file read ---- */
+
+int cf_open_exact(const char *resolved, unsigned long long *dev, unsigned long long *ino, char *err, size_t errlen) {
+    struct open_how how = {.flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW, .resolve = RESOLVE_NO_SYMLINKS};
+    int fd = (int)syscall(SYS_openat2, AT_FDCWD, resolved, &how, sizeof(how));
+    if (fd < 0 && (errno == ENOSYS || errno == E2BIG || errno == EPERM)) /* no openat2 (or a filter refuses it) */
+        fd = open(resolved, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+        int e = errno;
+        if (e == ELOOP || e == EXDEV)
+            return bench_errf(err, errlen, "%s: a symlink appeared in the path since it was checked; not read", resolved);
+        return bench_errf(err, errlen, "%s: %s", resolved, strerror(e));
+    }
+    struct stat st;
+    if (fstat(fd, &st)) {
+        int e = errno;
+        close(fd);
+        return bench_errf(err, errlen, "%s: %s", resolved, strerror(e));
+    }
+    *dev = (unsigned long long)st.st_dev;
+    *ino = (unsigned long long)st.st_ino;
+    return fd;
+}
+
+int cf_same_file(const char *resolved, unsigned long long dev, unsigned long long ino, char *err, size_t errlen) {
+    unsigned long long d, i;
+    int fd = cf_open_exact(resolved, &d, &i, err, errlen);
+    if (fd < 0) return -1;
+    close(fd);
+    if (d != dev || i != ino)
+        return bench_errf(err, errlen, "%s is not the file bench run checked (device %llu inode %llu then, device %llu inode %llu "
+                          "now): it was replaced since; not read", resolved, dev, ino, d, i);
+    return 0;
 }

@@ -40,4 +40,20 @@ int cf_check(const char *scenario_file, const char *path, char *err, size_t errl
  * them may point elsewhere. The error names the entry. */
 int cf_check_folder(const char *scenario_file, const char *dir, char *err, size_t errlen);
 
+/* ---- the file checked is the file read (a swap between the check and the open) ----
+ *
+ * cf_check resolves a path once; the parent and each worker open it later. A symlink
+ * swapped in between would have them read elsewhere. bench run therefore resolves the
+ * model and tokenizer paths once, reads the model through the resolved path, notes
+ * each file's identity (st_dev, st_ino), and hands path and identity to the workers,
+ * which open the resolved path following no symlink at all and refuse a file that is
+ * not the one noted. */
+
+/* Opens a resolved path to read, following no symlink in any component (openat2
+ * RESOLVE_NO_SYMLINKS; where the kernel lacks it, O_NOFOLLOW on the last component),
+ * without blocking on a FIFO. Returns the descriptor with *dev and *ino, or -1 with err. */
+int cf_open_exact(const char *resolved, unsigned long long *dev, unsigned long long *ino, char *err, size_t errlen);
+/* Whether resolved is still the file (dev, ino): 0, or -1 with err saying what it is now. */
+int cf_same_file(const char *resolved, unsigned long long dev, unsigned long long ino, char *err, size_t errlen);
+
 #endif

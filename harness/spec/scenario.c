@@ -1172,6 +1172,8 @@ void sc_free(scenario *s) {
     free(s->description);
     free(s->model_path);
     free(s->tokenizer_path);
+    free(s->model_resolved);
+    free(s->tokenizer_resolved);
     free(s->synth_shape);
     free(s->synth_dtype);
     free(s->synth_format);

@@ -101,6 +101,10 @@ typedef struct scenario {
     /* model: a path, or a synth spec resolved to a cached path at run time */
     char *model_path;           /* NULL for synth until sc_resolve_model */
     char *tokenizer_path;       /* optional */
+    /* set by bench run once it has read the model (rn_prepare_model, confine.h): the
+     * paths resolved and the files' identities, which each worker checks; NULL / 0: none */
+    char *model_resolved, *tokenizer_resolved;
+    unsigned long long model_dev, model_ino, tokenizer_dev, tokenizer_ino;
     int synth;
     char *synth_shape, *synth_dtype, *synth_format;
     uint64_t synth_seed;

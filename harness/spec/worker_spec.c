@@ -114,8 +114,19 @@ sc_requests *sv_spec_read(const cJSON *spec, char *err, size_t errlen) {
 char *sc_engine_worker_spec(const scenario *s, const sc_variant *v) {
     cJSON *j = cJSON_CreateObject();
     if (!j) return NULL;
-    cJSON_AddStringToObject(j, "model", s->model_path ? s->model_path : "");
-    if (s->tokenizer_path) cJSON_AddStringToObject(j, "tokenizer", s->tokenizer_path);
+    cJSON_AddStringToObject(j, "model", s->model_resolved ? s->model_resolved : s->model_path ? s->model_path : "");
+    if (s->tokenizer_path) cJSON_AddStringToObject(j, "tokenizer", s->tokenizer_resolved ? s->tokenizer_resolved : s->tokenizer_path);
+    /* the files bench run read: the worker refuses others (confine.h); "dev:ino", as
+     * strings, since a JSON number does not hold 64 bits */
+    char id[64];
+    if (s->model_resolved) {
+        snprintf(id, sizeof(id), "%llu:%llu", s->model_dev, s->model_ino);
+        cJSON_AddStringToObject(j, "model_id", id);
+    }
+    if (s->tokenizer_path && s->tokenizer_resolved) {
+        snprintf(id, sizeof(id), "%llu:%llu", s->tokenizer_dev, s->tokenizer_ino);
+        cJSON_AddStringToObject(j, "tokenizer_id", id);
+    }
     static const int fam[] = {SC_AX_LOADER, SC_AX_KV, SC_AX_ALLOC};
     for (int i = 0; i < 3; i++) {
         const sc_choice *c = sc_pick(s, v, fam[i]);

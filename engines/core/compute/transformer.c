@@ -161,6 +161,27 @@ typedef struct scratch {
     float *cs;      /* (hd) cos, sin of each RoPE pair at one position */
 } scratch;
 
+/* Index of the first element of v[0..n) that is NaN or infinite, or -1. */
+static long first_not_finite(const float *v, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(v[i])) return (long)i;
+    return -1;
+}
+
+/* The output row i of a forward as (sequence, position). */
+static void out_position(const tf_span *spans, int n_spans, int n, int n_out, int i, int *seq, int *pos) {
+    int row = n - n_out + i;
+    for (int k = 0; k < n_spans; k++) {
+        if (row < spans[k].n) {
+            *seq = spans[k].seq;
+            *pos = spans[k].pos0 + row;
+            return;
+        }
+        row -= spans[k].n;
+    }
+    *seq = *pos = -1;
+}
+
 int tf_forward(tf_ctx *t, int seq, const int *tokens, int n, int pos0, float *logits, int n_out,
                char *err, size_t errlen) {
     tf_span one = {.seq = seq, .pos0 = pos0, .n = n};
@@ -208,6 +229,12 @@ int tf_forward_spans(tf_ctx *t, const tf_span *spans, int n_spans, const int *to
                              (size_t)tokens[i] * bench_dtype_row_bytes(w->tok_embd.dtype, dim);
         kn_dequant_row(w->tok_embd.dtype, row, s.x + (size_t)i * dim, dim);
     }
+    /* Where the output rows first stop being finite: -2 still finite, -1 the token
+     * embedding, else the layer. Only the n_out rows the logits come from are looked
+     * at (dim floats per layer and output, nothing beside the matmuls), and only until
+     * the first non-finite value, so that a failed forward can say where it began. */
+    float *outx = s.x + (size_t)(n - n_out) * dim;
+    int bad_from = first_not_finite(outx, (size_t)n_out * dim) >= 0 ? -1 : -2;
 
     for (int l = 0; l < c->n_layers; l++) {
         const tf_layer *L = &w->layers[l];
@@ -241,11 +268,27 @@ int tf_forward_spans(tf_ctx *t, const tf_span *spans, int n_spans, const int *to
         kn_swiglu(s.hb, s.hb2, nn * hidden);
         matmul(t, s.xb, s.hb, n, &L->w2);
         for (size_t j = 0; j < nn * dim; j++) s.x[j] += s.xb[j];
+        if (bad_from == -2 && first_not_finite(outx, (size_t)n_out * dim) >= 0) bad_from = l;
     }
 
     float *last = s.x + (size_t)(n - n_out) * dim;
     rmsnorm_rows(s.xb, last, w->out_norm, n_out, dim, c->norm_eps);
     matmul(t, logits, s.xb, n_out, &w->output);
     bench_free(t->alloc, mem, bytes);
+    /* NaN or Inf in a weight (a scale, a norm, the embedding) made every later token 0,
+     * with no sign: the logits are checked once per forward, and the run stops there */
+    long bad = first_not_finite(logits, (size_t)n_out * (size_t)c->vocab_size);
+    if (bad >= 0) {
+        int row = (int)(bad / c->vocab_size), bseq, bpos;
+        out_position(spans, n_spans, n, n_out, row, &bseq, &bpos);
+        char where[96];
+        if (bad_from == -1) snprintf(where, sizeof(where), "the token embedding (token_embd.weight)");
+        else if (bad_from >= 0) snprintf(where, sizeof(where), "layer %d (blk.%d.*)", bad_from, bad_from);
+        else snprintf(where, sizeof(where), "the output norm or classifier (output_norm.weight, output.weight)");
+        return bench_errf(err, errlen,
+                          "forward: the logits at position %d of sequence %d are not finite (logit %ld is %g); "
+                          "the first non-finite values come from %s: the model's weights hold NaN or Inf (bench model info --check)",
+                          bpos, bseq, bad % c->vocab_size, logits[bad], where);
+    }
     return 0;
 }

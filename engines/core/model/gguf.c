@@ -388,8 +388,8 @@ int gguf_open(const char *path, model *m, char *err, size_t errlen) {
     char *tname = NULL;
     int rc = -1;
 
-    r.fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (r.fd < 0) { bench_errf(err, errlen, "%s: %s", path, strerror(errno)); goto out; }
+    r.fd = model_open_regular(path, err, errlen);
+    if (r.fd < 0) goto out;
     struct stat st;
     if (fstat(r.fd, &st)) { bench_errf(err, errlen, "%s: %s", path, strerror(errno)); goto out; }
     if (!S_ISREG(st.st_mode)) { bench_errf(err, errlen, "%s: not a regular file", path); goto out; }

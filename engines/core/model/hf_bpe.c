@@ -179,8 +179,10 @@ int hf_bpe_read(const cJSON *root, model_vocab *v, const char *path, char *err, 
     }
     for (int k = 0; k < a.n; k++) v->pre_patterns[k] = a.pat[k], a.pat[k] = NULL;
     v->n_pre_patterns = a.n;
+    free(v->pre_source);
+    v->pre_source = strdup(path);
     free(v->model);
-    if (!(v->model = strdup("gpt2")) || (a.note[0] && !(v->unsupported = strdup(a.note)))) {
+    if (!v->pre_source || !(v->model = strdup("gpt2")) || (a.note[0] && !(v->unsupported = strdup(a.note)))) {
         bench_errf(err, errlen, "%s: out of memory", path);
         goto out;
     }

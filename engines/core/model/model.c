@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,32 @@ int64_t model_tensor_nelems(int n_dims, const int64_t *ne) {
     return n;
 }
 
+static const char *file_kind(mode_t mode) {
+    return S_ISDIR(mode) ? "a directory" : S_ISFIFO(mode) ? "a FIFO" : S_ISCHR(mode) ? "a character device"
+         : S_ISBLK(mode) ? "a block device" : S_ISSOCK(mode) ? "a socket" : "not a regular file";
+}
+
+int model_open_regular(const char *path, char *err, size_t errlen) {
+    /* O_NONBLOCK: opening a FIFO for reading blocks until a writer comes, and the
+     * check on the kind of file needs the descriptor; reads of a regular file ignore it */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return bench_errf(err, errlen, "%s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st)) {
+        bench_errf(err, errlen, "%s: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        bench_errf(err, errlen, "%s: is %s, expected a regular file", path, file_kind(st.st_mode));
+        close(fd);
+        return -1;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    return fd;
+}
+
 int model_add_file(model *m, const char *path) {
     for (int i = 0; i < m->n_files; i++)
         if (strcmp(m->files[i], path) == 0) return i;
@@ -57,6 +84,42 @@ int model_add_file(model *m, const char *path) {
     if (!(files[m->n_files] = strdup(path))) return -1;
     return m->n_files++;
 }
+
+/* ---- the name index: registering and finding a tensor cost O(1), not O(tensors) ---- */
+
+static uint32_t name_hash(const char *s) {
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return (uint32_t)(h ^ (h >> 32));
+}
+
+/* The slot holding name, or the empty slot where it would go. */
+static uint32_t index_slot(const model *m, const char *name) {
+    uint32_t s = name_hash(name) & m->tindex_mask;
+    while (m->tindex[s] >= 0 && strcmp(m->tensors[m->tindex[s]].name, name)) s = (s + 1) & m->tindex_mask;
+    return s;
+}
+
+/* An index of at least twice as many slots as want tensors, holding the first n. */
+static int index_build(model *m, int want) {
+    uint32_t size = 16;
+    while (size < 2u * (uint32_t)want && size < (1u << 31)) size *= 2;
+    int32_t *t = malloc((size_t)size * sizeof(*t));
+    if (!t) return -1;
+    memset(t, 0xff, (size_t)size * sizeof(*t));
+    free(m->tindex);
+    m->tindex = t;
+    m->tindex_mask = size - 1;
+    m->n_indexed = 0;
+    for (int i = 0; i < m->n_tensors; i++) {
+        uint32_t s = index_slot(m, m->tensors[i].name);
+        if (m->tindex[s] < 0) m->tindex[s] = i; /* a duplicate keeps the first, as the scan did */
+        m->n_indexed++;
+    }
+    return 0;
+}
+
+int model_reindex(model *m) { return index_build(m, m->n_tensors); }
 
 int model_add_tensor(model *m, const char *name, bench_dtype dt, int n_dims, const int64_t *ne,
                      int file, uint64_t offset, char *err, size_t errlen) {
@@ -73,13 +136,20 @@ int model_add_tensor(model *m, const char *name, bench_dtype dt, int n_dims, con
     uint64_t blocks = (uint64_t)n / bench_dtype_block_elems(dt);
     if (blocks > UINT64_MAX / bench_dtype_block_bytes(dt))
         return bench_errf(err, errlen, "%s: tensor %s: byte size overflows", fname, name);
-    for (int i = 0; i < m->n_tensors; i++)
-        if (strcmp(m->tensors[i].name, name) == 0)
-            return bench_errf(err, errlen, "%s: tensor %s appears twice", fname, name);
-    model_tensor *t = realloc(m->tensors, (size_t)(m->n_tensors + 1) * sizeof(*t));
-    if (!t) return bench_errf(err, errlen, "%s: out of memory", fname);
-    m->tensors = t;
-    t = &m->tensors[m->n_tensors];
+    if (m->n_tensors >= INT32_MAX / 2) return bench_errf(err, errlen, "%s: tensor %s: too many tensors", fname, name);
+    if ((!m->tindex || m->n_indexed != m->n_tensors || 2u * ((uint32_t)m->n_tensors + 1) > m->tindex_mask + 1) &&
+        index_build(m, 2 * (m->n_tensors + 1)))
+        return bench_errf(err, errlen, "%s: out of memory", fname);
+    uint32_t slot = index_slot(m, name);
+    if (m->tindex[slot] >= 0) return bench_errf(err, errlen, "%s: tensor %s appears twice", fname, name);
+    if (m->n_tensors == m->cap_tensors) {
+        int cap = m->cap_tensors ? 2 * m->cap_tensors : 16;
+        model_tensor *nt = realloc(m->tensors, (size_t)cap * sizeof(*nt));
+        if (!nt) return bench_errf(err, errlen, "%s: out of memory", fname);
+        m->tensors = nt;
+        m->cap_tensors = cap;
+    }
+    model_tensor *t = &m->tensors[m->n_tensors];
     memset(t, 0, sizeof(*t));
     if (!(t->name = strdup(name))) return bench_errf(err, errlen, "%s: out of memory", fname);
     t->dtype = dt;
@@ -88,11 +158,17 @@ int model_add_tensor(model *m, const char *name, bench_dtype dt, int n_dims, con
     t->file = file;
     t->offset = offset;
     t->nbytes = blocks * bench_dtype_block_bytes(dt);
+    m->tindex[slot] = m->n_tensors;
     m->n_tensors++;
+    m->n_indexed++;
     return 0;
 }
 
 const model_tensor *model_find(const model *m, const char *name) {
+    if (m->tindex && m->n_indexed == m->n_tensors) {
+        int32_t i = m->tindex[index_slot(m, name)];
+        return i >= 0 ? &m->tensors[i] : NULL;
+    }
     for (int i = 0; i < m->n_tensors; i++)
         if (strcmp(m->tensors[i].name, name) == 0) return &m->tensors[i];
     return NULL;
@@ -116,6 +192,7 @@ void model_free(model *m) {
     free(m->files);
     for (int i = 0; i < m->n_tensors; i++) free(m->tensors[i].name);
     free(m->tensors);
+    free(m->tindex);
     model_vocab_free(&m->vocab);
     free(m->name);
     free(m);
@@ -130,10 +207,14 @@ static int expect_tensor(const model *m, const char *name, int64_t cols, int64_t
     int64_t got_rows = t->n_dims >= 2 ? t->ne[1] : 1;
     for (int i = 2; i < t->n_dims; i++)
         if (t->ne[i] != 1) got_rows = -1;
-    if (t->ne[0] != cols || got_rows != rows)
-        return bench_errf(err, errlen, "%s: tensor %s has shape [%lld, %lld], expected [%lld, %lld] (cols, rows)",
-                          m->files[t->file], name, (long long)t->ne[0], (long long)got_rows,
-                          (long long)cols, (long long)rows);
+    if (t->ne[0] != cols || got_rows != rows) {
+        /* every dimension as the file has it: a 3-D tensor is not "[256, -1]" */
+        char shape[96] = "";
+        for (int i = 0; i < t->n_dims && i < MODEL_MAX_DIMS; i++)
+            snprintf(shape + strlen(shape), sizeof(shape) - strlen(shape), "%s%lld", i ? ", " : "", (long long)t->ne[i]);
+        return bench_errf(err, errlen, "%s: tensor %s has shape [%s] (%d-D), expected [%lld, %lld] (cols, rows)",
+                          m->files[t->file], name, shape, t->n_dims, (long long)cols, (long long)rows);
+    }
     if (rows == 1 && t->dtype != BENCH_F32)
         return bench_errf(err, errlen, "%s: tensor %s: norm weights must be f32, found %s",
                           m->files[t->file], name, bench_dtype_name(t->dtype));
@@ -153,10 +234,13 @@ int model_validate(const model *m, char *err, size_t errlen) {
     if (c->dim % c->n_heads || c->n_heads % c->n_kv_heads)
         return bench_errf(err, errlen, "%s: dim %d, n_heads %d, n_kv_heads %d: heads must divide dim and kv heads must divide heads",
                           f, c->dim, c->n_heads, c->n_kv_heads);
+    if (c->n_layers > MODEL_MAX_LAYERS)
+        return bench_errf(err, errlen, "%s: model n_layers is %d, expected at most %d (the largest models have ~130)", f, c->n_layers,
+                          MODEL_MAX_LAYERS);
     int hd = c->dim / c->n_heads;
     if (hd % 2) return bench_errf(err, errlen, "%s: head size %d is odd; RoPE needs pairs", f, hd);
-    if (!(c->norm_eps > 0) || !(c->rope_theta > 0))
-        return bench_errf(err, errlen, "%s: rms epsilon %g and rope theta %g must be positive", f, c->norm_eps, c->rope_theta);
+    if (!(c->norm_eps > 0) || !(c->rope_theta > 0) || !isfinite(c->norm_eps) || !isfinite(c->rope_theta))
+        return bench_errf(err, errlen, "%s: rms epsilon %g and rope theta %g must be positive and finite", f, c->norm_eps, c->rope_theta);
     int kv_dim = c->n_kv_heads * hd;
     char name[96];
     if (expect_tensor(m, "token_embd.weight", c->dim, c->vocab_size, err, errlen)) return -1;
@@ -183,8 +267,8 @@ int model_validate(const model *m, char *err, size_t errlen) {
 /* ---- llama2.c checkpoint ---- */
 
 int llama2c_open(const char *path, model *m, char *err, size_t errlen) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return bench_errf(err, errlen, "%s: %s", path, strerror(errno));
+    int fd = model_open_regular(path, err, errlen);
+    if (fd < 0) return -1;
     int32_t h[7];
     struct stat st;
     ssize_t got = pread(fd, h, sizeof(h), 0);
@@ -230,6 +314,8 @@ int llama2c_open(const char *path, model *m, char *err, size_t errlen) {
         return bench_errf(err, errlen, "%s: the header's shape needs %llu bytes, the file has %lld (truncated?)",
                           path, (unsigned long long)need, (long long)st.st_size);
     }
+    if (L > MODEL_MAX_LAYERS) /* the file is large enough for them: refused before a tensor per layer is made */
+        return bench_errf(err, errlen, "%s: header field n_layers (offset 8) is %d, expected 1..%d", path, c->n_layers, MODEL_MAX_LAYERS);
     uint64_t off = 28;
     char name[96];
 #define ADD(nm, cols, rows) do { \
@@ -282,8 +368,8 @@ int model_open_vocab(const char *path, model **out, char *err, size_t errlen) {
     } else if (has_suffix(path, ".json")) {
         rc = safetensors_read_tokenizer(path, m, err, errlen);
     } else {
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) { bench_errf(err, errlen, "%s: %s", path, strerror(errno)); goto err; }
+        int fd = model_open_regular(path, err, errlen);
+        if (fd < 0) goto err;
         ssize_t got = pread(fd, magic, 4, 0);
         close(fd);
         if (got == 4 && memcmp(magic, "GGUF", 4) == 0) rc = gguf_open(path, m, err, errlen);
@@ -309,8 +395,8 @@ int model_open(const char *path, const char *tokenizer_path, model **out, char *
         rc = safetensors_open(path, m, err, errlen);
     } else {
         uint8_t magic[4] = {0};
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) { bench_errf(err, errlen, "%s: %s", path, strerror(errno)); goto err; }
+        int fd = model_open_regular(path, err, errlen);
+        if (fd < 0) goto err;
         ssize_t got = pread(fd, magic, 4, 0);
         close(fd);
         if (got == 4 && memcmp(magic, "GGUF", 4) == 0) rc = gguf_open(path, m, err, errlen);

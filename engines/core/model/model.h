@@ -69,6 +69,10 @@ typedef struct model_tensor {
 /* Token types, as GGUF's tokenizer.ggml.token_type */
 enum { TOKEN_NORMAL = 1, TOKEN_UNKNOWN = 2, TOKEN_CONTROL = 3, TOKEN_USER = 4, TOKEN_UNUSED = 5, TOKEN_BYTE = 6 };
 
+/* Layers a model may have: the largest released have ~130 (Llama 3.1 405B: 126); a
+ * larger count is a corrupt or hostile header, refused before a tensor per layer is made. */
+#define MODEL_MAX_LAYERS 1024
+
 typedef struct model_vocab {
     int n;                  /* 0: no vocabulary in the model file */
     char **tokens;          /* (n) NUL-terminated UTF-8 pieces, as stored (▁ or ' ' for spaces) */
@@ -85,6 +89,7 @@ typedef struct model_vocab {
     int n_pre_patterns;     /* > 0: the pre-tokenizer's split patterns, from a tokenizer.json */
     char **pre_patterns;    /* (n_pre_patterns) */
     int ignore_merges;      /* with pre_patterns: a word that is a token is not merged */
+    char *pre_source;       /* with pre_patterns: the file they came from, for messages */
     char *unsupported;      /* what the source asks of the tokenizer that it does not do, or NULL */
 } model_vocab;
 
@@ -95,7 +100,13 @@ typedef struct model {
     int n_files;
     char **files;               /* paths of the files holding tensor bytes */
     int n_tensors;
-    model_tensor *tensors;
+    model_tensor *tensors;      /* (n_tensors, capacity cap_tensors) */
+    int cap_tensors;
+    /* name -> index into tensors, open addressing (model_add_tensor, model_reindex);
+     * model_find scans when it does not cover every tensor (a model built by hand) */
+    int32_t *tindex;            /* (tindex_mask + 1) index or -1 */
+    uint32_t tindex_mask;
+    int n_indexed;              /* tensors the index holds; == n_tensors when it is whole */
     model_vocab vocab;
 } model;
 
@@ -122,6 +133,12 @@ int model_validate(const model *m, char *err, size_t errlen);
 int model_add_tensor(model *m, const char *name, bench_dtype dt, int n_dims, const int64_t *ne,
                      int file, uint64_t offset, char *err, size_t errlen);
 int model_add_file(model *m, const char *path);
+/* Rebuilds the name index after m->tensors was reordered (a sort). -1: out of memory. */
+int model_reindex(model *m);
+/* Opens a file to read, refusing what is not a regular file (a FIFO, a device, a
+ * directory) before anything can block on it: a descriptor, or -1 with err naming the
+ * path and what it is. */
+int model_open_regular(const char *path, char *err, size_t errlen);
 /* Number of elements, with overflow check; -1 on overflow. */
 int64_t model_tensor_nelems(int n_dims, const int64_t *ne);
 void model_vocab_free(model_vocab *v);

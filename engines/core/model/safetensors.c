@@ -87,8 +87,8 @@ static int file_exists(const char *path) {
 static int slurp(const char *path, uint64_t max, char **out, size_t *len, char *err, size_t errlen) {
     *out = NULL;
     *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return bench_errf(err, errlen, "%s: %s", path, strerror(errno));
+    int fd = model_open_regular(path, err, errlen);
+    if (fd < 0) return -1;
     struct stat st;
     if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
         close(fd);
@@ -279,8 +279,8 @@ static int read_file(model *m, const char *path, int skip_lm_head, char *err, si
     int rc = -1, fd = -1;
     char *h = NULL, b[96], sh[96];
     cJSON *root = NULL;
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) { bench_errf(err, errlen, "%s: %s", path, strerror(errno)); goto out; }
+    fd = model_open_regular(path, err, errlen);
+    if (fd < 0) goto out;
     struct stat st;
     if (fstat(fd, &st) || !S_ISREG(st.st_mode)) { bench_errf(err, errlen, "%s: not a regular file", path); goto out; }
     uint64_t size = (uint64_t)st.st_size;
@@ -755,7 +755,13 @@ int safetensors_open(const char *path, model *m, char *err, size_t errlen) {
     m->format = MODEL_FORMAT_SAFETENSORS;
     if (read_config(m, cfg_path, &config, &tied, err, errlen)) goto out;
     if (is_index ? read_index(m, main_path, dir, tied, err, errlen) : read_file(m, main_path, tied, err, errlen)) goto out;
-    if (m->n_tensors > 1) qsort(m->tensors, (size_t)m->n_tensors, sizeof(*m->tensors), cmp_tensor);
+    if (m->n_tensors > 1) {
+        qsort(m->tensors, (size_t)m->n_tensors, sizeof(*m->tensors), cmp_tensor);
+        if (model_reindex(m)) {
+            bench_errf(err, errlen, "%s: out of memory", path);
+            goto out;
+        }
+    }
     if (read_vocab(m, tok_path, config, err, errlen)) goto out;
     if (!m->name && is_dir) {
         const char *b = strrchr(dir, '/');

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 void model_vocab_free(model_vocab *v) {
     if (!v) return;
@@ -36,6 +37,7 @@ void model_vocab_free(model_vocab *v) {
     if (v->pre_patterns)
         for (int i = 0; i < v->n_pre_patterns; i++) free(v->pre_patterns[i]);
     free(v->pre_patterns);
+    free(v->pre_source);
     free(v->unsupported);
     memset(v, 0, sizeof(*v));
 }
@@ -64,8 +66,12 @@ static float rd_f32(const unsigned char *p) {
  * tokens), and one pass over a buffer makes every bound check a subtraction. */
 static int read_file(const char *path, unsigned char **out, size_t *size, char *err, size_t errlen) {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return bench_errf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    int fd = model_open_regular(path, err, errlen);
+    FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
+    if (!f) {
+        if (fd >= 0) close(fd);
+        return fd >= 0 ? bench_errf(err, errlen, "%s: cannot open: %s", path, strerror(errno)) : -1;
+    }
     struct stat st;
     if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
         fclose(f);

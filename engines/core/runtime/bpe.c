@@ -14,6 +14,7 @@ struct bpe {
     int unk;                /* -1 when none */
     int ignore_merges;      /* a word that is a token is taken whole (Llama 3) */
     pretok *pre;
+    char *pre_source;       /* the file the split patterns came from, or NULL */
 
     /* tokens: piece -> id over every token (the first id wins a duplicate) */
     char *blob;             /* pieces, NUL-separated */
@@ -36,8 +37,6 @@ struct bpe {
 
     int32_t *user;          /* (n_user) TOKEN_USER ids, longest piece first (the cut order) */
     int n_user;
-    int32_t *ubyte;         /* (n_user) ranks into user, grouped by the piece's first byte */
-    int32_t ustart[257];    /* ubyte[ustart[c] .. ustart[c + 1]) start with byte c */
 };
 
 /* ---- hashing ---- */
@@ -82,6 +81,7 @@ static int merge_rank(const bpe *b, const char *l, size_t ll, const char *r, siz
 void bpe_free(bpe *b) {
     if (!b) return;
     pretok_free(b->pre);
+    free(b->pre_source);
     free(b->blob);
     free(b->off);
     free(b->len);
@@ -92,7 +92,6 @@ void bpe_free(bpe *b) {
     free(b->mrl);
     free(b->mslots);
     free(b->user);
-    free(b->ubyte);
     free(b);
 }
 
@@ -155,6 +154,14 @@ static int build_merges(bpe *b, const model_vocab *v, char *err, size_t errlen) 
     return 0;
 }
 
+/* "<file>: pre_tokenizer: <err>" for an error about the patterns of a tokenizer.json. */
+static void prefix_source(const char *source, char *err, size_t errlen) {
+    if (!source || !errlen) return;
+    char msg[1024];
+    snprintf(msg, sizeof(msg), "%s", err);
+    snprintf(err, errlen, "%s: pre_tokenizer: %s", source, msg);
+}
+
 int bpe_create(const model_vocab *v, int fallback, bpe **out, char *warn, size_t warnlen, char *err, size_t errlen) {
     *out = NULL;
     if (!v || v->n <= 0 || !v->tokens) return bench_errf(err, errlen, "BPE: the model has no vocabulary");
@@ -168,7 +175,14 @@ int bpe_create(const model_vocab *v, int fallback, bpe **out, char *warn, size_t
 
     /* -- pre-tokenizer -- */
     if (v->n_pre_patterns > 0) {
-        if (pretok_create((const char *const *)v->pre_patterns, v->n_pre_patterns, &b->pre, err, errlen)) goto err;
+        if (pretok_create((const char *const *)v->pre_patterns, v->n_pre_patterns, &b->pre, err, errlen)) {
+            prefix_source(v->pre_source, err, errlen);
+            goto err;
+        }
+        if (v->pre_source && !(b->pre_source = strdup(v->pre_source))) {
+            bench_errf(err, errlen, "BPE: out of memory");
+            goto err;
+        }
         b->ignore_merges = v->ignore_merges;
     } else if (pretok_name_known(v->pre)) {
         if (pretok_create_named(v->pre, &b->pre, err, errlen)) goto err;
@@ -235,19 +249,6 @@ int bpe_create(const model_vocab *v, int fallback, bpe **out, char *warn, size_t
         for (int i = 0; i < b->n_user; i++) b->user[i] = li[i].id;
         free(li);
     }
-    /* a first-byte index, so the text is scanned once for every user token at a time */
-    if (!(b->ubyte = malloc(((size_t)b->n_user + 1) * sizeof(*b->ubyte)))) {
-        bench_errf(err, errlen, "BPE: out of memory for %d tokens", n);
-        goto err;
-    }
-    for (int u = 0; u < b->n_user; u++) b->ustart[(unsigned char)b->blob[b->off[b->user[u]]] + 1]++;
-    for (int c = 0; c < 256; c++) b->ustart[c + 1] += b->ustart[c];
-    {
-        int32_t fill[256];
-        memcpy(fill, b->ustart, sizeof(fill));
-        for (int u = 0; u < b->n_user; u++) b->ubyte[fill[(unsigned char)b->blob[b->off[b->user[u]]]]++] = u;
-    }
-
     for (int c = 0; c < 256; c++) {
         char u[4];
         size_t k = unicode_encode(unicode_byte_to_cp((uint8_t)c), u);
@@ -410,7 +411,10 @@ static int encode_fragment(const bpe *b, scratch *sc, const char *text, size_t l
         cps[ncp++] = unicode_decode(text + i, len - i, &cl);
     }
     at[ncp] = len;
-    if (pretok_split(b->pre, cps, ncp, &lens, &n_pieces, err, errlen)) goto out;
+    if (pretok_split(b->pre, cps, ncp, &lens, &n_pieces, err, errlen)) {
+        prefix_source(b->pre_source, err, errlen);
+        goto out;
+    }
     size_t c = 0;
     for (size_t k = 0; k < n_pieces; k++) {
         size_t from = at[c], to = at[c + lens[k]];
@@ -436,12 +440,6 @@ typedef struct {
     size_t pos;
 } occ;
 
-static int occ_order(const void *a, const void *b) {
-    const occ *x = a, *y = b;
-    if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
-    return (x->pos > y->pos) - (x->pos < y->pos);
-}
-
 static int occ_by_pos(const void *a, const void *b) {
     const occ *x = a, *y = b;
     return (x->pos > y->pos) - (x->pos < y->pos);
@@ -449,52 +447,91 @@ static int occ_by_pos(const void *a, const void *b) {
 
 /* Where user-defined tokens are cut out of the text, as llama.cpp's tokenizer_st_partition
  * does: token by token, longest first, each taking its leftmost occurrences that do not
- * overlap text already taken. Every occurrence is found in one scan (the first-byte index),
- * then accepted in that order. Returns the accepted ones by position in *out. */
+ * overlap text already taken. The text not yet taken is a list of spans; each token is
+ * searched (memmem, linear) in each span long enough to hold it, and a span it is found
+ * in is split around it. Memory is one span and one accepted occurrence per token cut
+ * out (at most len of each), never one entry per occurrence of every token: 2000 user
+ * tokens a, aa, ... on 50k letters a used to store 98M occurrences (3.1 GB).
+ * Returns the accepted ones by position in *out. */
+typedef struct {
+    size_t start, end;
+} span;
+
 static int find_user_tokens(const bpe *b, const char *text, size_t len, occ **out, size_t *n_out, char *err, size_t errlen) {
     occ *o = NULL;
-    size_t n = 0, cap = 0;
-    unsigned char *taken = NULL;
+    size_t no = 0, capo = 0;
+    span *sp = NULL, *nsp = NULL;
+    size_t nsp_n = 0, sp_n = 0, capsp = 0, longest = len;
+    unsigned char seen[256] = {0};
     *out = NULL;
     *n_out = 0;
-    if (b->n_user == 0) return 0;
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)text[i];
-        for (int32_t k = b->ustart[c]; k < b->ustart[c + 1]; k++) {
-            int32_t u = b->ubyte[k], id = b->user[u];
-            uint32_t l = b->len[id];
-            if (l > len - i || memcmp(text + i, b->blob + b->off[id], l)) continue;
-            if (n == cap) {
-                cap = cap ? 2 * cap : 16;
-                occ *no = realloc(o, cap * sizeof(*o));
-                if (!no) goto oom;
-                o = no;
+    if (b->n_user == 0 || len == 0) return 0;
+    for (size_t i = 0; i < len; i++) seen[(unsigned char)text[i]] = 1;
+    /* at most one more span than occurrences taken, and at most len occurrences */
+    capsp = 16;
+    sp = malloc(capsp * sizeof(*sp));
+    nsp = malloc(capsp * sizeof(*nsp));
+    if (!sp || !nsp) goto oom;
+    sp[sp_n++] = (span){0, len};
+    for (int u = 0; u < b->n_user && sp_n > 0; u++) {
+        int32_t id = b->user[u];
+        const char *tok = b->blob + b->off[id];
+        size_t l = b->len[id];
+        if (l > longest || !seen[(unsigned char)tok[0]]) continue;
+        nsp_n = 0;
+        longest = 0;
+        for (size_t k = 0; k < sp_n; k++) {
+            size_t s = sp[k].start, e = sp[k].end;
+            for (;;) {
+                const char *f = e - s >= l ? memmem(text + s, e - s, tok, l) : NULL;
+                size_t p = f ? (size_t)(f - text) : e;
+                /* the span before the occurrence (or all of what is left) stays free; +2:
+                 * this piece and the one after the occurrence */
+                if (nsp_n + 2 > capsp) {
+                    size_t c = 2 * capsp;
+                    span *a = realloc(sp, c * sizeof(*a));
+                    if (!a) goto oom;
+                    sp = a;
+                    if (!(a = realloc(nsp, c * sizeof(*a)))) goto oom;
+                    nsp = a;
+                    capsp = c;
+                }
+                if (p > s) {
+                    nsp[nsp_n++] = (span){s, p};
+                    if (p - s > longest) longest = p - s;
+                }
+                if (!f) break;
+                if (no == capo) {
+                    size_t c = capo ? 2 * capo : 16;
+                    occ *a = realloc(o, c * sizeof(*a));
+                    if (!a) goto oom;
+                    o = a;
+                    capo = c;
+                }
+                o[no++] = (occ){u, (uint32_t)l, p};
+                s = p + l;
             }
-            o[n++] = (occ){u, l, i};
         }
+        span *t = sp;
+        sp = nsp;
+        nsp = t;
+        sp_n = nsp_n;
     }
-    if (n == 0) return 0;
-    qsort(o, n, sizeof(*o), occ_order);
-    if (!(taken = calloc(len, 1))) goto oom;
-    size_t kept = 0, end = 0;
-    for (size_t k = 0; k < n; k++) {
-        if (k == 0 || o[k].rank != o[k - 1].rank) end = 0;
-        if (o[k].pos < end) continue; /* overlaps this token's previous occurrence */
-        int free_span = 1;
-        for (uint32_t j = 0; j < o[k].len && free_span; j++) free_span = !taken[o[k].pos + j];
-        if (!free_span) continue;
-        memset(taken + o[k].pos, 1, o[k].len);
-        end = o[k].pos + o[k].len;
-        o[kept++] = o[k];
+    free(sp);
+    free(nsp);
+    if (no == 0) {
+        free(o);
+        return 0;
     }
-    free(taken);
-    qsort(o, kept, sizeof(*o), occ_by_pos);
+    qsort(o, no, sizeof(*o), occ_by_pos);
     *out = o;
-    *n_out = kept;
+    *n_out = no;
     return 0;
 oom:
     free(o);
-    return bench_errf(err, errlen, "tokenizer: out of memory");
+    free(sp);
+    free(nsp);
+    return bench_errf(err, errlen, "tokenizer: out of memory for the user-defined tokens of %zu bytes of text", len);
 }
 
 int bpe_encode(const bpe *b, const char *text, size_t len, int *ids, int *n, int max_ids, char *err, size_t errlen) {

@@ -3,8 +3,11 @@
  * The matcher compiles a pattern to a program and runs it as a Pike VM (Thompson's
  * NFA simulation with threads kept in priority order), which gives the same match as
  * a backtracking engine's leftmost-first, greedy semantics (Perl, ECMAScript, Rust's
- * regex) in time linear in the text: no pattern here can make a long prompt quadratic
- * or exponential. Program:
+ * regex). One search is linear in the text it scans, never exponential; but a search
+ * restarted after each match may rescan (a*b|a on aaaa... scans to the end for each
+ * one-letter match), so the code points scanned per text are counted and bounded
+ * (PT_STEPS_*): such a pattern fails with an error instead of going quadratic. The
+ * parser and compiler bound nesting, nodes and the copies {m,n} makes. Program:
  *   OP_CLASS c      consume one code point in class c
  *   OP_SPLIT x y    continue at x, and at y with lower priority
  *   OP_JMP x
@@ -16,11 +19,23 @@
 #include "unicode.h"
 #include "engines/abi/module.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define PT_MAX_PROG 8192 /* instructions per pattern: {m,n} copies its atom, so bound it */
 #define PT_MAX_PATTERNS 16
+#define PT_MAX_DEPTH 64 /* groups nested in groups: the parser and the compiler recurse per level */
+#define PT_MAX_NODES 32768 /* parsed atoms, groups and alternatives per pattern */
+#define PT_MAX_GEN 65536 /* nodes compiled per pattern, counting each copy {m,n} makes: an
+                          * atom that emits nothing (an empty group) is copied for free */
+/* Matching work per pattern and text, counted in code points scanned: a search from a
+ * position runs until every thread that could still beat the match found has died, so
+ * leftmost-first matching restarted after each match is quadratic for patterns whose
+ * higher-priority alternative scans far and fails (a*b|a on aaaa...). Real patterns
+ * scan a code point or two past their match; past this budget the split fails. */
+#define PT_STEPS_PER_CP 64
+#define PT_STEPS_BASE (1u << 20)
 
 /* ---- the families ---- */
 
@@ -133,6 +148,7 @@ typedef struct {
     int n;
     cclass *cls;
     int ncls;
+    char *src;          /* the pattern, for messages */
 } prog;
 
 struct pretok {
@@ -161,6 +177,7 @@ static void prog_free(prog *p) {
     for (int i = 0; i < p->ncls; i++) free(p->cls[i].r);
     free(p->cls);
     free(p->code);
+    free(p->src);
     memset(p, 0, sizeof(*p));
 }
 
@@ -178,8 +195,8 @@ typedef struct node {
     int kind;
     int cls;                /* N_CLASS, N_NOTAHEAD */
     int min, max;           /* N_REP; max -1: unbounded */
-    struct node **kid;      /* (nk) N_CAT, N_ALT, N_REP (one) */
-    int nk;
+    struct node **kid;      /* (nk, capacity capk) N_CAT, N_ALT, N_REP (one) */
+    int nk, capk;
 } node;
 
 typedef struct {
@@ -188,6 +205,9 @@ typedef struct {
     size_t *at;             /* (n) their byte offsets, for messages */
     size_t n, i;
     int ci;                 /* inside (?i:...) */
+    int depth;              /* groups open at ps->i */
+    int nodes;              /* nodes made (PT_MAX_NODES) */
+    int gens;               /* nodes compiled, copies included (PT_MAX_GEN) */
     prog *p;
     char *err;
     size_t errlen;
@@ -210,6 +230,12 @@ static int perr(parser *ps, const char *what) {
 }
 
 static node *new_node(parser *ps, int kind) {
+    if (++ps->nodes > PT_MAX_NODES) {
+        char what[96];
+        snprintf(what, sizeof(what), "more than %d atoms, groups and alternatives", PT_MAX_NODES);
+        perr(ps, what);
+        return NULL;
+    }
     node *nd = calloc(1, sizeof(*nd));
     if (!nd) perr(ps, "out of memory");
     else nd->kind = kind;
@@ -217,13 +243,17 @@ static node *new_node(parser *ps, int kind) {
 }
 
 static int add_kid(parser *ps, node *nd, node *k) {
-    node **kk = realloc(nd->kid, (size_t)(nd->nk + 1) * sizeof(*kk));
-    if (!kk) {
-        node_free(k);
-        return perr(ps, "out of memory");
+    if (nd->nk == nd->capk) {
+        int cap = nd->capk ? 2 * nd->capk : 4;
+        node **kk = realloc(nd->kid, (size_t)cap * sizeof(*kk));
+        if (!kk) {
+            node_free(k);
+            return perr(ps, "out of memory");
+        }
+        nd->kid = kk;
+        nd->capk = cap;
     }
-    nd->kid = kk;
-    kk[nd->nk++] = k;
+    nd->kid[nd->nk++] = k;
     return 0;
 }
 
@@ -377,6 +407,12 @@ static node *parse_atom(parser *ps) {
     switch (c) {
     case '(': {
         int ci_saved = ps->ci, look = 0;
+        if (ps->depth >= PT_MAX_DEPTH) {
+            char what[64];
+            ps->i--;
+            snprintf(what, sizeof(what), "groups nested deeper than %d", PT_MAX_DEPTH);
+            return perr(ps, what), NULL;
+        }
         if (ps->i + 1 < ps->n && ps->cp[ps->i] == '?') {
             uint32_t k = ps->cp[ps->i + 1];
             if (k == ':') ps->i += 2;
@@ -384,7 +420,9 @@ static node *parse_atom(parser *ps) {
             else if (k == 'i' && ps->i + 2 < ps->n && ps->cp[ps->i + 2] == ':') ps->i += 3, ps->ci = 1;
             else return perr(ps, "this group is not supported ((?:...) (?i:...) (?!X) are)"), NULL;
         }
+        ps->depth++;
         node *in = parse_alt(ps);
+        ps->depth--;
         ps->ci = ci_saved;
         if (!in) return NULL;
         if (ps->i >= ps->n || ps->cp[ps->i] != ')') {
@@ -568,6 +606,11 @@ static int emit(parser *ps, int op, int x, int y) {
 
 static int gen(parser *ps, const node *nd) {
     prog *p = ps->p;
+    if (++ps->gens > PT_MAX_GEN) {
+        char what[96];
+        snprintf(what, sizeof(what), "its repetitions expand to more than %d compiled atoms", PT_MAX_GEN);
+        return perr(ps, what);
+    }
     switch (nd->kind) {
     case N_CLASS: return emit(ps, OP_CLASS, nd->cls, 0) < 0 ? -1 : 0;
     case N_NOTAHEAD: return emit(ps, OP_NOTAHEAD, nd->cls, 0) < 0 ? -1 : 0;
@@ -578,19 +621,26 @@ static int gen(parser *ps, const node *nd) {
         return 0;
     case N_ALT: {
         if (nd->nk == 1) return gen(ps, nd->kid[0]);
-        int jumps[nd->nk];
+        /* each alternative but the last ends in a JMP to the end; until the end is
+         * known the JMPs are a chain, each one's x the previous one's index (-1: none) */
+        int last_jmp = -1;
         for (int i = 0; i < nd->nk; i++) {
             int split = -1;
             if (i + 1 < nd->nk && (split = emit(ps, OP_SPLIT, 0, 0)) < 0) return -1;
             if (split >= 0) p->code[split].x = p->n;
             if (gen(ps, nd->kid[i])) return -1;
-            jumps[i] = -1;
             if (i + 1 < nd->nk) {
-                if ((jumps[i] = emit(ps, OP_JMP, 0, 0)) < 0) return -1;
+                int j = emit(ps, OP_JMP, last_jmp, 0);
+                if (j < 0) return -1;
+                last_jmp = j;
                 p->code[split].y = p->n;
             }
         }
-        for (int i = 0; i + 1 < nd->nk; i++) p->code[jumps[i]].x = p->n;
+        while (last_jmp >= 0) {
+            int prev = p->code[last_jmp].x;
+            p->code[last_jmp].x = p->n;
+            last_jmp = prev;
+        }
         return 0;
     }
     case N_REP: {
@@ -647,6 +697,10 @@ static int compile(const char *pat, prog *p, char *err, size_t errlen) {
     }
     if (gen(&ps, root) || emit(&ps, OP_MATCH, 0, 0) < 0) goto out;
     for (int i = 0; i < p->ncls; i++) normalize_class(&p->cls[i]);
+    if (!(p->src = strdup(pat))) {
+        perr(&ps, "out of memory");
+        goto out;
+    }
     rc = 0;
 out:
     node_free(root);
@@ -697,6 +751,8 @@ typedef struct {
     size_t end;         /* the piece's end: $ and (?!) see it as the end of text */
     unsigned *mark;     /* (prog n) generation an instruction was last added in */
     unsigned gen;
+    size_t steps;       /* code points scanned by the searches of this program on this text */
+    size_t budget;      /* the most steps allowed (PT_STEPS_*) */
 } vm;
 
 /* Adds the thread at pc (following jumps and splits in priority order) for position i. */
@@ -732,12 +788,14 @@ static void next_gen(vm *m) {
     }
 }
 
-/* Leftmost-first match in [from, end): 1 with [*ms, *me), or 0. */
+/* Leftmost-first match in [from, end): 1 with [*ms, *me), 0 when there is none, -1
+ * when the budget of steps is spent. */
 static int search(vm *m, tlist *cl, tlist *nl, size_t from, size_t *ms, size_t *me) {
     int found = 0;
     cl->n = 0;
     next_gen(m); /* the generation cl is built under */
     for (size_t i = from;; i++) {
+        if (++m->steps > m->budget) return -1;
         /* a new thread at each position, below every older one, until a match is found;
          * the marks of this generation keep it from duplicating a thread cl holds */
         if (!found) addthread(m, cl, 0, i, i);
@@ -794,6 +852,8 @@ int pretok_split(const pretok *p, const uint32_t *cps, size_t n, size_t **lens, 
         m.p = &p->p[k];
         memset(m.mark, 0, np * sizeof(*m.mark)); /* marks are per program */
         m.gen = 0;
+        m.steps = 0;
+        m.budget = PT_STEPS_BASE + (n < (SIZE_MAX - PT_STEPS_BASE) / PT_STEPS_PER_CP ? n * PT_STEPS_PER_CP : SIZE_MAX - PT_STEPS_BASE);
         nnxt = 0;
         size_t base = 0;
         for (size_t s = 0; s < ncur; s++) {
@@ -804,7 +864,13 @@ int pretok_split(const pretok *p, const uint32_t *cps, size_t n, size_t **lens, 
                 size_t from = pos;
                 int f;
                 /* an empty match splits nothing: look again one code point on */
-                while ((f = search(&m, &a, &b, from, &ms, &me)) && me == ms && ms < seg_end) from = ms + 1;
+                while ((f = search(&m, &a, &b, from, &ms, &me)) > 0 && me == ms && ms < seg_end) from = ms + 1;
+                if (f < 0) {
+                    bench_errf(err, errlen, "pre-tokenizer pattern \"%.80s\": matching %zu code points took more than %zu steps "
+                               "(%d per code point): the pattern rescans the text after each match (e.g. a*b|a), refused",
+                               m.p->src, n, m.budget, PT_STEPS_PER_CP);
+                    goto out;
+                }
                 if (!f || me == ms) break;
                 if (ms > pos && push_len(&nxt, &nnxt, &capnxt, ms - pos)) goto oom;
                 if (push_len(&nxt, &nnxt, &capnxt, me - ms)) goto oom;

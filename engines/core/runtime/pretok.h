@@ -6,7 +6,7 @@
  * HF's Split(behavior = Isolated)). Look-ahead and $ see the end of the piece being
  * split, not of the whole text.
  *
- * The expressions are compiled by a small backtracking matcher over code points:
+ * The expressions are compiled for a small matcher over code points (a Pike VM, pretok.c):
  *   literals, . (any but \n), [...] and [^...] with ranges, \s \S \p{X} \P{X}
  *     (X one of L M N P S Z C: major classes only), \r \n \t \f \v \xHH \x{H..},
  *   (?:...), (?i:...) (ASCII case folding), (?!X) with X one character or class,
@@ -38,7 +38,9 @@ int pretok_name_ignores_merges(const char *name);
 
 /* Splits cps[0..n) into pieces. On success *lens (malloc'd, caller frees) holds *n_pieces
  * piece lengths in code points, summing to n. Returns -1 with err on failure (out of
- * memory, or a pattern that backtracked past its step budget). */
+ * memory, or a pattern whose searches scanned more than 64 code points per code point of
+ * text plus 2^20: leftmost-first matching restarted after each match is quadratic for
+ * some patterns, a*b|a on aaaa..., and those are refused rather than run). */
 int pretok_split(const pretok *p, const uint32_t *cps, size_t n, size_t **lens, size_t *n_pieces,
                  char *err, size_t errlen);
 
