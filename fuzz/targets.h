@@ -6,11 +6,16 @@
 #ifndef BENCH_FUZZ_TARGETS_H
 #define BENCH_FUZZ_TARGETS_H
 
+#include <math.h>
+
 #include "fuzz/fz.h"
 #include "engines/core/model/model.h"
 #include "engines/core/runtime/pretok.h"
 #include "engines/core/runtime/tokenizer.h"
 #include "engines/core/runtime/unicode.h"
+#include "engines/core/compute/kernels.h"
+#include "engines/core/compute/quant.h"
+#include "engines/core/compute/threadpool.h"
 #include "harness/report/compare.h"
 #include "harness/spec/scenario.h"
 
@@ -234,6 +239,90 @@ static inline int fzt_pretok(const uint8_t *data, size_t size, char *err, size_t
     }
     free(cps);
     for (int i = 0; i < np; i++) free(pats[i]);
+    return bad ? -1 : 0;
+}
+
+/* The kernel families against the exact reference, on weights the input makes: every dtype
+ * through every family this CPU runs, decode (1 token) and prefill (2..5 tokens). Layout:
+ *   byte 0  dtype (mod the number of dtypes)    byte 1  tokens - 1 (mod 5)
+ *   byte 2  rows - 1 (mod 8)                     byte 3  blocks per row - 1 (mod 4)
+ *   byte 4  seed of x (uniform in [-1, 1], every 7th element 0)
+ *   the rest: the weight rows' bytes, repeated to fill them (f16 scales may be inf or NaN:
+ *   those outputs are not compared).
+ * Each output must lie within its family's bound of the float64 dot over the dequantised
+ * weights (kernels_int8.inc, kernels_bf16.inc): f32 summation, (cols + 8) 2^-23 sum|w x|, plus
+ * for x rounded to int8 sum over blocks (max|x_block| / 254) sum|w_block|, for x rounded to
+ * bf16 2^-8 sum|w x|. A violation is a defect: -1, named in err. */
+static long fzt_kernels_compared;   /* outputs held to their bound, for the tests to see coverage */
+static inline int fzt_kernels(const uint8_t *data, size_t size, char *err, size_t errlen) {
+    if (size < 6) return 0;
+    static tp_pool *pool;
+    if (!pool) pool = tp_create(2);
+    kn_init();
+    bench_dtype dt = (bench_dtype)(data[0] % BENCH_DTYPE_COUNT);
+    int n = 1 + data[1] % 5, rows = 1 + data[2] % 8, be = (int)bench_dtype_block_elems(dt);
+    int cols = be * (1 + data[3] % 4) * (be == 1 ? 32 : 1);
+    size_t rb = bench_dtype_row_bytes(dt, cols);
+    uint8_t *w = malloc((size_t)rows * rb);
+    float *x = malloc((size_t)n * cols * sizeof(float)), *y = malloc((size_t)n * rows * sizeof(float));
+    float *wf = malloc((size_t)rows * cols * sizeof(float));
+    if (!w || !x || !y || !wf) abort();
+    const uint8_t *src = data + 5;
+    size_t ns = size - 5;
+    for (size_t i = 0; i < (size_t)rows * rb; i++) w[i] = src[i % ns];
+    uint64_t st = 0x9e3779b97f4a7c15ull * (data[4] + 1);
+    for (int i = 0; i < n * cols; i++) {
+        st ^= st << 13, st ^= st >> 7, st ^= st << 17;
+        x[i] = i % 7 == 6 ? 0.0f : (float)((double)(st >> 11) / (double)(1ull << 53) * 2 - 1);
+    }
+    for (int r = 0; r < rows; r++) {
+        const uint8_t *row = w + (size_t)r * rb;
+        float *o = wf + (size_t)r * cols;
+        if (dt == BENCH_F32) memcpy(o, row, (size_t)cols * sizeof(float));
+        else if (dt == BENCH_F16) for (int k = 0; k < cols; k++) o[k] = bench_f16_to_f32(((const uint16_t *)(const void *)row)[k]);
+        else if (dt == BENCH_BF16) for (int k = 0; k < cols; k++) o[k] = bench_bf16_to_f32(((const uint16_t *)(const void *)row)[k]);
+        else qn_dequant_row(dt, row, o, cols);
+    }
+    int bad = 0;
+    for (int f = 0; f < kn_isa_count() && !bad; f++) {
+        int here = 0;
+        const char *name = kn_isa_name(f, &here);
+        if (!here || kn_set_isa(name)) continue;
+        kn_matmul(pool, y, x, n, w, dt, rows, cols);
+        int x8 = kn_x_int8(dt), xbf = kn_bf16_dot() && dt == BENCH_BF16 && n > 1;
+        for (int t = 0; t < n && !bad; t++)
+            for (int r = 0; r < rows && !bad; r++) {
+                const float *wr = wf + (size_t)r * cols, *xt = x + (size_t)t * cols;
+                double ref = 0, mag = 0, q8 = 0;
+                int finite = 1;
+                for (int k = 0; k < cols; k++) {
+                    finite &= isfinite(wr[k]);
+                    ref += (double)wr[k] * xt[k];
+                    mag += fabs((double)wr[k] * xt[k]);
+                }
+                if (!finite || !isfinite(ref) || mag > 1e30) continue;
+                if (x8)
+                    for (int b = 0; b < cols; b += 32) {
+                        double ax = 0, aw = 0;
+                        for (int k = b; k < b + 32 && k < cols; k++) ax = fmax(ax, fabs(xt[k])), aw += fabs(wr[k]);
+                        q8 += ax / 254 * aw;
+                    }
+                double tol = (cols + 8) * ldexp(mag, -23) + q8 + (xbf ? ldexp(mag, -8) : 0) + 1e-30;
+                double got = y[(size_t)t * rows + r];
+                fzt_kernels_compared++;
+                if (!(fabs(got - ref) <= tol)) {
+                    snprintf(err, errlen, "kernels %s, %s, %d x %d, token %d of %d, row %d: %.9g, the exact dot %.9g (bound %.3g)",
+                             name, bench_dtype_name(dt), rows, cols, t, n, r, got, ref, tol);
+                    fz_say("kernels", err);
+                    bad = 1;
+                }
+            }
+    }
+    kn_set_isa("auto");
+    free(w);
+    free(x);
+    free(y);
+    free(wf);
     return bad ? -1 : 0;
 }
 
