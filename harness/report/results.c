@@ -922,9 +922,8 @@ void rs_busy_note_json(char *buf, size_t len, const cJSON *runs) {
     rs_busy_note(buf, len, busy, counted, others, steal, load, cpus);
 }
 
-/* Prints a note folded at 100 columns, at spaces. */
-static void rs_print_folded(FILE *f, char *note) {
-    for (char *p = note; *p;) {
+void rs_print_folded(FILE *f, const char *note) {
+    for (const char *p = note; *p;) {
         size_t n = strlen(p);
         if (n > 100) {
             n = 100;

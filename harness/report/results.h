@@ -62,6 +62,8 @@ void rs_summary_free(rs_summary *sum);
 struct cJSON *rs_environment(void);
 /* "a1b2c3d" (+ "-dirty"), or "nogit" */
 void rs_short_sha(char *buf, size_t len);
+/* Prints a note folded at 100 columns, at spaces (the tables of bench run and bench show). */
+void rs_print_folded(FILE *f, const char *note);
 
 /* Writes results.json and results.csv (atomically). */
 int rs_write(const rs_input *in, const rs_summary *sum, char *err, size_t errlen);

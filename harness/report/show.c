@@ -12,21 +12,6 @@
 
 static const cJSON *sh_get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
 
-/* Prints text folded at 100 columns, at spaces. */
-static void sh_folded(FILE *f, const char *text) {
-    for (const char *p = text; *p;) {
-        size_t n = strlen(p);
-        if (n > 100) {
-            n = 100;
-            while (n > 0 && p[n] != ' ') n--;
-            if (!n) n = 100;
-        }
-        fprintf(f, "%.*s\n", (int)n, p);
-        p += n;
-        while (*p == ' ') p++;
-    }
-}
-
 static void sh_row(FILE *f, const rr_doc *d, const char *metric, const char *title, int titlew, int colw) {
     const char *unit = "";
     for (int i = 0; i < d->n && !*unit; i++) {
@@ -108,7 +93,7 @@ void sh_print(FILE *f, const rr_doc *d, int all) {
     (void)shown;
     char note[512];
     rs_repetitions_note(note, sizeof(note), min_reps == INT_MAX ? 0 : min_reps);
-    sh_folded(f, note);
+    rs_print_folded(f, note);
     rs_busy_note_json(note, sizeof(note), sh_get(d->root, "runs"));
-    if (note[0]) sh_folded(f, note);
+    if (note[0]) rs_print_folded(f, note);
 }
