@@ -253,9 +253,40 @@ static void test_thread_safety_by_capability(void **state) {
     cJSON_Delete(doc);
 }
 
+/* bench list shows what the ABI declares: capabilities, cache types, and every option's type
+ * with its range or choices and its default. */
+static void test_list_shows_capabilities_and_options(void **state) {
+    fx *f = *state;
+    char out[700], cmd[9000];
+    snprintf(out, sizeof(out), "%s/list.txt", f->tmp);
+    snprintf(cmd, sizeof(cmd), "BENCH_MODULE_PATH='%s' '%s' list >'%s' 2>/dev/null", tu_module_dir(),
+             getenv("BENCH_BIN") ? getenv("BENCH_BIN") : "build/asan/bench", out);
+    assert_int_equal(system(cmd), 0);
+    FILE *in = fopen(out, "r");
+    assert_non_null(in);
+    static const char *const want[] = {
+        "capabilities: shared-pool, prefix-share, fork; cache types: f32 f16 bf16 q8_0 q4_0",     /* kv block, token */
+        "capabilities: maps-file",                                                                /* loader mmap */
+        "capabilities: thread-safe",                                                              /* alloc libc ... */
+        "capabilities: reset",                                                                    /* alloc arena */
+        "chunk           size 4096..1073741824              default 1m",                         /* loader pread */
+        "mode            enum shared|private                default shared",                     /* loader mmap */
+        "pool_bytes      size (sizes the pool)              default 0",                          /* kv block */
+        "cache           int 0..64                          default 8",                          /* alloc buddy */
+    };
+    int seen[sizeof(want) / sizeof(want[0])] = {0};
+    char line[1024];
+    while (fgets(line, sizeof(line), in))
+        for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) seen[i] |= strstr(line, want[i]) != NULL;
+    fclose(in);
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+        if (!seen[i]) fail_msg("bench list does not show \"%s\"", want[i]);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rule_breakers_refused_at_load),
+        cmocka_unit_test(test_list_shows_capabilities_and_options),
         cmocka_unit_test(test_shared_pool_by_capability),
         cmocka_unit_test(test_error_codes),
         cmocka_unit_test(test_oom_decided_by_code),
