@@ -24,6 +24,10 @@
 # min..max. "bound" is the read-only stream at the size of the weights a token reads
 # (bench generate --bandwidth), and "% bound" each engine's decode against it.
 #
+# Decode at depth (after a prompt of thousands of tokens) and the KV cache types are compared
+# by scripts/depth_vs_llamacpp.sh, through ../shared/tools/llama_depth.c (llama-bench at
+# c392e50 has no depth option).
+#
 # Differences that remain: llama-bench's tg test decodes G tokens from an empty context,
 # bench decodes positions P..P+G-1 after the prompt (more attention work for bench: at 110M and
 # 192 positions it is under 2% of a token's FLOPs). Both prefill the P tokens as one batch.
