@@ -146,8 +146,9 @@ static void info_vocab(const model *m) {
     else
         printf("%-12s none in the file (give --tokenizer tokenizer.bin)\n", "vocab");
     if (m->vocab.n)
-        printf("%-12s model %s, pre %s, %d merges%s%s\n", "tokenizer", m->vocab.model ? m->vocab.model : "(absent)",
+        printf("%-12s model %s, pre %s, %d merges%s%s%s%s\n", "tokenizer", m->vocab.model ? m->vocab.model : "(absent)",
                m->vocab.pre ? m->vocab.pre : m->vocab.n_pre_patterns ? "(tokenizer.json patterns)" : "(absent)", m->vocab.n_merges,
+               m->vocab.normalize ? ", normalizer " : "", m->vocab.normalize ? model_norm_name(m->vocab.normalize) : "",
                m->vocab.unsupported ? "; not supported: " : "", m->vocab.unsupported ? m->vocab.unsupported : "");
 }
 
@@ -488,6 +489,9 @@ static int model_convert(int argc, char **argv) {
                            .tensors = ot, .fill = convert_fill, .user = &cx};
     if (!m->vocab.n)
         fprintf(stderr, "bench model convert: note: %s has no vocabulary; %s will have none (give --tokenizer)\n", in, out);
+    if (m->vocab.normalize)
+        fprintf(stderr, "bench model convert: note: %s's tokenizer normalizes text to %s; %s will not (its format has no "
+                "field for it), so its ids can differ on text not in that form\n", in, model_norm_name(m->vocab.normalize), out);
     if (is_l2c && cfg.rope_theta != 10000.0f)
         fprintf(stderr, "bench model convert: note: llama2.c checkpoints have no rope theta field; readers assume "
                         "10000, this model has %g (only the freq_cis tables carry it)\n", cfg.rope_theta);

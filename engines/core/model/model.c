@@ -37,6 +37,17 @@ const char *model_format_name(model_format f) {
     return "?";
 }
 
+const char *model_norm_name(model_norm n) {
+    switch (n) {
+    case MODEL_NORM_NONE: return "none";
+    case MODEL_NORM_NFC: return "NFC";
+    case MODEL_NORM_NFD: return "NFD";
+    case MODEL_NORM_NFKC: return "NFKC";
+    case MODEL_NORM_NFKD: return "NFKD";
+    }
+    return "?";
+}
+
 /* ---- shared helpers ---- */
 
 int64_t model_tensor_nelems(int n_dims, const int64_t *ne) {
