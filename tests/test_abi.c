@@ -207,7 +207,7 @@ static void test_truncation_guard_by_capability(void **state) {
                " \"cache\": \"warm\", \"repetitions\": 1, \"warmup\": 0, \"matrix\": {\"loader\": [\"mapped\"]}}", model);
     fclose(o);
     snprintf(out, sizeof(out), "%s/out_mapped", f->tmp);
-    assert_int_equal(run_with_path(f, sc, out, "BENCH_TEST_TRUNCATE_MODEL=4096"), 1);
+    assert_int_equal(run_with_path(f, sc, out, "BENCH_TEST_HOOKS=1 BENCH_TEST_TRUNCATE_MODEL=4096"), 1);
     snprintf(results, sizeof(results), "%s/results.json", out);
     cJSON *doc = hjs_load(results);
     assert_non_null(doc);
