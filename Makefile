@@ -28,7 +28,7 @@ CPPFLAGS = -D_GNU_SOURCE -MMD -MP -I. -I/usr/include/cjson
 # Hidden by default: a module's shared object exports only what BENCH_MODULE_EXPORT marks.
 CFLAGS   = -std=c17 $(OPT) -g -fno-omit-frame-pointer -fPIC -fvisibility=hidden -pthread $(WARN)
 LDFLAGS  = -pthread
-LDLIBS   = -lcjson -lpfm -ldl -lm
+LDLIBS   = -lcjson -lpfm -ldl -lm -lutf8proc
 ifeq ($(SAN),1)
   CFLAGS  += -fsanitize=address,undefined -fno-sanitize-recover=undefined
   LDFLAGS += -fsanitize=address,undefined

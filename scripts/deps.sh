@@ -21,6 +21,7 @@ RUN=(
   libjemalloc-dev     # allocator baselines: modules/alloc_jemalloc.so links it
   libmimalloc-dev     #   and modules/alloc_mimalloc.so this one
   unicode-data        # UnicodeData.txt: the tokenizers' character classes (generated at build time)
+  libutf8proc-dev     # NFC/NFD/NFKC/NFKD, the normalizers a tokenizer.json asks for (Qwen2: NFC)
   gnuplot-nox         # the figures of bench run and bench plot (found at run time)
 )
 TEST=(

@@ -976,14 +976,16 @@ static void test_tokenizer_json(void **state) {
         assert_memory_equal(ids, want, sizeof(want));
         tokenizer_free(t);
     }
-    /* a normalizer bench does not apply: refused naming it, or a warning under fallback */
-    const char *nfc = TJ_HEAD " \"normalizer\": {\"type\": \"NFC\"},\n" TJ_PRE TJ_MODEL("[\"a b\"]");
+    /* a normalizer bench does not apply: refused naming it, or a warning under fallback
+     * (NFC and the other Unicode forms are applied: test_unicode_normalizers) */
+    const char *lower = TJ_HEAD " \"normalizer\": {\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"NFC\"},"
+                        " {\"type\": \"Lowercase\"}]},\n" TJ_PRE TJ_MODEL("[\"a b\"]");
     char err[1024] = "";
-    assert_null(json_tokenizer("nfc", nfc, 0, err, sizeof(err)));
-    assert_non_null(strstr(err, "normalizer NFC"));
-    tokenizer *t = json_tokenizer("nfc2", nfc, TOKENIZER_FALLBACK, err, sizeof(err));
+    assert_null(json_tokenizer("lower", lower, 0, err, sizeof(err)));
+    assert_non_null(strstr(err, "normalizer Lowercase"));
+    tokenizer *t = json_tokenizer("lower2", lower, TOKENIZER_FALLBACK, err, sizeof(err));
     if (!t) fail_msg("%s", err);
-    assert_non_null(strstr(tokenizer_warning(t), "normalizer NFC"));
+    assert_non_null(strstr(tokenizer_warning(t), "normalizer Lowercase"));
     tokenizer_free(t);
     /* malformed merges and patterns: errors naming the file and the field */
     assert_null(json_tokenizer("badmerge", TJ_HEAD " \"normalizer\": null,\n" TJ_PRE TJ_MODEL("[\"a b\", 5]"), 0, err, sizeof(err)));
@@ -1038,6 +1040,149 @@ static void test_cli_tokenize(void **state) {
     assert_int_equal(tu_bench("/dev/null", "tokenize --model '%s' 2>/dev/null", p), 2);
 }
 
+/* ---- Unicode normalizers (Qwen2's tokenizer.json asks for NFC) ---- */
+
+/* GPT-2's byte-to-character map of byte-level BPE: printable Latin-1 bytes are themselves,
+ * the others U+0100 onwards in byte order. Appends b's character, JSON-escaped, to out. */
+static size_t bl_put(unsigned char b, char *out) {
+    int cp, n = 0;
+    if ((b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || b >= 0xae) cp = b;
+    else {
+        cp = 256;
+        for (int c = 0; c < b; c++) cp += !((c >= 0x21 && c <= 0x7e) || (c >= 0xa1 && c <= 0xac) || c >= 0xae);
+    }
+    if (cp == '"' || cp == '\\') out[n++] = '\\';
+    if (cp < 0x80) out[n++] = (char)cp;
+    else {
+        out[n++] = (char)(0xc0 | (cp >> 6));
+        out[n++] = (char)(0x80 | (cp & 0x3f));
+    }
+    return (size_t)n;
+}
+
+static size_t bl_str(const char *bytes, char *out) {
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)bytes; *p; p++) n += bl_put(*p, out + n);
+    out[n] = 0;
+    return n;
+}
+
+/* A Qwen2-style tokenizer.json (its Split regex, then ByteLevel without a regex) with the
+ * 256 byte tokens as ids 0-255 and merges that make "café" (259), "한국" (264) and "fine"
+ * (267) single tokens in their composed forms only; `norm` is the normalizer's JSON. */
+static void write_norm_tj(const char *dir, const char *norm) {
+    static const char *const merges[][2] = {
+        {"\xc3", "\xa9"}, {"c", "a"}, {"ca", "f"}, {"caf", "\xc3\xa9"},                       /* é, café */
+        {"\xed", "\x95"}, {"\xed\x95", "\x9c"}, {"\xea", "\xb5"}, {"\xea\xb5", "\xad"},      /* 한, 국 */
+        {"\xed\x95\x9c", "\xea\xb5\xad"}, {"f", "i"}, {"fi", "n"}, {"fin", "e"}};
+    size_t cap = 1 << 16, n = 0;
+    char *j = malloc(cap), l[64], r[64];
+    assert_non_null(j);
+    n += (size_t)snprintf(j + n, cap - n,
+        "{\"version\": \"1.0\", \"added_tokens\": [], \"normalizer\": %s,\n"
+        " \"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": [\n"
+        "   {\"type\": \"Split\", \"pattern\": {\"Regex\": \"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\\\r\\\\n\\\\p{L}\\\\p{N}]?\\\\p{L}+|"
+        "\\\\p{N}| ?[^\\\\s\\\\p{L}\\\\p{N}]+[\\\\r\\\\n]*|\\\\s*[\\\\r\\\\n]+|\\\\s+(?!\\\\S)|\\\\s+\"}, \"behavior\": \"Isolated\", \"invert\": false},\n"
+        "   {\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"trim_offsets\": false, \"use_regex\": false}]},\n"
+        " \"decoder\": {\"type\": \"ByteLevel\"},\n"
+        " \"model\": {\"type\": \"BPE\", \"dropout\": null, \"unk_token\": null, \"byte_fallback\": false, \"ignore_merges\": false,\n"
+        "   \"vocab\": {", norm);
+    for (int b = 0; b < 256; b++) {
+        j[n++] = '"';
+        n += bl_put((unsigned char)b, j + n);
+        n += (size_t)snprintf(j + n, cap - n, "\": %d, ", b);
+    }
+    for (int m = 0; m < 12; m++) {
+        char both[16];
+        snprintf(both, sizeof(both), "%s%s", merges[m][0], merges[m][1]);
+        bl_str(both, l);
+        n += (size_t)snprintf(j + n, cap - n, "\"%s\": %d%s", l, 256 + m, m < 11 ? ", " : "},\n   \"merges\": [");
+    }
+    for (int m = 0; m < 12; m++) {
+        bl_str(merges[m][0], l);
+        bl_str(merges[m][1], r);
+        n += (size_t)snprintf(j + n, cap - n, "[\"%s\", \"%s\"]%s", l, r, m < 11 ? ", " : "]}}\n");
+    }
+    assert_true(n < cap);
+    char cmd[800], path[700];
+    snprintf(cmd, sizeof(cmd), "mkdir -p '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+    snprintf(path, sizeof(path), "%s/tokenizer.json", dir);
+    write_file(path, j, n);
+    free(j);
+}
+
+/* Each normalizer against the ids Hugging Face's tokenizers (tokenizers.js 0.2.0, Node 20)
+ * gives for the same tokenizer.json: composed and decomposed Latin (café, Å three ways),
+ * Hangul syllables and their jamo, the ligature ﬁ (compatibility), and marks reordered. */
+static void test_unicode_normalizers(void **state) {
+    (void)state;
+    static const char *const texts[] = {
+        "caf\xc3\xa9",                                                  /* café, composed */
+        "cafe\xcc\x81",                                                 /* e + U+0301 */
+        "\xed\x95\x9c\xea\xb5\xad",                                     /* 한국 */
+        "\xe1\x84\x92\xe1\x85\xa1\xe1\x86\xab\xe1\x84\x80\xe1\x85\xae\xe1\x86\xa8", /* its jamo */
+        "\xef\xac\x81ne caf\xc3\xa9",                                   /* U+FB01 ne café */
+        "\xc3\x85 \xe2\x84\xab A\xcc\x8a",                              /* U+00C5, U+212B, A + U+030A */
+        "x\xcc\xa3\xcc\x87 \xe1\xb8\x8d\xcc\x87",                       /* x + dot below + dot above, ḍ + dot above */
+    };
+#define J(...) {__VA_ARGS__, -1}
+    static const struct { const char *name, *norm; int want[7][20]; } cases[] = {
+        {"none", "null", {J(259), J(258, 101, 204, 129), J(264),
+                          J(225, 132, 146, 225, 133, 161, 225, 134, 171, 225, 132, 128, 225, 133, 174, 225, 134, 168),
+                          J(239, 172, 129, 110, 101, 32, 259), J(195, 133, 32, 226, 132, 171, 32, 65, 204, 138),
+                          J(120, 204, 163, 204, 135, 32, 225, 184, 141, 204, 135)}},
+        {"nfc", "{\"type\": \"NFC\"}", {J(259), J(259), J(264), J(264), J(239, 172, 129, 110, 101, 32, 259),
+                                        J(195, 133, 32, 195, 133, 32, 195, 133), J(225, 186, 139, 204, 163, 32, 225, 184, 141, 204, 135)}},
+        {"nfd", "{\"type\": \"NFD\"}", {J(258, 101, 204, 129), J(258, 101, 204, 129),
+                                        J(225, 132, 146, 225, 133, 161, 225, 134, 171, 225, 132, 128, 225, 133, 174, 225, 134, 168),
+                                        J(225, 132, 146, 225, 133, 161, 225, 134, 171, 225, 132, 128, 225, 133, 174, 225, 134, 168),
+                                        J(239, 172, 129, 110, 101, 32, 258, 101, 204, 129), J(65, 204, 138, 32, 65, 204, 138, 32, 65, 204, 138),
+                                        J(120, 204, 163, 204, 135, 32, 100, 204, 163, 204, 135)}},
+        {"nfkc", "{\"type\": \"NFKC\"}", {J(259), J(259), J(264), J(264), J(267, 32, 259), J(195, 133, 32, 195, 133, 32, 195, 133),
+                                          J(225, 186, 139, 204, 163, 32, 225, 184, 141, 204, 135)}},
+        {"nfkd", "{\"type\": \"NFKD\"}", {J(258, 101, 204, 129), J(258, 101, 204, 129),
+                                          J(225, 132, 146, 225, 133, 161, 225, 134, 171, 225, 132, 128, 225, 133, 174, 225, 134, 168),
+                                          J(225, 132, 146, 225, 133, 161, 225, 134, 171, 225, 132, 128, 225, 133, 174, 225, 134, 168),
+                                          J(267, 32, 258, 101, 204, 129), J(65, 204, 138, 32, 65, 204, 138, 32, 65, 204, 138),
+                                          J(120, 204, 163, 204, 135, 32, 100, 204, 163, 204, 135)}},
+        /* a Sequence: NFC after NFKD is NFKC */
+        {"seq", "{\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"NFKD\"}, {\"type\": \"NFC\"}]}",
+         {J(259), J(259), J(264), J(264), J(267, 32, 259), J(195, 133, 32, 195, 133, 32, 195, 133),
+          J(225, 186, 139, 204, 163, 32, 225, 184, 141, 204, 135)}},
+    };
+#undef J
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        char dir[600], err[1024] = "";
+        snprintf(dir, sizeof(dir), "%s/norm_%s", tmp, cases[c].name);
+        write_norm_tj(dir, cases[c].norm);
+        tokenizer *t = try_tokenizer(dir, 0, err, sizeof(err));
+        if (!t) fail_msg("%s: %s", cases[c].name, err);
+        assert_string_equal(tokenizer_warning(t), "");
+        for (int k = 0; k < 7; k++) {
+            int ids[32], n = tokenizer_encode(t, texts[k], 0, 0, ids, 32, err, sizeof(err)), w = 0;
+            if (n < 0) fail_msg("%s: %s", cases[c].name, err);
+            while (cases[c].want[k][w] >= 0) w++;
+            int same = n == w && !memcmp(ids, cases[c].want[k], (size_t)n * sizeof(int));
+            if (!same) {
+                fprintf(stderr, "%s, text %d: %d ids:", cases[c].name, k, n);
+                for (int i = 0; i < n; i++) fprintf(stderr, " %d", ids[i]);
+                fprintf(stderr, "\n");
+            }
+            assert_true(same);
+        }
+        /* text that is not UTF-8 cannot be normalized: refused naming the normalizer */
+        int ids[32];
+        int n = tokenizer_encode(t, "caf\xff", 0, 0, ids, 32, err, sizeof(err));
+        if (c == 0) assert_true(n > 0); /* byte-level BPE spells any bytes */
+        else {
+            assert_int_equal(n, -1);
+            assert_non_null(strstr(err, "normalizer needs UTF-8 text"));
+        }
+        tokenizer_free(t);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_set_gpt2),
@@ -1063,6 +1208,7 @@ int main(void) {
         cmocka_unit_test(test_user_tokens_memory),
         cmocka_unit_test(test_fallback_warns),
         cmocka_unit_test(test_tokenizer_json),
+        cmocka_unit_test(test_unicode_normalizers),
         cmocka_unit_test(test_cli_tokenize),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

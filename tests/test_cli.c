@@ -114,12 +114,58 @@ static void test_other_commands_same_status(void **state) {
     free(t);
 }
 
+/* llama.cpp's vocabulary-only GGUF files (a tokenizer, no tensors): bench model info prints
+ * their vocabulary and tokenizer and says they hold no weights, exit 0 (it failed on
+ * "missing tensor token_embd.weight", or "model dim is 0" on gpt-2's); bench generate and
+ * bench run on one fail saying it is vocabulary-only. */
+static void test_vocab_only_gguf(void **state) {
+    (void)state;
+    static const struct { const char *rel, *tokenizer; } files[] = {
+        {"thirdparty/vocab/ggml-vocab-gpt-2.gguf", "model gpt2, pre gpt-2"},
+        {"thirdparty/ggml-vocab-llama-spm.gguf", "model llama"},
+    };
+    char path[512], args[1400], sc[700];
+    for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++) {
+        if (!tu_shared(files[f].rel, path, sizeof(path))) skip();
+        snprintf(args, sizeof(args), "model info '%s' 2>&1", path);
+        assert_int_equal(tu_bench(out, "%s", args), 0);
+        char *t = err_text();
+        int ok = strstr(t, "vocabulary only") && strstr(t, "weights      none: no tensors") &&
+                 strstr(t, files[f].tokenizer) && strstr(t, "vocab        ") && !strstr(t, "token_embd");
+        if (!ok) fprintf(stderr, "bench %s:\n%s", args, t);
+        free(t);
+        assert_true(ok);
+
+        snprintf(args, sizeof(args), "generate --model '%s' --steps 2", path);
+        assert_int_equal(bench_err(args), 1);
+        t = err_text();
+        ok = strstr(t, "vocabulary-only file") && strstr(t, "no weights");
+        free(t);
+        assert_true(ok);
+    }
+    /* bench run: the scenario's model checked before any worker */
+    snprintf(sc, sizeof(sc), "%s/vocab.json", tmp);
+    FILE *o = fopen(sc, "w");
+    assert_non_null(o);
+    fprintf(o, "{\"name\": \"vocab\", \"model\": {\"path\": \"%s\"}, \"workload\": {\"prompt_tokens\": 4, \"generate\": 2},"
+               " \"repetitions\": 1, \"warmup\": 0, \"cache\": \"warm\", \"matrix\": {\"fixed\": {\"loader\": \"mmap\", \"kv\": \"prealloc\"}}}",
+            path);
+    assert_int_equal(fclose(o), 0);
+    snprintf(args, sizeof(args), "run '%s' --out '%s/vocab.out'", sc, tmp);
+    assert_true(bench_err(args) != 0);
+    char *t = err_text();
+    int ok = strstr(t, "vocabulary-only file") != NULL;
+    free(t);
+    assert_true(ok);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nearest),
         cmocka_unit_test(test_run_did_you_mean),
         cmocka_unit_test(test_generate_usage_errors),
         cmocka_unit_test(test_other_commands_same_status),
+        cmocka_unit_test(test_vocab_only_gguf),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -696,6 +696,18 @@ static void test_history_marks_step(void **state) {
     assert_true(file_has(gp, " #1 "));
     assert_true(file_has(gp, " #3 "));
 
+    /* the key's swatch before its label; memory and counts on an axis from 0, times autoscaled */
+    assert_true(file_has(gp, "set key below reverse Left"));
+    assert_true(file_has(gp, "set yrange [0:*]"));
+    assert_int_equal(tu_bench("/dev/null", "history '%s' --metric peak_rss_mib --metric ttft_ms 2>/dev/null", hist), 0);
+    snprintf(gp, sizeof(gp), "%s/history/peak_rss_mib.gp", hist);
+    assert_true(file_has(gp, "set yrange [0:*]"));
+    assert_true(file_has(gp, "set key below reverse Left"));
+    snprintf(gp, sizeof(gp), "%s/history/ttft_ms.gp", hist);
+    assert_true(file_has(gp, "set key below reverse Left"));
+    assert_false(file_has(gp, "set yrange"));
+    snprintf(gp, sizeof(gp), "%s/history/minflt_load.gp", hist);
+
     /* a --quick run is left out by default, and drawn as its own series with --partial */
     char quick[900];
     snprintf(quick, sizeof(quick), "%s/4-quick", hist);

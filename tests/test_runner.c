@@ -11,6 +11,7 @@
 
 #include <cJSON.h>
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@
 #include <unistd.h>
 
 #include "harness/parent/pagecache.h"
+#include "harness/report/resread.h"
 #include "tests/lib/harness_jsonschema.h"
 #include "tests/lib/testutil.h"
 
@@ -396,6 +398,54 @@ static void test_kv_timeline_steps(void **state) {
     cJSON_Delete(doc);
 }
 
+/* ---- the metric bandwidth leaves the workload's figures alone ---- */
+
+/* The read bound's buffer is as large as the weights one token reads. It is measured after
+ * DONE, so a run with the metric has the peak RSS, RSS at end and decode faults of a run
+ * without it, well within half the buffer (before, they grew by all of it); and the table
+ * shows the bound and decode against it. Deterministic: one repetition each, one thread. */
+static void test_bandwidth_outside_workload(void **state) {
+    TU_NEED(*state);
+    fx *f = *state;
+    static const char *const names[2] = {"nobw", "bw"};
+    double peak[2], end[2], minflt[2], per_token = 0, bound = 0, pct = 0;
+    for (int k = 0; k < 2; k++) {
+        const char *sc = scenario_file(f, names[k], "\"workload\": {\"prompt_tokens\": 8, \"generate\": 16}, \"cache\": \"warm\","
+                                       " \"repetitions\": 1, \"warmup\": 0, \"threads\": 1, \"metrics\": [\"smaps\"%s],"
+                                       " \"matrix\": {\"fixed\": {\"loader\": \"mmap\", \"kv\": \"prealloc\"}}",
+                                       k ? ", \"bandwidth\"" : "");
+        char out[700], table[800], err[256];
+        snprintf(out, sizeof(out), "%s/out_%s", f->tmp, names[k]);
+        snprintf(table, sizeof(table), "%s/table_%s.txt", f->tmp, names[k]);
+        assert_int_equal(tu_bench(table, "run '%s' --out '%s' 2>/dev/null", sc, out), 0);
+        rr_doc d;
+        assert_int_equal(rr_load(out, &d, err, sizeof(err)), 0);
+        assert_int_equal(d.n, 1);
+        peak[k] = rr_summary_num(&d.v[0], "peak_rss_mib", "median");
+        end[k] = rr_summary_num(&d.v[0], "rss_end_mib", "median");
+        minflt[k] = rr_summary_num(&d.v[0], "minflt_decode", "median");
+        if (k) {
+            per_token = rr_summary_num(&d.v[0], "mod.bandwidth.bytes_per_token", "median");
+            bound = rr_summary_num(&d.v[0], "mod.bandwidth.decode_bound_tok_s", "median");
+            pct = rr_summary_num(&d.v[0], "decode_bound_pct", "median");
+        }
+        rr_free(&d);
+        char *t = rr_slurp(table, NULL, err, sizeof(err));
+        assert_non_null(t);
+        int shown = strstr(t, "read bound (tok/s)") && strstr(t, "decode / read bound (%)");
+        free(t);
+        assert_int_equal(shown, k);
+    }
+    assert_true(per_token > 512 * 1024); /* stories260K: about 1 MB a token */
+    assert_true(bound > 0 && pct > 0);
+    double half_mib = per_token / 2 / (1024.0 * 1024.0);
+    fprintf(stderr, "bandwidth: buffer %.2f MiB; peak %.2f / %.2f MiB, end %.2f / %.2f MiB, decode faults %.0f / %.0f\n",
+            per_token / (1024.0 * 1024.0), peak[0], peak[1], end[0], end[1], minflt[0], minflt[1]);
+    assert_true(fabs(peak[1] - peak[0]) < half_mib);
+    assert_true(fabs(end[1] - end[0]) < half_mib);
+    assert_true(fabs(minflt[1] - minflt[0]) < per_token / 2 / 4096);
+}
+
 /* ---- several processes ---- */
 
 static void test_multiprocess_pss(void **state) {
@@ -451,6 +501,7 @@ int main(void) {
         cmocka_unit_test(test_results_validate_against_schema),
         cmocka_unit_test(test_multiprocess_pss),
         cmocka_unit_test(test_kv_timeline_steps),
+        cmocka_unit_test(test_bandwidth_outside_workload),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

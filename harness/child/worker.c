@@ -416,9 +416,10 @@ out:
 
 /* Decode's bound on this machine: a read-only stream, on the run's thread count, over a
  * buffer of the bytes one decode step reads (every matrix and the classifier; of an
- * untied embedding table one row). Sent as counters after the timed phases, so the
- * measurement cannot disturb them; the report divides decode tokens/s by
- * bandwidth.decode_bound_tok_s. */
+ * untied embedding table one row). Measured and sent as counters after DONE, once the
+ * parent holds the workload's last snapshot, so neither the timings nor the memory and
+ * fault figures see it (only the whole-process ones, ru_maxrss and minflt_total, can);
+ * the report divides decode tokens/s by bandwidth.decode_bound_tok_s. */
 static void wk_bandwidth(wk_ctx *c, const wk_spec *s, engine *e) {
     const model *m = engine_model(e);
     double per_token = (double)model_weight_bytes(m);
@@ -510,12 +511,14 @@ static int wk_run(wk_ctx c, wk_spec s) {
     }
     bench_counter_sink sink = {.emit = wk_emit, .user = &c, .emit_as = wk_emit_as};
     engine_counters(e, &sink);
-    if (s.bandwidth && !s.requests && strcmp(engine_device(e), "cpu") == 0) wk_bandwidth(&c, &s, e);
     if (s.delay_ms > 0) {
         struct timespec d = {.tv_sec = s.delay_ms / 1000, .tv_nsec = (long)(s.delay_ms % 1000) * 1000000};
         while (nanosleep(&d, &d) && errno == EINTR) {}
     }
     if (wk_send(&c, BENCH_EV_DONE, 1, produced, 0, NULL, NULL, 0)) goto out;
+    /* after DONE, whose snapshot the parent has taken (the ack): the bound's buffer, as large
+     * as the weights, is in none of the workload's figures (peak and end RSS, decode faults) */
+    if (s.bandwidth && !s.requests && strcmp(engine_device(e), "cpu") == 0) wk_bandwidth(&c, &s, e);
     rc = 0;
 out:
     engine_destroy(e);

@@ -129,6 +129,7 @@ static int hist_plot(const hist_run *runs, int n, const char *metric, const char
         return -1;
     }
     const char *unit = "";
+    int from_zero = 0;  /* bytes or a count: the axis starts at 0, so a change shows at its true size */
     cmp_opts o = {.threshold = 0.05};
     fprintf(f, "# %s across runs: written by bench history\n", metric);
     /* series: each variant, and again over the partial runs when they are drawn */
@@ -146,6 +147,8 @@ static int hist_plot(const hist_run *runs, int n, const char *metric, const char
             const rr_series *s = rr_find(v, metric);
             if (!s || !s->n) continue;
             if (s->unit[0]) unit = s->unit;
+            mc_decl dc = s->declared ? s->decl : mc_legacy(metric, s->unit);
+            from_zero |= dc.cls == MC_BYTES || dc.cls == MC_COUNT;
             cmp_row row;
             cmp_metric(s, s, metric, s->unit, &o, &row); /* row.b: the median */
             int step = 0;
@@ -182,7 +185,12 @@ static int hist_plot(const hist_run *runs, int n, const char *metric, const char
     char yl[160];
     snprintf(yl, sizeof(yl), "%s (%s)", metric, unit[0] ? unit : "value");
     pl_quote(f, yl);
-    fprintf(f, "\n  set grid\n  set key below\n  set xrange [-0.5:%d.5]\n  set xtics rotate by -30 (", n - 1);
+    /* the key: each entry's swatch, then its label (gnuplot's default put the swatch after
+     * the label, so in a row it sat between two labels) */
+    fprintf(f, "\n  set grid\n  set key below reverse Left\n  set xrange [-0.5:%d.5]\n", n - 1);
+    /* memory and counts from 0: autoscaled, a 0.2 MiB change of 40 MiB filled the height like a cliff */
+    if (from_zero) fprintf(f, "  set yrange [0:*]\n");
+    fprintf(f, "  set xtics rotate by -30 (");
     for (int r = 0; r < n; r++) {
         fprintf(f, "%s", r ? ", " : "");
         pl_quote(f, runs[r].label);

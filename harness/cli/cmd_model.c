@@ -138,6 +138,30 @@ out:
     return bad_tensors;
 }
 
+/* The vocabulary's and the tokenizer's lines, as for a model with weights. */
+static void info_vocab(const model *m) {
+    if (m->vocab.n)
+        printf("%-12s %d tokens, bos %d, eos %d, unk %d, add_space_prefix %d\n", "vocab", m->vocab.n, m->vocab.bos,
+               m->vocab.eos, m->vocab.unk, m->vocab.add_space_prefix);
+    else
+        printf("%-12s none in the file (give --tokenizer tokenizer.bin)\n", "vocab");
+    if (m->vocab.n)
+        printf("%-12s model %s, pre %s, %d merges%s%s%s%s\n", "tokenizer", m->vocab.model ? m->vocab.model : "(absent)",
+               m->vocab.pre ? m->vocab.pre : m->vocab.n_pre_patterns ? "(tokenizer.json patterns)" : "(absent)", m->vocab.n_merges,
+               m->vocab.normalize ? ", normalizer " : "", m->vocab.normalize ? model_norm_name(m->vocab.normalize) : "",
+               m->vocab.unsupported ? "; not supported: " : "", m->vocab.unsupported ? m->vocab.unsupported : "");
+}
+
+/* A file with a vocabulary and no tensors: what it holds, and plainly that it has no weights. */
+static void info_vocab_only(const char *path, const model *m) {
+    printf("%-12s %s\n", "file", path);
+    printf("%-12s %s, vocabulary only\n", "format", model_format_name(m->format));
+    printf("%-12s %s\n", "name", m->name ? m->name : "");
+    printf("%-12s none: no tensors (bench tokenize reads the vocabulary; bench generate and bench run need a model "
+           "with weights)\n", "weights");
+    info_vocab(m);
+}
+
 static int model_info(int argc, char **argv) {
     const char *path = NULL, *tok = NULL;
     int tensors = 0, check = 0;
@@ -161,6 +185,15 @@ static int model_info(int argc, char **argv) {
     model *m = NULL;
     char err[1024], h1[32], h2[32];
     if (model_open(path, tok, &m, err, sizeof(err))) {
+        /* a vocabulary-only GGUF (llama.cpp's ggml-vocab-*.gguf): its tokenizer, and that it has no
+         * weights. GGUF only: a safetensors folder that fails would still have its tokenizer.json */
+        char verr[256];
+        if (!tok && !model_open_vocab(path, &m, verr, sizeof(verr)) && m->format == MODEL_FORMAT_GGUF && !m->n_tensors) {
+            info_vocab_only(path, m);
+            model_free(m);
+            return 0;
+        }
+        model_free(m);
         fprintf(stderr, "bench model info: %s\n", err);
         return 1;
     }
@@ -198,15 +231,7 @@ static int model_info(int argc, char **argv) {
                n, human((double)e, h1, sizeof(h1)), human((double)b, h2, sizeof(h2)), (unsigned long long)b);
         first = 0;
     }
-    if (m->vocab.n)
-        printf("%-12s %d tokens, bos %d, eos %d, unk %d, add_space_prefix %d\n", "vocab", m->vocab.n, m->vocab.bos,
-               m->vocab.eos, m->vocab.unk, m->vocab.add_space_prefix);
-    else
-        printf("%-12s none in the file (give --tokenizer tokenizer.bin)\n", "vocab");
-    if (m->vocab.n)
-        printf("%-12s model %s, pre %s, %d merges%s%s\n", "tokenizer", m->vocab.model ? m->vocab.model : "(absent)",
-               m->vocab.pre ? m->vocab.pre : m->vocab.n_pre_patterns ? "(tokenizer.json patterns)" : "(absent)", m->vocab.n_merges,
-               m->vocab.unsupported ? "; not supported: " : "", m->vocab.unsupported ? m->vocab.unsupported : "");
+    info_vocab(m);
     if (tensors) {
         printf("\n%-32s %-5s %-14s %4s %12s %12s\n", "tensor", "dtype", "shape", "file", "offset", "bytes");
         for (int i = 0; i < m->n_tensors; i++) {
@@ -464,6 +489,9 @@ static int model_convert(int argc, char **argv) {
                            .tensors = ot, .fill = convert_fill, .user = &cx};
     if (!m->vocab.n)
         fprintf(stderr, "bench model convert: note: %s has no vocabulary; %s will have none (give --tokenizer)\n", in, out);
+    if (m->vocab.normalize)
+        fprintf(stderr, "bench model convert: note: %s's tokenizer normalizes text to %s; %s will not (its format has no "
+                "field for it), so its ids can differ on text not in that form\n", in, model_norm_name(m->vocab.normalize), out);
     if (is_l2c && cfg.rope_theta != 10000.0f)
         fprintf(stderr, "bench model convert: note: llama2.c checkpoints have no rope theta field; readers assume "
                         "10000, this model has %g (only the freq_cis tables carry it)\n", cfg.rope_theta);

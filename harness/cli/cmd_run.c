@@ -12,6 +12,7 @@
 
 #include "commands.h"
 #include "harness/cli/cliargs.h"
+#include "harness/report/escape.h"
 #include "harness/report/locations.h"
 #include "harness/parent/outlock.h"
 #include "harness/parent/perfev.h"
@@ -99,8 +100,10 @@ static void run_progress(void *user, const rn_run *r, int done, int total) {
     }
     if (!c->tty) return;
     double el = (double)(rn_now_ns() - c->t0) * 1e-9, eta = done ? el / done * (total - done) : 0;
-    char label[128];
-    rs_variant_label(c->in.s, r->variant, label, sizeof(label));
+    /* the label is anyone's (a scenario's): its control characters escaped as the table does */
+    char raw[128], label[512];
+    rs_variant_label(c->in.s, r->variant, raw, sizeof(raw));
+    es_term(label, sizeof(label), raw);
     fprintf(stderr, "\r\033[K[%d/%d] %s %s%d %s%s  elapsed %d:%02d  ETA %d:%02d", done, total, label,
             r->warmup ? "warm-up " : "rep ", r->warmup ? r->rep + 1 : r->rep - c->in.s->warmup + 1,
             rn_status_name(r->status), r->cache_ok ? "" : " (invalid)", (int)el / 60, (int)el % 60,

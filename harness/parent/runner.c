@@ -588,7 +588,9 @@ static int rn_one(const scenario *s, const rn_model_files *mf, const rn_opts *o,
         if (now >= deadline)
             for (int i = 0; i < run->nproc; i++) rn_kill(&run->procs[i], RN_TIMEOUT);
         if (interval && now >= next_sample) {
-            for (int i = 0; i < run->nproc; i++) rn_take_sample(s, &run->procs[i], now);
+            /* none after a worker's DONE: what it does then (the bandwidth bound) is not the workload */
+            for (int i = 0; i < run->nproc; i++)
+                if (!run->procs[i].snap[RN_PH_END].taken) rn_take_sample(s, &run->procs[i], now);
             next_sample += interval;
             if (next_sample <= now) next_sample = now + interval;
         }

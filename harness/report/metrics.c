@@ -70,10 +70,11 @@ void mt_proc(const scenario *s, const rn_proc *p, mt_bag *b) {
         if (ttft > 0) mt_add(b, "prefill_tok_s", "tok/s", MT_TIME_HI, p->n_prompt / (ttft * 1e-3));
     }
     int steps = p->n_tok - 1;
+    double decode_tok_s = 0;
     if (steps > 0 && p->t_decode_start) {
         double dec = mt_ms(p->tok_ns[p->n_tok - 1] - p->t_decode_start);
         mt_add(b, "tpot_ms", "ms", MT_TIME_LO, dec / steps);
-        if (dec > 0) mt_add(b, "decode_tok_s", "tok/s", MT_TIME_HI, steps / (dec * 1e-3));
+        if (dec > 0) mt_add(b, "decode_tok_s", "tok/s", MT_TIME_HI, decode_tok_s = steps / (dec * 1e-3));
         double *itl = malloc((size_t)steps * sizeof(*itl));
         if (itl) {
             for (int k = 0; k < steps; k++)
@@ -145,6 +146,9 @@ void mt_proc(const scenario *s, const rn_proc *p, mt_bag *b) {
         snprintf(name, sizeof(name), "mod.%s", p->counters[i].name);
         const char *unit = p->counters[i].unit[0] ? p->counters[i].unit : "count";
         mt_add(b, name, unit, mc_from_counter(unit, p->counters[i].cls, p->counters[i].better), p->counters[i].value);
+        /* the metric "bandwidth": decode against the read bound the same worker measured after it */
+        if (!strcmp(p->counters[i].name, "bandwidth.decode_bound_tok_s") && p->counters[i].value > 0 && decode_tok_s > 0)
+            mt_add(b, "decode_bound_pct", "%", MT_TIME_HI, 100.0 * decode_tok_s / p->counters[i].value);
     }
 }
 

@@ -783,6 +783,8 @@ static const rs_row rs_rows[] = {
     {"tpot_ms", "TPOT"},
     {"itl_p99_ms", "ITL p99"},
     {"decode_tok_s", "decode"},
+    {"mod.bandwidth.decode_bound_tok_s", "  read bound"},
+    {"decode_bound_pct", "  decode / read bound"},
     {"prefill_tok_s", "prefill"},
     {"peak_rss_mib", "peak RSS (VmHWM)"},
     {"rss_end_mib", "RSS at end"},

@@ -37,7 +37,7 @@ enum {
     SC_M_ALL = (1 << 5) - 1,   /* the default set (but pss) draws from these */
     SC_M_CALLGRIND = 1 << 5,    /* "instructions:callgrind": one more repetition per variant under
                                    callgrind, for instructions per phase (harness/parent/callgrind.h) */
-    SC_M_BANDWIDTH = 1 << 6,    /* "bandwidth": after each repetition's decode, a read-only stream over
+    SC_M_BANDWIDTH = 1 << 6,    /* "bandwidth": after each repetition's DONE, a read-only stream over
                                    the weight bytes of a token (kn_read_bandwidth); not in the default set */
     SC_M_ACCURACY = 1 << 7,     /* "accuracy": after the timed repetitions, one untimed pass per variant:
                                    its logits against the exact kernels with an f32 cache

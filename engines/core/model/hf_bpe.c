@@ -3,8 +3,8 @@
  *           dropout, continuing_subword_prefix, end_of_word_suffix}
  *   pre_tokenizer: ByteLevel {use_regex, add_prefix_space}, Split {pattern {Regex|String},
  *           behavior "Isolated", invert false}, Digits {individual_digits}, Sequence of these
- *   normalizer: null
- * What the file asks for that bench's tokenizer does not do (a normalizer, another
+ *   normalizer: null, NFC, NFD, NFKC, NFKD, or a Sequence of those four (v->normalize)
+ * What the file asks for that bench's tokenizer does not do (another normalizer, another
  * Split behavior, a prefix space) goes to v->unsupported: tokenizing then fails naming
  * it, or warns under --tokenizer-fallback. */
 #include "hf_bpe.h"
@@ -33,6 +33,36 @@ static int has_bytelevel(const cJSON *j) {
         for (const cJSON *p = seq->child; p; p = p->next)
             if (has_bytelevel(p)) return 1;
     return 0;
+}
+
+/* A normalizer that is one of Unicode's forms, or a Sequence of them, into *out; a Sequence
+ * composes as its last member does, and decomposes by compatibility if any member does
+ * (NFC after NFKD is NFKC). Returns NULL, or the type of a member that is not one of them. */
+static const char *unicode_norm(const cJSON *n, model_norm *out) {
+    static const struct { const char *type; model_norm norm; } forms[] = {
+        {"NFC", MODEL_NORM_NFC}, {"NFD", MODEL_NORM_NFD}, {"NFKC", MODEL_NORM_NFKC}, {"NFKD", MODEL_NORM_NFKD}};
+    const cJSON *t = get(n, "type"), *seq = get(n, "normalizers");
+    if (!cJSON_IsString(t)) return "?";
+    if (!strcmp(t->valuestring, "Sequence") && cJSON_IsArray(seq)) {
+        int compat = 0, compose = -1;
+        for (const cJSON *m = seq->child; m; m = m->next) {
+            model_norm one = MODEL_NORM_NONE;
+            const char *other = unicode_norm(m, &one);
+            if (other) return other;
+            if (one == MODEL_NORM_NONE) continue;
+            compat |= one == MODEL_NORM_NFKC || one == MODEL_NORM_NFKD;
+            compose = one == MODEL_NORM_NFC || one == MODEL_NORM_NFKC;
+        }
+        *out = compose < 0 ? MODEL_NORM_NONE : compose ? (compat ? MODEL_NORM_NFKC : MODEL_NORM_NFC)
+                                                       : (compat ? MODEL_NORM_NFKD : MODEL_NORM_NFD);
+        return NULL;
+    }
+    for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++)
+        if (!strcmp(t->valuestring, forms[i].type)) {
+            *out = forms[i].norm;
+            return NULL;
+        }
+    return t->valuestring;
 }
 
 typedef struct {
@@ -163,10 +193,13 @@ int hf_bpe_read(const cJSON *root, model_vocab *v, const char *path, char *err, 
     if (a.n == 0 && add_pat(&a, "[\\s\\S]+")) goto out;
     const cJSON *norm = get(root, "normalizer");
     if (norm && !cJSON_IsNull(norm)) {
-        char what[96];
-        snprintf(what, sizeof(what), "normalizer %.40s (text is not normalized)",
-                 cJSON_IsString(get(norm, "type")) ? get(norm, "type")->valuestring : "?");
-        note(&a, what);
+        const char *other = unicode_norm(norm, &v->normalize);
+        if (other) {
+            char what[96];
+            snprintf(what, sizeof(what), "normalizer %.40s (text is not normalized)", other);
+            note(&a, what);
+            v->normalize = MODEL_NORM_NONE;
+        }
     }
     const cJSON *dr = get(mod, "dropout"), *csp = get(mod, "continuing_subword_prefix"), *ews = get(mod, "end_of_word_suffix");
     if (cJSON_IsNumber(dr) && dr->valuedouble > 0) note(&a, "model.dropout (no dropout)");

@@ -37,6 +37,17 @@ const char *model_format_name(model_format f) {
     return "?";
 }
 
+const char *model_norm_name(model_norm n) {
+    switch (n) {
+    case MODEL_NORM_NONE: return "none";
+    case MODEL_NORM_NFC: return "NFC";
+    case MODEL_NORM_NFD: return "NFD";
+    case MODEL_NORM_NFKC: return "NFKC";
+    case MODEL_NORM_NFKD: return "NFKD";
+    }
+    return "?";
+}
+
 /* ---- shared helpers ---- */
 
 int64_t model_tensor_nelems(int n_dims, const int64_t *ne) {
@@ -410,6 +421,12 @@ int model_open(const char *path, const char *tokenizer_path, model **out, char *
     if (tokenizer_path) {
         model_vocab_free(&m->vocab);
         if (model_vocab_load_llama2c(tokenizer_path, m->cfg.vocab_size, &m->vocab, err, errlen)) goto err;
+    }
+    /* llama.cpp's vocabulary-only GGUF files: a tokenizer and no weights (model_open_vocab reads them) */
+    if (m->format == MODEL_FORMAT_GGUF && !m->n_tensors && m->vocab.n) {
+        bench_errf(err, errlen, "%s: a vocabulary-only file (%d tokens, no tensors): it holds no weights to run; "
+                   "bench model info and bench tokenize read it, generate and run need a model with weights", path, m->vocab.n);
+        goto err;
     }
     if (model_validate(m, err, errlen)) goto err;
     *out = m;

@@ -73,6 +73,11 @@ enum { TOKEN_NORMAL = 1, TOKEN_UNKNOWN = 2, TOKEN_CONTROL = 3, TOKEN_USER = 4, T
  * larger count is a corrupt or hostile header, refused before a tensor per layer is made. */
 #define MODEL_MAX_LAYERS 1024
 
+/* The Unicode normalization a tokenizer.json's normalizer asks for (NFC, NFD, NFKC, NFKD, or
+ * a Sequence of them), applied to the text before it is split (runtime/tokenizer.c). */
+typedef enum model_norm { MODEL_NORM_NONE = 0, MODEL_NORM_NFC, MODEL_NORM_NFD, MODEL_NORM_NFKC, MODEL_NORM_NFKD } model_norm;
+const char *model_norm_name(model_norm n);     /* "none", "NFC", ... */
+
 typedef struct model_vocab {
     int n;                  /* 0: no vocabulary in the model file */
     char **tokens;          /* (n) NUL-terminated UTF-8 pieces, as stored (▁ or ' ' for spaces) */
@@ -91,6 +96,7 @@ typedef struct model_vocab {
     int ignore_merges;      /* with pre_patterns: a word that is a token is not merged */
     char *pre_source;       /* with pre_patterns: the file they came from, for messages */
     char *unsupported;      /* what the source asks of the tokenizer that it does not do, or NULL */
+    model_norm normalize;   /* tokenizer.json's Unicode normalizer; MODEL_NORM_NONE elsewhere */
 } model_vocab;
 
 typedef struct model {

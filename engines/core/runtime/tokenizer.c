@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <utf8proc.h>
 
 #define SPACE_SYM "\xe2\x96\x81" /* U+2581 LOWER ONE EIGHTH BLOCK, SentencePiece's space */
 
@@ -55,6 +56,7 @@ struct tokenizer {
     uint32_t *dec_off;      /* (n) offset of id's text in dec */
 
     bpe *bpe;               /* byte-level BPE; NULL: SentencePiece */
+    model_norm normalize;   /* Unicode form the text is put in first (tokenizer.json's normalizer) */
     char warn[640];         /* what --tokenizer-fallback does not honour, or "" */
 };
 
@@ -157,6 +159,7 @@ int tokenizer_create_ex(const model_vocab *v, unsigned flags, tokenizer **out, c
     t->eos = v->eos >= 0 && v->eos < n ? v->eos : -1;
     t->unk = v->unk >= 0 && v->unk < n ? v->unk : -1;
     t->add_space_prefix = v->add_space_prefix;
+    t->normalize = v->normalize;
     memcpy(t->warn, warn, sizeof(warn));
     if (is_bpe && bpe_create(v, (flags & TOKENIZER_FALLBACK) != 0, &t->bpe, t->warn, sizeof(t->warn), err, errlen)) goto err;
 
@@ -337,6 +340,7 @@ int tokenizer_encode(const tokenizer *t, const char *text, int bos, int eos,
     } while (0)
 
     char *norm = NULL;
+    utf8proc_uint8_t *uni = NULL;   /* the text in the vocabulary's Unicode form (utf8proc's malloc) */
     symbol *sym = NULL;
     heap h = {0};
     if (bos && t->bos < 0) return bench_errf(err, errlen, "tokenizer: the vocabulary has no BOS token");
@@ -344,6 +348,30 @@ int tokenizer_encode(const tokenizer *t, const char *text, int bos, int eos,
     if (bos) EMIT(t->bos);
 
     size_t tl = strlen(text);
+    /* 0: tokenizer.json's normalizer (NFC for Qwen2), before anything splits the text, as
+     * Hugging Face's tokenizers does */
+    if (t->normalize != MODEL_NORM_NONE && tl > 0) {
+        int opt = UTF8PROC_STABLE;
+        switch (t->normalize) {
+        case MODEL_NORM_NFC: opt |= UTF8PROC_COMPOSE; break;
+        case MODEL_NORM_NFD: opt |= UTF8PROC_DECOMPOSE; break;
+        case MODEL_NORM_NFKC: opt |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT; break;
+        case MODEL_NORM_NFKD: opt |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT; break;
+        case MODEL_NORM_NONE: break;
+        }
+        if (tl > (size_t)PTRDIFF_MAX / 8) {
+            bench_errf(err, errlen, "tokenizer: text of %zu bytes is too long", tl);
+            goto err;
+        }
+        utf8proc_ssize_t ul = utf8proc_map((const utf8proc_uint8_t *)text, (utf8proc_ssize_t)tl, &uni, (utf8proc_option_t)opt);
+        if (ul < 0) {
+            bench_errf(err, errlen, "tokenizer: the vocabulary's %s normalizer needs UTF-8 text: %s", model_norm_name(t->normalize),
+                       utf8proc_errmsg(ul));
+            goto err;
+        }
+        text = (const char *)uni;
+        tl = (size_t)ul;
+    }
     if (t->bpe) {
         if (bpe_encode(t->bpe, text, tl, ids, &n_ids, max_ids, err, errlen)) goto err;
     } else if (tl > 0) {
@@ -434,12 +462,14 @@ int tokenizer_encode(const tokenizer *t, const char *text, int bos, int eos,
         }
     }
     if (eos) EMIT(t->eos);
+    free(uni);
     free(norm);
     free(sym);
     free(h.v);
     return n_ids;
 
 err:
+    free(uni);
     free(norm);
     free(sym);
     free(h.v);
