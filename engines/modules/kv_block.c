@@ -66,7 +66,7 @@ typedef struct block_ctx {
     int *buckets, bucket_mask;
     bseq *seqs;             /* (max_seqs) */
     int *seq_mem;           /* backing of every table and ids array */
-    float *scratch;         /* (n_threads, max_pos) attention scores */
+    float *scratch;         /* (n_threads, kvq_scores_per_task) attention scores */
     size_t scratch_bytes;
     int n_in_use, n_cached, peak_in_use;
     uint64_t tokens_held, peak_tokens_held, peak_waste_tokens;
@@ -269,7 +269,7 @@ static int block_create(const bench_kv_shape *shape, const void *opts, const ben
     c->seqs = calloc((size_t)shape->max_seqs, sizeof(*c->seqs));
     c->seq_mem = malloc((size_t)shape->max_seqs * ((size_t)c->max_blocks + (size_t)shape->max_pos) * sizeof(int));
     int tasks = host && host->n_threads > 0 ? host->n_threads : 1;
-    c->scratch_bytes = (size_t)tasks * (size_t)shape->max_pos * sizeof(float);
+    c->scratch_bytes = (size_t)tasks * kvq_scores_per_task(shape) * sizeof(float);
     c->scratch = bench_alloc(host ? host->alloc : NULL, c->scratch_bytes, 64);
     if (!c->blocks || !c->block_ids || !c->free_stack || !c->buckets || !c->seqs || !c->seq_mem || !c->scratch) {
         rc = bench_errc(err, errlen, BENCH_ERR_NOMEM, "kv block: out of memory");

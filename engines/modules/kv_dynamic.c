@@ -20,7 +20,7 @@ typedef struct dynamic_ctx {
     const bench_host *host;
     int step;
     kvc_seq *seqs;          /* (max_seqs) */
-    float *scratch;         /* (n_threads, max_pos) attention scores */
+    float *scratch;         /* (n_threads, kvq_scores_per_task) attention scores */
     size_t scratch_bytes;
     uint64_t allocs, grow_events, bytes_copied, bytes_reserved;
 } dynamic_ctx;
@@ -41,7 +41,7 @@ static int dynamic_create(const bench_kv_shape *shape, const void *opts, const b
     c->step = o->step > shape->max_pos ? shape->max_pos : (int)o->step;
     c->seqs = calloc((size_t)shape->max_seqs, sizeof(*c->seqs));
     int tasks = host && host->n_threads > 0 ? host->n_threads : 1;
-    c->scratch_bytes = (size_t)tasks * (size_t)shape->max_pos * sizeof(float);
+    c->scratch_bytes = (size_t)tasks * kvq_scores_per_task(shape) * sizeof(float);
     c->scratch = bench_alloc(host ? host->alloc : NULL, c->scratch_bytes, 64);
     if (!c->seqs || !c->scratch) {
         dynamic_destroy(c);

@@ -19,7 +19,7 @@ typedef struct prealloc_ctx {
     const bench_host *host;
     int touch;
     kvc_seq *seqs;          /* (max_seqs) */
-    float *scratch;         /* (n_threads, max_pos) attention scores */
+    float *scratch;         /* (n_threads, kvq_scores_per_task) attention scores */
     size_t scratch_bytes;
     uint64_t allocs, bytes_reserved, bytes_touched;
 } prealloc_ctx;
@@ -40,7 +40,7 @@ static int prealloc_create(const bench_kv_shape *shape, const void *opts, const 
     rc = -BENCH_ERR_NOMEM;
     c->seqs = calloc((size_t)shape->max_seqs, sizeof(*c->seqs));
     int tasks = host && host->n_threads > 0 ? host->n_threads : 1;
-    c->scratch_bytes = (size_t)tasks * (size_t)shape->max_pos * sizeof(float);
+    c->scratch_bytes = (size_t)tasks * kvq_scores_per_task(shape) * sizeof(float);
     c->scratch = bench_alloc(host ? host->alloc : NULL, c->scratch_bytes, 64);
     if (!c->seqs || !c->scratch) { bench_errc(err, errlen, BENCH_ERR_NOMEM, "kv prealloc: out of memory"); goto err; }
     for (int i = 0; i < shape->max_seqs; i++)

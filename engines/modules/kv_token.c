@@ -61,7 +61,7 @@ typedef struct token_ctx {
     rnode root;             /* len 0, never evicted */
     int n_nodes;
     uint64_t tick;          /* LRU clock */
-    float *scratch;         /* (n_threads, max_pos) attention scores */
+    float *scratch;         /* (n_threads, kvq_scores_per_task) attention scores */
     size_t scratch_bytes;
     int tree_slots, peak_in_use;
     uint64_t prefix_hit_tokens, evicted_slots, bytes_copied, alloc_failures;
@@ -244,7 +244,7 @@ static int token_create(const bench_kv_shape *shape, const void *opts, const ben
     c->seq_mem = malloc((size_t)shape->max_seqs * 2u * (size_t)shape->max_pos * sizeof(int));
     c->match = malloc((size_t)shape->max_pos * sizeof(int));
     int tasks = host && host->n_threads > 0 ? host->n_threads : 1;
-    c->scratch_bytes = (size_t)tasks * (size_t)shape->max_pos * sizeof(float);
+    c->scratch_bytes = (size_t)tasks * kvq_scores_per_task(shape) * sizeof(float);
     c->scratch = bench_alloc(host ? host->alloc : NULL, c->scratch_bytes, 64);
     if (!c->free_stack || !c->seqs || !c->seq_mem || !c->match || !c->scratch) {
         rc = bench_errc(err, errlen, BENCH_ERR_NOMEM, "kv token: out of memory");

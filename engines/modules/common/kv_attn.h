@@ -23,6 +23,7 @@
 #define BENCH_KV_ATTN_H
 
 #include <stddef.h>
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -138,6 +139,100 @@ static void kva_accum_t(bench_dtype vt, float *o, const float *w, const uint8_t 
         int n = count - t0 < rows ? count - t0 : rows;
         for (int r = 0; r < n; r++) kvq_load_row(vt, v + (size_t)(t0 + r) * stride, buf + (size_t)r * hd, (size_t)hd);
         kva_accum(o, w + t0, buf, (size_t)hd, n, hd);
+    }
+}
+
+/* ---- a typed cache: one conversion of a row serves every query head that reads it ----
+ *
+ * A cache in f16/bf16/q8_0/q4_0 converts its rows before the dot and the axpy. Converting them
+ * once per (query, head) pair repeated the work group x n times (8 query heads share a KV head
+ * in tinyllama); a unit here is a block of up to KVQ_QBLOCK queries on one KV head, and each
+ * chunk of rows is converted once for all group x queries pairs of the unit. Each pair's dots
+ * and axpys run over the same rows in the same order as kva_dots_t/kva_accum_t, so the
+ * results are the same bits. */
+
+/* Where position t's K (V) row of the layer starts: the caller's layout (contiguous, paged). */
+typedef const uint8_t *(*kva_row_fn)(const void *ctx, int t);
+
+typedef struct kva_unit {
+    const bench_kv_shape *s;
+    kva_row_fn krow, vrow;
+    const void *ctx;
+    const float *q;     /* (n, q_dim) of the call */
+    float *out;         /* (n, q_dim) */
+    float *att;         /* KVQ_QBLOCK * group rows of max_pos */
+    int pos0;           /* the call's first position */
+} kva_unit;
+
+/* Softmax of one pair's scores in place, as the f32 path computes it. */
+static inline void kva_softmax(const bench_kv_shape *s, float *att, int count) {
+    float sqrt_hd = sqrtf((float)s->head_dim), max = -INFINITY;
+    for (int t = 0; t < count; t++) {
+        /* divide, as the reference does; llama.cpp (attn_f16) multiplies by 1/sqrt(hd) */
+        float dot = s->attn_f16 ? att[t] * (1.0f / sqrt_hd) : att[t] / sqrt_hd;
+        att[t] = dot;
+        if (dot > max) max = dot;
+    }
+    float sum = 0.0f;
+    double sum_d = 0.0; /* llama.cpp's softmax sums in double and scales by 1/sum */
+    for (int t = 0; t < count; t++) {
+        att[t] = expf(att[t] - max);
+        sum += att[t];
+        sum_d += att[t];
+    }
+    const float inv = (float)(1.0 / sum_d);
+    for (int t = 0; t < count; t++)
+        att[t] = s->attn_f16 ? bench_f16_to_f32(bench_f32_to_f16(att[t] * inv)) : att[t] / sum;
+}
+
+/* Queries i0 .. i0+ni-1 of the call on KV head kvh, every query head of its group. */
+__attribute__((unused))
+static void kva_typed_unit(const kva_unit *u, int i0, int ni, int kvh) {
+    const bench_kv_shape *s = u->s;
+    const int hd = s->head_dim, group = s->n_heads / s->n_kv_heads, q_dim = s->n_heads * hd;
+    const int rows = KVQ_CHUNK_FLOATS / hd, last = u->pos0 + i0 + ni - 1;
+    const size_t kh = kvq_bytes(s->k_type, (size_t)kvh * hd), vh = kvq_bytes(s->v_type, (size_t)kvh * hd);
+    float buf[KVQ_CHUNK_FLOATS] __attribute__((aligned(64)));
+    /* pass 1: every pair's raw dots, a chunk of K rows converted once */
+    for (int t0 = 0; t0 <= last; t0 += rows) {
+        int nr = last + 1 - t0 < rows ? last + 1 - t0 : rows;
+        for (int r = 0; r < nr; r++) kvq_load_row(s->k_type, u->krow(u->ctx, t0 + r) + kh, buf + (size_t)r * hd, (size_t)hd);
+        for (int ii = 0; ii < ni; ii++) {
+            int cnt = u->pos0 + i0 + ii + 1 - t0;
+            if (cnt <= 0) continue;
+            if (cnt > nr) cnt = nr;
+            for (int g = 0; g < group; g++) {
+                const float *qh = u->q + (size_t)(i0 + ii) * q_dim + (size_t)(kvh * group + g) * hd;
+                kva_dots(qh, buf, (size_t)hd, cnt, hd, u->att + (size_t)(ii * group + g) * s->max_pos + t0);
+            }
+        }
+    }
+    for (int ii = 0; ii < ni; ii++)
+        for (int g = 0; g < group; g++) {
+            kva_softmax(s, u->att + (size_t)(ii * group + g) * s->max_pos, u->pos0 + i0 + ii + 1);
+            memset(u->out + (size_t)(i0 + ii) * q_dim + (size_t)(kvh * group + g) * hd, 0, (size_t)hd * sizeof(float));
+        }
+    /* pass 2: every pair's weighted sum, a chunk of V rows converted once, positions in order */
+    for (int t0 = 0; t0 <= last; t0 += rows) {
+        int nr = last + 1 - t0 < rows ? last + 1 - t0 : rows;
+        for (int r = 0; r < nr; r++) kvq_load_row(s->v_type, u->vrow(u->ctx, t0 + r) + vh, buf + (size_t)r * hd, (size_t)hd);
+        for (int ii = 0; ii < ni; ii++) {
+            int cnt = u->pos0 + i0 + ii + 1 - t0;
+            if (cnt <= 0) continue;
+            if (cnt > nr) cnt = nr;
+            for (int g = 0; g < group; g++)
+                kva_accum(u->out + (size_t)(i0 + ii) * q_dim + (size_t)(kvh * group + g) * hd,
+                          u->att + (size_t)(ii * group + g) * s->max_pos + t0, buf, (size_t)hd, cnt, hd);
+        }
+    }
+}
+
+/* The units of a call dealt round-robin to the tasks: (query block, KV head). */
+static inline void kva_typed_task(const kva_unit *u, int n, int task, int n_tasks) {
+    const int n_kv = u->s->n_kv_heads, blocks = (n + KVQ_QBLOCK - 1) / KVQ_QBLOCK;
+    for (int w = task; w < blocks * n_kv; w += n_tasks) {
+        int b = w / n_kv, i0 = b * KVQ_QBLOCK, ni = n - i0 < KVQ_QBLOCK ? n - i0 : KVQ_QBLOCK;
+        kva_typed_unit(u, i0, ni, w % n_kv);
     }
 }
 

@@ -27,11 +27,23 @@ typedef struct attend_job {
     int pos0, n, n_tasks;
 } attend_job;
 
+typedef struct contig_rows { const uint8_t *k, *v; size_t kr, vr; } contig_rows;
+static const uint8_t *contig_krow(const void *ctx, int t) { const contig_rows *r = ctx; return r->k + (size_t)t * r->kr; }
+static const uint8_t *contig_vrow(const void *ctx, int t) { const contig_rows *r = ctx; return r->v + (size_t)t * r->vr; }
+
 /* The (query, head) pairs are dealt round-robin to the tasks; each task owns one
- * score buffer of max_pos floats. */
+ * score buffer of max_pos floats. A typed cache goes by units instead (kv_attn.h). */
 static void attend_task(void *arg, int task, int n_tasks) {
     const attend_job *j = arg;
     const bench_kv_shape *s = j->s;
+    if (s->k_type != BENCH_F32 || s->v_type != BENCH_F32) {
+        size_t kv_dim = (size_t)s->n_kv_heads * (size_t)s->head_dim;
+        contig_rows rows = {j->k, j->v, kvq_bytes(s->k_type, kv_dim), kvq_bytes(s->v_type, kv_dim)};
+        kva_unit u = {.s = s, .krow = contig_krow, .vrow = contig_vrow, .ctx = &rows, .q = j->q, .out = j->out,
+                      .att = j->scratch + (size_t)task * kvq_scores_per_task(s), .pos0 = j->pos0};
+        kva_typed_task(&u, j->n, task, n_tasks);
+        return;
+    }
     int hd = s->head_dim, kv_dim = s->n_kv_heads * hd, q_dim = s->n_heads * hd;
     int group = s->n_heads / s->n_kv_heads;
     float sqrt_hd = sqrtf((float)hd);

@@ -45,7 +45,7 @@ static inline uint64_t kvc_used_bytes(const bench_kv_shape *s, const kvc_seq *se
 void kvc_store(const bench_kv_shape *s, kvc_seq *q, int layer, int pos0, int n, const float *k, const float *v);
 
 /* Causal GQA attention for n queries at pos0.. over one layer's K/V rows (kvc_k, kvc_v),
- * read in their cache types (see kv.h). scratch: n_tasks * (max_pos) floats where
+ * read in their cache types (see kv.h). scratch: n_tasks * kvq_scores_per_task(s) floats (kv_attn.h) where
  * n_tasks = host->n_threads. */
 void kvc_attend(const bench_kv_shape *s, const bench_host *host, const uint8_t *k, const uint8_t *v,
                 int pos0, int n, const float *q, float *out, float *scratch);

@@ -69,15 +69,29 @@ static inline float kvp_weight(const bench_kv_shape *s, float e, float sum, floa
     return s->attn_f16 ? bench_f16_to_f32(bench_f32_to_f16(e * inv)) : e / sum;
 }
 
+typedef struct paged_rows { const uint8_t *k, *v; const int *table; size_t kr, vr; int bs; } paged_rows;
+static size_t paged_row(const paged_rows *r, int t) { return (size_t)r->table[t / r->bs] * (size_t)r->bs + (size_t)(t % r->bs); }
+static const uint8_t *paged_krow(const void *ctx, int t) { const paged_rows *r = ctx; return r->k + paged_row(r, t) * r->kr; }
+static const uint8_t *paged_vrow(const void *ctx, int t) { const paged_rows *r = ctx; return r->v + paged_row(r, t) * r->vr; }
+
 /* (query, head) pairs are dealt round-robin to the tasks, as in kv_contig.c.
- * Positions are walked block by block: inside a block the rows are contiguous. */
+ * Positions are walked block by block: inside a block the rows are contiguous. A typed
+ * cache goes by units instead (kv_attn.h), its rows found through the table. */
 static void attend_task(void *arg, int task, int n_tasks) {
     const attend_job *j = arg;
     const bench_kv_shape *s = j->s;
+    if (s->k_type != BENCH_F32 || s->v_type != BENCH_F32) {
+        size_t kv_dim = kvp_kv_dim(s);
+        paged_rows rows = {j->k, j->v, j->table, kvq_bytes(s->k_type, kv_dim), kvq_bytes(s->v_type, kv_dim), j->bs};
+        kva_unit u = {.s = s, .krow = paged_krow, .vrow = paged_vrow, .ctx = &rows, .q = j->q, .out = j->out,
+                      .att = j->scratch + (size_t)task * kvq_scores_per_task(s), .pos0 = j->pos0};
+        kva_typed_task(&u, j->n, task, n_tasks);
+        return;
+    }
     int hd = s->head_dim, kv_dim = s->n_kv_heads * hd, q_dim = s->n_heads * hd, bs = j->bs;
     int group = s->n_heads / s->n_kv_heads;
     float sqrt_hd = sqrtf((float)hd);
-    float *att = j->scratch + (size_t)task * (size_t)s->max_pos;
+    float *att = j->scratch + (size_t)task * kvq_scores_per_task(s);
     int pairs = j->n * s->n_heads;
     const size_t kr = kvq_bytes(s->k_type, (size_t)kv_dim), vr = kvq_bytes(s->v_type, (size_t)kv_dim);
     const size_t k_block = (size_t)bs * kr, v_block = (size_t)bs * vr;

@@ -79,7 +79,7 @@ void kvp_store(const bench_kv_shape *s, kvp_pool *p, const int *table, int bs, i
 
 /* Causal GQA attention (kv.h) of n queries at pos0.. over the positions the table
  * maps. The sums run in the same order as common/kv_contig.c's, so the results are
- * bitwise those of a contiguous cache. scratch: host->n_threads * max_pos floats. */
+ * bitwise those of a contiguous cache. scratch: host->n_threads * kvq_scores_per_task(s) floats. */
 void kvp_attend(const bench_kv_shape *s, const bench_host *host, const kvp_pool *p, const int *table, int bs,
                 int layer, int pos0, int n, const float *q, float *out, float *scratch);
 

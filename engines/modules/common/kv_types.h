@@ -28,6 +28,17 @@
 /* Values converted per chunk of attention (16 KiB of stack). */
 #define KVQ_CHUNK_FLOATS 4096
 
+/* Queries a unit of typed attention takes at once (kv_attn.h kva_typed_unit). */
+#define KVQ_QBLOCK 4
+
+/* Attention scores each task keeps: one row of max_pos per (query, head) pair of a unit in a
+ * typed cache, one row in an f32 cache. At 8192 positions with 8 query heads a KV head,
+ * 4 x 8 x 8192 x 4 B = 1 MiB a task. */
+static inline size_t kvq_scores_per_task(const bench_kv_shape *s) {
+    int typed = s->k_type != BENCH_F32 || s->v_type != BENCH_F32;
+    return (size_t)(typed ? KVQ_QBLOCK * (s->n_heads / s->n_kv_heads) : 1) * (size_t)s->max_pos;
+}
+
 /* Bytes of n values of type t (n a whole number of its blocks). */
 static inline size_t kvq_bytes(bench_dtype t, size_t n) {
     return n / bench_dtype_block_elems(t) * bench_dtype_block_bytes(t);
