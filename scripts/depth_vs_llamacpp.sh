@@ -14,6 +14,7 @@
 # bench's prefill is D tokens in one pass; llama_depth's is D tokens in 512-token batches; both
 # then time G one-token steps at positions D .. D+G-1. One uncounted round first. Per row: each
 # engine's median (min..max) over the rounds, and the ratio bench / llama.cpp per round.
+# llama.cpp stores V in q8_0 or q4_0 only with flash attention, so those rows run it with FA=1.
 # Environment: REPS (3), THREADS (2), GEN (32), DEPTHS (512 2048), CACHES (f16 q8_0), FA (0),
 # KERNELS (auto), BENCH (build/bench), NICE (unset; e.g. -10 as root, for both engines).
 set -euo pipefail
@@ -34,10 +35,13 @@ one_round() { # round number; appends "depth cache bench_pp bench_tg llama_pp ll
         for c in "${caches[@]}"; do
             local out pp tg lpp ltg
             out=$("${pre[@]}" "$bench" generate --model "$file" --prompt-tokens "$d" --steps $((d + gen)) --ctx $((d + gen)) --cache-type "$c" \
-                  --threads "$threads" --kernels "$kernels" --loader pread --quiet 2>&1 >/dev/null)
+                  --threads "$threads" --kernels "$kernels" --loader pread 2>&1 >/dev/null || true)
             pp=$(awk '/^prefill/{print $2}' <<<"$out")
             tg=$(awk '/^decode/{print $2}' <<<"$out")
-            out=$(CTK=$c CTV=$c FA=$fa "${pre[@]}" "$ld" "$file" "$d" "$gen" "$threads" 2>&1)
+            # llama.cpp quantises V only with flash attention: a q8_0 or q4_0 cache runs with FA=1
+            local f=$fa
+            case $c in q8_0 | q4_0) f=1 ;; esac
+            out=$(CTK=$c CTV=$c FA=$f "${pre[@]}" "$ld" "$file" "$d" "$gen" "$threads" 2>&1 || true)
             lpp=$(sed -nE 's/.*prefill [0-9]+ tok\/s ([0-9.]+).*/\1/p' <<<"$out")
             ltg=$(sed -nE 's/.*decode@[0-9]+ tok\/s ([0-9.]+).*/\1/p' <<<"$out")
             [ -n "$pp$tg" ] && [ -n "$lpp$ltg" ] || { echo "depth_vs_llamacpp.sh: no figures at depth $d, cache $c: $out" >&2; exit 1; }
@@ -51,7 +55,7 @@ one_round 0
 for r in $(seq 1 "$reps"); do echo "round $r of $reps ..." >&2; one_round "$r"; done
 cat "$tmp"/r[1-9]* >"$tmp/all"
 
-echo "file: $file; $threads threads, $gen tokens decoded after each depth, kernels $kernels, llama.cpp FA=$fa; $reps rounds"
+echo "file: $file; $threads threads, $gen tokens decoded after each depth, kernels $kernels, llama.cpp FA=$fa (FA=1 for a q8_0/q4_0 cache, which llama.cpp requires); $reps rounds"
 echo
 echo "| depth | cache | bench prefill tok/s | llama.cpp prefill | ratio | bench decode tok/s | llama.cpp decode | ratio |"
 echo "|---|---|---|---|---|---|---|---|"
