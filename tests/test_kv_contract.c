@@ -21,8 +21,6 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "engines/core/compute/kernels.h"
-#include "engines/core/compute/quant.h"
 #include "tests/lib/kv_test.h"
 
 /* GQA (2 query heads per KV head), a head size that is a multiple of 16 (the tree-ordered dot
@@ -36,22 +34,10 @@ static const bench_kv_shape contract_shapes[] = {
  * weights: what a cache of that type stores. */
 static void round_to(const bench_kv_shape *s, data *d) {
     size_t kv_dim = (size_t)s->n_kv_heads * s->head_dim, rows = (size_t)s->max_seqs * s->n_layers * s->max_pos;
-    const bench_dtype types[2] = {s->k_type, s->v_type};
-    float *arr[2] = {d->k, d->v};
-    unsigned char *buf = malloc(kv_dim * sizeof(float));
-    assert_non_null(buf);
-    for (int w = 0; w < 2; w++) {
-        bench_dtype t = types[w];
-        if (t == BENCH_F32) continue;
-        for (size_t r = 0; r < rows; r++) {
-            float *row = arr[w] + r * kv_dim;
-            kn_quant_row(t, row, buf, (int)kv_dim);
-            if (t == BENCH_F16) for (size_t i = 0; i < kv_dim; i++) row[i] = bench_f16_to_f32(((uint16_t *)buf)[i]);
-            else if (t == BENCH_BF16) for (size_t i = 0; i < kv_dim; i++) row[i] = bench_bf16_to_f32(((uint16_t *)buf)[i]);
-            else qn_dequant_row(t, buf, row, (int)kv_dim);
-        }
+    for (size_t r = 0; r < rows; r++) {
+        kvt_round(s->k_type, d->k + r * kv_dim, kv_dim);
+        kvt_round(s->v_type, d->v + r * kv_dim, kv_dim);
     }
-    free(buf);
 }
 
 static bench_kv_memory mem_of(const kvt *t) {

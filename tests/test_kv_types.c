@@ -14,8 +14,6 @@
 
 #include <libgen.h>
 
-#include "engines/core/compute/kernels.h"
-#include "engines/core/compute/quant.h"
 #include "tests/lib/kv_test.h"
 
 /* 2 layers, 2 KV heads of 32: kv_dim 64 */
@@ -61,17 +59,6 @@ static void test_bytes_per_position(void **state) {
     }
 }
 
-/* x (n values) as the core stores it in type t and reads it back */
-static void core_round(bench_dtype t, float *x, size_t n) {
-    unsigned char *buf = malloc(n * sizeof(float));
-    assert_non_null(buf);
-    kn_quant_row(t, x, buf, (int)n);
-    if (t == BENCH_F16) for (size_t i = 0; i < n; i++) x[i] = bench_f16_to_f32(((uint16_t *)buf)[i]);
-    else if (t == BENCH_BF16) for (size_t i = 0; i < n; i++) x[i] = bench_bf16_to_f32(((uint16_t *)buf)[i]);
-    else qn_dequant_row(t, buf, x, (int)n);
-    free(buf);
-}
-
 static void test_typed_attention_is_f32_attention_of_the_stored_values(void **state) {
     (void)state;
     static const bench_dtype types[] = {BENCH_F16, BENCH_BF16, BENCH_Q8_0, BENCH_Q4_0};
@@ -87,8 +74,8 @@ static void test_typed_attention_is_f32_attention_of_the_stored_values(void **st
             data_make(&r, &s, 11);
             size_t rows = (size_t)s.max_seqs * s.n_layers * s.max_pos;
             for (size_t i = 0; i < rows; i++) {
-                core_round(types[ti], r.k + i * kv_dim, (size_t)kv_dim);
-                core_round(types[ti], r.v + i * kv_dim, (size_t)kv_dim);
+                kvt_round(types[ti], r.k + i * kv_dim, (size_t)kv_dim);
+                kvt_round(types[ti], r.v + i * kv_dim, (size_t)kv_dim);
             }
             kvt typed, plain;
             char err[512];

@@ -291,10 +291,8 @@ static void wk_kv_sample(wk_ctx *c, const engine_kv_mem *kv, int64_t step, int64
 /* The workload's prompt ids into ids (cap entries, generate of them left for decoding): the
  * text through the model's tokenizer, or BOS and ids 3, 4, 5... Returns the count, or -1
  * reported. */
-static int wk_prompt(wk_ctx *c, const wk_spec *s, engine *e, int *ids, int cap) {
+static int wk_prompt(wk_ctx *c, const wk_spec *s, const model *m, const tokenizer *tok, int *ids, int cap) {
     char err[1024];
-    const model *m = engine_model(e);
-    const tokenizer *tok = engine_tokenizer(e);
     int n_prompt;
     if (s->prompt) {
         if (!tok) {
@@ -329,20 +327,26 @@ static int wk_accuracy(wk_ctx *c, const wk_spec *s, const engine_spec *es, const
     ref.on_region = NULL;
     engine_spec var = *es;
     var.on_region = NULL;
-    engine *e = NULL;
-    int rc = engine_create(&ref, &e, err, sizeof(err));
-    if (rc) return wk_failc(c, rc, "accuracy reference: %s", err);
+    /* the prompt's ids from the model's header and vocabulary alone: no weights loaded for it */
+    model *m = NULL;
+    tokenizer *tok = NULL;
+    if (model_open(s->model, s->tokenizer, &m, err, sizeof(err)) ||
+        (m->vocab.n && tokenizer_create_ex(&m->vocab, 0, &tok, err, sizeof(err)))) {
+        model_free(m);
+        return wk_failc(c, BENCH_ERR_INVALID, "accuracy: %s", err);
+    }
     int cap = (s->prompt ? (int)strlen(s->prompt) + 8 : s->prompt_tokens) + s->generate;
     int *ids = malloc((size_t)cap * sizeof(int));
-    int n_prompt = ids ? wk_prompt(c, s, e, ids, cap) : -1;
-    engine_destroy(e);
+    int n_prompt = ids ? wk_prompt(c, s, m, tok, ids, cap) : -1;
+    tokenizer_free(tok);
+    model_free(m);
     if (!ids) return wk_failc(c, BENCH_ERR_NOMEM, "out of memory");
     if (n_prompt < 0) {
         free(ids);
         return 1;
     }
     acc_figures f;
-    rc = acc_measure(&var, &ref, ids, n_prompt, s->generate, &f, err, sizeof(err));
+    int rc = acc_measure(&var, &ref, ids, n_prompt, s->generate, &f, err, sizeof(err));
     free(ids);
     if (rc) return wk_failc(c, rc, "%s", err);
     FILE *o = fopen(out_path, "w");
@@ -368,7 +372,7 @@ static int wk_generate(wk_ctx *c, const wk_spec *s, engine *e, int64_t *produced
         wk_fail(c, "out of memory");
         goto out;
     }
-    int n_prompt = wk_prompt(c, s, e, ids, cap);
+    int n_prompt = wk_prompt(c, s, engine_model(e), engine_tokenizer(e), ids, cap);
     if (n_prompt < 0) goto out;
 
     float *logits;

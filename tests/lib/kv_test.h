@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include "engines/abi/kv.h"
+#include "engines/core/compute/kernels.h"
+#include "engines/core/compute/quant.h"
 #include "engines/core/runtime/engine.h"
 #include "engines/core/runtime/modreg.h"
 #include "tests/lib/testutil.h"
@@ -73,6 +75,18 @@ static inline double kvt_counter(const kvt *t, const char *name) {
     t->kv->counters(t->ctx, &sink);
     if (!p.found) fail_msg("kv %s: no counter %s", t->ent.mod->name, name);
     return p.value;
+}
+
+/* x (n values) as the core stores it in type t and reads it back: what a cache of type t holds. */
+static inline void kvt_round(bench_dtype t, float *x, size_t n) {
+    if (t == BENCH_F32) return;
+    unsigned char *buf = malloc(n * sizeof(float));
+    assert_non_null(buf);
+    kn_quant_row(t, x, buf, (int)n);
+    if (t == BENCH_F16) for (size_t i = 0; i < n; i++) x[i] = bench_f16_to_f32(((uint16_t *)buf)[i]);
+    else if (t == BENCH_BF16) for (size_t i = 0; i < n; i++) x[i] = bench_bf16_to_f32(((uint16_t *)buf)[i]);
+    else qn_dequant_row(t, buf, x, (int)n);
+    free(buf);
 }
 
 static inline size_t kvt_token_bytes(const bench_kv_shape *s) {

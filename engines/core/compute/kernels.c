@@ -7,6 +7,7 @@
  * unless BENCH_ISA names another. The build has no -march flags.
  */
 #include "kernels_impl.h"
+#include "engines/abi/blockquant.h"
 #include "quant.h"
 
 #include <assert.h>
@@ -333,27 +334,6 @@ void kn_dequant_row(bench_dtype dt, const void *row, float *out, int cols) {
     }
 }
 
-/* Q8_0 block: d = max|x| / 127 rounded to f16, q = round(x / d) clamped to
- * [-127, 127]. Dividing by the rounded d (rather than the exact one) keeps the
- * error of every element within d/2, except where rounding d down pushes the
- * largest |x| past 127 d, where the clamp costs at most 127 * 2^-11 d.
- * Non-finite inputs have no Q8_0 representation; a block holding one gets an
- * unspecified (but memory-safe) encoding. */
-static void kn_quant_block_q8_0(const float *in, bench_block_q8_0 *b) {
-    float amax = 0.0f;
-    for (int j = 0; j < BENCH_Q8_0_BLOCK; j++) amax = fmaxf(amax, fabsf(in[j]));
-    uint16_t dh = bench_f32_to_f16(amax / 127.0f);
-    float d = bench_f16_to_f32(dh);
-    b->d = dh;
-    float id = d > 0.0f && isfinite(d) ? 1.0f / d : 0.0f;
-    for (int j = 0; j < BENCH_Q8_0_BLOCK; j++) {
-        float q = roundf(in[j] * id);
-        if (!(q >= -127.0f)) q = q != q ? 0.0f : -127.0f; /* NaN -> 0 */
-        if (q > 127.0f) q = 127.0f;
-        b->qs[j] = (int8_t)q;
-    }
-}
-
 void kn_quant_row(bench_dtype dt, const float *in, void *out, int cols) {
     switch (dt) {
     case BENCH_F32: memcpy(out, in, (size_t)cols * sizeof(float)); break;
@@ -370,7 +350,7 @@ void kn_quant_row(bench_dtype dt, const float *in, void *out, int cols) {
     case BENCH_Q8_0: {
         assert(cols % BENCH_Q8_0_BLOCK == 0);
         bench_block_q8_0 *b = out;
-        for (int i = 0; i < cols / BENCH_Q8_0_BLOCK; i++) kn_quant_block_q8_0(in + (size_t)i * BENCH_Q8_0_BLOCK, b + i);
+        for (int i = 0; i < cols / BENCH_Q8_0_BLOCK; i++) bench_quant_block_q8_0(in + (size_t)i * BENCH_Q8_0_BLOCK, b + i);
         break;
     }
     case BENCH_Q4_0: qn_quant_row_q4_0(in, out, cols); break;

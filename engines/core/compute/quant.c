@@ -21,6 +21,7 @@
  *              fields; 16 int8 scales, one per 16 elements
  */
 #include "quant.h"
+#include "engines/abi/blockquant.h"
 
 #include <assert.h>
 #include <math.h>
@@ -30,14 +31,7 @@ static inline float h2f(uint16_t h) { return bench_f16_to_f32(h); }
 
 /* ======================= one block -> f32 ======================= */
 
-static void dq_q4_0(const void *p, float *y) {
-    const bench_block_q4_0 *b = p;
-    const float d = h2f(b->d);
-    for (int j = 0; j < 16; j++) {
-        y[j] = d * (float)((b->qs[j] & 15) - 8);
-        y[j + 16] = d * (float)((b->qs[j] >> 4) - 8);
-    }
-}
+static void dq_q4_0(const void *p, float *y) { bench_dequant_block_q4_0(p, y); }
 
 static void dq_q4_1(const void *p, float *y) {
     const bench_block_q4_1 *b = p;
@@ -185,11 +179,7 @@ static void dq_q6_k(const void *p, float *y) {
     }
 }
 
-static void dq_q8_0(const void *p, float *y) {
-    const bench_block_q8_0 *b = p;
-    const float d = h2f(b->d);
-    for (int j = 0; j < BENCH_Q8_0_BLOCK; j++) y[j] = d * (float)b->qs[j];
-}
+static void dq_q8_0(const void *p, float *y) { bench_dequant_block_q8_0(p, y); }
 
 typedef void (*dq_block_fn)(const void *block, float *out);
 
@@ -286,23 +276,5 @@ qn_mm_fn qn_exact_mm(bench_dtype dt) {
 void qn_quant_row_q4_0(const float *in, void *out, int n) {
     assert(n % BENCH_QK == 0);
     bench_block_q4_0 *b = out;
-    for (int i = 0; i < n / BENCH_QK; i++, in += BENCH_QK) {
-        float amax = 0.0f, max = 0.0f;
-        for (int j = 0; j < BENCH_QK; j++)
-            if (fabsf(in[j]) > amax) { amax = fabsf(in[j]); max = in[j]; }
-        uint16_t dh = bench_f32_to_f16(max / -8.0f);
-        float d = h2f(dh);
-        float id = d != 0.0f && isfinite(d) ? 1.0f / d : 0.0f;
-        b[i].d = dh;
-        for (int j = 0; j < 16; j++) {
-            int q[2];
-            for (int h = 0; h < 2; h++) {
-                float v = roundf(in[j + 16 * h] * id) + 8.0f;
-                if (!(v >= 0.0f)) v = v != v ? 8.0f : 0.0f; /* NaN -> 0 */
-                if (v > 15.0f) v = 15.0f;
-                q[h] = (int)v;
-            }
-            b[i].qs[j] = (uint8_t)(q[0] | q[1] << 4);
-        }
-    }
+    for (int i = 0; i < n / BENCH_QK; i++) bench_quant_block_q4_0(in + (size_t)i * BENCH_QK, b + i);
 }

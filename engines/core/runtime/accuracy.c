@@ -65,19 +65,27 @@ void acc_compare(const float *ref, const float *var, int n, int vocab, acc_figur
 
 /* The workload's positions through one engine: the prompt's logits from one prefill pass,
  * then one decode step per generated position. teacher: the token at each position past the
- * prompt, or NULL to choose it greedily from the previous logits (and write it to ids). */
+ * prompt is ids's, else it is chosen greedily from the previous logits (and written to ids).
+ * *logits_out: n x vocab floats (malloc'd; the vocabulary is the engine's, known once it is
+ * made), n = n_prompt + generate - 1; *vocab_out must match when nonzero. */
 static int run_positions(const engine_spec *spec, const char *who, int *ids, int n_prompt, int generate, int teacher,
-                         float *logits, int *vocab_out, char *err, size_t errlen) {
+                         float **logits_out, int *vocab_out, char *err, size_t errlen) {
     engine *e = NULL;
     char e1[768];
+    *logits_out = NULL;
     int rc = engine_create(spec, &e, e1, sizeof(e1));
     if (rc) return bench_errc(err, errlen, -rc, "%s: %s", who, e1);
-    int vocab = engine_model(e)->cfg.vocab_size;
+    int vocab = engine_model(e)->cfg.vocab_size, n = n_prompt + generate - 1;
     if (*vocab_out && *vocab_out != vocab) {
         engine_destroy(e);
         return bench_errc(err, errlen, BENCH_ERR_INVALID, "%s: vocabulary of %d, the other engine's %d", who, vocab, *vocab_out);
     }
     *vocab_out = vocab;
+    float *logits = malloc((size_t)n * (size_t)vocab * sizeof(float));
+    if (!logits) {
+        engine_destroy(e);
+        return bench_errc(err, errlen, BENCH_ERR_NOMEM, "%s: out of memory for %d x %d logits", who, n, vocab);
+    }
     if ((rc = engine_forward_all(e, 0, ids, n_prompt, 0, logits, e1, sizeof(e1)))) goto fail;
     for (int k = 0; k < generate - 1; k++) {
         int pos = n_prompt + k;
@@ -87,9 +95,11 @@ static int run_positions(const engine_spec *spec, const char *who, int *ids, int
         memcpy(logits + (size_t)pos * vocab, l, (size_t)vocab * sizeof(float));
     }
     engine_destroy(e);
+    *logits_out = logits;
     return 0;
 fail:
     engine_destroy(e);
+    free(logits);
     return bench_errc(err, errlen, -rc, "%s: %s", who, e1);
 }
 
@@ -101,32 +111,15 @@ int acc_measure(const engine_spec *variant, const engine_spec *reference, const 
                           n_prompt, generate);
     /* positions 0 .. n_prompt + generate - 2 carry a token; the last decode step's logits
      * are those of position n - 1 */
-    int n = n_prompt + generate - 1;
+    int n = n_prompt + generate - 1, vocab = 0;
     int *ids = malloc((size_t)(n + 1) * sizeof(int));
     if (!ids) return bench_errc(err, errlen, BENCH_ERR_NOMEM, "accuracy: out of memory");
     memcpy(ids, prompt, (size_t)n_prompt * sizeof(int));
-    /* the reference first, alone: its tokens and logits; the vocabulary is known after it */
-    int vocab = 0;
     float *ref = NULL, *var = NULL;
-    engine *probe = NULL;
-    char e1[768];
-    int rc = engine_create(reference, &probe, e1, sizeof(e1));
-    if (rc) {
-        free(ids);
-        return bench_errc(err, errlen, -rc, "accuracy reference: %s", e1);
-    }
-    size_t per = (size_t)engine_model(probe)->cfg.vocab_size;
-    engine_destroy(probe);
-    ref = malloc((size_t)n * per * sizeof(float));
-    var = malloc((size_t)n * per * sizeof(float));
-    if (!ref || !var) {
-        rc = bench_errc(err, errlen, BENCH_ERR_NOMEM, "accuracy: out of memory for %d x %zu logits", n, per);
-        goto out;
-    }
-    if ((rc = run_positions(reference, "accuracy reference", ids, n_prompt, generate, 0, ref, &vocab, err, errlen))) goto out;
-    if ((rc = run_positions(variant, "accuracy variant", ids, n_prompt, generate, 1, var, &vocab, err, errlen))) goto out;
-    acc_compare(ref, var, n, vocab, out);
-out:
+    /* the reference first, alone: its tokens and logits; then the variant on those tokens */
+    int rc = run_positions(reference, "accuracy reference", ids, n_prompt, generate, 0, &ref, &vocab, err, errlen);
+    if (!rc) rc = run_positions(variant, "accuracy variant", ids, n_prompt, generate, 1, &var, &vocab, err, errlen);
+    if (!rc) acc_compare(ref, var, n, vocab, out);
     free(ids);
     free(ref);
     free(var);

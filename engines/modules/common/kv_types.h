@@ -3,11 +3,9 @@
  * and read back a chunk of rows at a time for attention. Static: each module compiles its
  * own copy (modules link nothing of the core's).
  *
- * The conversions are the core's, bit for bit (engines/core/compute/kernels.c kn_quant_row and
- * quant.c qn_dequant_row; tests/test_kv_types.c holds them to it), so a cache of type T stores
- * what an f32 file converted to T would: f16 and bf16 round to nearest even; q8_0 takes
- * d = f16(amax / 127) and q = round(x / d); q4_0 takes d = f16(max / -8) of the element of
- * largest magnitude and q = round(x / d) + 8 clamped to 0..15.
+ * The conversions are the core's own (engines/abi/blockquant.h, dtype.h; tests/test_kv_types.c
+ * checks the result), so a cache of type T stores what an f32 file converted to T would: f16
+ * and bf16 round to nearest even, q8_0 and q4_0 as blockquant.h says.
  *
  * Why a chunk of rows and not the whole cache: attention converts at most KVQ_CHUNK_FLOATS
  * values of one head at a time into a buffer on the stack, so the cache is read in its own
@@ -19,6 +17,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "engines/abi/blockquant.h"
 #include "engines/abi/dtype.h"
 #include "engines/abi/kv.h"
 
@@ -62,44 +61,6 @@ static inline int kvq_check_shape(const bench_kv_shape *s, uint32_t types, const
     return 0;
 }
 
-static inline void kvq_quant_q8_0(const float *in, bench_block_q8_0 *b) {
-    float amax = 0.0f;
-    for (int j = 0; j < BENCH_Q8_0_BLOCK; j++) {
-        float a = fabsf(in[j]);
-        if (a > amax) amax = a;
-    }
-    uint16_t dh = bench_f32_to_f16(amax / 127.0f);
-    float d = bench_f16_to_f32(dh);
-    b->d = dh;
-    float id = d > 0.0f && isfinite(d) ? 1.0f / d : 0.0f;
-    for (int j = 0; j < BENCH_Q8_0_BLOCK; j++) {
-        float q = roundf(in[j] * id);
-        if (!(q >= -127.0f)) q = q != q ? 0.0f : -127.0f; /* NaN -> 0 */
-        if (q > 127.0f) q = 127.0f;
-        b->qs[j] = (int8_t)q;
-    }
-}
-
-static inline void kvq_quant_q4_0(const float *in, bench_block_q4_0 *b) {
-    float amax = 0.0f, max = 0.0f;
-    for (int j = 0; j < BENCH_QK; j++)
-        if (fabsf(in[j]) > amax) { amax = fabsf(in[j]); max = in[j]; }
-    uint16_t dh = bench_f32_to_f16(max / -8.0f);
-    float d = bench_f16_to_f32(dh);
-    float id = d != 0.0f && isfinite(d) ? 1.0f / d : 0.0f;
-    b->d = dh;
-    for (int j = 0; j < 16; j++) {
-        int q[2];
-        for (int h = 0; h < 2; h++) {
-            float v = roundf(in[j + 16 * h] * id) + 8.0f;
-            if (!(v >= 0.0f)) v = v != v ? 8.0f : 0.0f; /* NaN -> 0 */
-            if (v > 15.0f) v = 15.0f;
-            q[h] = (int)v;
-        }
-        b->qs[j] = (uint8_t)(q[0] | q[1] << 4);
-    }
-}
-
 /* dst (n values of type t) from src (n floats). */
 static inline void kvq_store_row(bench_dtype t, const float *src, void *dst, size_t n) {
     switch (t) {
@@ -114,10 +75,10 @@ static inline void kvq_store_row(bench_dtype t, const float *src, void *dst, siz
         break;
     }
     case BENCH_Q8_0:
-        for (size_t i = 0; i < n / BENCH_Q8_0_BLOCK; i++) kvq_quant_q8_0(src + i * BENCH_Q8_0_BLOCK, (bench_block_q8_0 *)dst + i);
+        for (size_t i = 0; i < n / BENCH_Q8_0_BLOCK; i++) bench_quant_block_q8_0(src + i * BENCH_Q8_0_BLOCK, (bench_block_q8_0 *)dst + i);
         break;
     case BENCH_Q4_0:
-        for (size_t i = 0; i < n / BENCH_QK; i++) kvq_quant_q4_0(src + i * BENCH_QK, (bench_block_q4_0 *)dst + i);
+        for (size_t i = 0; i < n / BENCH_QK; i++) bench_quant_block_q4_0(src + i * BENCH_QK, (bench_block_q4_0 *)dst + i);
         break;
     default:
         memcpy(dst, src, n * sizeof(float));
@@ -165,26 +126,13 @@ static inline void kvq_load_row(bench_dtype t, const void *src, float *dst, size
         }
         break;
     }
-    case BENCH_Q8_0: {
-        const bench_block_q8_0 *b = src;
-        for (size_t i = 0; i < n / BENCH_Q8_0_BLOCK; i++) {
-            const float d = bench_f16_to_f32(b[i].d);
-            for (int j = 0; j < BENCH_Q8_0_BLOCK; j++) dst[i * BENCH_Q8_0_BLOCK + (size_t)j] = d * (float)b[i].qs[j];
-        }
+    case BENCH_Q8_0:
+        for (size_t i = 0; i < n / BENCH_Q8_0_BLOCK; i++)
+            bench_dequant_block_q8_0((const bench_block_q8_0 *)src + i, dst + i * BENCH_Q8_0_BLOCK);
         break;
-    }
-    case BENCH_Q4_0: {
-        const bench_block_q4_0 *b = src;
-        for (size_t i = 0; i < n / BENCH_QK; i++) {
-            const float d = bench_f16_to_f32(b[i].d);
-            float *y = dst + i * BENCH_QK;
-            for (int j = 0; j < 16; j++) {
-                y[j] = d * (float)((b[i].qs[j] & 15) - 8);
-                y[j + 16] = d * (float)((b[i].qs[j] >> 4) - 8);
-            }
-        }
+    case BENCH_Q4_0:
+        for (size_t i = 0; i < n / BENCH_QK; i++) bench_dequant_block_q4_0((const bench_block_q4_0 *)src + i, dst + i * BENCH_QK);
         break;
-    }
     default:
         memcpy(dst, src, n * sizeof(float));
         break;
