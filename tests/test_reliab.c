@@ -45,6 +45,8 @@
 #include "harness/report/plot.h"
 #include "tests/lib/harness_jsonschema.h"
 #include "engines/abi/module.h"
+#include "engines/abi/loader.h"
+#include "engines/core/runtime/modreg.h"
 #include "tests/lib/testutil.h"
 
 typedef struct fx {
@@ -883,6 +885,66 @@ static void test_model_swapped_refused(void **state) {
     assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) != 0);
 }
 
+/* A swap and a swap back, both inside one engine load, pass the worker's look at the path
+ * before and after: the loader itself must refuse to read a file other than the one parsed.
+ * Each CPU loader, through the host's open_file (the engine's: model_reopen_file). */
+typedef struct host_with_model {
+    bench_host host;    /* first: the loader's host pointer is the struct's */
+    const model *m;
+} host_with_model;
+
+static int reopen_for(const bench_host *h, const char *path, int flags, char *err, size_t errlen) {
+    return model_reopen_file(((const host_with_model *)h)->m, path, flags, err, errlen);
+}
+
+static int load_with(const char *loader, const model *m, const bench_host *host, char *err, size_t errlen) {
+    modreg_entry me = {0};
+    if (modreg_load(tu_module_dir(), "loader", loader, &me, err, errlen)) fail_msg("%s", err);
+    const struct bench_loader_iface *li = me.mod->iface;
+    void *opts = NULL, *ctx = NULL;
+    bench_opts none = {0};
+    if (modreg_fill_opts(me.mod, &none, &opts, err, errlen)) fail_msg("%s", err);
+    bench_tensor_ref *refs = calloc((size_t)m->n_tensors, sizeof(*refs));
+    const void **data = calloc((size_t)m->n_tensors, sizeof(*data));
+    assert_non_null(refs);
+    assert_non_null(data);
+    for (int i = 0; i < m->n_tensors; i++)
+        refs[i] = (bench_tensor_ref){m->tensors[i].name, m->tensors[i].dtype, m->tensors[i].file, m->tensors[i].offset,
+                                     m->tensors[i].nbytes};
+    int rc = li->open(opts, host, &ctx, err, errlen);
+    if (!rc) rc = li->load(ctx, (const char *const *)m->files, m->n_files, refs, m->n_tensors, data, err, errlen);
+    li->close(ctx);
+    free(refs);
+    free(data);
+    free(opts);
+    modreg_entry_close(&me);
+    return rc;
+}
+
+static void test_loader_refuses_file_swapped_after_parse(void **state) {
+    fx *f = *state;
+    fresh_model(f);
+    model *m = NULL;
+    char err[1024], other[700];
+    if (model_open(f->model, NULL, &m, err, sizeof(err))) fail_msg("%s", err);
+    host_with_model hm = {.host = {.open_file = reopen_for}, .m = m};
+    static const char *const loaders[] = {"mmap", "pread"};
+    for (int i = 0; i < 2; i++)
+        if (load_with(loaders[i], m, &hm.host, err, sizeof(err))) fail_msg("loader %s, file unchanged: %s", loaders[i], err);
+    /* the same bytes, another file: only its identity differs, so only the check can tell */
+    snprintf(other, sizeof(other), "%s/other.bin", f->tmp);
+    assert_int_equal(copy_file(f->src, other), 0);
+    assert_int_equal(rename(other, f->model), 0);
+    char want[800];
+    snprintf(want, sizeof(want), "%s is not the file the model was read from", f->model);
+    for (int i = 0; i < 2; i++) {
+        err[0] = 0;
+        assert_int_not_equal(load_with(loaders[i], m, &hm.host, err, sizeof(err)), 0);
+        if (!strstr(err, want) || !strstr(err, "replaced since")) fail_msg("loader %s: \"%s\", expected \"%s ...\"", loaders[i], err, want);
+    }
+    model_free(m);
+}
+
 /* ---- numbers that are not finite ---- */
 
 /* Writes one float at the start of a tensor of an f32 model file. */
@@ -1017,6 +1079,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_worker_dies_with_parent),
         cmocka_unit_test(test_plan_command_quoting),
         cmocka_unit_test(test_model_swapped_refused),
+        cmocka_unit_test(test_loader_refuses_file_swapped_after_parse),
         cmocka_unit_test(test_nan_weight_fails_the_run),
         cmocka_unit_test(test_nan_weight_check_and_convert),
         cmocka_unit_test(test_generate_limits_named),

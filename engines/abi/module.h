@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdarg.h>
+#include <fcntl.h>
 
 /* Version 2: typed option tables filled by the host, capabilities, region kinds and error
  * codes. A version 1 module is refused at load (its create parsed text). */
@@ -205,7 +206,21 @@ typedef struct bench_host {
      * prints them where its own go. Call through bench_logf, which uses stderr where the
      * host (or this slot) is NULL. */
     void (*log)(const struct bench_host *host, const char *msg);
+    /* Opens one of the model's files (a path the loader was given) to read its bytes; flags as
+     * for open(2). The host checks that the path still names the file it parsed: a path swapped
+     * for another file since (a symlink out of the folders bench run may read) is refused with
+     * err saying so, where a loader's own open() would read the other file. The descriptor, or
+     * -1 with err set. Call through bench_open_model_file, which opens the path itself where the
+     * host has no such slot (a test's host). */
+    int (*open_file)(const struct bench_host *host, const char *path, int flags, char *err, size_t errlen);
 } bench_host;
+
+static inline int bench_open_model_file(const bench_host *host, const char *path, int flags, char *err, size_t errlen) {
+    if (host && host->open_file) return host->open_file(host, path, flags, err, errlen);
+    int fd = open(path, flags | O_CLOEXEC);
+    if (fd < 0) snprintf(err, errlen, "%s: %s", path, strerror(errno));
+    return fd;
+}
 
 static inline void bench_logf(const bench_host *host, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static inline void bench_logf(const bench_host *host, const char *fmt, ...) {

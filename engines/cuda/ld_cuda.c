@@ -33,7 +33,11 @@ int ldc_begin(ldc *c, const char *const *files, int n_files, const bench_tensor_
     c->n_files = n_files;
     for (int f = 0; f < n_files; f++) {
         struct stat st;
-        if ((c->fds[f] = open(files[f], O_RDONLY | O_CLOEXEC)) < 0 || fstat(c->fds[f], &st)) {
+        if ((c->fds[f] = bench_open_model_file(c->host, files[f], O_RDONLY, err, errlen)) < 0) {
+            free(nb);
+            return -BENCH_ERR_IO;
+        }
+        if (fstat(c->fds[f], &st)) {
             free(nb);
             return bench_errf(err, errlen, "%s: %s", files[f], strerror(errno));
         }

@@ -73,8 +73,8 @@ static int mmap_load(void *ctx, const char *const *files, int n_files, const ben
     c->copies = calloc((size_t)(n ? n : 1), sizeof(*c->copies));
     if (!c->maps || !c->copies) return bench_errc(err, errlen, BENCH_ERR_NOMEM, "loader mmap: out of memory");
     for (int f = 0; f < n_files; f++) {
-        int fd = open(files[f], O_RDONLY | O_CLOEXEC);
-        if (fd < 0) return bench_errf(err, errlen, "%s: %s", files[f], strerror(errno));
+        int fd = bench_open_model_file(c->host, files[f], O_RDONLY, err, errlen);
+        if (fd < 0) return -BENCH_ERR_IO;
         struct stat st;
         if (fstat(fd, &st) || st.st_size == 0) {
             int e = errno;

@@ -120,14 +120,14 @@ static int pread_load(void *ctx, const char *const *files, int n_files, const be
     int rc = 0;
     for (int f = 0; f < n_files && !rc; f++) {
         int direct = c->direct;
-        int fd = open(files[f], O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0));
+        int fd = bench_open_model_file(c->host, files[f], O_RDONLY | (direct ? O_DIRECT : 0), err, errlen);
         if (fd < 0 && direct) { /* tmpfs and some filesystems refuse O_DIRECT */
             c->direct_fallbacks++;
-            bench_logf(c->host, "loader pread: %s: O_DIRECT refused (%s); reading through the page cache", files[f], strerror(errno));
+            bench_logf(c->host, "loader pread: O_DIRECT refused (%s); reading through the page cache", err);
             direct = 0;
-            fd = open(files[f], O_RDONLY | O_CLOEXEC);
+            fd = bench_open_model_file(c->host, files[f], O_RDONLY, err, errlen);
         }
-        if (fd < 0) { rc = bench_errf(err, errlen, "%s: %s", files[f], strerror(errno)); break; }
+        if (fd < 0) { rc = -BENCH_ERR_IO; break; }
         for (int i = 0; i < n && !rc; i++) {
             if (t[i].file != f) continue;
             uint8_t *dst = (uint8_t *)data[i];

@@ -449,6 +449,25 @@ static int wk_same_file(wk_ctx *c, const char *path, const char *id) {
     return 0;
 }
 
+/* The file the engine parsed from path (id: what it read) is the one bench run checked: the
+ * path's before-and-after look cannot see a swap and a swap back inside the engine's load. */
+static int wk_parsed_checked(wk_ctx *c, const char *path, const char *checked, model_file_id id) {
+    unsigned long long dev, ino;
+    if (!path || !checked || (id.dev == 0 && id.ino == 0)) return 0;
+    if (sscanf(checked, "%llu:%llu", &dev, &ino) != 2) return wk_fail(c, "worker spec: %s: id \"%s\" is not dev:ino", path, checked);
+    if (id.dev != dev || id.ino != ino)
+        return wk_fail(c, "%s is not the file bench run checked (device %llu inode %llu then, the engine read device %llu inode "
+                       "%llu): it was replaced while the engine loaded it", path, dev, ino, id.dev, id.ino);
+    return 0;
+}
+
+static int wk_engine_read_checked(wk_ctx *c, const wk_spec *s, const engine *e) {
+    const model *m = engine_model(e);
+    int f = model_find_file(m, s->model);
+    if (f >= 0 && wk_parsed_checked(c, s->model, s->model_id, m->file_ids[f])) return -1;
+    return s->tokenizer ? wk_parsed_checked(c, s->tokenizer, s->tokenizer_id, m->vocab.source_id) : 0;
+}
+
 /* The repetition itself, shared by bench worker and bench exec (worker_engine). s points into the
  * caller's spec JSON; c and s are copies, so the body reads as it did inline. */
 static int wk_run(wk_ctx c, wk_spec s) {
@@ -498,7 +517,9 @@ static int wk_run(wk_ctx c, wk_spec s) {
         wk_failc(&c, erc, "%s", err);
         goto out;
     }
-    if (wk_same_file(&c, s.model, s.model_id) || wk_same_file(&c, s.tokenizer, s.tokenizer_id)) goto out;
+    if (wk_same_file(&c, s.model, s.model_id) || wk_same_file(&c, s.tokenizer, s.tokenizer_id) ||
+        wk_engine_read_checked(&c, &s, e))
+        goto out;
     if (wk_send(&c, BENCH_EV_LOAD_END, 1, 0, 0, NULL, NULL, 0)) goto out;
     /* test hook: the model truncated under a loader whose tensors are the file's pages (mapguard.h) */
     if ((engine_module_caps(e, "loader") & BENCH_CAP_LOADER_MAPS_FILE) && mg_test_truncate(s.model) < 0) goto out;

@@ -469,7 +469,7 @@ int gguf_open(const char *path, model *m, char *err, size_t errlen) {
 
     /* -- tensor infos -- */
     m->format = MODEL_FORMAT_GGUF;
-    int file = model_add_file(m, path);
+    int file = model_add_file(m, path, model_fd_id(r.fd));
     if (file < 0) { bench_errf(err, errlen, "%s: out of memory", path); goto out; }
     for (uint64_t i = 0; i < n_tensors; i++) {
         uint64_t info_at = r.pos;

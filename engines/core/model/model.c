@@ -86,14 +86,51 @@ int model_open_regular(const char *path, char *err, size_t errlen) {
     return fd;
 }
 
-int model_add_file(model *m, const char *path) {
+int model_find_file(const model *m, const char *path) {
     for (int i = 0; i < m->n_files; i++)
         if (strcmp(m->files[i], path) == 0) return i;
+    return -1;
+}
+
+model_file_id model_fd_id(int fd) {
+    struct stat st;
+    if (fstat(fd, &st)) return (model_file_id){0, 0};
+    return (model_file_id){(unsigned long long)st.st_dev, (unsigned long long)st.st_ino};
+}
+
+int model_add_file(model *m, const char *path, model_file_id id) {
+    int i = model_find_file(m, path);
+    if (i >= 0) return m->file_ids[i].dev == id.dev && m->file_ids[i].ino == id.ino ? i : -1;
     char **files = realloc(m->files, (size_t)(m->n_files + 1) * sizeof(*files));
     if (!files) return -1;
     m->files = files;
+    model_file_id *ids = realloc(m->file_ids, (size_t)(m->n_files + 1) * sizeof(*ids));
+    if (!ids) return -1;
+    m->file_ids = ids;
     if (!(files[m->n_files] = strdup(path))) return -1;
+    ids[m->n_files] = id;
     return m->n_files++;
+}
+
+int model_reopen_file(const model *m, const char *path, int flags, char *err, size_t errlen) {
+    int i = model_find_file(m, path);
+    if (i < 0) return bench_errf(err, errlen, "%s: not one of the files of model %s; not read", path, m->name ? m->name : "?");
+    int fd = open(path, flags | O_CLOEXEC);
+    if (fd < 0) return bench_errf(err, errlen, "%s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st)) {
+        int e = errno;
+        close(fd);
+        return bench_errf(err, errlen, "%s: %s", path, strerror(e));
+    }
+    const model_file_id *id = &m->file_ids[i];
+    if ((unsigned long long)st.st_dev != id->dev || (unsigned long long)st.st_ino != id->ino) {
+        close(fd);
+        return bench_errf(err, errlen, "%s is not the file the model was read from (device %llu inode %llu then, device %llu "
+                          "inode %llu now): it was replaced since; not read", path, id->dev, id->ino,
+                          (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
+    }
+    return fd;
 }
 
 /* ---- the name index: registering and finding a tensor cost O(1), not O(tensors) ---- */
@@ -201,6 +238,7 @@ void model_free(model *m) {
     if (!m) return;
     for (int i = 0; i < m->n_files; i++) free(m->files[i]);
     free(m->files);
+    free(m->file_ids);
     for (int i = 0; i < m->n_tensors; i++) free(m->tensors[i].name);
     free(m->tensors);
     free(m->tindex);
@@ -284,6 +322,7 @@ int llama2c_open(const char *path, model *m, char *err, size_t errlen) {
     struct stat st;
     ssize_t got = pread(fd, h, sizeof(h), 0);
     int fst = fstat(fd, &st);
+    model_file_id fid = {(unsigned long long)st.st_dev, (unsigned long long)st.st_ino};
     close(fd);
     if (fst) return bench_errf(err, errlen, "%s: %s", path, strerror(errno));
     if (got != (ssize_t)sizeof(h))
@@ -309,7 +348,7 @@ int llama2c_open(const char *path, model *m, char *err, size_t errlen) {
     if (c->dim % c->n_heads || c->n_heads % c->n_kv_heads)
         return bench_errf(err, errlen, "%s: dim %d, n_heads %d, n_kv_heads %d do not divide", path, c->dim, c->n_heads, c->n_kv_heads);
     m->format = MODEL_FORMAT_LLAMA2C;
-    int file = model_add_file(m, path);
+    int file = model_add_file(m, path, fid);
     if (file < 0) return bench_errf(err, errlen, "%s: out of memory", path);
 
     /* 64-bit offsets: a 7B checkpoint is > 4 GiB. */

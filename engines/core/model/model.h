@@ -78,6 +78,13 @@ enum { TOKEN_NORMAL = 1, TOKEN_UNKNOWN = 2, TOKEN_CONTROL = 3, TOKEN_USER = 4, T
 typedef enum model_norm { MODEL_NORM_NONE = 0, MODEL_NORM_NFC, MODEL_NORM_NFD, MODEL_NORM_NFKC, MODEL_NORM_NFKD } model_norm;
 const char *model_norm_name(model_norm n);     /* "none", "NFC", ... */
 
+/* A file as the kernel knows it: what a path named when it was read. A path can be swapped
+ * for another file between two opens; the pair cannot, so whoever opens a model file again
+ * (a loader, the worker's check) compares it with this. */
+typedef struct model_file_id {
+    unsigned long long dev, ino;
+} model_file_id;
+
 typedef struct model_vocab {
     int n;                  /* 0: no vocabulary in the model file */
     char **tokens;          /* (n) NUL-terminated UTF-8 pieces, as stored (▁ or ' ' for spaces) */
@@ -97,6 +104,7 @@ typedef struct model_vocab {
     char *pre_source;       /* with pre_patterns: the file they came from, for messages */
     char *unsupported;      /* what the source asks of the tokenizer that it does not do, or NULL */
     model_norm normalize;   /* tokenizer.json's Unicode normalizer; MODEL_NORM_NONE elsewhere */
+    model_file_id source_id;    /* a tokenizer.bin's: the file read ({0, 0} for the others) */
 } model_vocab;
 
 typedef struct model {
@@ -105,6 +113,7 @@ typedef struct model {
     char *name;                 /* general.name or the file's base name */
     int n_files;
     char **files;               /* paths of the files holding tensor bytes */
+    model_file_id *file_ids;    /* (n_files) the file each path named when it was parsed */
     int n_tensors;
     model_tensor *tensors;      /* (n_tensors, capacity cap_tensors) */
     int cap_tensors;
@@ -138,7 +147,17 @@ int model_validate(const model *m, char *err, size_t errlen);
 /* ---- helpers the format parsers share (model.c) ---- */
 int model_add_tensor(model *m, const char *name, bench_dtype dt, int n_dims, const int64_t *ne,
                      int file, uint64_t offset, char *err, size_t errlen);
-int model_add_file(model *m, const char *path);
+/* Adds path to the model's files (once), with the file it named when the parser read it (id);
+ * the index, or -1 (out of memory, or the same path named two files: swapped during the parse). */
+int model_add_file(model *m, const char *path, model_file_id id);
+/* The file an open descriptor reads ({0, 0} where fstat fails, which no file is). */
+model_file_id model_fd_id(int fd);
+/* The file index of path among m->files, or -1. */
+int model_find_file(const model *m, const char *path);
+/* Opens path, one of m's files, to read its bytes again: flags as for open(2) (O_CLOEXEC
+ * added); the descriptor, or -1 with err saying why, also when path names another file now
+ * than the one parsed ("was replaced since"). */
+int model_reopen_file(const model *m, const char *path, int flags, char *err, size_t errlen);
 /* Rebuilds the name index after m->tensors was reordered (a sort). -1: out of memory. */
 int model_reindex(model *m);
 /* Opens a file to read, refusing what is not a regular file (a FIFO, a device, a

@@ -312,7 +312,7 @@ static int read_file(model *m, const char *path, int skip_lm_head, char *err, si
     if (!(root = parse_json(path, "the header", h, (size_t)hlen, 8, err, errlen))) goto out;
     if (!cJSON_IsObject(root)) { bench_errf(err, errlen, "%s: the header is %s, expected a JSON object", path, js_show(root, b, sizeof(b))); goto out; }
     uint64_t data_start = 8 + hlen, data_len = size - data_start;
-    int file = model_add_file(m, path);
+    int file = model_add_file(m, path, model_fd_id(fd));
     if (file < 0) { bench_errf(err, errlen, "%s: out of memory", path); goto out; }
 
     for (const cJSON *t = root->child; t; t = t->next) {

@@ -64,7 +64,7 @@ static float rd_f32(const unsigned char *p) {
 
 /* The whole file in memory: tokenizer.bin files are small (434 KB for 32000
  * tokens), and one pass over a buffer makes every bound check a subtraction. */
-static int read_file(const char *path, unsigned char **out, size_t *size, char *err, size_t errlen) {
+static int read_file(const char *path, unsigned char **out, size_t *size, model_file_id *id, char *err, size_t errlen) {
     *out = NULL;
     int fd = model_open_regular(path, err, errlen);
     FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
@@ -77,6 +77,7 @@ static int read_file(const char *path, unsigned char **out, size_t *size, char *
         fclose(f);
         return bench_errf(err, errlen, "%s: not a regular file", path);
     }
+    *id = model_fd_id(fileno(f));
     size_t n = (size_t)st.st_size;
     unsigned char *buf = malloc(n ? n : 1);
     if (!buf) {
@@ -98,7 +99,7 @@ int model_vocab_load_llama2c(const char *path, int expected_n, model_vocab *v, c
     unsigned char *buf = NULL;
     size_t size = 0;
     memset(v, 0, sizeof(*v));
-    if (read_file(path, &buf, &size, err, errlen)) return -1;
+    if (read_file(path, &buf, &size, &v->source_id, err, errlen)) return -1;
 
     if (size < 4) {
         bench_errf(err, errlen, "%s: %zu bytes, too short for the max_token_length header (4 bytes)", path, size);

@@ -61,6 +61,12 @@ static void engine_log(const bench_host *h, const char *msg) {
     fprintf(stderr, "%s\n", msg);
 }
 
+/* The loaders reopen the files the model was parsed from: each must still be that file. */
+static int engine_open_file(const bench_host *h, const char *path, int flags, char *err, size_t errlen) {
+    const engine *e = (const engine *)((const char *)h - offsetof(engine, host));
+    return model_reopen_file(e->m, path, flags, err, errlen);
+}
+
 static void name_region(const bench_host *h, void *addr, size_t len, int kind) {
     const engine *e = (const engine *)((const char *)h - offsetof(engine, host));
     const char *name = bench_region_name(kind);
@@ -207,7 +213,8 @@ int engine_create(const engine_spec *spec, engine **out, char *err, size_t errle
     }
     e->host = (bench_host){.parallel_for = tp_run, .pool = e->pool, .n_threads = threads,
                            .alloc = &e->allocator, .name_region = name_region,
-                           .device = device ? device : "cpu", .stream = stream, .log = engine_log};
+                           .device = device ? device : "cpu", .stream = stream, .log = engine_log,
+                           .open_file = engine_open_file};
 
     int n = e->m->n_tensors;
     e->refs = calloc((size_t)n, sizeof(*e->refs));
