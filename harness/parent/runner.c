@@ -196,6 +196,7 @@ static int rn_spawn(const scenario *s, const rn_opts *o, rn_proc *p, const char 
     close(ack[0]);
     close(go[0]);
     p->pid = pid;
+    mc_read(pid, &p->memcg);
     p->ev_fd = ev[0];
     p->ack_fd = ack[1];
     p->t_spawn = rn_now_ns();
@@ -411,6 +412,28 @@ static void rn_log_tail(const char *path, char *out, size_t len, int *sanitizer)
     fclose(f);
 }
 
+/* A SIGKILL bench did not send: the kernel's OOM killer where the worker's memory cgroup
+ * counted one meanwhile, something else where it counted none, a guess where there is no
+ * cgroup to read (a chroot without /sys/fs/cgroup). */
+static void rn_sigkill_reason(rn_proc *p) {
+    int64_t now = mc_oom_kills(&p->memcg);
+    char limit[64] = "no limit";
+    if (p->memcg.limit) snprintf(limit, sizeof(limit), "limit %.1f MiB", (double)p->memcg.limit / 1048576.0);
+    if (now > p->memcg.oom_kills) {
+        p->status = RN_OOM;
+        rn_setf(p->reason, sizeof(p->reason), "killed by the kernel's OOM killer: memory cgroup %s (%s) counted %lld OOM kill(s) "
+                "during the repetition", p->memcg.dir, limit, (long long)(now - p->memcg.oom_kills));
+    } else if (now >= 0) {
+        p->status = RN_CRASH;
+        rn_setf(p->reason, sizeof(p->reason), "killed by a SIGKILL that bench did not send, and not by the OOM killer (memory "
+                "cgroup %s counted none): another process sent it", p->memcg.dir);
+    } else {
+        p->status = RN_OOM;
+        rn_setf(p->reason, sizeof(p->reason), "killed by a SIGKILL that bench did not send: most likely the kernel's OOM killer "
+                "(no memory cgroup to confirm it; see dmesg)");
+    }
+}
+
 static void rn_reap(rn_proc *p, double timeout_s) {
     if (p->reaped) return;
     int st = 0;
@@ -432,9 +455,7 @@ static void rn_reap(rn_proc *p, double timeout_s) {
     if (WIFSIGNALED(st)) {
         int sig = WTERMSIG(st);
         if (sig == SIGKILL) {
-            p->status = RN_OOM;
-            rn_setf(p->reason, sizeof(p->reason),
-                     "killed by SIGKILL that bench did not send: most likely the kernel's OOM killer (see dmesg)");
+            rn_sigkill_reason(p);
         } else {
             p->status = RN_CRASH;
             rn_setf(why, sizeof(why), "signal %d (%s)%s%s", sig, strsignal(sig), tail[0] ? ": " : "", tail);

@@ -29,6 +29,7 @@
 
 #include "harness/parent/sysload.h"
 #include "harness/parent/perfev.h"
+#include "harness/parent/memcg.h"
 #include "harness/parent/procmem.h"
 #include "harness/spec/scenario.h"
 #include "harness/parent/accuracy_run.h"
@@ -118,6 +119,7 @@ typedef struct rn_proc {
     int waiting;                    /* phase whose ack it waits for, or -1 */
     int eof, reaped, killed_by_us;
     int wstatus;
+    mc_state memcg;                 /* its memory cgroup at spawn: an unsent SIGKILL is an OOM kill if its count grew */
     struct rusage ru;
     rn_status status;
     char reason[512];
