@@ -14,6 +14,7 @@
 
 #include <libgen.h>
 
+#include "engines/modules/common/kv_types.h"
 #include "tests/lib/kv_test.h"
 
 /* 2 layers, 2 KV heads of 32: kv_dim 64 */
@@ -107,6 +108,49 @@ static void test_typed_attention_is_f32_attention_of_the_stored_values(void **st
         }
 }
 
+/* The AVX2 row loaders (kv_types.h) give the bits of the scalar conversions (blockquant.h) on
+ * every int8 value and nibble, with scales of each kind: normal, subnormal, zero, negative,
+ * infinite and NaN. Skips where the CPU has no AVX2 (the scalar path is then the one run). */
+static void test_avx2_loaders_are_the_scalar_bits(void **state) {
+    (void)state;
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("f16c")) {
+        fprintf(stderr, "skip: this CPU has no AVX2/F16C: the AVX2 loaders never run here\n");
+        skip();
+    }
+    static const uint16_t scales[] = {0x3c00, 0x2e66, 0x0001, 0x03ff, 0x0000, 0x8000, 0xbc00, 0x7bff, 0x7c00, 0xfc00, 0x7e00};
+    enum { NB = 8 * (sizeof(scales) / sizeof(scales[0])) };
+    bench_block_q8_0 q8[NB];
+    bench_block_q4_0 q4[NB];
+    uint64_t r = 12345;
+    for (int i = 0; i < NB; i++) {
+        q8[i].d = q4[i].d = scales[i % (sizeof(scales) / sizeof(scales[0]))];
+        for (int j = 0; j < BENCH_Q8_0_BLOCK; j++) q8[i].qs[j] = (int8_t)(i < 8 ? i * 32 + j - 128 : (int)((r = r * 6364136223846793005ull + 1) >> 56));
+        for (int j = 0; j < 16; j++) q4[i].qs[j] = (uint8_t)(i < 1 ? j * 16 + (15 - j) : (int)((r = r * 6364136223846793005ull + 1) >> 56));
+    }
+    float a[NB * 32], b[NB * 32];
+    kvq_load_q8_0_avx2(q8, a, NB);
+    for (int i = 0; i < NB; i++) bench_dequant_block_q8_0(&q8[i], b + i * 32);
+    assert_memory_equal(a, b, sizeof(a));
+    kvq_load_q4_0_avx2(q4, a, NB);
+    for (int i = 0; i < NB; i++) bench_dequant_block_q4_0(&q4[i], b + i * 32);
+    assert_memory_equal(a, b, sizeof(a));
+    uint16_t h[NB * 32 + 5];   /* a tail that is not a multiple of 8 */
+    for (size_t i = 0; i < sizeof(h) / sizeof(h[0]); i++) h[i] = (uint16_t)(i * 2654435761u >> 7);
+    float c[NB * 32 + 5], e[NB * 32 + 5];
+    kvq_load_bf16_avx2(h, c, NB * 32 + 5);
+    for (size_t i = 0; i < sizeof(h) / sizeof(h[0]); i++) {
+        uint32_t bits = (uint32_t)h[i] << 16;
+        memcpy(&e[i], &bits, sizeof(float));
+    }
+    assert_memory_equal(c, e, sizeof(c));
+#else
+    fprintf(stderr, "skip: not x86-64\n");
+    skip();
+#endif
+}
+
 static void test_engine_budget_and_refusal_by_type(void **state) {
     (void)state;
     char model[512];
@@ -148,6 +192,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bytes_per_position),
         cmocka_unit_test(test_typed_attention_is_f32_attention_of_the_stored_values),
+        cmocka_unit_test(test_avx2_loaders_are_the_scalar_bits),
         cmocka_unit_test(test_engine_budget_and_refusal_by_type),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
