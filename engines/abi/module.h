@@ -217,7 +217,10 @@ typedef struct bench_host {
 
 static inline int bench_open_model_file(const bench_host *host, const char *path, int flags, char *err, size_t errlen) {
     if (host && host->open_file) return host->open_file(host, path, flags, err, errlen);
-    int fd = open(path, flags | O_CLOEXEC);
+#ifdef O_CLOEXEC /* a module built as strict ISO C (no _POSIX_C_SOURCE 200809) sees no O_CLOEXEC */
+    flags |= O_CLOEXEC;
+#endif
+    int fd = open(path, flags);
     if (fd < 0) snprintf(err, errlen, "%s: %s", path, strerror(errno));
     return fd;
 }
