@@ -9,6 +9,8 @@ export BENCH_MODULE_PATH=${BENCH_MODULE_PATH:-$PWD/$build/modules}
 export BENCH_BIN=${BENCH_BIN:-$PWD/$build/bench}
 export BENCH_TMP=${BENCH_TMP:-$(mktemp -d /tmp/bench-tests.XXXXXX)}
 # bench run draws its figures at the end (about 1 s each run); only test_plot wants them, and it unsets this
+# auto keeps the flags' order: exact figures must not depend on a timing (kernels_tune.h)
+export BENCH_KERNELS_TUNE=${BENCH_KERNELS_TUNE:-0}
 export BENCH_GNUPLOT=${BENCH_GNUPLOT:-/nonexistent/gnuplot}
 # Leaks are errors; modules stay loaded under ASan so their frames symbolize. Where an
 # NVIDIA GPU is, the driver maps memory in ASan's shadow gap (protect_shadow_gap=0 lets

@@ -31,6 +31,9 @@
 #include <string.h>
 
 #include "engines/core/compute/kernels.h"
+#include "engines/core/compute/kernels_tune.h"
+
+#include <unistd.h>
 
 #define KN_TEST_RTOL 2e-5
 
@@ -698,6 +701,120 @@ static void test_isa_selection(void **state) {
     assert_int_equal(kn_set_isa("portable"), 0);
 }
 
+/* ---- auto by measurement (kernels_tune.h) ---- */
+
+/* A choice made for a dtype is what kn_matmul runs: the output has the bits of that family
+ * asked by name, in decode and in prefill; a family asked by name ignores the choice; an
+ * inexact or unknown family is refused. Then a measurement on real matrices gives an entry per
+ * dtype and phase whose choice is an exact family this CPU runs, and the cache file keeps it,
+ * other keys included, and names a damaged line. */
+static void test_auto_tuned(void **state) {
+    (void)state;
+    enum { ROWS = 96, COLS = 256, N = 5 };
+    float *w = malloc(sizeof(float) * ROWS * COLS), *x = malloc(sizeof(float) * N * COLS);
+    float *y = malloc(sizeof(float) * N * ROWS), *want = malloc(sizeof(float) * N * ROWS);
+    assert_non_null(w);
+    assert_non_null(x);
+    assert_non_null(y);
+    assert_non_null(want);
+    for (int i = 0; i < ROWS * COLS; i++) w[i] = (float)((i * 37) % 101) / 101.0f - 0.5f;
+    for (int i = 0; i < N * COLS; i++) x[i] = (float)((i * 53) % 89) / 89.0f - 0.5f;
+    assert_int_equal(kn_set_tuned(BENCH_F32, 0, "vnni"), -1);
+    assert_int_equal(kn_set_tuned(BENCH_F32, 0, "avx9"), -1);
+    assert_int_equal(kn_set_tuned(BENCH_F32, 0, "auto"), -1);
+    for (int i = 0; i < kn_isa_count(); i++) {
+        int here;
+        const char *fam = kn_isa_name(i, &here);
+        if (!here || !kn_isa_exact(fam)) continue;
+        for (int n = 1; n <= N; n += N - 1) {
+            assert_int_equal(kn_set_isa(fam), 0);
+            kn_matmul(NULL, want, x, n, w, BENCH_F32, ROWS, COLS);
+            assert_int_equal(kn_set_isa("auto"), 0);
+            assert_int_equal(kn_set_tuned(BENCH_F32, n > 1, fam), 0);
+            assert_string_equal(kn_auto_family(BENCH_F32, n > 1), fam);
+            kn_matmul(NULL, y, x, n, w, BENCH_F32, ROWS, COLS);
+            if (memcmp(y, want, sizeof(float) * (size_t)n * ROWS)) fail_msg("auto tuned to %s (n %d) is not %s's output", fam, n, fam);
+            assert_int_equal(kn_set_tuned(BENCH_F32, n > 1, NULL), 0);
+        }
+    }
+    /* a family named wins over the choice: portable's bits, with avx2 (or whatever runs) chosen */
+    assert_int_equal(kn_set_isa("portable"), 0);
+    kn_matmul(NULL, want, x, 1, w, BENCH_F32, ROWS, COLS);
+    assert_int_equal(kn_set_isa("auto"), 0);
+    const char *other = kn_isa_resolve("auto");
+    assert_int_equal(kn_set_tuned(BENCH_F32, 0, other), 0);
+    assert_int_equal(kn_set_isa("portable"), 0);
+    assert_int_equal(kn_auto_active(), 0);
+    kn_matmul(NULL, y, x, 1, w, BENCH_F32, ROWS, COLS);
+    assert_memory_equal(y, want, sizeof(float) * ROWS);
+    assert_int_equal(kn_set_isa("auto"), 0);
+    assert_int_equal(kn_set_tuned(BENCH_F32, 0, NULL), 0);
+
+    /* a measurement: two dtypes, both phases */
+    uint8_t *q8 = malloc(bench_dtype_row_bytes(BENCH_Q8_0, COLS) * ROWS);
+    assert_non_null(q8);
+    for (int r = 0; r < ROWS; r++) kn_quant_row(BENCH_Q8_0, w + (size_t)r * COLS, q8 + bench_dtype_row_bytes(BENCH_Q8_0, COLS) * r, COLS);
+    const kt_mat mats[] = {{w, BENCH_F32, ROWS, COLS}, {q8, BENCH_Q8_0, ROWS, COLS}};
+    tp_pool *pool = tp_create(2);
+    assert_non_null(pool);
+    kt_table *t = calloc(1, sizeof(*t)), *back = calloc(1, sizeof(*back));
+    assert_non_null(t);
+    assert_non_null(back);
+    char err[512], key[320], path[256], desc[1024];
+    kt_key(2, key, sizeof(key));
+    assert_non_null(strstr(key, ";build="));
+    assert_null(strstr(key, ";build=unknown"));   /* gcc on Debian links a build-id */
+    snprintf(t->key, sizeof(t->key), "%s", key);
+    if (kt_measure(pool, mats, 2, t, err, sizeof(err))) fail_msg("%s", err);
+    assert_int_equal(t->n, 4);
+    for (int i = 0; i < t->n; i++) {
+        assert_true(t->e[i].dt == BENCH_F32 || t->e[i].dt == BENCH_Q8_0);
+        assert_true(kn_isa_exact(t->e[i].chosen));
+        assert_non_null(kn_isa_resolve(t->e[i].chosen));
+        for (int f = 0; f < t->e[i].n_families; f++) assert_true(t->e[i].rate[f] > 0);
+    }
+    assert_int_equal(kt_apply(t), 0);
+    for (int i = 0; i < t->n; i++) assert_string_equal(kn_auto_family(t->e[i].dt, t->e[i].prefill), t->e[i].chosen);
+    kt_describe(t, desc, sizeof(desc));
+    print_message("kernels auto measured: %s\n", desc);
+
+    /* the cache: another key's line is kept, ours replaced, a damaged line named */
+    snprintf(path, sizeof(path), "/tmp/bench-kt-%d.tsv", (int)getpid());
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "cpu=other;threads=9\tf32\tdecode\tavx2\t100\tavx2=1.000\n");
+    fclose(f);
+    assert_int_equal(kt_cache_store(path, t, err, sizeof(err)), 0);
+    assert_int_equal(kt_cache_store(path, t, err, sizeof(err)), 0);   /* again: replaced, not doubled */
+    unsigned dts = 1u << BENCH_F32 | 1u << BENCH_Q8_0;
+    assert_int_equal(kt_cache_load(path, key, dts, back, err, sizeof(err)), 0);
+    assert_int_equal(back->n, 4);
+    assert_int_equal(back->from_cache, 1);
+    for (int i = 0; i < 4; i++) {
+        assert_string_equal(back->e[i].chosen, t->e[i].chosen);
+        assert_int_equal(back->e[i].dt, t->e[i].dt);
+    }
+    assert_int_equal(kt_cache_load(path, "cpu=other;threads=9", 1u << BENCH_F32, back, err, sizeof(err)), 1);  /* no prefill line */
+    assert_int_equal(back->n, 1);
+    assert_int_equal(kt_cache_load(path, key, dts | 1u << BENCH_F16, back, err, sizeof(err)), 1);   /* f16 not measured */
+    f = fopen(path, "a");
+    assert_non_null(f);
+    fprintf(f, "a line with no tabs\n");
+    fclose(f);
+    assert_int_equal(kt_cache_load(path, key, dts, back, err, sizeof(err)), -1);
+    if (!strstr(err, path) || !strstr(err, "line 6")) fail_msg("unclear error: %s", err);
+    unlink(path);
+    for (int i = 0; i < t->n; i++) kn_set_tuned(t->e[i].dt, t->e[i].prefill, NULL);
+    tp_destroy(pool);
+    free(t);
+    free(back);
+    free(q8);
+    free(w);
+    free(x);
+    free(y);
+    free(want);
+}
+
 /* ---- SwiGLU ---- */
 
 /* kn_swiglu must give the scalar expression's bits (transformer.c's greedy ids rely on
@@ -803,6 +920,7 @@ static void test_peak(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_isa_selection),
+        cmocka_unit_test(test_auto_tuned),
         cmocka_unit_test(test_swiglu_bitwise),
         cmocka_unit_test(test_f32_round_trip),
         cmocka_unit_test(test_f16_round_trip),

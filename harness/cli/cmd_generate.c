@@ -295,7 +295,10 @@ int cmd_generate(int argc, char **argv) {
         fprintf(stderr, "load         %.1f ms (%s loader%s%s, %.1f MB of weights)\n", t_load * 1e3,
                 spec.loader ? spec.loader : "mmap", strcmp(engine_device(e), "cpu") ? " on " : "",
                 strcmp(engine_device(e), "cpu") ? engine_device(e) : "", (double)model_weight_bytes(m) / 1e6);
-        if (!strcmp(engine_device(e), "cpu")) fprintf(stderr, "kernels      %s\n", kn_isa());
+        if (!strcmp(engine_device(e), "cpu")) {
+            fprintf(stderr, "kernels      %s\n", kn_isa());
+            if (engine_kernels_note(e)[0]) fprintf(stderr, "             %s\n", engine_kernels_note(e));
+        }
         char ct[24];
         engine_cache_type_name(engine_kv_k_type(e), engine_kv_v_type(e), ct, sizeof(ct));
         engine_kv_mem km = engine_kv_memory(e);

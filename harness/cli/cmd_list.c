@@ -1,9 +1,11 @@
 /* bench list: every module found, with family, devices and options. */
 #include <stdio.h>
+#include <unistd.h>
 #include <string.h>
 
 #include "commands.h"
 #include "engines/core/compute/kernels.h"
+#include "engines/core/compute/kernels_tune.h"
 #include "engines/abi/kv.h"
 #include "engines/core/runtime/modreg.h"
 
@@ -37,6 +39,32 @@ static void list_type(const bench_option *o, char *out, size_t n) {
     else if (o->type == BENCH_OPT_STRING) snprintf(out, n, "string (< %d bytes)", BENCH_OPT_STRING_MAX);
     else snprintf(out, n, "%s", t);
     if (o->flags & BENCH_OPTF_SIZES_POOL) strncat(out, " (sizes the pool)", n - strlen(out) - 1);
+}
+
+/* auto's measured choices for this machine and build, per thread count (kernels_tune.h). */
+static void list_tuned(void) {
+    char path[1024], key[320], desc[1536], err[512];
+    const char *p = kt_cache_path(path, sizeof(path));
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int shown = 0;
+    kt_table *t = calloc(1, sizeof(*t));
+    if (!t) return;
+    for (int threads = 1; p && threads <= (cpus > 0 ? cpus : 1) && threads <= 256; threads++) {
+        kt_key(threads, key, sizeof(key));
+        int rc = kt_cache_load(p, key, ~0u, t, err, sizeof(err));
+        if (rc < 0) {
+            printf("  measured by auto: %s\n", err);
+            break;
+        }
+        if (!t->n) continue;
+        if (!shown++) printf("  measured by auto on this machine and build (%s; the fastest exact family per dtype and phase):\n", p);
+        kt_describe(t, desc, sizeof(desc));
+        printf("    %d thread%s: %s\n", threads, threads > 1 ? "s" : "", desc);
+    }
+    if (!shown)
+        printf("  measured by auto: nothing yet for this machine and build (%s); the first run with auto measures it\n",
+               p ? p : "no cache path: set $HOME or $XDG_CACHE_HOME");
+    free(t);
 }
 
 int cmd_list(int argc, char **argv) {
@@ -96,6 +124,7 @@ int cmd_list(int argc, char **argv) {
         printf("  %-12s %s\n", name, here ? (strcmp(name, kn_isa_resolve("auto")) ? "runs here" : "runs here (auto)")
                                           : "(not on this CPU)");
     }
+    list_tuned();
     modreg_close(&r);
     return 0;
 }

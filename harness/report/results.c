@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "engines/core/compute/kernels.h"
+#include "engines/core/compute/kernels_tune.h"
 #include "engines/abi/module.h"
 #include "harness/parent/perfev.h"
 #include "harness/report/serve_report.h"
@@ -502,6 +503,28 @@ static cJSON *rs_proc_json(const rs_input *in, const rn_run *r, int pi) {
     return o;
 }
 
+/* What auto ran per dtype on a CPU variant, as the workers read it from the cache of measurements
+ * (kernels_tune.h; the same binary and thread count give the same key): "kernels_auto". */
+static void rs_kernels_auto(cJSON *o, const scenario *s, const sc_variant *v) {
+    if (s->axes[SC_AX_KERNELS].n && strcmp(sc_pick(s, v, SC_AX_KERNELS)->name, "auto")) return;
+    if (s->axes[SC_AX_DEVICE].n && strcmp(sc_pick(s, v, SC_AX_DEVICE)->name, "cpu")) return;
+    if (kt_mode_from_env() == KT_OFF) {
+        cJSON_AddStringToObject(o, "kernels_auto", "the flags' order (BENCH_KERNELS_TUNE=0)");
+        return;
+    }
+    char path[1024], key[320], err[256];
+    kt_table *t = calloc(1, sizeof(*t));
+    if (!t) return;
+    kt_key(sc_pick(s, v, SC_AX_THREADS)->ival, key, sizeof(key));
+    const char *p = kt_cache_path(path, sizeof(path));
+    if (p && kt_cache_load(p, key, ~0u, t, err, sizeof(err)) >= 0 && t->n) {
+        char desc[1536];
+        kt_describe(t, desc, sizeof(desc));
+        cJSON_AddStringToObject(o, "kernels_auto", desc);
+    }
+    free(t);
+}
+
 /* How busy the machine was around one repetition, its workers' own CPU time taken out. */
 static sl_load rs_run_load(const rn_run *r) {
     double workers_cpu = 0;
@@ -667,6 +690,7 @@ cJSON *rs_document(const rs_input *in, const rs_summary *sum) {
             cJSON_AddStringToObject(o, "kernels", ran ? ran : k);
             if (strcmp(k, ran ? ran : k)) cJSON_AddStringToObject(o, "kernels_asked", k);
         }
+        rs_kernels_auto(o, s, v);
         const cg_counts *cg = in->res->cg ? &in->res->cg[i] : NULL;
         if (cg && cg->out_file[0]) {
             cJSON *c = cJSON_AddObjectToObject(o, "callgrind");

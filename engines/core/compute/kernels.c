@@ -23,6 +23,11 @@
 
 static _Atomic(const kn_ops *) kn_cur;   /* NULL until kn_init */
 static pthread_once_t kn_once = PTHREAD_ONCE_INIT;
+/* 1: kn_cur is "auto" (not a family asked by name), so that its per-dtype choices by
+ * measurement apply (kn_set_tuned, kernels_tune.c): [dt][0 decode, 1 prefill], NULL where
+ * none was made (auto's table runs it). */
+static atomic_int kn_auto_on = 1;
+static _Atomic(const kn_ops *) kn_tuned[BENCH_DTYPE_COUNT][2];
 
 /* Whether this CPU (and OS: libgcc checks XCR0) can run a table. */
 static int kn_supported(const kn_ops *ops) {
@@ -77,7 +82,10 @@ static void kn_init_once(void) {
         const kn_ops *want = kn_find(env);
         if (!want) fprintf(stderr, "%s: BENCH_ISA=%s is not one of vnni|avx512-bf16|avx512|avx2-int8|avx2|portable|auto; using %s\n", __func__, env, best->name);
         else if (!kn_supported(want)) fprintf(stderr, "%s: BENCH_ISA=%s: this CPU lacks it; using %s\n", __func__, env, best->name);
-        else best = want;
+        else {
+            best = want;
+            atomic_store(&kn_auto_on, strcmp(env, "auto") == 0);
+        }
     }
     atomic_store(&kn_cur, best);
 }
@@ -100,6 +108,11 @@ const char *kn_isa(void) { return kn_ops_now()->name; }
  * takes it for dt (kn_takes_xq), else NULL. */
 static void kn_mm_call(const kn_ops *ops, bench_dtype dt, float *y, const float *x, int n, const void *w,
                        int rows, int cols, int r0, int r1, const kn_xq8 *xq) {
+    /* auto's measured choice for dt; every table it takes is exact, so none takes xq */
+    if (!xq && atomic_load_explicit(&kn_auto_on, memory_order_relaxed)) {
+        const kn_ops *t = atomic_load_explicit(&kn_tuned[dt][n > 1], memory_order_relaxed);
+        if (t) ops = t;
+    }
     if (ops->mm[dt]) ops->mm[dt](y, x, n, w, rows, cols, r0, r1, xq);
     else qn_exact_mm(dt)(y, x, n, w, rows, cols, r0, r1);
 }
@@ -109,7 +122,30 @@ int kn_set_isa(const char *isa) {
     const kn_ops *ops = isa ? kn_find(isa) : NULL;
     if (!ops || !kn_supported(ops)) return -1;
     atomic_store(&kn_cur, ops);
+    atomic_store(&kn_auto_on, strcmp(isa, "auto") == 0);
     return 0;
+}
+
+int kn_set_tuned(bench_dtype dt, int prefill, const char *family) {
+    if ((unsigned)dt >= BENCH_DTYPE_COUNT) return -1;
+    const kn_ops *ops = NULL;
+    if (family) {
+        ops = kn_find(family);
+        if (!ops || strcmp(family, "auto") == 0 || ops->q8_int8 || ops->bf16_dot || !kn_supported(ops)) return -1;
+    }
+    atomic_store(&kn_tuned[dt][prefill ? 1 : 0], ops);
+    return 0;
+}
+
+const char *kn_auto_family(bench_dtype dt, int prefill) {
+    if ((unsigned)dt >= BENCH_DTYPE_COUNT) return NULL;
+    const kn_ops *t = atomic_load(&kn_tuned[dt][prefill ? 1 : 0]);
+    return t ? t->name : kn_best()->name;
+}
+
+int kn_auto_active(void) {
+    kn_init();
+    return atomic_load(&kn_auto_on);
 }
 
 int kn_isa_count(void) { return (int)KN_NTABLES; }

@@ -34,6 +34,13 @@ int kn_x_int8(bench_dtype dt);          /* 1: the family in use rounds x to int8
 int kn_bf16_dot(void);                  /* 1: the family in use rounds x to bf16 for bf16 prefill */
 /* The family a name selects here (NULL or "" is "auto"); NULL when unknown or this CPU cannot run it. */
 const char *kn_isa_resolve(const char *isa);
+/* auto, chosen by measurement (kernels_tune.h): the exact family that runs dt's matmuls in
+ * decode (prefill 0: n == 1) or prefill while "auto" is in use. family NULL: auto's table again.
+ * -1: not a family, not exact, or this CPU cannot run it. A family named with kn_set_isa
+ * ignores these. */
+int kn_set_tuned(bench_dtype dt, int prefill, const char *family);
+const char *kn_auto_family(bench_dtype dt, int prefill);   /* what auto runs for dt now */
+int kn_auto_active(void);               /* 1: "auto" is in use (not a family asked by name) */
 /* "vnni, avx512, ..." into buf: every family, or only those this CPU runs; returns how many. */
 int kn_isa_list(char *buf, size_t len, int runnable_only);
 

@@ -15,6 +15,7 @@
 #include "engines/core/runtime/alloc_fault.h"
 #include "devhost.h"
 #include "engines/core/compute/kernels.h"
+#include "engines/core/compute/kernels_tune.h"
 #include "modreg.h"
 #include "engines/core/compute/threadpool.h"
 #include "engines/core/compute/transformer.h"
@@ -50,6 +51,7 @@ struct engine {
     int kv_pooled;              /* the kv module has one pool for every sequence (BENCH_CAP_KV_SHARED_POOL) */
     void (*on_region)(void *user, const void *addr, size_t len, const char *name);
     void *region_user;
+    char kernels_note[1536];    /* what auto runs, measured or read (kernels_tune.h); "" when not auto */
 };
 
 /* Names the whole pages inside [addr, addr+len) (the kernel needs CONFIG_ANON_VMA_NAME,
@@ -60,6 +62,28 @@ static void engine_log(const bench_host *h, const char *msg) {
     (void)h;
     fprintf(stderr, "%s\n", msg);
 }
+
+/* auto by measurement, on the model's own matrices (kernels_tune.h): a failure keeps the flags'
+ * choice and says so in the note, since the run itself is not wrong for it. */
+static void engine_tune_kernels(engine *e) {
+    kt_mat *mats = malloc((size_t)(e->m->n_tensors ? e->m->n_tensors : 1) * sizeof(*mats));
+    int n = 0;
+    char err[512];
+    if (!mats) {
+        snprintf(e->kernels_note, sizeof(e->kernels_note), "kernels auto: the flags' order (out of memory to measure)");
+        return;
+    }
+    for (int i = 0; i < e->m->n_tensors; i++) {
+        const model_tensor *t = &e->m->tensors[i];
+        if (t->n_dims != 2 || !e->data[i] || t->ne[0] % (int64_t)bench_dtype_block_elems(t->dtype)) continue;
+        mats[n++] = (kt_mat){e->data[i], t->dtype, (int)t->ne[1], (int)t->ne[0]};
+    }
+    if (n && kt_auto(e->pool, mats, n, kt_mode_from_env(), e->kernels_note, sizeof(e->kernels_note), err, sizeof(err)))
+        snprintf(e->kernels_note, sizeof(e->kernels_note), "kernels auto: the flags' order (%s)", err);
+    free(mats);
+}
+
+const char *engine_kernels_note(const engine *e) { return e->kernels_note; }
 
 /* The loaders reopen the files the model was parsed from: each must still be that file. */
 static int engine_open_file(const bench_host *h, const char *path, int flags, char *err, size_t errlen) {
@@ -229,6 +253,7 @@ int engine_create(const engine_spec *spec, engine **out, char *err, size_t errle
         goto err;
     rc = -BENCH_ERR_FAIL;
     if (tf_bind(e->m, e->data, &e->w, err, errlen)) goto err;
+    if (!e->dev && kn_auto_active()) engine_tune_kernels(e);
 
     uint64_t pool_bytes = 0;
     e->kv_pooled = kv_is_pooled(e->kv_mod.mod);

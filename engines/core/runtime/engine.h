@@ -144,6 +144,9 @@ int engine_sample(engine *e, sampler *s, float *logits);
 
 /* "cpu", or the device the forward pass runs on. */
 const char *engine_device(const engine *e);
+/* What "auto" runs on the CPU, per dtype and phase, measured now or read from the cache
+ * (engines/core/compute/kernels_tune.h); "" when a family was named or the device is not the CPU. */
+const char *engine_kernels_note(const engine *e);
 
 /* Bytes/s of the device's memory (a triad there, 3 arrays of bytes_per_array, 0: the
  * device's default size); 0 on the CPU (kn_triad_bandwidth measures it) or on failure. */
