@@ -32,6 +32,7 @@
 
 #include "engines/core/compute/kernels.h"
 #include "engines/core/compute/kernels_tune.h"
+#include "engines/abi/vexpf.h"
 
 #include <unistd.h>
 
@@ -815,6 +816,47 @@ static void test_auto_tuned(void **state) {
     free(want);
 }
 
+/* ---- expf, vectorised (engines/abi/vexpf.h: the KV modules' softmax) ---- */
+
+/* bench_expf_n gives libm's expf bits: every float pattern at a stride of 4099 (both signs,
+ * subnormals, the |x| >= 88 special lanes, infinities, NaNs), every softmax input in
+ * [-20, 0] at 2^-14 steps, in lengths that leave a tail. */
+static void test_vexpf_bitwise(void **state) {
+    (void)state;
+    enum { CHUNK = 4096 + 13 };
+    float *x = malloc(sizeof(float) * CHUNK), *y = malloc(sizeof(float) * CHUNK);
+    assert_non_null(x);
+    assert_non_null(y);
+    uint64_t bits = 0, checked = 0;
+    while (bits <= 0xffffffffull) {
+        int n = 0;
+        for (; n < CHUNK && bits <= 0xffffffffull; n++, bits += 4099) {
+            uint32_t b = (uint32_t)bits;
+            memcpy(&x[n], &b, 4);
+        }
+        bench_expf_n(y, x, (size_t)n);
+        for (int i = 0; i < n; i++) {
+            float want = expf(x[i]);
+            if (memcmp(&y[i], &want, 4) && !(isnan(want) && isnan(y[i]))) fail_msg("expf(%a): %a, libm %a", x[i], y[i], want);
+        }
+        checked += (uint64_t)n;
+    }
+    for (float v = -20.0f; v <= 0.0f;) {
+        int n = 0;
+        for (; n < CHUNK && v <= 0.0f; n++, v += 0x1p-14f) x[n] = v;
+        memcpy(y, x, sizeof(float) * (size_t)n);
+        bench_expf_n(y, y, (size_t)n);   /* in place, as the softmax calls it */
+        for (int i = 0; i < n; i++) {
+            float want = expf(x[i]);
+            if (memcmp(&y[i], &want, 4)) fail_msg("expf(%a) in place: %a, libm %a", x[i], y[i], want);
+        }
+        checked += (uint64_t)n;
+    }
+    print_message("vexpf: %llu values checked (vector path: %s)\n", (unsigned long long)checked, BENCH_VEXPF ? "built" : "not built");
+    free(x);
+    free(y);
+}
+
 /* ---- SwiGLU ---- */
 
 /* kn_swiglu must give the scalar expression's bits (transformer.c's greedy ids rely on
@@ -922,6 +964,7 @@ int main(void) {
         cmocka_unit_test(test_isa_selection),
         cmocka_unit_test(test_auto_tuned),
         cmocka_unit_test(test_swiglu_bitwise),
+        cmocka_unit_test(test_vexpf_bitwise),
         cmocka_unit_test(test_f32_round_trip),
         cmocka_unit_test(test_f16_round_trip),
         cmocka_unit_test(test_bf16_round_trip),

@@ -8,6 +8,7 @@
  */
 #include "kernels_impl.h"
 #include "engines/abi/blockquant.h"
+#include "engines/abi/vexpf.h"
 #include "quant.h"
 
 #include <assert.h>
@@ -419,40 +420,6 @@ static void kn_swiglu_scalar(float *h, const float *g, size_t n) {
 #if KN_HAVE_X86 && defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 27))
 #include <immintrin.h>
 #define KN_SWIGLU_VEC 1
-/* 2^(i/32) as bits, minus i << 47 (so that adding k << 47 scales by 2^(k/32) for any k) */
-static const uint64_t kn_exp2f_tab[32] __attribute__((aligned(64))) = {
-    0x3ff0000000000000, 0x3fefd9b0d3158574, 0x3fefb5586cf9890f, 0x3fef9301d0125b51,
-    0x3fef72b83c7d517b, 0x3fef54873168b9aa, 0x3fef387a6e756238, 0x3fef1e9df51fdee1,
-    0x3fef06fe0a31b715, 0x3feef1a7373aa9cb, 0x3feedea64c123422, 0x3feece086061892d,
-    0x3feebfdad5362a27, 0x3feeb42b569d4f82, 0x3feeab07dd485429, 0x3feea47eb03a5585,
-    0x3feea09e667f3bcd, 0x3fee9f75e8ec5f74, 0x3feea11473eb0187, 0x3feea589994cce13,
-    0x3feeace5422aa0db, 0x3feeb737b0cdc5e5, 0x3feec49182a3f090, 0x3feed503b23e255d,
-    0x3feee89f995ad3ad, 0x3feeff76f2fb5e47, 0x3fef199bdd85529c, 0x3fef3720dcef9069,
-    0x3fef5818dcfba487, 0x3fef7c97337b9b5f, 0x3fefa4afa2a490da, 0x3fefd0765b6e4540,
-};
-
-/* expf of 8 floats (as doubles), glibc's steps in order */
-__attribute__((target("avx2,fma,avx512f,avx512dq"))) static inline __m256 kn_expf8(__m512d xd) {
-    const __m512d invln2n = _mm512_set1_pd(0x1.71547652b82fep+5), shift = _mm512_set1_pd(0x1.8p+52);
-    const __m512d kds = _mm512_fmadd_pd(invln2n, xd, shift);
-    const __m512i ki = _mm512_castpd_si512(kds);
-    const __m512d kd = _mm512_sub_pd(kds, shift);
-    const __m512d r = _mm512_fmsub_pd(invln2n, xd, kd);
-    const __m512d t0 = _mm512_load_pd((const double *)(const void *)kn_exp2f_tab);
-    const __m512d t1 = _mm512_load_pd((const double *)(const void *)(kn_exp2f_tab + 8));
-    const __m512d t2 = _mm512_load_pd((const double *)(const void *)(kn_exp2f_tab + 16));
-    const __m512d t3 = _mm512_load_pd((const double *)(const void *)(kn_exp2f_tab + 24));
-    /* tab[ki % 32]: bits 0..3 pick within a pair of registers, bit 4 the pair */
-    const __m512d lo = _mm512_permutex2var_pd(t0, ki, t1), hi = _mm512_permutex2var_pd(t2, ki, t3);
-    const __m512d t = _mm512_mask_blend_pd(_mm512_test_epi64_mask(ki, _mm512_set1_epi64(16)), lo, hi);
-    const __m512d s = _mm512_castsi512_pd(_mm512_add_epi64(_mm512_castpd_si512(t), _mm512_slli_epi64(ki, 47)));
-    const __m512d z = _mm512_fmadd_pd(r, _mm512_set1_pd(0x1.c6af84b912394p-20), _mm512_set1_pd(0x1.ebfce50fac4f3p-13));
-    const __m512d r2 = _mm512_mul_pd(r, r);
-    __m512d y = _mm512_fmadd_pd(r, _mm512_set1_pd(0x1.62e42ff0c52d6p-6), _mm512_set1_pd(1.0));
-    y = _mm512_fmadd_pd(z, r2, y);
-    return _mm512_cvtpd_ps(_mm512_mul_pd(y, s));
-}
-
 __attribute__((target("avx2,fma,avx512f,avx512dq"))) static void kn_swiglu_avx512(float *h, const float *g, size_t n) {
     const __m512 one = _mm512_set1_ps(1.0f);
     size_t j = 0;
@@ -464,8 +431,8 @@ __attribute__((target("avx2,fma,avx512f,avx512dq"))) static void kn_swiglu_avx51
             kn_swiglu_scalar(h + j, g + j, 16); /* a lane on libm's special path */
             continue;
         }
-        const __m256 e0 = kn_expf8(_mm512_cvtps_pd(_mm512_castps512_ps256(x)));
-        const __m256 e1 = kn_expf8(_mm512_cvtps_pd(_mm512_extractf32x8_ps(x, 1)));
+        const __m256 e0 = bench_expf8(_mm512_cvtps_pd(_mm512_castps512_ps256(x)));
+        const __m256 e1 = bench_expf8(_mm512_cvtps_pd(_mm512_extractf32x8_ps(x, 1)));
         const __m512 e = _mm512_insertf32x8(_mm512_castps256_ps512(e0), e1, 1);
         const __m512 q = _mm512_div_ps(one, _mm512_add_ps(one, e));
         _mm512_storeu_ps(h + j, _mm512_mul_ps(_mm512_mul_ps(v, q), _mm512_loadu_ps(g + j)));

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "kv_types.h"
+#include "engines/abi/vexpf.h"
 
 #define KVA_LANES 16
 typedef float kva_v16 __attribute__((vector_size(KVA_LANES * sizeof(float))));
@@ -164,25 +165,43 @@ typedef struct kva_unit {
     int pos0;           /* the call's first position */
 } kva_unit;
 
-/* Softmax of one pair's scores in place, as the f32 path computes it. */
+/* att[t] = att[t] op a for t < count, 16 lanes at a time: op 0 divides, 1 multiplies, 2
+ * subtracts. Elementwise IEEE operations, so every width gives the scalar loop's bits. */
+__attribute__((target_clones("avx512f", "avx2", "default"), unused))
+static void kva_rowop(float *att, int count, float a, int op) {
+    int t = 0;
+    const kva_v16 av = {a, a, a, a, a, a, a, a, a, a, a, a, a, a, a, a};
+    for (; t + KVA_LANES <= count; t += KVA_LANES) {
+        kva_v16 x = kva_load(att + t);
+        kva_store(att + t, op == 0 ? x / av : op == 1 ? x * av : x - av);
+    }
+    for (; t < count; t++) att[t] = op == 0 ? att[t] / a : op == 1 ? att[t] * a : att[t] - a;
+}
+
+/* Softmax of one pair's scores in place: every layout's, f32 and typed (kv_contig.c, kv_paged.c),
+ * with the reference's operations in its order; the loops are vectors (the scale, the shift, expf
+ * through vexpf.h, the division), the two running sums stay sequential, as their rounding needs. */
 static inline void kva_softmax(const bench_kv_shape *s, float *att, int count) {
     float sqrt_hd = sqrtf((float)s->head_dim), max = -INFINITY;
-    for (int t = 0; t < count; t++) {
-        /* divide, as the reference does; llama.cpp (attn_f16) multiplies by 1/sqrt(hd) */
-        float dot = s->attn_f16 ? att[t] * (1.0f / sqrt_hd) : att[t] / sqrt_hd;
-        att[t] = dot;
-        if (dot > max) max = dot;
-    }
+    /* divide, as the reference does; llama.cpp (attn_f16) multiplies by 1/sqrt(hd) */
+    if (s->attn_f16) kva_rowop(att, count, 1.0f / sqrt_hd, 1);
+    else kva_rowop(att, count, sqrt_hd, 0);
+    for (int t = 0; t < count; t++)
+        if (att[t] > max) max = att[t];
+    kva_rowop(att, count, max, 2);
+    bench_expf_n(att, att, (size_t)count);
     float sum = 0.0f;
     double sum_d = 0.0; /* llama.cpp's softmax sums in double and scales by 1/sum */
     for (int t = 0; t < count; t++) {
-        att[t] = expf(att[t] - max);
         sum += att[t];
         sum_d += att[t];
     }
-    const float inv = (float)(1.0 / sum_d);
-    for (int t = 0; t < count; t++)
-        att[t] = s->attn_f16 ? bench_f16_to_f32(bench_f32_to_f16(att[t] * inv)) : att[t] / sum;
+    if (s->attn_f16) {
+        const float inv = (float)(1.0 / sum_d);
+        for (int t = 0; t < count; t++) att[t] = bench_f16_to_f32(bench_f32_to_f16(att[t] * inv));
+    } else {
+        kva_rowop(att, count, sum, 0);
+    }
 }
 
 /* Queries i0 .. i0+ni-1 of the call on KV head kvh, every query head of its group. */

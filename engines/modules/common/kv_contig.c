@@ -46,7 +46,6 @@ static void attend_task(void *arg, int task, int n_tasks) {
     }
     int hd = s->head_dim, kv_dim = s->n_kv_heads * hd, q_dim = s->n_heads * hd;
     int group = s->n_heads / s->n_kv_heads;
-    float sqrt_hd = sqrtf((float)hd);
     float *att = j->scratch + (size_t)task * (size_t)s->max_pos;
     int pairs = j->n * s->n_heads;
     for (int p = task; p < pairs; p += n_tasks) {
@@ -58,23 +57,7 @@ static void attend_task(void *arg, int task, int n_tasks) {
         const size_t kr = kvq_bytes(s->k_type, (size_t)kv_dim), vr = kvq_bytes(s->v_type, (size_t)kv_dim);
         const uint8_t *kh = j->k + kvq_bytes(s->k_type, head), *vh = j->v + kvq_bytes(s->v_type, head);
         kva_dots_t(s->k_type, qh, kh, kr, pos + 1, hd, att);
-        float max = -INFINITY;
-        for (int t = 0; t <= pos; t++) {
-            /* divide, as the reference does; llama.cpp (attn_f16) multiplies by 1/sqrt(hd) */
-            float dot = s->attn_f16 ? att[t] * (1.0f / sqrt_hd) : att[t] / sqrt_hd;
-            att[t] = dot;
-            if (dot > max) max = dot;
-        }
-        float sum = 0.0f;
-        double sum_d = 0.0; /* llama.cpp's softmax sums in double and scales by 1/sum */
-        for (int t = 0; t <= pos; t++) {
-            att[t] = expf(att[t] - max);
-            sum += att[t];
-            sum_d += att[t];
-        }
-        const float inv = (float)(1.0 / sum_d);
-        for (int t = 0; t <= pos; t++)
-            att[t] = s->attn_f16 ? bench_f16_to_f32(bench_f32_to_f16(att[t] * inv)) : att[t] / sum;
+        kva_softmax(s, att, pos + 1);
         float *o = j->out + (size_t)i * q_dim + (size_t)h * hd;
         memset(o, 0, (size_t)hd * sizeof(float));
         kva_accum_t(s->v_type, o, att, vh, vr, pos + 1, hd);

@@ -63,12 +63,6 @@ typedef struct attend_job {
     int bs, pos0, n;
 } attend_job;
 
-/* A softmax weight as it multiplies V: e / sum in f32, or as llama.cpp has it with its
- * f16 cache, e * (1/sum) rounded to f16 (bench_kv_shape.attn_f16). */
-static inline float kvp_weight(const bench_kv_shape *s, float e, float sum, float inv) {
-    return s->attn_f16 ? bench_f16_to_f32(bench_f32_to_f16(e * inv)) : e / sum;
-}
-
 typedef struct paged_rows { const uint8_t *k, *v; const int *table; size_t kr, vr; int bs; } paged_rows;
 static size_t paged_row(const paged_rows *r, int t) { return (size_t)r->table[t / r->bs] * (size_t)r->bs + (size_t)(t % r->bs); }
 static const uint8_t *paged_krow(const void *ctx, int t) { const paged_rows *r = ctx; return r->k + paged_row(r, t) * r->kr; }
@@ -90,7 +84,6 @@ static void attend_task(void *arg, int task, int n_tasks) {
     }
     int hd = s->head_dim, kv_dim = s->n_kv_heads * hd, q_dim = s->n_heads * hd, bs = j->bs;
     int group = s->n_heads / s->n_kv_heads;
-    float sqrt_hd = sqrtf((float)hd);
     float *att = j->scratch + (size_t)task * kvq_scores_per_task(s);
     int pairs = j->n * s->n_heads;
     const size_t kr = kvq_bytes(s->k_type, (size_t)kv_dim), vr = kvq_bytes(s->v_type, (size_t)kv_dim);
@@ -107,22 +100,7 @@ static void attend_task(void *arg, int task, int n_tasks) {
             int tn = pos + 1 - t0 < bs ? pos + 1 - t0 : bs;
             kva_dots_t(s->k_type, qh, j->k + (size_t)j->table[b] * k_block + kh, kr, tn, hd, att + t0);
         }
-        float max = -INFINITY;
-        for (int t = 0; t <= pos; t++) {
-            /* divide, as the reference does; llama.cpp (attn_f16) multiplies by 1/sqrt(hd) */
-            float dot = s->attn_f16 ? att[t] * (1.0f / sqrt_hd) : att[t] / sqrt_hd;
-            att[t] = dot;
-            if (dot > max) max = dot;
-        }
-        float sum = 0.0f;
-        double sum_d = 0.0; /* llama.cpp's softmax sums in double and scales by 1/sum */
-        for (int t = 0; t <= pos; t++) {
-            att[t] = expf(att[t] - max);
-            sum += att[t];
-            sum_d += att[t];
-        }
-        const float inv = (float)(1.0 / sum_d);
-        for (int t = 0; t <= pos; t++) att[t] = kvp_weight(s, att[t], sum, inv);
+        kva_softmax(s, att, pos + 1);
         float *o = j->out + (size_t)i * q_dim + (size_t)h * hd;
         memset(o, 0, (size_t)hd * sizeof(float));
         if (bs == 1) {
