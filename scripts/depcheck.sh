@@ -2,8 +2,8 @@
 # The dependency check (docs/ARCHITECTURE.md): the folders of the code form layers, and a
 # file may depend only on files of its own folder or of a lower layer. Dependencies are read
 # from two places:
-#   includes  every `#include "..."` of the sources (.c .h .cu .inc) under harness/, engines/
-#             and allocators/;
+#   includes  every `#include "..."` of the sources (.c .h .cu .inc) under util/, harness/,
+#             engines/ and allocators/;
 #   calls     with BUILD_DIR given, the objects of that build (nm): a call from an object of
 #             folder A to a symbol defined in an object of folder B is an edge A -> B.
 # It fails (exit 1) on an edge that points up or sideways between two folders of one layer,
@@ -26,25 +26,27 @@ esac
 # The layers, top to bottom. A folder depends on its own layer's folders only where the
 # `same:` list allows it (report reads the parent's record of a run), and on lower layers freely.
 layers='
-9 tests tools
-8 harness/cli
-7 harness/report
-6 harness/parent harness/child
-5 harness/spec
-4 engines/core/runtime engines/core/synth
-3 engines/core/compute
-2 engines/core/model
-1 engines/modules engines/modules/common engines/cuda engines/cuda/host engines/cuda/modules
-0 engines/abi allocators
+10 tests tools
+9 harness/cli
+8 harness/report
+7 harness/parent harness/child
+6 harness/spec
+5 engines/core/runtime engines/core/synth
+4 engines/core/compute
+3 engines/core/model
+2 engines/modules engines/modules/common engines/cuda engines/cuda/host engines/cuda/modules
+1 engines/abi allocators
+0 util
 '
-# allocators is a leaf: it includes only its own folder (checked like any other layer-0 folder,
-# which may not point at the other layer-0 folder).
+# util is the bottom: mkdir -p, whole-file reads, the clock, growable buffers (it uses nothing
+# of bench). allocators includes only its own folder and util (checked like any other layer-1
+# folder, which may not point at the other layer-1 folder).
 
 tmp=$(mktemp -d /tmp/depcheck.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
 # ---- include edges: "from_file to_file" ----
-find harness engines allocators tests tools -type f \( -name '*.c' -o -name '*.h' -o -name '*.cu' -o -name '*.inc' \) \
+find util harness engines allocators tests tools -type f \( -name '*.c' -o -name '*.h' -o -name '*.cu' -o -name '*.inc' \) \
   2>/dev/null | sort >"$tmp/files"
 while read -r f; do
   d=$(dirname "$f")
@@ -110,7 +112,7 @@ END {
     print "// one row per layer, and an arrow where a file of one folder includes or calls one of another."
     print "digraph bench {"
     print "  rankdir=TB; node [shape=box, fontname=\"monospace\"];"
-    for (r = 9; r >= 0; r--) {
+    for (r = 10; r >= 0; r--) {
       m = 0
       for (f in F) if ((f in rank) && rank[f] == r && f !~ /^(tests|tools)/) row[++m] = f
       for (i = 2; i <= m; i++) { v = row[i]; for (j = i - 1; j >= 1 && row[j] > v; j--) row[j + 1] = row[j]; row[j + 1] = v }

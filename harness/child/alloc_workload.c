@@ -21,16 +21,11 @@
 #include "engines/core/runtime/modreg.h"
 #include "harness/spec/events.h"
 #include "harness/spec/stats.h"
+#include "util/ut_clock.h"
 
 /* ======================================================================
  * The worker: one workload on one allocator
  * ====================================================================== */
-
-static int64_t aw_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static uint64_t aw_rng(uint64_t *s) {
     /* xorshift64*: enough for sizes and permutations, and the same on every machine */
@@ -80,7 +75,7 @@ typedef struct aw_run {
 /* The end of a batch of AW_BATCH ops: one clock read. Out of line, so the loops that
  * count down to it stay small; it runs once per 64 ops. */
 __attribute__((noinline)) static void aw_batch_end(aw_run *r) {
-    int64_t t = aw_now();
+    int64_t t = ut_now_ns();
     if (r->timed && r->n_batch < r->cap_batch) {
         double d = (double)(t - r->t_last - r->overhead_ns);
         r->batch_ns[r->n_batch++] = (d > 0 ? d : 0) / AW_BATCH;
@@ -367,7 +362,7 @@ typedef struct aw_wk {
 /* a and b: HELLO's pid; a COUNTER's class and direction (events.h) */
 static int aw_send_ab(aw_wk *c, uint32_t type, int ack, const char *name, const char *unit, double value, int64_t a,
                       int64_t b) {
-    bench_event ev = bench_event_make(type, ack, aw_now(), a, b, name, unit, value);
+    bench_event ev = bench_event_make(type, ack, ut_now_ns(), a, b, name, unit, value);
     if (c->ev_fd < 0) {
         static const char *n[] = {"?", "hello", "load_start", "load_end", "", "", "", "", "", "counter", "done", "error"};
         fprintf(stderr, "%9.3f ms  %-10s", (double)(ev.t_ns - c->t0) * 1e-6, type <= BENCH_EV_ERROR ? n[type] : "?");
@@ -446,8 +441,8 @@ static int64_t aw_clock_cost(void) {
     int64_t *d = malloc(N * sizeof(*d));
     if (!d) return 0;
     for (int i = 0; i < N; i++) {
-        int64_t a = aw_now();
-        d[i] = aw_now() - a;
+        int64_t a = ut_now_ns();
+        d[i] = ut_now_ns() - a;
     }
     qsort(d, N, sizeof(*d), cmp_i64);
     int64_t m = d[N / 2];
@@ -482,10 +477,10 @@ static int aw_pass(aw_run *r, uint64_t warm, aw_timing *out, struct rusage *ru0,
     r->timed = 1;
     r->n_batch = 0;
     r->clock_reads = 0;
-    int64_t t0 = aw_now();
+    int64_t t0 = ut_now_ns();
     r->t_last = t0;
     if (!bad) bad = aw_go(r, r->w->ops, r->w->rounds);
-    int64_t t1 = aw_now();
+    int64_t t1 = ut_now_ns();
     if (ru1) getrusage(RUSAGE_SELF, ru1);
     r->timed = 0;
     double total_ns = (double)(t1 - t0) - (double)r->clock_reads * (double)r->overhead_ns;
@@ -502,7 +497,7 @@ static int aw_pass(aw_run *r, uint64_t warm, aw_timing *out, struct rusage *ru0,
 
 int aw_worker(const char *spec_text, const char *spec_name, int ev_fd, int ack_fd, const struct worker_opts *o) {
     (void)o;
-    aw_wk c = {.ev_fd = ev_fd, .ack_fd = ack_fd, .t0 = aw_now()};
+    aw_wk c = {.ev_fd = ev_fd, .ack_fd = ack_fd, .t0 = ut_now_ns()};
     sc_errors errs = {0};
     aw_workload w = {0};
     aw_run r = {0};

@@ -27,6 +27,7 @@
 #include "harness/spec/worker_spec.h"
 #include "harness/child/worker.h"
 #include "harness/child/mapguard.h"
+#include "util/ut_clock.h"
 
 #if defined(__has_include)
 #if __has_include(<valgrind/callgrind.h>)
@@ -74,12 +75,6 @@ static void wk_callgrind_mark(uint32_t type) {
 #endif
 }
 
-static int64_t wk_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static const char *wk_type_name(uint32_t t) {
     static const char *n[] = {"?", "hello", "load_start", "load_end", "prefill_start", "prefill_end",
                               "decode_start", "token", "decode_end", "counter", "done", "error", "region",
@@ -123,7 +118,7 @@ static int wk_write(wk_ctx *c, const bench_event *ev) {
 /* Sends one event stamped now; with ack, waits until the parent has taken its snapshot. */
 static int wk_send(wk_ctx *c, uint32_t type, int ack, int64_t a, int64_t b, const char *name, const char *unit,
                    double value) {
-    bench_event ev = bench_event_make(type, ack, wk_now(), a, b, name, unit, value);
+    bench_event ev = bench_event_make(type, ack, ut_now_ns(), a, b, name, unit, value);
     return wk_write(c, &ev);
 }
 
@@ -276,7 +271,7 @@ static void wk_kv_sample(wk_ctx *c, const engine_kv_mem *kv, int64_t step, int64
     bench_event ev;
     memset(&ev, 0, sizeof(ev));
     ev.type = BENCH_EV_KV_SAMPLE;
-    ev.t_ns = wk_now();
+    ev.t_ns = ut_now_ns();
     ev.a = step;
     ev.b = tokens;
     ev.x[BENCH_KVS_RESERVED] = (int64_t)kv->reserved;
@@ -481,7 +476,7 @@ static int wk_run(wk_ctx c, wk_spec s) {
                           wk_accuracy(&c, &s, &es, c.accuracy_out);
         goto out;
     }
-    c.t0 = wk_now();
+    c.t0 = ut_now_ns();
     if (wk_send(&c, BENCH_EV_HELLO, 1, getpid(), 0, NULL, NULL, 0)) goto out;
     int hook = wk_fault(s.fault);
     if (hook) {

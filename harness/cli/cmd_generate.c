@@ -14,12 +14,9 @@
 #include "engines/core/runtime/accuracy.h"
 #include "engines/core/runtime/modreg.h"
 #include "engines/core/runtime/sampler.h"
+#include "util/ut_clock.h"
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+static double now_s(void) { return (double)ut_now_ns() * 1e-9; }
 
 /* The device's own figures, for the summary on stderr. */
 typedef struct dev_figures { double ttft_ms, tpot_ms, mem_peak, h2d_gb_s, share_w; } dev_figures;

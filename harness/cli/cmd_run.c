@@ -22,6 +22,7 @@
 #include "harness/spec/kind.h"
 #include "harness/spec/scenario.h"
 #include "harness/spec/shard.h"
+#include "util/ut_fs.h"
 
 static volatile sig_atomic_t run_interrupted;
 
@@ -109,18 +110,6 @@ static void run_progress(void *user, const rn_run *r, int done, int total) {
             rn_status_name(r->status), r->cache_ok ? "" : " (invalid)", (int)el / 60, (int)el % 60,
             (int)eta / 60, (int)eta % 60);
     if (done == total) fputc('\n', stderr);
-}
-
-static int run_mkdirs(const char *path) {
-    char buf[PATH_MAX];
-    snprintf(buf, sizeof(buf), "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = 0;
-        if (mkdir(buf, 0777) && errno != EEXIST) return -1;
-        *p = '/';
-    }
-    return mkdir(buf, 0777) && errno != EEXIST ? -1 : 0;
 }
 
 typedef struct run_shard {
@@ -266,7 +255,7 @@ int cmd_run(int argc, char **argv) {
         fprintf(stderr, "bench run: %s: %s\n", file, err);
         goto out;
     }
-    if (run_mkdirs(dir)) {
+    if (ut_mkdirs(dir)) {
         fprintf(stderr, "bench run: cannot create %s: %s\n", dir, strerror(errno));
         goto out;
     }

@@ -2,6 +2,7 @@
  * Reads the spec file once and hands it to the worker of its kind (harness/spec/kind.h). */
 #include <cJSON.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "harness/child/worker.h"
 #include "harness/cli/commands.h"
 #include "harness/spec/kind.h"
+#include "util/ut_fs.h"
 
 static void wk_usage(FILE *f) {
     fprintf(f,
@@ -29,31 +31,8 @@ static void wk_usage(FILE *f) {
 
 /* The file's text, NUL-terminated (malloc'd); NULL with err. */
 static char *wk_slurp(const char *path, char *err, size_t errlen) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        return NULL;
-    }
-    char *buf = NULL;
-    size_t len = 0;
-    for (;;) {
-        char *nb = realloc(buf, len + 65536 + 1);
-        if (!nb) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = nb;
-        size_t r = fread(buf + len, 1, 65536, f);
-        len += r;
-        if (r == 0) break;
-    }
-    fclose(f);
-    if (!buf) {
-        snprintf(err, errlen, "%s: out of memory", path);
-        return NULL;
-    }
-    buf[len] = 0;
+    char *buf = ut_slurp(path, SIZE_MAX, NULL, err, errlen);
+    if (!buf) return NULL;
     /* the text's own size: the read buffer goes back to the heap before the worker loads anything */
     char *text = strdup(buf);
     free(buf);

@@ -1,4 +1,5 @@
 #include "subproc.h"
+#include "util/ut_clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,11 +21,7 @@ static int sp_errf(char *err, size_t n, const char *fmt, ...) {
     return -1;
 }
 
-static int64_t sp_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+static int64_t sp_now_ms(void) { return ut_now_ns() / 1000000; }
 
 int sp_run(char *const argv[], const char *what, const char *log_path, double timeout_s,
            volatile sig_atomic_t *interrupted, char *err, size_t errlen) {

@@ -18,6 +18,8 @@
 #include "harness/report/resread.h"
 #include "harness/report/results.h"
 #include "harness/spec/stats.h"
+#include "util/ut_fs.h"
+#include "util/ut_vec.h"
 
 /* ---- errors: every problem found, one per line ---- */
 
@@ -153,13 +155,7 @@ static int mg_has_results(const char *dir) {
 }
 
 static int mg_add_input(mg_ctx *c, const char *dir_or_file) {
-    if (c->n == c->cap) {
-        int ncap = c->cap ? c->cap * 2 : 8;
-        mg_in *ni = realloc(c->in, (size_t)ncap * sizeof(*ni));
-        if (!ni) return -1;
-        c->in = ni;
-        c->cap = ncap;
-    }
+    if (UT_VEC_RESERVE(c->in, c->cap, c->n + 1)) return -1;
     mg_in *in = &c->in[c->n];
     memset(in, 0, sizeof(*in));
     snprintf(in->path, sizeof(in->path), "%s", dir_or_file);
@@ -411,17 +407,9 @@ static int mg_push(mg_series **ms, int *nms, const char *name, double x, int run
         memset(s, 0, sizeof(*s));
         snprintf(s->name, sizeof(s->name), "%s", name);
     }
-    if (s->n == s->cap) {
-        int nc = s->cap ? s->cap * 2 : 16;
-        double *v = realloc(s->v, (size_t)nc * sizeof(*v));
-        if (v) s->v = v;
-        int *r = realloc(s->run, (size_t)nc * sizeof(*r));
-        if (r) s->run = r;
-        int *p = realloc(s->proc, (size_t)nc * sizeof(*p));
-        if (p) s->proc = p;
-        if (!v || !r || !p) return -1;
-        s->cap = nc;
-    }
+    if (ut_vec_reserve_par(&s->cap, (size_t)s->n + 1, 3, (void *[]){&s->v, &s->run, &s->proc},
+                           (size_t[]){sizeof(*s->v), sizeof(*s->run), sizeof(*s->proc)}))
+        return -1;
     s->v[s->n] = x;
     s->run[s->n] = run;
     s->proc[s->n] = proc;
@@ -761,20 +749,8 @@ done:
 
 /* ---- files ---- */
 
-static int mg_mkdirs(const char *path) {
-    char buf[PATH_MAX];
-    snprintf(buf, sizeof(buf), "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = 0;
-        if (mkdir(buf, 0777) && errno != EEXIST) return -1;
-        *p = '/';
-    }
-    return mkdir(buf, 0777) && errno != EEXIST ? -1 : 0;
-}
-
 int mg_write(const cJSON *doc, const char *dir, char *err, size_t errlen) {
-    if (mg_mkdirs(dir)) {
+    if (ut_mkdirs(dir)) {
         snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
         return -1;
     }

@@ -14,6 +14,7 @@
 
 #include "harness/report/results.h"
 #include "harness/spec/stats.h"
+#include "util/ut_vec.h"
 
 extern char **environ;
 
@@ -342,16 +343,11 @@ static int pl_fig_itl(const rr_doc *d, FILE *f, FILE *b) {
                 const cJSON *t = pl_get(pl_get(p, "tokens"), "t_ms");
                 int nt = cJSON_GetArraySize(t);
                 for (int k = 1; k < nt; k++) {
-                    if (n == cap) {
-                        cap = cap ? cap * 2 : 256;
-                        double *nx = realloc(x, sizeof(double) * (size_t)cap);
-                        if (!nx) {
-                            free(x);
-                            fclose(pf);
-                            free(plot);
-                            return -1;
-                        }
-                        x = nx;
+                    if (UT_VEC_RESERVE(x, cap, n + 1)) {
+                        free(x);
+                        fclose(pf);
+                        free(plot);
+                        return -1;
                     }
                     x[n++] = cJSON_GetArrayItem(t, k)->valuedouble - cJSON_GetArrayItem(t, k - 1)->valuedouble;
                 }

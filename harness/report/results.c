@@ -22,6 +22,7 @@
 #include "harness/report/serve_report.h"
 #include "harness/report/escape.h"
 #include "harness/report/locations.h"
+#include "util/ut_vec.h"
 
 /* ---- atomic files ---- */
 
@@ -230,9 +231,7 @@ void rs_variant_label(const scenario *s, int variant, char *buf, size_t len) {
 static rs_metric *rs_metric_get(rs_variant *v, const char *name, const char *unit, mc_decl decl) {
     for (int i = 0; i < v->n; i++)
         if (!strcmp(v->m[i].name, name)) return &v->m[i];
-    rs_metric *nm = realloc(v->m, (size_t)(v->n + 1) * sizeof(*nm));
-    if (!nm) return NULL;
-    v->m = nm;
+    if (UT_VEC_RESERVE(v->m, v->cap, v->n + 1)) return NULL;
     rs_metric *m = &v->m[v->n];
     memset(m, 0, sizeof(*m));
     m->name = strdup(name);
@@ -248,13 +247,9 @@ static rs_metric *rs_metric_get(rs_variant *v, const char *name, const char *uni
 }
 
 static void rs_metric_push(rs_metric *m, double x, int run, int proc) {
-    double *nv = realloc(m->v, (size_t)(m->n + 1) * sizeof(*nv));
-    if (nv) m->v = nv;
-    int *nr = realloc(m->run, (size_t)(m->n + 1) * sizeof(*nr));
-    if (nr) m->run = nr;
-    int *np = realloc(m->proc, (size_t)(m->n + 1) * sizeof(*np));
-    if (np) m->proc = np;
-    if (!nv || !nr || !np) return;
+    if (ut_vec_reserve_par(&m->cap, (size_t)m->n + 1, 3, (void *[]){&m->v, &m->run, &m->proc},
+                           (size_t[]){sizeof(*m->v), sizeof(*m->run), sizeof(*m->proc)}))
+        return;
     m->v[m->n] = x;
     m->run[m->n] = run;
     m->proc[m->n] = proc;

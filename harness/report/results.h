@@ -36,7 +36,7 @@ typedef struct rs_metric {
     char *name;
     char *unit;
     mc_decl decl;               /* its class, better direction and tolerance, as declared (mclass.h) */
-    int n;
+    int n, cap;
     double *v;                  /* (n) one value per process of each counted repetition */
     int *run, *proc;            /* (n) where each value came from: index into res->runs, process */
     int *outlier;               /* (n) */
@@ -46,7 +46,7 @@ typedef struct rs_metric {
 typedef struct rs_variant {
     int variant;                /* index into scenario.variants */
     int counted, failed, invalid, warmups;
-    int n;
+    int n, cap;
     rs_metric *m;
 } rs_variant;
 
