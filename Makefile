@@ -225,6 +225,7 @@ test: deps
 	@$(MAKE) --no-print-directory BUILD=build/asan SAN=1 OPT=-O1 tests-build
 	@$(MAKE) --no-print-directory all
 	@bash scripts/depcheck.sh build/asan
+	@bash scripts/funclen.sh
 	@BENCH_SHARED=$(SHARED) bash tests/run.sh build/asan
 
 # The slow tests (tests/slow_*.c, a few minutes: docs/reliability.md), which CI runs after make test.

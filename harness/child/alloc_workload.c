@@ -495,6 +495,95 @@ static int aw_pass(aw_run *r, uint64_t warm, aw_timing *out, struct rusage *ru0,
     return bad ? -1 : 0;
 }
 
+/* The size table (AW_NSIZES draws of p(s) ~ s^-alpha on [min, max]) and the order the live
+ * slots are visited in, both from the workload's seed. */
+static void aw_draw(aw_run *r, const aw_workload *w) {
+    uint64_t rng = w->seed * 0x9E3779B97F4A7C15ull + 1;
+    for (int i = 0; i < AW_NSIZES; i++) {
+        /* inverse CDF of p(s) ~ s^-alpha on [min, max]; alpha 1 is uniform in log(s) */
+        double u = (double)(aw_rng(&rng) >> 11) * 0x1.0p-53, lo = (double)w->min, hi = (double)w->max, s;
+        if (fabs(w->alpha - 1.0) < 1e-9) s = lo * pow(hi / lo, u);
+        else {
+            double e = 1.0 - w->alpha;
+            s = pow(pow(lo, e) + u * (pow(hi, e) - pow(lo, e)), 1.0 / e);
+        }
+        uint64_t si = (uint64_t)s;
+        r->sizes[i] = si < w->min ? w->min : si > w->max ? w->max : si;
+    }
+    for (int i = 0; i < w->live; i++) r->perm[i] = (uint32_t)i;
+    for (int i = w->live - 1; i > 0; i--) {
+        int k = (int)(aw_rng(&rng) % (uint64_t)(i + 1));
+        uint32_t t = r->perm[i];
+        r->perm[i] = r->perm[k];
+        r->perm[k] = t;
+    }
+}
+
+/* The driver's floor: the same passes on the null allocator, twice (the lower counts:
+ * a busy machine only ever adds), before the allocator's own pass and before the RSS
+ * baseline, its block unmapped again so it is in no figure of the allocator's. 0 or -1
+ * (the failure sent). */
+static int aw_floor(aw_wk *c, aw_run *r, const aw_workload *w, const at_trace *trace, uint64_t warm, aw_timing *fl) {
+    *fl = (aw_timing){0};
+    size_t nb_len = (size_t)((aw_max_request(w, trace) + 4095) & ~(uint64_t)4095);
+    void *nb = mmap(NULL, nb_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (nb == MAP_FAILED) {
+        aw_fail(c, "cannot map the floor's %zu B block", nb_len);
+        return -1;
+    }
+    for (size_t o = 0; o < nb_len; o += 4096) ((volatile char *)nb)[o] = 1;
+    r->f = (aw_fns){.alloc = aw_null_alloc, .free = aw_null_free, .reset = NULL, .ctx = nb};
+    for (int k = 0; k < 2; k++) {
+        aw_timing ft;
+        aw_pass(r, warm, &ft, NULL, NULL);   /* the null allocator never fails */
+        if (k == 0 || ft.ns_per_op < fl->ns_per_op) *fl = ft;
+    }
+    munmap(nb, nb_len);
+    r->peak_live = 0;
+    r->size_i = 0;
+    memset(r->slot, 0, r->n_slot * sizeof(*r->slot));
+    atomic_store(&r->a_live_bytes, 0);
+    atomic_store(&r->a_live_blocks, 0);
+    return 0;
+}
+
+/* The allocator's figures as counters: time per op (and less the floor's), faults, CPU
+ * time, peak live bytes, RSS growth and fragmentation. */
+static void aw_report(aw_wk *c, const aw_run *r, const aw_workload *w, const aw_timing *tm, const aw_timing *fl,
+                      const struct rusage *ru0, const struct rusage *ru1, int64_t rss0, int64_t hwm, int locked) {
+    double ops = (double)w->ops;
+    uint64_t minflt = (uint64_t)(ru1->ru_minflt - ru0->ru_minflt);
+    aw_counter(c, "aw.ops", "count", BENCH_CTR_EXACT, BENCH_BETTER_NONE, ops);
+    aw_counter(c, "aw.ns_per_op", "ns", BENCH_CTR_TIME, BENCH_BETTER_LOWER, tm->ns_per_op);
+    aw_counter(c, "aw.ops_per_s", "ops/s", BENCH_CTR_TIME, BENCH_BETTER_HIGHER, 1e9 / tm->ns_per_op);
+    if (tm->batches) {
+        aw_counter(c, "aw.ns_op_p50", "ns", BENCH_CTR_TIME, BENCH_BETTER_LOWER, tm->p50);
+        aw_counter(c, "aw.ns_op_p99", "ns", BENCH_CTR_TIME, BENCH_BETTER_LOWER, tm->p99);
+    }
+    aw_counter(c, "aw.batches", "count", BENCH_CTR_EXACT, BENCH_BETTER_NONE, (double)tm->batches);
+    /* the floor, and the allocator's figures less the floor's same statistic */
+    aw_counter(c, "aw.floor_ns_per_op", "ns", BENCH_CTR_TIME, BENCH_BETTER_LOWER, fl->ns_per_op);
+    aw_counter(c, "aw.net_ns_per_op", "ns", BENCH_CTR_TIME, BENCH_BETTER_LOWER, tm->ns_per_op - fl->ns_per_op);
+    if (tm->batches && fl->batches) {
+        aw_counter(c, "aw.floor_ns_op_p50", "ns", BENCH_CTR_TIME, BENCH_BETTER_LOWER, fl->p50);
+        aw_counter(c, "aw.floor_ns_op_p99", "ns", BENCH_CTR_TIME, BENCH_BETTER_LOWER, fl->p99);
+        aw_counter(c, "aw.net_ns_op_p50", "ns", BENCH_CTR_TIME, BENCH_BETTER_LOWER, tm->p50 - fl->p50);
+        aw_counter(c, "aw.net_ns_op_p99", "ns", BENCH_CTR_TIME, BENCH_BETTER_LOWER, tm->p99 - fl->p99);
+    }
+    aw_counter(c, "aw.timer_ns", "ns", BENCH_CTR_TIME, BENCH_BETTER_NONE, (double)r->overhead_ns);
+    aw_counter(c, "aw.minflt", "count", BENCH_CTR_COUNT, BENCH_BETTER_LOWER, (double)minflt);
+    aw_counter(c, "aw.minflt_per_op", "count", BENCH_CTR_TIME, BENCH_BETTER_LOWER, (double)minflt / ops);
+    aw_counter(c, "aw.sys_ms", "ms", BENCH_CTR_TIME, BENCH_BETTER_LOWER, aw_tv_ms(ru1->ru_stime) - aw_tv_ms(ru0->ru_stime));
+    aw_counter(c, "aw.user_ms", "ms", BENCH_CTR_TIME, BENCH_BETTER_LOWER, aw_tv_ms(ru1->ru_utime) - aw_tv_ms(ru0->ru_utime));
+    aw_counter(c, "aw.peak_live_bytes", "B", BENCH_CTR_EXACT, BENCH_BETTER_NONE, (double)r->peak_live);
+    if (rss0 >= 0 && hwm >= 0) {
+        double grow = (double)(hwm > rss0 ? hwm - rss0 : 0);
+        aw_counter(c, "aw.rss_growth_bytes", "B", BENCH_CTR_BYTES, BENCH_BETTER_LOWER, grow);
+        if (r->peak_live) aw_counter(c, "aw.fragmentation", "ratio", BENCH_CTR_BYTES, BENCH_BETTER_LOWER, grow / (double)r->peak_live);
+    }
+    aw_counter(c, "aw.locked", "bool", BENCH_CTR_EXACT, BENCH_BETTER_NONE, locked);
+}
+
 int aw_worker(const char *spec_text, const char *spec_name, int ev_fd, int ack_fd, const struct worker_opts *o) {
     (void)o;
     aw_wk c = {.ev_fd = ev_fd, .ack_fd = ack_fd, .t0 = ut_now_ns()};
@@ -556,25 +645,7 @@ int aw_worker(const char *spec_text, const char *spec_name, int ev_fd, int ack_f
         aw_fail(&c, "out of memory");
         goto out;
     }
-    uint64_t rng = w.seed * 0x9E3779B97F4A7C15ull + 1;
-    for (int i = 0; i < AW_NSIZES; i++) {
-        /* inverse CDF of p(s) ~ s^-alpha on [min, max]; alpha 1 is uniform in log(s) */
-        double u = (double)(aw_rng(&rng) >> 11) * 0x1.0p-53, lo = (double)w.min, hi = (double)w.max, s;
-        if (fabs(w.alpha - 1.0) < 1e-9) s = lo * pow(hi / lo, u);
-        else {
-            double e = 1.0 - w.alpha;
-            s = pow(pow(lo, e) + u * (pow(hi, e) - pow(lo, e)), 1.0 / e);
-        }
-        uint64_t si = (uint64_t)s;
-        r.sizes[i] = si < w.min ? w.min : si > w.max ? w.max : si;
-    }
-    for (int i = 0; i < w.live; i++) r.perm[i] = (uint32_t)i;
-    for (int i = w.live - 1; i > 0; i--) {
-        int k = (int)(aw_rng(&rng) % (uint64_t)(i + 1));
-        uint32_t t = r.perm[i];
-        r.perm[i] = r.perm[k];
-        r.perm[k] = t;
-    }
+    aw_draw(&r, &w);
     /* every page of the driver's own arrays is touched now, not inside the timing (not zeros:
      * the compiler may turn malloc + memset 0 into calloc, whose fresh pages stay untouched) */
     for (size_t i = 0; i < r.cap_batch; i++) r.batch_ns[i] = -1.0;
@@ -589,31 +660,9 @@ int aw_worker(const char *spec_text, const char *spec_name, int ev_fd, int ack_f
     uint64_t warm = w.pattern == AW_CHURN || w.pattern == AW_PRODCON ? 2048 : 2 * (uint64_t)w.live;
     if (warm > w.ops) warm = w.ops;
 
-    /* The driver's floor: the same passes on the null allocator, twice (the lower counts:
-     * a busy machine only ever adds), before the allocator's own pass and before the RSS
-     * baseline, its block unmapped again so it is in no figure of the allocator's. */
-    aw_timing fl = {0};
-    {
-        size_t nb_len = (size_t)((aw_max_request(&w, &trace) + 4095) & ~(uint64_t)4095);
-        void *nb = mmap(NULL, nb_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (nb == MAP_FAILED) {
-            aw_fail(&c, "cannot map the floor's %zu B block", nb_len);
-            goto out;
-        }
-        for (size_t o = 0; o < nb_len; o += 4096) ((volatile char *)nb)[o] = 1;
-        r.f = (aw_fns){.alloc = aw_null_alloc, .free = aw_null_free, .reset = NULL, .ctx = nb};
-        for (int k = 0; k < 2; k++) {
-            aw_timing ft;
-            aw_pass(&r, warm, &ft, NULL, NULL);   /* the null allocator never fails */
-            if (k == 0 || ft.ns_per_op < fl.ns_per_op) fl = ft;
-        }
-        munmap(nb, nb_len);
-        r.peak_live = 0;
-        r.size_i = 0;
-        memset(r.slot, 0, r.n_slot * sizeof(*r.slot));
-        atomic_store(&r.a_live_bytes, 0);
-        atomic_store(&r.a_live_blocks, 0);
-    }
+    /* the driver's floor, before the allocator's own pass and the RSS baseline */
+    aw_timing fl;
+    if (aw_floor(&c, &r, &w, &trace, warm, &fl)) goto out;
     r.f = (aw_fns){.alloc = r.ai->alloc, .free = r.ai->free, .reset = r.ai->reset, .ctx = r.ctx};
     r.locked = locked;
 
@@ -630,37 +679,7 @@ int aw_worker(const char *spec_text, const char *spec_name, int ev_fd, int ack_f
         goto out;
     }
     int64_t hwm = aw_status_bytes(hwm_reset ? "VmHWM:" : "VmRSS:");
-    double ops = (double)w.ops;
-    uint64_t minflt = (uint64_t)(ru1.ru_minflt - ru0.ru_minflt);
-    aw_counter(&c, "aw.ops", "count", BENCH_CTR_EXACT, BENCH_BETTER_NONE, ops);
-    aw_counter(&c, "aw.ns_per_op", "ns", BENCH_CTR_TIME, BENCH_BETTER_LOWER, tm.ns_per_op);
-    aw_counter(&c, "aw.ops_per_s", "ops/s", BENCH_CTR_TIME, BENCH_BETTER_HIGHER, 1e9 / tm.ns_per_op);
-    if (tm.batches) {
-        aw_counter(&c, "aw.ns_op_p50", "ns", BENCH_CTR_TIME, BENCH_BETTER_LOWER, tm.p50);
-        aw_counter(&c, "aw.ns_op_p99", "ns", BENCH_CTR_TIME, BENCH_BETTER_LOWER, tm.p99);
-    }
-    aw_counter(&c, "aw.batches", "count", BENCH_CTR_EXACT, BENCH_BETTER_NONE, (double)tm.batches);
-    /* the floor, and the allocator's figures less the floor's same statistic */
-    aw_counter(&c, "aw.floor_ns_per_op", "ns", BENCH_CTR_TIME, BENCH_BETTER_LOWER, fl.ns_per_op);
-    aw_counter(&c, "aw.net_ns_per_op", "ns", BENCH_CTR_TIME, BENCH_BETTER_LOWER, tm.ns_per_op - fl.ns_per_op);
-    if (tm.batches && fl.batches) {
-        aw_counter(&c, "aw.floor_ns_op_p50", "ns", BENCH_CTR_TIME, BENCH_BETTER_LOWER, fl.p50);
-        aw_counter(&c, "aw.floor_ns_op_p99", "ns", BENCH_CTR_TIME, BENCH_BETTER_LOWER, fl.p99);
-        aw_counter(&c, "aw.net_ns_op_p50", "ns", BENCH_CTR_TIME, BENCH_BETTER_LOWER, tm.p50 - fl.p50);
-        aw_counter(&c, "aw.net_ns_op_p99", "ns", BENCH_CTR_TIME, BENCH_BETTER_LOWER, tm.p99 - fl.p99);
-    }
-    aw_counter(&c, "aw.timer_ns", "ns", BENCH_CTR_TIME, BENCH_BETTER_NONE, (double)r.overhead_ns);
-    aw_counter(&c, "aw.minflt", "count", BENCH_CTR_COUNT, BENCH_BETTER_LOWER, (double)minflt);
-    aw_counter(&c, "aw.minflt_per_op", "count", BENCH_CTR_TIME, BENCH_BETTER_LOWER, (double)minflt / ops);
-    aw_counter(&c, "aw.sys_ms", "ms", BENCH_CTR_TIME, BENCH_BETTER_LOWER, aw_tv_ms(ru1.ru_stime) - aw_tv_ms(ru0.ru_stime));
-    aw_counter(&c, "aw.user_ms", "ms", BENCH_CTR_TIME, BENCH_BETTER_LOWER, aw_tv_ms(ru1.ru_utime) - aw_tv_ms(ru0.ru_utime));
-    aw_counter(&c, "aw.peak_live_bytes", "B", BENCH_CTR_EXACT, BENCH_BETTER_NONE, (double)r.peak_live);
-    if (rss0 >= 0 && hwm >= 0) {
-        double grow = (double)(hwm > rss0 ? hwm - rss0 : 0);
-        aw_counter(&c, "aw.rss_growth_bytes", "B", BENCH_CTR_BYTES, BENCH_BETTER_LOWER, grow);
-        if (r.peak_live) aw_counter(&c, "aw.fragmentation", "ratio", BENCH_CTR_BYTES, BENCH_BETTER_LOWER, grow / (double)r.peak_live);
-    }
-    aw_counter(&c, "aw.locked", "bool", BENCH_CTR_EXACT, BENCH_BETTER_NONE, locked);
+    aw_report(&c, &r, &w, &tm, &fl, &ru0, &ru1, rss0, hwm, locked);
     bench_counter_sink sink = {aw_emit, &c, aw_emit_as};
     bench_alloc_counters(&(bench_allocator){r.ai, r.ctx}, &sink);
     rc = aw_send(&c, BENCH_EV_DONE, 1, NULL, NULL, 0) ? 1 : 0;
