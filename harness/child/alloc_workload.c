@@ -584,7 +584,7 @@ static void aw_report(aw_wk *c, const aw_run *r, const aw_workload *w, const aw_
     aw_counter(c, "aw.locked", "bool", BENCH_CTR_EXACT, BENCH_BETTER_NONE, locked);
 }
 
-int aw_worker(const char *spec_text, const char *spec_name, int ev_fd, int ack_fd, const struct worker_opts *o) {
+int aw_worker(const cJSON *j, const char *spec_name, int ev_fd, int ack_fd, const struct worker_opts *o) {
     (void)o;
     aw_wk c = {.ev_fd = ev_fd, .ack_fd = ack_fd, .t0 = ut_now_ns()};
     sc_errors errs = {0};
@@ -594,7 +594,6 @@ int aw_worker(const char *spec_text, const char *spec_name, int ev_fd, int ack_f
     modreg_entry me = {0};
     void *storage = NULL, *filled = NULL;
     int rc = 1;
-    cJSON *j = cJSON_Parse(spec_text);
     const cJSON *ja = j ? cJSON_GetObjectItemCaseSensitive(j, "alloc") : NULL;
     const cJSON *jo = j ? cJSON_GetObjectItemCaseSensitive(j, "alloc_opts") : NULL;
     const cJSON *jd = j ? cJSON_GetObjectItemCaseSensitive(j, "module_dir") : NULL;
@@ -697,6 +696,5 @@ out:
     modreg_entry_close(&me);
     aw_workload_free(&w);
     sc_errors_free(&errs);
-    cJSON_Delete(j);
     return rc;
 }

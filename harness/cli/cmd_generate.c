@@ -147,7 +147,7 @@ typedef struct gen_args {
 
 /* The command line into g: -1 to go on, or the exit status to return now (0 for --help). */
 static int gen_parse(int argc, char **argv, gen_args *g) {
-    *g = (gen_args){.prompt = "", .steps = 256, .topp = 0.9f, .seed = 42};
+    *g = (gen_args){.prompt = "", .steps = 256, .topp = (float)SAMPLER_DEFAULT_TOPP, .seed = SAMPLER_DEFAULT_SEED};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;

@@ -29,17 +29,6 @@ static void wk_usage(FILE *f) {
             "  perf stat -e page-faults,major-faults bench worker --spec results/mmap_vs_pread/<run>/specs/v0.json\n");
 }
 
-/* The file's text, NUL-terminated (malloc'd); NULL with err. */
-static char *wk_slurp(const char *path, char *err, size_t errlen) {
-    char *buf = ut_slurp(path, SIZE_MAX, NULL, err, errlen);
-    if (!buf) return NULL;
-    /* the text's own size: the read buffer goes back to the heap before the worker loads anything */
-    char *text = strdup(buf);
-    free(buf);
-    if (!text) snprintf(err, errlen, "%s: out of memory", path);
-    return text;
-}
-
 int cmd_worker(int argc, char **argv) {
     const char *spec_path = NULL;
     int ev_fd = -1, ack_fd = -1;
@@ -66,15 +55,16 @@ int cmd_worker(int argc, char **argv) {
     /* a model changed under its mapping: one line in the log, then death by SIGBUS, which the parent records */
     mg_install("bench worker", 1);
     char err[1024];
-    char *text = wk_slurp(spec_path, err, sizeof(err));
+    char *text = ut_slurp(spec_path, SIZE_MAX, NULL, err, sizeof(err));
     if (!text) return worker_fail(ev_fd, err);
-    /* the spec's "kind" picks the worker; the kind's worker checks the rest */
+    /* parsed once: the spec's "kind" picks the worker, which reads the rest from the same tree;
+     * the text goes back to the heap before the worker loads anything */
     cJSON *j = cJSON_Parse(text);
+    free(text);
     const cJSON *k = cJSON_GetObjectItemCaseSensitive(j, "kind");
     const sc_kind *kind = sc_kind_for_worker(cJSON_IsString(k) ? k->valuestring : NULL);
     if (!kind) snprintf(err, sizeof(err), "%s: no worker for the spec's kind \"%s\"", spec_path, cJSON_IsString(k) ? k->valuestring : "");
+    int rc = kind ? kind->worker(j, spec_path, ev_fd, ack_fd, &o) : worker_fail(ev_fd, err);
     cJSON_Delete(j);
-    int rc = kind ? kind->worker(text, spec_path, ev_fd, ack_fd, &o) : worker_fail(ev_fd, err);
-    free(text);
     return rc;
 }

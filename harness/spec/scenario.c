@@ -14,6 +14,7 @@
 #include "engines/abi/dtype.h"
 #include "engines/core/compute/kernels.h"
 #include "engines/core/runtime/modreg.h"
+#include "engines/core/runtime/sampler.h"
 #include "engines/core/synth/synth.h"
 #include "harness/spec/alloc_spec.h"
 #include "harness/spec/confine.h"
@@ -921,8 +922,8 @@ int sc_parse(const char *file, const char *text, const char *module_dir, scenari
     /* Pss per sample walks every page table of the worker: on a machine whose cores
      * the engine fills, it slows decode severalfold, so it is asked for, not default */
     s->metrics = SC_M_ALL & ~SC_M_PSS;
-    s->seed = 42;
-    s->topp = 0.9;
+    s->seed = SAMPLER_DEFAULT_SEED;
+    s->topp = SAMPLER_DEFAULT_TOPP;
 
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithOpts(text, &end, 1);
