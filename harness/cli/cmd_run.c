@@ -80,12 +80,14 @@ typedef struct run_ctx {
     char err[1024];
     int write_failures;     /* results.json writes that failed (a full disk): the run's exit status says so */
     int written_runs;       /* repetitions in the last results.json that was written */
+    uint64_t written_hash;  /* of that results.json (rs_input.written_hash) */
 } run_ctx;
 
 static void run_progress(void *user, const rn_run *r, int done, int total) {
     run_ctx *c = user;
-    rn_result *res = (rn_result *)c->in.res;
-    (void)res;
+    /* the last repetition's write says "complete": when nothing follows it (no accuracy or
+     * callgrind pass, no interruption), the closing write finds the file already current */
+    c->in.status = done == total ? "complete" : "running";
     if (rs_write_timelines(&c->in, done - 1, c->err, sizeof(c->err)))
         fprintf(stderr, "\nbench run: %s\n", c->err);
     /* results.json after every repetition: a crash of bench itself still leaves the finished ones */
@@ -352,7 +354,8 @@ int cmd_run(int argc, char **argv) {
 
     run_ctx ctx = {.tty = isatty(2), .t0 = rn_now_ns()};
     ctx.in = (rs_input){.s = s, .mf = &mf, .res = &res, .status = "running", .dir = dir, .only = a.only,
-                        .repeat_override = a.repeat, .quick = a.quick, .env = env, .shard = shard_json};
+                        .repeat_override = a.repeat, .quick = a.quick, .env = env, .shard = shard_json,
+                        .written_hash = &ctx.written_hash};
     rn_opts o = {.worker_exe = exe, .out_dir = dir, .fail_fast = a.fail_fast, .interrupted = &run_interrupted,
                  .on_run = run_progress, .user = &ctx, .keep = a.shard_arg ? run_keep : NULL, .keep_user = &sh};
     if (a.shard_arg)

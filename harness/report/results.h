@@ -30,6 +30,8 @@ typedef struct rs_input {
     int quick;
     struct cJSON *env;          /* rs_environment(), captured once */
     const struct cJSON *shard;  /* bench run --shard: its part of the plan (shard.h sh_shard_json); NULL: unsharded */
+    uint64_t *written_hash;     /* (optional) the hash of the results.json last written, less its "written"
+                                 * time (0: none yet): rs_write skips a document equal to it, and keeps it */
 } rs_input;
 
 typedef struct rs_metric {
