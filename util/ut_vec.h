@@ -5,7 +5,8 @@
  *     v[n++] = x;
  *
  * cap may be any integer type of 4 or 8 bytes (the structs of bench use int and size_t);
- * a capacity that would not fit it is a failure, like out of memory. Parallel arrays with one
+ * a capacity that would not fit it is a failure, like out of memory. A macro: p, cap and
+ * need are evaluated more than once, so they must have no side effects. Parallel arrays with one
  * count grow together with ut_vec_reserve_par. */
 #ifndef UT_VEC_H
 #define UT_VEC_H
