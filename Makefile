@@ -37,6 +37,7 @@ else ifneq ($(OPT),-O0)
   CPPFLAGS += -DNDEBUG
 endif
 
+UTIL_SRC    := $(wildcard util/*.c)
 CORE_SRC    := $(wildcard engines/core/*/*.c)
 ALLOC_SRC   := $(wildcard allocators/*.c)
 HARNESS_SRC := $(filter-out harness/cli/main.c,$(wildcard harness/*/*.c))
@@ -75,7 +76,7 @@ ifeq ($(CUDA),1)
                 $(patsubst engines/cuda/modules/%.c,$(BUILD)/modules/cuda/%.so,$(wildcard engines/cuda/modules/*.c)) \
                 $(CU_PAGED:%=$(BUILD)/modules/cuda/%.so)
 endif
-LIB_OBJ      := $(call obj,$(CORE_SRC) $(ALLOC_SRC) $(HARNESS_SRC))
+LIB_OBJ      := $(call obj,$(UTIL_SRC) $(CORE_SRC) $(ALLOC_SRC) $(HARNESS_SRC))
 MODULES      := $(patsubst engines/modules/%.c,$(BUILD)/modules/%.so,$(MODULE_SRC)) $(CU_MODULES)
 TESTS        := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 SLOW_TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(SLOW_SRC))
@@ -224,6 +225,7 @@ test: deps
 	@$(MAKE) --no-print-directory BUILD=build/asan SAN=1 OPT=-O1 tests-build
 	@$(MAKE) --no-print-directory all
 	@bash scripts/depcheck.sh build/asan
+	@bash scripts/funclen.sh
 	@BENCH_SHARED=$(SHARED) bash tests/run.sh build/asan
 
 # The slow tests (tests/slow_*.c, a few minutes: docs/reliability.md), which CI runs after make test.

@@ -82,12 +82,8 @@ static inline unsigned alloc_log2_up(uint64_t x) { return x <= 1 ? 0 : 64u - (un
 
 /* Monotonic time for the modules' optional time-in-allocator counter. Two reads cost
  * about 2 x 20 ns here, more than a cached alloc/free pair, so timing is an option, off by default. */
-#include <time.h>
-static inline uint64_t alloc_now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+#include "util/ut_clock.h"
+static inline uint64_t alloc_now_ns(void) { return (uint64_t)ut_now_ns(); }
 
 /* ASan poisoning, so a use of memory the allocator took back is reported where it happens. */
 #if defined(__SANITIZE_ADDRESS__)

@@ -9,7 +9,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_DIR     := build/fuzz
 FUZZ_FLAGS   := -std=c17 -O1 -g -fno-omit-frame-pointer -pthread -Wall -Wextra -Werror -Wno-unused-parameter -Wno-string-concatenation \
                 -fsanitize=address,undefined -fno-sanitize-recover=undefined
-FUZZ_SRC     := $(CORE_SRC) $(ALLOC_SRC) $(HARNESS_SRC)
+FUZZ_SRC     := $(UTIL_SRC) $(CORE_SRC) $(ALLOC_SRC) $(HARNESS_SRC)
 FUZZ_OBJ     := $(patsubst %.c,$(FUZZ_DIR)/obj/%.o,$(FUZZ_SRC))
 FUZZ_TARGETS := $(patsubst fuzz/%.c,$(FUZZ_DIR)/%,$(wildcard fuzz/fuzz_*.c))
 

@@ -13,6 +13,7 @@
 
 #include "engines/core/model/model.h"
 #include "engines/core/model/model_write.h"
+#include "util/ut_fs.h"
 
 #define DIM 8
 #define HID 16
@@ -67,15 +68,9 @@ static void make_tensors(bench_dtype dt, int tied) {
 }
 
 static char *slurp(const char *p, size_t *n) {
-    FILE *f = fopen(p, "rb");
-    if (!f) { perror(p); exit(1); }
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)len + 1);
-    if (!b || fread(b, 1, (size_t)len, f) != (size_t)len) { perror(p); exit(1); }
-    fclose(f);
-    *n = (size_t)len;
+    char err[512];
+    char *b = ut_slurp(p, SIZE_MAX, n, err, sizeof(err));
+    if (!b) { fprintf(stderr, "%s\n", err); exit(1); }
     return b;
 }
 

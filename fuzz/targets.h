@@ -9,6 +9,7 @@
 #include <math.h>
 
 #include "fuzz/fz.h"
+#include "engines/core/model/gguf_read.h"
 #include "engines/core/model/model.h"
 #include "engines/core/runtime/pretok.h"
 #include "engines/core/runtime/tokenizer.h"
@@ -36,12 +37,19 @@ static inline int fzt_tokenize(const model_vocab *v, char *e, size_t elen) {
     return 0;
 }
 
-/* GGUF header, metadata and tensor infos through model_open, as bench opens a model:
- * dispatch by magic, parse, model_validate. err gets the message (may be NULL). */
+/* GGUF header, metadata and tensor infos: first the container reader alone (gguf_read.h,
+ * the format with no model in it), then through model_open, as bench opens a model:
+ * dispatch by magic, the llama mapping, model_validate. err gets model_open's message (may
+ * be NULL). */
 static inline int fzt_gguf(const uint8_t *data, size_t size, char *err, size_t errlen) {
     char path[512], e[1024] = "";
     model *m = NULL;
     fz_write("m.gguf", data, size, path, sizeof(path));
+    if (gguf_scan(path, e, sizeof(e)) && !e[0]) {
+        fz_say("gguf container", NULL);
+        return -1;
+    }
+    e[0] = 0;
     int rc = model_open(path, NULL, &m, e, sizeof(e));
     fz_say("gguf", rc ? e : NULL);
     if (err) snprintf(err, errlen, "%s", e);

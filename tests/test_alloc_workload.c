@@ -19,6 +19,7 @@
 #include "harness/parent/runner.h"
 #include "harness/spec/scenario.h"
 #include "tests/lib/testutil.h"
+#include "util/ut_fs.h"
 
 static const char *const allocs[] = {"libc", "jemalloc", "mimalloc", "arena", "slab", "buddy"};
 enum { N_ALLOCS = 6 };
@@ -122,19 +123,10 @@ static int summary_metric(const cJSON *doc, const char *key, const char *metric,
 }
 
 static cJSON *read_json(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    cJSON *j = NULL;
-    if (buf && fread(buf, 1, (size_t)n, f) == (size_t)n) {
-        buf[n] = 0;
-        j = cJSON_Parse(buf);
-    }
+    char err[512];
+    char *buf = ut_slurp(path, SIZE_MAX, NULL, err, sizeof(err));
+    cJSON *j = buf ? cJSON_Parse(buf) : NULL;
     free(buf);
-    fclose(f);
     return j;
 }
 

@@ -15,6 +15,7 @@
 #include "engines/core/runtime/engine.h"
 #include "engines/core/compute/kernels.h"
 #include "tests/lib/testutil.h"
+#include "util/ut_fs.h"
 
 #define MAX_IDS 256
 
@@ -311,14 +312,9 @@ typedef struct ref_model {
 } ref_model;
 
 static int ref_load(const char *path, ref_model *r) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return -1;
-    fseek(fp, 0, SEEK_END);
-    long size = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    r->data = malloc((size_t)size);
-    if (!r->data || fread(r->data, 1, (size_t)size, fp) != (size_t)size) { fclose(fp); return -1; }
-    fclose(fp);
+    char err[256];
+    /* malloc's alignment suits the floats */
+    if (!(r->data = (void *)ut_slurp(path, SIZE_MAX, NULL, err, sizeof(err)))) return -1;
     int32_t h[7];
     memcpy(h, r->data, sizeof(h));
     r->dim = h[0]; r->hidden = h[1]; r->layers = h[2]; r->heads = h[3]; r->kv_heads = h[4];

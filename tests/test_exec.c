@@ -30,6 +30,7 @@
 #include "harness/parent/callgrind.h"
 #include "tests/lib/harness_jsonschema.h"
 #include "tests/lib/testutil.h"
+#include "util/ut_fs.h"
 
 typedef struct fx {
     char tmp[512];
@@ -127,12 +128,8 @@ static int sh(const char *fmt, ...) {
 }
 
 static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = calloc(1, 1 << 20);
-    if (buf) buf[fread(buf, 1, (1 << 20) - 1, f)] = 0;
-    fclose(f);
-    return buf;
+    char err[256];
+    return ut_slurp(path, SIZE_MAX, NULL, err, sizeof(err));
 }
 
 /* The stories260K scenario: pread and mmap, a short prompt and 12 tokens, one thread. */

@@ -24,6 +24,7 @@
 #include "engines/core/model/model.h"
 #include "engines/core/model/model_write.h"
 #include "tests/lib/testutil.h"
+#include "util/ut_fs.h"
 
 static char tmp[512];
 static int counter;
@@ -515,16 +516,9 @@ static int count_prefix(const char *dir, const char *prefix) {
 static cJSON *load_json(const char *dir, const char *name) {
     char p[700];
     snprintf(p, sizeof(p), "%s/%s", dir, name);
-    FILE *f = fopen(p, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    assert_non_null(s);
-    assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
-    s[n] = '\0';
-    fclose(f);
+    char err[800];
+    char *s = ut_slurp(p, SIZE_MAX, NULL, err, sizeof(err));
+    if (!s) fail_msg("%s", err);
     cJSON *j = cJSON_Parse(s);
     free(s);
     assert_non_null(j);

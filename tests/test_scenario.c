@@ -8,6 +8,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <cJSON.h>
 #include <glob.h>
 #include <limits.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@
 #include "harness/parent/runner.h"
 #include "harness/spec/confine.h"
 #include "harness/spec/scenario.h"
+#include "harness/spec/worker_spec.h"
 #include "tests/lib/testutil.h"
 
 static char model_path[512];
@@ -742,6 +744,58 @@ static void test_missing_file(void **state) {
     sc_errors_free(&e);
 }
 
+/* The worker spec: what the parent writes, the worker reads back field for field through
+ * the same table; an absent field reads as the table's default. */
+static void test_worker_spec_round_trip(void **state) {
+    (void)state;
+    scenario *s = parse_ok("{" BASE ", \"cache\": \"warm\", \"matrix\": {\"loader\": [\"pread\"]}}");
+    ws_engine w, r;
+    ws_engine_fill(&w, s, &s->variants[0]);
+    char *text = sc_engine_worker_spec(s, &s->variants[0]);
+    assert_non_null(text);
+    cJSON *j = cJSON_Parse(text);
+    char err[256];
+    assert_int_equal(ws_engine_read(j, &r, err, sizeof(err)), 0);
+    assert_string_equal(r.model, w.model);
+    for (int i = 0; i < 3; i++) {
+        assert_string_equal(r.module[i], w.module[i]);
+        assert_string_equal(r.opts[i], w.opts[i]);
+    }
+    assert_string_equal(r.module[0], "pread");
+    assert_string_equal(r.device, w.device);
+    assert_string_equal(r.kernels, w.kernels);
+    assert_string_equal(r.kv_cache, w.kv_cache);
+    assert_string_equal(r.module_dir, w.module_dir);
+    assert_true(r.threads == w.threads && r.ctx == w.ctx && r.bandwidth == w.bandwidth);
+    assert_true(r.prompt == NULL && r.prompt_tokens == 4 && r.generate == 4);
+    assert_true(r.seed == 42 && r.topp == s->topp && r.temperature == s->temperature);
+    assert_null(r.requests);
+    /* one sequence: no "requests"; prompt_tokens, not prompt */
+    assert_null(cJSON_GetObjectItemCaseSensitive(j, "requests"));
+    assert_null(cJSON_GetObjectItemCaseSensitive(j, "prompt"));
+    cJSON_Delete(j);
+    free(text);
+    /* an empty spec: the table's defaults (the sampler's seed and top-p) */
+    j = cJSON_Parse("{}");
+    assert_int_equal(ws_engine_read(j, &r, err, sizeof(err)), 0);
+    assert_true(r.seed == 42 && r.topp == 0.9 && r.temperature == 0 && r.threads == 0);
+    assert_null(r.model);
+    cJSON_Delete(j);
+    sc_free(s);
+    /* a serving spec carries its requests, and no prompt or generate */
+    s = parse_ok(SERVE(REQ_MIN));
+    text = sc_engine_worker_spec(s, &s->variants[0]);
+    j = cJSON_Parse(text);
+    assert_int_equal(ws_engine_read(j, &r, err, sizeof(err)), 0);
+    assert_non_null(r.requests);
+    assert_int_equal(r.requests->count, 8);
+    assert_null(cJSON_GetObjectItemCaseSensitive(j, "generate"));
+    sc_requests_free(r.requests);
+    cJSON_Delete(j);
+    free(text);
+    sc_free(s);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_minimal_defaults),
@@ -775,6 +829,7 @@ int main(void) {
         cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_read_paths_confined),
         cmocka_unit_test(test_shipped_scenarios_need_no_flag),
+        cmocka_unit_test(test_worker_spec_round_trip),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -21,6 +21,7 @@
 #include "engines/core/synth/synth.h"
 #include "engines/core/runtime/tokenizer.h"
 #include "tests/lib/testutil.h"
+#include "util/ut_fs.h"
 
 static char tmp[512];
 
@@ -55,16 +56,9 @@ static model *open_model(const char *path, const char *format) {
 }
 
 static uint8_t *read_all(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) fail_msg("cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *b = malloc((size_t)n + 1);
-    assert_non_null(b);
-    assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    *len = (size_t)n;
+    char err[256];
+    uint8_t *b = (uint8_t *)ut_slurp(path, SIZE_MAX, len, err, sizeof(err));
+    if (!b) fail_msg("%s", err);
     return b;
 }
 

@@ -14,6 +14,7 @@
 #include "engines/core/model/model.h"
 #include "engines/core/runtime/tokenizer.h"
 #include "tests/lib/testutil.h"
+#include "util/ut_fs.h"
 
 #define MAX_IDS 4096
 
@@ -33,20 +34,8 @@ static int teardown(void **state) {
 /* ---- helpers ---- */
 
 static char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    if (buf) buf[n] = '\0';
-    if (len) *len = (size_t)n;
-    return buf;
+    char err[256];
+    return ut_slurp(path, SIZE_MAX, len, err, sizeof(err));
 }
 
 static void write_file(const char *path, const void *data, size_t len) {

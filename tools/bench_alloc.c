@@ -18,12 +18,9 @@
 #include <time.h>
 
 #include "engines/abi/alloc.h"
+#include "util/ut_clock.h"
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+static double now_s(void) { return (double)ut_now_ns() * 1e-9; }
 static long minflt(void) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);

@@ -24,16 +24,13 @@
 #include <time.h>
 
 #include "engines/core/compute/kernels.h"
+#include "util/ut_clock.h"
 
 #define BK_MIB (1024.0 * 1024.0)
 #define BK_COLD_BYTES (256u << 20) /* rotate single matrices through this much memory */
 #define BK_PREFILL_N 128
 
-static double bk_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+static double bk_now(void) { return (double)ut_now_ns() * 1e-9; }
 
 static int bk_cmp(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;

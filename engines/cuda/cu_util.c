@@ -1,3 +1,4 @@
+#include "util/ut_clock.h"
 #include "cu_util.h"
 
 #include <stdio.h>
@@ -49,11 +50,7 @@ int cu_score(void) {
     return score;
 }
 
-uint64_t cu_now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
+uint64_t cu_now_ns(void) { return (uint64_t)ut_now_ns(); }
 
 uint64_t cu_mem_used(void) {
     size_t free_b = 0, total_b = 0;

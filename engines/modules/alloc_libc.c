@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "engines/abi/alloc.h"
+#include "util/ut_clock.h"
 
 /* tests/test_abi.c builds this file as another module too ("libc2"): the host must treat it
  * as thread-safe by its capability, not its name */
@@ -31,11 +32,7 @@ typedef struct libc_ctx {
     uint64_t allocs, frees, bytes_live, bytes_peak, ns;
 } libc_ctx;
 
-static uint64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+static uint64_t now_ns(void) { return (uint64_t)ut_now_ns(); }
 
 static int libc_create(const void *opts, void **out, char *err, size_t errlen) {
     const libc_opts *o = opts;

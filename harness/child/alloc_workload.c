@@ -21,16 +21,11 @@
 #include "engines/core/runtime/modreg.h"
 #include "harness/spec/events.h"
 #include "harness/spec/stats.h"
+#include "util/ut_clock.h"
 
 /* ======================================================================
  * The worker: one workload on one allocator
  * ====================================================================== */
-
-static int64_t aw_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static uint64_t aw_rng(uint64_t *s) {
     /* xorshift64*: enough for sizes and permutations, and the same on every machine */
@@ -80,7 +75,7 @@ typedef struct aw_run {
 /* The end of a batch of AW_BATCH ops: one clock read. Out of line, so the loops that
  * count down to it stay small; it runs once per 64 ops. */
 __attribute__((noinline)) static void aw_batch_end(aw_run *r) {
-    int64_t t = aw_now();
+    int64_t t = ut_now_ns();
     if (r->timed && r->n_batch < r->cap_batch) {
         double d = (double)(t - r->t_last - r->overhead_ns);
         r->batch_ns[r->n_batch++] = (d > 0 ? d : 0) / AW_BATCH;
@@ -367,7 +362,7 @@ typedef struct aw_wk {
 /* a and b: HELLO's pid; a COUNTER's class and direction (events.h) */
 static int aw_send_ab(aw_wk *c, uint32_t type, int ack, const char *name, const char *unit, double value, int64_t a,
                       int64_t b) {
-    bench_event ev = bench_event_make(type, ack, aw_now(), a, b, name, unit, value);
+    bench_event ev = bench_event_make(type, ack, ut_now_ns(), a, b, name, unit, value);
     if (c->ev_fd < 0) {
         static const char *n[] = {"?", "hello", "load_start", "load_end", "", "", "", "", "", "counter", "done", "error"};
         fprintf(stderr, "%9.3f ms  %-10s", (double)(ev.t_ns - c->t0) * 1e-6, type <= BENCH_EV_ERROR ? n[type] : "?");
@@ -446,8 +441,8 @@ static int64_t aw_clock_cost(void) {
     int64_t *d = malloc(N * sizeof(*d));
     if (!d) return 0;
     for (int i = 0; i < N; i++) {
-        int64_t a = aw_now();
-        d[i] = aw_now() - a;
+        int64_t a = ut_now_ns();
+        d[i] = ut_now_ns() - a;
     }
     qsort(d, N, sizeof(*d), cmp_i64);
     int64_t m = d[N / 2];
@@ -482,10 +477,10 @@ static int aw_pass(aw_run *r, uint64_t warm, aw_timing *out, struct rusage *ru0,
     r->timed = 1;
     r->n_batch = 0;
     r->clock_reads = 0;
-    int64_t t0 = aw_now();
+    int64_t t0 = ut_now_ns();
     r->t_last = t0;
     if (!bad) bad = aw_go(r, r->w->ops, r->w->rounds);
-    int64_t t1 = aw_now();
+    int64_t t1 = ut_now_ns();
     if (ru1) getrusage(RUSAGE_SELF, ru1);
     r->timed = 0;
     double total_ns = (double)(t1 - t0) - (double)r->clock_reads * (double)r->overhead_ns;
@@ -500,9 +495,98 @@ static int aw_pass(aw_run *r, uint64_t warm, aw_timing *out, struct rusage *ru0,
     return bad ? -1 : 0;
 }
 
-int aw_worker(const char *spec_text, const char *spec_name, int ev_fd, int ack_fd, const struct worker_opts *o) {
+/* The size table (AW_NSIZES draws of p(s) ~ s^-alpha on [min, max]) and the order the live
+ * slots are visited in, both from the workload's seed. */
+static void aw_draw(aw_run *r, const aw_workload *w) {
+    uint64_t rng = w->seed * 0x9E3779B97F4A7C15ull + 1;
+    for (int i = 0; i < AW_NSIZES; i++) {
+        /* inverse CDF of p(s) ~ s^-alpha on [min, max]; alpha 1 is uniform in log(s) */
+        double u = (double)(aw_rng(&rng) >> 11) * 0x1.0p-53, lo = (double)w->min, hi = (double)w->max, s;
+        if (fabs(w->alpha - 1.0) < 1e-9) s = lo * pow(hi / lo, u);
+        else {
+            double e = 1.0 - w->alpha;
+            s = pow(pow(lo, e) + u * (pow(hi, e) - pow(lo, e)), 1.0 / e);
+        }
+        uint64_t si = (uint64_t)s;
+        r->sizes[i] = si < w->min ? w->min : si > w->max ? w->max : si;
+    }
+    for (int i = 0; i < w->live; i++) r->perm[i] = (uint32_t)i;
+    for (int i = w->live - 1; i > 0; i--) {
+        int k = (int)(aw_rng(&rng) % (uint64_t)(i + 1));
+        uint32_t t = r->perm[i];
+        r->perm[i] = r->perm[k];
+        r->perm[k] = t;
+    }
+}
+
+/* The driver's floor: the same passes on the null allocator, twice (the lower counts:
+ * a busy machine only ever adds), before the allocator's own pass and before the RSS
+ * baseline, its block unmapped again so it is in no figure of the allocator's. 0 or -1
+ * (the failure sent). */
+static int aw_floor(aw_wk *c, aw_run *r, const aw_workload *w, const at_trace *trace, uint64_t warm, aw_timing *fl) {
+    *fl = (aw_timing){0};
+    size_t nb_len = (size_t)((aw_max_request(w, trace) + 4095) & ~(uint64_t)4095);
+    void *nb = mmap(NULL, nb_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (nb == MAP_FAILED) {
+        aw_fail(c, "cannot map the floor's %zu B block", nb_len);
+        return -1;
+    }
+    for (size_t o = 0; o < nb_len; o += 4096) ((volatile char *)nb)[o] = 1;
+    r->f = (aw_fns){.alloc = aw_null_alloc, .free = aw_null_free, .reset = NULL, .ctx = nb};
+    for (int k = 0; k < 2; k++) {
+        aw_timing ft;
+        aw_pass(r, warm, &ft, NULL, NULL);   /* the null allocator never fails */
+        if (k == 0 || ft.ns_per_op < fl->ns_per_op) *fl = ft;
+    }
+    munmap(nb, nb_len);
+    r->peak_live = 0;
+    r->size_i = 0;
+    memset(r->slot, 0, r->n_slot * sizeof(*r->slot));
+    atomic_store(&r->a_live_bytes, 0);
+    atomic_store(&r->a_live_blocks, 0);
+    return 0;
+}
+
+/* The allocator's figures as counters: time per op (and less the floor's), faults, CPU
+ * time, peak live bytes, RSS growth and fragmentation. */
+static void aw_report(aw_wk *c, const aw_run *r, const aw_workload *w, const aw_timing *tm, const aw_timing *fl,
+                      const struct rusage *ru0, const struct rusage *ru1, int64_t rss0, int64_t hwm, int locked) {
+    double ops = (double)w->ops;
+    uint64_t minflt = (uint64_t)(ru1->ru_minflt - ru0->ru_minflt);
+    aw_counter(c, "aw.ops", "count", BENCH_CTR_EXACT, BENCH_BETTER_NONE, ops);
+    aw_counter(c, "aw.ns_per_op", "ns", BENCH_CTR_TIME, BENCH_BETTER_LOWER, tm->ns_per_op);
+    aw_counter(c, "aw.ops_per_s", "ops/s", BENCH_CTR_TIME, BENCH_BETTER_HIGHER, 1e9 / tm->ns_per_op);
+    if (tm->batches) {
+        aw_counter(c, "aw.ns_op_p50", "ns", BENCH_CTR_TIME, BENCH_BETTER_LOWER, tm->p50);
+        aw_counter(c, "aw.ns_op_p99", "ns", BENCH_CTR_TIME, BENCH_BETTER_LOWER, tm->p99);
+    }
+    aw_counter(c, "aw.batches", "count", BENCH_CTR_EXACT, BENCH_BETTER_NONE, (double)tm->batches);
+    /* the floor, and the allocator's figures less the floor's same statistic */
+    aw_counter(c, "aw.floor_ns_per_op", "ns", BENCH_CTR_TIME, BENCH_BETTER_LOWER, fl->ns_per_op);
+    aw_counter(c, "aw.net_ns_per_op", "ns", BENCH_CTR_TIME, BENCH_BETTER_LOWER, tm->ns_per_op - fl->ns_per_op);
+    if (tm->batches && fl->batches) {
+        aw_counter(c, "aw.floor_ns_op_p50", "ns", BENCH_CTR_TIME, BENCH_BETTER_LOWER, fl->p50);
+        aw_counter(c, "aw.floor_ns_op_p99", "ns", BENCH_CTR_TIME, BENCH_BETTER_LOWER, fl->p99);
+        aw_counter(c, "aw.net_ns_op_p50", "ns", BENCH_CTR_TIME, BENCH_BETTER_LOWER, tm->p50 - fl->p50);
+        aw_counter(c, "aw.net_ns_op_p99", "ns", BENCH_CTR_TIME, BENCH_BETTER_LOWER, tm->p99 - fl->p99);
+    }
+    aw_counter(c, "aw.timer_ns", "ns", BENCH_CTR_TIME, BENCH_BETTER_NONE, (double)r->overhead_ns);
+    aw_counter(c, "aw.minflt", "count", BENCH_CTR_COUNT, BENCH_BETTER_LOWER, (double)minflt);
+    aw_counter(c, "aw.minflt_per_op", "count", BENCH_CTR_TIME, BENCH_BETTER_LOWER, (double)minflt / ops);
+    aw_counter(c, "aw.sys_ms", "ms", BENCH_CTR_TIME, BENCH_BETTER_LOWER, aw_tv_ms(ru1->ru_stime) - aw_tv_ms(ru0->ru_stime));
+    aw_counter(c, "aw.user_ms", "ms", BENCH_CTR_TIME, BENCH_BETTER_LOWER, aw_tv_ms(ru1->ru_utime) - aw_tv_ms(ru0->ru_utime));
+    aw_counter(c, "aw.peak_live_bytes", "B", BENCH_CTR_EXACT, BENCH_BETTER_NONE, (double)r->peak_live);
+    if (rss0 >= 0 && hwm >= 0) {
+        double grow = (double)(hwm > rss0 ? hwm - rss0 : 0);
+        aw_counter(c, "aw.rss_growth_bytes", "B", BENCH_CTR_BYTES, BENCH_BETTER_LOWER, grow);
+        if (r->peak_live) aw_counter(c, "aw.fragmentation", "ratio", BENCH_CTR_BYTES, BENCH_BETTER_LOWER, grow / (double)r->peak_live);
+    }
+    aw_counter(c, "aw.locked", "bool", BENCH_CTR_EXACT, BENCH_BETTER_NONE, locked);
+}
+
+int aw_worker(const cJSON *j, const char *spec_name, int ev_fd, int ack_fd, const struct worker_opts *o) {
     (void)o;
-    aw_wk c = {.ev_fd = ev_fd, .ack_fd = ack_fd, .t0 = aw_now()};
+    aw_wk c = {.ev_fd = ev_fd, .ack_fd = ack_fd, .t0 = ut_now_ns()};
     sc_errors errs = {0};
     aw_workload w = {0};
     aw_run r = {0};
@@ -510,7 +594,6 @@ int aw_worker(const char *spec_text, const char *spec_name, int ev_fd, int ack_f
     modreg_entry me = {0};
     void *storage = NULL, *filled = NULL;
     int rc = 1;
-    cJSON *j = cJSON_Parse(spec_text);
     const cJSON *ja = j ? cJSON_GetObjectItemCaseSensitive(j, "alloc") : NULL;
     const cJSON *jo = j ? cJSON_GetObjectItemCaseSensitive(j, "alloc_opts") : NULL;
     const cJSON *jd = j ? cJSON_GetObjectItemCaseSensitive(j, "module_dir") : NULL;
@@ -561,25 +644,7 @@ int aw_worker(const char *spec_text, const char *spec_name, int ev_fd, int ack_f
         aw_fail(&c, "out of memory");
         goto out;
     }
-    uint64_t rng = w.seed * 0x9E3779B97F4A7C15ull + 1;
-    for (int i = 0; i < AW_NSIZES; i++) {
-        /* inverse CDF of p(s) ~ s^-alpha on [min, max]; alpha 1 is uniform in log(s) */
-        double u = (double)(aw_rng(&rng) >> 11) * 0x1.0p-53, lo = (double)w.min, hi = (double)w.max, s;
-        if (fabs(w.alpha - 1.0) < 1e-9) s = lo * pow(hi / lo, u);
-        else {
-            double e = 1.0 - w.alpha;
-            s = pow(pow(lo, e) + u * (pow(hi, e) - pow(lo, e)), 1.0 / e);
-        }
-        uint64_t si = (uint64_t)s;
-        r.sizes[i] = si < w.min ? w.min : si > w.max ? w.max : si;
-    }
-    for (int i = 0; i < w.live; i++) r.perm[i] = (uint32_t)i;
-    for (int i = w.live - 1; i > 0; i--) {
-        int k = (int)(aw_rng(&rng) % (uint64_t)(i + 1));
-        uint32_t t = r.perm[i];
-        r.perm[i] = r.perm[k];
-        r.perm[k] = t;
-    }
+    aw_draw(&r, &w);
     /* every page of the driver's own arrays is touched now, not inside the timing (not zeros:
      * the compiler may turn malloc + memset 0 into calloc, whose fresh pages stay untouched) */
     for (size_t i = 0; i < r.cap_batch; i++) r.batch_ns[i] = -1.0;
@@ -594,31 +659,9 @@ int aw_worker(const char *spec_text, const char *spec_name, int ev_fd, int ack_f
     uint64_t warm = w.pattern == AW_CHURN || w.pattern == AW_PRODCON ? 2048 : 2 * (uint64_t)w.live;
     if (warm > w.ops) warm = w.ops;
 
-    /* The driver's floor: the same passes on the null allocator, twice (the lower counts:
-     * a busy machine only ever adds), before the allocator's own pass and before the RSS
-     * baseline, its block unmapped again so it is in no figure of the allocator's. */
-    aw_timing fl = {0};
-    {
-        size_t nb_len = (size_t)((aw_max_request(&w, &trace) + 4095) & ~(uint64_t)4095);
-        void *nb = mmap(NULL, nb_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (nb == MAP_FAILED) {
-            aw_fail(&c, "cannot map the floor's %zu B block", nb_len);
-            goto out;
-        }
-        for (size_t o = 0; o < nb_len; o += 4096) ((volatile char *)nb)[o] = 1;
-        r.f = (aw_fns){.alloc = aw_null_alloc, .free = aw_null_free, .reset = NULL, .ctx = nb};
-        for (int k = 0; k < 2; k++) {
-            aw_timing ft;
-            aw_pass(&r, warm, &ft, NULL, NULL);   /* the null allocator never fails */
-            if (k == 0 || ft.ns_per_op < fl.ns_per_op) fl = ft;
-        }
-        munmap(nb, nb_len);
-        r.peak_live = 0;
-        r.size_i = 0;
-        memset(r.slot, 0, r.n_slot * sizeof(*r.slot));
-        atomic_store(&r.a_live_bytes, 0);
-        atomic_store(&r.a_live_blocks, 0);
-    }
+    /* the driver's floor, before the allocator's own pass and the RSS baseline */
+    aw_timing fl;
+    if (aw_floor(&c, &r, &w, &trace, warm, &fl)) goto out;
     r.f = (aw_fns){.alloc = r.ai->alloc, .free = r.ai->free, .reset = r.ai->reset, .ctx = r.ctx};
     r.locked = locked;
 
@@ -635,37 +678,7 @@ int aw_worker(const char *spec_text, const char *spec_name, int ev_fd, int ack_f
         goto out;
     }
     int64_t hwm = aw_status_bytes(hwm_reset ? "VmHWM:" : "VmRSS:");
-    double ops = (double)w.ops;
-    uint64_t minflt = (uint64_t)(ru1.ru_minflt - ru0.ru_minflt);
-    aw_counter(&c, "aw.ops", "count", BENCH_CTR_EXACT, BENCH_BETTER_NONE, ops);
-    aw_counter(&c, "aw.ns_per_op", "ns", BENCH_CTR_TIME, BENCH_BETTER_LOWER, tm.ns_per_op);
-    aw_counter(&c, "aw.ops_per_s", "ops/s", BENCH_CTR_TIME, BENCH_BETTER_HIGHER, 1e9 / tm.ns_per_op);
-    if (tm.batches) {
-        aw_counter(&c, "aw.ns_op_p50", "ns", BENCH_CTR_TIME, BENCH_BETTER_LOWER, tm.p50);
-        aw_counter(&c, "aw.ns_op_p99", "ns", BENCH_CTR_TIME, BENCH_BETTER_LOWER, tm.p99);
-    }
-    aw_counter(&c, "aw.batches", "count", BENCH_CTR_EXACT, BENCH_BETTER_NONE, (double)tm.batches);
-    /* the floor, and the allocator's figures less the floor's same statistic */
-    aw_counter(&c, "aw.floor_ns_per_op", "ns", BENCH_CTR_TIME, BENCH_BETTER_LOWER, fl.ns_per_op);
-    aw_counter(&c, "aw.net_ns_per_op", "ns", BENCH_CTR_TIME, BENCH_BETTER_LOWER, tm.ns_per_op - fl.ns_per_op);
-    if (tm.batches && fl.batches) {
-        aw_counter(&c, "aw.floor_ns_op_p50", "ns", BENCH_CTR_TIME, BENCH_BETTER_LOWER, fl.p50);
-        aw_counter(&c, "aw.floor_ns_op_p99", "ns", BENCH_CTR_TIME, BENCH_BETTER_LOWER, fl.p99);
-        aw_counter(&c, "aw.net_ns_op_p50", "ns", BENCH_CTR_TIME, BENCH_BETTER_LOWER, tm.p50 - fl.p50);
-        aw_counter(&c, "aw.net_ns_op_p99", "ns", BENCH_CTR_TIME, BENCH_BETTER_LOWER, tm.p99 - fl.p99);
-    }
-    aw_counter(&c, "aw.timer_ns", "ns", BENCH_CTR_TIME, BENCH_BETTER_NONE, (double)r.overhead_ns);
-    aw_counter(&c, "aw.minflt", "count", BENCH_CTR_COUNT, BENCH_BETTER_LOWER, (double)minflt);
-    aw_counter(&c, "aw.minflt_per_op", "count", BENCH_CTR_TIME, BENCH_BETTER_LOWER, (double)minflt / ops);
-    aw_counter(&c, "aw.sys_ms", "ms", BENCH_CTR_TIME, BENCH_BETTER_LOWER, aw_tv_ms(ru1.ru_stime) - aw_tv_ms(ru0.ru_stime));
-    aw_counter(&c, "aw.user_ms", "ms", BENCH_CTR_TIME, BENCH_BETTER_LOWER, aw_tv_ms(ru1.ru_utime) - aw_tv_ms(ru0.ru_utime));
-    aw_counter(&c, "aw.peak_live_bytes", "B", BENCH_CTR_EXACT, BENCH_BETTER_NONE, (double)r.peak_live);
-    if (rss0 >= 0 && hwm >= 0) {
-        double grow = (double)(hwm > rss0 ? hwm - rss0 : 0);
-        aw_counter(&c, "aw.rss_growth_bytes", "B", BENCH_CTR_BYTES, BENCH_BETTER_LOWER, grow);
-        if (r.peak_live) aw_counter(&c, "aw.fragmentation", "ratio", BENCH_CTR_BYTES, BENCH_BETTER_LOWER, grow / (double)r.peak_live);
-    }
-    aw_counter(&c, "aw.locked", "bool", BENCH_CTR_EXACT, BENCH_BETTER_NONE, locked);
+    aw_report(&c, &r, &w, &tm, &fl, &ru0, &ru1, rss0, hwm, locked);
     bench_counter_sink sink = {aw_emit, &c, aw_emit_as};
     bench_alloc_counters(&(bench_allocator){r.ai, r.ctx}, &sink);
     rc = aw_send(&c, BENCH_EV_DONE, 1, NULL, NULL, 0) ? 1 : 0;
@@ -683,6 +696,5 @@ out:
     modreg_entry_close(&me);
     aw_workload_free(&w);
     sc_errors_free(&errs);
-    cJSON_Delete(j);
     return rc;
 }

@@ -27,6 +27,7 @@
 #include "harness/spec/worker_spec.h"
 #include "harness/child/worker.h"
 #include "harness/child/mapguard.h"
+#include "util/ut_clock.h"
 
 #if defined(__has_include)
 #if __has_include(<valgrind/callgrind.h>)
@@ -38,18 +39,8 @@
 #define WK_HAVE_CALLGRIND 0
 #endif
 
-typedef struct wk_spec {
-    const char *model, *tokenizer, *prompt, *fault, *module_dir;
-    const char *model_id, *tokenizer_id;        /* "dev:ino" bench run read, or NULL (confine.h) */
-    const char *module[3], *opts[3];            /* loader, kv, alloc */
-    const char *device, *device_opts;           /* NULL: cpu */
-    const char *kernels;                        /* CPU kernel family; NULL: auto */
-    const char *kv_cache;                       /* the KV cache types ("q8_0", "q8_0/f16"); NULL: f32 */
-    sc_requests *requests;                      /* a serving run (harness/child/serve.h), owned; NULL: one sequence */
-    int threads, ctx, prompt_tokens, generate, delay_ms;
-    int bandwidth;                              /* measure decode's read bound after the run (metric "bandwidth") */
-    double temperature, topp, seed;
-} wk_spec;
+/* the spec, as worker_spec.h types it (one table of its fields for the writer and this reader) */
+typedef ws_engine wk_spec;
 
 typedef struct wk_ctx {
     int ev_fd, ack_fd;
@@ -72,12 +63,6 @@ static void wk_callgrind_mark(uint32_t type) {
 #else
     (void)type;
 #endif
-}
-
-static int64_t wk_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 static const char *wk_type_name(uint32_t t) {
@@ -123,7 +108,7 @@ static int wk_write(wk_ctx *c, const bench_event *ev) {
 /* Sends one event stamped now; with ack, waits until the parent has taken its snapshot. */
 static int wk_send(wk_ctx *c, uint32_t type, int ack, int64_t a, int64_t b, const char *name, const char *unit,
                    double value) {
-    bench_event ev = bench_event_make(type, ack, wk_now(), a, b, name, unit, value);
+    bench_event ev = bench_event_make(type, ack, ut_now_ns(), a, b, name, unit, value);
     return wk_write(c, &ev);
 }
 
@@ -162,69 +147,24 @@ static int wk_failc(wk_ctx *c, int code, const char *fmt, ...) {
 
 /* ---- the spec ---- */
 
-static const char *wk_str(const cJSON *j, const char *key) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-static double wk_num(const cJSON *j, const char *key, double def) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
-    return cJSON_IsNumber(v) ? v->valuedouble : def;
-}
-
-/* The spec's text (a file's, or the one `bench exec` made) into s, which points into the returned JSON. */
-static cJSON *wk_parse_spec(const char *text, const char *path, wk_spec *s, char *err, size_t errlen) {
-    cJSON *j = cJSON_Parse(text);
+/* The spec (parsed once by the caller) into s, whose strings point into it. */
+static int wk_read_spec(const cJSON *j, const char *path, wk_spec *s, char *err, size_t errlen) {
     if (!cJSON_IsObject(j)) {
-        cJSON_Delete(j);
         snprintf(err, errlen, "%s: not a worker spec (a JSON object written by bench run)", path);
-        return NULL;
-    }
-    memset(s, 0, sizeof(*s));
-    s->model = wk_str(j, "model");
-    s->tokenizer = wk_str(j, "tokenizer");
-    s->model_id = wk_str(j, "model_id");
-    s->tokenizer_id = wk_str(j, "tokenizer_id");
-    s->prompt = wk_str(j, "prompt");
-    s->module_dir = wk_str(j, "module_dir");
-    static const char *fam[] = {"loader", "kv", "alloc"}, *fopt[] = {"loader_opts", "kv_opts", "alloc_opts"};
-    for (int i = 0; i < 3; i++) {
-        s->module[i] = wk_str(j, fam[i]);
-        s->opts[i] = wk_str(j, fopt[i]);
-    }
-    s->device = wk_str(j, "device");
-    s->device_opts = wk_str(j, "device_opts");
-    s->kernels = wk_str(j, "kernels");
-    s->kv_cache = wk_str(j, "kv_cache");
-    s->bandwidth = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "bandwidth"));
-    s->threads = (int)wk_num(j, "threads", 0);
-    s->ctx = (int)wk_num(j, "ctx", 0);
-    s->prompt_tokens = (int)wk_num(j, "prompt_tokens", 0);
-    s->generate = (int)wk_num(j, "generate", 0);
-    s->temperature = wk_num(j, "temperature", 0);
-    s->topp = wk_num(j, "topp", 0.9);
-    s->seed = wk_num(j, "seed", 42);
-    /* the test hooks act only where the test suite asked for them */
-    const char *hooks = getenv("BENCH_TEST_HOOKS");
-    if (hooks && !strcmp(hooks, "1")) {
-        s->fault = wk_str(j, "fault");
-        s->delay_ms = (int)wk_num(j, "delay_ms", 0);
+        return -1;
     }
     char rerr[512];
-    s->requests = sv_spec_read(j, rerr, sizeof(rerr));
-    if (!s->requests && rerr[0]) {
+    if (ws_engine_read(j, s, rerr, sizeof(rerr))) {
         snprintf(err, errlen, "%s: %s", path, rerr);
-        cJSON_Delete(j);
-        return NULL;
+        return -1;
     }
     if (!s->model || (!s->requests && (s->generate < 1 || (!s->prompt && s->prompt_tokens < 1)))) {
         snprintf(err, errlen, "%s: the spec needs model, and requests or generate >= 1 and prompt or prompt_tokens >= 1", path);
         sc_requests_free(s->requests);
         s->requests = NULL;
-        cJSON_Delete(j);
-        return NULL;
+        return -1;
     }
-    return j;
+    return 0;
 }
 
 /* Test hooks: fail the way a real worker can. The default action is restored
@@ -252,17 +192,15 @@ int worker_fail(int ev_fd, const char *msg) {
 
 static int wk_run(wk_ctx c, wk_spec s);
 
-int worker_engine(const char *spec_text, const char *spec_name, int ev_fd, int ack_fd, const worker_opts *o) {
+int worker_engine(const cJSON *spec, const char *spec_name, int ev_fd, int ack_fd, const worker_opts *o) {
     wk_ctx c = {.ev_fd = ev_fd, .ack_fd = ack_fd, .loop = o ? o->loop : 0, .callgrind = o ? o->callgrind : 0,
                 .accuracy_out = o ? o->accuracy_out : NULL};
     char err[1024];
     wk_spec s;
-    cJSON *json = wk_parse_spec(spec_text, spec_name, &s, err, sizeof(err));
-    if (!json) return wk_fail(&c, "%s", err);
+    if (wk_read_spec(spec, spec_name, &s, err, sizeof(err))) return wk_fail(&c, "%s", err);
     if (o && o->kernels) s.kernels = o->kernels;
     int rc = wk_run(c, s);
     sc_requests_free(s.requests);
-    cJSON_Delete(json);
     return rc;
 }
 
@@ -276,7 +214,7 @@ static void wk_kv_sample(wk_ctx *c, const engine_kv_mem *kv, int64_t step, int64
     bench_event ev;
     memset(&ev, 0, sizeof(ev));
     ev.type = BENCH_EV_KV_SAMPLE;
-    ev.t_ns = wk_now();
+    ev.t_ns = ut_now_ns();
     ev.a = step;
     ev.b = tokens;
     ev.x[BENCH_KVS_RESERVED] = (int64_t)kv->reserved;
@@ -500,7 +438,7 @@ static int wk_run(wk_ctx c, wk_spec s) {
                           wk_accuracy(&c, &s, &es, c.accuracy_out);
         goto out;
     }
-    c.t0 = wk_now();
+    c.t0 = ut_now_ns();
     if (wk_send(&c, BENCH_EV_HELLO, 1, getpid(), 0, NULL, NULL, 0)) goto out;
     int hook = wk_fault(s.fault);
     if (hook) {

@@ -17,12 +17,13 @@ typedef struct worker_opts {
                                * "accuracy" metric */
 } worker_opts;
 
-/* The inference and serving kinds' worker (harness/spec/kind.h). spec_text: an engine
- * worker spec (harness/spec/worker_spec.h); spec_name names it in messages. ev_fd/ack_fd:
+/* The inference and serving kinds' worker (harness/spec/kind.h). spec: an engine worker
+ * spec (harness/spec/worker_spec.h), parsed; spec_name names it in messages. ev_fd/ack_fd:
  * the events and ack pipes of bench worker (harness/spec/events.h), or -1 to print the
  * phases on stderr (bench exec). o may be NULL. Returns the exit status: 0, or 1 with the
  * reason reported. */
-int worker_engine(const char *spec_text, const char *spec_name, int ev_fd, int ack_fd, const worker_opts *o);
+struct cJSON;
+int worker_engine(const struct cJSON *spec, const char *spec_name, int ev_fd, int ack_fd, const worker_opts *o);
 
 /* Reports a failure before any kind's worker runs (bench worker cannot read its spec):
  * on stderr, and as an error event where ev_fd >= 0. Returns 1, the exit status. */

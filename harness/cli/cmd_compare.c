@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "harness/cli/cliargs.h"
 #include "harness/report/compare.h"
+#include "util/ut_vec.h"
 
 static void compare_usage(FILE *f) {
     fprintf(f,
@@ -68,12 +69,7 @@ static int ab_load(const char *dir, const char *side, rr_doc **docs, char *err, 
     for (struct dirent *e; (e = readdir(dp));) {
         /* the rounds' folders, not their logs (round-NNN.log) */
         if (strncmp(e->d_name, "round-", 6) || strchr(e->d_name, '.')) continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 16;
-            char **nn = realloc(names, sizeof(*nn) * (size_t)cap);
-            if (!nn) goto out;
-            names = nn;
-        }
+        if (UT_VEC_RESERVE(names, cap, n + 1)) goto out;
         if (!(names[n] = strdup(e->d_name))) goto out;
         n++;
     }

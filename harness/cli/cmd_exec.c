@@ -5,6 +5,7 @@
  * `perf record`, `perf stat` and valgrind see exactly the benchmarked work and
  * nothing of the harness around it.
  */
+#include <cJSON.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -202,7 +203,9 @@ int cmd_exec(int argc, char **argv) {
                 wo.loop > 1 ? ", decode looped" : "");
     /* a mapped model truncated or rewritten while it runs: one line naming it, exit MG_EXIT_CHANGED */
     mg_install("bench exec", 0);
-    rc = s->kind->worker(spec, file, -1, -1, &wo);
+    cJSON *spec_json = cJSON_Parse(spec);
+    rc = s->kind->worker(spec_json, file, -1, -1, &wo);
+    cJSON_Delete(spec_json);
 out:
     free(spec);
     rn_model_files_free(&mf);

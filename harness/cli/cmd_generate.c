@@ -14,12 +14,9 @@
 #include "engines/core/runtime/accuracy.h"
 #include "engines/core/runtime/modreg.h"
 #include "engines/core/runtime/sampler.h"
+#include "util/ut_clock.h"
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+static double now_s(void) { return (double)ut_now_ns() * 1e-9; }
 
 /* The device's own figures, for the summary on stderr. */
 typedef struct dev_figures { double ttft_ms, tpot_ms, mem_peak, h2d_gb_s, share_w; } dev_figures;
@@ -140,43 +137,48 @@ static int gen_unknown_module(const engine_spec *spec) {
     return unknown;
 }
 
-int cmd_generate(int argc, char **argv) {
-    engine_spec spec = {0};
-    const char *prompt = "", *lopt = NULL, *kopt = NULL, *aopt = NULL, *dopt = NULL;
-    int steps = 256, print_ids = 0, quiet = 0, prompt_tokens = 0, bandwidth = 0, accuracy = 0;
-    float temperature = 0.0f, topp = 0.9f;
-    unsigned long long seed = 42;
+typedef struct gen_args {
+    engine_spec spec;
+    const char *prompt, *lopt, *kopt, *aopt, *dopt;     /* the --*-opt texts */
+    int steps, print_ids, quiet, prompt_tokens, bandwidth, accuracy;
+    float temperature, topp;
+    unsigned long long seed;
+} gen_args;
+
+/* The command line into g: -1 to go on, or the exit status to return now (0 for --help). */
+static int gen_parse(int argc, char **argv, gen_args *g) {
+    *g = (gen_args){.prompt = "", .steps = 256, .topp = (float)SAMPLER_DEFAULT_TOPP, .seed = SAMPLER_DEFAULT_SEED};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 #define ARG(name) (!strcmp(a, name) && v && (i++, 1))
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
-        else if (ARG("--model")) spec.model_path = v;
-        else if (ARG("--tokenizer")) spec.tokenizer_path = v;
-        else if (ARG("--prompt")) prompt = v;
-        else if (ARG("--steps")) { if (gen_int(a, v, 1, GEN_MAX_POS, GEN_POS_WHY, &steps)) return 2; }
-        else if (ARG("--temperature")) { if (gen_float(a, v, 0, 1e6f, 0, &temperature)) return 2; }
-        else if (ARG("--topp")) { if (gen_float(a, v, 0, 1, 1, &topp)) return 2; }
+        else if (ARG("--model")) g->spec.model_path = v;
+        else if (ARG("--tokenizer")) g->spec.tokenizer_path = v;
+        else if (ARG("--prompt")) g->prompt = v;
+        else if (ARG("--steps")) { if (gen_int(a, v, 1, GEN_MAX_POS, GEN_POS_WHY, &g->steps)) return 2; }
+        else if (ARG("--temperature")) { if (gen_float(a, v, 0, 1e6f, 0, &g->temperature)) return 2; }
+        else if (ARG("--topp")) { if (gen_float(a, v, 0, 1, 1, &g->topp)) return 2; }
         else if (ARG("--seed")) {
             char *end;
-            seed = strtoull(v, &end, 10);
+            g->seed = strtoull(v, &end, 10);
             if (end == v || *end || v[0] == '-') {
                 fprintf(stderr, "bench generate: --seed %s: expected a whole number >= 0\n", v);
                 return 2;
             }
         }
-        else if (ARG("--threads")) { if (gen_int(a, v, 1, GEN_MAX_THREADS, GEN_THREADS_WHY, &spec.threads)) return 2; }
-        else if (ARG("--prompt-tokens")) { if (gen_int(a, v, 1, GEN_MAX_POS, GEN_POS_WHY, &prompt_tokens)) return 2; }
-        else if (ARG("--ctx")) { if (gen_int(a, v, 1, GEN_MAX_POS, GEN_POS_WHY, &spec.max_pos)) return 2; }
-        else if (ARG("--loader")) spec.loader = v;
-        else if (ARG("--kv")) spec.kv = v;
-        else if (ARG("--alloc")) spec.alloc = v;
-        else if (ARG("--loader-opt")) lopt = v;
-        else if (ARG("--kv-opt")) kopt = v;
-        else if (ARG("--alloc-opt")) aopt = v;
-        else if (ARG("--device")) spec.device = v;
-        else if (ARG("--device-opt")) dopt = v;
-        else if (ARG("--kernels")) spec.kernels = v;
+        else if (ARG("--threads")) { if (gen_int(a, v, 1, GEN_MAX_THREADS, GEN_THREADS_WHY, &g->spec.threads)) return 2; }
+        else if (ARG("--prompt-tokens")) { if (gen_int(a, v, 1, GEN_MAX_POS, GEN_POS_WHY, &g->prompt_tokens)) return 2; }
+        else if (ARG("--ctx")) { if (gen_int(a, v, 1, GEN_MAX_POS, GEN_POS_WHY, &g->spec.max_pos)) return 2; }
+        else if (ARG("--loader")) g->spec.loader = v;
+        else if (ARG("--kv")) g->spec.kv = v;
+        else if (ARG("--alloc")) g->spec.alloc = v;
+        else if (ARG("--loader-opt")) g->lopt = v;
+        else if (ARG("--kv-opt")) g->kopt = v;
+        else if (ARG("--alloc-opt")) g->aopt = v;
+        else if (ARG("--device")) g->spec.device = v;
+        else if (ARG("--device-opt")) g->dopt = v;
+        else if (ARG("--kernels")) g->spec.kernels = v;
         else if (ARG("--cache-type") || ARG("--cache-type-k") || ARG("--cache-type-v")) {
             bench_dtype k, vt;
             char e1[256];
@@ -185,17 +187,17 @@ int cmd_generate(int argc, char **argv) {
                         strchr(v, '/') && strcmp(a, "--cache-type") ? "one type here (K/V goes to --cache-type)" : e1);
                 return 2;
             }
-            if (strcmp(a, "--cache-type-v")) spec.kv_k_type = k;
-            if (strcmp(a, "--cache-type-k")) spec.kv_v_type = vt;
+            if (strcmp(a, "--cache-type-v")) g->spec.kv_k_type = k;
+            if (strcmp(a, "--cache-type-k")) g->spec.kv_v_type = vt;
         }
-        else if (ARG("--modules")) spec.module_dir = v;
-        else if (ARG("--trace-alloc")) spec.trace_alloc = v;
-        else if (!strcmp(a, "--ids")) print_ids = 1;
-        else if (!strcmp(a, "--tokenizer-fallback")) spec.tokenizer_fallback = 1;
-        else if (!strcmp(a, "--quiet")) quiet = 1;
-        else if (!strcmp(a, "--bandwidth")) bandwidth = 1;
-        else if (!strcmp(a, "--llama-numerics")) spec.llama_numerics = 1;
-        else if (!strcmp(a, "--accuracy")) accuracy = 1;
+        else if (ARG("--modules")) g->spec.module_dir = v;
+        else if (ARG("--trace-alloc")) g->spec.trace_alloc = v;
+        else if (!strcmp(a, "--ids")) g->print_ids = 1;
+        else if (!strcmp(a, "--tokenizer-fallback")) g->spec.tokenizer_fallback = 1;
+        else if (!strcmp(a, "--quiet")) g->quiet = 1;
+        else if (!strcmp(a, "--bandwidth")) g->bandwidth = 1;
+        else if (!strcmp(a, "--llama-numerics")) g->spec.llama_numerics = 1;
+        else if (!strcmp(a, "--accuracy")) g->accuracy = 1;
         else {
             static const char *const known[] = {
                 "--model", "--tokenizer", "--prompt", "--steps", "--temperature", "--topp", "--seed", "--threads",
@@ -207,50 +209,175 @@ int cmd_generate(int argc, char **argv) {
         }
 #undef ARG
     }
-    if (!spec.model_path) {
+    if (!g->spec.model_path) {
         fprintf(stderr, "bench generate: --model is required\n");
         return 2;
     }
+    return -1;
+}
+
+/* one generation's counts and times (now_s), for the figures printed after it */
+typedef struct gen_run {
+    int n_prompt, n;                    /* prompt tokens; tokens in ids, prompt included */
+    double t_load, t1, t_first, t_end;  /* load's length; prefill start, first token, end */
+} gen_run;
+
+/* the figures on stderr: load, kernels, KV cache, TTFT, prefill and decode rates, device */
+static void gen_print_figures(const gen_args *g, engine *e, const gen_run *r) {
+    const model *m = engine_model(e);
+    int decoded = r->n - r->n_prompt - 1;
+    fprintf(stderr, "load         %.1f ms (%s loader%s%s, %.1f MB of weights)\n", r->t_load * 1e3,
+            g->spec.loader ? g->spec.loader : "mmap", strcmp(engine_device(e), "cpu") ? " on " : "",
+            strcmp(engine_device(e), "cpu") ? engine_device(e) : "", (double)model_weight_bytes(m) / 1e6);
+    if (!strcmp(engine_device(e), "cpu")) {
+        fprintf(stderr, "kernels      %s\n", kn_isa());
+        if (engine_kernels_note(e)[0]) fprintf(stderr, "             %s\n", engine_kernels_note(e));
+    }
+    char ct[24];
+    engine_cache_type_name(engine_kv_k_type(e), engine_kv_v_type(e), ct, sizeof(ct));
+    engine_kv_mem km = engine_kv_memory(e);
+    fprintf(stderr, "KV cache     %s, %.2f MiB reserved (%llu B a position), %.2f MiB used\n", ct, km.reserved / 1048576.0,
+            (unsigned long long)engine_kv_token_bytes(e), (km.live + km.cached) / 1048576.0);
+    fprintf(stderr, "prompt       %d tokens\n", r->n_prompt);
+    fprintf(stderr, "TTFT         %.2f ms\n", (r->t_first - r->t1) * 1e3);
+    fprintf(stderr, "prefill      %.1f tokens/s\n", r->n_prompt / (r->t_first - r->t1));
+    if (decoded > 0)
+        fprintf(stderr, "decode       %.1f tokens/s (%d tokens, TPOT %.3f ms)\n", decoded / (r->t_end - r->t_first),
+                decoded, (r->t_end - r->t_first) * 1e3 / decoded);
+    if (strcmp(engine_device(e), "cpu")) {
+        dev_figures f = {-1, -1, -1, -1, -1};
+        bench_counter_sink sink = {.emit = dev_figure, .user = &f};
+        engine_counters(e, &sink);
+        fprintf(stderr, "%-12s TTFT %.3f ms, TPOT %.3f ms (events); %.1f MB device memory at peak; load %.2f GB/s to the device",
+                engine_device(e), f.ttft_ms, f.tpot_ms, f.mem_peak / 1e6, f.h2d_gb_s);
+        if (f.share_w >= 0) fprintf(stderr, "; weights %.0f%% of a decode pass", 100 * f.share_w);
+        fputc('\n', stderr);
+    }
+}
+
+/* --bandwidth: decode against the memory bound, prefill against the compute peak */
+static void gen_print_bandwidth(const gen_args *g, engine *e, const gen_run *r) {
+    const model *m = engine_model(e);
+    int decoded = r->n - r->n_prompt - 1;
+    /* the weights a decode step streams: every matrix, the classifier included;
+     * of an untied embedding table only one row is read */
+    double per_token = (double)model_weight_bytes(m);
+    const model_tensor *emb = model_find(m, "token_embd.weight");
+    if (model_find(m, "output.weight") && emb) per_token -= (double)emb->nbytes;
+    double bw, triad = 0, peak = 0, peak8 = 0;
+    const char *what = "read";
+    if (strcmp(engine_device(e), "cpu")) {
+        bw = engine_device_bandwidth(e, 0, 5);
+        what = "triad";
+    } else {
+        /* the engine's own pool size: --threads, or every online CPU */
+        long nt = g->spec.threads > 0 ? g->spec.threads : sysconf(_SC_NPROCESSORS_ONLN);
+        tp_pool *pool = tp_create(nt > 0 ? (int)nt : 1);
+        bw = pool ? kn_read_bandwidth(pool, (size_t)per_token, 5) : 0;
+        triad = pool ? kn_triad_bandwidth(pool, 64u << 20, 5) : 0;
+        peak = pool ? kn_peak_gops(pool, 0) : 0;
+        peak8 = pool ? kn_peak_gops(pool, 1) : 0;
+        tp_destroy(pool);
+    }
+    double bound = bw / per_token, tps = decoded / (r->t_end - r->t_first);
+    if (bw > 0)
+        fprintf(stderr, "bandwidth    %.1f GB/s %s%s%s; %.1f MB read per token; bound %.1f tokens/s; decode at %.0f%% of it\n",
+                bw / 1e9, what, strcmp(engine_device(e), "cpu") ? " on " : " at that size",
+                strcmp(engine_device(e), "cpu") ? engine_device(e) : "", per_token / 1e6, bound, 100.0 * tps / bound);
+    else
+        fprintf(stderr, "bandwidth    could not be measured on %s\n", engine_device(e));
+    if (triad > 0)
+        fprintf(stderr, "triad        %.1f GB/s (64 MiB arrays, STREAM counting); decode at %.0f%% of its bound\n",
+                triad / 1e9, 100.0 * tps * per_token / triad);
+    if (peak > 0) {
+        /* prefill's matrix work: every blk.* matrix once per prompt token, the classifier
+         * once (only the last position's logits are computed); attention is left out
+         * (at 128 positions of llama-110m it is about 1% more) */
+        double blk = 0, cls = 0;
+        for (int i = 0; i < m->n_tensors; i++) {
+            const model_tensor *t = &m->tensors[i];
+            if (t->n_dims != 2) continue;
+            if (!strncmp(t->name, "blk.", 4)) blk += (double)t->ne[0] * (double)t->ne[1];
+            else if (!strcmp(t->name, "output.weight")) cls = (double)t->ne[0] * (double)t->ne[1];
+        }
+        if (cls == 0 && emb) cls = (double)emb->ne[0] * (double)emb->ne[1];
+        double gflop = 2.0 * (r->n_prompt * blk + cls) / 1e9, rate = gflop / (r->t_first - r->t1);
+        fprintf(stderr, "compute      prefill %.1f GFLOP in %.1f ms = %.1f GFLOP/s; peak %.1f GFLOP/s f32 FMA (%.0f%%)",
+                gflop, (r->t_first - r->t1) * 1e3, rate, peak, 100.0 * rate / peak);
+        if (peak8 > 0) fprintf(stderr, ", %.1f GOP/s int8 dot (%.0f%%)", peak8, 100.0 * rate / peak8);
+        fputc('\n', stderr);
+    }
+}
+
+/* --accuracy: untimed, after everything measured: one engine at a time, the timed one
+ * (*e) gone first. 0, or -1 with the message printed. */
+static int gen_accuracy(const gen_args *g, engine **e, const int *ids, const gen_run *r) {
+    char err[1024];
+    engine_destroy(*e);
+    *e = NULL;
+    engine_spec ref = acc_reference_spec(&g->spec);
+    acc_figures af;
+    int gen = r->n - r->n_prompt;
+    if (gen < 1) {
+        fprintf(stderr, "bench generate: --accuracy needs a generated token or more (raise --steps)\n");
+        return -1;
+    }
+    if (acc_measure(&g->spec, &ref, ids, r->n_prompt, gen, &af, err, sizeof(err))) {
+        fprintf(stderr, "bench generate: %s\n", err);
+        return -1;
+    }
+    fprintf(stderr, "accuracy     KL mean %.6g max %.6g nats, top-1 %.2f%%, logit error max %.3g rms %.3g of the largest "
+            "(%d positions, against the exact kernels and an f32 cache)\n", af.kl_mean, af.kl_max, 100 * af.top1,
+            af.err_max, af.err_rms, af.n_pos);
+    return 0;
+}
+
+int cmd_generate(int argc, char **argv) {
+    gen_args g;
+    int rc = gen_parse(argc, argv, &g);
+    if (rc >= 0) return rc;
+    int steps = g.steps, n_prompt;
     char err[1024];
     void *ls = NULL, *ks = NULL, *as = NULL, *ds = NULL;
     engine *e = NULL;
     sampler *smp = NULL;
-    int *ids = NULL, rc = 1;
-    if (modreg_parse_opts(lopt, &spec.loader_opts, &ls, err, sizeof(err)) ||
-        modreg_parse_opts(kopt, &spec.kv_opts, &ks, err, sizeof(err)) ||
-        modreg_parse_opts(aopt, &spec.alloc_opts, &as, err, sizeof(err)) ||
-        modreg_parse_opts(dopt, &spec.device_opts, &ds, err, sizeof(err))) {
+    int *ids = NULL;
+    rc = 1;
+    if (modreg_parse_opts(g.lopt, &g.spec.loader_opts, &ls, err, sizeof(err)) ||
+        modreg_parse_opts(g.kopt, &g.spec.kv_opts, &ks, err, sizeof(err)) ||
+        modreg_parse_opts(g.aopt, &g.spec.alloc_opts, &as, err, sizeof(err)) ||
+        modreg_parse_opts(g.dopt, &g.spec.device_opts, &ds, err, sizeof(err))) {
         fprintf(stderr, "bench generate: %s\n", err);
         rc = 2;
         goto out;
     }
 
+    gen_run r = {0};
     double t0 = now_s();
     /* a mapped model truncated or rewritten while it runs: one line naming it, exit MG_EXIT_CHANGED */
     mg_install("bench generate", 0);
-    if (engine_create(&spec, &e, err, sizeof(err))) {
+    if (engine_create(&g.spec, &e, err, sizeof(err))) {
         fprintf(stderr, "bench generate: %s\n", err);
-        if (gen_unknown_module(&spec)) rc = 2;
+        if (gen_unknown_module(&g.spec)) rc = 2;
         goto out;
     }
-    if (mg_test_truncate(spec.model_path) < 0) goto out;
-    double t_load = now_s() - t0;
+    if (mg_test_truncate(g.spec.model_path) < 0) goto out;
+    r.t_load = now_s() - t0;
     const model *m = engine_model(e);
     const tokenizer *tok = engine_tokenizer(e);
     if (!tok) {
-        fprintf(stderr, "bench generate: %s has no vocabulary; give one with --tokenizer\n", spec.model_path);
+        fprintf(stderr, "bench generate: %s has no vocabulary; give one with --tokenizer\n", g.spec.model_path);
         goto out;
     }
     ids = malloc((size_t)(steps + 1) * sizeof(int));
-    smp = sampler_create(m->cfg.vocab_size, temperature, topp, seed);
+    smp = sampler_create(m->cfg.vocab_size, g.temperature, g.topp, g.seed);
     if (!ids || !smp) { fprintf(stderr, "bench generate: out of memory\n"); goto out; }
-    int n_prompt;
-    if (prompt_tokens > 0) {
-        n_prompt = prompt_tokens < steps + 1 ? prompt_tokens : steps + 1;
+    if (g.prompt_tokens > 0) {
+        n_prompt = g.prompt_tokens < steps + 1 ? g.prompt_tokens : steps + 1;
         ids[0] = tokenizer_bos(tok);
         for (int i = 1; i < n_prompt; i++) ids[i] = 3 + (i - 1) % (m->cfg.vocab_size - 3);
     } else {
-        n_prompt = tokenizer_encode(tok, prompt, 1, 0, ids, steps + 1, err, sizeof(err));
+        n_prompt = tokenizer_encode(tok, g.prompt, 1, 0, ids, steps + 1, err, sizeof(err));
     }
     if (n_prompt < 0 && strstr(err, "needs more than")) {
         /* the ids buffer holds --steps + 1: the limit the tokenizer met is --steps' */
@@ -266,11 +393,11 @@ int cmd_generate(int argc, char **argv) {
 
     /* prefill: the whole prompt in one batch; its last logits give the first new token */
     float *logits;
-    double t1 = now_s();
+    r.t1 = now_s();
     if (engine_forward(e, 0, ids, n_prompt, 0, &logits, err, sizeof(err))) { fprintf(stderr, "bench generate: %s\n", err); goto out; }
     int n = n_prompt;
     ids[n++] = engine_sample(e, smp, logits);
-    double t_first = now_s();
+    r.t_first = now_s();
     /* position n-1 is fed next; positions 0 .. steps-1 are fed in all */
     while (n - 1 < steps && ids[n - 1] != tokenizer_bos(tok)) {
         if (engine_forward(e, 0, &ids[n - 1], 1, n - 1, &logits, err, sizeof(err))) {
@@ -279,10 +406,13 @@ int cmd_generate(int argc, char **argv) {
         }
         ids[n++] = engine_sample(e, smp, logits);
     }
-    double t_end = now_s();
+    r.t_end = now_s();
+
+    r.n_prompt = n_prompt;
+    r.n = n;
 
     char buf[16];
-    if (print_ids) {
+    if (g.print_ids) {
         for (int i = 0; i < n; i++) printf("%s%d", i ? " " : "", ids[i]);
         printf("\n");
     } else {
@@ -290,105 +420,9 @@ int cmd_generate(int argc, char **argv) {
         printf("\n");
     }
     fflush(stdout);
-    int decoded = n - n_prompt - 1;
-    if (!quiet) {
-        fprintf(stderr, "load         %.1f ms (%s loader%s%s, %.1f MB of weights)\n", t_load * 1e3,
-                spec.loader ? spec.loader : "mmap", strcmp(engine_device(e), "cpu") ? " on " : "",
-                strcmp(engine_device(e), "cpu") ? engine_device(e) : "", (double)model_weight_bytes(m) / 1e6);
-        if (!strcmp(engine_device(e), "cpu")) {
-            fprintf(stderr, "kernels      %s\n", kn_isa());
-            if (engine_kernels_note(e)[0]) fprintf(stderr, "             %s\n", engine_kernels_note(e));
-        }
-        char ct[24];
-        engine_cache_type_name(engine_kv_k_type(e), engine_kv_v_type(e), ct, sizeof(ct));
-        engine_kv_mem km = engine_kv_memory(e);
-        fprintf(stderr, "KV cache     %s, %.2f MiB reserved (%llu B a position), %.2f MiB used\n", ct, km.reserved / 1048576.0,
-                (unsigned long long)engine_kv_token_bytes(e), (km.live + km.cached) / 1048576.0);
-        fprintf(stderr, "prompt       %d tokens\n", n_prompt);
-        fprintf(stderr, "TTFT         %.2f ms\n", (t_first - t1) * 1e3);
-        fprintf(stderr, "prefill      %.1f tokens/s\n", n_prompt / (t_first - t1));
-        if (decoded > 0)
-            fprintf(stderr, "decode       %.1f tokens/s (%d tokens, TPOT %.3f ms)\n", decoded / (t_end - t_first),
-                    decoded, (t_end - t_first) * 1e3 / decoded);
-        if (strcmp(engine_device(e), "cpu")) {
-            dev_figures f = {-1, -1, -1, -1, -1};
-            bench_counter_sink sink = {.emit = dev_figure, .user = &f};
-            engine_counters(e, &sink);
-            fprintf(stderr, "%-12s TTFT %.3f ms, TPOT %.3f ms (events); %.1f MB device memory at peak; load %.2f GB/s to the device",
-                    engine_device(e), f.ttft_ms, f.tpot_ms, f.mem_peak / 1e6, f.h2d_gb_s);
-            if (f.share_w >= 0) fprintf(stderr, "; weights %.0f%% of a decode pass", 100 * f.share_w);
-            fputc('\n', stderr);
-        }
-    }
-    if (bandwidth && decoded > 0) {
-        /* the weights a decode step streams: every matrix, the classifier included;
-         * of an untied embedding table only one row is read */
-        double per_token = (double)model_weight_bytes(m);
-        const model_tensor *emb = model_find(m, "token_embd.weight");
-        if (model_find(m, "output.weight") && emb) per_token -= (double)emb->nbytes;
-        double bw, triad = 0, peak = 0, peak8 = 0;
-        const char *what = "read";
-        if (strcmp(engine_device(e), "cpu")) {
-            bw = engine_device_bandwidth(e, 0, 5);
-            what = "triad";
-        } else {
-            /* the engine's own pool size: spec.threads, or every online CPU */
-            long nt = spec.threads > 0 ? spec.threads : sysconf(_SC_NPROCESSORS_ONLN);
-            tp_pool *pool = tp_create(nt > 0 ? (int)nt : 1);
-            bw = pool ? kn_read_bandwidth(pool, (size_t)per_token, 5) : 0;
-            triad = pool ? kn_triad_bandwidth(pool, 64u << 20, 5) : 0;
-            peak = pool ? kn_peak_gops(pool, 0) : 0;
-            peak8 = pool ? kn_peak_gops(pool, 1) : 0;
-            tp_destroy(pool);
-        }
-        double bound = bw / per_token, tps = decoded / (t_end - t_first);
-        if (bw > 0)
-            fprintf(stderr, "bandwidth    %.1f GB/s %s%s%s; %.1f MB read per token; bound %.1f tokens/s; decode at %.0f%% of it\n",
-                    bw / 1e9, what, strcmp(engine_device(e), "cpu") ? " on " : " at that size",
-                    strcmp(engine_device(e), "cpu") ? engine_device(e) : "", per_token / 1e6, bound, 100.0 * tps / bound);
-        else
-            fprintf(stderr, "bandwidth    could not be measured on %s\n", engine_device(e));
-        if (triad > 0)
-            fprintf(stderr, "triad        %.1f GB/s (64 MiB arrays, STREAM counting); decode at %.0f%% of its bound\n",
-                    triad / 1e9, 100.0 * tps * per_token / triad);
-        if (peak > 0) {
-            /* prefill's matrix work: every blk.* matrix once per prompt token, the classifier
-             * once (only the last position's logits are computed); attention is left out
-             * (at 128 positions of llama-110m it is about 1% more) */
-            double blk = 0, cls = 0;
-            for (int i = 0; i < m->n_tensors; i++) {
-                const model_tensor *t = &m->tensors[i];
-                if (t->n_dims != 2) continue;
-                if (!strncmp(t->name, "blk.", 4)) blk += (double)t->ne[0] * (double)t->ne[1];
-                else if (!strcmp(t->name, "output.weight")) cls = (double)t->ne[0] * (double)t->ne[1];
-            }
-            if (cls == 0 && emb) cls = (double)emb->ne[0] * (double)emb->ne[1];
-            double gflop = 2.0 * (n_prompt * blk + cls) / 1e9, rate = gflop / (t_first - t1);
-            fprintf(stderr, "compute      prefill %.1f GFLOP in %.1f ms = %.1f GFLOP/s; peak %.1f GFLOP/s f32 FMA (%.0f%%)",
-                    gflop, (t_first - t1) * 1e3, rate, peak, 100.0 * rate / peak);
-            if (peak8 > 0) fprintf(stderr, ", %.1f GOP/s int8 dot (%.0f%%)", peak8, 100.0 * rate / peak8);
-            fputc('\n', stderr);
-        }
-    }
-    if (accuracy) {
-        /* untimed, after everything measured: one engine at a time, the timed one gone first */
-        engine_destroy(e);
-        e = NULL;
-        engine_spec ref = acc_reference_spec(&spec);
-        acc_figures af;
-        int gen = n - n_prompt;
-        if (gen < 1) {
-            fprintf(stderr, "bench generate: --accuracy needs a generated token or more (raise --steps)\n");
-            goto out;
-        }
-        if (acc_measure(&spec, &ref, ids, n_prompt, gen, &af, err, sizeof(err))) {
-            fprintf(stderr, "bench generate: %s\n", err);
-            goto out;
-        }
-        fprintf(stderr, "accuracy     KL mean %.6g max %.6g nats, top-1 %.2f%%, logit error max %.3g rms %.3g of the largest "
-                "(%d positions, against the exact kernels and an f32 cache)\n", af.kl_mean, af.kl_max, 100 * af.top1,
-                af.err_max, af.err_rms, af.n_pos);
-    }
+    if (!g.quiet) gen_print_figures(&g, e, &r);
+    if (g.bandwidth && n - n_prompt - 1 > 0) gen_print_bandwidth(&g, e, &r);
+    if (g.accuracy && gen_accuracy(&g, &e, ids, &r)) goto out;
     rc = 0;
 out:
     sampler_free(smp);

@@ -23,12 +23,9 @@
 #include "engines/core/model/model_write.h"
 #include "engines/core/synth/synth.h"
 #include "engines/core/compute/threadpool.h"
+#include "util/ut_clock.h"
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+static double now_s(void) { return (double)ut_now_ns() * 1e-9; }
 
 static int has_suffix(const char *s, const char *suf) {
     size_t a = strlen(s), b = strlen(suf);

@@ -22,6 +22,7 @@
 #include "harness/spec/kind.h"
 #include "harness/spec/scenario.h"
 #include "harness/spec/shard.h"
+#include "util/ut_fs.h"
 
 static volatile sig_atomic_t run_interrupted;
 
@@ -79,12 +80,14 @@ typedef struct run_ctx {
     char err[1024];
     int write_failures;     /* results.json writes that failed (a full disk): the run's exit status says so */
     int written_runs;       /* repetitions in the last results.json that was written */
+    uint64_t written_hash;  /* of that results.json (rs_input.written_hash) */
 } run_ctx;
 
 static void run_progress(void *user, const rn_run *r, int done, int total) {
     run_ctx *c = user;
-    rn_result *res = (rn_result *)c->in.res;
-    (void)res;
+    /* the last repetition's write says "complete": when nothing follows it (no accuracy or
+     * callgrind pass, no interruption), the closing write finds the file already current */
+    c->in.status = done == total ? "complete" : "running";
     if (rs_write_timelines(&c->in, done - 1, c->err, sizeof(c->err)))
         fprintf(stderr, "\nbench run: %s\n", c->err);
     /* results.json after every repetition: a crash of bench itself still leaves the finished ones */
@@ -111,18 +114,6 @@ static void run_progress(void *user, const rn_run *r, int done, int total) {
     if (done == total) fputc('\n', stderr);
 }
 
-static int run_mkdirs(const char *path) {
-    char buf[PATH_MAX];
-    snprintf(buf, sizeof(buf), "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = 0;
-        if (mkdir(buf, 0777) && errno != EEXIST) return -1;
-        *p = '/';
-    }
-    return mkdir(buf, 0777) && errno != EEXIST ? -1 : 0;
-}
-
 typedef struct run_shard {
     sh_plan plan;
     int index;
@@ -133,114 +124,82 @@ static int run_keep(void *user, int variant, int rep) {
     return sh_keeps(&sh->plan, sh->index, variant, rep);
 }
 
-int cmd_run(int argc, char **argv) {
-    const char *file = NULL, *out = NULL, *only = NULL, *device = NULL, *shard_arg = NULL;
-    int repeat = 0, quick = 0, json = 0, fail_fast = 0, n_shards = 0, force = 0;
-    run_shard sh = {.index = -1};
-    int lock_fd = -1, locked = 0; /* the results folder's lock, held until the end (outlock.h); locked: tried */
+typedef struct run_args {
+    const char *file, *out, *only, *device, *shard_arg;
+    int repeat, quick, json, fail_fast, force;
+} run_args;
+
+/* The command line into a: -1 to go on, or the exit status to return now (0 for --help). */
+static int run_parse(int argc, char **argv, run_args *a) {
+    *a = (run_args){0};
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { run_usage(stdout); return 0; }
-        else if (!strcmp(a, "--out") && v) out = argv[++i];
-        else if (!strcmp(a, "--only") && v) only = argv[++i];
-        else if (!strcmp(a, "--device") && v) device = argv[++i];
-        else if (!strcmp(a, "--shard") && v) shard_arg = argv[++i];
-        else if (!strcmp(a, "--allow-read") && v) {
+        const char *arg = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) { run_usage(stdout); return 0; }
+        else if (!strcmp(arg, "--out") && v) a->out = argv[++i];
+        else if (!strcmp(arg, "--only") && v) a->only = argv[++i];
+        else if (!strcmp(arg, "--device") && v) a->device = argv[++i];
+        else if (!strcmp(arg, "--shard") && v) a->shard_arg = argv[++i];
+        else if (!strcmp(arg, "--allow-read") && v) {
             if (cli_allow_read("run", argv[++i])) return CLI_EXIT_USAGE;
         }
-        else if (!strcmp(a, "--repeat") && v) {
+        else if (!strcmp(arg, "--repeat") && v) {
             char *end;
             long n = strtol(argv[++i], &end, 10);
             if (*end || n < 1 || n > 100000) {
                 fprintf(stderr, "bench run: --repeat %s: expected a count >= 1\n", argv[i]);
                 return 2;
             }
-            repeat = (int)n;
+            a->repeat = (int)n;
         }
-        else if (!strcmp(a, "--quick")) quick = 1;
-        else if (!strcmp(a, "--json")) json = 1;
-        else if (!strcmp(a, "--fail-fast")) fail_fast = 1;
-        else if (!strcmp(a, "--force")) force = 1;
-        else if (a[0] != '-' && !file) file = a;
+        else if (!strcmp(arg, "--quick")) a->quick = 1;
+        else if (!strcmp(arg, "--json")) a->json = 1;
+        else if (!strcmp(arg, "--fail-fast")) a->fail_fast = 1;
+        else if (!strcmp(arg, "--force")) a->force = 1;
+        else if (arg[0] != '-' && !a->file) a->file = arg;
         else {
             static const char *const known[] = {"--out", "--only", "--repeat", "--quick", "--device", "--json",
                                                 "--fail-fast", "--force", "--shard", "--allow-read", "--help", NULL};
-            return cli_bad_arg(stderr, "run", a, known);
+            return cli_bad_arg(stderr, "run", arg, known);
         }
     }
-    if (!file) {
+    if (!a->file) {
         fprintf(stderr, "bench run: which scenario? (e.g. bench run scenarios/mmap_vs_pread.json)\n\n");
         run_usage(stderr);
         return 2;
     }
+    return -1;
+}
 
+/* The results folder into dir: --out (locked, what a killed run left removed, prepared by
+ * loc_prepare_out), or a new one named by the time and the commit. 0, or the exit status
+ * with the message printed. The lock stays held in *lock_fd (*locked: it was tried). */
+static int run_results_dir(const run_args *a, const scenario *s, const run_shard *sh, int n_shards, char *dir,
+                           size_t dirlen, int *lock_fd, int *locked) {
     char err[1024];
-    if (shard_arg && sh_parse(shard_arg, &sh.index, &n_shards, err, sizeof(err))) {
-        fprintf(stderr, "bench run: %s\n", err);
-        return 2;
-    }
-    scenario *s = NULL;
-    sc_errors errs;
-    cli_allow_model_cache();
-    if (sc_load_on(file, NULL, device, &s, &errs)) {
-        for (int i = 0; i < errs.n; i++) fprintf(stderr, "%s\n", errs.v[i]);
-        fprintf(stderr, "bench run: %d error%s in %s; nothing was run\n", errs.n, errs.n == 1 ? "" : "s", file);
-        sc_errors_free(&errs);
-        return 2;
-    }
-    int rc = 1;
-    rn_model_files mf = {0};
-    rn_result res = {0};
-    cJSON *env = NULL, *shard_json = NULL;
-    if (repeat) s->repetitions = repeat;
-    if (quick) {
-        s->repetitions = 1;
-        s->warmup = 0;
-    }
-    if (sc_select(s, only, err, sizeof(err))) {
-        fprintf(stderr, "bench run: %s\n", err);
-        rc = 2;
-        goto out;
-    }
-    if (shard_arg) {
-        if (sh_plan_make(s, n_shards, &sh.plan, err, sizeof(err))) {
-            fprintf(stderr, "bench run: --shard %s: %s\n", shard_arg, err);
-            rc = 2;
-            goto out;
-        }
-        /* the variants with no cell here are not this shard's: no spec, warm-up, summary or callgrind */
-        for (int vi = 0; vi < s->n_variants; vi++)
-            if (!sh_variant_cells(&sh.plan, sh.index, vi)) s->variants[vi].selected = 0;
-        shard_json = sh_shard_json(&sh.plan, sh.index);
-    }
-    char dir[PATH_MAX];
-    if (out) {
-        snprintf(dir, sizeof(dir), "%s", out);
+    if (a->out) {
+        snprintf(dir, dirlen, "%s", a->out);
         /* before the model is made: a refusal should cost nothing; and before --force
          * empties the folder, so that it cannot empty one another run is writing to */
         struct stat dst;
         if (!stat(dir, &dst) && S_ISDIR(dst.st_mode)) {
-            int lk = ol_lock(dir, &lock_fd, err, sizeof(err));
+            int lk = ol_lock(dir, lock_fd, err, sizeof(err));
             if (lk < 0) {
                 fprintf(stderr, "bench run: %s\n", err);
-                rc = 2;
-                goto out;
+                return 2;
             }
             if (lk > 0) fprintf(stderr, "bench run: note: %s\n", err);
-            locked = 1;
+            *locked = 1;
             int stale = ol_clean_stale(dir);
             if (stale) fprintf(stderr, "bench run: removed %d temporary file%s left in %s by a run that was killed\n", stale, stale == 1 ? "" : "s", dir);
         }
-        if (loc_prepare_out(dir, force, err, sizeof(err))) {
+        if (loc_prepare_out(dir, a->force, err, sizeof(err))) {
             fprintf(stderr, "bench run: %s\n", err);
-            rc = 2;
-            goto out;
+            return 2;
         }
     } else {
-        if (force) {
+        if (a->force) {
             fprintf(stderr, "bench run: --force empties the folder given by --out; without --out each run gets a new folder\n");
-            rc = 2;
-            goto out;
+            return 2;
         }
         char stamp[32], sha[64], root[PATH_MAX];
         const char *why;
@@ -251,22 +210,127 @@ int cmd_run(int argc, char **argv) {
         loc_commit_short(sha, sizeof(sha));
         loc_results_root(root, sizeof(root), &why);
         if (!strncmp(why, "the current directory", 21)) fprintf(stderr, "bench run: note: results under ./results: %s\n", why);
-        int w = shard_arg ? snprintf(dir, sizeof(dir), "%s/%s/%s-%s-shard%dof%d", root, s->name, stamp, sha, sh.index, n_shards)
-                          : snprintf(dir, sizeof(dir), "%s/%s/%s-%s", root, s->name, stamp, sha);
-        if (w >= (int)sizeof(dir)) {
+        int w = a->shard_arg ? snprintf(dir, dirlen, "%s/%s/%s-%s-shard%dof%d", root, s->name, stamp, sha, sh->index, n_shards)
+                             : snprintf(dir, dirlen, "%s/%s/%s-%s", root, s->name, stamp, sha);
+        if (w >= (int)dirlen) {
             fprintf(stderr, "bench run: results folder name too long under %s\n", root);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* After the repetitions: the summary, results.json, the table (or --json), the figures, and
+ * the exit status (130 interrupted, 1 a failed repetition or write, else 0). */
+static int run_finish(const run_args *a, const scenario *s, run_ctx *ctx, const rn_result *res, const char *dir) {
+    char err[1024];
+    if (ctx->tty && res->n_runs < res->total_planned) fputc('\n', stderr);
+    ctx->in.status = res->interrupted ? "interrupted" : res->stopped ? "stopped" : "complete";
+    rs_summary sum;
+    if (rs_summarize(&ctx->in, &sum)) {
+        fprintf(stderr, "bench run: out of memory\n");
+        return 1;
+    }
+    if (rs_write(&ctx->in, &sum, err, sizeof(err))) {
+        fprintf(stderr, "bench run: %s\n", err);
+        ctx->write_failures++;
+    } else {
+        ctx->written_runs = res->n_runs;
+    }
+    if (a->json) {
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "scenario", s->name);
+        cJSON_AddStringToObject(j, "results_dir", dir);
+        cJSON_AddStringToObject(j, "status", ctx->in.status);
+        cJSON_AddItemToObject(j, "summary", rs_summary_json(&ctx->in, &sum));
+        char *text = cJSON_Print(j);
+        if (text) printf("%s\n", text);
+        free(text);
+        cJSON_Delete(j);
+    } else {
+        s->kind->table(stdout, &ctx->in, &sum);
+    }
+    fflush(stdout);
+    int bad = 0;
+    for (int i = 0; i < res->n_runs; i++) bad += res->runs[i].status != RN_OK || !res->runs[i].cache_ok;
+    rs_summary_free(&sum);
+    pl_after_run(dir);
+    fprintf(stderr, "bench run: %d of %d repetitions done%s; results in %s\n", res->n_runs, res->total_planned,
+            res->interrupted ? " (interrupted)" : res->stopped ? " (stopped by --fail-fast)" : "", dir);
+    int rc = res->interrupted ? 130 : bad ? 1 : 0;
+    if (ctx->write_failures) {
+        if (ctx->written_runs)
+            fprintf(stderr, "bench run: %d write%s of %s/results.json failed; it holds %d of the %d repetitions done\n",
+                    ctx->write_failures, ctx->write_failures == 1 ? "" : "s", dir, ctx->written_runs, res->n_runs);
+        else
+            fprintf(stderr, "bench run: %s/results.json could not be written: none of the %d repetitions done is recorded\n",
+                    dir, res->n_runs);
+        if (!rc) rc = 1;
+    }
+    return rc;
+}
+
+int cmd_run(int argc, char **argv) {
+    run_args a;
+    int prc = run_parse(argc, argv, &a);
+    if (prc >= 0) return prc;
+    int n_shards = 0;
+    run_shard sh = {.index = -1};
+    int lock_fd = -1, locked = 0; /* the results folder's lock, held until the end (outlock.h); locked: tried */
+    char err[1024];
+    if (a.shard_arg && sh_parse(a.shard_arg, &sh.index, &n_shards, err, sizeof(err))) {
+        fprintf(stderr, "bench run: %s\n", err);
+        return 2;
+    }
+    scenario *s = NULL;
+    sc_errors errs;
+    cli_allow_model_cache();
+    if (sc_load_on(a.file, NULL, a.device, &s, &errs)) {
+        for (int i = 0; i < errs.n; i++) fprintf(stderr, "%s\n", errs.v[i]);
+        fprintf(stderr, "bench run: %d error%s in %s; nothing was run\n", errs.n, errs.n == 1 ? "" : "s", a.file);
+        sc_errors_free(&errs);
+        return 2;
+    }
+    int rc = 1;
+    rn_model_files mf = {0};
+    rn_result res = {0};
+    cJSON *env = NULL, *shard_json = NULL;
+    if (a.repeat) s->repetitions = a.repeat;
+    if (a.quick) {
+        s->repetitions = 1;
+        s->warmup = 0;
+    }
+    if (sc_select(s, a.only, err, sizeof(err))) {
+        fprintf(stderr, "bench run: %s\n", err);
+        rc = 2;
+        goto out;
+    }
+    if (a.shard_arg) {
+        if (sh_plan_make(s, n_shards, &sh.plan, err, sizeof(err))) {
+            fprintf(stderr, "bench run: --shard %s: %s\n", a.shard_arg, err);
+            rc = 2;
             goto out;
         }
+        /* the variants with no cell here are not this shard's: no spec, warm-up, summary or callgrind */
+        for (int vi = 0; vi < s->n_variants; vi++)
+            if (!sh_variant_cells(&sh.plan, sh.index, vi)) s->variants[vi].selected = 0;
+        shard_json = sh_shard_json(&sh.plan, sh.index);
+    }
+    char dir[PATH_MAX];
+    int drc = run_results_dir(&a, s, &sh, n_shards, dir, sizeof(dir), &lock_fd, &locked);
+    if (drc) {
+        rc = drc;
+        goto out;
     }
     char cache[PATH_MAX];
     const char *cache_why;
     loc_model_cache(cache, sizeof(cache), &cache_why);
     /* an allocator scenario has no model */
     if (s->kind->needs_model && rn_prepare_model(s, cache, &mf, err, sizeof(err))) {
-        fprintf(stderr, "bench run: %s: %s\n", file, err);
+        fprintf(stderr, "bench run: %s: %s\n", a.file, err);
         goto out;
     }
-    if (run_mkdirs(dir)) {
+    if (ut_mkdirs(dir)) {
         fprintf(stderr, "bench run: cannot create %s: %s\n", dir, strerror(errno));
         goto out;
     }
@@ -289,11 +353,12 @@ int cmd_run(int argc, char **argv) {
     env = rs_environment();
 
     run_ctx ctx = {.tty = isatty(2), .t0 = rn_now_ns()};
-    ctx.in = (rs_input){.s = s, .mf = &mf, .res = &res, .status = "running", .dir = dir, .only = only,
-                        .repeat_override = repeat, .quick = quick, .env = env, .shard = shard_json};
-    rn_opts o = {.worker_exe = exe, .out_dir = dir, .fail_fast = fail_fast, .interrupted = &run_interrupted,
-                 .on_run = run_progress, .user = &ctx, .keep = shard_arg ? run_keep : NULL, .keep_user = &sh};
-    if (shard_arg)
+    ctx.in = (rs_input){.s = s, .mf = &mf, .res = &res, .status = "running", .dir = dir, .only = a.only,
+                        .repeat_override = a.repeat, .quick = a.quick, .env = env, .shard = shard_json,
+                        .written_hash = &ctx.written_hash};
+    rn_opts o = {.worker_exe = exe, .out_dir = dir, .fail_fast = a.fail_fast, .interrupted = &run_interrupted,
+                 .on_run = run_progress, .user = &ctx, .keep = a.shard_arg ? run_keep : NULL, .keep_user = &sh};
+    if (a.shard_arg)
         fprintf(stderr, "bench run: shard %d of %d: %d of the plan's %d cells\n", sh.index, n_shards,
                 sh.plan.start[sh.index + 1] - sh.plan.start[sh.index], sh.plan.n_cells);
     fprintf(stderr, "bench run: %s: %d variant%s x %d repetition%s (+%d warm-up) x %d process%s -> %s\n", s->name,
@@ -312,49 +377,7 @@ int cmd_run(int argc, char **argv) {
         fprintf(stderr, "bench run: %s\n", err);
         goto out;
     }
-    if (ctx.tty && res.n_runs < res.total_planned) fputc('\n', stderr);
-    ctx.in.status = res.interrupted ? "interrupted" : res.stopped ? "stopped" : "complete";
-    rs_summary sum;
-    if (rs_summarize(&ctx.in, &sum)) {
-        fprintf(stderr, "bench run: out of memory\n");
-        goto out;
-    }
-    if (rs_write(&ctx.in, &sum, err, sizeof(err))) {
-        fprintf(stderr, "bench run: %s\n", err);
-        ctx.write_failures++;
-    } else {
-        ctx.written_runs = res.n_runs;
-    }
-    if (json) {
-        cJSON *j = cJSON_CreateObject();
-        cJSON_AddStringToObject(j, "scenario", s->name);
-        cJSON_AddStringToObject(j, "results_dir", dir);
-        cJSON_AddStringToObject(j, "status", ctx.in.status);
-        cJSON_AddItemToObject(j, "summary", rs_summary_json(&ctx.in, &sum));
-        char *text = cJSON_Print(j);
-        if (text) printf("%s\n", text);
-        free(text);
-        cJSON_Delete(j);
-    } else {
-        s->kind->table(stdout, &ctx.in, &sum);
-    }
-    fflush(stdout);
-    int bad = 0;
-    for (int i = 0; i < res.n_runs; i++) bad += res.runs[i].status != RN_OK || !res.runs[i].cache_ok;
-    rs_summary_free(&sum);
-    pl_after_run(dir);
-    fprintf(stderr, "bench run: %d of %d repetitions done%s; results in %s\n", res.n_runs, res.total_planned,
-            res.interrupted ? " (interrupted)" : res.stopped ? " (stopped by --fail-fast)" : "", dir);
-    rc = res.interrupted ? 130 : bad ? 1 : 0;
-    if (ctx.write_failures) {
-        if (ctx.written_runs)
-            fprintf(stderr, "bench run: %d write%s of %s/results.json failed; it holds %d of the %d repetitions done\n",
-                    ctx.write_failures, ctx.write_failures == 1 ? "" : "s", dir, ctx.written_runs, res.n_runs);
-        else
-            fprintf(stderr, "bench run: %s/results.json could not be written: none of the %d repetitions done is recorded\n",
-                    dir, res.n_runs);
-        if (!rc) rc = 1;
-    }
+    rc = run_finish(&a, s, &ctx, &res, dir);
 out:
     if (lock_fd >= 0) close(lock_fd);
     cJSON_Delete(shard_json);

@@ -1,12 +1,14 @@
 /* bench tokenize: a vocabulary's ids for a text, with no weights loaded. */
 #include "commands.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engines/core/model/model.h"
 #include "engines/core/runtime/tokenizer.h"
+#include "util/ut_fs.h"
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -48,17 +50,10 @@ int cmd_tokenize(int argc, char **argv) {
     char err[1024] = "";
     char *buf = NULL;
     if (file) {
-        FILE *f = fopen(file, "rb");
-        long n = -1;
-        if (f && !fseek(f, 0, SEEK_END)) n = ftell(f);
-        if (!f || n < 0 || fseek(f, 0, SEEK_SET) || !(buf = malloc((size_t)n + 1)) || fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        if (!(buf = ut_slurp(file, SIZE_MAX, NULL, err, sizeof(err)))) {
             fprintf(stderr, "bench tokenize: %s: cannot read\n", file);
-            if (f) fclose(f);
-            free(buf);
             return 1;
         }
-        fclose(f);
-        buf[n] = '\0';
         text = buf;
     }
     model *m = NULL;

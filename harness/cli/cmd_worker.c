@@ -2,6 +2,7 @@
  * Reads the spec file once and hands it to the worker of its kind (harness/spec/kind.h). */
 #include <cJSON.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "harness/child/worker.h"
 #include "harness/cli/commands.h"
 #include "harness/spec/kind.h"
+#include "util/ut_fs.h"
 
 static void wk_usage(FILE *f) {
     fprintf(f,
@@ -25,40 +27,6 @@ static void wk_usage(FILE *f) {
             "                into FILE (how `bench run` measures the \"accuracy\" metric)\n\n"
             "example:\n"
             "  perf stat -e page-faults,major-faults bench worker --spec results/mmap_vs_pread/<run>/specs/v0.json\n");
-}
-
-/* The file's text, NUL-terminated (malloc'd); NULL with err. */
-static char *wk_slurp(const char *path, char *err, size_t errlen) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        return NULL;
-    }
-    char *buf = NULL;
-    size_t len = 0;
-    for (;;) {
-        char *nb = realloc(buf, len + 65536 + 1);
-        if (!nb) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = nb;
-        size_t r = fread(buf + len, 1, 65536, f);
-        len += r;
-        if (r == 0) break;
-    }
-    fclose(f);
-    if (!buf) {
-        snprintf(err, errlen, "%s: out of memory", path);
-        return NULL;
-    }
-    buf[len] = 0;
-    /* the text's own size: the read buffer goes back to the heap before the worker loads anything */
-    char *text = strdup(buf);
-    free(buf);
-    if (!text) snprintf(err, errlen, "%s: out of memory", path);
-    return text;
 }
 
 int cmd_worker(int argc, char **argv) {
@@ -87,15 +55,16 @@ int cmd_worker(int argc, char **argv) {
     /* a model changed under its mapping: one line in the log, then death by SIGBUS, which the parent records */
     mg_install("bench worker", 1);
     char err[1024];
-    char *text = wk_slurp(spec_path, err, sizeof(err));
+    char *text = ut_slurp(spec_path, SIZE_MAX, NULL, err, sizeof(err));
     if (!text) return worker_fail(ev_fd, err);
-    /* the spec's "kind" picks the worker; the kind's worker checks the rest */
+    /* parsed once: the spec's "kind" picks the worker, which reads the rest from the same tree;
+     * the text goes back to the heap before the worker loads anything */
     cJSON *j = cJSON_Parse(text);
+    free(text);
     const cJSON *k = cJSON_GetObjectItemCaseSensitive(j, "kind");
     const sc_kind *kind = sc_kind_for_worker(cJSON_IsString(k) ? k->valuestring : NULL);
     if (!kind) snprintf(err, sizeof(err), "%s: no worker for the spec's kind \"%s\"", spec_path, cJSON_IsString(k) ? k->valuestring : "");
+    int rc = kind ? kind->worker(j, spec_path, ev_fd, ack_fd, &o) : worker_fail(ev_fd, err);
     cJSON_Delete(j);
-    int rc = kind ? kind->worker(text, spec_path, ev_fd, ack_fd, &o) : worker_fail(ev_fd, err);
-    free(text);
     return rc;
 }

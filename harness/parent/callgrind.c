@@ -1,6 +1,7 @@
 /* instructions:callgrind: see callgrind.h. */
 #include "callgrind.h"
 #include "subproc.h"
+#include "engines/abi/module.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -34,18 +35,9 @@ static const char *const cg_names[CG_PH_COUNT] = {"start", "load", "prefill", "d
 
 const char *cg_phase_name(int ph) { return ph >= 0 && ph < CG_PH_COUNT ? cg_names[ph] : "?"; }
 
-static int cg_errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int cg_errf(char *err, size_t errlen, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 int cg_available(char *err, size_t errlen) {
     if (!CG_BUILD_MARKS_PHASES)
-        return cg_errf(err, errlen, "\"instructions:callgrind\": this bench was built without <valgrind/callgrind.h> "
+        return bench_errf(err, errlen, "\"instructions:callgrind\": this bench was built without <valgrind/callgrind.h> "
                                     "(the valgrind package has it: run scripts/deps.sh and rebuild)");
     const char *path = getenv("PATH");
     char buf[PATH_MAX];
@@ -58,13 +50,13 @@ int cg_available(char *err, size_t errlen) {
         p += n;
         if (*p == ':') p++;
     }
-    return cg_errf(err, errlen, "\"instructions:callgrind\": valgrind is not on PATH (scripts/deps.sh installs it)");
+    return bench_errf(err, errlen, "\"instructions:callgrind\": valgrind is not on PATH (scripts/deps.sh installs it)");
 }
 
 /* One callgrind output file: its trigger's phase (or -1: not one of ours) and its total. */
 static int cg_parse_one(const char *path, int *phase, uint64_t *ir, char *err, size_t errlen) {
     FILE *f = fopen(path, "r");
-    if (!f) return cg_errf(err, errlen, "%s: %s", path, strerror(errno));
+    if (!f) return bench_errf(err, errlen, "%s: %s", path, strerror(errno));
     char line[1024];
     int have_total = 0;
     *phase = -2;
@@ -87,7 +79,7 @@ static int cg_parse_one(const char *path, int *phase, uint64_t *ir, char *err, s
             unsigned long long v = strtoull(num, &end, 10);
             if (errno || end == num) {
                 fclose(f);
-                return cg_errf(err, errlen, "%s: unreadable total: %s", path, line);
+                return bench_errf(err, errlen, "%s: unreadable total: %s", path, line);
             }
             *ir = v;
             have_total = 1;
@@ -95,7 +87,7 @@ static int cg_parse_one(const char *path, int *phase, uint64_t *ir, char *err, s
     }
     fclose(f);
     if (*phase == -2 || !have_total)
-        return cg_errf(err, errlen, "%s: not a callgrind output file (no \"desc: Trigger\" or no \"totals\")", path);
+        return bench_errf(err, errlen, "%s: not a callgrind output file (no \"desc: Trigger\" or no \"totals\")", path);
     return 0;
 }
 
@@ -115,12 +107,12 @@ int cg_parse(const char *out_file, cg_counts *c, char *err, size_t errlen) {
         if (cg_parse_one(path, &ph, &ir, err, errlen)) return -1;
         c->total += ir;
         if (ph < 0) continue;           /* a dump someone else asked for: counted in the total only */
-        if (seen[ph]++) return cg_errf(err, errlen, "%s: a second \"%s\" dump", path, cg_names[ph]);
+        if (seen[ph]++) return bench_errf(err, errlen, "%s: a second \"%s\" dump", path, cg_names[ph]);
         c->ir[ph] = ir;
     }
     for (int k = 0; k < CG_PH_COUNT; k++)
         if (!seen[k])
-            return cg_errf(err, errlen, "%s: no \"%s\" phase among callgrind's files (did the worker fail? or run "
+            return bench_errf(err, errlen, "%s: no \"%s\" phase among callgrind's files (did the worker fail? or run "
                                         "without --callgrind?)", out_file, cg_names[k]);
     c->ok = 1;
     return 0;
@@ -144,7 +136,7 @@ int cg_measure(const char *bench_exe, const char *spec_path, const char *out_fil
     if (sp_run(argv, "under valgrind --tool=callgrind", log_path, timeout_s, interrupted, c->error, sizeof(c->error)))
         return -1;
     char err[512];
-    if (cg_parse(out_file, c, err, sizeof(err))) return cg_errf(c->error, sizeof(c->error), "%s", err);
+    if (cg_parse(out_file, c, err, sizeof(err))) return bench_errf(c->error, sizeof(c->error), "%s", err);
     return 0;
 }
 

@@ -24,6 +24,9 @@
 #include "harness/spec/confine.h"
 #include "harness/spec/events.h"
 #include "harness/parent/pagecache.h"
+#include "util/ut_fs.h"
+#include "util/ut_clock.h"
+#include "util/ut_vec.h"
 
 /* a repetition's residency bounds, in % of the model's pages */
 #define RN_COLD_MAX_PCT 5.0
@@ -38,11 +41,7 @@ static void rn_setf(char *dst, size_t len, const char *fmt, ...) {
     va_end(ap);
 }
 
-int64_t rn_now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
+int64_t rn_now_ns(void) { return ut_now_ns(); }
 
 const char *rn_phase_name(int ph) {
     static const char *n[] = {"start", "load", "prefill", "end"};
@@ -55,18 +54,6 @@ const char *rn_status_name(rn_status s) {
 }
 
 /* ---- the model ---- */
-
-static int rn_mkdirs(const char *path) {
-    char buf[PATH_MAX];
-    snprintf(buf, sizeof(buf), "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = 0;
-        if (mkdir(buf, 0777) && errno != EEXIST) return -1;
-        *p = '/';
-    }
-    return mkdir(buf, 0777) && errno != EEXIST ? -1 : 0;
-}
 
 /* path resolved once, and the identity of the file there (confine.h): what the parent
  * reads and the workers check. */
@@ -89,7 +76,7 @@ int rn_prepare_model(scenario *s, const char *cache_dir, rn_model_files *mf, cha
             return bench_errf(err, errlen, "synth model path too long under %s", cache_dir);
         struct stat st;
         if (stat(path, &st) != 0) {
-            if (rn_mkdirs(cache_dir))
+            if (ut_mkdirs(cache_dir))
                 return bench_errf(err, errlen, "%s: cannot create the model cache: %s", cache_dir, strerror(errno));
             /* written under a temporary name and renamed: a concurrent or interrupted run never sees half a model */
             snprintf(tmp, sizeof(tmp), "%s.tmp%d", path, (int)getpid());
@@ -222,13 +209,7 @@ fail:
 static void rn_take_sample(const scenario *s, rn_proc *p, int64_t now) {
     pm_status st;
     if (!p->t_hello || p->eof || pm_read_status(&p->pm, &st)) return;
-    if (p->n_tl == p->cap_tl) {
-        int cap = p->cap_tl ? p->cap_tl * 2 : 1024;
-        rn_sample *n = realloc(p->tl, (size_t)cap * sizeof(*n));
-        if (!n) return;
-        p->tl = n;
-        p->cap_tl = cap;
-    }
+    if (UT_VEC_RESERVE(p->tl, p->cap_tl, p->n_tl + 1)) return;
     rn_sample *x = &p->tl[p->n_tl++];
     x->t_ns = now;
     x->rss = st.vm_rss;
@@ -257,16 +238,9 @@ static void rn_snapshot(const scenario *s, const rn_model_files *mf, rn_proc *p,
 }
 
 static int rn_push_token(rn_proc *p, int64_t t, int64_t id) {
-    if (p->n_tok == p->cap_tok) {
-        int cap = p->cap_tok ? p->cap_tok * 2 : 256;
-        int64_t *a = realloc(p->tok_ns, (size_t)cap * sizeof(*a));
-        if (!a) return -1;
-        p->tok_ns = a;
-        int32_t *b = realloc(p->tok_id, (size_t)cap * sizeof(*b));
-        if (!b) return -1;
-        p->tok_id = b;
-        p->cap_tok = cap;
-    }
+    if (ut_vec_reserve_par(&p->cap_tok, (size_t)p->n_tok + 1, 2, (void *[]){&p->tok_ns, &p->tok_id},
+                           (size_t[]){sizeof(*p->tok_ns), sizeof(*p->tok_id)}))
+        return -1;
     p->tok_ns[p->n_tok] = t;
     p->tok_id[p->n_tok++] = (int32_t)id;
     return 0;
@@ -294,10 +268,8 @@ static void rn_event(rn_proc *p, const bench_event *ev) {
     case BENCH_EV_TOKEN: rn_push_token(p, ev->t_ns, ev->b); break;
     case BENCH_EV_DECODE_END: p->t_decode_end = ev->t_ns; break;
     case BENCH_EV_COUNTER: {
-        rn_counter *n = realloc(p->counters, (size_t)(p->n_counters + 1) * sizeof(*n));
-        if (!n) break;
-        p->counters = n;
-        rn_counter *c = &n[p->n_counters++];
+        if (UT_VEC_RESERVE(p->counters, p->cap_counters, p->n_counters + 1)) break;
+        rn_counter *c = &p->counters[p->n_counters++];
         snprintf(c->name, sizeof(c->name), "%.*s", (int)sizeof(ev->name) - 1, ev->name);
         snprintf(c->unit, sizeof(c->unit), "%.*s", (int)sizeof(ev->unit) - 1, ev->unit);
         c->value = ev->value;
@@ -307,10 +279,8 @@ static void rn_event(rn_proc *p, const bench_event *ev) {
     }
     case BENCH_EV_DONE: p->t_done = ev->t_ns; ph = RN_PH_END; break;
     case BENCH_EV_REGION: {
-        pm_range *n = realloc(p->ranges, (size_t)(p->n_ranges + 1) * sizeof(*n));
-        if (!n) break;
-        p->ranges = n;
-        pm_range *g = &n[p->n_ranges++];
+        if (UT_VEC_RESERVE(p->ranges, p->cap_ranges, p->n_ranges + 1)) break;
+        pm_range *g = &p->ranges[p->n_ranges++];
         g->start = (uint64_t)ev->a;
         g->end = (uint64_t)ev->a + (uint64_t)ev->b;
         /* "bench:weights" -> "weights", as smaps names them "[anon:bench:weights]" */
@@ -324,13 +294,7 @@ static void rn_event(rn_proc *p, const bench_event *ev) {
         break;
     case BENCH_EV_SERVE_END: p->t_serve_end = ev->t_ns; break;
     case BENCH_EV_KV_SAMPLE: {
-        if (p->n_kvs == p->cap_kvs) {
-            int cap = p->cap_kvs ? p->cap_kvs * 2 : 1024;
-            rn_kv_sample *n = realloc(p->kvs, (size_t)cap * sizeof(*n));
-            if (!n) break;
-            p->kvs = n;
-            p->cap_kvs = cap;
-        }
+        if (UT_VEC_RESERVE(p->kvs, p->cap_kvs, p->n_kvs + 1)) break;
         const int64_t *x = ev->x;
         p->kvs[p->n_kvs++] = (rn_kv_sample){
             .t_ns = ev->t_ns, .step = ev->a, .tokens = ev->b, .reserved = x[BENCH_KVS_RESERVED], .live = x[BENCH_KVS_LIVE],
@@ -340,13 +304,7 @@ static void rn_event(rn_proc *p, const bench_event *ev) {
         break;
     }
     case BENCH_EV_REQUEST: {
-        if (p->n_reqs == p->cap_reqs) {
-            int cap = p->cap_reqs ? p->cap_reqs * 2 : 64;
-            rn_request *n = realloc(p->reqs, (size_t)cap * sizeof(*n));
-            if (!n) break;
-            p->reqs = n;
-            p->cap_reqs = cap;
-        }
+        if (UT_VEC_RESERVE(p->reqs, p->cap_reqs, p->n_reqs + 1)) break;
         const int64_t *x = ev->x;
         p->reqs[p->n_reqs++] = (rn_request){
             .id = ev->a, .n_out = ev->b, .arrival_ns = x[BENCH_RQ_ARRIVAL_NS], .admit_ns = x[BENCH_RQ_ADMIT_NS],
@@ -670,9 +628,9 @@ int rn_execute(const scenario *s, const rn_model_files *mf, const rn_opts *o, rn
     if ((s->metrics & SC_M_CALLGRIND) && cg_available(err, errlen)) return -1;
     char path[PATH_MAX];
     snprintf(path, sizeof(path), "%s/logs", o->out_dir);
-    if (rn_mkdirs(path)) return bench_errf(err, errlen, "%s: %s", path, strerror(errno));
+    if (ut_mkdirs(path)) return bench_errf(err, errlen, "%s: %s", path, strerror(errno));
     snprintf(path, sizeof(path), "%s/specs", o->out_dir);
-    if (rn_mkdirs(path)) return bench_errf(err, errlen, "%s: %s", path, strerror(errno));
+    if (ut_mkdirs(path)) return bench_errf(err, errlen, "%s: %s", path, strerror(errno));
     /* one spec file per variant: `bench worker --spec FILE` reruns it by hand (perf, valgrind) */
     for (int i = 0; i < s->n_variants; i++) {
         if (!s->variants[i].selected) continue;

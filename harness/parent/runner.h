@@ -102,9 +102,9 @@ typedef struct rn_proc {
     int n_tok, cap_tok;
     int64_t *tok_ns;                /* (n_tok) [0]: first token (prefill end), then each decoded token */
     int32_t *tok_id;                /* (n_tok) */
-    int n_counters;
+    int n_counters, cap_counters;
     rn_counter *counters;           /* (n_counters) the modules' own */
-    int n_ranges;
+    int n_ranges, cap_ranges;
     pm_range *ranges;               /* (n_ranges) regions the worker reported by address */
     int n_tl, cap_tl;
     rn_sample *tl;                  /* (n_tl) the timeline */

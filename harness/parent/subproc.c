@@ -1,4 +1,6 @@
 #include "subproc.h"
+#include "util/ut_clock.h"
+#include "engines/abi/module.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -11,29 +13,16 @@
 #include <time.h>
 #include <unistd.h>
 
-static int sp_errf(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int sp_errf(char *err, size_t n, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, n, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
-static int64_t sp_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+static int64_t sp_now_ms(void) { return ut_now_ns() / 1000000; }
 
 int sp_run(char *const argv[], const char *what, const char *log_path, double timeout_s,
            volatile sig_atomic_t *interrupted, char *err, size_t errlen) {
     int log = open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (log < 0) return sp_errf(err, errlen, "%s: %s", log_path, strerror(errno));
+    if (log < 0) return bench_errf(err, errlen, "%s: %s", log_path, strerror(errno));
     pid_t parent = getpid(), pid = fork();
     if (pid < 0) {
         close(log);
-        return sp_errf(err, errlen, "fork: %s", strerror(errno));
+        return bench_errf(err, errlen, "fork: %s", strerror(errno));
     }
     if (pid == 0) {
         /* dies with bench run, as the runner's workers do (runner.c) */
@@ -52,7 +41,7 @@ int sp_run(char *const argv[], const char *what, const char *log_path, double ti
     for (;;) {
         pid_t r = waitpid(pid, &status, WNOHANG);
         if (r == pid) break;
-        if (r < 0 && errno != EINTR) return sp_errf(err, errlen, "waitpid: %s", strerror(errno));
+        if (r < 0 && errno != EINTR) return bench_errf(err, errlen, "waitpid: %s", strerror(errno));
         if (!killed && ((interrupted && *interrupted) || sp_now_ms() > deadline)) {
             killed = (interrupted && *interrupted) ? 1 : 2;
             kill(pid, SIGKILL);
@@ -60,9 +49,9 @@ int sp_run(char *const argv[], const char *what, const char *log_path, double ti
         struct timespec d = {0, 20 * 1000000};
         nanosleep(&d, NULL);
     }
-    if (killed == 1) return sp_errf(err, errlen, "interrupted");
-    if (killed == 2) return sp_errf(err, errlen, "timed out after %.0f s %s (see %s)", timeout_s, what, log_path);
+    if (killed == 1) return bench_errf(err, errlen, "interrupted");
+    if (killed == 2) return bench_errf(err, errlen, "timed out after %.0f s %s (see %s)", timeout_s, what, log_path);
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
-    if (WIFEXITED(status)) return sp_errf(err, errlen, "%s exited %d (see %s)", what, WEXITSTATUS(status), log_path);
-    return sp_errf(err, errlen, "%s died of signal %d (see %s)", what, WTERMSIG(status), log_path);
+    if (WIFEXITED(status)) return bench_errf(err, errlen, "%s exited %d (see %s)", what, WEXITSTATUS(status), log_path);
+    return bench_errf(err, errlen, "%s died of signal %d (see %s)", what, WTERMSIG(status), log_path);
 }

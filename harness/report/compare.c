@@ -9,6 +9,7 @@
 #include "harness/report/escape.h"
 #include "harness/report/mclass.h"
 #include "harness/spec/stats.h"
+#include "util/ut_vec.h"
 
 #define CMP_ALPHA 0.05
 
@@ -277,13 +278,7 @@ void cmp_metric(const rr_series *a, const rr_series *b, const char *metric, cons
 /* ---- whole documents ---- */
 
 static cmp_row *cmp_add(cmp_report *rep) {
-    if (rep->n == rep->cap) {
-        int ncap = rep->cap ? rep->cap * 2 : 256;
-        cmp_row *nr = realloc(rep->rows, sizeof(*nr) * (size_t)ncap);
-        if (!nr) return NULL;
-        rep->rows = nr;
-        rep->cap = ncap;
-    }
+    if (UT_VEC_RESERVE(rep->rows, rep->cap, rep->n + 1)) return NULL;
     cmp_row *r = &rep->rows[rep->n++];
     memset(r, 0, sizeof(*r));
     return r;

@@ -18,6 +18,8 @@
 #include "harness/report/resread.h"
 #include "harness/report/results.h"
 #include "harness/spec/stats.h"
+#include "util/ut_fs.h"
+#include "util/ut_vec.h"
 
 /* ---- errors: every problem found, one per line ---- */
 
@@ -153,13 +155,7 @@ static int mg_has_results(const char *dir) {
 }
 
 static int mg_add_input(mg_ctx *c, const char *dir_or_file) {
-    if (c->n == c->cap) {
-        int ncap = c->cap ? c->cap * 2 : 8;
-        mg_in *ni = realloc(c->in, (size_t)ncap * sizeof(*ni));
-        if (!ni) return -1;
-        c->in = ni;
-        c->cap = ncap;
-    }
+    if (UT_VEC_RESERVE(c->in, c->cap, c->n + 1)) return -1;
     mg_in *in = &c->in[c->n];
     memset(in, 0, sizeof(*in));
     snprintf(in->path, sizeof(in->path), "%s", dir_or_file);
@@ -411,17 +407,9 @@ static int mg_push(mg_series **ms, int *nms, const char *name, double x, int run
         memset(s, 0, sizeof(*s));
         snprintf(s->name, sizeof(s->name), "%s", name);
     }
-    if (s->n == s->cap) {
-        int nc = s->cap ? s->cap * 2 : 16;
-        double *v = realloc(s->v, (size_t)nc * sizeof(*v));
-        if (v) s->v = v;
-        int *r = realloc(s->run, (size_t)nc * sizeof(*r));
-        if (r) s->run = r;
-        int *p = realloc(s->proc, (size_t)nc * sizeof(*p));
-        if (p) s->proc = p;
-        if (!v || !r || !p) return -1;
-        s->cap = nc;
-    }
+    if (ut_vec_reserve_par(&s->cap, (size_t)s->n + 1, 3, (void *[]){&s->v, &s->run, &s->proc},
+                           (size_t[]){sizeof(*s->v), sizeof(*s->run), sizeof(*s->proc)}))
+        return -1;
     s->v[s->n] = x;
     s->run[s->n] = run;
     s->proc[s->n] = proc;
@@ -592,6 +580,99 @@ static void mg_types(mg_ctx *c) {
         }
 }
 
+/* Every record of every input, checked against its shard's cells, in order (mg_cmp_run);
+ * one cell once per machine type. *out (malloc'd, *n_out of them) borrows the inputs' runs.
+ * -1: out of memory; the records' problems go to c->e. */
+static int mg_collect_runs(mg_ctx *c, const cJSON *vars, mg_runref **out, int *n_out) {
+    int nr = 0;
+    for (int i = 0; i < c->n; i++) nr += cJSON_GetArraySize(mg_get(c->in[i].root, "runs"));
+    mg_runref *refs = calloc((size_t)(nr ? nr : 1), sizeof(*refs));
+    if (!refs) return -1;
+    int k = 0;
+    for (int i = 0; i < c->n; i++) {
+        int idx = 0;
+        const cJSON *r;
+        cJSON_ArrayForEach(r, mg_get(c->in[i].root, "runs")) {
+            int v = mg_int(r, "variant", -1), rep = mg_int(r, "repetition", -1);
+            if (v < 0 || v >= c->in[i].nv || rep < 0) {
+                mg_err(&c->e, "%s: .runs[%d]: expected a variant index < %d and a repetition >= 0", c->in[i].path, idx,
+                       c->in[i].nv);
+            } else {
+                refs[k] = (mg_runref){.in = i, .idx = idx, .warmup = cJSON_IsTrue(mg_get(r, "warmup")), .rep = rep,
+                                      .variant = c->in[i].vmap[v], .run = r};
+                if (!refs[k].warmup && c->in[i].cells && !mg_cell_in(c->in[i].cells, v, rep))
+                    mg_err(&c->e, "%s: .runs[%d]: variant %d repetition %d is not one of shard %d's cells", c->in[i].path,
+                           idx, v, rep, c->in[i].shard);
+                k++;
+            }
+            idx++;
+        }
+    }
+    nr = k;
+    qsort(refs, (size_t)nr, sizeof(*refs), mg_cmp_run);
+    for (int i = 1; i < nr; i++) {
+        const mg_runref *a = &refs[i - 1], *b = &refs[i];
+        if (!a->warmup && !b->warmup && a->rep == b->rep && a->variant == b->variant && a->in != b->in &&
+            c->in[a->in].type == c->in[b->in].type)
+            mg_err(&c->e, "%s and %s both hold variant %s repetition %d on one machine type", c->in[a->in].path,
+                   c->in[b->in].path, mg_str(cJSON_GetArrayItem(vars, a->variant), "key"), a->rep);
+    }
+    *out = refs;
+    *n_out = nr;
+    return 0;
+}
+
+/* "machines" (one per input) and "machine_types" (the inputs grouped by CPU and GPUs) */
+static void mg_add_machines(const mg_ctx *c, cJSON *doc) {
+    cJSON *machines = cJSON_AddArrayToObject(doc, "machines");
+    for (int i = 0; i < c->n; i++) {
+        cJSON *m = cJSON_CreateObject();
+        cJSON_AddNumberToObject(m, "shard", c->in[i].shard);
+        cJSON_AddStringToObject(m, "source", c->in[i].path);
+        const char *host = mg_str(mg_get(c->in[i].root, "environment"), "hostname");
+        cJSON_AddStringToObject(m, "hostname", host ? host : "");
+        cJSON_AddNumberToObject(m, "machine_type", c->in[i].type);
+        cJSON_AddItemToObject(m, "environment", cJSON_Duplicate(mg_get(c->in[i].root, "environment"), 1));
+        cJSON_AddItemToArray(machines, m);
+    }
+    cJSON *types = cJSON_AddArrayToObject(doc, "machine_types");
+    for (int t = 0; t < c->nt; t++) {
+        const cJSON *env = mg_get(c->in[c->types[t].first].root, "environment");
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddStringToObject(x, "id", c->types[t].id);
+        cJSON_AddStringToObject(x, "label", c->types[t].label);
+        const char *model = mg_str(mg_get(env, "cpu"), "model"), *flags = mg_str(mg_get(env, "cpu"), "flags"),
+                   *kern = mg_str(env, "kernels");
+        cJSON_AddStringToObject(x, "cpu_model", model ? model : "");
+        cJSON_AddStringToObject(x, "cpu_flags", flags ? flags : "");
+        cJSON_AddStringToObject(x, "kernels", kern ? kern : "");
+        const cJSON *g = mg_get(env, "gpus");
+        cJSON_AddItemToObject(x, "gpus", g ? cJSON_Duplicate(g, 1) : cJSON_CreateArray());
+        cJSON *ms = cJSON_AddArrayToObject(x, "machines");
+        for (int i = 0; i < c->n; i++)
+            if (c->in[i].type == t) cJSON_AddItemToArray(ms, cJSON_CreateNumber(i));
+        cJSON_AddItemToArray(types, x);
+    }
+}
+
+/* "merged": the shards, the inputs, the shards missing and what was allowed */
+static void mg_add_merged(const mg_ctx *c, cJSON *doc, const mg_opts *o) {
+    cJSON *mj = cJSON_AddObjectToObject(doc, "merged");
+    cJSON_AddNumberToObject(mj, "shards", c->in[0].count);
+    cJSON *src = cJSON_AddArrayToObject(mj, "inputs");
+    for (int i = 0; i < c->n; i++) cJSON_AddItemToArray(src, cJSON_CreateString(c->in[i].path));
+    cJSON *miss = cJSON_AddArrayToObject(mj, "missing_shards");
+    for (int s = 0; s < c->in[0].count; s++) {
+        int have = 0;
+        for (int i = 0; i < c->n; i++) have |= c->in[i].shard == s;
+        if (!have) cJSON_AddItemToArray(miss, cJSON_CreateNumber(s));
+    }
+    cJSON *al = cJSON_AddObjectToObject(mj, "allowed");
+    cJSON_AddBoolToObject(al, "scenarios", o->allow_scenarios);
+    cJSON_AddBoolToObject(al, "builds", o->allow_builds);
+    cJSON_AddBoolToObject(al, "partial", o->partial);
+}
+
 int mg_merge(const char *const *inputs, int n, const mg_opts *o, cJSON **out, char *err, size_t errlen) {
     *out = NULL;
     mg_ctx c = {0};
@@ -621,42 +702,10 @@ int mg_merge(const char *const *inputs, int n, const mg_opts *o, cJSON **out, ch
         cJSON_Delete(vars);
         goto oom;
     }
-    /* every record, checked against its shard's cells; one cell once per machine type */
     int nr = 0;
-    for (int i = 0; i < c.n; i++) nr += cJSON_GetArraySize(mg_get(c.in[i].root, "runs"));
-    refs = calloc((size_t)(nr ? nr : 1), sizeof(*refs));
-    if (!refs) {
+    if (mg_collect_runs(&c, vars, &refs, &nr)) {
         cJSON_Delete(vars);
         goto oom;
-    }
-    int k = 0;
-    for (int i = 0; i < c.n; i++) {
-        int idx = 0;
-        const cJSON *r;
-        cJSON_ArrayForEach(r, mg_get(c.in[i].root, "runs")) {
-            int v = mg_int(r, "variant", -1), rep = mg_int(r, "repetition", -1);
-            if (v < 0 || v >= c.in[i].nv || rep < 0) {
-                mg_err(&c.e, "%s: .runs[%d]: expected a variant index < %d and a repetition >= 0", c.in[i].path, idx,
-                       c.in[i].nv);
-            } else {
-                refs[k] = (mg_runref){.in = i, .idx = idx, .warmup = cJSON_IsTrue(mg_get(r, "warmup")), .rep = rep,
-                                      .variant = c.in[i].vmap[v], .run = r};
-                if (!refs[k].warmup && c.in[i].cells && !mg_cell_in(c.in[i].cells, v, rep))
-                    mg_err(&c.e, "%s: .runs[%d]: variant %d repetition %d is not one of shard %d's cells", c.in[i].path,
-                           idx, v, rep, c.in[i].shard);
-                k++;
-            }
-            idx++;
-        }
-    }
-    nr = k;
-    qsort(refs, (size_t)nr, sizeof(*refs), mg_cmp_run);
-    for (int i = 1; i < nr; i++) {
-        const mg_runref *a = &refs[i - 1], *b = &refs[i];
-        if (!a->warmup && !b->warmup && a->rep == b->rep && a->variant == b->variant && a->in != b->in &&
-            c.in[a->in].type == c.in[b->in].type)
-            mg_err(&c.e, "%s and %s both hold variant %s repetition %d on one machine type", c.in[a->in].path,
-                   c.in[b->in].path, mg_str(cJSON_GetArrayItem(vars, a->variant), "key"), a->rep);
     }
     if (c.e.n) {
         cJSON_Delete(vars);
@@ -692,35 +741,7 @@ int mg_merge(const char *const *inputs, int n, const mg_opts *o, cJSON **out, ch
         cJSON_AddItemToArray(runs, r);
     }
 
-    cJSON *machines = cJSON_AddArrayToObject(doc, "machines");
-    for (int i = 0; i < c.n; i++) {
-        cJSON *m = cJSON_CreateObject();
-        cJSON_AddNumberToObject(m, "shard", c.in[i].shard);
-        cJSON_AddStringToObject(m, "source", c.in[i].path);
-        const char *host = mg_str(mg_get(c.in[i].root, "environment"), "hostname");
-        cJSON_AddStringToObject(m, "hostname", host ? host : "");
-        cJSON_AddNumberToObject(m, "machine_type", c.in[i].type);
-        cJSON_AddItemToObject(m, "environment", cJSON_Duplicate(mg_get(c.in[i].root, "environment"), 1));
-        cJSON_AddItemToArray(machines, m);
-    }
-    cJSON *types = cJSON_AddArrayToObject(doc, "machine_types");
-    for (int t = 0; t < c.nt; t++) {
-        const cJSON *env = mg_get(c.in[c.types[t].first].root, "environment");
-        cJSON *x = cJSON_CreateObject();
-        cJSON_AddStringToObject(x, "id", c.types[t].id);
-        cJSON_AddStringToObject(x, "label", c.types[t].label);
-        const char *model = mg_str(mg_get(env, "cpu"), "model"), *flags = mg_str(mg_get(env, "cpu"), "flags"),
-                   *kern = mg_str(env, "kernels");
-        cJSON_AddStringToObject(x, "cpu_model", model ? model : "");
-        cJSON_AddStringToObject(x, "cpu_flags", flags ? flags : "");
-        cJSON_AddStringToObject(x, "kernels", kern ? kern : "");
-        const cJSON *g = mg_get(env, "gpus");
-        cJSON_AddItemToObject(x, "gpus", g ? cJSON_Duplicate(g, 1) : cJSON_CreateArray());
-        cJSON *ms = cJSON_AddArrayToObject(x, "machines");
-        for (int i = 0; i < c.n; i++)
-            if (c.in[i].type == t) cJSON_AddItemToArray(ms, cJSON_CreateNumber(i));
-        cJSON_AddItemToArray(types, x);
-    }
+    mg_add_machines(&c, doc);
 
     cJSON *sum = cJSON_AddArrayToObject(doc, "summary");
     int nvars = cJSON_GetArraySize(vars);
@@ -730,20 +751,7 @@ int mg_merge(const char *const *inputs, int n, const mg_opts *o, cJSON **out, ch
             if (e) cJSON_AddItemToArray(sum, e);
         }
 
-    cJSON *mj = cJSON_AddObjectToObject(doc, "merged");
-    cJSON_AddNumberToObject(mj, "shards", c.in[0].count);
-    cJSON *src = cJSON_AddArrayToObject(mj, "inputs");
-    for (int i = 0; i < c.n; i++) cJSON_AddItemToArray(src, cJSON_CreateString(c.in[i].path));
-    cJSON *miss = cJSON_AddArrayToObject(mj, "missing_shards");
-    for (int s = 0; s < c.in[0].count; s++) {
-        int have = 0;
-        for (int i = 0; i < c.n; i++) have |= c.in[i].shard == s;
-        if (!have) cJSON_AddItemToArray(miss, cJSON_CreateNumber(s));
-    }
-    cJSON *al = cJSON_AddObjectToObject(mj, "allowed");
-    cJSON_AddBoolToObject(al, "scenarios", o->allow_scenarios);
-    cJSON_AddBoolToObject(al, "builds", o->allow_builds);
-    cJSON_AddBoolToObject(al, "partial", o->partial);
+    mg_add_merged(&c, doc, o);
     *out = doc;
     doc = NULL;
     rc = 0;
@@ -761,20 +769,8 @@ done:
 
 /* ---- files ---- */
 
-static int mg_mkdirs(const char *path) {
-    char buf[PATH_MAX];
-    snprintf(buf, sizeof(buf), "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = 0;
-        if (mkdir(buf, 0777) && errno != EEXIST) return -1;
-        *p = '/';
-    }
-    return mkdir(buf, 0777) && errno != EEXIST ? -1 : 0;
-}
-
 int mg_write(const cJSON *doc, const char *dir, char *err, size_t errlen) {
-    if (mg_mkdirs(dir)) {
+    if (ut_mkdirs(dir)) {
         snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
         return -1;
     }

@@ -7,24 +7,14 @@
 
 #include "harness/spec/kind.h"
 #include "harness/spec/stats.h"
+#include "util/ut_vec.h"
 
 void mt_add(mt_bag *b, const char *name, const char *unit, mc_decl decl, double v) {
     if (!isfinite(v)) return;
-    if (b->n == b->cap) {
-        int cap = b->cap ? b->cap * 2 : 64;
-        char **nn = realloc(b->name, (size_t)cap * sizeof(*nn));
-        if (nn) b->name = nn;
-        const char **nu = realloc(b->unit, (size_t)cap * sizeof(*nu));
-        if (nu) b->unit = nu;
-        double *nv = realloc(b->v, (size_t)cap * sizeof(*nv));
-        if (nv) b->v = nv;
-        char **no = realloc(b->units_owned, (size_t)cap * sizeof(*no));
-        if (no) b->units_owned = no;
-        mc_decl *nd = realloc(b->decl, (size_t)cap * sizeof(*nd));
-        if (nd) b->decl = nd;
-        if (!nn || !nu || !nv || !no || !nd) return;
-        b->cap = cap;
-    }
+    if (ut_vec_reserve_par(&b->cap, (size_t)b->n + 1, 5, (void *[]){&b->name, &b->unit, &b->v, &b->units_owned, &b->decl},
+                           (size_t[]){sizeof(*b->name), sizeof(*b->unit), sizeof(*b->v), sizeof(*b->units_owned),
+                                      sizeof(*b->decl)}))
+        return;
     b->name[b->n] = strdup(name);
     b->units_owned[b->n] = strdup(unit);
     b->unit[b->n] = b->units_owned[b->n];

@@ -14,6 +14,7 @@
 
 #include "harness/report/results.h"
 #include "harness/spec/stats.h"
+#include "util/ut_vec.h"
 
 extern char **environ;
 
@@ -342,16 +343,11 @@ static int pl_fig_itl(const rr_doc *d, FILE *f, FILE *b) {
                 const cJSON *t = pl_get(pl_get(p, "tokens"), "t_ms");
                 int nt = cJSON_GetArraySize(t);
                 for (int k = 1; k < nt; k++) {
-                    if (n == cap) {
-                        cap = cap ? cap * 2 : 256;
-                        double *nx = realloc(x, sizeof(double) * (size_t)cap);
-                        if (!nx) {
-                            free(x);
-                            fclose(pf);
-                            free(plot);
-                            return -1;
-                        }
-                        x = nx;
+                    if (UT_VEC_RESERVE(x, cap, n + 1)) {
+                        free(x);
+                        fclose(pf);
+                        free(plot);
+                        return -1;
                     }
                     x[n++] = cJSON_GetArrayItem(t, k)->valuedouble - cJSON_GetArrayItem(t, k - 1)->valuedouble;
                 }
@@ -823,15 +819,8 @@ static int pl_group_of(const char *metric) {
     return -1; /* not reached: "" matches */
 }
 
-static int pl_report(const rr_doc *d, const char *plots, int have_gnuplot, char *err, size_t errlen) {
-    char path[4300], tmp[4400];
-    snprintf(path, sizeof(path), "%s/report.html", d->dir);
-    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
-        return -1;
-    }
+/* report.html's title, description, status, date and commit */
+static void pl_html_head(FILE *f, const rr_doc *d) {
     const cJSON *scen = pl_get(d->root, "scenario"), *aw = pl_get(scen, "as_written");
     const cJSON *desc = pl_get(aw, "description"), *status = pl_get(d->root, "status");
     fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>bench: ");
@@ -857,7 +846,10 @@ static int pl_report(const rr_doc *d, const char *plots, int have_gnuplot, char 
         fprintf(f, "</code>%s", d->dirty ? " (dirty)" : "");
     }
     fprintf(f, "</p>\n");
+}
 
+/* every figure drawn, inline (base64 PNG), and why one was skipped; or why there are none */
+static void pl_html_figures(FILE *f, const rr_doc *d, const char *plots, int have_gnuplot) {
     fprintf(f, "<h2>Figures</h2>\n");
     int figs = 0;
     for (int k = 0; pl_figure_names[k]; k++) {
@@ -906,9 +898,11 @@ static int pl_report(const rr_doc *d, const char *plots, int have_gnuplot, char 
                    "every one failed), so there is nothing to draw.</p>\n");
     else if (!figs)
         fprintf(f, "<p>No figures: none of them had data in these results.</p>\n");
+}
 
-    /* the summary, as the terminal table prints it: its names and units, its digits, the
-     * table's rows first and in its order, then every other metric under its key */
+/* the summary, as the terminal table prints it: its names and units, its digits, the
+ * table's rows first and in its order, then every other metric under its key */
+static void pl_html_summary(FILE *f, const rr_doc *d) {
     fprintf(f, "<h2>Summary</h2>\n<p>Median over the counted repetitions &plusmn; half the 95%% confidence interval "
                "of the mean.</p>\n<table id=\"summary\">\n<tr><th>metric</th>");
     for (int i = 0; i < d->n; i++) {
@@ -1017,7 +1011,11 @@ static int pl_report(const rr_doc *d, const char *plots, int have_gnuplot, char 
         pl_html_text(f, busy);
         fprintf(f, "</b></p>\n");
     }
+}
 
+/* the environment and the scenario as written, and the script that reports decoded images */
+static void pl_html_tail(FILE *f, const rr_doc *d) {
+    const cJSON *scen = pl_get(d->root, "scenario");
     char *envs = cJSON_Print(pl_get(d->root, "environment"));
     char *scs = cJSON_Print(scen ? scen : NULL);
     fprintf(f, "<h2>Environment</h2>\n<pre id=\"environment\">");
@@ -1034,6 +1032,21 @@ static int pl_report(const rr_doc *d, const char *plots, int have_gnuplot, char 
                "  document.body.setAttribute('data-images', ok + '/' + imgs.length);\n"
                "  document.body.setAttribute('data-images-ok', ok === imgs.length && ok > 0 ? 'yes' : 'no');\n"
                "});\n</script>\n</body></html>\n");
+}
+
+static int pl_report(const rr_doc *d, const char *plots, int have_gnuplot, char *err, size_t errlen) {
+    char path[4300], tmp[4400];
+    snprintf(path, sizeof(path), "%s/report.html", d->dir);
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+        return -1;
+    }
+    pl_html_head(f, d);
+    pl_html_figures(f, d, plots, have_gnuplot);
+    pl_html_summary(f, d);
+    pl_html_tail(f, d);
     if (fclose(f)) {
         snprintf(err, errlen, "%s: write error", tmp);
         unlink(tmp);

@@ -1,5 +1,7 @@
 /* Reading results.json back into per-variant series of raw values. */
 #include "harness/report/resread.h"
+#include "util/ut_fs.h"
+#include "util/ut_vec.h"
 
 #include <cJSON.h>
 #include <errno.h>
@@ -12,46 +14,9 @@
 #define RR_MAX_FILE (1 << 30)  /* bytes read from one file, at most (docs/reliability.md) */
 
 char *rr_slurp(const char *path, size_t *len, char *err, size_t errlen) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        return NULL;
-    }
-    char *buf = NULL;
-    size_t cap = 0, n = 0;
-    for (;;) {
-        /* results.json of the largest runs are tens of MB; past this it is not one (/dev/zero, a model) */
-        if (n > RR_MAX_FILE) {
-            snprintf(err, errlen, "%s: larger than %d MiB: not a results file", path, RR_MAX_FILE >> 20);
-            free(buf);
-            fclose(f);
-            return NULL;
-        }
-        if (n + 65536 + 1 > cap) {
-            size_t ncap = cap ? cap * 2 : 1 << 20;
-            char *nb = realloc(buf, ncap);
-            if (!nb) {
-                snprintf(err, errlen, "%s: out of memory", path);
-                free(buf);
-                fclose(f);
-                return NULL;
-            }
-            buf = nb;
-            cap = ncap;
-        }
-        size_t got = fread(buf + n, 1, cap - n - 1, f);
-        n += got;
-        if (got == 0) break;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        snprintf(err, errlen, "%s: read error", path);
-        free(buf);
-        return NULL;
-    }
-    buf[n] = 0;
-    if (len) *len = n;
+    /* results.json of the largest runs are tens of MB; past this it is not one (/dev/zero, a model) */
+    char *buf = ut_slurp(path, RR_MAX_FILE, len, err, errlen);
+    if (!buf && errno == EFBIG) snprintf(err, errlen, "%s: larger than %d MiB: not a results file", path, RR_MAX_FILE >> 20);
     return buf;
 }
 
@@ -63,9 +28,7 @@ static const char *rr_str(const cJSON *o, const char *k) {
 static rr_series *rr_series_get(rr_variant *v, const char *name) {
     for (int i = 0; i < v->n; i++)
         if (!strcmp(v->m[i].name, name)) return &v->m[i];
-    rr_series *m = realloc(v->m, sizeof(*m) * (size_t)(v->n + 1));
-    if (!m) return NULL;
-    v->m = m;
+    if (UT_VEC_RESERVE(v->m, v->cap, v->n + 1)) return NULL;
     rr_series *s = &v->m[v->n];
     *s = (rr_series){.name = strdup(name), .unit = strdup("")};
     if (!s->name || !s->unit) {
@@ -78,9 +41,7 @@ static rr_series *rr_series_get(rr_variant *v, const char *name) {
 }
 
 static int rr_push(rr_series *s, double x) {
-    double *nv = realloc(s->v, sizeof(*nv) * (size_t)(s->n + 1));
-    if (!nv) return -1;
-    s->v = nv;
+    if (UT_VEC_RESERVE(s->v, s->cap, s->n + 1)) return -1;
     s->v[s->n++] = x;
     return 0;
 }

@@ -26,7 +26,7 @@ typedef struct rr_series {
     char *unit;                 /* from the summary; "" when the summary has none */
     int declared;               /* the summary gave the metric's class (decl); 0 in older files */
     mc_decl decl;
-    int n;
+    int n, cap;
     double *v;                  /* (n) raw values of the counted repetitions */
 } rr_series;
 
@@ -34,7 +34,7 @@ typedef struct rr_variant {
     int index;                  /* variants[].index */
     const char *key;            /* "loader=pread,cache=cold" (borrowed from root) */
     const char *label;          /* "pread/cold" (borrowed) */
-    int n;
+    int n, cap;
     rr_series *m;               /* (n) in first-seen order */
     const struct cJSON *summary;/* summary[i] of this variant, or NULL */
     int machine_type;           /* a merge of several machine types (merge.h): the type's index; else -1 */

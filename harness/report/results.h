@@ -30,13 +30,15 @@ typedef struct rs_input {
     int quick;
     struct cJSON *env;          /* rs_environment(), captured once */
     const struct cJSON *shard;  /* bench run --shard: its part of the plan (shard.h sh_shard_json); NULL: unsharded */
+    uint64_t *written_hash;     /* (optional) the hash of the results.json last written, less its "written"
+                                 * time (0: none yet): rs_write skips a document equal to it, and keeps it */
 } rs_input;
 
 typedef struct rs_metric {
     char *name;
     char *unit;
     mc_decl decl;               /* its class, better direction and tolerance, as declared (mclass.h) */
-    int n;
+    int n, cap;
     double *v;                  /* (n) one value per process of each counted repetition */
     int *run, *proc;            /* (n) where each value came from: index into res->runs, process */
     int *outlier;               /* (n) */
@@ -46,7 +48,7 @@ typedef struct rs_metric {
 typedef struct rs_variant {
     int variant;                /* index into scenario.variants */
     int counted, failed, invalid, warmups;
-    int n;
+    int n, cap;
     rs_metric *m;
 } rs_variant;
 

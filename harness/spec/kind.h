@@ -42,7 +42,8 @@ typedef struct sc_kind {
     int needs_model;            /* bench run/exec prepare the scenario's model */
     int (*parse)(struct scenario *s, const struct cJSON *root, struct sc_errors *errs);
     char *(*worker_spec)(const struct scenario *s, const struct sc_variant *v);
-    int (*worker)(const char *spec_text, const char *spec_name, int ev_fd, int ack_fd, const struct worker_opts *o);
+    /* spec: the worker spec, parsed once by its caller (bench worker, bench exec) */
+    int (*worker)(const struct cJSON *spec, const char *spec_name, int ev_fd, int ack_fd, const struct worker_opts *o);
     void (*metrics)(const struct scenario *s, const struct rn_proc *p, struct mt_bag *b);   /* may be NULL */
     void (*table)(FILE *f, const struct rs_input *in, const struct rs_summary *sum);
 } sc_kind;

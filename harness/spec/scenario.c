@@ -14,10 +14,12 @@
 #include "engines/abi/dtype.h"
 #include "engines/core/compute/kernels.h"
 #include "engines/core/runtime/modreg.h"
+#include "engines/core/runtime/sampler.h"
 #include "engines/core/synth/synth.h"
 #include "harness/spec/alloc_spec.h"
 #include "harness/spec/confine.h"
 #include "harness/spec/kind.h"
+#include "util/ut_fs.h"
 
 /* ---- errors ---- */
 
@@ -920,8 +922,8 @@ int sc_parse(const char *file, const char *text, const char *module_dir, scenari
     /* Pss per sample walks every page table of the worker: on a machine whose cores
      * the engine fills, it slows decode severalfold, so it is asked for, not default */
     s->metrics = SC_M_ALL & ~SC_M_PSS;
-    s->seed = 42;
-    s->topp = 0.9;
+    s->seed = SAMPLER_DEFAULT_SEED;
+    s->topp = SAMPLER_DEFAULT_TOPP;
 
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithOpts(text, &end, 1);
@@ -1124,40 +1126,17 @@ static char *sc_with_device(const char *text, const char *device) {
 int sc_load_on(const char *file, const char *module_dir, const char *device, scenario **out, sc_errors *errs) {
     *out = NULL;
     memset(errs, 0, sizeof(*errs));
-    FILE *f = fopen(file, "rb");
-    if (!f) {
-        sc_ctx c = {.file = file, .errs = errs};
-        sc_err(&c, "", "cannot open: %s", strerror(errno));
-        return -1;
-    }
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        /* a scenario is a few KB: a bigger "file" (/dev/zero, a model given by mistake) is refused */
-        if (len > SC_MAX_FILE) {
-            fclose(f);
-            free(buf);
-            sc_ctx c = {.file = file, .errs = errs};
-            sc_err(&c, "", "larger than %d MiB: not a scenario file", SC_MAX_FILE >> 20);
-            return -1;
-        }
-        if (len + 4096 + 1 > cap) {
-            cap = cap ? cap * 2 : 65536;
-            char *nb = realloc(buf, cap);
-            if (!nb) break;
-            buf = nb;
-        }
-        size_t r = fread(buf + len, 1, cap - len - 1, f);
-        len += r;
-        if (r == 0) break;
-    }
-    fclose(f);
+    /* a scenario is a few KB: a bigger "file" (/dev/zero, a model given by mistake) is refused */
+    char msg[256];
+    char *buf = ut_slurp(file, SC_MAX_FILE, NULL, msg, sizeof(msg));
     if (!buf) {
+        int e = errno;
         sc_ctx c = {.file = file, .errs = errs};
-        sc_err(&c, "", "out of memory");
+        if (e == EFBIG) sc_err(&c, "", "larger than %d MiB: not a scenario file", SC_MAX_FILE >> 20);
+        else if (e == ENOMEM) sc_err(&c, "", "out of memory");
+        else sc_err(&c, "", "cannot open: %s", strerror(e));
         return -1;
     }
-    buf[len] = 0;
     char *moved = device ? sc_with_device(buf, device) : NULL;
     int rc = sc_parse(file, moved ? moved : buf, module_dir, out, errs);
     free(moved);

@@ -2,11 +2,13 @@
 #include "worker_spec.h"
 
 #include <cJSON.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engines/abi/module.h"
+#include "engines/core/runtime/sampler.h"
 
 
 static const char *const sv_dist_kinds[] = {"fixed", "uniform", "file"};
@@ -111,51 +113,158 @@ sc_requests *sv_spec_read(const cJSON *spec, char *err, size_t errlen) {
 
 /* ---- the engine's worker spec (inference and serving) ---- */
 
-char *sc_engine_worker_spec(const scenario *s, const sc_variant *v) {
-    cJSON *j = cJSON_CreateObject();
-    if (!j) return NULL;
-    cJSON_AddStringToObject(j, "model", s->model_resolved ? s->model_resolved : s->model_path ? s->model_path : "");
-    if (s->tokenizer_path) cJSON_AddStringToObject(j, "tokenizer", s->tokenizer_resolved ? s->tokenizer_resolved : s->tokenizer_path);
-    /* the files bench run read: the worker refuses others (confine.h); "dev:ino", as
-     * strings, since a JSON number does not hold 64 bits */
-    char id[64];
-    if (s->model_resolved) {
-        snprintf(id, sizeof(id), "%llu:%llu", s->model_dev, s->model_ino);
-        cJSON_AddStringToObject(j, "model_id", id);
-    }
-    if (s->tokenizer_path && s->tokenizer_resolved) {
-        snprintf(id, sizeof(id), "%llu:%llu", s->tokenizer_dev, s->tokenizer_ino);
-        cJSON_AddStringToObject(j, "tokenizer_id", id);
-    }
+typedef enum { WS_STR, WS_INT, WS_NUM, WS_BOOL, WS_REQUESTS } ws_type;
+
+enum {
+    WS_IF_SET = 1,      /* written only when set (a string, a number not 0, true); else always */
+    WS_HOOK = 2,        /* a test hook: read only under BENCH_TEST_HOOKS=1 */
+};
+
+/* The fields, in the order they are written. def: an absent number's value when read (an
+ * absent string is NULL). */
+static const struct ws_field {
+    const char *name;
+    ws_type type;
+    size_t off;
+    double def;
+    unsigned flags;
+} ws_fields[] = {
+#define F(name, type, member, def, flags) {name, type, offsetof(ws_engine, member), def, flags}
+    F("model", WS_STR, model, 0, 0),
+    F("tokenizer", WS_STR, tokenizer, 0, WS_IF_SET),
+    F("model_id", WS_STR, model_id, 0, WS_IF_SET),
+    F("tokenizer_id", WS_STR, tokenizer_id, 0, WS_IF_SET),
+    F("loader", WS_STR, module[0], 0, 0),
+    F("loader_opts", WS_STR, opts[0], 0, 0),
+    F("kv", WS_STR, module[1], 0, 0),
+    F("kv_opts", WS_STR, opts[1], 0, 0),
+    F("alloc", WS_STR, module[2], 0, 0),
+    F("alloc_opts", WS_STR, opts[2], 0, 0),
+    F("threads", WS_INT, threads, 0, 0),
+    F("device", WS_STR, device, 0, 0),
+    F("device_opts", WS_STR, device_opts, 0, 0),
+    F("kernels", WS_STR, kernels, 0, 0),
+    F("kv_cache", WS_STR, kv_cache, 0, 0),
+    F("bandwidth", WS_BOOL, bandwidth, 0, WS_IF_SET),
+    F("ctx", WS_INT, ctx, 0, 0),
+    F("requests", WS_REQUESTS, requests, 0, 0),
+    F("prompt", WS_STR, prompt, 0, WS_IF_SET),
+    F("prompt_tokens", WS_INT, prompt_tokens, 0, WS_IF_SET),
+    F("generate", WS_INT, generate, 0, WS_IF_SET),
+    F("seed", WS_NUM, seed, SAMPLER_DEFAULT_SEED, 0),
+    F("temperature", WS_NUM, temperature, 0, 0),
+    F("topp", WS_NUM, topp, SAMPLER_DEFAULT_TOPP, 0),
+    F("module_dir", WS_STR, module_dir, 0, 0),
+    F("fault", WS_STR, fault, 0, WS_IF_SET | WS_HOOK),
+    F("delay_ms", WS_INT, delay_ms, 0, WS_IF_SET | WS_HOOK),
+#undef F
+};
+#define WS_NFIELDS (sizeof(ws_fields) / sizeof(ws_fields[0]))
+
+void ws_engine_fill(ws_engine *w, const scenario *s, const sc_variant *v) {
+    *w = (ws_engine){0};
+    w->model = s->model_resolved ? s->model_resolved : s->model_path ? s->model_path : "";
+    if (s->tokenizer_path) w->tokenizer = s->tokenizer_resolved ? s->tokenizer_resolved : s->tokenizer_path;
     static const int fam[] = {SC_AX_LOADER, SC_AX_KV, SC_AX_ALLOC};
     for (int i = 0; i < 3; i++) {
         const sc_choice *c = sc_pick(s, v, fam[i]);
-        char key[32];
-        cJSON_AddStringToObject(j, sc_axis_name(fam[i]), c->name);
-        snprintf(key, sizeof(key), "%s_opts", sc_axis_name(fam[i]));
-        cJSON_AddStringToObject(j, key, c->opts ? c->opts : "");
+        w->module[i] = c->name;
+        w->opts[i] = c->opts ? c->opts : "";
     }
-    cJSON_AddNumberToObject(j, "threads", sc_pick(s, v, SC_AX_THREADS)->ival);
-    cJSON_AddStringToObject(j, "device", sc_device(s, v));
-    cJSON_AddStringToObject(j, "device_opts", sc_device_opts(s, v));
-    cJSON_AddStringToObject(j, "kernels", sc_pick(s, v, SC_AX_KERNELS)->name);
-    cJSON_AddStringToObject(j, "kv_cache", sc_pick(s, v, SC_AX_KV_CACHE)->name);
-    if (s->metrics & SC_M_BANDWIDTH) cJSON_AddBoolToObject(j, "bandwidth", 1);
-    cJSON_AddNumberToObject(j, "ctx", s->ctx);
+    w->threads = sc_pick(s, v, SC_AX_THREADS)->ival;
+    w->device = sc_device(s, v);
+    w->device_opts = sc_device_opts(s, v);
+    w->kernels = sc_pick(s, v, SC_AX_KERNELS)->name;
+    w->kv_cache = sc_pick(s, v, SC_AX_KV_CACHE)->name;
+    w->bandwidth = (s->metrics & SC_M_BANDWIDTH) != 0;
+    w->ctx = s->ctx;
     if (s->requests) {
-        sv_spec_add(j, s);
+        w->requests_of = s;
     } else {
-        if (s->prompt) cJSON_AddStringToObject(j, "prompt", s->prompt);
-        else cJSON_AddNumberToObject(j, "prompt_tokens", s->prompt_tokens);
-        cJSON_AddNumberToObject(j, "generate", s->generate);
+        w->prompt = s->prompt;
+        if (!s->prompt) w->prompt_tokens = s->prompt_tokens;
+        w->generate = s->generate;
     }
-    cJSON_AddNumberToObject(j, "seed", (double)s->seed);
-    cJSON_AddNumberToObject(j, "temperature", s->temperature);
-    cJSON_AddNumberToObject(j, "topp", s->topp);
-    cJSON_AddStringToObject(j, "module_dir", s->module_dir);
-    if (s->fault) cJSON_AddStringToObject(j, "fault", s->fault);
-    if (s->delay_ms) cJSON_AddNumberToObject(j, "delay_ms", s->delay_ms);
-    char *text = cJSON_Print(j);
+    w->seed = (double)s->seed;
+    w->temperature = s->temperature;
+    w->topp = s->topp;
+    w->module_dir = s->module_dir;
+    w->fault = s->fault;
+    w->delay_ms = s->delay_ms;
+}
+
+cJSON *ws_engine_json(const ws_engine *w) {
+    cJSON *j = cJSON_CreateObject();
+    if (!j) return NULL;
+    const char *base = (const char *)w;
+    for (size_t i = 0; i < WS_NFIELDS; i++) {
+        const struct ws_field *f = &ws_fields[i];
+        const void *p = base + f->off;
+        switch (f->type) {
+        case WS_STR: {
+            const char *x = *(const char *const *)p;
+            if (x || !(f->flags & WS_IF_SET)) cJSON_AddStringToObject(j, f->name, x ? x : "");
+            break;
+        }
+        case WS_INT:
+            if (*(const int *)p || !(f->flags & WS_IF_SET)) cJSON_AddNumberToObject(j, f->name, *(const int *)p);
+            break;
+        case WS_NUM:
+            if (*(const double *)p != 0 || !(f->flags & WS_IF_SET)) cJSON_AddNumberToObject(j, f->name, *(const double *)p);
+            break;
+        case WS_BOOL:
+            if (*(const int *)p || !(f->flags & WS_IF_SET)) cJSON_AddBoolToObject(j, f->name, *(const int *)p);
+            break;
+        case WS_REQUESTS:
+            if (w->requests_of) sv_spec_add(j, w->requests_of);
+            break;
+        }
+    }
+    return j;
+}
+
+int ws_engine_read(const cJSON *j, ws_engine *w, char *err, size_t errlen) {
+    *w = (ws_engine){0};
+    if (err && errlen) err[0] = 0;
+    /* the test hooks act only where the test suite asked for them */
+    const char *hooks = getenv("BENCH_TEST_HOOKS");
+    int hooked = hooks && !strcmp(hooks, "1");
+    char *base = (char *)w;
+    for (size_t i = 0; i < WS_NFIELDS; i++) {
+        const struct ws_field *f = &ws_fields[i];
+        void *p = base + f->off;
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, f->name);
+        if ((f->flags & WS_HOOK) && !hooked) continue;
+        switch (f->type) {
+        case WS_STR: *(const char **)p = cJSON_IsString(x) ? x->valuestring : NULL; break;
+        case WS_INT: *(int *)p = (int)(cJSON_IsNumber(x) ? x->valuedouble : f->def); break;
+        case WS_NUM: *(double *)p = cJSON_IsNumber(x) ? x->valuedouble : f->def; break;
+        case WS_BOOL: *(int *)p = cJSON_IsTrue(x); break;
+        case WS_REQUESTS:
+            w->requests = sv_spec_read(j, err, errlen);
+            if (!w->requests && err && err[0]) return -1;
+            break;
+        }
+    }
+    return 0;
+}
+
+char *sc_engine_worker_spec(const scenario *s, const sc_variant *v) {
+    ws_engine w;
+    ws_engine_fill(&w, s, v);
+    /* the files bench run read: the worker refuses others (confine.h); "dev:ino", as
+     * strings, since a JSON number does not hold 64 bits */
+    char mid[64], tid[64];
+    if (s->model_resolved) {
+        snprintf(mid, sizeof(mid), "%llu:%llu", s->model_dev, s->model_ino);
+        w.model_id = mid;
+    }
+    if (s->tokenizer_path && s->tokenizer_resolved) {
+        snprintf(tid, sizeof(tid), "%llu:%llu", s->tokenizer_dev, s->tokenizer_ino);
+        w.tokenizer_id = tid;
+    }
+    cJSON *j = ws_engine_json(&w);
+    char *text = j ? cJSON_Print(j) : NULL;
     cJSON_Delete(j);
     return text;
 }

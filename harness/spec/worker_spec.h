@@ -2,8 +2,9 @@
  * and the worker reads back in a fresh process. One writer per workload kind
  * (harness/spec/kind.h); the engine's is here, the allocator workloads' in alloc_spec.h.
  *
- * An engine spec: model, tokenizer, loader/kv/alloc and their _opts, threads, device,
- * device_opts, ctx, seed, temperature, topp, module_dir; then either prompt or
+ * An engine spec is a ws_engine: one table of its fields (worker_spec.c: name, type,
+ * default, when it is written) serializes it on the parent's side and deserializes it on
+ * the worker's, so the two cannot disagree on a name or a default. Either prompt or
  * prompt_tokens and generate (one sequence), or "requests" (a serving run: sv_spec_add).
  */
 #ifndef BENCH_WORKER_SPEC_H
@@ -14,6 +15,38 @@
 #include "harness/spec/scenario.h"
 
 struct cJSON;
+
+/* An engine worker spec, typed. Strings are borrowed: from the scenario where the parent
+ * fills it (ws_engine_fill), from the parsed JSON where the worker reads it (ws_engine_read). */
+typedef struct ws_engine {
+    const char *model, *tokenizer;
+    const char *model_id, *tokenizer_id;        /* "dev:ino" bench run read, or NULL (confine.h) */
+    const char *module[3], *opts[3];            /* loader, kv, alloc and their option texts */
+    int threads;
+    const char *device, *device_opts;           /* NULL: cpu */
+    const char *kernels;                        /* CPU kernel family; NULL: auto */
+    const char *kv_cache;                       /* the KV cache types ("q8_0", "q8_0/f16"); NULL: f32 */
+    int bandwidth;                              /* measure decode's read bound after the run (metric "bandwidth") */
+    int ctx;
+    const char *prompt;                         /* one sequence: prompt, or prompt_tokens; then generate */
+    int prompt_tokens, generate;
+    double seed, temperature, topp;
+    const char *module_dir;
+    const char *fault;                          /* test hooks: read only under BENCH_TEST_HOOKS=1 */
+    int delay_ms;
+    /* a serving run: the scenario's requests where the parent writes ("requests", sv_spec_add),
+     * the spec's where the worker reads (sv_spec_read; owned, sc_requests_free) */
+    const scenario *requests_of;
+    sc_requests *requests;
+} ws_engine;
+
+/* The spec of variant v of s. */
+void ws_engine_fill(ws_engine *w, const scenario *s, const sc_variant *v);
+/* w as a spec's JSON object (NULL: out of memory). */
+struct cJSON *ws_engine_json(const ws_engine *w);
+/* A spec's object into w: every field, its table default where it is absent (the test hooks
+ * only under BENCH_TEST_HOOKS=1). 0, or -1 with err (malformed requests). */
+int ws_engine_read(const struct cJSON *j, ws_engine *w, char *err, size_t errlen);
 
 /* The engine worker spec of one variant (JSON text; the caller frees it). */
 char *sc_engine_worker_spec(const scenario *s, const sc_variant *v);

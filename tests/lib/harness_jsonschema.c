@@ -4,7 +4,10 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
+
+#include "util/ut_fs.h"
 
 typedef struct hjs_ctx {
     const cJSON *root;
@@ -121,23 +124,12 @@ int hjs_validate(const cJSON *schema, const cJSON *doc, char *err, size_t errlen
 }
 
 cJSON *hjs_load(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "hjs_load: cannot open %s\n", path);
+    char err[512];
+    char *buf = ut_slurp(path, SIZE_MAX, NULL, err, sizeof(err));
+    if (!buf) {
+        fprintf(stderr, "hjs_load: %s\n", err);
         return NULL;
     }
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = len >= 0 ? malloc((size_t)len + 1) : NULL;
-    if (!buf || fread(buf, 1, (size_t)len, f) != (size_t)len) {
-        fclose(f);
-        free(buf);
-        fprintf(stderr, "hjs_load: cannot read %s\n", path);
-        return NULL;
-    }
-    fclose(f);
-    buf[len] = 0;
     cJSON *j = cJSON_Parse(buf);
     if (!j) fprintf(stderr, "hjs_load: %s is not valid JSON (near: %.40s)\n", path, cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() : "?");
     free(buf);

@@ -10,6 +10,7 @@
 #include "engines/abi/blockquant.h"
 #include "engines/abi/vexpf.h"
 #include "quant.h"
+#include "util/ut_clock.h"
 
 #include <assert.h>
 #include <math.h>
@@ -483,11 +484,7 @@ static void kn_triad_task(void *arg, int task, int n_tasks) {
     j->fn(j->a + lo, j->b + lo, j->c + lo, 3.0f, hi - lo);
 }
 
-static double kn_now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+static double kn_now_s(void) { return 1e-9 * (double)ut_now_ns(); }
 
 /* Reported bytes are 3 x bytes_per_array per pass, as STREAM counts them: the
  * write-allocate read of `a` that ordinary stores also cause is not counted,

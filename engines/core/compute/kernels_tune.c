@@ -9,19 +9,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "engines/abi/module.h"
 #include "kernels.h"
+#include "util/ut_clock.h"
+#include "util/ut_fs.h"
 
 #define KT_MAX_DECODE_BYTES (2ull << 30)    /* a larger model is timed on its first 2 GiB */
 
-static double kt_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+static double kt_now(void) { return 1e-9 * (double)ut_now_ns(); }
 
 /* ---- the key ---- */
 
@@ -278,22 +275,16 @@ static void kt_write_entry(FILE *f, const char *key, const kt_entry *e) {
     fputc('\n', f);
 }
 
-/* The folder of path, and its parent, made where missing (~/.cache, then ~/.cache/bench). */
-static void kt_mkdirs(const char *path) {
-    char dir[1024];
-    snprintf(dir, sizeof(dir), "%s", path);
-    for (char *p = dir + 1; *p; p++)
-        if (*p == '/') {
-            *p = 0;
-            mkdir(dir, 0755);
-            *p = '/';
-        }
-}
-
 int kt_cache_store(const char *path, const kt_table *t, char *err, size_t errlen) {
     char tmp[1100];
     snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
-    kt_mkdirs(path);
+    char dir[1024];
+    snprintf(dir, sizeof(dir), "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash && slash != dir) {
+        *slash = 0;
+        ut_mkdirs(dir);     /* a failure shows at the fopen below */
+    }
     FILE *out = fopen(tmp, "w");
     if (!out) return bench_errf(err, errlen, "%s: %s", tmp, strerror(errno));
     FILE *in = fopen(path, "r");

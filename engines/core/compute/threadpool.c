@@ -22,6 +22,7 @@
  * The same pattern protects the caller's own sleep on `pending` (`caller_waits`).
  */
 #include "threadpool.h"
+#include "util/ut_clock.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -62,11 +63,7 @@ struct tp_pool {
     pthread_cond_t done_cv;     /* pending reached 0 */
 };
 
-static long tp_now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000000000L + ts.tv_nsec;
-}
+static long tp_now_ns(void) { return (long)ut_now_ns(); }
 
 /* Claims and runs tasks of the current job until none are left. */
 static void tp_drain(tp_pool *p) {

@@ -166,12 +166,14 @@ int model_reindex(model *m);
 int model_open_regular(const char *path, char *err, size_t errlen);
 /* Number of elements, with overflow check; -1 on overflow. */
 int64_t model_tensor_nelems(int n_dims, const int64_t *ne);
-void model_vocab_free(model_vocab *v);
-/* Reads a llama2.c tokenizer.bin into v (expected_n > 0: must hold exactly that many tokens). */
+void model_vocab_free(model_vocab *v);  /* model.c */
+/* Reads a llama2.c tokenizer.bin (vocab.c) into v (expected_n > 0: must hold exactly that many tokens). */
 int model_vocab_load_llama2c(const char *path, int expected_n, model_vocab *v, char *err, size_t errlen);
 
-/* ---- format parsers (each fills a zeroed model; on error the caller frees it) ---- */
+/* ---- format parsers (each fills a zeroed model; on error the caller frees it), which
+ * model_open.c chooses among ---- */
 int llama2c_open(const char *path, model *m, char *err, size_t errlen);
+/* GGUF's llama mapping (gguf.c) over the container reader (gguf_read.h) */
 int gguf_open(const char *path, model *m, char *err, size_t errlen);
 int safetensors_open(const char *path, model *m, char *err, size_t errlen);
 /* A tokenizer.json alone into m->vocab (no config.json: ids come from the file). */

@@ -43,6 +43,7 @@
 
 #include "engines/abi/module.h"
 #include "hf_names.h"
+#include "util/ut_buf.h"
 
 #define SW_PATH 4096
 #define SW_SPACE_SYM "\xe2\x96\x81" /* U+2581, SentencePiece's space */
@@ -51,47 +52,21 @@
 /* ---- a growing text buffer; an allocation failure is remembered and reported once ---- */
 
 typedef struct sw_buf {
-    char *p;
-    size_t len, cap;
+    ut_buf t;
     int oom;
 } sw_buf;
 
 static void sb_add(sw_buf *b, const char *s, size_t n) {
-    if (b->oom) return;
-    if (b->len + n + 1 > b->cap) {
-        size_t c = b->cap ? b->cap : 4096;
-        while (c < b->len + n + 1) c *= 2;
-        char *p = realloc(b->p, c);
-        if (!p) {
-            b->oom = 1;
-            return;
-        }
-        b->p = p;
-        b->cap = c;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
+    if (!b->oom && ut_buf_append(&b->t, s, n)) b->oom = 1;
 }
 
 static void sb_puts(sw_buf *b, const char *s) { sb_add(b, s, strlen(s)); }
 
 __attribute__((format(printf, 2, 3))) static void sb_printf(sw_buf *b, const char *fmt, ...) {
-    char tmp[512];
-    va_list ap, ap2;
+    va_list ap;
     va_start(ap, fmt);
-    va_copy(ap2, ap);
-    int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+    if (!b->oom && ut_buf_vprintf(&b->t, fmt, ap)) b->oom = 1;
     va_end(ap);
-    if (n >= 0 && (size_t)n < sizeof(tmp)) {
-        sb_add(b, tmp, (size_t)n);
-    } else {
-        char *big = n > 0 ? malloc((size_t)n + 1) : NULL;
-        if (big && vsnprintf(big, (size_t)n + 1, fmt, ap2) == n) sb_add(b, big, (size_t)n);
-        else b->oom = 1;
-        free(big);
-    }
-    va_end(ap2);
 }
 
 /* A JSON string; space_sym: write ' ' as U+2581. */
@@ -162,7 +137,7 @@ static int write_text_file(const char *dir, const char *name, const sw_buf *b, c
     if (b->oom) return bench_errf(err, errlen, "%s: out of memory", path);
     int fd = create_file(path, err, errlen);
     if (fd < 0) return -1;
-    if (write_all(fd, b->p, b->len, path, err, errlen)) {
+    if (write_all(fd, b->t.p, b->t.len, path, err, errlen)) {
         close(fd);
         return -1;
     }
@@ -304,17 +279,17 @@ static int write_shard(const char *tmp, const char *fname, const model_write_src
         off += t->nbytes;
     }
     sb_puts(&h, "}");
-    while ((8 + h.len) % 8) sb_puts(&h, " ");
+    while ((8 + h.t.len) % 8) sb_puts(&h, " ");
     if (h.oom) {
-        free(h.p);
+        free(h.t.p);
         return bench_errf(err, errlen, "%s: out of memory for the header", path);
     }
     unsigned char lb[8];
-    for (int i = 0; i < 8; i++) lb[i] = (unsigned char)((uint64_t)h.len >> (8 * i));
+    for (int i = 0; i < 8; i++) lb[i] = (unsigned char)((uint64_t)h.t.len >> (8 * i));
     int fd = create_file(path, err, errlen);
     int rc = -1;
     if (fd < 0) goto out;
-    if (write_all(fd, lb, 8, path, err, errlen) || write_all(fd, h.p, h.len, path, err, errlen)) goto out;
+    if (write_all(fd, lb, 8, path, err, errlen) || write_all(fd, h.t.p, h.t.len, path, err, errlen)) goto out;
     for (int k = 0; k < n; k++) {
         const sw_item *x = &it[order[k]];
         const model_tensor *t = &src->tensors[x->src];
@@ -331,7 +306,7 @@ static int write_shard(const char *tmp, const char *fname, const model_write_src
     fd = -1;
 out:
     if (fd >= 0) close(fd);
-    free(h.p);
+    free(h.t.p);
     return rc;
 }
 
@@ -527,13 +502,13 @@ int safetensors_write(const char *dir, const model_write_src *src, uint64_t shar
     if (n_shards > 1) {
         build_index(&text, src, it, n_shards);
         if (write_text_file(tmp, "model.safetensors.index.json", &text, err, errlen)) goto out;
-        text.len = 0;
+        text.t.len = 0;
     }
     int tied = 1;
     for (int i = 0; i < src->n_tensors; i++) tied &= strcmp(src->tensors[i].name, "output.weight") != 0;
     build_config(&text, src, tied);
     if (write_text_file(tmp, "config.json", &text, err, errlen)) goto out;
-    text.len = 0;
+    text.t.len = 0;
     if (src->vocab && src->vocab->n > 0) {
         if (build_tokenizer(&text, src->vocab, final, err, errlen) ||
             write_text_file(tmp, "tokenizer.json", &text, err, errlen))
@@ -559,7 +534,7 @@ int safetensors_write(const char *dir, const model_write_src *src, uint64_t shar
     rc = 0;
 out:
     if (have_tmp) remove_dir(tmp);
-    free(text.p);
+    free(text.t.p);
     free(order);
     free(perm);
     free(buf);

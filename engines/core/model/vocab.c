@@ -1,4 +1,4 @@
-/* The llama2.c tokenizer.bin vocabulary, and freeing a model_vocab.
+/* The llama2.c tokenizer.bin vocabulary (a model_vocab is freed by model.c, its owner).
  *
  * Byte layout of tokenizer.bin (little endian, no header magic, no token count):
  *   offset 0   int32   max_token_length   (bytes of the longest piece)
@@ -21,26 +21,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-void model_vocab_free(model_vocab *v) {
-    if (!v) return;
-    if (v->tokens)
-        for (int i = 0; i < v->n; i++) free(v->tokens[i]);
-    free(v->tokens);
-    free(v->scores);
-    free(v->types);
-    free(v->model);
-    free(v->pre);
-    if (v->merges)
-        for (int i = 0; i < v->n_merges; i++) free(v->merges[i]);
-    free(v->merges);
-    if (v->pre_patterns)
-        for (int i = 0; i < v->n_pre_patterns; i++) free(v->pre_patterns[i]);
-    free(v->pre_patterns);
-    free(v->pre_source);
-    free(v->unsupported);
-    memset(v, 0, sizeof(*v));
-}
 
 /* "<0xNN>" with two hex digits: SentencePiece's byte-fallback pieces. */
 static int is_byte_piece(const char *p, int len) {

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "engines/abi/alloc.h"
+#include "util/ut_vec.h"
 
 #define AT_HEADER "# bench-alloc-trace 1"
 
@@ -32,15 +33,9 @@ static void *at_rec_alloc(void *ctx, size_t size, size_t align) {
     at_recorder *r = ctx;
     void *p = r->inner.iface->alloc(r->inner.ctx, size, align);
     if (!p) return NULL;
-    if (r->n_live == r->cap_live) {
-        int cap = r->cap_live ? r->cap_live * 2 : 16;
-        at_live *n = realloc(r->live, (size_t)cap * sizeof(*n));
-        if (!n) {
-            r->failed = 1;
-            return p;
-        }
-        r->live = n;
-        r->cap_live = cap;
+    if (UT_VEC_RESERVE(r->live, r->cap_live, r->n_live + 1)) {
+        r->failed = 1;
+        return p;
     }
     uint32_t id = r->next_id++;
     r->live[r->n_live++] = (at_live){p, id, size};
@@ -164,12 +159,9 @@ int at_load(const char *path, at_trace *t, char *err, size_t errlen) {
                 bench_errf(err, errlen, "trace %s: line %ld: alloc id %llu, expected %u (ids count up from 0)", path, ln, id, t->n_ids);
                 goto out;
             }
-            if (t->n_ids == cap_ids) {
-                size_t nc = cap_ids ? cap_ids * 2 : 256;
-                uint64_t *n = realloc(size_of, nc * sizeof(*n));
-                if (!n) { bench_errf(err, errlen, "trace %s: out of memory", path); goto out; }
-                size_of = n;
-                cap_ids = nc;
+            if (UT_VEC_RESERVE(size_of, cap_ids, (size_t)t->n_ids + 1)) {
+                bench_errf(err, errlen, "trace %s: out of memory", path);
+                goto out;
             }
             size_of[t->n_ids++] = size;
             op.id = (uint32_t)id, op.size = size, op.align = (uint32_t)align;
@@ -197,12 +189,9 @@ int at_load(const char *path, at_trace *t, char *err, size_t errlen) {
             bench_errf(err, errlen, "trace %s: line %ld: \"%s\": expected a line \"a ID SIZE ALIGN\", \"f ID\" or \"r\"", path, ln, line);
             goto out;
         }
-        if (t->n == cap_ops) {
-            size_t nc = cap_ops ? cap_ops * 2 : 1024;
-            at_op *n = realloc(t->v, nc * sizeof(*n));
-            if (!n) { bench_errf(err, errlen, "trace %s: out of memory", path); goto out; }
-            t->v = n;
-            cap_ops = nc;
+        if (UT_VEC_RESERVE(t->v, cap_ops, t->n + 1)) {
+            bench_errf(err, errlen, "trace %s: out of memory", path);
+            goto out;
         }
         t->v[t->n++] = op;
     }

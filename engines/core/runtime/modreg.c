@@ -4,6 +4,8 @@
 #include "engines/abi/device.h"
 #include "engines/abi/kv.h"
 #include "engines/abi/loader.h"
+#include "util/ut_buf.h"
+#include "util/ut_vec.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -235,18 +237,11 @@ static int each_dir(const char *list, int (*fn)(const char *dir, void *user), vo
     return 0;
 }
 
-typedef struct dev_join { const char *device; char *out; size_t used, cap; int oom; } dev_join;
+typedef struct dev_join { const char *device; ut_buf out; int oom; } dev_join;
 
 static int join_device(const char *dir, void *user) {
     dev_join *j = user;
-    size_t need = j->used + strlen(dir) + strlen(j->device) + 3;
-    if (need > j->cap) {
-        char *n = realloc(j->out, need * 2);
-        if (!n) { j->oom = 1; return 1; }
-        j->out = n;
-        j->cap = need * 2;
-    }
-    j->used += (size_t)sprintf(j->out + j->used, "%s%s/%s", j->used ? ":" : "", dir, j->device);
+    if (ut_buf_printf(&j->out, "%s%s/%s", j->out.len ? ":" : "", dir, j->device)) { j->oom = 1; return 1; }
     return 0;
 }
 
@@ -256,8 +251,8 @@ char *modreg_device_dir(const char *dir, const char *device) {
     dev_join j = {.device = device};
     each_dir(d, join_device, &j);
     free(d);
-    if (j.oom || !j.out) { free(j.out); return j.oom ? NULL : strdup(""); }
-    return j.out;
+    if (j.oom) { ut_buf_free(&j.out); return NULL; }
+    return ut_buf_take(&j.out);
 }
 
 /* "; it is built for cuda (--device cuda)" when another device's folder has the module
@@ -347,13 +342,7 @@ typedef struct strv { char **v; int n, cap; } strv;
 
 static int strv_push(strv *s, char *x) {
     if (!x) return -1;
-    if (s->n == s->cap) {
-        int cap = s->cap ? s->cap * 2 : 16;
-        char **nv = realloc(s->v, (size_t)cap * sizeof(*nv));
-        if (!nv) { free(x); return -1; }
-        s->v = nv;
-        s->cap = cap;
-    }
+    if (UT_VEC_RESERVE(s->v, s->cap, s->n + 1)) { free(x); return -1; }
     s->v[s->n++] = x;
     return 0;
 }

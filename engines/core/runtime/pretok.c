@@ -18,6 +18,7 @@
 #include "pretok.h"
 #include "unicode.h"
 #include "engines/abi/module.h"
+#include "util/ut_vec.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -243,15 +244,9 @@ static node *new_node(parser *ps, int kind) {
 }
 
 static int add_kid(parser *ps, node *nd, node *k) {
-    if (nd->nk == nd->capk) {
-        int cap = nd->capk ? 2 * nd->capk : 4;
-        node **kk = realloc(nd->kid, (size_t)cap * sizeof(*kk));
-        if (!kk) {
-            node_free(k);
-            return perr(ps, "out of memory");
-        }
-        nd->kid = kk;
-        nd->capk = cap;
+    if (UT_VEC_RESERVE(nd->kid, nd->capk, nd->nk + 1)) {
+        node_free(k);
+        return perr(ps, "out of memory");
     }
     nd->kid[nd->nk++] = k;
     return 0;
@@ -266,13 +261,7 @@ static int new_class(parser *ps) {
 }
 
 static int add_range1(parser *ps, cclass *c, uint32_t lo, uint32_t hi) {
-    if (c->nr == c->capr) {
-        int cap = c->capr ? 2 * c->capr : 8;
-        cp_range *r = realloc(c->r, (size_t)cap * sizeof(*r));
-        if (!r) return perr(ps, "out of memory");
-        c->r = r;
-        c->capr = cap;
-    }
+    if (UT_VEC_RESERVE(c->r, c->capr, c->nr + 1)) return perr(ps, "out of memory");
     c->r[c->nr++] = (cp_range){lo, hi};
     return 0;
 }
@@ -822,13 +811,7 @@ static int search(vm *m, tlist *cl, tlist *nl, size_t from, size_t *ms, size_t *
 }
 
 static int push_len(size_t **v, size_t *n, size_t *cap, size_t len) {
-    if (*n == *cap) {
-        size_t c = *cap ? 2 * *cap : 64;
-        size_t *nv = realloc(*v, c * sizeof(*nv));
-        if (!nv) return -1;
-        *v = nv;
-        *cap = c;
-    }
+    if (UT_VEC_RESERVE(*v, *cap, *n + 1)) return -1;
     (*v)[(*n)++] = len;
     return 0;
 }

@@ -6,6 +6,11 @@
 
 typedef struct sampler sampler;
 
+/* The sampling a run gets when it names none: a scenario's, a worker spec's and bench
+ * generate's defaults, stated once. */
+#define SAMPLER_DEFAULT_TOPP 0.9
+#define SAMPLER_DEFAULT_SEED 42
+
 sampler *sampler_create(int vocab_size, float temperature, float topp, uint64_t seed);
 void sampler_free(sampler *s);          /* s may be NULL */
 /* Greedy picks the first index of the maximum. logits may be modified. */

@@ -5,6 +5,7 @@
 #define BENCH_SYNTH_H
 
 #include "engines/core/model/model.h"
+#include "engines/core/synth/synth_vocab.h"
 
 typedef struct synth_shape {
     const char *name;
@@ -42,11 +43,5 @@ float synth_weight_value(uint64_t seed, const char *name, float a, uint64_t inde
  * paths for f16 and q8_0). n: a multiple of 32 for q8_0. */
 void synth_quant_row(bench_dtype dt, const float *in, void *out, int n);
 
-/* A deterministic SentencePiece-style vocabulary of n tokens (n >= 259):
- * <unk>=0, <s>=1, </s>=2, the 256 byte tokens <0x00>..<0xFF>, then pieces built
- * from common English words and letter strings (spaces as U+2581), scores
- * decreasing, single characters last. Every text without NUL and U+2581 encodes
- * (byte fallback) and decodes back to itself. v is filled; free it with model_vocab_free. */
-int synth_vocab_build(int n, model_vocab *v, char *err, size_t errlen);
 
 #endif

@@ -22,7 +22,7 @@
  * U+2581 as ' '. The exceptions are SentencePiece's own: a NUL byte, and a U+2581
  * in the text (it decodes as a space).
  */
-#include "synth.h"
+#include "synth_vocab.h"
 
 #include <stdio.h>
 #include <stdlib.h>
