@@ -45,6 +45,7 @@ typedef struct sv_reqs {
     int n;
     sched_req *r;           /* (n) */
     int *ids;               /* every prompt's ids, r[i].prompt points in here */
+    int *turn, *session;    /* (n) sessions and traces (harness/child/traffic_gen.h); NULL: turn 0, session i */
 } sv_reqs;
 
 /* The requests of a workload for a model of `vocab` ids, deterministic from rq->seed;

@@ -351,7 +351,8 @@ static void rn_event(rn_proc *p, const bench_event *ev) {
             .id = ev->a, .n_out = ev->b, .arrival_ns = x[BENCH_RQ_ARRIVAL_NS], .admit_ns = x[BENCH_RQ_ADMIT_NS],
             .first_ns = x[BENCH_RQ_FIRST_NS], .end_ns = ev->t_ns, .n_prompt = x[BENCH_RQ_PROMPT],
             .prefix_reused = x[BENCH_RQ_PREFIX_REUSED], .prefilled = x[BENCH_RQ_PREFILLED],
-            .preemptions = x[BENCH_RQ_PREEMPTIONS], .waited = x[BENCH_RQ_WAITED]};
+            .preemptions = x[BENCH_RQ_PREEMPTIONS], .waited = x[BENCH_RQ_WAITED], .turn = x[BENCH_RQ_TURN],
+            .session = x[BENCH_RQ_SESSION]};
         break;
     }
     case BENCH_EV_ERROR:

@@ -80,6 +80,7 @@ typedef struct rn_request {
     int64_t id, n_out;
     int64_t arrival_ns, admit_ns, first_ns, end_ns;     /* CLOCK_MONOTONIC */
     int64_t n_prompt, prefix_reused, prefilled, preemptions, waited;
+    int64_t turn, session;      /* a conversation's turn (0: the first) and the conversation */
 } rn_request;
 
 typedef struct rn_counter {

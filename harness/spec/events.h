@@ -32,7 +32,9 @@
  *   REQUEST * requests      one per finished request (t_ns: its end): a = its index, b = tokens
  *                           generated; x[BENCH_RQ_*]: arrival, first admission and first token
  *                           (CLOCK_MONOTONIC ns), prompt tokens, prefix positions reused,
- *                           positions prefilled, preemptions, waited (1: stayed queued once)
+ *                           positions prefilled, preemptions, waited (1: stayed queued once),
+ *                           turn (0: a conversation's first) and conversation (sessions; else
+ *                           0 and the request's index)
  *   SERVE_END               every request finished
  *
  * [ack]: the event carries BENCH_EV_ACK and the worker then blocks reading one
@@ -76,7 +78,7 @@ enum { BENCH_KVS_RESERVED, BENCH_KVS_LIVE, BENCH_KVS_CACHED, BENCH_KVS_WASTED, B
        BENCH_KVS_WAITING, BENCH_KVS_COUNT };
 /* x[] of a REQUEST */
 enum { BENCH_RQ_ARRIVAL_NS, BENCH_RQ_ADMIT_NS, BENCH_RQ_FIRST_NS, BENCH_RQ_PROMPT, BENCH_RQ_PREFIX_REUSED,
-       BENCH_RQ_PREFILLED, BENCH_RQ_PREEMPTIONS, BENCH_RQ_WAITED, BENCH_RQ_COUNT };
+       BENCH_RQ_PREFILLED, BENCH_RQ_PREEMPTIONS, BENCH_RQ_WAITED, BENCH_RQ_TURN, BENCH_RQ_SESSION, BENCH_RQ_COUNT };
 
 typedef struct bench_event {
     uint32_t type;          /* bench_ev_type */
