@@ -769,6 +769,12 @@ int rs_write_timelines(const rs_input *in, int ri, char *err, size_t errlen) {
         int rc = rs_write_atomic(path, csv, len, err, errlen);
         free(csv);
         if (rc) return rc;
+        /* every request of a serving run, one JSON object a line (docs/serving.md) */
+        if (!(csv = sv_requests_jsonl(p, p->t_hello, &len))) continue;
+        snprintf(path, sizeof(path), "%s/timelines/v%d-r%d-p%d-requests.jsonl", in->dir, r->variant, r->rep, pi);
+        rc = rs_write_atomic(path, csv, len, err, errlen);
+        free(csv);
+        if (rc) return rc;
     }
     return 0;
 }
@@ -816,6 +822,7 @@ static const rs_row rs_rows[] = {
     {"serve_preemptions", "preemptions"},
     {"serve_prefill_tokens", "prefill positions run"},
     {"serve_prefix_reused_tokens", "prefix positions reused"},
+    {"serve_prefix_hit_pct", "prefix hit rate (of prompt positions)"},
     {"serve_kv_reserved_peak_mib", "KV reserved, peak"},
     {"serve_kv_live_peak_mib", "KV live, peak"},
     {"serve_kv_cached_peak_mib", "KV prefix cache, peak"},
