@@ -408,7 +408,7 @@ static void sc_parse_requests(sc_ctx *c, scenario *s, const cJSON *j) {
     r->stop_at_eos = 1;
     static const char *const keys[] = {"count", "prompt_len", "output_len", "shared_prefix", "arrival", "kv_budget",
                                        "targets", "seed", "max_batch", "reserve_output", "stop_at_eos",
-                                       "trace", "sessions", "concurrency", NULL};
+                                       "trace", "sessions", "concurrency", "sweep", NULL};
     sc_check_keys(c, j, path, keys);
     /* a trace's rows are the requests (harness/spec/traffic.h) */
     if (!tf_has_trace(j)) {

@@ -235,12 +235,82 @@ static void tf_parse_sessions(tf_ctx *c, const cJSON *j, tf_traffic *t) {
     t->sessions = 1;
 }
 
+static void tf_parse_sweep(tf_ctx *c, const cJSON *j, const cJSON *req, tf_traffic *t) {
+    const char *p = ".workload.requests.sweep";
+    if (!cJSON_IsObject(j)) {
+        tf_err(c, p, "expected {\"rates\": [R, ...]} or {\"knee\": {\"lo\": R, \"hi\": R}}, got %s", tf_type(j));
+        return;
+    }
+    static const char *const keys[] = {"rates", "knee", "target_pct", "warmup_requests", "min_requests", "min_seconds", "windows",
+                                       "steady_tolerance", NULL};
+    tf_keys(c, j, p, keys, "rates, knee, target_pct, warmup_requests, min_requests, min_seconds, windows, steady_tolerance");
+    t->has_sweep = 1;
+    t->target_pct = 90;
+    t->windows = 4;
+    t->steady_tolerance = 0.25;
+    t->knee_resolution = 0.05;
+    t->knee_points = 12;
+    t->knee_max_reps = 8;
+    const cJSON *rates = cJSON_GetObjectItemCaseSensitive(j, "rates"), *knee = cJSON_GetObjectItemCaseSensitive(j, "knee");
+    if (!rates && !knee) tf_err(c, p, "expected \"rates\" (a list of requests/s), \"knee\" ({\"lo\": R, \"hi\": R}) or both");
+    if (rates) {
+        int n = cJSON_GetArraySize(rates);
+        if (!cJSON_IsArray(rates) || n < 1 || n > TF_MAX_RATES) {
+            tf_err(c, ".workload.requests.sweep.rates", "expected a list of 1 .. %d rates (requests/s, ascending), got %s", TF_MAX_RATES,
+                   tf_type(rates));
+        } else {
+            const cJSON *it;
+            cJSON_ArrayForEach(it, rates) {
+                double v = cJSON_IsNumber(it) ? it->valuedouble : -1;
+                if (!(v > 0 && v <= 1e6) || (t->n_rates && v <= t->rates[t->n_rates - 1])) {
+                    tf_err(c, ".workload.requests.sweep.rates", "[%d]: expected a rate above 0 and above the previous one", t->n_rates);
+                    break;
+                }
+                t->rates[t->n_rates++] = v;
+            }
+        }
+    }
+    if (knee) {
+        const char *kp = ".workload.requests.sweep.knee";
+        static const char *const kk[] = {"lo", "hi", "resolution", "points", "max_repetitions", NULL};
+        if (!cJSON_IsObject(knee)) {
+            tf_err(c, kp, "expected {\"lo\": R, \"hi\": R, ...}, got %s", tf_type(knee));
+        } else {
+            tf_keys(c, knee, kp, kk, "lo, hi, resolution, points, max_repetitions");
+            double pts = t->knee_points, mr = t->knee_max_reps;
+            tf_num(c, knee, "lo", kp, 1, 0, 1, 1e6, 0, &t->knee_lo);
+            tf_num(c, knee, "hi", kp, 1, 0, 1, 1e6, 0, &t->knee_hi);
+            tf_num(c, knee, "resolution", kp, 0, 0, 1, 10, 0, &t->knee_resolution);
+            tf_num(c, knee, "points", kp, 0, 2, 0, 32, 1, &pts);
+            tf_num(c, knee, "max_repetitions", kp, 0, 1, 0, 256, 1, &mr);
+            t->knee_points = (int)pts;
+            t->knee_max_reps = (int)mr;
+            if (t->knee_lo > 0 && t->knee_hi > 0 && t->knee_hi <= t->knee_lo)
+                tf_err(c, kp, "lo %g, hi %g: expected lo < hi", t->knee_lo, t->knee_hi);
+        }
+    }
+    double wr = 0, mr = 0;
+    tf_num(c, j, "target_pct", p, 0, 0, 1, 100, 0, &t->target_pct);
+    tf_num(c, j, "warmup_requests", p, 0, 0, 0, 1e5, 1, &wr);
+    tf_num(c, j, "min_requests", p, 0, 0, 0, 1e5, 1, &mr);
+    tf_num(c, j, "min_seconds", p, 0, 0, 0, 1e6, 0, &t->min_seconds);
+    double w = t->windows;
+    tf_num(c, j, "windows", p, 0, 2, 0, 100, 1, &w);
+    tf_num(c, j, "steady_tolerance", p, 0, 0, 1, 10, 0, &t->steady_tolerance);
+    t->warmup_requests = (int)wr;
+    t->min_requests = (int)mr;
+    t->windows = (int)w;
+    if (!cJSON_GetObjectItemCaseSensitive(req, "targets"))
+        tf_err(c, p, "needs \"targets\" ({\"ttft_ms\": MS, \"tpot_ms\": MS}): goodput is the share of requests within them");
+}
+
 int tf_parse(const char *file, sc_errors *errs, const cJSON *j, sc_requests *r) {
     tf_ctx c = {.file = file, .errs = errs, .n0 = errs->n};
     const cJSON *tr = cJSON_GetObjectItemCaseSensitive(j, "trace"), *se = cJSON_GetObjectItemCaseSensitive(j, "sessions");
     const cJSON *ar = cJSON_GetObjectItemCaseSensitive(j, "arrival"), *cc = cJSON_GetObjectItemCaseSensitive(j, "concurrency");
+    const cJSON *sw = cJSON_GetObjectItemCaseSensitive(j, "sweep");
     int process = cJSON_IsObject(ar) && cJSON_GetObjectItemCaseSensitive(ar, "process");
-    if (!tr && !se && !process && !cc) return 0;
+    if (!tr && !se && !process && !cc && !sw) return 0;
     tf_traffic *t = calloc(1, sizeof(*t));
     if (!t) {
         tf_err(&c, ".workload.requests", "out of memory");
@@ -265,6 +335,7 @@ int tf_parse(const char *file, sc_errors *errs, const cJSON *j, sc_requests *r) 
         tf_parse_sessions(&c, se, t);
     }
     if (process) tf_parse_arrival(&c, ar, t);
+    if (sw) tf_parse_sweep(&c, sw, j, t);
     double n = 0;
     if (!tf_num(&c, j, "concurrency", ".workload.requests", 0, 1, 0, 1e5, 1, &n)) t->concurrency = (int)n;
     return errs->n > c.n0 ? -1 : 0;

@@ -26,6 +26,14 @@
  *       prompt is the whole conversation so far (every earlier turn's prompt and answer)
  *       followed by a new message of prompt_len tokens; it is sent think_ms after the
  *       previous answer ends. The first turns arrive as "arrival" says.
+ *   "sweep": {"rates": [R, ...],                         every variant at each rate, or
+ *             "knee": {"lo": R, "hi": R, "resolution": 0.05, "points": 12, "max_repetitions": 8},
+ *             "target_pct": 90,                          goodput target (needs "targets")
+ *             "warmup_requests": N, "min_requests": N, "min_seconds": S,
+ *             "windows": 4, "steady_tolerance": 0.25}    (harness/report/sweep.h)
+ *       What `bench sweep` runs: the scenario at each offered rate (the arrival process
+ *       given, Poisson by default), each point `repetitions` fresh workers. bench run
+ *       runs the scenario as written and ignores it.
  */
 #ifndef BENCH_TRAFFIC_H
 #define BENCH_TRAFFIC_H
@@ -38,6 +46,8 @@
 #include "harness/spec/trace.h"
 
 struct cJSON;
+
+#define TF_MAX_RATES 32
 
 typedef struct tf_traffic {
     int has_arrival;            /* 1: arrival was given as {"process": ...} */
@@ -53,6 +63,18 @@ typedef struct tf_traffic {
     int sessions;
     int turns_lo, turns_hi;     /* turns of a conversation, uniform over [lo, hi] */
     double think_lo_ms, think_hi_ms;    /* think time before the next turn, uniform over [lo, hi] */
+    /* sweep: what `bench sweep` does with the scenario (bench run ignores it); has_sweep 0: none */
+    int has_sweep;
+    int n_rates;
+    double rates[TF_MAX_RATES];         /* requests/s, ascending: every variant at each */
+    double knee_lo, knee_hi;            /* the knee search's range; 0: no search */
+    double knee_resolution;             /* stop when hi - lo <= resolution x lo */
+    int knee_points, knee_max_reps;
+    double target_pct;                  /* goodput target, % of requests within the SLO */
+    int warmup_requests, min_requests;
+    double min_seconds;
+    int windows;
+    double steady_tolerance;
 } tf_traffic;
 
 /* Parses the traffic keys of the workload.requests object j ("trace", "sessions",
