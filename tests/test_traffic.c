@@ -522,6 +522,74 @@ static void test_turn_is_the_conversation(void **state) {
     engine_destroy(e);
 }
 
+/* bench sweep end to end: the table per rate and variant, the knee's points, and the
+ * refusals (no sweep block; a knee over two variants). Verdicts and figures depend on the
+ * machine's speed, so only their form is checked here (tests/test_sweep.c checks them on
+ * a stand-in engine). */
+static void test_sweep_command(void **state) {
+    fx *f = *state;
+    TU_NEED(f);
+    const char *rq = "{\"count\": 12, \"prompt_len\": {\"uniform\": [8, 24]}, \"output_len\": {\"fixed\": 6}, "
+                     "\"kv_budget\": {\"tokens\": 4096}, \"stop_at_eos\": false, \"targets\": {\"ttft_ms\": 500}, "
+                     "\"sweep\": {\"rates\": [20, 200], \"knee\": {\"lo\": 20, \"hi\": 200, \"points\": 3, \"max_repetitions\": 1}, "
+                     "\"warmup_requests\": 2, \"min_requests\": 5}}";
+    char sc[700], out[700], text[8192], p[800];
+    snprintf(sc, sizeof(sc), "%s/sweep.json", f->tmp);
+    snprintf(out, sizeof(out), "%s/out_sweep", f->tmp);
+    scenario_text(f, text, sizeof(text), rq, "[\"token\", \"prealloc\"]");
+    FILE *o = fopen(sc, "w");
+    assert_non_null(o);
+    fputs(text, o);
+    fclose(o);
+    /* the knee needs one variant */
+    assert_int_equal(tu_bench(NULL, "sweep '%s' --out '%s' --allow-read '%s' >/dev/null 2>&1", sc, out, f->shared), 2);
+    assert_int_equal(tu_bench(NULL, "sweep '%s' --out '%s' --allow-read '%s' --only kv=token --repeat 1 >/dev/null 2>&1", sc, out,
+                              f->shared), 0);
+    snprintf(p, sizeof(p), "%s/sweep.csv", out);
+    FILE *c = fopen(p, "r");
+    assert_non_null(c);
+    char line[2048];
+    int rows = 0;
+    assert_non_null(fgets(line, sizeof(line), c));
+    assert_non_null(strstr(line, "rate_rps,variant,repetitions,valid,req_s"));
+    while (fgets(line, sizeof(line), c)) {
+        assert_true(!strncmp(line, rows ? "200,token,1," : "20,token,1,", rows ? 12 : 11));
+        assert_true(strstr(line, ",VALID,") || strstr(line, ",INVALID,"));
+        rows++;
+    }
+    fclose(c);
+    assert_int_equal(rows, 2);
+    snprintf(p, sizeof(p), "%s/knee.csv", out);
+    c = fopen(p, "r");
+    assert_non_null(c);
+    rows = 0;
+    while (fgets(line, sizeof(line), c)) rows++;
+    fclose(c);
+    assert_true(rows >= 2 && rows <= 4);    /* the header, then lo, hi and at most one more */
+    /* a scenario without a sweep block */
+    const char *plain = "{\"count\": 2, \"prompt_len\": {\"fixed\": 4}, \"output_len\": {\"fixed\": 4}, \"kv_budget\": {\"tokens\": 512}}";
+    scenario_text(f, text, sizeof(text), plain, "[\"token\"]");
+    o = fopen(sc, "w");
+    assert_non_null(o);
+    fputs(text, o);
+    fclose(o);
+    snprintf(p, sizeof(p), "%s/sweep.log", f->tmp);
+    assert_int_equal(tu_bench(NULL, "sweep '%s' --out '%s' --allow-read '%s' >/dev/null 2>'%s'", sc, out, f->shared, p), 1);
+    c = fopen(p, "r");
+    assert_non_null(c);
+    size_t n = fread(text, 1, sizeof(text) - 1, c);
+    text[n] = 0;
+    fclose(c);
+    assert_non_null(strstr(text, ".workload.requests.sweep: required by bench sweep"));
+    /* sweep without targets */
+    parse_bad(f, "{\"count\": 2, \"prompt_len\": {\"fixed\": 4}, \"output_len\": {\"fixed\": 4}, \"kv_budget\": {\"tokens\": 512}, "
+                 "\"sweep\": {\"rates\": [1, 2]}}",
+              ".workload.requests.sweep: needs \"targets\"", NULL);
+    parse_bad(f, "{\"count\": 2, \"prompt_len\": {\"fixed\": 4}, \"output_len\": {\"fixed\": 4}, \"kv_budget\": {\"tokens\": 512}, "
+                 "\"targets\": {\"ttft_ms\": 5}, \"sweep\": {\"rates\": [2, 1]}}",
+              ".workload.requests.sweep.rates: [1]: expected a rate above 0 and above the previous one", NULL);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_scenario_keys),
@@ -532,6 +600,7 @@ int main(void) {
         cmocka_unit_test(test_sessions),
         cmocka_unit_test(test_concurrency_cap),
         cmocka_unit_test(test_turn_is_the_conversation),
+        cmocka_unit_test(test_sweep_command),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
