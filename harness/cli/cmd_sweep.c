@@ -56,8 +56,8 @@ static void swc_usage(FILE *f) {
                "Runs a serving scenario at each offered rate of its workload.requests.sweep (or --rates),\n"
                "each point a bench run of its own with N repetitions, and reports per rate and variant the\n"
                "throughput, TTFT/TPOT percentiles with 95%% intervals, goodput and a VALID/INVALID verdict;\n"
-               "with a knee (sweep.knee or --knee) it searches the highest rate whose goodput stays at the\n"
-               "target (one variant: choose it with --only). docs/serving.md.\n");
+               "with a knee (sweep.knee or --knee) it searches, variant by variant, the highest rate whose\n"
+               "goodput stays at the target. docs/serving.md.\n");
 }
 
 /* mkdir -p */
@@ -240,7 +240,11 @@ static int swc_rate(swc *c, double rate) {
 static int swc_measure(void *user, double rate, int rep, double *goodput, int *valid) {
     swc *c = user;
     char tag[64];
-    snprintf(tag, sizeof(tag), "knee-r%g-k%d", rate, rep);
+    char name[40];
+    swc_plain(name, sizeof(name), c->only ? c->only : "all");
+    for (char *q = name; *q; q++)
+        if (*q == '/' || *q == ' ' || *q == ',') *q = '_';
+    snprintf(tag, sizeof(tag), "knee-%s-r%g-k%d", name, rate, rep);
     cJSON *doc = swc_point(c, rate, 1, tag);
     if (!doc) return -1;
     const cJSON *var;
@@ -261,7 +265,7 @@ static int swc_measure(void *user, double rate, int rep, double *goodput, int *v
     return 0;
 }
 
-static int swc_knee(swc *c, double lo, double hi) {
+static int swc_knee(swc *c, const char *label, FILE *f, double lo, double hi) {
     const tf_traffic *t = c->tf;
     sw_search q = {.lo = lo, .hi = hi, .target = t->target_pct / 100, .reps = c->reps, .max_reps = t->knee_max_reps > c->reps ? t->knee_max_reps : c->reps,
                    .resolution = t->knee_resolution, .max_points = t->knee_points};
@@ -271,20 +275,16 @@ static int swc_knee(swc *c, double lo, double hi) {
         fprintf(stderr, "bench sweep: %s\n", err);
         return -1;
     }
-    char p[PATH_MAX + 32];
-    snprintf(p, sizeof(p), "%s/knee.csv", c->out);
-    FILE *f = fopen(p, "w");
-    if (f) fprintf(f, "rate_rps,repetitions,invalid,goodput_pct,goodput_ci_lo_pct,goodput_ci_hi_pct,verdict\n");
-    printf("\nknee search, goodput target %g%%:\n%8s  %4s  %7s  %-22s  %s\n", t->target_pct, "rate/s", "reps", "invalid", "goodput % [95% CI]",
-           "verdict");
+    printf("\nknee search for %s, goodput target %g%%:\n%8s  %4s  %7s  %-22s  %s\n", label, t->target_pct, "rate/s", "reps", "invalid",
+           "goodput % [95% CI]", "verdict");
     for (int i = 0; i < k.n; i++) {
         const sw_knee_point *x = &k.p[i];
         printf("%8g  %4d  %7d  %5.1f [%.1f, %.1f]  %s\n", x->rate, x->reps, x->invalid, 100 * x->mean, 100 * x->ci_lo, 100 * x->ci_hi,
                sw_verdict_name(x->verdict));
-        if (f) fprintf(f, "%g,%d,%d,%g,%g,%g,%s\n", x->rate, x->reps, x->invalid, 100 * x->mean, 100 * x->ci_lo, 100 * x->ci_hi,
-                       sw_verdict_name(x->verdict));
+        if (f) fprintf(f, "%s,%g,%d,%d,%g,%g,%g,%s\n", label, x->rate, x->reps, x->invalid, 100 * x->mean, 100 * x->ci_lo,
+                       100 * x->ci_hi, sw_verdict_name(x->verdict));
     }
-    if (f) fclose(f);
+    if (f) fprintf(f, "%s,knee,%g,%d,%d,,,\n", label, k.knee, k.bracketed, k.unresolved);
     if (!k.knee) printf("knee: below %g requests/s (the lowest rate misses the target%s)\n", lo, k.unresolved ? " or cannot be told from it" : "");
     else if (!k.bracketed) printf("knee: at least %g requests/s%s\n", k.knee, k.unresolved ? " (the highest rate cannot be told from the target)" : " (above the range)");
     else printf("knee: %g requests/s%s\n", k.knee, k.unresolved ? " (stopped where goodput cannot be told from the target)" : "");
@@ -420,12 +420,6 @@ int cmd_sweep(int argc, char **argv) {
             goto out;
         }
     }
-    if (klo > 0 && sc_n_selected(c.s) != 1) {
-        fprintf(stderr, "bench sweep: the knee search runs one variant, and %s has %d: choose one with --only key=val\n", c.file,
-                sc_n_selected(c.s));
-        rc = CLI_EXIT_USAGE;
-        goto out;
-    }
     c.reps = repeat ? repeat : c.s->repetitions;
     c.rules = (sw_rules){.warmup = c.tf->warmup_requests, .min_requests = c.tf->min_requests, .min_seconds = c.tf->min_seconds,
                          .windows = c.tf->windows, .steady_tol = c.tf->steady_tolerance, .ttft_ms = rq->ttft_ms, .tpot_ms = rq->tpot_ms};
@@ -467,7 +461,19 @@ int cmd_sweep(int argc, char **argv) {
                "TTFT p50 ms [95% CI]", "TTFT p99", "TPOT p50 ms [95% CI]", "TPOT p99", "goodput % [95% CI]", "verdict");
         for (int i = 0; i < nr && !rc; i++) rc = swc_rate(&c, r[i]) ? 1 : 0;
     }
-    if (!rc && klo > 0) rc = swc_knee(&c, klo, khi) ? 1 : 0;
+    if (!rc && klo > 0) {
+        /* each variant alone: its own points, its own knee */
+        char kp[PATH_MAX + 32];
+        snprintf(kp, sizeof(kp), "%s/knee.csv", c.out);
+        FILE *kf = fopen(kp, "w");
+        if (kf) fprintf(kf, "variant,rate_rps,repetitions,invalid,goodput_pct,goodput_ci_lo_pct,goodput_ci_hi_pct,verdict\n");
+        for (int i = 0; i < c.s->n_variants && !rc; i++) {
+            if (!c.s->variants[i].selected) continue;
+            c.only = c.s->variants[i].key;
+            rc = swc_knee(&c, c.s->variants[i].key, kf, klo, khi) ? 1 : 0;
+        }
+        if (kf) fclose(kf);
+    }
     fclose(c.csv);
     swc_figure(&c);
     fprintf(stderr, "bench sweep: results in %s\n", c.out);

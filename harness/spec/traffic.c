@@ -441,7 +441,7 @@ static int tf_read_trace(const cJSON *x, tf_traffic *t, int count, char *err, si
     const cJSON *fm = cJSON_GetObjectItemCaseSensitive(x, "format"), *timed = cJSON_GetObjectItemCaseSensitive(x, "timed");
     int fmt = cJSON_IsString(fm) ? tr_format_from_name(fm->valuestring) : -1;
     if (fmt < 0 || !cJSON_IsBool(timed)) return bench_errf(err, errlen, "worker spec: requests.traffic.trace: expected format and timed");
-    double bt, mp, mo, nh_total = 0;
+    double bt = 0, mp = 0, mo = 0, nh_total = 0;
     if (tf_rnum(x, "block_tokens", 0, TR_MAX_TOKENS, &bt, err, errlen) || tf_rnum(x, "time_scale", 1e-9, 1e6, &t->time_scale, err, errlen) ||
         tf_rnum(x, "length_scale", 1e-9, 1e3, &t->length_scale, err, errlen) ||
         tf_rnum(x, "max_prompt", 0, TR_MAX_TOKENS, &mp, err, errlen) || tf_rnum(x, "max_output", 0, TR_MAX_TOKENS, &mo, err, errlen))
@@ -502,7 +502,7 @@ int tf_spec_read(const cJSON *o, sc_requests *r, char *err, size_t errlen) {
     if (!j) return 0;
     tf_traffic *t = r->traffic = calloc(1, sizeof(*t));
     if (!t) return bench_errf(err, errlen, "out of memory");
-    double cc;
+    double cc = 0;
     if (tf_rnum(j, "concurrency", 0, 1e5, &cc, err, errlen)) return -1;
     t->concurrency = (int)cc;
     const cJSON *a = cJSON_GetObjectItemCaseSensitive(j, "arrival");
@@ -518,7 +518,7 @@ int tf_spec_read(const cJSON *o, sc_requests *r, char *err, size_t errlen) {
     }
     const cJSON *s = cJSON_GetObjectItemCaseSensitive(j, "sessions");
     if (s) {
-        double lo, hi;
+        double lo = 1, hi = 1;
         if (tf_rnum(s, "turns_lo", 1, 1000, &lo, err, errlen) || tf_rnum(s, "turns_hi", lo, 1000, &hi, err, errlen) ||
             tf_rnum(s, "think_lo_ms", 0, 3.6e6, &t->think_lo_ms, err, errlen) ||
             tf_rnum(s, "think_hi_ms", t->think_lo_ms, 3.6e6, &t->think_hi_ms, err, errlen))
