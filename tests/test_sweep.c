@@ -139,6 +139,30 @@ static void test_verdicts(void **state) {
     assert_float_equal(p.goodput, (N_REQ - 10.0) / N_REQ, 1e-12);
 }
 
+/* ITL over every gap between tokens of the counted requests: the warm-up's slow gaps
+ * are left out; without token times it is NAN. */
+static void test_itl(void **state) {
+    enum { N = 20, T = 5 };
+    sw_req r[N];
+    double tok[N][T];
+    for (int i = 0; i < N; i++) {
+        double gap = i < 2 ? 100 : i % 2 ? 2 : 4;
+        for (int k = 0; k < T; k++) tok[i][k] = i * 10 + k * gap;
+        r[i] = (sw_req){.arrival_ms = i * 10, .first_ms = tok[i][0], .end_ms = tok[i][T - 1], .n_out = T, .tok_ms = tok[i], .n_tok = T};
+    }
+    sw_rules ru = {.warmup = 2};
+    sw_point p;
+    assert_int_equal(sw_eval(r, N, &ru, &p), 0);
+    assert_true(p.itl_p50 >= 2 && p.itl_p50 <= 4);
+    assert_float_equal(p.itl_p99, 4, 1e-12);
+    ru.warmup = 0;
+    assert_int_equal(sw_eval(r, N, &ru, &p), 0);
+    assert_float_equal(p.itl_p99, 100, 1e-12);
+    for (int i = 0; i < N; i++) r[i].tok_ms = NULL;
+    assert_int_equal(sw_eval(r, N, &ru, &p), 0);
+    assert_true(isnan(p.itl_p50) && isnan(p.itl_p99));
+}
+
 static void test_bad_search(void **state) {
     standin s = {0};
     sw_search q = {.lo = 10, .hi = 5, .target = 0.9, .reps = 1, .max_reps = 1, .resolution = 0.1, .max_points = 8};
@@ -154,6 +178,7 @@ int main(void) {
         cmocka_unit_test(test_knee_constant),
         cmocka_unit_test(test_knee_poisson),
         cmocka_unit_test(test_verdicts),
+        cmocka_unit_test(test_itl),
         cmocka_unit_test(test_bad_search),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -326,7 +326,15 @@ static cJSON *run(const fx *f, const char *name, const char *requests, const cha
     while (fgets(line, sizeof(line), j)) {
         cJSON *x = cJSON_Parse(line);
         assert_non_null(x);
-        assert_non_null(cJSON_GetObjectItemCaseSensitive(x, "first_token_ms"));
+        /* every token's time: as many as tokens, the first the first token's, in order */
+        const cJSON *first = cJSON_GetObjectItemCaseSensitive(x, "first_token_ms"), *tok = cJSON_GetObjectItemCaseSensitive(x, "token_ms");
+        const cJSON *n_out = cJSON_GetObjectItemCaseSensitive(x, "output_tokens"), *end = cJSON_GetObjectItemCaseSensitive(x, "end_ms");
+        assert_true(cJSON_IsNumber(first) && cJSON_IsArray(tok) && cJSON_IsNumber(n_out) && cJSON_IsNumber(end));
+        assert_int_equal(cJSON_GetArraySize(tok), (int)n_out->valuedouble);
+        assert_float_equal(cJSON_GetArrayItem(tok, 0)->valuedouble, first->valuedouble, 1e-9);
+        assert_float_equal(cJSON_GetArrayItem(tok, cJSON_GetArraySize(tok) - 1)->valuedouble, end->valuedouble, 1e-9);
+        for (int k = 1; k < cJSON_GetArraySize(tok); k++)
+            assert_true(cJSON_GetArrayItem(tok, k)->valuedouble >= cJSON_GetArrayItem(tok, k - 1)->valuedouble);
         cJSON_Delete(x);
         lines++;
     }
@@ -392,6 +400,37 @@ static void test_trace_prefix_hits(void **state) {
         }
     }
     assert_true(any > 10);
+    cJSON_Delete(doc);
+    sv_reqs_free(&r);
+    sc_free(s);
+}
+
+/* Wall-clock: a light replay of the Azure code trace at its own pace (the first 1.5 s,
+ * lengths cut to a few tokens): no request is admitted before its scheduled time, and
+ * each within the stated tolerance of 1 s after it (a generous bound for a busy 2-core
+ * machine under ASan: the scheduler sleeps until the next arrival and admits it at once). */
+static void test_timestamps_honoured(void **state) {
+    fx *f = *state;
+    TU_NEED(f);
+    char rq[2048];
+    snprintf(rq, sizeof(rq), "{\"trace\": {\"file\": \"%s/AzureLLMInferenceTrace_code.csv\", \"format\": \"azure\", \"seconds\": 1.5, "
+                             "\"length_scale\": 0.005, \"max_prompt\": 24, \"max_output\": 4}, "
+                             "\"kv_budget\": {\"tokens\": 4096}, \"stop_at_eos\": false}", f->traces);
+    scenario *s = parse_ok(f, rq);
+    sv_reqs r;
+    char err[512];
+    assert_int_equal(sv_make_requests(s->requests, 512, 1, 5, &r, err, sizeof(err)), 0);
+    assert_true(r.n >= 8);
+    /* 18:17:03.9799600 -> 18:17:05.3790470: the schedule spans 1.399087 s */
+    assert_int_equal(r.r[r.n - 1].arrival_ns, 1399087000);
+    cJSON *doc = run(f, "azure_pace", rq, "[\"token\"]");
+    double t0 = start_ms(doc, 0);
+    for (int k = 0; k < n_rows(doc, 0); k++) {
+        int i = (int)col(doc, 0, "id", k);
+        double due = t0 + (double)r.r[i].arrival_ns * 1e-6, admit = col(doc, 0, "admit_ms", k);
+        assert_true(admit >= due - 0.01);
+        assert_true(admit - due < 1000);
+    }
     cJSON_Delete(doc);
     sv_reqs_free(&r);
     sc_free(s);
@@ -601,6 +640,7 @@ int main(void) {
         cmocka_unit_test(test_each_format),
         cmocka_unit_test(test_hash_ids_are_blocks),
         cmocka_unit_test(test_trace_prefix_hits),
+        cmocka_unit_test(test_timestamps_honoured),
         cmocka_unit_test(test_sessions),
         cmocka_unit_test(test_concurrency_cap),
         cmocka_unit_test(test_turn_is_the_conversation),

@@ -162,6 +162,13 @@ static void sv_on_done(void *user, const sched_done *d) {
     x[BENCH_RQ_TURN] = c->reqs->turn ? c->reqs->turn[d->req] : 0;
     x[BENCH_RQ_SESSION] = c->reqs->session ? c->reqs->session[d->req] : d->req;
     sv_send(c->sink, BENCH_EV_REQUEST, d->end_ns, d->req, d->n_out, x, BENCH_RQ_COUNT);
+    for (int k = 0; d->token_ns && k < d->n_out; k += BENCH_REQ_TOKENS_PER_EVENT) {
+        int64_t t[1 + BENCH_REQ_TOKENS_PER_EVENT];
+        int m = d->n_out - k < BENCH_REQ_TOKENS_PER_EVENT ? d->n_out - k : BENCH_REQ_TOKENS_PER_EVENT;
+        t[0] = m;
+        memcpy(t + 1, d->token_ns + k, (size_t)m * sizeof(int64_t));
+        sv_send(c->sink, BENCH_EV_REQ_TOKENS, d->end_ns, d->req, k, t, 1 + m);
+    }
 }
 
 int sv_serve(engine *e, const sc_requests *rq, double temperature, double topp, uint64_t seed, const sv_sink *sink,
@@ -175,6 +182,7 @@ int sv_serve(engine *e, const sc_requests *rq, double temperature, double topp, 
     sv_ctx ctx = {.sink = sink, .reqs = &reqs};
     sched_opts o = {.eos = eos, .temperature = (float)temperature, .topp = (float)topp, .max_batch = rq->max_batch,
                     .reserve_output = rq->reserve_output, .max_inflight = rq->traffic ? rq->traffic->concurrency : 0,
+                    .token_times = rq->token_times,
                     .on_step = sv_on_step, .on_done = sv_on_done, .user = &ctx};
     sched *s = NULL;
     int rc = sched_create(e, reqs.r, reqs.n, &o, &s, err, errlen);

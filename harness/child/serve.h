@@ -22,6 +22,8 @@
  *   serve_ttft_{p50,p99}_ms (arrival to first token)  serve_tpot_{p50,p99}_ms
  *   ((end - first token) / (tokens - 1), requests of 2 tokens or more)
  *   serve_latency_{p50,p99}_ms (arrival to end)  serve_goodput_pct (share meeting every target)
+ *   serve_itl_{p50,p99}_ms (every gap between two tokens; with token times, metrics "tokens")
+ *   serve_prefix_hit_pct, serve_prefix_hit_turnN_pct (sessions: per turn; docs/serving.md)
  *   serve_peak_seqs serve_peak_waiting serve_waited serve_preemptions serve_steps
  *   serve_prefill_tokens (positions computed) serve_prefix_reused_tokens (attached instead)
  *   serve_kv_{reserved,live,cached,wasted}_peak_mib (engine_kv_memory's, at their peaks)

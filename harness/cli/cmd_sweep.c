@@ -48,6 +48,7 @@ typedef struct swc {
     FILE *dat[SWC_MAX_VARIANTS];    /* per variant: rate and figures, for the figure */
     char label[SWC_MAX_VARIANTS][64];
     int n_variants;
+    double rate_lo, rate_hi;        /* the rates of the table */
 } swc;
 
 static void swc_usage(FILE *f) {
@@ -73,12 +74,13 @@ static int swc_mkdirs(const char *path) {
     return mkdir(p, 0755) && errno != EEXIST ? -1 : 0;
 }
 
-/* Runs the scenario at rate with reps repetitions in points/<tag>; returns its results.json, or NULL. */
-static cJSON *swc_point(swc *c, double rate, int reps, const char *tag) {
-    char dir[PATH_MAX + 64], sc[PATH_MAX + 96], res[PATH_MAX + 96], log[PATH_MAX + 96], err[1024];
+/* Runs the scenario at rate with reps repetitions in points/<tag>; returns its results.json
+ * (its folder in res), or NULL. */
+static cJSON *swc_point(swc *c, double rate, int reps, const char *tag, char *res) {
+    char dir[PATH_MAX + 64], sc[PATH_MAX + 96], log[PATH_MAX + 96], err[1024];
     snprintf(dir, sizeof(dir), "%s/points/%s", c->out, tag);
     snprintf(sc, sizeof(sc), "%s/scenario.json", dir);
-    snprintf(res, sizeof(res), "%s/results", dir);
+    snprintf(res, PATH_MAX + 96, "%s/results", dir);
     snprintf(log, sizeof(log), "%s/run.log", dir);
     if (swc_mkdirs(dir)) {
         fprintf(stderr, "bench sweep: %s: %s\n", dir, strerror(errno));
@@ -140,8 +142,32 @@ static cJSON *swc_point(swc *c, double rate, int reps, const char *tag) {
     return r;
 }
 
-/* The counted repetitions of variant v in a point's results, evaluated. Returns their count. */
-static int swc_eval(const swc *c, const cJSON *doc, int v, sw_point *pts, int max) {
+/* The token times of a repetition's requests, from its per-request export (the same
+ * order as results.json's columns): tok[i] malloc'd, NULL where absent. */
+static void swc_tokens(const char *res, int v, int rep, sw_req *r, int m) {
+    char path[PATH_MAX + 96], *line = NULL;
+    size_t cap = 0;
+    snprintf(path, sizeof(path), "%s/timelines/v%d-r%d-p0-requests.jsonl", res, v, rep);
+    FILE *f = fopen(path, "r");
+    for (int i = 0; f && i < m && getline(&line, &cap, f) > 0; i++) {
+        cJSON *j = cJSON_Parse(line);
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "token_ms"), *x;
+        int n = cJSON_GetArraySize(t), k = 0;
+        double *d = n > 0 ? malloc((size_t)n * sizeof(double)) : NULL;
+        if (d) {
+            cJSON_ArrayForEach(x, t) d[k++] = cJSON_IsNumber(x) ? x->valuedouble : NAN;
+            r[i].tok_ms = d;
+            r[i].n_tok = n;
+        }
+        cJSON_Delete(j);
+    }
+    free(line);
+    if (f) fclose(f);
+}
+
+/* The counted repetitions of variant v in a point's results (folder res), evaluated.
+ * Returns their count. */
+static int swc_eval(const swc *c, const char *res, const cJSON *doc, int v, sw_point *pts, int max) {
     int n = 0;
     const cJSON *run;
     cJSON_ArrayForEach(run, cJSON_GetObjectItemCaseSensitive(doc, "runs")) {
@@ -159,7 +185,10 @@ static int swc_eval(const swc *c, const cJSON *doc, int v, sw_point *pts, int ma
         for (int i = 0; i < m; i++)
             r[i] = (sw_req){.arrival_ms = cJSON_GetArrayItem(ar, i)->valuedouble, .first_ms = cJSON_GetArrayItem(fi, i)->valuedouble,
                             .end_ms = cJSON_GetArrayItem(en, i)->valuedouble, .n_out = (int)cJSON_GetArrayItem(no, i)->valuedouble};
+        const cJSON *rep = cJSON_GetObjectItemCaseSensitive(run, "repetition");
+        swc_tokens(res, v, cJSON_IsNumber(rep) ? (int)rep->valuedouble : 0, r, m);
         if (!sw_eval(r, m, &c->rules, &pts[n])) n++;
+        for (int i = 0; i < m; i++) free((void *)r[i].tok_ms);
         free(r);
     }
     return n;
@@ -194,8 +223,11 @@ static void swc_plain(char *dst, size_t len, const char *src) {
 static int swc_rate(swc *c, double rate) {
     char tag[64];
     snprintf(tag, sizeof(tag), "r%g", rate);
-    cJSON *doc = swc_point(c, rate, c->reps, tag);
+    char res[PATH_MAX + 96];
+    cJSON *doc = swc_point(c, rate, c->reps, tag, res);
     if (!doc) return -1;
+    if (!c->rate_lo || rate < c->rate_lo) c->rate_lo = rate;
+    if (rate > c->rate_hi) c->rate_hi = rate;
     const cJSON *var;
     cJSON_ArrayForEach(var, cJSON_GetObjectItemCaseSensitive(doc, "variants")) {
         if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(var, "selected"))) continue;
@@ -205,7 +237,7 @@ static int swc_rate(swc *c, double rate) {
         if (v >= c->n_variants) c->n_variants = v + 1;
         swc_plain(c->label[v], sizeof(c->label[v]), cJSON_IsString(lab) ? lab->valuestring : "?");
         sw_point pts[256];
-        int n = swc_eval(c, doc, v, pts, 256), bad = 0;
+        int n = swc_eval(c, res, doc, v, pts, 256), bad = 0;
         const char *why = "";
         for (int i = 0; i < n; i++)
             if (!pts[i].valid) {
@@ -215,20 +247,21 @@ static int swc_rate(swc *c, double rate) {
         st_summary g = swc_sum(pts, n, F(goodput)), rs = swc_sum(pts, n, F(req_s)), ot = swc_sum(pts, n, F(out_tok_s));
         st_summary t50 = swc_sum(pts, n, F(ttft_p50)), t99 = swc_sum(pts, n, F(ttft_p99));
         st_summary p50 = swc_sum(pts, n, F(tpot_p50)), p99 = swc_sum(pts, n, F(tpot_p99));
+        st_summary i50 = swc_sum(pts, n, F(itl_p50)), i99 = swc_sum(pts, n, F(itl_p99));
         const char *verdict = n && !bad ? "VALID" : "INVALID";
-        printf("%8g  %-16s %3d  %7.3f  %8.1f  %9.1f [%.1f, %.1f]  %9.1f  %7.1f [%.1f, %.1f]  %7.1f  %5.1f [%.1f, %.1f]  %s%s%s\n",
+        printf("%8g  %-16s %3d  %7.3f  %8.1f  %9.1f [%.1f, %.1f]  %9.1f  %7.1f [%.1f, %.1f]  %7.1f  %7.1f  %5.1f [%.1f, %.1f]  %s%s%s\n",
                rate, c->label[v], n, rs.mean, ot.mean, t50.mean, t50.ci_lo, t50.ci_hi, t99.mean, p50.mean, p50.ci_lo, p50.ci_hi,
-               p99.mean, 100 * g.mean, 100 * g.ci_lo, 100 * g.ci_hi, verdict, bad ? ": " : "", bad ? why : (n ? "" : ": no repetition"));
-        fprintf(c->csv, "%g,%s,%d,%d,%g,%g,%g,%g,%g,%g,%g,%g,%g,%g,%g,%g,%g,%g,%g,%s,\"%s\"\n", rate, c->label[v], n, n - bad, rs.mean,
-                ot.mean, t50.mean, t50.ci_lo, t50.ci_hi, t99.mean, t99.ci_lo, t99.ci_hi, p50.mean, p99.mean, 100 * g.mean,
-                100 * g.ci_lo, 100 * g.ci_hi, c->rules.ttft_ms, c->rules.tpot_ms, verdict, why);
+               p99.mean, i99.mean, 100 * g.mean, 100 * g.ci_lo, 100 * g.ci_hi, verdict, bad ? ": " : "", bad ? why : (n ? "" : ": no repetition"));
+        fprintf(c->csv, "%g,%s,%d,%d,%g,%g,%g,%g,%g,%g,%g,%g,%g,%g,%g,%g,%g,%g,%g,%s,\"%s\",%g,%g,%g,%g\n", rate, c->label[v], n, n - bad,
+                rs.mean, ot.mean, t50.mean, t50.ci_lo, t50.ci_hi, t99.mean, t99.ci_lo, t99.ci_hi, p50.mean, p99.mean, 100 * g.mean,
+                100 * g.ci_lo, 100 * g.ci_hi, c->rules.ttft_ms, c->rules.tpot_ms, verdict, why, i50.mean, i99.mean, i99.ci_lo, i99.ci_hi);
         if (!c->dat[v]) {
             char p[PATH_MAX + 64];
             snprintf(p, sizeof(p), "%s/sweep-v%d.dat", c->out, v);
             c->dat[v] = fopen(p, "w");
         }
-        if (c->dat[v]) fprintf(c->dat[v], "%g %g %g %g %g %g %g %g\n", rate, t50.mean, t99.mean, p50.mean, p99.mean, 100 * g.mean,
-                               100 * g.ci_lo, 100 * g.ci_hi);
+        if (c->dat[v]) fprintf(c->dat[v], "%g %g %g %g %g %g %g %g %g\n", rate, t50.mean, t99.mean, p50.mean, p99.mean, 100 * g.mean,
+                               100 * g.ci_lo, 100 * g.ci_hi, i99.mean);
     }
     cJSON_Delete(doc);
     fflush(stdout);
@@ -245,14 +278,15 @@ static int swc_measure(void *user, double rate, int rep, double *goodput, int *v
     for (char *q = name; *q; q++)
         if (*q == '/' || *q == ' ' || *q == ',') *q = '_';
     snprintf(tag, sizeof(tag), "knee-%s-r%g-k%d", name, rate, rep);
-    cJSON *doc = swc_point(c, rate, 1, tag);
+    char res[PATH_MAX + 96];
+    cJSON *doc = swc_point(c, rate, 1, tag, res);
     if (!doc) return -1;
     const cJSON *var;
     int v = -1;
     cJSON_ArrayForEach(var, cJSON_GetObjectItemCaseSensitive(doc, "variants"))
         if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(var, "selected"))) v = (int)cJSON_GetObjectItemCaseSensitive(var, "index")->valuedouble;
     sw_point p;
-    int n = v >= 0 ? swc_eval(c, doc, v, &p, 1) : 0;
+    int n = v >= 0 ? swc_eval(c, res, doc, v, &p, 1) : 0;
     cJSON_Delete(doc);
     if (n != 1) {
         fprintf(stderr, "bench sweep: the point at %g requests/s has no counted repetition\n", rate);
@@ -308,14 +342,16 @@ static void swc_figure(swc *c) {
     if (!f) return;
     fprintf(f, "# bench sweep: latency percentiles and goodput against the offered rate, per variant\n"
                "set terminal svg size 900,800 dynamic\nset output '%s/sweep.svg'\nset multiplot layout 2,1\n"
-               "set key outside right\nset grid\nset xlabel 'offered rate (requests/s)'\nset ylabel 'ms'\nset logscale y\n"
-               "set title 'TTFT p50 (solid), p99 (dashed); TPOT p99 (dotted)'\nplot ", c->out);
+               "set key outside right\nset grid\nset xlabel 'offered rate (requests/s)'\nset ylabel 'ms'\nset logscale y\n%s"
+               "set title 'TTFT p50 (solid), p99 (dashed); TPOT p99 (dotted); ITL p99 (dash-dot)'\nplot ", c->out,
+            /* rates a sweep doubles read best on a log axis */
+            c->rate_lo > 0 && c->rate_hi >= 8 * c->rate_lo ? "set logscale x 2\n" : "");
     const char *sep = "";
     for (int v = 0; v < c->n_variants; v++) {
         if (!c->label[v][0]) continue;
         fprintf(f, "%s'%s/sweep-v%d.dat' using 1:2 with linespoints lc %d dt 1 title '%s TTFT p50', "
-                   "'' using 1:3 with linespoints lc %d dt 2 title '%s TTFT p99', '' using 1:5 with linespoints lc %d dt 3 title '%s TPOT p99'",
-                sep, c->out, v, v + 1, c->label[v], v + 1, c->label[v], v + 1, c->label[v]);
+                   "'' using 1:3 with linespoints lc %d dt 2 title '%s TTFT p99', '' using 1:5 with linespoints lc %d dt 3 title '%s TPOT p99', '' using 1:9 with linespoints lc %d dt 4 title '%s ITL p99'",
+                sep, c->out, v, v + 1, c->label[v], v + 1, c->label[v], v + 1, c->label[v], v + 1, c->label[v]);
         sep = ", ";
     }
     fprintf(f, "\nunset logscale y\nset ylabel 'goodput (%%)'\nset yrange [0:105]\nset title 'goodput, 95%% interval over the repetitions; "
@@ -454,11 +490,12 @@ int cmd_sweep(int argc, char **argv) {
         goto out;
     }
     fprintf(c.csv, "rate_rps,variant,repetitions,valid,req_s,out_tok_s,ttft_p50_ms,ttft_p50_ci_lo,ttft_p50_ci_hi,ttft_p99_ms,ttft_p99_ci_lo,"
-                   "ttft_p99_ci_hi,tpot_p50_ms,tpot_p99_ms,goodput_pct,goodput_ci_lo_pct,goodput_ci_hi_pct,slo_ttft_ms,slo_tpot_ms,verdict,why\n");
+                   "ttft_p99_ci_hi,tpot_p50_ms,tpot_p99_ms,goodput_pct,goodput_ci_lo_pct,goodput_ci_hi_pct,slo_ttft_ms,slo_tpot_ms,verdict,why,"
+                   "itl_p50_ms,itl_p99_ms,itl_p99_ci_lo,itl_p99_ci_hi\n");
     rc = 0;
     if (nr) {
-        printf("%8s  %-16s %3s  %7s  %8s  %-24s  %9s  %-22s  %7s  %-18s  %s\n", "rate/s", "variant", "n", "req/s", "out tok/s",
-               "TTFT p50 ms [95% CI]", "TTFT p99", "TPOT p50 ms [95% CI]", "TPOT p99", "goodput % [95% CI]", "verdict");
+        printf("%8s  %-16s %3s  %7s  %8s  %-24s  %9s  %-22s  %7s  %7s  %-18s  %s\n", "rate/s", "variant", "n", "req/s", "out tok/s",
+               "TTFT p50 ms [95% CI]", "TTFT p99", "TPOT p50 ms [95% CI]", "TPOT p99", "ITL p99", "goodput % [95% CI]", "verdict");
         for (int i = 0; i < nr && !rc; i++) rc = swc_rate(&c, r[i]) ? 1 : 0;
     }
     if (!rc && klo > 0) {

@@ -24,6 +24,20 @@ static void sv_quantiles(mt_bag *b, const char *name, double *x, int n) {
     mt_add(b, k, "ms", MT_TIME_LO, st_quantile_sorted(x, n, 0.99));
 }
 
+/* Inter-token latency: every gap between two tokens of a request (with token times). */
+static void sv_itl(const rn_proc *p, mt_bag *b) {
+    size_t m = 0;
+    for (int i = 0; i < p->n_reqs; i++) m += p->reqs[i].n_tok > 1 ? (size_t)p->reqs[i].n_tok - 1 : 0;
+    if (!m || m > (size_t)INT32_MAX) return;
+    double *g = malloc(m * sizeof(double));
+    if (!g) return;
+    size_t k = 0;
+    for (int i = 0; i < p->n_reqs; i++)
+        for (int j = 1; j < p->reqs[i].n_tok; j++) g[k++] = sv_ms(p->reqs[i].tok_ns[j] - p->reqs[i].tok_ns[j - 1]);
+    sv_quantiles(b, "serve_itl", g, (int)m);
+    free(g);
+}
+
 /* The share of prompt positions attached from the prefix cache, overall and, for
  * conversations, per turn (where the earlier turns are the prefix). */
 static void sv_turn_metrics(const rn_proc *p, mt_bag *b) {
@@ -82,6 +96,7 @@ void sv_metrics(const scenario *s, const rn_proc *p, mt_bag *b) {
     sv_quantiles(b, "serve_ttft", ttft, n);
     sv_quantiles(b, "serve_tpot", tpot, n_tpot);
     sv_quantiles(b, "serve_latency", lat, n);
+    sv_itl(p, b);
     if (rq && (rq->ttft_ms > 0 || rq->tpot_ms > 0)) mt_add(b, "serve_goodput_pct", "%", MT_TIME_HI, 100.0 * met / n);
     mt_add(b, "serve_prefill_tokens", "count", MT_EXACT, prefilled);
     sv_turn_metrics(p, b);
@@ -195,10 +210,16 @@ char *sv_requests_jsonl(const rn_proc *p, int64_t t0, size_t *len) {
         const rn_request *r = &p->reqs[i];
         fprintf(f, "{\"id\": %lld, \"session\": %lld, \"turn\": %lld, \"arrival_ms\": %.3f, \"admit_ms\": %.3f, "
                    "\"first_token_ms\": %.3f, \"end_ms\": %.3f, \"prompt_tokens\": %lld, \"output_tokens\": %lld, "
-                   "\"prefix_reused\": %lld, \"prefilled\": %lld, \"preemptions\": %lld, \"waited\": %s}\n",
+                   "\"prefix_reused\": %lld, \"prefilled\": %lld, \"preemptions\": %lld, \"waited\": %s",
                 (long long)r->id, (long long)r->session, (long long)r->turn, sv_ms(r->arrival_ns - t0), sv_ms(r->admit_ns - t0),
                 sv_ms(r->first_ns - t0), sv_ms(r->end_ns - t0), (long long)r->n_prompt, (long long)r->n_out,
                 (long long)r->prefix_reused, (long long)r->prefilled, (long long)r->preemptions, r->waited ? "true" : "false");
+        if (r->n_tok) {
+            fputs(", \"token_ms\": [", f);
+            for (int k = 0; k < r->n_tok; k++) fprintf(f, "%s%.3f", k ? ", " : "", sv_ms(r->tok_ns[k] - t0));
+            fputc(']', f);
+        }
+        fputs("}\n", f);
     }
     if (fclose(f)) {
         free(buf);

@@ -2,6 +2,7 @@
 #include "sweep.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,7 +53,19 @@ int sw_eval(const sw_req *in, int n, const sw_rules *ru, sw_point *out) {
     }
     out->n_counted = m;
     out->ttft_p50 = out->ttft_p90 = out->ttft_p99 = out->tpot_p50 = out->tpot_p90 = out->tpot_p99 = NAN;
-    out->lat_p50 = out->lat_p99 = NAN;
+    out->lat_p50 = out->lat_p99 = out->itl_p50 = out->itl_p99 = NAN;
+    size_t ng = 0;
+    for (int i = w; i < n; i++) ng += r[i].tok_ms && r[i].n_tok > 1 ? (size_t)r[i].n_tok - 1 : 0;
+    double *gap = ng && ng < (size_t)INT32_MAX ? malloc(ng * sizeof(double)) : NULL;
+    if (gap) {
+        size_t k = 0;
+        for (int i = w; i < n; i++)
+            for (int j = 1; r[i].tok_ms && j < r[i].n_tok; j++) gap[k++] = r[i].tok_ms[j] - r[i].tok_ms[j - 1];
+        st_sort(gap, (int)ng);
+        out->itl_p50 = st_quantile_sorted(gap, (int)ng, 0.5);
+        out->itl_p99 = st_quantile_sorted(gap, (int)ng, 0.99);
+        free(gap);
+    }
     if (m > 0) {
         out->seconds = (t_hi - t_lo) * 1e-3;
         out->req_s = out->seconds > 0 ? m / out->seconds : 0;

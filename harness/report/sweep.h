@@ -8,7 +8,7 @@
  *              (MLPerf LoadGen's warm-up), as the queue fills from empty;
  *   counted    the rest: throughput (requests/s and output tokens/s over the span from
  *              the first counted arrival to the last counted end), TTFT, TPOT and
- *              latency percentiles, goodput (the share of counted requests meeting
+ *              latency percentiles, ITL percentiles (with token times), goodput (the share of counted requests meeting
  *              every SLO target: TTFT <= ttft_ms, TPOT <= tpot_ms);
  *   valid      at least min_requests counted, over at least min_seconds, and in steady
  *              state: the counted span cut into `windows` equal windows, the completion
@@ -31,6 +31,8 @@
 typedef struct sw_req {
     double arrival_ms, first_ms, end_ms;
     int n_out;
+    const double *tok_ms;   /* (n_tok) every token's time, for ITL; NULL: none */
+    int n_tok;
 } sw_req;
 
 typedef struct sw_rules {
@@ -50,6 +52,7 @@ typedef struct sw_point {
     double ttft_p50, ttft_p90, ttft_p99;    /* ms */
     double tpot_p50, tpot_p90, tpot_p99;    /* ms; NAN without requests of 2 tokens or more */
     double lat_p50, lat_p99;                /* ms */
+    double itl_p50, itl_p99;                /* ms, over every gap between tokens; NAN without token times */
     int valid;
     char why[256];          /* the rules it broke, "" when valid */
 } sw_point;

@@ -35,6 +35,10 @@
  *                           positions prefilled, preemptions, waited (1: stayed queued once),
  *                           turn (0: a conversation's first) and conversation (sessions; else
  *                           0 and the request's index)
+ *   REQ_TOKENS * k          (the worker spec's requests.token_times) after a REQUEST, its tokens'
+ *                           times, BENCH_REQ_TOKENS_PER_EVENT an event: a = the request's
+ *                           index, b = the first token's index, x[0] = how many, x[1 ..] the
+ *                           times (CLOCK_MONOTONIC ns)
  *   SERVE_END               every request finished
  *
  * [ack]: the event carries BENCH_EV_ACK and the worker then blocks reading one
@@ -71,6 +75,7 @@ typedef enum bench_ev_type {
     BENCH_EV_KV_SAMPLE,
     BENCH_EV_REQUEST,
     BENCH_EV_SERVE_END,
+    BENCH_EV_REQ_TOKENS,
 } bench_ev_type;
 
 /* x[] of a KV_SAMPLE */
@@ -94,6 +99,8 @@ typedef struct bench_event {
         int64_t x[14];      /* KV_SAMPLE, REQUEST: the fields above */
     };
 } bench_event;              /* 152 bytes < PIPE_BUF: one write() is atomic */
+
+#define BENCH_REQ_TOKENS_PER_EVENT 13     /* x[1 .. 13] of a REQ_TOKENS */
 
 _Static_assert(BENCH_KVS_COUNT <= 14 && BENCH_RQ_COUNT <= 14, "the serving fields fit the event's x[]");
 

@@ -38,6 +38,7 @@ typedef struct tr_rd {
     double t0, t_prev;      /* the first kept row's raw time, the previous row's */
     int have_t0, have_prev;
     int done;               /* the window is full */
+    long long day0;         /* azure: the first row's day, -1 before it */
 } tr_rd;
 
 static int tr_fail(tr_rd *rd, const char *at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -291,39 +292,43 @@ static long long tr_days(long long y, unsigned m, unsigned d) {
     return era * 146097 + (long long)doe - 719468;
 }
 
-/* Azure's "YYYY-MM-DD HH:MM:SS[.fraction]" as s since 1970 (the zone does not matter:
- * only differences are used). -1 when it is not one. */
-static double tr_azure_time(const char *s, size_t n) {
+/* Azure's "YYYY-MM-DD HH:MM:SS[.fraction]" as s since 0:00 of the first row's day (the
+ * zone does not matter: only differences are used; counting from that day rather than
+ * 1970 keeps the 100 ns digits, which a double of 1.7e9 s would round to 240 ns). -1 when
+ * it is not one. *day0: the first row's day, set by it (-1 until then). */
+static double tr_azure_time(const char *s, size_t n, long long *day0) {
     char buf[64];
-    if (n < 19 || n >= sizeof(buf)) return -1;
+    if (n < 19 || n >= sizeof(buf)) return NAN;
     memcpy(buf, s, n);
     buf[n] = 0;
     static const char shape[] = "dddd-dd-dd dd:dd:dd";
     for (int i = 0; i < 19; i++)
-        if (shape[i] == 'd' ? (buf[i] < '0' || buf[i] > '9') : buf[i] != shape[i]) return -1;
+        if (shape[i] == 'd' ? (buf[i] < '0' || buf[i] > '9') : buf[i] != shape[i]) return NAN;
     double frac = 0;
     if (n > 19) {
-        if (buf[19] != '.' || n == 20) return -1;
+        if (buf[19] != '.' || n == 20) return NAN;
         double scale = 0.1;
         for (size_t i = 20; i < n; i++, scale *= 0.1) {
-            if (buf[i] < '0' || buf[i] > '9') return -1;
+            if (buf[i] < '0' || buf[i] > '9') return NAN;
             frac += (buf[i] - '0') * scale;
         }
     }
     int y = atoi(buf), mo = atoi(buf + 5), d = atoi(buf + 8), h = atoi(buf + 11), mi = atoi(buf + 14), sec = atoi(buf + 17);
-    if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60) return -1;
-    return (double)tr_days(y, (unsigned)mo, (unsigned)d) * 86400.0 + h * 3600.0 + mi * 60.0 + sec + frac;
+    if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60) return NAN;
+    long long day = tr_days(y, (unsigned)mo, (unsigned)d);
+    if (*day0 < 0) *day0 = day;
+    return (double)(day - *day0) * 86400.0 + h * 3600.0 + mi * 60.0 + sec + frac;
 }
 
-/* BurstGPT's seconds: a decimal number >= 0. -1 when it is not one. */
+/* BurstGPT's seconds: a decimal number >= 0. NAN when it is not one. */
 static double tr_seconds(const char *s, size_t n) {
     char buf[48], *end;
-    if (!n || n >= sizeof(buf) || !((s[0] >= '0' && s[0] <= '9') || s[0] == '.')) return -1;
+    if (!n || n >= sizeof(buf) || !((s[0] >= '0' && s[0] <= '9') || s[0] == '.')) return NAN;
     memcpy(buf, s, n);
     buf[n] = 0;
     errno = 0;
     double v = strtod(buf, &end);
-    return *end || errno || !isfinite(v) ? -1 : v;
+    return *end || errno || !isfinite(v) ? NAN : v;
 }
 
 static int tr_csv_row(tr_rd *rd, const tr_csv *c, const char *ls, size_t n) {
@@ -337,8 +342,8 @@ static int tr_csv_row(tr_rd *rd, const tr_csv *c, const char *ls, size_t n) {
     if (c->want[TR_COL_TIME]) {
         int i = c->col[TR_COL_TIME];
         int az = rd->t->format == TR_AZURE;
-        t = az ? tr_azure_time(fs[i], fl[i]) : tr_seconds(fs[i], fl[i]);
-        if (t < 0) {
+        t = az ? tr_azure_time(fs[i], fl[i], &rd->day0) : tr_seconds(fs[i], fl[i]);
+        if (isnan(t)) {
             char got[64];
             tr_quote(got, sizeof(got), fs[i], fl[i]);
             return tr_fail(rd, fs[i], "column \"%s\" (field %d): expected %s, got \"%s\"", c->want[TR_COL_TIME], i + 1,
@@ -383,7 +388,7 @@ void tr_free(tr_trace *t) {
 int tr_parse(const char *name, const char *text, size_t len, tr_format f, const tr_window *w, tr_trace **out,
              char *err, size_t errlen) {
     *out = NULL;
-    tr_rd rd = {.name = name, .err = err, .errlen = errlen, .w = w};
+    tr_rd rd = {.name = name, .err = err, .errlen = errlen, .w = w, .day0 = -1};
     if (f < 0 || f >= TR_FORMAT_COUNT) {
         snprintf(err, errlen, "%s: unknown trace format %d: expected one of %s", name, (int)f, tr_format_list());
         return -1;

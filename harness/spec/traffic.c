@@ -157,7 +157,7 @@ static void tf_parse_trace(tf_ctx *c, const cJSON *j, sc_requests *r, tf_traffic
                cJSON_IsString(fm) ? " " : "", cJSON_IsString(fm) ? fm->valuestring : "", tr_format_list());
     double nreq = 0, secs = 0, mp = 0, mo = 0;
     t->time_scale = t->length_scale = 1;
-    tf_num(c, j, "requests", p, 0, 1, 0, 1e5, 1, &nreq);
+    tf_num(c, j, "requests", p, 0, 1, 0, TF_MAX_REQUESTS, 1, &nreq);
     tf_num(c, j, "seconds", p, 0, 0, 1, 1e9, 0, &secs);
     tf_num(c, j, "time_scale", p, 0, 0, 1, 1e6, 0, &t->time_scale);
     tf_num(c, j, "length_scale", p, 0, 0, 1, 1e3, 0, &t->length_scale);
@@ -172,13 +172,19 @@ static void tf_parse_trace(tf_ctx *c, const cJSON *j, sc_requests *r, tf_traffic
         tf_err(c, ".workload.requests.trace.file", "%s", e);
         return;
     }
-    /* the worker spec carries the requests: at most as many as a scenario may have */
-    tr_window w = {.max_requests = nreq > 0 ? (int)nreq : 100000, .max_seconds = secs};
+    /* the worker spec carries the requests: at most as many as a scenario may have (one
+     * more read to tell a longer trace) */
+    tr_window w = {.max_requests = nreq > 0 ? (int)nreq : TF_MAX_REQUESTS + 1, .max_seconds = secs};
     if (tr_read(f->valuestring, (tr_format)fmt, &w, &t->trace, e, sizeof(e))) {
         tf_err(c, ".workload.requests.trace.file", "%s", e);
         return;
     }
     const tr_trace *tr = t->trace;
+    if (tr->n > TF_MAX_REQUESTS) {
+        tf_err(c, ".workload.requests.trace", "%s has more than %d requests%s: give a window, \"requests\": N or \"seconds\": S",
+               f->valuestring, TF_MAX_REQUESTS, secs > 0 ? " within the seconds given" : "");
+        return;
+    }
     r->count = tr->n;
     int plo = TR_MAX_TOKENS, phi = 1, olo = TR_MAX_TOKENS, ohi = 1;
     for (int i = 0; i < tr->n; i++) {

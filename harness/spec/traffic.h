@@ -4,7 +4,8 @@
  * (harness/child/traffic_gen.h).
  *
  *   "trace": {"file": PATH, "format": "mooncake" | "azure" | "burstgpt" | "sharegpt",
- *             "requests": N, "seconds": S,           the window: first N rows, first S s
+ *             "requests": N, "seconds": S,           the window: first N rows, first S s; a
+ *                                                    trace of more than TF_MAX_REQUESTS rows needs one
  *             "time_scale": X,                       replay X times faster (default 1)
  *             "length_scale": X,                     prompt and output lengths times X (default 1)
  *             "max_prompt": N, "max_output": N}      caps after scaling
@@ -48,6 +49,7 @@
 struct cJSON;
 
 #define TF_MAX_RATES 32
+#define TF_MAX_REQUESTS 100000      /* a trace's requests, at most (a scenario's count's limit) */
 
 typedef struct tf_traffic {
     int has_arrival;            /* 1: arrival was given as {"process": ...} */

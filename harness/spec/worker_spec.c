@@ -37,6 +37,7 @@ void sv_spec_add(cJSON *spec, const scenario *s) {
     cJSON_AddNumberToObject(o, "max_batch", r->max_batch);
     cJSON_AddNumberToObject(o, "reserve_output", r->reserve_output);
     cJSON_AddBoolToObject(o, "stop_at_eos", r->stop_at_eos);
+    cJSON_AddBoolToObject(o, "token_times", (s->metrics & SC_M_TOKENS) != 0);
     tf_spec_add(o, r);
 }
 
@@ -108,6 +109,7 @@ sc_requests *sv_spec_read(const cJSON *spec, char *err, size_t errlen) {
     r->max_batch = (int)mb;
     r->reserve_output = ro;
     r->stop_at_eos = cJSON_IsTrue(eos);
+    r->token_times = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "token_times"));
     if (tf_spec_read(o, r, err, errlen)) {
         sc_requests_free(r);
         return NULL;

@@ -22,6 +22,7 @@ typedef struct rq {
     int seq;                /* while running */
     rq_state state;
     sampler *smp;           /* from the first admission to the finish */
+    int64_t *tok_ns;        /* (max_new) each token's time, with token_times; else NULL */
     sched_done done;
 } rq;
 
@@ -148,6 +149,7 @@ checked:
         r->n_prompt = r->in->n_prompt;
         r->ids = malloc(((size_t)r->cap_prompt + (size_t)r->in->max_new) * sizeof(int));
         if (!r->ids) goto oom;
+        if (o->token_times && !(r->tok_ns = malloc((size_t)r->in->max_new * sizeof(int64_t)))) goto oom;
         /* a turn's own ids go in when it is sent, after the conversation so far */
         if (!r->in->follows) memcpy(r->ids, r->in->prompt, (size_t)r->in->n_prompt * sizeof(int));
         r->done = (sched_done){.req = i, .n_prompt = r->in->n_prompt};
@@ -172,6 +174,7 @@ void sched_destroy(sched *s) {
     if (!s) return;
     for (int i = 0; s->r && i < s->n; i++) {
         free(s->r[i].ids);
+        free(s->r[i].tok_ns);
         sampler_free(s->r[i].smp);
     }
     free(s->r);
@@ -228,12 +231,14 @@ static void seq_release(sched *s, rq *r) {
 static int take_token(sched *s, rq *r, float *logits) {
     int tok = sampler_sample(r->smp, logits);
     int64_t now = sched_now();
+    if (r->tok_ns) r->tok_ns[r->n_out] = now;
     r->ids[r->n_prompt + r->n_out++] = tok;
     s->st.output_tokens++;
     if (r->n_out == 1) r->done.first_ns = now;
     if (r->n_out < r->in->max_new && tok != s->o.eos) return 0;
     r->done.end_ns = now;
     r->done.n_out = r->n_out;
+    r->done.token_ns = r->tok_ns;
     r->state = RQ_DONE;
     if (s->o.max_inflight && s->inflight >= s->o.max_inflight) s->slot_ns = now;
     s->inflight--;
@@ -386,7 +391,7 @@ static int next_due(const sched *s, int64_t *at, int *k) {
 }
 
 /* Sends i: a turn's prompt becomes the conversation so far and its own ids. */
-static void send(sched *s, int i, int64_t at) {
+static void send_req(sched *s, int i, int64_t at) {
     rq *r = &s->r[i];
     if (r->in->follows) {
         const rq *p = &s->r[r->in->follows - 1];
@@ -411,7 +416,7 @@ int sched_run(sched *s, char *err, size_t errlen) {
         while ((!s->o.max_inflight || s->inflight < s->o.max_inflight) && (i = next_due(s, &at, &k)) >= 0 && at <= now) {
             if (k < 0) s->next_arrival++;
             else s->due[k] = s->due[--s->n_due];
-            send(s, i, at);
+            send_req(s, i, at);
         }
         if (!s->n_running && !s->q_len && next_due(s, &at, &k) >= 0) {
             /* idle until the next request arrives */

@@ -79,6 +79,8 @@ typedef struct sched_done {
     int prefill_tokens;     /* positions it prefilled, over its admissions (recomputation included) */
     int preemptions;
     int waited;             /* 1: it stayed in the queue at the end of a step at least once */
+    const int64_t *token_ns;    /* (n_out) when each token was sampled, with sched_opts.token_times; else
+                                 * NULL. Valid during on_done only */
 } sched_done;
 
 typedef struct sched_opts {
@@ -86,6 +88,7 @@ typedef struct sched_opts {
     float temperature, topp;    /* temperature 0: greedy */
     int max_batch;          /* running requests at most; 0: the engine's max_seqs */
     double reserve_output;  /* 0 .. 1: share of the tokens still to generate kept free at admission (see reserve) */
+    int token_times;        /* 1: keep every token's time for on_done (sched_done.token_ns) */
     int max_inflight;       /* closed loop: requests sent and not finished at most; a request due
                              * while that many are in flight is sent when one finishes, and its
                              * arrival_ns is then. 0: open loop */
