@@ -131,6 +131,20 @@ static void test_scenario_keys(void **state) {
     assert_int_equal(s->requests->traffic->trace->n, 50);
     assert_true(s->requests->prompt_len.hi <= 64 && s->requests->output_len.hi <= 16);
     sc_free(s);
+    /* an arrival given with a trace replaces its timestamps: "all", or a process */
+    static const char *const arrivals[] = {"\"all\"", "{\"process\": \"constant\", \"rate\": 4}"};
+    for (int a = 0; a < 2; a++) {
+        snprintf(rq, sizeof(rq), "{\"trace\": {\"file\": \"%s/BurstGPT_1.head400.csv\", \"format\": \"burstgpt\", \"requests\": 5, "
+                                 "\"length_scale\": 0.05, \"max_prompt\": 64, \"max_output\": 16}, \"arrival\": %s, "
+                                 "\"kv_budget\": {\"tokens\": 2048}}", f->traces, arrivals[a]);
+        s = parse_ok(f, rq);
+        sv_reqs r;
+        char err[256];
+        assert_int_equal(sv_make_requests(s->requests, 512, 1, 5, &r, err, sizeof(err)), 0);
+        for (int i = 0; i < r.n; i++) assert_int_equal(r.r[i].arrival_ns, a ? 250000000ll * (i + 1) : 0);
+        sv_reqs_free(&r);
+        sc_free(s);
+    }
     /* the keys a trace replaces */
     snprintf(rq, sizeof(rq), "{\"count\": 4, \"trace\": {\"file\": \"%s/BurstGPT_1.head400.csv\", \"format\": \"burstgpt\"}, "
                              "\"kv_budget\": {\"tokens\": 2048}}", f->traces);

@@ -341,6 +341,11 @@ int tf_parse(const char *file, sc_errors *errs, const cJSON *j, sc_requests *r) 
         tf_parse_sessions(&c, se, t);
     }
     if (process) tf_parse_arrival(&c, ar, t);
+    /* "all" given with a trace replaces its timestamps too, as any arrival does */
+    if (tr && cJSON_IsString(ar) && !strcmp(ar->valuestring, "all")) {
+        t->has_arrival = 1;
+        t->arrival = (ar_spec){.kind = AR_ALL};
+    }
     if (sw) tf_parse_sweep(&c, sw, j, t);
     double n = 0;
     if (!tf_num(&c, j, "concurrency", ".workload.requests", 0, 1, 0, 1e5, 1, &n)) t->concurrency = (int)n;
