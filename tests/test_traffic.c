@@ -584,7 +584,7 @@ static void test_sweep_command(void **state) {
     TU_NEED(f);
     const char *rq = "{\"count\": 12, \"prompt_len\": {\"uniform\": [8, 24]}, \"output_len\": {\"fixed\": 6}, "
                      "\"kv_budget\": {\"tokens\": 4096}, \"stop_at_eos\": false, \"targets\": {\"ttft_ms\": 500}, "
-                     "\"sweep\": {\"rates\": [20, 200], \"knee\": {\"lo\": 20, \"hi\": 200, \"points\": 3, \"max_repetitions\": 1}, "
+                     "\"sweep\": {\"rates\": [20, 200], \"concurrency\": [2], \"knee\": {\"lo\": 20, \"hi\": 200, \"points\": 3, \"max_repetitions\": 1}, "
                      "\"warmup_requests\": 2, \"min_requests\": 5}}";
     char sc[700], out[700], text[8192], p[800];
     snprintf(sc, sizeof(sc), "%s/sweep.json", f->tmp);
@@ -610,6 +610,23 @@ static void test_sweep_command(void **state) {
     }
     fclose(c);
     assert_int_equal(rows, 2);
+    /* the closed loop: one row per cap, never more requests in flight than it */
+    snprintf(p, sizeof(p), "%s/sweep-concurrency.csv", out);
+    c = fopen(p, "r");
+    assert_non_null(c);
+    assert_non_null(fgets(line, sizeof(line), c));
+    assert_non_null(strstr(line, "concurrency,variant,repetitions,valid"));
+    assert_non_null(fgets(line, sizeof(line), c));
+    assert_true(!strncmp(line, "2,token,1,", 10));
+    assert_null(fgets(line, sizeof(line), c));
+    fclose(c);
+    snprintf(p, sizeof(p), "%s/points/c2/scenario.json", out);
+    cJSON *pt = hjs_load(p);
+    assert_non_null(pt);
+    const cJSON *prq = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pt, "workload"), "requests");
+    assert_int_equal((int)cJSON_GetObjectItemCaseSensitive(prq, "concurrency")->valuedouble, 2);
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(prq, "arrival")->valuestring, "all");
+    cJSON_Delete(pt);
     snprintf(p, sizeof(p), "%s/knee.csv", out);
     c = fopen(p, "r");
     assert_non_null(c);

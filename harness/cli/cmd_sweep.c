@@ -7,6 +7,7 @@
  * Output, in --out DIR (default results/<scenario>-sweep/<UTC time>):
  *   points/r<RATE>/scenario.json, results/     each point's scenario and bench run
  *   sweep.csv                                  one row per rate and variant
+ *   sweep-concurrency.csv, .svg                the same per concurrency cap (closed loop), when asked
  *   knee.csv                                   the knee search's points, when it ran
  *   sweep.dat, sweep.gp, sweep.svg             the figure (gnuplot, when installed)
  */
@@ -48,17 +49,20 @@ typedef struct swc {
     FILE *dat[SWC_MAX_VARIANTS];    /* per variant: rate and figures, for the figure */
     char label[SWC_MAX_VARIANTS][64];
     int n_variants;
-    double rate_lo, rate_hi;        /* the rates of the table */
+    double rate_lo, rate_hi;        /* the rates (or concurrencies) of the table */
+    int conc;                       /* 1: the table's points are concurrency caps, not rates */
+    const char *prefix;             /* "sweep" or "sweep-concurrency": its files */
 } swc;
 
 static void swc_usage(FILE *f) {
-    fprintf(f, "usage: bench sweep SCENARIO.json [--out DIR] [--rates R,R,...] [--knee LO:HI] [--repeat N]\n"
+    fprintf(f, "usage: bench sweep SCENARIO.json [--out DIR] [--rates R,R,...] [--concurrency N,N,...] [--knee LO:HI] [--repeat N]\n"
                "                   [--only key=val,...] [--allow-read DIR]...\n\n"
                "Runs a serving scenario at each offered rate of its workload.requests.sweep (or --rates),\n"
                "each point a bench run of its own with N repetitions, and reports per rate and variant the\n"
                "throughput, TTFT/TPOT percentiles with 95%% intervals, goodput and a VALID/INVALID verdict;\n"
                "with a knee (sweep.knee or --knee) it searches, variant by variant, the highest rate whose\n"
-               "goodput stays at the target. docs/serving.md.\n");
+               "goodput stays at the target; with concurrency levels (sweep.concurrency or --concurrency) it\n"
+               "also runs the closed loop at each: every request due at once, N in flight. docs/serving.md.\n");
 }
 
 /* mkdir -p */
@@ -89,12 +93,20 @@ static cJSON *swc_point(swc *c, double rate, int reps, const char *tag, char *re
     cJSON *j = cJSON_Duplicate(c->s->json, 1);
     if (!j) return NULL;
     cJSON *rq = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "workload"), "requests");
-    cJSON *ar = cJSON_CreateObject();
-    /* the scenario's process at this rate; Poisson when it has none */
-    ar_kind k = c->tf->has_arrival && c->tf->arrival.kind != AR_ALL && c->tf->arrival.kind != AR_RAMP ? c->tf->arrival.kind : AR_POISSON;
-    cJSON_AddStringToObject(ar, "process", ar_kind_name(k));
-    cJSON_AddNumberToObject(ar, "rate", rate);
-    if (k == AR_GAMMA) cJSON_AddNumberToObject(ar, "burstiness", c->tf->arrival.burstiness);
+    cJSON *ar;
+    if (c->conc) {
+        /* closed loop: every request due at once, `rate` of them in flight */
+        ar = cJSON_CreateString("all");
+        cJSON *n = cJSON_CreateNumber(rate);
+        if (!cJSON_ReplaceItemInObjectCaseSensitive(rq, "concurrency", n)) cJSON_AddItemToObject(rq, "concurrency", n);
+    } else {
+        /* the scenario's process at this rate; Poisson when it has none */
+        ar = cJSON_CreateObject();
+        ar_kind k = c->tf->has_arrival && c->tf->arrival.kind != AR_ALL && c->tf->arrival.kind != AR_RAMP ? c->tf->arrival.kind : AR_POISSON;
+        cJSON_AddStringToObject(ar, "process", ar_kind_name(k));
+        cJSON_AddNumberToObject(ar, "rate", rate);
+        if (k == AR_GAMMA) cJSON_AddNumberToObject(ar, "burstiness", c->tf->arrival.burstiness);
+    }
     if (!cJSON_ReplaceItemInObjectCaseSensitive(rq, "arrival", ar)) cJSON_AddItemToObject(rq, "arrival", ar);
     cJSON_DeleteItemFromObjectCaseSensitive(rq, "sweep");
     cJSON_DeleteItemFromObjectCaseSensitive(j, "repetitions");
@@ -127,7 +139,8 @@ static cJSON *swc_point(swc *c, double rate, int reps, const char *tag, char *re
         argv[a++] = (char *)c->only;
     }
     argv[a] = NULL;
-    fprintf(stderr, "bench sweep: %g requests/s, %d repetition%s (%s)\n", rate, reps, reps > 1 ? "s" : "", log);
+    fprintf(stderr, "bench sweep: %g %s, %d repetition%s (%s)\n", rate, c->conc ? "in flight" : "requests/s", reps, reps > 1 ? "s" : "",
+            log);
     if (sp_run(argv, "bench run", log, 86400, NULL, err, sizeof(err))) {
         fprintf(stderr, "bench sweep: the point at %g requests/s: %s\n", rate, err);
         return NULL;
@@ -222,7 +235,7 @@ static void swc_plain(char *dst, size_t len, const char *src) {
 /* Every variant at one rate of the list: a row each in the table, sweep.csv and sweep.dat. */
 static int swc_rate(swc *c, double rate) {
     char tag[64];
-    snprintf(tag, sizeof(tag), "r%g", rate);
+    snprintf(tag, sizeof(tag), "%s%g", c->conc ? "c" : "r", rate);
     char res[PATH_MAX + 96];
     cJSON *doc = swc_point(c, rate, c->reps, tag, res);
     if (!doc) return -1;
@@ -257,7 +270,7 @@ static int swc_rate(swc *c, double rate) {
                 100 * g.ci_lo, 100 * g.ci_hi, c->rules.ttft_ms, c->rules.tpot_ms, verdict, why, i50.mean, i99.mean, i99.ci_lo, i99.ci_hi);
         if (!c->dat[v]) {
             char p[PATH_MAX + 64];
-            snprintf(p, sizeof(p), "%s/sweep-v%d.dat", c->out, v);
+            snprintf(p, sizeof(p), "%s/%s-v%d.dat", c->out, c->prefix, v);
             c->dat[v] = fopen(p, "w");
         }
         if (c->dat[v]) fprintf(c->dat[v], "%g %g %g %g %g %g %g %g %g\n", rate, t50.mean, t99.mean, p50.mean, p99.mean, 100 * g.mean,
@@ -337,28 +350,29 @@ static void swc_figure(swc *c) {
         }
     if (!any) return;
     char gp[PATH_MAX + 32];
-    snprintf(gp, sizeof(gp), "%s/sweep.gp", c->out);
+    snprintf(gp, sizeof(gp), "%s/%s.gp", c->out, c->prefix);
     FILE *f = fopen(gp, "w");
     if (!f) return;
-    fprintf(f, "# bench sweep: latency percentiles and goodput against the offered rate, per variant\n"
-               "set terminal svg size 900,800 dynamic\nset output '%s/sweep.svg'\nset multiplot layout 2,1\n"
-               "set key outside right\nset grid\nset xlabel 'offered rate (requests/s)'\nset ylabel 'ms'\nset logscale y\n%s"
-               "set title 'TTFT p50 (solid), p99 (dashed); TPOT p99 (dotted); ITL p99 (dash-dot)'\nplot ", c->out,
+    fprintf(f, "# bench sweep: latency percentiles and goodput against the offered load, per variant\n"
+               "set terminal svg size 900,800 dynamic\nset output '%s/%s.svg'\nset multiplot layout 2,1\n"
+               "set key outside right\nset grid\nset xlabel '%s'\nset ylabel 'ms'\nset logscale y\n%s"
+               "set title 'TTFT p50 (solid), p99 (dashed); TPOT p99 (dotted); ITL p99 (dash-dot)'\nplot ", c->out, c->prefix,
+            c->conc ? "concurrency (requests in flight, closed loop)" : "offered rate (requests/s)",
             /* rates a sweep doubles read best on a log axis */
             c->rate_lo > 0 && c->rate_hi >= 8 * c->rate_lo ? "set logscale x 2\n" : "");
     const char *sep = "";
     for (int v = 0; v < c->n_variants; v++) {
         if (!c->label[v][0]) continue;
-        fprintf(f, "%s'%s/sweep-v%d.dat' using 1:2 with linespoints lc %d dt 1 title '%s TTFT p50', "
+        fprintf(f, "%s'%s/%s-v%d.dat' using 1:2 with linespoints lc %d dt 1 title '%s TTFT p50', "
                    "'' using 1:3 with linespoints lc %d dt 2 title '%s TTFT p99', '' using 1:5 with linespoints lc %d dt 3 title '%s TPOT p99', '' using 1:9 with linespoints lc %d dt 4 title '%s ITL p99'",
-                sep, c->out, v, v + 1, c->label[v], v + 1, c->label[v], v + 1, c->label[v], v + 1, c->label[v]);
+                sep, c->out, c->prefix, v, v + 1, c->label[v], v + 1, c->label[v], v + 1, c->label[v], v + 1, c->label[v]);
         sep = ", ";
     }
     fprintf(f, "\nunset logscale y\nset ylabel 'goodput (%%)'\nset yrange [0:105]\nset title 'goodput, 95%% interval over the repetitions; "
                "target %g%%'\nplot %g with lines lc rgb 'gray' dt 2 title 'target'", c->tf->target_pct, c->tf->target_pct);
     for (int v = 0; v < c->n_variants; v++)
         if (c->label[v][0])
-            fprintf(f, ", '%s/sweep-v%d.dat' using 1:6:7:8 with yerrorlines lc %d title '%s'", c->out, v, v + 1, c->label[v]);
+            fprintf(f, ", '%s/%s-v%d.dat' using 1:6:7:8 with yerrorlines lc %d title '%s'", c->out, c->prefix, v, v + 1, c->label[v]);
     fprintf(f, "\nunset multiplot\n");
     fclose(f);
     const char *g = getenv("BENCH_GNUPLOT");
@@ -368,7 +382,35 @@ static void swc_figure(swc *c) {
     if (sp_run(argv, "gnuplot", log, 60, NULL, err, sizeof(err)))
         fprintf(stderr, "bench sweep: no figure (%s); the script is %s\n", err, gp);
     else
-        fprintf(stderr, "bench sweep: figure %s/sweep.svg\n", c->out);
+        fprintf(stderr, "bench sweep: figure %s/%s.svg\n", c->out, c->prefix);
+}
+
+/* One table: every variant at each point x[0 .. n) (rates, or concurrency caps with conc),
+ * into <prefix>.csv, its figure <prefix>.svg. Returns 0 or -1. */
+static int swc_table(swc *c, const double *x, int n, int conc) {
+    c->conc = conc;
+    c->prefix = conc ? "sweep-concurrency" : "sweep";
+    c->n_variants = 0;
+    c->rate_lo = c->rate_hi = 0;
+    memset(c->label, 0, sizeof(c->label));
+    char csv[PATH_MAX + 64];
+    snprintf(csv, sizeof(csv), "%s/%s.csv", c->out, c->prefix);
+    if (!(c->csv = fopen(csv, "w"))) {
+        fprintf(stderr, "bench sweep: %s: %s\n", csv, strerror(errno));
+        return -1;
+    }
+    fprintf(c->csv, "%s,variant,repetitions,valid,req_s,out_tok_s,ttft_p50_ms,ttft_p50_ci_lo,ttft_p50_ci_hi,ttft_p99_ms,ttft_p99_ci_lo,"
+                    "ttft_p99_ci_hi,tpot_p50_ms,tpot_p99_ms,goodput_pct,goodput_ci_lo_pct,goodput_ci_hi_pct,slo_ttft_ms,slo_tpot_ms,verdict,why,"
+                    "itl_p50_ms,itl_p99_ms,itl_p99_ci_lo,itl_p99_ci_hi\n", conc ? "concurrency" : "rate_rps");
+    printf("%s%8s  %-16s %3s  %7s  %8s  %-24s  %9s  %-22s  %7s  %7s  %-18s  %s\n", conc ? "\nclosed loop:\n" : "", conc ? "in flight" : "rate/s",
+           "variant", "n", "req/s", "out tok/s", "TTFT p50 ms [95% CI]", "TTFT p99", "TPOT p50 ms [95% CI]", "TPOT p99", "ITL p99",
+           "goodput % [95% CI]", "verdict");
+    int rc = 0;
+    for (int i = 0; i < n && !rc; i++) rc = swc_rate(c, x[i]);
+    fclose(c->csv);
+    c->csv = NULL;
+    swc_figure(c);
+    return rc;
 }
 
 static int swc_rates(const char *arg, double *r, int *n) {
@@ -387,9 +429,9 @@ static int swc_rates(const char *arg, double *r, int *n) {
 }
 
 int cmd_sweep(int argc, char **argv) {
-    static const char *const known[] = {"--out", "--rates", "--knee", "--repeat", "--only", "--allow-read", "--help", NULL};
+    static const char *const known[] = {"--out", "--rates", "--concurrency", "--knee", "--repeat", "--only", "--allow-read", "--help", NULL};
     swc c = {0};
-    const char *out = NULL, *rates = NULL, *knee = NULL;
+    const char *out = NULL, *rates = NULL, *knee = NULL, *conc = NULL;
     int repeat = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -399,6 +441,7 @@ int cmd_sweep(int argc, char **argv) {
         } else if (!strcmp(a, "--out") && v) out = argv[++i];
         else if (!strcmp(a, "--rates") && v) rates = argv[++i];
         else if (!strcmp(a, "--knee") && v) knee = argv[++i];
+        else if (!strcmp(a, "--concurrency") && v) conc = argv[++i];
         else if (!strcmp(a, "--repeat") && v) {
             char *end;
             long n = strtol(argv[++i], &end, 10);
@@ -442,6 +485,21 @@ int cmd_sweep(int argc, char **argv) {
         rc = CLI_EXIT_USAGE;
         goto out;
     }
+    double cc[TF_MAX_RATES];
+    int nc = c.tf->n_conc;
+    for (int i = 0; i < nc; i++) cc[i] = c.tf->conc[i];
+    if (conc && swc_rates(conc, cc, &nc)) {
+        fprintf(stderr, "bench sweep: --concurrency %s: expected ascending counts of 1 or more, comma-separated (at most %d)\n", conc,
+                TF_MAX_RATES);
+        rc = CLI_EXIT_USAGE;
+        goto out;
+    }
+    for (int i = 0; i < nc; i++)
+        if (cc[i] != floor(cc[i]) || cc[i] > 1e5) {
+            fprintf(stderr, "bench sweep: concurrency %g: expected a whole number of requests 1 .. 100000\n", cc[i]);
+            rc = CLI_EXIT_USAGE;
+            goto out;
+        }
     double klo = c.tf->knee_lo, khi = c.tf->knee_hi;
     if (knee && (sscanf(knee, "%lf:%lf", &klo, &khi) != 2 || !(klo > 0 && khi > klo))) {
         fprintf(stderr, "bench sweep: --knee %s: expected LO:HI, 0 < LO < HI (requests/s)\n", knee);
@@ -483,21 +541,10 @@ int cmd_sweep(int argc, char **argv) {
         goto out;
     }
     snprintf(c.out, sizeof(c.out), "%s", abs);
-    char csv[PATH_MAX + 32];
-    snprintf(csv, sizeof(csv), "%s/sweep.csv", c.out);
-    if (!(c.csv = fopen(csv, "w"))) {
-        fprintf(stderr, "bench sweep: %s: %s\n", csv, strerror(errno));
-        goto out;
-    }
-    fprintf(c.csv, "rate_rps,variant,repetitions,valid,req_s,out_tok_s,ttft_p50_ms,ttft_p50_ci_lo,ttft_p50_ci_hi,ttft_p99_ms,ttft_p99_ci_lo,"
-                   "ttft_p99_ci_hi,tpot_p50_ms,tpot_p99_ms,goodput_pct,goodput_ci_lo_pct,goodput_ci_hi_pct,slo_ttft_ms,slo_tpot_ms,verdict,why,"
-                   "itl_p50_ms,itl_p99_ms,itl_p99_ci_lo,itl_p99_ci_hi\n");
     rc = 0;
-    if (nr) {
-        printf("%8s  %-16s %3s  %7s  %8s  %-24s  %9s  %-22s  %7s  %7s  %-18s  %s\n", "rate/s", "variant", "n", "req/s", "out tok/s",
-               "TTFT p50 ms [95% CI]", "TTFT p99", "TPOT p50 ms [95% CI]", "TPOT p99", "ITL p99", "goodput % [95% CI]", "verdict");
-        for (int i = 0; i < nr && !rc; i++) rc = swc_rate(&c, r[i]) ? 1 : 0;
-    }
+    if (nr) rc = swc_table(&c, r, nr, 0) ? 1 : 0;
+    if (!rc && nc) rc = swc_table(&c, cc, nc, 1) ? 1 : 0;
+    c.conc = 0;
     if (!rc && klo > 0) {
         /* each variant alone: its own points, its own knee */
         char kp[PATH_MAX + 32];
@@ -511,8 +558,6 @@ int cmd_sweep(int argc, char **argv) {
         }
         if (kf) fclose(kf);
     }
-    fclose(c.csv);
-    swc_figure(&c);
     fprintf(stderr, "bench sweep: results in %s\n", c.out);
 out:
     for (int v = 0; v < SWC_MAX_VARIANTS; v++)

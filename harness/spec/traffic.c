@@ -247,9 +247,9 @@ static void tf_parse_sweep(tf_ctx *c, const cJSON *j, const cJSON *req, tf_traff
         tf_err(c, p, "expected {\"rates\": [R, ...]} or {\"knee\": {\"lo\": R, \"hi\": R}}, got %s", tf_type(j));
         return;
     }
-    static const char *const keys[] = {"rates", "knee", "target_pct", "warmup_requests", "min_requests", "min_seconds", "windows",
-                                       "steady_tolerance", NULL};
-    tf_keys(c, j, p, keys, "rates, knee, target_pct, warmup_requests, min_requests, min_seconds, windows, steady_tolerance");
+    static const char *const keys[] = {"rates", "concurrency", "knee", "target_pct", "warmup_requests", "min_requests", "min_seconds",
+                                       "windows", "steady_tolerance", NULL};
+    tf_keys(c, j, p, keys, "rates, concurrency, knee, target_pct, warmup_requests, min_requests, min_seconds, windows, steady_tolerance");
     t->has_sweep = 1;
     t->target_pct = 90;
     t->windows = 4;
@@ -258,7 +258,27 @@ static void tf_parse_sweep(tf_ctx *c, const cJSON *j, const cJSON *req, tf_traff
     t->knee_points = 12;
     t->knee_max_reps = 8;
     const cJSON *rates = cJSON_GetObjectItemCaseSensitive(j, "rates"), *knee = cJSON_GetObjectItemCaseSensitive(j, "knee");
-    if (!rates && !knee) tf_err(c, p, "expected \"rates\" (a list of requests/s), \"knee\" ({\"lo\": R, \"hi\": R}) or both");
+    const cJSON *conc = cJSON_GetObjectItemCaseSensitive(j, "concurrency");
+    if (!rates && !knee && !conc)
+        tf_err(c, p, "expected \"rates\" (a list of requests/s), \"concurrency\" (a list of caps), \"knee\" ({\"lo\": R, \"hi\": R}) or several");
+    if (conc) {
+        int n = cJSON_GetArraySize(conc);
+        if (!cJSON_IsArray(conc) || n < 1 || n > TF_MAX_RATES) {
+            tf_err(c, ".workload.requests.sweep.concurrency", "expected a list of 1 .. %d caps (requests in flight, ascending), got %s",
+                   TF_MAX_RATES, tf_type(conc));
+        } else {
+            const cJSON *it;
+            cJSON_ArrayForEach(it, conc) {
+                double v = cJSON_IsNumber(it) ? it->valuedouble : -1;
+                if (!(v >= 1 && v <= 1e5) || v != floor(v) || (t->n_conc && v <= t->conc[t->n_conc - 1])) {
+                    tf_err(c, ".workload.requests.sweep.concurrency", "[%d]: expected a whole number 1 .. 100000 above the previous one",
+                           t->n_conc);
+                    break;
+                }
+                t->conc[t->n_conc++] = (int)v;
+            }
+        }
+    }
     if (rates) {
         int n = cJSON_GetArraySize(rates);
         if (!cJSON_IsArray(rates) || n < 1 || n > TF_MAX_RATES) {

@@ -27,7 +27,8 @@
  *       prompt is the whole conversation so far (every earlier turn's prompt and answer)
  *       followed by a new message of prompt_len tokens; it is sent think_ms after the
  *       previous answer ends. The first turns arrive as "arrival" says.
- *   "sweep": {"rates": [R, ...],                         every variant at each rate, or
+ *   "sweep": {"rates": [R, ...],                         every variant at each rate,
+ *             "concurrency": [N, ...],                   and/or at each cap, every request due at once,
  *             "knee": {"lo": R, "hi": R, "resolution": 0.05, "points": 12, "max_repetitions": 8},
  *             "target_pct": 90,                          goodput target (needs "targets")
  *             "warmup_requests": N, "min_requests": N, "min_seconds": S,
@@ -69,6 +70,8 @@ typedef struct tf_traffic {
     int has_sweep;
     int n_rates;
     double rates[TF_MAX_RATES];         /* requests/s, ascending: every variant at each */
+    int n_conc;
+    int conc[TF_MAX_RATES];             /* closed-loop concurrency caps, ascending: every variant at each */
     double knee_lo, knee_hi;            /* the knee search's range; 0: no search */
     double knee_resolution;             /* stop when hi - lo <= resolution x lo */
     int knee_points, knee_max_reps;
