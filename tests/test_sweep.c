@@ -112,6 +112,11 @@ static void test_verdicts(void **state) {
     assert_int_equal(sw_eval(r, N_REQ, &ru, &p), 0);
     assert_true(p.goodput < 0.05);
     assert_true(p.ttft_p99 > 100 * S_MS);
+    /* every request at once: no sustained load */
+    for (int i = 0; i < N_REQ; i++) r[i].arrival_ms = 0;
+    assert_int_equal(sw_eval(r, N_REQ, &ru, &p), 0);
+    assert_false(p.valid);
+    assert_non_null(strstr(p.why, "arrived at once"));
     /* too few, too short */
     simulate(50, 0, 1, r, 40);
     assert_int_equal(sw_eval(r, 40, &ru, &p), 0);

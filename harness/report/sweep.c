@@ -87,19 +87,22 @@ int sw_eval(const sw_req *in, int n, const sw_rules *ru, sw_point *out) {
     }
     if (m < ru->min_requests) sw_why(out, "%s%.0f requests counted, fewer than %.0f", m, ru->min_requests);
     if (out->seconds < ru->min_seconds) sw_why(out, "%s%.3g s counted, shorter than %.3g s", out->seconds, ru->min_seconds);
-    if (m > 0 && ru->windows >= 2 && out->seconds > 0) {
-        /* completions per window of the counted span */
+    if (m > 0 && ru->windows >= 2) {
+        /* completions per window while the load is offered (first to last counted arrival):
+         * the drain after the last arrival says nothing of the sustained rate */
         int k = ru->windows;
-        double width = (t_hi - t_lo) / k, last = 0, prev = 0;
-        for (int i = w; i < n; i++) {
+        double a_hi = r[n - 1].arrival_ms, width = (a_hi - t_lo) / k, last = 0, prev = 0;
+        for (int i = w; width > 0 && i < n; i++) {
+            if (r[i].end_ms > a_hi) continue;
             int b = (int)((r[i].end_ms - t_lo) / width);
             b = b >= k ? k - 1 : b < 0 ? 0 : b;
             last += b == k - 1;
             prev += b == k - 2;
         }
         double mean = (last + prev) / 2;
-        if (mean <= 0 || fabs(last - prev) / 2 > ru->steady_tol * mean)
-            sw_why(out, "%snot steady: the last two windows finished %.0f and %.0f requests", prev, last);
+        if (width <= 0) sw_why(out, "%snot steady: every counted request arrived at once (%.0f, %.0f)", m, 0);
+        else if (mean <= 0 || fabs(last - prev) / 2 > ru->steady_tol * mean)
+            sw_why(out, "%snot steady: the last two windows of the arrivals saw %.0f and %.0f requests finish", prev, last);
     }
     out->valid = !out->why[0];
     free(r);

@@ -8,13 +8,16 @@
  *              (MLPerf LoadGen's warm-up), as the queue fills from empty;
  *   counted    the rest: throughput (requests/s and output tokens/s over the span from
  *              the first counted arrival to the last counted end), TTFT, TPOT and
- *              latency percentiles, ITL percentiles (with token times), goodput (the share of counted requests meeting
- *              every SLO target: TTFT <= ttft_ms, TPOT <= tpot_ms);
+ *              latency percentiles, ITL percentiles (with token times), goodput (the
+ *              share of counted requests meeting every SLO target: TTFT <= ttft_ms,
+ *              TPOT <= tpot_ms);
  *   valid      at least min_requests counted, over at least min_seconds, and in steady
- *              state: the counted span cut into `windows` equal windows, the completion
- *              rates of the last two within steady_tol of their mean (a point whose
- *              throughput still climbs or collapses has not settled). Each failed rule
- *              is named in why.
+ *              state: the span over which the load is offered (first to last counted
+ *              arrival) cut into `windows` equal windows, the requests finishing in the
+ *              last two within steady_tol of their mean (a point whose throughput still
+ *              climbs or collapses has not settled; the drain after the last arrival
+ *              is left out). Requests that all arrive at once are no sustained load:
+ *              INVALID. Each failed rule is named in why.
  *
  * The knee (sw_knee): bisection on the rate between lo (must pass) and hi (must fail).
  * A point passes when the 95% bootstrap interval of its goodput over the repetitions
