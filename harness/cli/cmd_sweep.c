@@ -8,8 +8,9 @@
  *   points/r<RATE>/scenario.json, results/     each point's scenario and bench run
  *   sweep.csv                                  one row per rate and variant
  *   sweep-concurrency.csv, .svg                the same per concurrency cap (closed loop), when asked
- *   knee.csv                                   the knee search's points, when it ran
- *   sweep.dat, sweep.gp, sweep.svg             the figure (gnuplot, when installed)
+ *   knee.csv                                   the knee search's points and knee per variant, when it ran
+ *   sweep-v<V>.dat, sweep.gp, sweep.svg        the figure's data per variant, its script, the
+ *                                              figure (gnuplot, when installed)
  */
 #include <cJSON.h>
 #include <errno.h>
