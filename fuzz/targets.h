@@ -19,6 +19,7 @@
 #include "engines/core/compute/threadpool.h"
 #include "harness/report/compare.h"
 #include "harness/spec/scenario.h"
+#include "harness/spec/trace.h"
 
 /* A vocabulary as the engine uses it: the tokenizer its model names (SentencePiece or
  * byte-level BPE with its pre-tokenizer), one text encoded and decoded back. */
@@ -332,6 +333,31 @@ static inline int fzt_kernels(const uint8_t *data, size_t size, char *err, size_
     free(y);
     free(wf);
     return bad ? -1 : 0;
+}
+
+/* Recorded request traces (harness/spec/trace.h). Input: the first byte picks the
+ * format (its value mod 4: mooncake, azure, burstgpt, sharegpt), the rest is the file. A
+ * trace must be read, or refused with a message naming the line; what is read must
+ * hold together (lengths >= 1, hash ids within the table, times in order). */
+static inline int fzt_trace(const uint8_t *data, size_t size, char *err, size_t errlen) {
+    if (err && errlen) err[0] = 0;
+    if (size < 1) return 0;
+    char e[1024] = "";
+    tr_trace *t = NULL;
+    tr_window w = {.max_requests = 1000};
+    int rc = tr_parse("trace", (const char *)data + 1, size - 1, (tr_format)(data[0] % TR_FORMAT_COUNT), &w, &t, e, sizeof(e));
+    fz_say("trace", rc ? e : NULL);
+    if (err) snprintf(err, errlen, "%s", e);
+    if (rc) return e[0] ? 0 : -1;
+    size_t ids = 0;
+    for (int i = 0; i < t->n; i++) {
+        const tr_req *q = &t->r[i];
+        if (q->input < 1 || q->output < 1 || q->hash_at != ids || (i && q->t_s < t->r[i - 1].t_s) || q->t_s < 0) abort();
+        ids += (size_t)q->n_hash;
+    }
+    if (ids != t->n_hash) abort();
+    tr_free(t);
+    return 0;
 }
 
 #endif

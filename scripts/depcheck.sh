@@ -45,11 +45,12 @@ layers='
 # fails on any other cycle).
 #   the ISA dispatch: kernels.c chooses the table each kernels_<isa>.c fills, and they share
 #     kernels.h through kernels_impl.h (being changed elsewhere);
-#   the scenario and its kinds: scenario.c calls the kinds' parsers (kind.c, alloc_spec.c),
-#     which take its types and error helpers (the requests part is being changed: issue 22).
+#   the scenario and its parts: scenario.c calls the kinds' and the traffic keys' parsers
+#     (kind.c, alloc_spec.c, traffic.c), which take its types and error helpers; undoing it
+#     means a scenario_types.h below all four.
 file_cycles_known='
 ^engines/core/compute/kernels
-^harness/spec/(scenario|alloc_spec|kind)$
+^harness/spec/(scenario|alloc_spec|kind|traffic)$
 '
 # util is the bottom: mkdir -p, whole-file reads, the clock, growable buffers (it uses nothing
 # of bench). allocators includes only its own folder and util (checked like any other layer-1

@@ -7,7 +7,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "harness/child/traffic_gen.h"
+#include "util/ut_clock.h"
 #include "harness/spec/stats.h"
+#include "harness/spec/traffic.h"
 
 /* ======================================================================
  * The requests
@@ -27,17 +30,12 @@ static int sv_draw(const sc_dist *d, int i, uint64_t *s) {
     }
 }
 
-void sv_reqs_free(sv_reqs *r) {
-    if (!r) return;
-    free(r->r);
-    free(r->ids);
-    memset(r, 0, sizeof(*r));
-}
 
 /* Draws in a fixed order (the prefix, who shares it, then each request's lengths, ids
  * and arrival), so the same seed gives the same requests whatever else changes. */
 int sv_make_requests(const sc_requests *rq, int vocab, int bos, uint64_t sampler_seed, sv_reqs *out,
                      char *err, size_t errlen) {
+    if (tg_owns(rq)) return tg_make_requests(rq, vocab, bos, sampler_seed, out, err, errlen);
     memset(out, 0, sizeof(*out));
     if (vocab <= 3) return bench_errf(err, errlen, "serve: a vocabulary of %d ids is too small for synthetic prompts (ids 3 ..)", vocab);
     if (rq->count < 1) return bench_errf(err, errlen, "serve: %d requests", rq->count);
@@ -90,7 +88,7 @@ int sv_make_requests(const sc_requests *rq, int vocab, int bos, uint64_t sampler
     free(perm);
     free(own);
     free(outl);
-    return 0;
+    return tg_arrivals(rq, out, err, errlen);
 oom:
     free(prefix);
     free(shares);
@@ -124,7 +122,14 @@ static void sv_send(const sv_sink *k, uint32_t type, int64_t t, int64_t a, int64
     k->send(k->user, &ev);
 }
 
+/* What the scheduler's reports need: where to send, and which turn each request is. */
+typedef struct sv_ctx {
+    const sv_sink *sink;
+    const sv_reqs *reqs;
+} sv_ctx;
+
 static void sv_on_step(void *user, const sched_step *st) {
+    const sv_sink *k = ((const sv_ctx *)user)->sink;
     int64_t x[BENCH_KVS_COUNT];
     x[BENCH_KVS_RESERVED] = (int64_t)st->kv.reserved;
     x[BENCH_KVS_LIVE] = (int64_t)st->kv.live;
@@ -133,7 +138,7 @@ static void sv_on_step(void *user, const sched_step *st) {
     x[BENCH_KVS_RUNNING] = st->running;
     x[BENCH_KVS_BATCH] = st->batch;
     x[BENCH_KVS_WAITING] = st->waiting;
-    sv_send(user, BENCH_EV_KV_SAMPLE, st->t_ns, st->step, (int64_t)st->tokens, x, BENCH_KVS_COUNT);
+    sv_send(k, BENCH_EV_KV_SAMPLE, st->t_ns, st->step, (int64_t)st->tokens, x, BENCH_KVS_COUNT);
 }
 
 static void sv_on_done(void *user, const sched_done *d) {
@@ -146,7 +151,17 @@ static void sv_on_done(void *user, const sched_done *d) {
     x[BENCH_RQ_PREFILLED] = d->prefill_tokens;
     x[BENCH_RQ_PREEMPTIONS] = d->preemptions;
     x[BENCH_RQ_WAITED] = d->waited;
-    sv_send(user, BENCH_EV_REQUEST, d->end_ns, d->req, d->n_out, x, BENCH_RQ_COUNT);
+    const sv_ctx *c = user;
+    x[BENCH_RQ_TURN] = c->reqs->turn ? c->reqs->turn[d->req] : 0;
+    x[BENCH_RQ_SESSION] = c->reqs->session ? c->reqs->session[d->req] : d->req;
+    sv_send(c->sink, BENCH_EV_REQUEST, d->end_ns, d->req, d->n_out, x, BENCH_RQ_COUNT);
+    for (int k = 0; d->token_ns && k < d->n_out; k += BENCH_REQ_TOKENS_PER_EVENT) {
+        int64_t t[1 + BENCH_REQ_TOKENS_PER_EVENT];
+        int m = d->n_out - k < BENCH_REQ_TOKENS_PER_EVENT ? d->n_out - k : BENCH_REQ_TOKENS_PER_EVENT;
+        t[0] = m;
+        memcpy(t + 1, d->token_ns + k, (size_t)m * sizeof(int64_t));
+        sv_send(c->sink, BENCH_EV_REQ_TOKENS, d->end_ns, d->req, k, t, 1 + m);
+    }
 }
 
 int sv_serve(engine *e, const sc_requests *rq, double temperature, double topp, uint64_t seed, const sv_sink *sink,
@@ -157,15 +172,15 @@ int sv_serve(engine *e, const sc_requests *rq, double temperature, double topp, 
     int eos = !rq->stop_at_eos ? -1 : tok ? tokenizer_eos(tok) : m->vocab.eos;
     sv_reqs reqs;
     if (sv_make_requests(rq, m->cfg.vocab_size, bos, seed, &reqs, err, errlen)) return -1;
+    sv_ctx ctx = {.sink = sink, .reqs = &reqs};
     sched_opts o = {.eos = eos, .temperature = (float)temperature, .topp = (float)topp, .max_batch = rq->max_batch,
-                    .reserve_output = rq->reserve_output,
-                    .on_step = sv_on_step, .on_done = sv_on_done, .user = (void *)sink};
+                    .reserve_output = rq->reserve_output, .max_inflight = rq->traffic ? rq->traffic->concurrency : 0,
+                    .token_times = rq->token_times,
+                    .on_step = sv_on_step, .on_done = sv_on_done, .user = &ctx};
     sched *s = NULL;
     int rc = sched_create(e, reqs.r, reqs.n, &o, &s, err, errlen);
     if (!rc) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        sv_send(sink, BENCH_EV_SERVE_START, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec, reqs.n, 0, NULL, 0);
+        sv_send(sink, BENCH_EV_SERVE_START, ut_now_ns(), reqs.n, 0, NULL, 0);
         rc = sched_run(s, err, errlen);
     }
     if (!rc) {

@@ -22,6 +22,8 @@
  *   serve_ttft_{p50,p99}_ms (arrival to first token)  serve_tpot_{p50,p99}_ms
  *   ((end - first token) / (tokens - 1), requests of 2 tokens or more)
  *   serve_latency_{p50,p99}_ms (arrival to end)  serve_goodput_pct (share meeting every target)
+ *   serve_itl_{p50,p99}_ms (every gap between two tokens; with token times, metrics "tokens")
+ *   serve_prefix_hit_pct, serve_prefix_hit_turnN_pct (sessions: per turn; docs/serving.md)
  *   serve_peak_seqs serve_peak_waiting serve_waited serve_preemptions serve_steps
  *   serve_prefill_tokens (positions computed) serve_prefix_reused_tokens (attached instead)
  *   serve_kv_{reserved,live,cached,wasted}_peak_mib (engine_kv_memory's, at their peaks)
@@ -38,20 +40,14 @@
 #include "engines/core/runtime/sched.h"
 #include "harness/spec/events.h"
 #include "harness/spec/scenario.h"
+#include "harness/child/serve_reqs.h"
 
 /* ---- the requests ---- */
-
-typedef struct sv_reqs {
-    int n;
-    sched_req *r;           /* (n) */
-    int *ids;               /* every prompt's ids, r[i].prompt points in here */
-} sv_reqs;
 
 /* The requests of a workload for a model of `vocab` ids, deterministic from rq->seed;
  * sampler seeds from sampler_seed. Returns 0, or -1 with err. */
 int sv_make_requests(const sc_requests *rq, int vocab, int bos, uint64_t sampler_seed, sv_reqs *out,
                      char *err, size_t errlen);
-void sv_reqs_free(sv_reqs *r);
 
 /* ---- the worker ---- */
 

@@ -15,6 +15,7 @@ int cmd_compare(int argc, char **argv);    /* bench compare A B                 
 int cmd_history(int argc, char **argv);    /* bench history results/<scenario>    (harness/cli/cmd_history.c) */
 int cmd_plan(int argc, char **argv);       /* bench plan SCENARIO --shards N      (harness/cli/cmd_plan.c) */
 int cmd_merge(int argc, char **argv);      /* bench merge DIR...                  (harness/cli/cmd_merge.c) */
+int cmd_sweep(int argc, char **argv);      /* bench sweep SCENARIO.json           (harness/cli/cmd_sweep.c) */
 int cmd_tokenize(int argc, char **argv);   /* bench tokenize --model F --text T   (harness/cli/cmd_tokenize.c) */
 
 #endif

@@ -35,6 +35,7 @@ static const command commands[] = {
     {"show", "the summary table of a results directory (a finished, interrupted or merged run)", cmd_show, 0},
     {"compare", "compare two runs: changes, noise test, verdicts; exit 1 on a regression", cmd_compare, 0},
     {"history", "plot each metric across the runs of a scenario, by commit time", cmd_history, 0},
+    {"sweep", "sustained load: a serving scenario at several offered rates, the knee, validity, a figure", cmd_sweep, 0},
     {"plan", "split a scenario's variants x repetitions into shards for several machines", cmd_plan, 0},
     {"merge", "join the shards' results into one results.json, statistics per machine type", cmd_merge, 0},
     {"worker", "(internal) one repetition, driven by `bench run`", cmd_worker, 1},

@@ -310,7 +310,20 @@ static void rn_event(rn_proc *p, const bench_event *ev) {
             .id = ev->a, .n_out = ev->b, .arrival_ns = x[BENCH_RQ_ARRIVAL_NS], .admit_ns = x[BENCH_RQ_ADMIT_NS],
             .first_ns = x[BENCH_RQ_FIRST_NS], .end_ns = ev->t_ns, .n_prompt = x[BENCH_RQ_PROMPT],
             .prefix_reused = x[BENCH_RQ_PREFIX_REUSED], .prefilled = x[BENCH_RQ_PREFILLED],
-            .preemptions = x[BENCH_RQ_PREEMPTIONS], .waited = x[BENCH_RQ_WAITED]};
+            .preemptions = x[BENCH_RQ_PREEMPTIONS], .waited = x[BENCH_RQ_WAITED], .turn = x[BENCH_RQ_TURN],
+            .session = x[BENCH_RQ_SESSION]};
+        break;
+    }
+    case BENCH_EV_REQ_TOKENS: {
+        /* the tokens of the request just reported, in order */
+        rn_request *r = p->n_reqs ? &p->reqs[p->n_reqs - 1] : NULL;
+        int m = (int)ev->x[0];
+        if (!r || r->id != ev->a || ev->b != r->n_tok || m < 1 || m > BENCH_REQ_TOKENS_PER_EVENT || r->n_tok + m > r->n_out) break;
+        int64_t *n = realloc(r->tok_ns, (size_t)(r->n_tok + m) * sizeof(*n));
+        if (!n) break;
+        memcpy(n + r->n_tok, ev->x + 1, (size_t)m * sizeof(*n));
+        r->tok_ns = n;
+        r->n_tok += m;
         break;
     }
     case BENCH_EV_ERROR:
@@ -484,6 +497,7 @@ static void rn_run_free(rn_run *run) {
         free(p->ranges);
         free(p->tl);
         free(p->kvs);
+        for (int k = 0; k < p->n_reqs; k++) free(p->reqs[k].tok_ns);
         free(p->reqs);
     }
     free(run->procs);

@@ -81,6 +81,9 @@ typedef struct rn_request {
     int64_t id, n_out;
     int64_t arrival_ns, admit_ns, first_ns, end_ns;     /* CLOCK_MONOTONIC */
     int64_t n_prompt, prefix_reused, prefilled, preemptions, waited;
+    int64_t turn, session;      /* a conversation's turn (0: the first) and the conversation */
+    int64_t *tok_ns;            /* (n_tok) its tokens' times (REQ_TOKENS); NULL without */
+    int n_tok;
 } rn_request;
 
 typedef struct rn_counter {

@@ -811,6 +811,12 @@ int rs_write_timelines(const rs_input *in, int ri, char *err, size_t errlen) {
         int rc = rs_write_atomic(path, csv, len, err, errlen);
         free(csv);
         if (rc) return rc;
+        /* every request of a serving run, one JSON object a line (docs/serving.md) */
+        if (!(csv = sv_requests_jsonl(p, p->t_hello, &len))) continue;
+        snprintf(path, sizeof(path), "%s/timelines/v%d-r%d-p%d-requests.jsonl", in->dir, r->variant, r->rep, pi);
+        rc = rs_write_atomic(path, csv, len, err, errlen);
+        free(csv);
+        if (rc) return rc;
     }
     return 0;
 }
@@ -852,12 +858,19 @@ static const rs_row rs_rows[] = {
     {"serve_ttft_p99_ms", "TTFT p99"},
     {"serve_tpot_p50_ms", "TPOT p50"},
     {"serve_tpot_p99_ms", "TPOT p99"},
+    {"serve_itl_p50_ms", "ITL p50"},
+    {"serve_itl_p99_ms", "ITL p99"},
     {"serve_goodput_pct", "goodput (met the targets)"},
     {"serve_peak_seqs", "peak concurrent seqs"},
     {"serve_waited", "requests queued for room"},
     {"serve_preemptions", "preemptions"},
     {"serve_prefill_tokens", "prefill positions run"},
     {"serve_prefix_reused_tokens", "prefix positions reused"},
+    {"serve_prefix_hit_pct", "prefix hit rate"},
+    {"serve_prefix_hit_turn1_pct", "  turn 1"},
+    {"serve_prefix_hit_turn2_pct", "  turn 2"},
+    {"serve_prefix_hit_turn3_pct", "  turn 3"},
+    {"serve_prefix_hit_turn4_pct", "  turn 4"},
     {"serve_kv_reserved_peak_mib", "KV reserved, peak"},
     {"serve_kv_live_peak_mib", "KV live, peak"},
     {"serve_kv_cached_peak_mib", "KV prefix cache, peak"},

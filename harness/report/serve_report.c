@@ -24,6 +24,43 @@ static void sv_quantiles(mt_bag *b, const char *name, double *x, int n) {
     mt_add(b, k, "ms", MT_TIME_LO, st_quantile_sorted(x, n, 0.99));
 }
 
+/* Inter-token latency: every gap between two tokens of a request (with token times). */
+static void sv_itl(const rn_proc *p, mt_bag *b) {
+    size_t m = 0;
+    for (int i = 0; i < p->n_reqs; i++) m += p->reqs[i].n_tok > 1 ? (size_t)p->reqs[i].n_tok - 1 : 0;
+    if (!m || m > (size_t)INT32_MAX) return;
+    double *g = malloc(m * sizeof(double));
+    if (!g) return;
+    size_t k = 0;
+    for (int i = 0; i < p->n_reqs; i++)
+        for (int j = 1; j < p->reqs[i].n_tok; j++) g[k++] = sv_ms(p->reqs[i].tok_ns[j] - p->reqs[i].tok_ns[j - 1]);
+    sv_quantiles(b, "serve_itl", g, (int)m);
+    free(g);
+}
+
+/* The share of prompt positions attached from the prefix cache, overall and, for
+ * conversations, per turn (where the earlier turns are the prefix). */
+static void sv_turn_metrics(const rn_proc *p, mt_bag *b) {
+    enum { MAX_TURNS = 8 };     /* turns reported one by one; later ones count in the last */
+    double prompt[MAX_TURNS] = {0}, reused[MAX_TURNS] = {0}, all_p = 0, all_r = 0;
+    int top = 0;
+    for (int i = 0; i < p->n_reqs; i++) {
+        const rn_request *r = &p->reqs[i];
+        int u = r->turn < 0 ? 0 : r->turn >= MAX_TURNS ? MAX_TURNS - 1 : (int)r->turn;
+        top = u > top ? u : top;
+        prompt[u] += (double)r->n_prompt;
+        reused[u] += (double)r->prefix_reused;
+        all_p += (double)r->n_prompt;
+        all_r += (double)r->prefix_reused;
+    }
+    if (all_p > 0) mt_add(b, "serve_prefix_hit_pct", "%", MT_EXACT_HI, 100.0 * all_r / all_p);
+    for (int u = 0; top > 0 && u <= top; u++) {
+        char k[64];
+        snprintf(k, sizeof(k), "serve_prefix_hit_turn%d%s_pct", u + 1, u == MAX_TURNS - 1 ? "_on" : "");
+        if (prompt[u] > 0) mt_add(b, k, "%", MT_EXACT_HI, 100.0 * reused[u] / prompt[u]);
+    }
+}
+
 void sv_metrics(const scenario *s, const rn_proc *p, mt_bag *b) {
     if (!p->t_serve_start || !p->t_serve_end || p->n_reqs < 1) return;
     int n = p->n_reqs, n_tpot = 0, met = 0;
@@ -59,8 +96,10 @@ void sv_metrics(const scenario *s, const rn_proc *p, mt_bag *b) {
     sv_quantiles(b, "serve_ttft", ttft, n);
     sv_quantiles(b, "serve_tpot", tpot, n_tpot);
     sv_quantiles(b, "serve_latency", lat, n);
+    sv_itl(p, b);
     if (rq && (rq->ttft_ms > 0 || rq->tpot_ms > 0)) mt_add(b, "serve_goodput_pct", "%", MT_TIME_HI, 100.0 * met / n);
     mt_add(b, "serve_prefill_tokens", "count", MT_EXACT, prefilled);
+    sv_turn_metrics(p, b);
     mt_add(b, "serve_prefix_reused_tokens", "count", MT_EXACT_HI, reused);
     mt_add(b, "serve_preemptions", "count", MT_EXACT_LO, preempt);
     mt_add(b, "serve_waited", "count", MT_EXACT_LO, waited);
@@ -145,6 +184,8 @@ cJSON *sv_proc_json(const rn_proc *p, int64_t t0) {
     SV_COLUMN(rq, "prefilled", n, (double)r[i].prefilled);
     SV_COLUMN(rq, "preemptions", n, (double)r[i].preemptions);
     SV_COLUMN(rq, "waited", n, (double)r[i].waited);
+    SV_COLUMN(rq, "turn", n, (double)r[i].turn);
+    SV_COLUMN(rq, "session", n, (double)r[i].session);
     SV_COLUMN(rq, "arrival_ms", n, sv_ms(r[i].arrival_ns - t0));
     SV_COLUMN(rq, "admit_ms", n, sv_ms(r[i].admit_ns - t0));
     SV_COLUMN(rq, "first_ms", n, sv_ms(r[i].first_ns - t0));
@@ -157,6 +198,36 @@ cJSON *sv_proc_json(const rn_proc *p, int64_t t0) {
     return o;
 }
 #undef SV_COLUMN
+
+char *sv_requests_jsonl(const rn_proc *p, int64_t t0, size_t *len) {
+    *len = 0;
+    if (!p->n_reqs) return NULL;
+    char *buf = NULL;
+    size_t cap = 0;
+    FILE *f = open_memstream(&buf, &cap);
+    if (!f) return NULL;
+    for (int i = 0; i < p->n_reqs; i++) {
+        const rn_request *r = &p->reqs[i];
+        fprintf(f, "{\"id\": %lld, \"session\": %lld, \"turn\": %lld, \"arrival_ms\": %.3f, \"admit_ms\": %.3f, "
+                   "\"first_token_ms\": %.3f, \"end_ms\": %.3f, \"prompt_tokens\": %lld, \"output_tokens\": %lld, "
+                   "\"prefix_reused\": %lld, \"prefilled\": %lld, \"preemptions\": %lld, \"waited\": %s",
+                (long long)r->id, (long long)r->session, (long long)r->turn, sv_ms(r->arrival_ns - t0), sv_ms(r->admit_ns - t0),
+                sv_ms(r->first_ns - t0), sv_ms(r->end_ns - t0), (long long)r->n_prompt, (long long)r->n_out,
+                (long long)r->prefix_reused, (long long)r->prefilled, (long long)r->preemptions, r->waited ? "true" : "false");
+        if (r->n_tok) {
+            fputs(", \"token_ms\": [", f);
+            for (int k = 0; k < r->n_tok; k++) fprintf(f, "%s%.3f", k ? ", " : "", sv_ms(r->tok_ns[k] - t0));
+            fputc(']', f);
+        }
+        fputs("}\n", f);
+    }
+    if (fclose(f)) {
+        free(buf);
+        return NULL;
+    }
+    *len = cap;
+    return buf;
+}
 
 char *sv_timeline_csv(const rn_proc *p, int64_t t0, size_t *len) {
     *len = 0;

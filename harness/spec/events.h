@@ -32,7 +32,13 @@
  *   REQUEST * requests      one per finished request (t_ns: its end): a = its index, b = tokens
  *                           generated; x[BENCH_RQ_*]: arrival, first admission and first token
  *                           (CLOCK_MONOTONIC ns), prompt tokens, prefix positions reused,
- *                           positions prefilled, preemptions, waited (1: stayed queued once)
+ *                           positions prefilled, preemptions, waited (1: stayed queued once),
+ *                           turn (0: a conversation's first) and conversation (sessions; else
+ *                           0 and the request's index)
+ *   REQ_TOKENS * k          (the worker spec's requests.token_times) after a REQUEST, its tokens'
+ *                           times, BENCH_REQ_TOKENS_PER_EVENT an event: a = the request's
+ *                           index, b = the first token's index, x[0] = how many, x[1 ..] the
+ *                           times (CLOCK_MONOTONIC ns)
  *   SERVE_END               every request finished
  *
  * [ack]: the event carries BENCH_EV_ACK and the worker then blocks reading one
@@ -69,6 +75,7 @@ typedef enum bench_ev_type {
     BENCH_EV_KV_SAMPLE,
     BENCH_EV_REQUEST,
     BENCH_EV_SERVE_END,
+    BENCH_EV_REQ_TOKENS,
 } bench_ev_type;
 
 /* x[] of a KV_SAMPLE */
@@ -76,7 +83,7 @@ enum { BENCH_KVS_RESERVED, BENCH_KVS_LIVE, BENCH_KVS_CACHED, BENCH_KVS_WASTED, B
        BENCH_KVS_WAITING, BENCH_KVS_COUNT };
 /* x[] of a REQUEST */
 enum { BENCH_RQ_ARRIVAL_NS, BENCH_RQ_ADMIT_NS, BENCH_RQ_FIRST_NS, BENCH_RQ_PROMPT, BENCH_RQ_PREFIX_REUSED,
-       BENCH_RQ_PREFILLED, BENCH_RQ_PREEMPTIONS, BENCH_RQ_WAITED, BENCH_RQ_COUNT };
+       BENCH_RQ_PREFILLED, BENCH_RQ_PREEMPTIONS, BENCH_RQ_WAITED, BENCH_RQ_TURN, BENCH_RQ_SESSION, BENCH_RQ_COUNT };
 
 typedef struct bench_event {
     uint32_t type;          /* bench_ev_type */
@@ -92,6 +99,8 @@ typedef struct bench_event {
         int64_t x[14];      /* KV_SAMPLE, REQUEST: the fields above */
     };
 } bench_event;              /* 152 bytes < PIPE_BUF: one write() is atomic */
+
+#define BENCH_REQ_TOKENS_PER_EVENT 13     /* x[1 .. 13] of a REQ_TOKENS */
 
 _Static_assert(BENCH_KVS_COUNT <= 14 && BENCH_RQ_COUNT <= 14, "the serving fields fit the event's x[]");
 

@@ -19,6 +19,7 @@
 #include "harness/spec/alloc_spec.h"
 #include "harness/spec/confine.h"
 #include "harness/spec/kind.h"
+#include "harness/spec/traffic.h"
 #include "util/ut_fs.h"
 
 /* ---- errors ---- */
@@ -388,6 +389,7 @@ void sc_requests_free(sc_requests *r) {
     if (!r) return;
     sc_dist_free(&r->prompt_len);
     sc_dist_free(&r->output_len);
+    tf_free(r->traffic);
     free(r);
 }
 
@@ -407,11 +409,16 @@ static void sc_parse_requests(sc_ctx *c, scenario *s, const cJSON *j) {
     r->seed = 1;
     r->stop_at_eos = 1;
     static const char *const keys[] = {"count", "prompt_len", "output_len", "shared_prefix", "arrival", "kv_budget",
-                                       "targets", "seed", "max_batch", "reserve_output", "stop_at_eos", NULL};
+                                       "targets", "seed", "max_batch", "reserve_output", "stop_at_eos",
+                                       "trace", "sessions", "concurrency", "sweep", NULL};
     sc_check_keys(c, j, path, keys);
-    sc_get_i(c, j, "count", path, 1, 1, 100000, &r->count);
-    sc_parse_dist(c, j, "prompt_len", path, 1, SC_MAX_LEN, &r->prompt_len);
-    sc_parse_dist(c, j, "output_len", path, 1, SC_MAX_LEN, &r->output_len);
+    /* a trace's rows are the requests (harness/spec/traffic.h) */
+    if (!tf_has_trace(j)) {
+        sc_get_i(c, j, "count", path, 1, 1, 100000, &r->count);
+        sc_parse_dist(c, j, "prompt_len", path, 1, SC_MAX_LEN, &r->prompt_len);
+        sc_parse_dist(c, j, "output_len", path, 1, SC_MAX_LEN, &r->output_len);
+    }
+    tf_parse(c->file, c->errs, j, r);
     long long seed = 1;
     sc_get_int(c, j, "seed", path, 0, 0, INT64_MAX / 2, &seed);
     r->seed = (uint64_t)seed;
@@ -438,14 +445,14 @@ static void sc_parse_requests(sc_ctx *c, scenario *s, const cJSON *j) {
     const char *ap = ".workload.requests.arrival";
     if (ar && cJSON_IsString(ar) && strcmp(ar->valuestring, "all")) {
         sc_err(c, ap, "unknown arrival \"%s\": expected \"all\" or {\"poisson_rate\": requests per second}", ar->valuestring);
-    } else if (ar && cJSON_IsObject(ar)) {
+    } else if (ar && cJSON_IsObject(ar) && !cJSON_GetObjectItemCaseSensitive(ar, "process")) {
         static const char *const ak[] = {"poisson_rate", NULL};
         sc_check_keys(c, ar, ap, ak);
         if (!cJSON_GetObjectItemCaseSensitive(ar, "poisson_rate"))
             sc_err(c, ".workload.requests.arrival.poisson_rate", "required: requests per second, more than 0");
         sc_get_num(c, ar, "poisson_rate", ap, 0, 1, 1e9, &r->poisson_rate);
-    } else if (ar && !cJSON_IsString(ar)) {
-        sc_err(c, ap, "expected \"all\" or {\"poisson_rate\": requests per second}, got %s", sc_type_name(ar));
+    } else if (ar && !cJSON_IsString(ar) && !cJSON_IsObject(ar)) {
+        sc_err(c, ap, "expected \"all\", {\"poisson_rate\": requests per second} or {\"process\": ...}, got %s", sc_type_name(ar));
     }
 
     const cJSON *kb = cJSON_GetObjectItemCaseSensitive(j, "kv_budget");
@@ -529,8 +536,11 @@ static void sc_parse_workload(sc_ctx *c, scenario *s, const cJSON *w) {
     sc_get_i(c, w, "ctx", path, 0, 0, 1 << 24, &s->ctx);
     const sc_requests *r = s->requests;
     /* the longest request: the prefix, its prompt, its tokens but the last (never fed back) */
-    long long longest = r ? (long long)r->prefix_tokens + r->prompt_len.hi + r->output_len.hi - 1 : 0;
-    if (r && s->ctx > 0 && longest > s->ctx)
+    long long longest = r ? tf_longest(r) : 0;
+    if (r && s->ctx > 0 && longest > s->ctx && r->traffic && (r->traffic->trace || r->traffic->sessions))
+        sc_err(c, ".workload.ctx", "%d positions cannot hold the longest request: %lld positions (%s)", s->ctx, longest,
+               r->traffic->trace ? "the longest scaled trace prompt and output" : "turns x (prompt_len + output_len)");
+    else if (r && s->ctx > 0 && longest > s->ctx)
         sc_err(c, ".workload.ctx", "%d positions cannot hold the longest request: shared prefix %d + prompt_len %d + "
                "output_len %d - 1 = %lld", s->ctx, r->prefix_tokens, r->prompt_len.hi, r->output_len.hi, longest);
     if (!r && s->ctx > 0 && s->prompt_tokens + s->generate > s->ctx)

@@ -93,6 +93,9 @@ typedef struct sc_requests {
     int max_batch;              /* concurrent requests at most; 0: as the budget allows */
     double reserve_output;      /* 0 .. 1: share of the tokens still to come kept free at admission (sched.h) */
     int stop_at_eos;            /* 1: a request also ends at the model's EOS */
+    int token_times;            /* every token's time in the per-request export (metrics "tokens") */
+    struct tf_traffic *traffic; /* a trace, an arrival process, sessions, a concurrency cap
+                                 * (harness/spec/traffic.h); NULL: none of them */
 } sc_requests;
 
 typedef struct scenario {

@@ -9,6 +9,7 @@
 
 #include "engines/abi/module.h"
 #include "engines/core/runtime/sampler.h"
+#include "harness/spec/traffic.h"
 
 
 static const char *const sv_dist_kinds[] = {"fixed", "uniform", "file"};
@@ -38,6 +39,8 @@ void sv_spec_add(cJSON *spec, const scenario *s) {
     cJSON_AddNumberToObject(o, "max_batch", r->max_batch);
     cJSON_AddNumberToObject(o, "reserve_output", r->reserve_output);
     cJSON_AddBoolToObject(o, "stop_at_eos", r->stop_at_eos);
+    cJSON_AddBoolToObject(o, "token_times", (s->metrics & SC_M_TOKENS) != 0);
+    tf_spec_add(o, r);
 }
 
 /* A number of the spec in [lo, hi]; -1 with err naming it otherwise. */
@@ -108,6 +111,11 @@ sc_requests *sv_spec_read(const cJSON *spec, char *err, size_t errlen) {
     r->max_batch = (int)mb;
     r->reserve_output = ro;
     r->stop_at_eos = cJSON_IsTrue(eos);
+    r->token_times = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "token_times"));
+    if (tf_spec_read(o, r, err, errlen)) {
+        sc_requests_free(r);
+        return NULL;
+    }
     return r;
 }
 

@@ -1,4 +1,5 @@
 /* The serving scheduler; see sched.h for the glossary and the invariants. */
+#include "util/ut_clock.h"
 #include "sched.h"
 
 #include <errno.h>
@@ -13,11 +14,16 @@ typedef enum { RQ_PENDING, RQ_WAITING, RQ_RUNNING, RQ_DONE } rq_state;
 
 typedef struct rq {
     const sched_req *in;
-    int *ids;               /* (n_prompt + max_new) the prompt, then the tokens generated */
+    int *ids;               /* (cap_prompt + max_new) the prompt, then the tokens generated */
+    int n_prompt;           /* the whole prompt: a turn's is known when it arrives */
+    int cap_prompt;         /* n_prompt at most: a turn's, with every earlier answer at max_new */
+    int next;               /* the request that follows this one (its next turn), -1: none */
+    int64_t due_ns;         /* a turn: when it is sent (absolute), once the previous finished */
     int n_out;
     int seq;                /* while running */
     rq_state state;
     sampler *smp;           /* from the first admission to the finish */
+    int64_t *tok_ns;        /* (max_new) each token's time, with token_times; else NULL */
     sched_done done;
 } rq;
 
@@ -27,8 +33,14 @@ struct sched {
     int n;
     rq *r;                  /* (n) */
     sched_req *reqs;        /* (n) the caller's, copied */
-    int *arrival;           /* (n) request indices by arrival time, ties in index order */
+    int *arrival;           /* (n_timed) requests that follow none, by arrival time, ties in index order */
+    int n_timed;
     int next_arrival;       /* arrival[next_arrival] is the next to arrive */
+    int *due;               /* (n) turns whose previous turn finished, not yet sent */
+    int n_due;
+    int inflight;           /* sent and not finished */
+    int64_t slot_ns;        /* when a full max_inflight last had a request finish */
+    int64_t t0;
     int *queue;             /* (n) ring of waiting requests, head first */
     int q_head, q_len;
     int *running;           /* (max_batch) running requests, oldest admission first */
@@ -43,11 +55,7 @@ struct sched {
     sched_stats st;
 };
 
-static int64_t sched_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
+static int64_t sched_now(void) { return ut_now_ns(); }
 
 /* ---- create / destroy ---- */
 
@@ -63,25 +71,54 @@ int sched_create(engine *e, const sched_req *reqs, int n, const sched_opts *o, s
     if (n < 1) return bench_errf(err, errlen, "sched: %d requests: expected at least 1", n);
     const model *m = engine_model(e);
     int vocab = m->cfg.vocab_size, max_pos = engine_max_pos(e), max_seqs = engine_max_seqs(e);
-    for (int i = 0; i < n; i++) {
-        const sched_req *q = &reqs[i];
-        if (q->n_prompt < 1 || q->max_new < 1 || q->arrival_ns < 0)
-            return bench_errf(err, errlen, "sched: request %d: prompt %d tokens, max_new %d, arrival %lld ns: expected >= 1, >= 1, >= 0",
-                              i, q->n_prompt, q->max_new, (long long)q->arrival_ns);
-        /* the last token generated is never fed back */
-        if ((int64_t)q->n_prompt + q->max_new - 1 > max_pos)
-            return bench_errf(err, errlen, "sched: request %d: prompt %d + max_new %d - 1 positions exceed the engine's context of %d",
-                              i, q->n_prompt, q->max_new, max_pos);
-        for (int k = 0; k < q->n_prompt; k++)
-            if (q->prompt[k] < 0 || q->prompt[k] >= vocab)
-                return bench_errf(err, errlen, "sched: request %d: token %d at position %d is outside the vocabulary of %d",
-                                  i, q->prompt[k], k, vocab);
+    int64_t *cap = malloc((size_t)n * sizeof(int64_t));
+    char *followed = calloc((size_t)n, 1);
+    int rc = 0;
+    if (!cap || !followed) {
+        rc = bench_errf(err, errlen, "sched: out of memory");
+        goto checked;
     }
-    if (o->max_batch < 0) return bench_errf(err, errlen, "sched: max_batch %d: expected >= 0", o->max_batch);
-    if (!(o->reserve_output >= 0 && o->reserve_output <= 1))
-        return bench_errf(err, errlen, "sched: reserve_output %g: expected 0 .. 1", o->reserve_output);
+    for (int i = 0; i < n && !rc; i++) {
+        const sched_req *q = &reqs[i];
+        int prev = q->follows - 1;
+        if (q->n_prompt < 1 || q->max_new < 1 || q->arrival_ns < 0) {
+            rc = bench_errf(err, errlen, "sched: request %d: prompt %d tokens, max_new %d, arrival %lld ns: expected >= 1, >= 1, >= 0",
+                            i, q->n_prompt, q->max_new, (long long)q->arrival_ns);
+            break;
+        }
+        if (q->follows && (prev < 0 || prev >= i || followed[prev] || q->think_ns < 0)) {
+            rc = bench_errf(err, errlen, "sched: request %d follows %d, think %lld ns: expected an earlier request that no "
+                            "other follows, and a think time >= 0", i, prev, (long long)q->think_ns);
+            break;
+        }
+        if (q->follows) followed[prev] = 1;
+        /* a turn's prompt: the conversation so far, every answer at its longest */
+        cap[i] = q->n_prompt + (q->follows ? cap[prev] + reqs[prev].max_new : 0);
+        /* the last token generated is never fed back */
+        if (cap[i] + q->max_new - 1 > max_pos) {
+            rc = bench_errf(err, errlen, "sched: request %d: prompt %lld + max_new %d - 1 positions exceed the engine's context of %d",
+                            i, (long long)cap[i], q->max_new, max_pos);
+            break;
+        }
+        for (int k = 0; k < q->n_prompt && !rc; k++)
+            if (q->prompt[k] < 0 || q->prompt[k] >= vocab)
+                rc = bench_errf(err, errlen, "sched: request %d: token %d at position %d is outside the vocabulary of %d",
+                                i, q->prompt[k], k, vocab);
+    }
+    if (!rc && (o->max_batch < 0 || o->max_inflight < 0 || !(o->reserve_output >= 0 && o->reserve_output <= 1)))
+        rc = bench_errf(err, errlen, "sched: max_batch %d, max_inflight %d, reserve_output %g: expected >= 0, >= 0, 0 .. 1",
+                        o->max_batch, o->max_inflight, o->reserve_output);
+checked:
+    free(followed);
+    if (rc) {
+        free(cap);
+        return rc;
+    }
     sched *s = calloc(1, sizeof(*s));
-    if (!s) return bench_errf(err, errlen, "sched: out of memory");
+    if (!s) {
+        free(cap);
+        return bench_errf(err, errlen, "sched: out of memory");
+    }
     s->e = e;
     s->o = *o;
     s->n = n;
@@ -91,31 +128,41 @@ int sched_create(engine *e, const sched_req *reqs, int n, const sched_opts *o, s
     s->reqs = malloc((size_t)n * sizeof(*s->reqs));
     s->arrival = malloc((size_t)n * sizeof(int));
     s->queue = malloc((size_t)n * sizeof(int));
+    s->due = malloc((size_t)n * sizeof(int));
     s->running = malloc((size_t)s->max_batch * sizeof(int));
     s->free_seqs = malloc((size_t)max_seqs * sizeof(int));
     s->b_seq = malloc((size_t)s->max_batch * sizeof(int));
     s->b_tok = malloc((size_t)s->max_batch * sizeof(int));
     s->b_pos = malloc((size_t)s->max_batch * sizeof(int));
-    if (!s->r || !s->reqs || !s->arrival || !s->queue || !s->running || !s->free_seqs || !s->b_seq || !s->b_tok || !s->b_pos)
+    if (!s->r || !s->reqs || !s->arrival || !s->queue || !s->due || !s->running || !s->free_seqs || !s->b_seq || !s->b_tok || !s->b_pos)
         goto oom;
     memcpy(s->reqs, reqs, (size_t)n * sizeof(*reqs));
     for (int i = 0; i < n; i++) {
         rq *r = &s->r[i];
         r->in = &s->reqs[i];
         r->seq = -1;
-        r->ids = malloc(((size_t)r->in->n_prompt + (size_t)r->in->max_new) * sizeof(int));
+        r->next = -1;
+        r->cap_prompt = (int)cap[i];
+        r->n_prompt = r->in->n_prompt;
+        r->ids = malloc(((size_t)r->cap_prompt + (size_t)r->in->max_new) * sizeof(int));
         if (!r->ids) goto oom;
-        memcpy(r->ids, r->in->prompt, (size_t)r->in->n_prompt * sizeof(int));
+        if (o->token_times && !(r->tok_ns = malloc((size_t)r->in->max_new * sizeof(int64_t)))) goto oom;
+        /* a turn's own ids go in when it is sent, after the conversation so far */
+        if (!r->in->follows) memcpy(r->ids, r->in->prompt, (size_t)r->in->n_prompt * sizeof(int));
         r->done = (sched_done){.req = i, .n_prompt = r->in->n_prompt};
-        s->arrival[i] = i;
+        if (r->in->follows) s->r[r->in->follows - 1].next = i;
+        else s->arrival[s->n_timed++] = i;
     }
-    qsort_r(s->arrival, (size_t)n, sizeof(int), by_arrival, s->reqs);
+    free(cap);
+    cap = NULL;
+    qsort_r(s->arrival, (size_t)s->n_timed, sizeof(int), by_arrival, s->reqs);
     /* popped from the top: sequence 0 first */
     for (int q = 0; q < max_seqs; q++) s->free_seqs[q] = max_seqs - 1 - q;
     s->n_free = max_seqs;
     *out = s;
     return 0;
 oom:
+    free(cap);
     sched_destroy(s);
     return bench_errf(err, errlen, "sched: out of memory");
 }
@@ -124,12 +171,14 @@ void sched_destroy(sched *s) {
     if (!s) return;
     for (int i = 0; s->r && i < s->n; i++) {
         free(s->r[i].ids);
+        free(s->r[i].tok_ns);
         sampler_free(s->r[i].smp);
     }
     free(s->r);
     free(s->reqs);
     free(s->arrival);
     free(s->queue);
+    free(s->due);
     free(s->running);
     free(s->free_seqs);
     free(s->b_seq);
@@ -144,7 +193,7 @@ const int *sched_output(const sched *s, int req, int *n) {
         return NULL;
     }
     *n = s->r[req].n_out;
-    return s->r[req].ids + s->r[req].in->n_prompt;
+    return s->r[req].ids + s->r[req].n_prompt;
 }
 
 const sched_stats *sched_get_stats(const sched *s) { return &s->st; }
@@ -179,13 +228,21 @@ static void seq_release(sched *s, rq *r) {
 static int take_token(sched *s, rq *r, float *logits) {
     int tok = sampler_sample(r->smp, logits);
     int64_t now = sched_now();
-    r->ids[r->in->n_prompt + r->n_out++] = tok;
+    if (r->tok_ns) r->tok_ns[r->n_out] = now;
+    r->ids[r->n_prompt + r->n_out++] = tok;
     s->st.output_tokens++;
     if (r->n_out == 1) r->done.first_ns = now;
     if (r->n_out < r->in->max_new && tok != s->o.eos) return 0;
     r->done.end_ns = now;
     r->done.n_out = r->n_out;
+    r->done.token_ns = r->tok_ns;
     r->state = RQ_DONE;
+    if (s->o.max_inflight && s->inflight >= s->o.max_inflight) s->slot_ns = now;
+    s->inflight--;
+    if (r->next >= 0) {
+        s->r[r->next].due_ns = now + s->r[r->next].in->think_ns;
+        s->due[s->n_due++] = r->next;
+    }
     s->hold = 0;
     seq_release(s, r);
     sampler_free(r->smp);
@@ -218,7 +275,7 @@ static int admit(sched *s, char *err, size_t errlen) {
     while (s->q_len && s->n_free && s->n_running < s->max_batch) {
         int i = s->queue[s->q_head];
         rq *r = &s->r[i];
-        int n_ids = r->in->n_prompt + r->n_out;     /* a preempted request recomputes its tokens too */
+        int n_ids = r->n_prompt + r->n_out;     /* a preempted request recomputes its tokens too */
         r->seq = s->free_seqs[--s->n_free];
         int m = engine_share_prefix(s->e, r->seq, r->ids, n_ids, err, errlen);
         if (m < 0) return -1;
@@ -269,7 +326,7 @@ static int decode(sched *s, char *err, size_t errlen) {
     for (int k = 0; k < s->n_running; k++) {
         rq *r = &s->r[s->running[k]];
         char why[512];
-        while (engine_reserve(s->e, r->seq, r->in->n_prompt + r->n_out, why, sizeof(why)))
+        while (engine_reserve(s->e, r->seq, r->n_prompt + r->n_out, why, sizeof(why)))
             if (s->running[s->n_running - 1] == s->running[k]) {
                 preempt_newest(s);  /* itself: it waits until others finish */
                 break;
@@ -282,7 +339,7 @@ static int decode(sched *s, char *err, size_t errlen) {
     for (int k = 0; k < s->n_running; k++) {
         const rq *r = &s->r[s->running[k]];
         s->b_seq[k] = r->seq;
-        s->b_pos[k] = r->in->n_prompt + r->n_out - 1;
+        s->b_pos[k] = r->n_prompt + r->n_out - 1;
         s->b_tok[k] = r->ids[s->b_pos[k]];
     }
     float *logits;
@@ -312,19 +369,55 @@ static void report_step(sched *s) {
     if (s->o.on_step) s->o.on_step(s->o.user, &st);
 }
 
+/* The next request to send: the earlier of the next timed arrival and the earliest due
+ * turn (-1: none); *at its time, *k its place in due (-1: a timed one). */
+static int next_due(const sched *s, int64_t *at, int *k) {
+    int i = -1;
+    *k = -1;
+    if (s->next_arrival < s->n_timed) {
+        i = s->arrival[s->next_arrival];
+        *at = s->t0 + s->reqs[i].arrival_ns;
+    }
+    for (int d = 0; d < s->n_due; d++)
+        if (i < 0 || s->r[s->due[d]].due_ns < *at) {
+            i = s->due[d];
+            *at = s->r[i].due_ns;
+            *k = d;
+        }
+    return i;
+}
+
+/* Sends i: a turn's prompt becomes the conversation so far and its own ids. */
+static void send_req(sched *s, int i, int64_t at) {
+    rq *r = &s->r[i];
+    if (r->in->follows) {
+        const rq *p = &s->r[r->in->follows - 1];
+        int had = p->n_prompt + p->n_out;
+        memcpy(r->ids, p->ids, (size_t)had * sizeof(int));
+        memcpy(r->ids + had, r->in->prompt, (size_t)r->in->n_prompt * sizeof(int));
+        r->n_prompt = r->done.n_prompt = had + r->in->n_prompt;
+    }
+    /* held back by the concurrency cap: sent when a request in flight finished */
+    r->done.arrival_ns = s->o.max_inflight && s->slot_ns > at ? s->slot_ns : at;
+    s->inflight++;
+    q_push_back(s, i);
+}
+
 int sched_run(sched *s, char *err, size_t errlen) {
     int64_t t0 = sched_now();
+    s->t0 = t0;
     s->st.t_start_ns = t0;
     while (s->n_done < s->n) {
-        int64_t now = sched_now();
-        while (s->next_arrival < s->n && s->reqs[s->arrival[s->next_arrival]].arrival_ns <= now - t0) {
-            int i = s->arrival[s->next_arrival++];
-            s->r[i].done.arrival_ns = t0 + s->reqs[i].arrival_ns;
-            q_push_back(s, i);
+        int64_t now = sched_now(), at = 0;
+        int i, k;
+        while ((!s->o.max_inflight || s->inflight < s->o.max_inflight) && (i = next_due(s, &at, &k)) >= 0 && at <= now) {
+            if (k < 0) s->next_arrival++;
+            else s->due[k] = s->due[--s->n_due];
+            send_req(s, i, at);
         }
-        if (!s->n_running && !s->q_len && s->next_arrival < s->n) {
+        if (!s->n_running && !s->q_len && next_due(s, &at, &k) >= 0) {
             /* idle until the next request arrives */
-            int64_t wait = t0 + s->reqs[s->arrival[s->next_arrival]].arrival_ns - now;
+            int64_t wait = at > now ? at - now : 0;
             struct timespec d = {.tv_sec = wait / 1000000000, .tv_nsec = wait % 1000000000};
             while (nanosleep(&d, &d) && errno == EINTR) {}
             continue;

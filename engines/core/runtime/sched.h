@@ -28,6 +28,10 @@
  *             new_token_ratio, fixed.
  *   finish    at the request's max_new tokens or at EOS; its sequence is released
  *
+ *   turn      a request that follows another (sched_req.follows) arrives think_ns after
+ *             it finishes, its prompt the other's prompt and tokens and then its own ids:
+ *             a multi-turn conversation, whose earlier turns the prefix cache may still hold
+ *
  * Invariants: not yet arrived + waiting + running + finished == n; the running
  * requests hold distinct sequences; a request's positions are its prompt and its
  * tokens but the last (the next input), and they fit the engine's context.
@@ -46,8 +50,13 @@ typedef struct sched_req {
     const int *prompt;      /* (n_prompt) token ids, borrowed for the scheduler's life */
     int n_prompt;           /* >= 1 */
     int max_new;            /* tokens generated at most, >= 1 */
-    int64_t arrival_ns;     /* after sched_run starts; 0: at once */
+    int64_t arrival_ns;     /* after sched_run starts; 0: at once. Ignored with follows */
     uint64_t seed;          /* its sampler's seed */
+    /* (optional) a conversation's next turn: 1 + the index of the earlier request whose
+     * turn this follows (0: none). It is sent think_ns after that request finishes, and
+     * its prompt is that request's prompt and tokens followed by these n_prompt ids. */
+    int follows;
+    int64_t think_ns;
 } sched_req;
 
 /* One step, reported when it ends. */
@@ -65,11 +74,13 @@ typedef struct sched_step {
 typedef struct sched_done {
     int req;                /* index into the requests */
     int64_t arrival_ns, admit_ns, first_ns, end_ns;    /* admit: its first admission */
-    int n_prompt, n_out;
+    int n_prompt, n_out;    /* n_prompt: the whole prompt (a turn's: the conversation so far and its own) */
     int prefix_reused;      /* positions attached from the prefix cache, over its admissions */
     int prefill_tokens;     /* positions it prefilled, over its admissions (recomputation included) */
     int preemptions;
     int waited;             /* 1: it stayed in the queue at the end of a step at least once */
+    const int64_t *token_ns;    /* (n_out) when each token was sampled, with sched_opts.token_times; else
+                                 * NULL. Valid during on_done only */
 } sched_done;
 
 typedef struct sched_opts {
@@ -77,6 +88,10 @@ typedef struct sched_opts {
     float temperature, topp;    /* temperature 0: greedy */
     int max_batch;          /* running requests at most; 0: the engine's max_seqs */
     double reserve_output;  /* 0 .. 1: share of the tokens still to generate kept free at admission (see reserve) */
+    int token_times;        /* 1: keep every token's time for on_done (sched_done.token_ns) */
+    int max_inflight;       /* closed loop: requests sent and not finished at most; a request due
+                             * while that many are in flight is sent when one finishes, and its
+                             * arrival_ns is then. 0: open loop */
     /* (optional) called after every step and at every finished request */
     void (*on_step)(void *user, const sched_step *st);
     void (*on_done)(void *user, const sched_done *d);

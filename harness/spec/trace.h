@@ -1,0 +1,81 @@
+/* Recorded request traces of LLM serving, read from their public formats as they are
+ * published (samples and their provenance: <shared>/thirdparty/traces/README.md).
+ * Pure parsing: no engine, no scenario; harness/child/serve.c turns a trace into requests.
+ *
+ * The formats, one request a row
+ *   mooncake   JSON Lines (kvcache-ai/Mooncake, FAST'25): {"timestamp": MS, "input_length": N,
+ *              "output_length": N, "hash_ids": [ID, ...]}. timestamp: ms from the trace's
+ *              start. hash_ids: one per block of TR_MOONCAKE_BLOCK prompt tokens (the last
+ *              block may be partial); equal ids are equal prefixes (a prefix hash).
+ *   azure      CSV (Azure LLM inference trace 2023, code and conv): TIMESTAMP,ContextTokens,
+ *              GeneratedTokens; TIMESTAMP is absolute, "YYYY-MM-DD HH:MM:SS[.fraction]"
+ *              (time zone unstated: only differences are used). CRLF line ends.
+ *   burstgpt   CSV (HPMLL/BurstGPT): Timestamp,Model,Request tokens,Response tokens,
+ *              Total tokens,Log Type; Timestamp in s from the first day's 0:00.
+ *   sharegpt   CSV (microsoft/sarathi-serve's length files): num_prefill_tokens,
+ *              num_decode_tokens[,...]; no timestamps: a length distribution only.
+ *
+ * CSV columns are found by their header names (extra columns are ignored, a missing one
+ * is an error); every row must have the header's number of fields. Blank lines are
+ * skipped. Timestamps must not decrease from one row to the next (the replay is in file
+ * order). A row with 0 input or 0 output tokens is not a request (BurstGPT writes its
+ * failed requests so): it is dropped and counted in tr_trace.dropped, never an error.
+ *
+ * Errors name the file, the line and the column (1-based, in bytes), the field and what
+ * was expected, e.g.
+ *   traces/x.csv:17:29: column "ContextTokens": expected an integer 0 .. 16777216, got "12a"
+ * and nothing is returned.
+ */
+#ifndef BENCH_TRACE_H
+#define BENCH_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define TR_MOONCAKE_BLOCK 512       /* tokens of prompt per Mooncake hash id */
+#define TR_MAX_TOKENS (1 << 24)     /* tokens of an input or output, at most */
+#define TR_MAX_FILE (1ull << 30)    /* bytes of a trace file, at most */
+
+typedef enum tr_format { TR_MOONCAKE, TR_AZURE, TR_BURSTGPT, TR_SHAREGPT, TR_FORMAT_COUNT } tr_format;
+
+typedef struct tr_req {
+    double t_s;             /* s from the first kept row's timestamp; 0 in a trace without time */
+    int input, output;      /* tokens of prompt, tokens generated */
+    int n_hash;             /* mooncake: hash ids of the prompt's blocks; 0 otherwise */
+    size_t hash_at;         /* its first id in tr_trace.hash */
+    int line;               /* where it is in the file (1-based), for messages */
+} tr_req;
+
+/* Which rows to keep: the first max_requests, and those within max_seconds of the first;
+ * 0: no limit. Reading stops at the first row past the window. */
+typedef struct tr_window {
+    int max_requests;
+    double max_seconds;
+} tr_window;
+
+typedef struct tr_trace {
+    tr_format format;
+    int timed;              /* 1: rows carry arrival times */
+    int block_tokens;       /* prompt tokens per hash id: TR_MOONCAKE_BLOCK, 0 without ids */
+    int n;
+    tr_req *r;              /* (n) in file order */
+    size_t n_hash;
+    int64_t *hash;          /* (n_hash) every row's hash ids, r[i].hash_at onwards */
+    int dropped;            /* rows of 0 input or 0 output tokens, not kept */
+} tr_trace;
+
+/* "mooncake", "azure", "burstgpt", "sharegpt" -> TR_*, -1 for any other name. */
+int tr_format_from_name(const char *name);
+const char *tr_format_name(tr_format f);
+/* The format names, comma-separated, for messages. */
+const char *tr_format_list(void);
+
+/* Reads file as format f. Returns 0 with *out (free with tr_free), or -1 with err and
+ * *out NULL. w may be NULL (every row). */
+int tr_read(const char *file, tr_format f, const tr_window *w, tr_trace **out, char *err, size_t errlen);
+/* The same over text[0 .. len); name only names it in messages. */
+int tr_parse(const char *name, const char *text, size_t len, tr_format f, const tr_window *w, tr_trace **out,
+             char *err, size_t errlen);
+void tr_free(tr_trace *t);      /* t may be NULL */
+
+#endif
