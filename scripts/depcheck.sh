@@ -30,7 +30,7 @@ layers='
 8 harness/cli
 7 harness/report
 6 harness/parent harness/child
-5 harness/spec
+5 harness/spec harness/net
 4 engines/core/runtime engines/core/synth
 3 engines/core/compute
 2 engines/core/model

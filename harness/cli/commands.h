@@ -16,5 +16,6 @@ int cmd_history(int argc, char **argv);    /* bench history results/<scenario>  
 int cmd_plan(int argc, char **argv);       /* bench plan SCENARIO --shards N      (harness/cli/cmd_plan.c) */
 int cmd_merge(int argc, char **argv);      /* bench merge DIR...                  (harness/cli/cmd_merge.c) */
 int cmd_tokenize(int argc, char **argv);   /* bench tokenize --model F --text T   (harness/cli/cmd_tokenize.c) */
+int cmd_serve(int argc, char **argv);      /* bench serve --model F --port N      (harness/cli/cmd_serve.c) */
 
 #endif
