@@ -24,6 +24,7 @@
 #include "harness/spec/confine.h"
 #include "harness/spec/events.h"
 #include "harness/child/serve.h"
+#include "harness/child/http_worker.h"
 #include "harness/spec/worker_spec.h"
 #include "harness/child/worker.h"
 #include "harness/child/mapguard.h"
@@ -46,6 +47,7 @@ typedef struct wk_spec {
     const char *kernels;                        /* CPU kernel family; NULL: auto */
     const char *kv_cache;                       /* the KV cache types ("q8_0", "q8_0/f16"); NULL: f32 */
     sc_requests *requests;                      /* a serving run (harness/child/serve.h), owned; NULL: one sequence */
+    char *http;                                 /* an http target's settings, JSON text, owned (harness/child/http_worker.h); NULL: the engine */
     int threads, ctx, prompt_tokens, generate, delay_ms;
     int bandwidth;                              /* measure decode's read bound after the run (metric "bandwidth") */
     double temperature, topp, seed;
@@ -83,8 +85,8 @@ static int64_t wk_now(void) {
 static const char *wk_type_name(uint32_t t) {
     static const char *n[] = {"?", "hello", "load_start", "load_end", "prefill_start", "prefill_end",
                               "decode_start", "token", "decode_end", "counter", "done", "error", "region",
-                              "serve_start", "kv_sample", "request", "serve_end"};
-    return t <= BENCH_EV_SERVE_END ? n[t] : "?";
+                              "serve_start", "kv_sample", "request", "serve_end", "target", "req_token", "req_fail"};
+    return t <= BENCH_EV_REQ_FAIL ? n[t] : "?";
 }
 
 /* Writes one event; with BENCH_EV_ACK, waits until the parent has taken its snapshot.
@@ -97,7 +99,7 @@ static int wk_write(wk_ctx *c, const bench_event *ev) {
         if (c->ev_fd < 0) return 0;
     }
     if (c->ev_fd < 0) {
-        if (type == BENCH_EV_TOKEN || type == BENCH_EV_KV_SAMPLE || type == BENCH_EV_REQUEST) return 0;
+        if (type == BENCH_EV_TOKEN || type == BENCH_EV_KV_SAMPLE || type == BENCH_EV_REQUEST || type == BENCH_EV_REQ_TOKEN) return 0;
         fprintf(stderr, "%9.3f ms  %-13s", (double)(ev->t_ns - c->t0) * 1e-6, wk_type_name(type));
         if (type == BENCH_EV_COUNTER) fprintf(stderr, " %s = %g %s", ev->name, ev->value, ev->unit);
         if (type == BENCH_EV_PREFILL_END) fprintf(stderr, " %lld prompt tokens", (long long)ev->a);
@@ -210,10 +212,13 @@ static cJSON *wk_parse_spec(const char *text, const char *path, wk_spec *s, char
         s->fault = wk_str(j, "fault");
         s->delay_ms = (int)wk_num(j, "delay_ms", 0);
     }
+    const cJSON *http = cJSON_GetObjectItemCaseSensitive(j, "http");
+    if (cJSON_IsObject(http)) s->http = cJSON_PrintUnformatted(http);
     char rerr[512];
     s->requests = sv_spec_read(j, rerr, sizeof(rerr));
     if (!s->requests && rerr[0]) {
         snprintf(err, errlen, "%s: %s", path, rerr);
+        free(s->http);
         cJSON_Delete(j);
         return NULL;
     }
@@ -221,6 +226,7 @@ static cJSON *wk_parse_spec(const char *text, const char *path, wk_spec *s, char
         snprintf(err, errlen, "%s: the spec needs model, and requests or generate >= 1 and prompt or prompt_tokens >= 1", path);
         sc_requests_free(s->requests);
         s->requests = NULL;
+        free(s->http);
         cJSON_Delete(j);
         return NULL;
     }
@@ -262,6 +268,7 @@ int worker_engine(const char *spec_text, const char *spec_name, int ev_fd, int a
     if (o && o->kernels) s.kernels = o->kernels;
     int rc = wk_run(c, s);
     sc_requests_free(s.requests);
+    free(s.http);
     cJSON_Delete(json);
     return rc;
 }
@@ -482,6 +489,17 @@ static int wk_run(wk_ctx c, wk_spec s) {
         goto out;
     }
     c.t0 = wk_now();
+    if (s.http) {
+        /* an http target: the server runs the workload, and sends its own HELLO (http_worker.h) */
+        if (wk_same_file(&c, s.model, s.model_id) || wk_same_file(&c, s.tokenizer, s.tokenizer_id)) goto out;
+        hw_params hp = {.http = s.http, .model = s.model, .tokenizer = s.tokenizer, .requests = s.requests, .prompt = s.prompt,
+                        .prompt_tokens = s.prompt_tokens, .generate = s.generate, .temperature = s.temperature,
+                        .topp = s.topp, .seed = (uint64_t)s.seed};
+        sv_sink hs = {.send = wk_serve_event, .user = &c};
+        int code;
+        rc = hw_run(&hp, &hs, &code, err, sizeof(err)) ? wk_failc(&c, code, "http: %s", err) : 0;
+        goto out;
+    }
     if (wk_send(&c, BENCH_EV_HELLO, 1, getpid(), 0, NULL, NULL, 0)) goto out;
     int hook = wk_fault(s.fault);
     if (hook) {

@@ -15,8 +15,8 @@ void sse_free(sse_parser *p) {
 
 /* Room for need bytes (+1 for a NUL) in *buf, at most SSE_MAX_EVENT. */
 static int sse_grow(char **buf, size_t *cap, size_t need) {
-    if (need + 1 <= *cap) return 0;
     if (need > SSE_MAX_EVENT) return -1;
+    if (need + 1 <= *cap) return 0;
     size_t c = *cap ? *cap : 256;
     while (c < need + 1) c *= 2;
     char *n = realloc(*buf, c);

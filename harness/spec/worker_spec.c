@@ -142,6 +142,9 @@ char *sc_engine_worker_spec(const scenario *s, const sc_variant *v) {
     cJSON_AddStringToObject(j, "kv_cache", sc_pick(s, v, SC_AX_KV_CACHE)->name);
     if (s->metrics & SC_M_BANDWIDTH) cJSON_AddBoolToObject(j, "bandwidth", 1);
     cJSON_AddNumberToObject(j, "ctx", s->ctx);
+    /* an http target: its settings as the scenario gave them (harness/spec/target.h) */
+    const sc_choice *tgt = s->axes[SC_AX_TARGET].n ? sc_pick(s, v, SC_AX_TARGET) : NULL;
+    if (tgt && tgt->opts) cJSON_AddItemToObject(j, "http", cJSON_Parse(tgt->opts));
     if (s->requests) {
         sv_spec_add(j, s);
     } else {
