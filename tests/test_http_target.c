@@ -182,6 +182,9 @@ static void test_launched_oracle(void **state) {
     assert_true(pmetric(srv, "minflt_load") > 0);
     /* the model file's pages are mapped by the server, as the engine's worker maps them */
     assert_true(pmetric(srv, "region_model_file_rss_end_mib") > 0);
+    /* the RSS/PSS split of the server (PSS from its smaps_rollup, reopened after sh's exec) */
+    assert_true(pmetric(srv, "pss_end_mib") > 0);
+    assert_true(pmetric(srv, "anon_end_mib") > 0 && pmetric(srv, "file_end_mib") > 0);
     const cJSON *reqs = cJSON_GetObjectItemCaseSensitive(h, "requests");
     assert_int_equal(cJSON_GetArraySize(reqs), 1);
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(reqs, 0), "tokens_ms")), f->n_want - 5);

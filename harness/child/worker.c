@@ -484,7 +484,8 @@ static int wk_run(wk_ctx c, wk_spec s) {
     if (c.accuracy_out) {
         /* the files bench run checked, as for a timed repetition */
         if (wk_same_file(&c, s.model, s.model_id) || wk_same_file(&c, s.tokenizer, s.tokenizer_id)) goto out;
-        rc = s.requests ? wk_fail(&c, "the accuracy pass measures inference workloads, not serving") :
+        rc = s.http ? wk_fail(&c, "the accuracy pass measures the engine in process, not an http target") :
+             s.requests ? wk_fail(&c, "the accuracy pass measures inference workloads, not serving") :
                           wk_accuracy(&c, &s, &es, c.accuracy_out);
         goto out;
     }

@@ -285,7 +285,16 @@ static void rn_event(rn_proc *p, const bench_event *ev) {
         ph = RN_PH_START;
         break;
     case BENCH_EV_LOAD_START: p->t_load_start = ev->t_ns; break;
-    case BENCH_EV_LOAD_END: p->t_load_end = ev->t_ns; ph = RN_PH_LOAD; break;
+    case BENCH_EV_LOAD_END:
+        p->t_load_end = ev->t_ns;
+        ph = RN_PH_LOAD;
+        /* an http target's server may have exec'd again since HELLO (sh -c "exec ..."): an
+         * smaps_rollup fd holds the mm it was opened on, so it is opened again on the server's */
+        if (p->mem_source && rn_mem_pid(p)) {
+            pm_close(&p->pm);
+            if (pm_open(&p->pm, rn_mem_pid(p))) pm_close(&p->pm);
+        }
+        break;
     case BENCH_EV_PREFILL_START: p->t_prefill_start = ev->t_ns; break;
     case BENCH_EV_PREFILL_END:
         p->t_prefill_end = ev->t_ns;
