@@ -300,7 +300,7 @@ static void test_faults(void **state) {
     assert_string_equal(cJSON_GetObjectItemCaseSensitive(run_of(doc, "ok"), "status")->valuestring, "ok");
     struct { const char *label, *needle, *kind; } want[] = {
         {"refuse", "HTTP 503", "http"},
-        {"close", "closed early", "closed"},
+        {"close", "after 2 tokens", "closed"},
         {"malformed", "malformed event", "malformed"},
         {"never", "not ready", NULL},
         {"die", "the server exited during the run (exit code 7)", NULL},

@@ -356,7 +356,7 @@ static void test_client_faults(void **state) {
     fx *f = *state;
     TU_NEED(f->e);
     expect_fault(f, "refuse", HC_ERR_HTTP, "HTTP 503");
-    expect_fault(f, "close-early", HC_ERR_CLOSED, "closed early");
+    expect_fault(f, "close-early", HC_ERR_CLOSED, "after 2 tokens");
     expect_fault(f, "malformed", HC_ERR_MALFORMED, "malformed");
     /* never ready: /health says 503 */
     hs_server *s = start(f, "never-ready");

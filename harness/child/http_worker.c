@@ -389,9 +389,9 @@ int hw_run(const hw_params *p, const sv_sink *k, int *code, char *err, size_t er
     }
     char why[128];
     /* a request that failed may be the first sign of a server that died: its exit, a moment
-     * after its sockets closed, is the cause to report (a second at most) */
+     * after its sockets closed, is the cause to report (3 s at most) */
     int died = pid && hw_exited(pid, why, sizeof(why));
-    for (int i = 0; pid && c.n_failed && !died && i < 100; i++) {
+    for (int i = 0; pid && c.n_failed && !died && i < 300; i++) {
         hw_sleep_ms(10);
         died = hw_exited(pid, why, sizeof(why));
     }
