@@ -180,6 +180,7 @@ static void test_launched_oracle(void **state) {
     assert_true(pmetric(srv, "load_ms") > 0);
     assert_true(pmetric(srv, "peak_rss_mib") > 1);
     assert_true(pmetric(srv, "minflt_load") > 0);
+    assert_true(has_metric(srv, "minflt_workload") && !has_metric(eng, "minflt_workload"));
     /* the model file's pages are mapped by the server, as the engine's worker maps them */
     assert_true(pmetric(srv, "region_model_file_rss_end_mib") > 0);
     /* the RSS/PSS split of the server (PSS from its smaps_rollup, reopened after sh's exec) */

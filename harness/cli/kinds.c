@@ -13,7 +13,7 @@
 const sc_kind bench_kinds[] = {
     {.name = "inference", .file_kind = NULL, .requests = 0, .worker_kind = NULL, .needs_model = 1,
      .parse = sc_parse_engine, .worker_spec = sc_engine_worker_spec, .worker = worker_engine,
-     .metrics = NULL, .table = rs_print_table},
+     .metrics = hr_inference_metrics, .table = rs_print_table},
     {.name = "serving", .file_kind = NULL, .requests = 1, .worker_kind = NULL, .needs_model = 1,
      .parse = sc_parse_engine, .worker_spec = sc_engine_worker_spec, .worker = worker_engine,
      .metrics = hr_serve_metrics, .table = rs_print_table},

@@ -27,6 +27,16 @@ void hr_serve_metrics(const scenario *s, const rn_proc *p, mt_bag *b) {
     free(g);
 }
 
+void hr_inference_metrics(const scenario *s, const rn_proc *p, mt_bag *b) {
+    (void)s;
+    /* the server's faults while it served, where no prefill snapshot splits them (events.h:
+     * an http run's PREFILL_END takes none, a snapshot mid-stream would delay the tokens) */
+    const rn_snap *a = &p->snap[RN_PH_LOAD], *z = &p->snap[RN_PH_END];
+    if (!p->mem_source || p->snap[RN_PH_PREFILL].taken || !a->taken || !z->taken || !a->has_faults || !z->has_faults) return;
+    mt_add(b, "minflt_workload", "count", MT_FAULTS, (double)(z->minflt - a->minflt));
+    mt_add(b, "majflt_workload", "count", MT_FAULTS, (double)(z->majflt - a->majflt));
+}
+
 cJSON *hr_proc_json(const rn_proc *p, int64_t t0) {
     if (!p->mem_source) return NULL;
     static const char *const src[] = {"latency-only", "launched", "pid"};
