@@ -8,7 +8,7 @@
  *   - the faults, each a bench serve that misbehaves on purpose (--fault, a test hook):
  *     refuses, cuts the stream, sends a malformed event, never becomes ready, dies mid-run:
  *     each a failed repetition with its reason, and the healthy one beside them still ok;
- *   - the scenario's target field validated, every error naming the field.
+ *   - the scenario's target field validated, every error naming the field; bench serve's usage errors.
  * Every wait is bounded (ready_timeout_s, request_timeout_s, the scenario's timeout_s). */
 #include <stdarg.h>
 #include <stddef.h>
@@ -355,9 +355,37 @@ static void test_target_validation(void **state) {
     }
 }
 
+/* bench serve's own command line: usage errors exit 2, a model it cannot load 1, each with a line. */
+static void test_serve_cli(void **state) {
+    fx *f = *state;
+    char out[700];
+    snprintf(out, sizeof(out), "%s/serve_cli.txt", f->tmp[0] ? f->tmp : "/tmp");
+    assert_int_equal(tu_bench(NULL, "serve --port 1 2>/dev/null"), 2);                  /* no --model */
+    assert_int_equal(tu_bench(NULL, "serve --model x --port 70000 2>/dev/null"), 2);
+    assert_int_equal(tu_bench(NULL, "serve --model x --prot 8080 2>/dev/null"), 2);
+    if (f->model[0]) {   /* the model loads, the address does not */
+        assert_int_equal(tu_bench(NULL, "serve --model '%s' --tokenizer '%s' --host nowhere --port 0 2>'%s'", f->model, f->tok, out), 1);
+        FILE *h = fopen(out, "r");
+        char l[1024] = "";
+        assert_non_null(h);
+        while (fgets(l, sizeof(l), h) && !strstr(l, "host")) {}
+        fclose(h);
+        if (!strstr(l, "host \"nowhere\": expected a dotted IPv4 address")) fail_msg("unclear error: %s", l);
+    }
+    assert_int_equal(tu_bench(NULL, "serve --model /nonexistent/m.gguf --port 0 2>'%s'", out), 1);
+    FILE *e = fopen(out, "r");
+    assert_non_null(e);
+    char line[1024] = "";
+    if (!fgets(line, sizeof(line), e)) line[0] = 0;
+    fclose(e);
+    if (!strstr(line, "bench serve: ") || !strstr(line, "/nonexistent/m.gguf")) fail_msg("unclear error: %s", line);
+    assert_int_equal(tu_bench(NULL, "serve --help >/dev/null"), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_target_validation),
+        cmocka_unit_test(test_serve_cli),
         cmocka_unit_test(test_launched_oracle),
         cmocka_unit_test(test_serving_workload),
         cmocka_unit_test(test_running_server),
