@@ -29,6 +29,10 @@ CPPFLAGS = -D_GNU_SOURCE -MMD -MP -I. -I/usr/include/cjson
 CFLAGS   = -std=c17 $(OPT) -g -fno-omit-frame-pointer -fPIC -fvisibility=hidden -pthread $(WARN)
 LDFLAGS  = -pthread
 LDLIBS   = -lcjson -lpfm -ldl -lm -lutf8proc
+# bench serve's server and the http target's client (harness/net)
+NET_PKGS = libmicrohttpd libcurl
+CPPFLAGS += $(shell pkg-config --cflags $(NET_PKGS) 2>/dev/null)
+LDLIBS   += $(shell pkg-config --libs $(NET_PKGS) 2>/dev/null || echo -lmicrohttpd -lcurl)
 ifeq ($(SAN),1)
   CFLAGS  += -fsanitize=address,undefined -fno-sanitize-recover=undefined
   LDFLAGS += -fsanitize=address,undefined

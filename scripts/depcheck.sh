@@ -32,7 +32,7 @@ layers='
 9 harness/cli
 8 harness/report
 7 harness/parent harness/child
-6 harness/spec
+6 harness/spec harness/net
 5 engines/core/runtime engines/core/synth
 4 engines/core/compute
 3 engines/core/model

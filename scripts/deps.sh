@@ -23,6 +23,8 @@ RUN=(
   unicode-data        # UnicodeData.txt: the tokenizers' character classes (generated at build time)
   libutf8proc-dev     # NFC/NFD/NFKC/NFKD, the normalizers a tokenizer.json asks for (Qwen2: NFC)
   gnuplot-nox         # the figures of bench run and bench plot (found at run time)
+  libmicrohttpd-dev   # bench serve's HTTP server (harness/net/server.c)
+  libcurl4-openssl-dev  # the http target's client (harness/net/httpc.c)
 )
 TEST=(
   libcmocka-dev       # unit-test framework

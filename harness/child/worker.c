@@ -24,6 +24,7 @@
 #include "harness/spec/confine.h"
 #include "harness/spec/events.h"
 #include "harness/child/serve.h"
+#include "harness/child/http_worker.h"
 #include "harness/spec/worker_spec.h"
 #include "harness/child/worker.h"
 #include "harness/child/mapguard.h"
@@ -68,8 +69,8 @@ static void wk_callgrind_mark(uint32_t type) {
 static const char *wk_type_name(uint32_t t) {
     static const char *n[] = {"?", "hello", "load_start", "load_end", "prefill_start", "prefill_end",
                               "decode_start", "token", "decode_end", "counter", "done", "error", "region",
-                              "serve_start", "kv_sample", "request", "serve_end"};
-    return t <= BENCH_EV_SERVE_END ? n[t] : "?";
+                              "serve_start", "kv_sample", "request", "serve_end", "target", "req_token", "req_fail"};
+    return t <= BENCH_EV_REQ_FAIL ? n[t] : "?";
 }
 
 /* Writes one event; with BENCH_EV_ACK, waits until the parent has taken its snapshot.
@@ -82,7 +83,7 @@ static int wk_write(wk_ctx *c, const bench_event *ev) {
         if (c->ev_fd < 0) return 0;
     }
     if (c->ev_fd < 0) {
-        if (type == BENCH_EV_TOKEN || type == BENCH_EV_KV_SAMPLE || type == BENCH_EV_REQUEST) return 0;
+        if (type == BENCH_EV_TOKEN || type == BENCH_EV_KV_SAMPLE || type == BENCH_EV_REQUEST || type == BENCH_EV_REQ_TOKEN) return 0;
         fprintf(stderr, "%9.3f ms  %-13s", (double)(ev->t_ns - c->t0) * 1e-6, wk_type_name(type));
         if (type == BENCH_EV_COUNTER) fprintf(stderr, " %s = %g %s", ev->name, ev->value, ev->unit);
         if (type == BENCH_EV_PREFILL_END) fprintf(stderr, " %lld prompt tokens", (long long)ev->a);
@@ -156,12 +157,16 @@ static int wk_read_spec(const cJSON *j, const char *path, wk_spec *s, char *err,
     char rerr[512];
     if (ws_engine_read(j, s, rerr, sizeof(rerr))) {
         snprintf(err, errlen, "%s: %s", path, rerr);
+        free(s->http);
+        s->http = NULL;
         return -1;
     }
     if (!s->model || (!s->requests && (s->generate < 1 || (!s->prompt && s->prompt_tokens < 1)))) {
         snprintf(err, errlen, "%s: the spec needs model, and requests or generate >= 1 and prompt or prompt_tokens >= 1", path);
         sc_requests_free(s->requests);
         s->requests = NULL;
+        free(s->http);
+        s->http = NULL;
         return -1;
     }
     return 0;
@@ -201,6 +206,7 @@ int worker_engine(const cJSON *spec, const char *spec_name, int ev_fd, int ack_f
     if (o && o->kernels) s.kernels = o->kernels;
     int rc = wk_run(c, s);
     sc_requests_free(s.requests);
+    free(s.http);
     return rc;
 }
 
@@ -434,11 +440,23 @@ static int wk_run(wk_ctx c, wk_spec s) {
     if (c.accuracy_out) {
         /* the files bench run checked, as for a timed repetition */
         if (wk_same_file(&c, s.model, s.model_id) || wk_same_file(&c, s.tokenizer, s.tokenizer_id)) goto out;
-        rc = s.requests ? wk_fail(&c, "the accuracy pass measures inference workloads, not serving") :
+        rc = s.http ? wk_fail(&c, "the accuracy pass measures the engine in process, not an http target") :
+             s.requests ? wk_fail(&c, "the accuracy pass measures inference workloads, not serving") :
                           wk_accuracy(&c, &s, &es, c.accuracy_out);
         goto out;
     }
     c.t0 = ut_now_ns();
+    if (s.http) {
+        /* an http target: the server runs the workload, and sends its own HELLO (http_worker.h) */
+        if (wk_same_file(&c, s.model, s.model_id) || wk_same_file(&c, s.tokenizer, s.tokenizer_id)) goto out;
+        hw_params hp = {.http = s.http, .model = s.model, .tokenizer = s.tokenizer, .requests = s.requests, .prompt = s.prompt,
+                        .prompt_tokens = s.prompt_tokens, .generate = s.generate, .temperature = s.temperature,
+                        .topp = s.topp, .seed = (uint64_t)s.seed};
+        sv_sink hs = {.send = wk_serve_event, .user = &c};
+        int code;
+        rc = hw_run(&hp, &hs, &code, err, sizeof(err)) ? wk_failc(&c, code, "http: %s", err) : 0;
+        goto out;
+    }
     if (wk_send(&c, BENCH_EV_HELLO, 1, getpid(), 0, NULL, NULL, 0)) goto out;
     int hook = wk_fault(s.fault);
     if (hook) {

@@ -17,5 +17,6 @@ int cmd_plan(int argc, char **argv);       /* bench plan SCENARIO --shards N    
 int cmd_merge(int argc, char **argv);      /* bench merge DIR...                  (harness/cli/cmd_merge.c) */
 int cmd_sweep(int argc, char **argv);      /* bench sweep SCENARIO.json           (harness/cli/cmd_sweep.c) */
 int cmd_tokenize(int argc, char **argv);   /* bench tokenize --model F --text T   (harness/cli/cmd_tokenize.c) */
+int cmd_serve(int argc, char **argv);      /* bench serve --model F --port N      (harness/cli/cmd_serve.c) */
 
 #endif

@@ -5,6 +5,7 @@
 #include "harness/child/worker.h"
 #include "harness/report/alloc_table.h"
 #include "harness/report/results.h"
+#include "harness/report/http_report.h"
 #include "harness/report/serve_report.h"
 #include "harness/spec/alloc_spec.h"
 #include "harness/spec/worker_spec.h"
@@ -12,10 +13,10 @@
 const sc_kind bench_kinds[] = {
     {.name = "inference", .file_kind = NULL, .requests = 0, .worker_kind = NULL, .needs_model = 1,
      .parse = sc_parse_engine, .worker_spec = sc_engine_worker_spec, .worker = worker_engine,
-     .metrics = NULL, .table = rs_print_table},
+     .metrics = hr_inference_metrics, .table = rs_print_table},
     {.name = "serving", .file_kind = NULL, .requests = 1, .worker_kind = NULL, .needs_model = 1,
      .parse = sc_parse_engine, .worker_spec = sc_engine_worker_spec, .worker = worker_engine,
-     .metrics = sv_metrics, .table = rs_print_table},
+     .metrics = hr_serve_metrics, .table = rs_print_table},
     {.name = "allocators", .file_kind = "allocators", .requests = -1, .worker_kind = "alloc_workload", .needs_model = 0,
      .parse = aw_parse_scenario, .worker_spec = aw_worker_spec, .worker = aw_worker,
      .metrics = NULL, .table = aw_print_table},

@@ -30,6 +30,7 @@ static const command commands[] = {
     {"list", "list every engine module found, with its options and devices", cmd_list, 0},
     {"model", "model tools: info, convert, synth, shapes", cmd_model, 0},
     {"tokenize", "a vocabulary's token ids for a text (no weights needed)", cmd_tokenize, 0},
+    {"serve", "serve one engine over an OpenAI-compatible HTTP API (/v1/completions)", cmd_serve, 0},
     {"exec", "one repetition of one variant in this process, for perf and valgrind", cmd_exec, 0},
     {"plot", "figures (PNG, SVG) and report.html of a results directory", cmd_plot, 0},
     {"show", "the summary table of a results directory (a finished, interrupted or merged run)", cmd_show, 0},

@@ -221,17 +221,21 @@ static void rn_take_sample(const scenario *s, rn_proc *p, int64_t now) {
     if (s->metrics & SC_M_PSS) pm_read_pss(&p->pm, &x->pss);
 }
 
+/* The pid whose memory is read: the worker's, or the http target's server (0: none). */
+static pid_t rn_mem_pid(const rn_proc *p) { return p->mem_source ? p->mem_pid : p->pid; }
+
 static void rn_snapshot(const scenario *s, const rn_model_files *mf, rn_proc *p, int ph) {
     rn_snap *sn = &p->snap[ph];
     memset(sn, 0, sizeof(*sn));
     sn->taken = 1;
     sn->t_ns = rn_now_ns();
     sn->pss_kib = -1;
-    if (pm_read_status(&p->pm, &sn->st)) sn->st.vm_rss = -1;
-    pm_read_pss(&p->pm, &sn->pss_kib);
-    if (s->metrics & SC_M_SMAPS)
-        sn->has_smaps = pm_read_smaps(p->pid, (const char *const *)mf->path, mf->n, p->ranges, p->n_ranges, &sn->smaps) == 0;
-    sn->has_faults = pm_read_faults(p->pid, &sn->minflt, &sn->majflt) == 0;
+    pid_t mp = rn_mem_pid(p);
+    if (!mp || pm_read_status(&p->pm, &sn->st)) sn->st.vm_rss = -1;
+    if (mp) pm_read_pss(&p->pm, &sn->pss_kib);
+    if (mp && (s->metrics & SC_M_SMAPS))
+        sn->has_smaps = pm_read_smaps(mp, (const char *const *)mf->path, mf->n, p->ranges, p->n_ranges, &sn->smaps) == 0;
+    sn->has_faults = mp && pm_read_faults(mp, &sn->minflt, &sn->majflt) == 0;
     for (int i = 0; p->perf_opened && i < p->perf.n; i++) sn->perf_ok[i] = pe_read(&p->perf, i, &sn->perf[i]) == 0;
     /* the timeline gets the boundary too, so its curve passes through the snapshot */
     if ((s->metrics & SC_M_TIMELINE) && sn->st.vm_rss >= 0) rn_take_sample(s, p, sn->t_ns);
@@ -252,11 +256,20 @@ static void rn_event(rn_proc *p, const bench_event *ev) {
     case BENCH_EV_HELLO:
         p->t_hello = ev->t_ns;
         /* opened now, after exec: a smaps fd opened before would show the pre-exec memory */
-        if (pm_open(&p->pm, p->pid)) pm_close(&p->pm);
+        if (!rn_mem_pid(p) || pm_open(&p->pm, rn_mem_pid(p))) pm_close(&p->pm);
         ph = RN_PH_START;
         break;
     case BENCH_EV_LOAD_START: p->t_load_start = ev->t_ns; break;
-    case BENCH_EV_LOAD_END: p->t_load_end = ev->t_ns; ph = RN_PH_LOAD; break;
+    case BENCH_EV_LOAD_END:
+        p->t_load_end = ev->t_ns;
+        ph = RN_PH_LOAD;
+        /* an http target's server may have exec'd again since HELLO (sh -c "exec ..."): an
+         * smaps_rollup fd holds the mm it was opened on, so it is opened again on the server's */
+        if (p->mem_source && rn_mem_pid(p)) {
+            pm_close(&p->pm);
+            if (pm_open(&p->pm, rn_mem_pid(p))) pm_close(&p->pm);
+        }
+        break;
     case BENCH_EV_PREFILL_START: p->t_prefill_start = ev->t_ns; break;
     case BENCH_EV_PREFILL_END:
         p->t_prefill_end = ev->t_ns;
@@ -324,6 +337,31 @@ static void rn_event(rn_proc *p, const bench_event *ev) {
         memcpy(n + r->n_tok, ev->x + 1, (size_t)m * sizeof(*n));
         r->tok_ns = n;
         r->n_tok += m;
+        break;
+    }
+    case BENCH_EV_TARGET:
+        p->mem_source = (int)ev->b + 1;
+        p->mem_pid = ev->b == BENCH_TGT_LATENCY ? 0 : (pid_t)ev->a;
+        break;
+    case BENCH_EV_REQ_TOKEN: {
+        if (p->n_rtok == p->cap_rtok) {
+            int cap = p->cap_rtok ? p->cap_rtok * 2 : 1024;
+            rn_req_token *n = realloc(p->rtok, (size_t)cap * sizeof(*n));
+            if (!n) break;
+            p->rtok = n;
+            p->cap_rtok = cap;
+        }
+        p->rtok[p->n_rtok++] = (rn_req_token){.req = ev->a, .id = ev->b, .t_ns = ev->t_ns};
+        break;
+    }
+    case BENCH_EV_REQ_FAIL: {
+        rn_req_fail *n = realloc(p->rfail, (size_t)(p->n_rfail + 1) * sizeof(*n));
+        if (!n) break;
+        p->rfail = n;
+        rn_req_fail *f = &n[p->n_rfail++];
+        f->req = ev->a;
+        f->kind = ev->b;
+        snprintf(f->msg, sizeof(f->msg), "%.*s", (int)sizeof(ev->name) - 1, ev->name);
         break;
     }
     case BENCH_EV_ERROR:
@@ -499,6 +537,8 @@ static void rn_run_free(rn_run *run) {
         free(p->kvs);
         for (int k = 0; k < p->n_reqs; k++) free(p->reqs[k].tok_ns);
         free(p->reqs);
+        free(p->rtok);
+        free(p->rfail);
     }
     free(run->procs);
     run->procs = NULL;

@@ -86,6 +86,16 @@ typedef struct rn_request {
     int n_tok;
 } rn_request;
 
+/* An http target's token arrival (events.h: REQ_TOKEN) and failed request (REQ_FAIL). */
+typedef struct rn_req_token {
+    int64_t req, id, t_ns;
+} rn_req_token;
+
+typedef struct rn_req_fail {
+    int64_t req, kind;      /* kind: harness/net/httpc.h HC_ERR_* */
+    char msg[96];
+} rn_req_fail;
+
 typedef struct rn_counter {
     char name[96], unit[16];
     double value;
@@ -118,6 +128,14 @@ typedef struct rn_proc {
     rn_kv_sample *kvs;              /* (n_kvs) one per scheduler step */
     int n_reqs, cap_reqs;
     rn_request *reqs;               /* (n_reqs) in the order they finished */
+    /* an http target (events.h TARGET): the memory read is the server's, mem_pid, not the
+     * worker's; mem_source BENCH_TGT_* + 1 (0: the worker's own, not an http run) */
+    pid_t mem_pid;
+    int mem_source;
+    int n_rtok, cap_rtok;
+    rn_req_token *rtok;             /* (n_rtok) every token's arrival, request by request */
+    int n_rfail;
+    rn_req_fail *rfail;             /* (n_rfail) */
     rn_snap snap[RN_PH_COUNT];
     int waiting;                    /* phase whose ack it waits for, or -1 */
     int eof, reaped, killed_by_us;

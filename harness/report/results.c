@@ -21,6 +21,7 @@
 #include "engines/abi/module.h"
 #include "harness/parent/perfev.h"
 #include "harness/report/serve_report.h"
+#include "harness/report/http_report.h"
 #include "harness/report/escape.h"
 #include "harness/report/locations.h"
 #include "util/ut_vec.h"
@@ -457,6 +458,8 @@ static cJSON *rs_proc_json(const rs_input *in, const rn_run *r, int pi) {
 
     cJSON *serve = sv_proc_json(p, p->t_hello);
     if (serve) cJSON_AddItemToObject(o, "serve", serve);
+    cJSON *http = hr_proc_json(p, p->t_hello);
+    if (http) cJSON_AddItemToObject(o, "http", http);
     /* one sequence: its KV memory at the decode steps where it changed (a dynamic cache's growth) */
     cJSON *kvt = serve ? NULL : sv_kv_timeline_json(p, p->t_hello);
     if (kvt) cJSON_AddItemToObject(o, "kv_timeline", kvt);
@@ -679,6 +682,13 @@ cJSON *rs_document(const rs_input *in, const rs_summary *sum) {
         cJSON_AddNumberToObject(o, "threads", sc_pick(s, v, SC_AX_THREADS)->ival);
         if (s->axes[SC_AX_DEVICE].n) cJSON_AddItemToObject(o, "device", rs_choice_json(sc_pick(s, v, SC_AX_DEVICE)));
         if (s->axes[SC_AX_KV_CACHE].n) cJSON_AddStringToObject(o, "kv_cache", sc_pick(s, v, SC_AX_KV_CACHE)->name);
+        if (s->axes[SC_AX_TARGET].n) {
+            const sc_choice *t = sc_pick(s, v, SC_AX_TARGET);
+            cJSON *tj = cJSON_AddObjectToObject(o, "target");
+            cJSON_AddStringToObject(tj, "name", t->name);
+            cJSON_AddStringToObject(tj, "label", t->label);
+            if (t->opts) cJSON_AddItemToObject(tj, "http", cJSON_Parse(t->opts));
+        }
         if (s->axes[SC_AX_KERNELS].n) {
             /* the family the run used: "auto" resolved as the worker resolved it, on this CPU */
             const char *k = sc_pick(s, v, SC_AX_KERNELS)->name, *ran = kn_isa_resolve(k);

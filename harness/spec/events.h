@@ -41,6 +41,15 @@
  *                           times (CLOCK_MONOTONIC ns)
  *   SERVE_END               every request finished
  *
+ * A run against an http target (harness/child/http_worker.h) sends the same events, timed
+ * from the client's side, and three of its own:
+ *   TARGET                  before HELLO: a = the pid whose memory the parent reads from then
+ *                           on (the server's), b = where it came from (BENCH_TGT_*)
+ *   REQ_TOKEN               a = request index, b = token id (-1: the server sent none);
+ *                           t_ns = when it arrived; every token of every request, in order
+ *   REQ_FAIL                a = request index, b = the failure (harness/net/httpc.h HC_ERR_*),
+ *                           name = what happened
+ *
  * [ack]: the event carries BENCH_EV_ACK and the worker then blocks reading one
  * byte from the ack pipe. The parent reads /proc/<pid>/smaps, the fault counts
  * and the perf counters at exactly that boundary and then writes the byte.
@@ -76,7 +85,13 @@ typedef enum bench_ev_type {
     BENCH_EV_REQUEST,
     BENCH_EV_SERVE_END,
     BENCH_EV_REQ_TOKENS,
+    BENCH_EV_TARGET,
+    BENCH_EV_REQ_TOKEN,
+    BENCH_EV_REQ_FAIL,
 } bench_ev_type;
+
+/* b of a TARGET: whose memory is read. LATENCY: none (a server left running, no pid given) */
+enum { BENCH_TGT_LATENCY, BENCH_TGT_LAUNCHED, BENCH_TGT_PID };
 
 /* x[] of a KV_SAMPLE */
 enum { BENCH_KVS_RESERVED, BENCH_KVS_LIVE, BENCH_KVS_CACHED, BENCH_KVS_WASTED, BENCH_KVS_RUNNING, BENCH_KVS_BATCH,

@@ -19,6 +19,7 @@
 #include "harness/spec/alloc_spec.h"
 #include "harness/spec/confine.h"
 #include "harness/spec/kind.h"
+#include "harness/spec/target.h"
 #include "harness/spec/traffic.h"
 #include "util/ut_fs.h"
 
@@ -551,7 +552,7 @@ static void sc_parse_workload(sc_ctx *c, scenario *s, const cJSON *w) {
 /* ---- matrix ---- */
 
 static const char *const sc_axis_names[] = {"loader", "kv", "alloc", "cache", "threads", "device", "workload", "kernels", "kv_cache",
-                                            NULL};
+                                            "target", NULL};
 static const char *const sc_cache_names[] = {"cold", "warm", NULL};
 
 const char *sc_axis_name(int axis) { return axis >= 0 && axis < SC_AX_COUNT ? sc_axis_names[axis] : "?"; }
@@ -675,8 +676,11 @@ static int sc_check_device(sc_ctx *c, sc_choice *ch, const char *p) {
     return 0;
 }
 
+static void sc_target_err(void *user, const char *path, const char *msg) { sc_err(user, path, "%s", msg); }
+
 static int sc_parse_choice(sc_ctx *c, int axis, const cJSON *j, const char *p, sc_choice *ch) {
     memset(ch, 0, sizeof(*ch));
+    if (axis == SC_AX_TARGET) return tg_parse(j, p, &ch->name, &ch->label, &ch->opts, sc_target_err, c);
     if (axis == SC_AX_CACHE) {
         if (!cJSON_IsString(j) || (ch->ival = sc_enum(j->valuestring, sc_cache_names)) < 0) {
             sc_err(c, p, "expected \"cold\" or \"warm\", got %s%s%s", cJSON_IsString(j) ? "\"" : "",
@@ -832,16 +836,16 @@ static void sc_parse_matrix(sc_ctx *c, scenario *s, const cJSON *m) {
                sc_type_name(m));
         return;
     }
-    static const char *const keys[] = {"loader", "kv", "alloc", "cache", "threads", "device", "kernels", "kv_cache", "fixed", NULL};
+    static const char *const keys[] = {"loader", "kv", "alloc", "cache", "threads", "device", "kernels", "kv_cache", "target", "fixed", NULL};
     sc_check_keys(c, m, ".matrix", keys);
     const cJSON *fixed = cJSON_GetObjectItemCaseSensitive(m, "fixed");
     if (fixed && !cJSON_IsObject(fixed)) sc_err(c, ".matrix.fixed", "expected an object, got %s", sc_type_name(fixed));
-    static const char *const fixed_keys[] = {"loader", "kv", "alloc", "cache", "threads", "device", "kernels", "kv_cache", NULL};
+    static const char *const fixed_keys[] = {"loader", "kv", "alloc", "cache", "threads", "device", "kernels", "kv_cache", "target", NULL};
     if (fixed && cJSON_IsObject(fixed)) sc_check_keys(c, fixed, ".matrix.fixed", fixed_keys);
     /* the workload axis belongs to allocator scenarios (harness/spec/alloc_spec.c); the
      * device axis goes first: the loader and kv choices are checked on its devices */
     static const int order[] = {SC_AX_DEVICE, SC_AX_LOADER, SC_AX_KV, SC_AX_ALLOC, SC_AX_CACHE, SC_AX_THREADS, SC_AX_KERNELS,
-                                SC_AX_KV_CACHE};
+                                SC_AX_KV_CACHE, SC_AX_TARGET};
     for (size_t o = 0; o < sizeof(order) / sizeof(order[0]); o++) {
         int a = order[o];
         const cJSON *j = cJSON_GetObjectItemCaseSensitive(m, sc_axis_names[a]);
@@ -978,7 +982,7 @@ int sc_parse_engine(scenario *s, const cJSON *root, sc_errors *errs) {
     sc_ctx c = {.file = s->file, .errs = errs, .module_dir = s->module_dir, .s = s};
     static const char *const keys[] = {"name", "description", "model", "workload", "cache", "repetitions",
                                        "warmup", "matrix", "threads", "device", "kernels", "kv_cache", "sample_ms", "metrics", "timeout_s",
-                                       "processes", "test_hooks", NULL};
+                                       "processes", "test_hooks", "target", NULL};
     sc_check_keys(&c, root, "", keys);
     if (!sc_get_string(&c, root, "name", "", 1, &s->name) && !sc_name_ok(s->name))
         sc_err(&c, ".name", "\"%s\": expected letters, digits, '-', '_' or '.' only (it names the results directory)",
@@ -1050,6 +1054,8 @@ int sc_parse_engine(scenario *s, const cJSON *root, sc_errors *errs) {
     if (kj) sc_parse_axis(&c, s, SC_AX_KERNELS, kj, ".kernels", 0);
     const cJSON *kc = cJSON_GetObjectItemCaseSensitive(root, "kv_cache");
     if (kc) sc_parse_axis(&c, s, SC_AX_KV_CACHE, kc, ".kv_cache", 0);
+    const cJSON *tg = cJSON_GetObjectItemCaseSensitive(root, "target");
+    if (tg) sc_parse_axis(&c, s, SC_AX_TARGET, tg, ".target", 0);
     const cJSON *mx = cJSON_GetObjectItemCaseSensitive(root, "matrix");
     if (mx) sc_parse_matrix(&c, s, mx);
     if (!s->axes[SC_AX_CACHE].n && !(ca || (mx && cJSON_IsObject(mx) && (cJSON_GetObjectItemCaseSensitive(mx, "cache") ||
@@ -1064,6 +1070,7 @@ int sc_parse_engine(scenario *s, const cJSON *root, sc_errors *errs) {
         sc_default_axis(&c, s, SC_AX_DEVICE, "cpu");
         sc_default_axis(&c, s, SC_AX_KERNELS, "auto");
         sc_default_axis(&c, s, SC_AX_KV_CACHE, "f32");
+        sc_default_axis(&c, s, SC_AX_TARGET, "engine");
         /* a serving run's KV budget sizes a shared pool itself (engine.h: kv_budget): an
          * option the module declares as sizing its pool (BENCH_OPTF_SIZES_POOL) cannot join it */
         for (int i = 0; s->requests && i < s->axes[SC_AX_KV].n; i++) {

@@ -23,8 +23,9 @@ typedef struct cJSON cJSON;
 /* SC_AX_WORKLOAD: allocator scenarios only ("kind": "allocators", harness/spec/alloc_spec.h) */
 /* SC_AX_KERNELS: the CPU kernel family (engines/core/compute/kernels.h), "auto" by default */
 /* SC_AX_KV_CACHE: the KV cache's element types, "f32" by default ("q8_0", or K/V as "q8_0/f16") */
+/* SC_AX_TARGET: what runs the workload, "engine" (in process) by default or an http server (harness/spec/target.h) */
 enum { SC_AX_LOADER, SC_AX_KV, SC_AX_ALLOC, SC_AX_CACHE, SC_AX_THREADS, SC_AX_DEVICE, SC_AX_WORKLOAD, SC_AX_KERNELS, SC_AX_KV_CACHE,
-       SC_AX_COUNT };
+       SC_AX_TARGET, SC_AX_COUNT };
 enum { SC_CACHE_COLD, SC_CACHE_WARM };
 
 /* metrics a scenario may ask for (bit mask) */

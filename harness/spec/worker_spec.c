@@ -121,7 +121,7 @@ sc_requests *sv_spec_read(const cJSON *spec, char *err, size_t errlen) {
 
 /* ---- the engine's worker spec (inference and serving) ---- */
 
-typedef enum { WS_STR, WS_INT, WS_NUM, WS_BOOL, WS_REQUESTS } ws_type;
+typedef enum { WS_STR, WS_INT, WS_NUM, WS_BOOL, WS_REQUESTS, WS_OBJECT } ws_type;
 
 enum {
     WS_IF_SET = 1,      /* written only when set (a string, a number not 0, true); else always */
@@ -153,6 +153,7 @@ static const struct ws_field {
     F("device_opts", WS_STR, device_opts, 0, 0),
     F("kernels", WS_STR, kernels, 0, 0),
     F("kv_cache", WS_STR, kv_cache, 0, 0),
+    F("http", WS_OBJECT, http, 0, WS_IF_SET),
     F("bandwidth", WS_BOOL, bandwidth, 0, WS_IF_SET),
     F("ctx", WS_INT, ctx, 0, 0),
     F("requests", WS_REQUESTS, requests, 0, 0),
@@ -186,6 +187,9 @@ void ws_engine_fill(ws_engine *w, const scenario *s, const sc_variant *v) {
     w->kv_cache = sc_pick(s, v, SC_AX_KV_CACHE)->name;
     w->bandwidth = (s->metrics & SC_M_BANDWIDTH) != 0;
     w->ctx = s->ctx;
+    /* an http target: its settings as the scenario gave them (harness/spec/target.h) */
+    const sc_choice *tgt = s->axes[SC_AX_TARGET].n ? sc_pick(s, v, SC_AX_TARGET) : NULL;
+    if (tgt && tgt->opts) w->http = (char *)tgt->opts;
     if (s->requests) {
         w->requests_of = s;
     } else {
@@ -226,6 +230,12 @@ cJSON *ws_engine_json(const ws_engine *w) {
         case WS_REQUESTS:
             if (w->requests_of) sv_spec_add(j, w->requests_of);
             break;
+        case WS_OBJECT: {
+            const char *x = *(char *const *)p;
+            cJSON *o = x ? cJSON_Parse(x) : NULL;
+            if (o) cJSON_AddItemToObject(j, f->name, o);
+            break;
+        }
         }
     }
     return j;
@@ -251,6 +261,12 @@ int ws_engine_read(const cJSON *j, ws_engine *w, char *err, size_t errlen) {
         case WS_REQUESTS:
             w->requests = sv_spec_read(j, err, errlen);
             if (!w->requests && err && err[0]) return -1;
+            break;
+        case WS_OBJECT:
+            if (cJSON_IsObject(x) && !(*(char **)p = cJSON_PrintUnformatted(x))) {
+                snprintf(err, errlen, "out of memory reading %s", f->name);
+                return -1;
+            }
             break;
         }
     }

@@ -26,6 +26,9 @@ typedef struct ws_engine {
     const char *device, *device_opts;           /* NULL: cpu */
     const char *kernels;                        /* CPU kernel family; NULL: auto */
     const char *kv_cache;                       /* the KV cache types ("q8_0", "q8_0/f16"); NULL: f32 */
+    /* an http target's settings as JSON text (harness/child/http_worker.h); NULL: the engine.
+     * ws_engine_fill points it at the scenario's text; ws_engine_read mallocs it (the reader frees) */
+    char *http;
     int bandwidth;                              /* measure decode's read bound after the run (metric "bandwidth") */
     int ctx;
     const char *prompt;                         /* one sequence: prompt, or prompt_tokens; then generate */

@@ -1,0 +1,427 @@
+/* The worker against an http target: see http_worker.h. */
+#include "util/ut_clock.h"
+#include "http_worker.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engines/abi/module.h"
+#include "engines/core/model/model.h"
+#include "engines/core/runtime/tokenizer.h"
+#include "harness/net/httpc.h"
+#include "harness/spec/stats.h"
+#include "harness/spec/target.h"
+
+static int64_t hw_now(void) { return ut_now_ns(); }
+
+static void hw_sleep_ms(int ms) {
+    struct timespec d = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
+    while (nanosleep(&d, &d) && errno == EINTR) {}
+}
+
+typedef struct hw_ctx {
+    const sv_sink *sink;
+    const hw_params *p;
+    int inference;
+    int64_t t0;                 /* the requests' time zero (SERVE_START) */
+    const hc_req *reqs;
+    int n_failed, fail_kind[HC_ERR_COUNT];
+    int first_failed;           /* the first failed request, -1: none */
+    char first_msg[256];
+} hw_ctx;
+
+static void hw_send(const sv_sink *k, uint32_t type, int ack, int64_t t, int64_t a, int64_t b, const char *name) {
+    bench_event ev = bench_event_make(type, ack, t ? t : hw_now(), a, b, name, NULL, 0);
+    k->send(k->user, &ev);
+}
+
+static void hw_counter(const sv_sink *k, const char *name, const char *unit, int better, double v) {
+    bench_event ev = bench_event_make(BENCH_EV_COUNTER, 0, hw_now(), BENCH_CTR_UNIT, better, name, unit, v);
+    k->send(k->user, &ev);
+}
+
+/* ======================================================================
+ * The requests: the same ids as the engine's worker
+ * ====================================================================== */
+
+typedef struct hw_work {
+    sv_reqs sv;             /* serving */
+    int *ids;               /* inference: (n_prompt) */
+    int n_prompt;
+    hc_req *reqs;           /* (n) */
+    int n;
+} hw_work;
+
+static void hw_work_free(hw_work *w) {
+    sv_reqs_free(&w->sv);
+    free(w->ids);
+    free(w->reqs);
+    memset(w, 0, sizeof(*w));
+}
+
+static int hw_make_work(const hw_params *p, hw_work *w, char *err, size_t errlen) {
+    memset(w, 0, sizeof(*w));
+    model *m = NULL;
+    tokenizer *tok = NULL;
+    char e[768];
+    /* the header and vocabulary alone: no weights are read here */
+    if (model_open(p->model, p->tokenizer, &m, e, sizeof(e)) || (m->vocab.n && tokenizer_create_ex(&m->vocab, 0, &tok, e, sizeof(e)))) {
+        model_free(m);
+        return bench_errc(err, errlen, BENCH_ERR_INVALID, "%s", e);
+    }
+    int vocab = m->cfg.vocab_size, bos = tok ? tokenizer_bos(tok) : 1, rc = 0;
+    if (p->requests) {
+        if (sv_make_requests(p->requests, vocab, bos, p->seed, &w->sv, e, sizeof(e))) {
+            rc = bench_errc(err, errlen, BENCH_ERR_INVALID, "%s", e);
+            goto out;
+        }
+        w->n = w->sv.n;
+        w->reqs = calloc((size_t)w->n, sizeof(*w->reqs));
+        if (!w->reqs) {
+            rc = bench_errc(err, errlen, BENCH_ERR_NOMEM, "out of memory");
+            goto out;
+        }
+        for (int i = 0; i < w->n; i++)
+            w->reqs[i] = (hc_req){.prompt = w->sv.r[i].prompt, .n_prompt = w->sv.r[i].n_prompt, .max_tokens = w->sv.r[i].max_new,
+                                  .arrival_ns = w->sv.r[i].arrival_ns, .seed = w->sv.r[i].seed};
+    } else {
+        int cap = (p->prompt ? (int)strlen(p->prompt) + 8 : p->prompt_tokens) + 1;
+        w->ids = malloc((size_t)cap * sizeof(int));
+        w->reqs = calloc(1, sizeof(*w->reqs));
+        if (!w->ids || !w->reqs) {
+            rc = bench_errc(err, errlen, BENCH_ERR_NOMEM, "out of memory");
+            goto out;
+        }
+        if (p->prompt) {
+            if (!tok) {
+                rc = bench_errc(err, errlen, BENCH_ERR_INVALID, "%s has no vocabulary: give the scenario's model a \"tokenizer\", "
+                                "or use workload.prompt_tokens", p->model);
+                goto out;
+            }
+            w->n_prompt = tokenizer_encode(tok, p->prompt, 1, 0, w->ids, cap, e, sizeof(e));
+            if (w->n_prompt < 0) {
+                rc = bench_errc(err, errlen, BENCH_ERR_INVALID, "prompt: %s", e);
+                goto out;
+            }
+        } else {
+            /* as the engine's worker: BOS, then ids 3, 4, 5 ... */
+            w->n_prompt = p->prompt_tokens;
+            w->ids[0] = bos;
+            for (int i = 1; i < w->n_prompt; i++) w->ids[i] = 3 + (i - 1) % (vocab > 3 ? vocab - 3 : 1);
+        }
+        w->n = 1;
+        w->reqs[0] = (hc_req){.prompt = w->ids, .n_prompt = w->n_prompt, .max_tokens = p->generate, .seed = p->seed};
+    }
+out:
+    tokenizer_free(tok);
+    model_free(m);
+    if (rc) hw_work_free(w);
+    return rc;
+}
+
+/* ======================================================================
+ * The server's process
+ * ====================================================================== */
+
+/* A loopback port free now (the kernel's pick), for a server bench launches. */
+static int hw_free_port(char *err, size_t errlen) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(sa);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || getsockname(fd, (struct sockaddr *)&sa, &len)) {
+        int e = errno;
+        if (fd >= 0) close(fd);
+        return bench_errf(err, errlen, "no free loopback port: %s", strerror(e));
+    }
+    close(fd);
+    return ntohs(sa.sin_port);
+}
+
+/* Starts argv; returns once it has exec'd (or failed to): its pid, or -1 with err. */
+static pid_t hw_spawn(char **argv, char *err, size_t errlen) {
+    int sync[2];
+    if (pipe2(sync, O_CLOEXEC)) return bench_errf(err, errlen, "pipe: %s", strerror(errno)), -1;
+    fflush(NULL);
+    pid_t parent = getpid(), pid = fork();
+    if (pid < 0) {
+        close(sync[0]);
+        close(sync[1]);
+        return bench_errf(err, errlen, "fork: %s", strerror(errno)), -1;
+    }
+    if (pid == 0) {
+        /* dies with the worker, which dies with bench run; holds none of the worker's pipes */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent) _exit(127);
+        int s = sync[1];
+        if (s != 5 && dup2(s, 5) < 0) _exit(127);
+        fcntl(5, F_SETFD, FD_CLOEXEC);
+        close_range(6, ~0u, 0);
+        close_range(3, 4, 0);
+        signal(SIGPIPE, SIG_DFL);
+        execvp(argv[0], argv);
+        int e = errno;
+        if (write(5, &e, sizeof(e)) != (ssize_t)sizeof(e)) {}
+        _exit(127);
+    }
+    close(sync[1]);
+    int e = 0;
+    ssize_t r;
+    while ((r = read(sync[0], &e, sizeof(e))) < 0 && errno == EINTR) {}
+    close(sync[0]);
+    if (r == (ssize_t)sizeof(e)) {
+        waitpid(pid, NULL, 0);
+        return bench_errf(err, errlen, "launch: cannot run %s: %s", argv[0], strerror(e)), -1;
+    }
+    return pid;
+}
+
+/* How a child ended, in words. */
+static void hw_status_text(int st, char *buf, size_t len) {
+    if (WIFSIGNALED(st)) snprintf(buf, len, "killed by signal %d (%s)", WTERMSIG(st), strsignal(WTERMSIG(st)));
+    else snprintf(buf, len, "exit code %d", WEXITSTATUS(st));
+}
+
+/* 1 when the server has exited (its status in why), 0 while it runs. */
+static int hw_exited(pid_t pid, char *why, size_t len) {
+    int st;
+    pid_t r = waitpid(pid, &st, WNOHANG);
+    if (r != pid) return 0;
+    hw_status_text(st, why, len);
+    return 1;
+}
+
+/* SIGTERM, then SIGKILL after stop_s. */
+static void hw_stop(pid_t pid, double stop_s) {
+    char why[128];
+    if (pid <= 0 || hw_exited(pid, why, sizeof(why))) return;
+    kill(pid, SIGTERM);
+    int64_t deadline = hw_now() + (int64_t)(stop_s * 1e9);
+    while (hw_now() < deadline) {
+        if (hw_exited(pid, why, sizeof(why))) return;
+        hw_sleep_ms(10);
+    }
+    fprintf(stderr, "bench worker: the server (pid %d) did not stop within %g s of SIGTERM: SIGKILL\n", (int)pid, stop_s);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+}
+
+/* Polls url until it answers 200. Returns 0, or -1 with err. */
+static int hw_wait_ready(pid_t pid, const char *url, double timeout_s, char *err, size_t errlen) {
+    int64_t deadline = hw_now() + (int64_t)(timeout_s * 1e9);
+    char last[400] = "no answer yet", why[128];
+    for (;;) {
+        if (pid > 0 && hw_exited(pid, why, sizeof(why)))
+            return bench_errf(err, errlen, "the server exited before it was ready (%s): see its output in this log", why);
+        long status = 0;
+        char e[300];
+        double left = (double)(deadline - hw_now()) * 1e-9;
+        if (left <= 0) break;
+        if (hc_get(url, left < 2 ? left : 2, &status, e, sizeof(e)) == 0) {
+            if (status == 200) return 0;
+            snprintf(last, sizeof(last), "HTTP %ld", status);
+        } else {
+            snprintf(last, sizeof(last), "%s", e);
+        }
+        if (hw_now() >= deadline) break;
+        hw_sleep_ms(50);
+    }
+    return bench_errf(err, errlen, "the server was not ready at %s within ready_timeout_s (%g s); last: %s", url, timeout_s, last);
+}
+
+/* ======================================================================
+ * The requests' results as events
+ * ====================================================================== */
+
+static void hw_on_done(void *user, int i, const hc_result *r) {
+    hw_ctx *c = user;
+    const sv_sink *k = c->sink;
+    /* the ids line up with the arrivals when each event carried one (bench serve, llama-server) */
+    int aligned = r->n_ids == r->n_arrivals;
+    for (int a = 0; a < r->n_arrivals; a++)
+        hw_send(k, BENCH_EV_REQ_TOKEN, 0, r->arrival_ns[a], i, aligned ? r->ids[a] : -1, NULL);
+    if (r->err) {
+        c->n_failed++;
+        c->fail_kind[r->err]++;
+        if (c->first_failed < 0) {
+            c->first_failed = i;
+            snprintf(c->first_msg, sizeof(c->first_msg), "%s", r->msg);
+        }
+        hw_send(k, BENCH_EV_REQ_FAIL, 0, r->end_ns, i, r->err, r->msg);
+        return;
+    }
+    int n_out = r->usage_completion >= 0 ? r->usage_completion : r->n_tokens;
+    if (c->inference) {
+        hw_send(k, BENCH_EV_PREFILL_START, 0, r->sent_ns, 0, 0, NULL);
+        if (!r->first_ns) return;
+        hw_send(k, BENCH_EV_PREFILL_END, 0, r->first_ns, c->reqs[i].n_prompt, r->n_ids ? r->ids[0] : -1, NULL);
+        hw_send(k, BENCH_EV_DECODE_START, 0, r->first_ns, 0, 0, NULL);
+        for (int t = 1; t < r->n_tokens; t++) {
+            int64_t at = t < r->n_arrivals ? r->arrival_ns[t] : r->arrival_ns[r->n_arrivals - 1];
+            hw_send(k, BENCH_EV_TOKEN, 0, at, t, t < r->n_ids ? r->ids[t] : -1, NULL);
+        }
+        hw_send(k, BENCH_EV_DECODE_END, 0, r->end_ns, 0, 0, NULL);
+        return;
+    }
+    bench_event ev;
+    memset(&ev, 0, sizeof(ev));
+    ev.type = BENCH_EV_REQUEST;
+    ev.t_ns = r->end_ns;
+    ev.a = i;
+    ev.b = n_out;
+    ev.x[BENCH_RQ_ARRIVAL_NS] = c->t0 + c->reqs[i].arrival_ns;
+    ev.x[BENCH_RQ_ADMIT_NS] = r->sent_ns;
+    ev.x[BENCH_RQ_FIRST_NS] = r->first_ns ? r->first_ns : r->end_ns;
+    ev.x[BENCH_RQ_PROMPT] = c->reqs[i].n_prompt;
+    ev.x[BENCH_RQ_PREFILLED] = c->reqs[i].n_prompt;
+    k->send(k->user, &ev);
+}
+
+/* Token gaps of every request, for the ITL counters. */
+static void hw_itl_counters(const sv_sink *k, const hc_result *res, int n) {
+    size_t total = 0;
+    for (int i = 0; i < n; i++) total += res[i].n_arrivals > 1 ? (size_t)res[i].n_arrivals - 1 : 0;
+    if (!total) return;
+    double *g = malloc(total * sizeof(*g));
+    if (!g) return;
+    size_t at = 0;
+    for (int i = 0; i < n; i++)
+        for (int a = 1; a < res[i].n_arrivals; a++) g[at++] = (double)(res[i].arrival_ns[a] - res[i].arrival_ns[a - 1]) * 1e-6;
+    st_sort(g, (int)at);
+    hw_counter(k, "http.itl_p50_ms", "ms", BENCH_BETTER_LOWER, st_quantile_sorted(g, (int)at, 0.5));
+    hw_counter(k, "http.itl_p99_ms", "ms", BENCH_BETTER_LOWER, st_quantile_sorted(g, (int)at, 0.99));
+    hw_counter(k, "http.itl_max_ms", "ms", BENCH_BETTER_LOWER, g[at - 1]);
+    free(g);
+}
+
+int hw_run(const hw_params *p, const sv_sink *k, int *code, char *err, size_t errlen) {
+    tg_http h;
+    hw_work w;
+    hc_result *res = NULL;
+    char *url = NULL, *health = NULL, **argv = NULL;
+    pid_t pid = 0;
+    int rc = -1, nargv = 0;
+    *code = BENCH_ERR_FAIL;
+    if (tg_read(p->http, &h, err, errlen)) return -1;
+    if (hw_make_work(p, &w, err, errlen)) {
+        *code = BENCH_ERR_INVALID;
+        tg_http_free(&h);
+        return -1;
+    }
+    char port[16] = "";
+    if (h.launch) {
+        int pt = hw_free_port(err, errlen);
+        if (pt < 0) goto out;
+        snprintf(port, sizeof(port), "%d", pt);
+    }
+    char exe[PATH_MAX];
+    ssize_t el = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    exe[el > 0 ? el : 0] = 0;
+    const char *keys[] = {"port", "bench", "model", "tokenizer"}, *vals[] = {port, exe, p->model, p->tokenizer ? p->tokenizer : ""};
+    url = tg_expand(h.url, keys, vals, 1);
+    size_t hl = url ? strlen(url) + strlen(h.health) + 1 : 0;
+    health = url ? malloc(hl) : NULL;
+    if (!url || !health) goto oom;
+    /* base URL + health path, without a doubled slash */
+    size_t ul = strlen(url);
+    while (ul && url[ul - 1] == '/') ul--;
+    snprintf(health, hl, "%.*s%s", (int)ul, url, h.health);
+
+    if (h.launch) {
+        while (h.launch[nargv]) nargv++;
+        argv = calloc((size_t)nargv + 1, sizeof(char *));
+        if (!argv) goto oom;
+        for (int i = 0; i < nargv; i++)
+            if (!(argv[i] = tg_expand(h.launch[i], keys, vals, 4))) goto oom;
+        fprintf(stderr, "bench worker: launching the server:");
+        for (int i = 0; i < nargv; i++) fprintf(stderr, " %s", argv[i]);
+        fputc('\n', stderr);
+    }
+    int64_t t_spawn = hw_now();
+    if (argv && (pid = hw_spawn(argv, err, errlen)) < 0) {
+        pid = 0;
+        goto out;
+    }
+    hw_send(k, BENCH_EV_TARGET, 0, 0, pid ? pid : h.pid, pid ? BENCH_TGT_LAUNCHED : h.pid ? BENCH_TGT_PID : BENCH_TGT_LATENCY, NULL);
+    if (h.pid && kill(h.pid, 0) && errno == ESRCH) {
+        bench_errf(err, errlen, "target.http.pid %d: no such process", h.pid);
+        goto out;
+    }
+    hw_send(k, BENCH_EV_HELLO, 1, t_spawn, getpid(), 0, NULL);
+    hw_send(k, BENCH_EV_LOAD_START, 0, t_spawn, 0, 0, NULL);
+    if (hw_wait_ready(pid, health, h.launch ? h.ready_timeout_s : (h.ready_timeout_s < 10 ? h.ready_timeout_s : 10), err, errlen))
+        goto out;
+    hw_send(k, BENCH_EV_LOAD_END, 1, 0, 0, 0, NULL);
+
+    res = calloc((size_t)w.n, sizeof(*res));
+    if (!res) goto oom;
+    hw_ctx c = {.sink = k, .p = p, .inference = !p->requests, .reqs = w.reqs, .first_failed = -1};
+    int conc = h.concurrency ? h.concurrency : p->requests && p->requests->max_batch > 0 ? p->requests->max_batch : 0;
+    hc_opts o = {.url = url, .model = h.model, .timeout_s = h.request_timeout_s, .concurrency = conc,
+                 .temperature = p->temperature, .topp = p->topp,
+                 .ignore_eos = p->requests ? h.ignore_eos && !p->requests->stop_at_eos : h.ignore_eos,
+                 .on_done = hw_on_done, .user = &c};
+    c.t0 = hw_now();
+    if (p->requests) hw_send(k, BENCH_EV_SERVE_START, 0, c.t0, w.n, 0, NULL);
+    if (hc_run(&o, w.reqs, w.n, res, err, errlen)) goto out;
+    if (p->requests) hw_send(k, BENCH_EV_SERVE_END, 0, 0, 0, 0, NULL);
+
+    hw_itl_counters(k, res, w.n);
+    hw_counter(k, "http.requests_failed", "count", BENCH_BETTER_LOWER, c.n_failed);
+    for (int e = 1; e < HC_ERR_COUNT; e++) {
+        char name[64];
+        snprintf(name, sizeof(name), "http.failed_%s", hc_err_name(e));
+        if (c.fail_kind[e]) hw_counter(k, name, "count", BENCH_BETTER_LOWER, c.fail_kind[e]);
+    }
+    char why[128];
+    /* a request that failed may be the first sign of a server that died: its exit, a moment
+     * after its sockets closed, is the cause to report (3 s at most) */
+    int died = pid && hw_exited(pid, why, sizeof(why));
+    for (int i = 0; pid && c.n_failed && !died && i < 300; i++) {
+        hw_sleep_ms(10);
+        died = hw_exited(pid, why, sizeof(why));
+    }
+    if (died) {
+        pid = 0;
+        bench_errf(err, errlen, "the server exited during the run (%s)%s%s", why, c.n_failed ? "; first failed request: " : "",
+                   c.n_failed ? c.first_msg : "");
+        goto out;
+    }
+    if (c.n_failed) {
+        char kinds[256] = "";
+        for (int e = 1; e < HC_ERR_COUNT; e++)
+            if (c.fail_kind[e])
+                snprintf(kinds + strlen(kinds), sizeof(kinds) - strlen(kinds), "%s%d %s", kinds[0] ? ", " : "", c.fail_kind[e],
+                         hc_err_name(e));
+        bench_errf(err, errlen, "%d of %d requests failed (%s); request %d: %s", c.n_failed, w.n, kinds, c.first_failed, c.first_msg);
+        goto out;
+    }
+    hw_send(k, BENCH_EV_DONE, 1, 0, res[0].n_tokens, 0, NULL);
+    rc = 0;
+    goto out;
+oom:
+    *code = BENCH_ERR_NOMEM;
+    bench_errf(err, errlen, "out of memory");
+out:
+    if (pid) hw_stop(pid, h.stop_timeout_s);
+    for (int i = 0; argv && i < nargv; i++) free(argv[i]);
+    free(argv);
+    if (res) hc_results_free(res, w.n);
+    free(res);
+    free(url);
+    free(health);
+    hw_work_free(&w);
+    tg_http_free(&h);
+    return rc;
+}

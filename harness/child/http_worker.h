@@ -1,0 +1,46 @@
+/* The worker against an http target (harness/spec/target.h): one repetition whose requests
+ * go to a server behind an OpenAI-compatible API instead of the engine in this process.
+ *
+ *   launched   the server command is started (its fds past stderr closed; it dies with
+ *              the worker), TARGET names its pid, HELLO [ack] is its start; LOAD_START, then
+ *              /health is polled until 200 and LOAD_END [ack] is its load: the parent's
+ *              snapshots of the server's memory bracket the load as a worker's do. After DONE
+ *              [ack] (its end snapshot: peak RSS) it gets SIGTERM, then SIGKILL.
+ *   pid        a server left running, measured by that pid; latency only without one.
+ *
+ * The requests are the ones the in-process engine runs: the inference workload's prompt
+ * ids (its text through the model's tokenizer, or BOS and 3, 4, 5 ...) as one request of
+ * `generate` tokens, or a serving workload's requests (harness/child/serve.h,
+ * sv_make_requests, the same seed). The events are the engine's (events.h), stamped with
+ * the client's times: inference PREFILL_START at sending, PREFILL_END at the first token,
+ * TOKEN at each arrival; serving SERVE_START, a REQUEST per request that succeeded, SERVE_END;
+ * and REQ_TOKEN for every arrival, REQ_FAIL for every failed request. None of those waits
+ * for an ack: a snapshot in the middle of a stream would delay the tokens behind it.
+ *
+ * A repetition fails (ERROR, exit 1), with the reason, when any request failed, when a
+ * launched server never became ready or exited before the end.
+ */
+#ifndef BENCH_HTTP_WORKER_H
+#define BENCH_HTTP_WORKER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "harness/child/serve.h"
+#include "harness/spec/scenario.h"
+
+typedef struct hw_params {
+    const char *http;           /* the target's settings, JSON text (harness/spec/target.h) */
+    const char *model, *tokenizer;
+    const sc_requests *requests;        /* a serving run, or NULL */
+    const char *prompt;         /* inference: text, or NULL for prompt_tokens */
+    int prompt_tokens, generate;
+    double temperature, topp;
+    uint64_t seed;
+} hw_params;
+
+/* The repetition; events through sink (an event with BENCH_EV_ACK waits in sink->send).
+ * Returns 0, or -1 with err (a BENCH_ERR_* code in *code) for the worker's ERROR. */
+int hw_run(const hw_params *p, const sv_sink *sink, int *code, char *err, size_t errlen);
+
+#endif

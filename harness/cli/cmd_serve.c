@@ -1,0 +1,159 @@
+/* bench serve: bench's own engine behind an OpenAI-compatible HTTP API
+ * (harness/net/server.h), until SIGINT or SIGTERM. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "util/ut_clock.h"
+#include "commands.h"
+#include "harness/cli/cliargs.h"
+#include "harness/net/server.h"
+#include "engines/core/runtime/engine.h"
+#include "engines/core/runtime/modreg.h"
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: bench serve --model FILE [--tokenizer FILE] [--host ADDR] [--port N] [--port-file FILE]\n"
+            "                   [--name ID] [--threads N] [--ctx N] [--loader NAME] [--loader-opt k=v,...]\n"
+            "                   [--kv NAME] [--kv-opt k=v,...] [--alloc NAME] [--alloc-opt k=v,...]\n"
+            "                   [--kernels NAME] [--cache-type T[/T]] [--device cpu|cuda] [--device-opt k=v,...]\n\n"
+            "Serves one engine (the modules as bench generate takes them) over an OpenAI-compatible API\n"
+            "until SIGINT or SIGTERM:\n"
+            "  POST /v1/completions  prompt as text or token ids; max_tokens, stream (server-sent events),\n"
+            "                        temperature (0: greedy), top_p, seed, ignore_eos, stream_options.include_usage;\n"
+            "                        each choice also carries \"tokens\", the ids generated\n"
+            "  GET  /health          200 once the model is loaded\n"
+            "  GET  /v1/models       the model's id (--name, default: bench) and context\n"
+            "One request runs at a time; the others wait their turn.\n\n"
+            "  --host ADDR       the IPv4 address to listen on (default 127.0.0.1: this machine only)\n"
+            "  --port N          default 8080; 0: any free port, written to --port-file FILE once listening\n\n"
+            "Exit status: 0 stopped by a signal; 1 the model, the engine or the address failed; 2 a usage error.\n\n"
+            "example:\n"
+            "  bench serve --model ../shared/models/stories260K.bin --tokenizer ../shared/models/tok512.bin --port 8080\n"
+            "  curl -N localhost:8080/v1/completions -d '{\"prompt\": \"The little dog\", \"max_tokens\": 32, \"stream\": true}'\n");
+}
+
+static int sv_int(const char *opt, const char *v, long lo, long hi, int *out) {
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (end == v || *end || errno || n < lo || n > hi) {
+        fprintf(stderr, "bench serve: %s %s: expected a whole number from %ld to %ld\n", opt, v, lo, hi);
+        return -1;
+    }
+    *out = (int)n;
+    return 0;
+}
+
+int cmd_serve(int argc, char **argv) {
+    engine_spec spec = {.max_seqs = 1};
+    hs_opts ho = {.port = 8080};
+    const char *lopt = NULL, *kopt = NULL, *aopt = NULL, *dopt = NULL, *port_file = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define ARG(name) (!strcmp(a, name) && v && (i++, 1))
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
+        else if (ARG("--model")) spec.model_path = v;
+        else if (ARG("--tokenizer")) spec.tokenizer_path = v;
+        else if (ARG("--host")) ho.host = v;
+        else if (ARG("--port")) { if (sv_int(a, v, 0, 65535, &ho.port)) return CLI_EXIT_USAGE; }
+        else if (ARG("--port-file")) port_file = v;
+        else if (ARG("--name")) ho.model_name = v;
+        else if (ARG("--threads")) { if (sv_int(a, v, 1, 1024, &spec.threads)) return CLI_EXIT_USAGE; }
+        else if (ARG("--ctx")) { if (sv_int(a, v, 1, 1L << 24, &spec.max_pos)) return CLI_EXIT_USAGE; }
+        else if (ARG("--loader")) spec.loader = v;
+        else if (ARG("--kv")) spec.kv = v;
+        else if (ARG("--alloc")) spec.alloc = v;
+        else if (ARG("--loader-opt")) lopt = v;
+        else if (ARG("--kv-opt")) kopt = v;
+        else if (ARG("--alloc-opt")) aopt = v;
+        else if (ARG("--device")) spec.device = v;
+        else if (ARG("--device-opt")) dopt = v;
+        else if (ARG("--kernels")) spec.kernels = v;
+        else if (ARG("--modules")) spec.module_dir = v;
+        else if (ARG("--cache-type")) {
+            char e1[256];
+            if (engine_parse_cache_type(v, &spec.kv_k_type, &spec.kv_v_type, e1, sizeof(e1))) {
+                fprintf(stderr, "bench serve: --cache-type %s: %s\n", v, e1);
+                return CLI_EXIT_USAGE;
+            }
+        }
+        else if (ARG("--fault")) {
+            /* the test suite's misbehaving server (server.h hs_opts.fault) */
+            const char *hooks = getenv("BENCH_TEST_HOOKS");
+            if (!hooks || strcmp(hooks, "1")) {
+                fprintf(stderr, "bench serve: --fault is a test hook (BENCH_TEST_HOOKS=1 only)\n");
+                return CLI_EXIT_USAGE;
+            }
+            ho.fault = v;
+        }
+        else {
+            static const char *const known[] = {
+                "--model", "--tokenizer", "--host", "--port", "--port-file", "--name", "--threads", "--ctx", "--loader",
+                "--kv", "--alloc", "--loader-opt", "--kv-opt", "--alloc-opt", "--device", "--device-opt", "--kernels",
+                "--modules", "--cache-type", "--help", NULL};
+            return cli_bad_arg(stderr, "serve", a, known);
+        }
+#undef ARG
+    }
+    if (!spec.model_path) {
+        fprintf(stderr, "bench serve: --model is required\n");
+        return CLI_EXIT_USAGE;
+    }
+    /* blocked before any thread starts, so every thread inherits the mask and sigwait alone takes them */
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    signal(SIGPIPE, SIG_IGN);   /* a client that hangs up mid-stream is that request's end, not the server's */
+    char err[1024];
+    void *st[4] = {NULL, NULL, NULL, NULL};
+    engine *e = NULL;
+    hs_server *srv = NULL;
+    int rc = 1;
+    if (modreg_parse_opts(lopt, &spec.loader_opts, &st[0], err, sizeof(err)) ||
+        modreg_parse_opts(kopt, &spec.kv_opts, &st[1], err, sizeof(err)) ||
+        modreg_parse_opts(aopt, &spec.alloc_opts, &st[2], err, sizeof(err)) ||
+        modreg_parse_opts(dopt, &spec.device_opts, &st[3], err, sizeof(err))) {
+        fprintf(stderr, "bench serve: %s\n", err);
+        rc = CLI_EXIT_USAGE;
+        goto out;
+    }
+    int64_t t0 = ut_now_ns();
+    if (engine_create(&spec, &e, err, sizeof(err))) {
+        fprintf(stderr, "bench serve: %s\n", err);
+        goto out;
+    }
+    int64_t t1 = ut_now_ns();
+    if (hs_start(e, &ho, &srv, err, sizeof(err))) {
+        fprintf(stderr, "bench serve: %s\n", err);
+        goto out;
+    }
+    if (port_file) {
+        /* written whole under another name and renamed: a reader never sees half a number */
+        char tmp[4096];
+        snprintf(tmp, sizeof(tmp), "%s.tmp", port_file);
+        FILE *f = fopen(tmp, "w");
+        if (!f || fprintf(f, "%d\n", hs_port(srv)) < 0 || fclose(f) || rename(tmp, port_file)) {
+            fprintf(stderr, "bench serve: --port-file %s: cannot write: %s\n", port_file, strerror(errno));
+            goto out;
+        }
+    }
+    fprintf(stderr, "bench serve: %s loaded in %.3f s; listening on http://%s:%d\n", spec.model_path,
+            (double)(t1 - t0) * 1e-9, ho.host ? ho.host : "127.0.0.1",
+            hs_port(srv));
+    int sig = 0;
+    sigwait(&stop, &sig);
+    fprintf(stderr, "bench serve: %s: stopping\n", strsignal(sig));
+    rc = 0;
+out:
+    hs_stop(srv);
+    engine_destroy(e);
+    for (int i = 0; i < 4; i++) free(st[i]);
+    return rc;
+}

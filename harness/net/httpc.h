@@ -1,0 +1,78 @@
+/* The http target's client: a workload's requests to an OpenAI-compatible server's
+ * /v1/completions, streamed (server-sent events, sse.h), many in flight at once on
+ * libcurl's multi interface, each timed from outside: when it was sent, when each token
+ * arrived, when it ended, and how it failed.
+ *
+ * A request: the prompt as token ids (exact prompt lengths; bench serve, llama-server and
+ * vLLM take them), max_tokens, stream: true with stream_options.include_usage, and
+ * ignore_eos when asked. A streamed event counts as tokens when its choice carries text or
+ * "tokens" (ids, an extension bench serve and llama-server send): one arrival, as many
+ * tokens as ids (one without ids). The stream ends at "data: [DONE]".
+ *
+ * Failures, one per request, never dropped: the connection refused or lost (HC_ERR_CONNECT),
+ * an HTTP status other than 200 (HC_ERR_HTTP, with the server's message), no answer within
+ * the time-out (HC_ERR_TIMEOUT), an event that is not the JSON of a completion chunk
+ * (HC_ERR_MALFORMED), the stream closed before [DONE] (HC_ERR_CLOSED).
+ *
+ * Requests go to opts.url and nowhere else: no proxy from the environment, no redirect,
+ * http and https only.
+ */
+#ifndef BENCH_HTTPC_H
+#define BENCH_HTTPC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum { HC_OK, HC_ERR_CONNECT, HC_ERR_HTTP, HC_ERR_TIMEOUT, HC_ERR_MALFORMED, HC_ERR_CLOSED, HC_ERR_OTHER, HC_ERR_COUNT };
+const char *hc_err_name(int err);       /* "ok", "connect", "http", "timeout", "malformed", "closed", "other" */
+
+typedef struct hc_req {
+    const int *prompt;      /* (n_prompt) token ids, borrowed */
+    int n_prompt;
+    int max_tokens;         /* >= 1 */
+    int64_t arrival_ns;     /* sent this long after hc_run starts; 0: at once */
+    uint64_t seed;          /* the request's "seed" */
+} hc_req;
+
+typedef struct hc_result {
+    int err;                /* HC_OK or HC_ERR_* */
+    char msg[256];          /* what failed, "" when ok */
+    long http_status;       /* 0: no answer */
+    int64_t sent_ns, first_ns, end_ns;      /* CLOCK_MONOTONIC; first_ns 0: no token came */
+    int n_tokens;           /* tokens received (ids, else one an event) */
+    int n_arrivals;         /* events that carried tokens */
+    int64_t *arrival_ns;    /* (n_arrivals) when each came, owned */
+    int *ids;               /* (n_ids) the ids, when the server sends them; owned */
+    int n_ids;
+    int usage_prompt, usage_completion;     /* the server's usage; -1: it reported none */
+    char finish[16];        /* the last finish_reason, "" when none */
+} hc_result;
+
+typedef struct hc_opts {
+    const char *url;        /* the server's base URL, "http://127.0.0.1:8080" (no trailing /v1) */
+    const char *model;      /* the request's "model"; NULL: not sent */
+    double timeout_s;       /* each request's whole time at most; 0: none */
+    int concurrency;        /* requests in flight at most; 0: no limit */
+    double temperature, topp;
+    int ignore_eos;         /* 1: send "ignore_eos": true */
+    /* (optional) each request as it ends, in the order they end */
+    void (*on_done)(void *user, int req, const hc_result *r);
+    void *user;
+} hc_opts;
+
+/* Sends every request and waits for all; res (n entries) gets each one's result. Returns
+ * 0 (a failed request is a result, not an error), or -1 with err when nothing could be
+ * sent (libcurl failed to start, out of memory). hc_results_free releases res's arrays. */
+int hc_run(const hc_opts *o, const hc_req *reqs, int n, hc_result *res, char *err, size_t errlen);
+void hc_results_free(hc_result *res, int n);
+
+/* GET url: 0 with *status (the HTTP status), or -1 with err when no answer came within
+ * timeout_s (refused, reset, timed out). For readiness probes. */
+int hc_get(const char *url, double timeout_s, long *status, char *err, size_t errlen);
+
+/* Parses one event's data (sse.h) of a completion stream into r: tokens (at t_ns), ids,
+ * usage, finish_reason. Returns 1 for "[DONE]", 0 for a chunk, -1 with r->err and
+ * r->msg for anything else. Exposed for the tests. */
+int hc_chunk(hc_result *r, const char *data, size_t len, int64_t t_ns);
+
+#endif

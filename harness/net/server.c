@@ -1,0 +1,677 @@
+/* bench serve's server: see server.h. */
+#include "server.h"
+
+#include <arpa/inet.h>
+#include <cJSON.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engines/core/runtime/sampler.h"
+
+/* A request body larger than this is refused (413): a prompt of ids is ~7 bytes an id. */
+#define HS_MAX_BODY (8u << 20)
+
+struct hs_server {
+    struct MHD_Daemon *d;
+    engine *e;
+    int port;
+    char model_name[256];
+    char fault[32];
+    /* the engine's one sequence, lent to one request at a time */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int busy, stopping;
+    uint64_t next_id;               /* completion ids, "cmpl-<n>" */
+    int died_once;                  /* fault "die": only the first stream */
+};
+
+/* ======================================================================
+ * The engine, one request at a time
+ * ====================================================================== */
+
+static int hs_acquire(hs_server *s) {
+    pthread_mutex_lock(&s->mu);
+    while (s->busy && !s->stopping) pthread_cond_wait(&s->cv, &s->mu);
+    int ok = !s->stopping;
+    if (ok) s->busy = 1;
+    pthread_mutex_unlock(&s->mu);
+    return ok ? 0 : -1;
+}
+
+static void hs_release(hs_server *s) {
+    pthread_mutex_lock(&s->mu);
+    s->busy = 0;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+static int hs_stopping(hs_server *s) {
+    pthread_mutex_lock(&s->mu);
+    int st = s->stopping;
+    pthread_mutex_unlock(&s->mu);
+    return st;
+}
+
+/* ======================================================================
+ * A completion request
+ * ====================================================================== */
+
+typedef struct hs_req {
+    int *ids;               /* (n_prompt + max_new) the prompt, then the tokens generated */
+    int n_prompt, max_new;
+    int stream, usage, ignore_eos;
+    float temperature, topp;
+    uint64_t seed;
+} hs_req;
+
+static int hs_errf(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int hs_errf(char *err, size_t n, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, n, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* A JSON number that is a whole number in [lo, hi]. */
+static int hs_whole(const cJSON *v, double lo, double hi, long long *out) {
+    if (!cJSON_IsNumber(v)) return -1;
+    double x = v->valuedouble;
+    if (x != (double)(long long)x || x < lo || x > hi) return -1;
+    *out = (long long)x;
+    return 0;
+}
+
+static int hs_bool(const cJSON *root, const char *key, int *out, char *err, size_t errlen) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+    if (!v) return 0;
+    if (!cJSON_IsBool(v)) return hs_errf(err, errlen, "%s: expected true or false", key);
+    *out = cJSON_IsTrue(v);
+    return 0;
+}
+
+/* The body into r; every error names the field and what was expected. */
+static int hs_parse(hs_server *s, const char *body, size_t len, hs_req *r, char *err, size_t errlen) {
+    memset(r, 0, sizeof(*r));
+    r->max_new = 16;                /* OpenAI's default */
+    r->temperature = 1.0f;
+    r->topp = 1.0f;
+    cJSON *root = cJSON_ParseWithLength(body, len);
+    if (!cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        return hs_errf(err, errlen, "the body is not a JSON object");
+    }
+    const model *m = engine_model(s->e);
+    const tokenizer *tok = engine_tokenizer(s->e);
+    int vocab = m->cfg.vocab_size, max_pos = engine_max_pos(s->e);
+    long long x;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "max_tokens");
+    if (v && hs_whole(v, 1, max_pos, &x)) {
+        hs_errf(err, errlen, "max_tokens: expected a whole number from 1 to %d (the context)", max_pos);
+        goto bad;
+    }
+    if (v) r->max_new = (int)x;
+    v = cJSON_GetObjectItemCaseSensitive(root, "temperature");
+    if (v && (!cJSON_IsNumber(v) || !(v->valuedouble >= 0 && v->valuedouble <= 100))) {
+        hs_errf(err, errlen, "temperature: expected a number from 0 (greedy) to 100");
+        goto bad;
+    }
+    if (v) r->temperature = (float)v->valuedouble;
+    v = cJSON_GetObjectItemCaseSensitive(root, "top_p");
+    if (v && (!cJSON_IsNumber(v) || !(v->valuedouble > 0 && v->valuedouble <= 1))) {
+        hs_errf(err, errlen, "top_p: expected a number in (0, 1]");
+        goto bad;
+    }
+    if (v) r->topp = (float)v->valuedouble;
+    v = cJSON_GetObjectItemCaseSensitive(root, "seed");
+    if (v && hs_whole(v, 0, 9007199254740992.0, &x)) {
+        hs_errf(err, errlen, "seed: expected a whole number >= 0");
+        goto bad;
+    }
+    if (v) r->seed = (uint64_t)x;
+    if (hs_bool(root, "stream", &r->stream, err, errlen) || hs_bool(root, "ignore_eos", &r->ignore_eos, err, errlen)) goto bad;
+    v = cJSON_GetObjectItemCaseSensitive(root, "stream_options");
+    if (v && !cJSON_IsObject(v) && !cJSON_IsNull(v)) {
+        hs_errf(err, errlen, "stream_options: expected an object");
+        goto bad;
+    }
+    if (cJSON_IsObject(v) && hs_bool(v, "include_usage", &r->usage, err, errlen)) goto bad;
+
+    v = cJSON_GetObjectItemCaseSensitive(root, "prompt");
+    int n = 0;
+    if (cJSON_IsString(v)) {
+        if (!tok) {
+            hs_errf(err, errlen, "prompt: the model has no vocabulary: give the prompt as token ids");
+            goto bad;
+        }
+        size_t cap = strlen(v->valuestring) + 8;
+        r->ids = malloc((cap + (size_t)r->max_new) * sizeof(int));
+        if (!r->ids) {
+            hs_errf(err, errlen, "out of memory");
+            goto bad;
+        }
+        char e2[256];
+        n = tokenizer_encode(tok, v->valuestring, 1, 0, r->ids, (int)cap, e2, sizeof(e2));
+        if (n < 0) {
+            hs_errf(err, errlen, "prompt: %s", e2);
+            goto bad;
+        }
+    } else if (cJSON_IsArray(v)) {
+        int count = cJSON_GetArraySize(v);
+        if (count < 1 || count > max_pos) {
+            hs_errf(err, errlen, "prompt: expected 1 to %d token ids, got %d", max_pos, count);
+            goto bad;
+        }
+        r->ids = malloc(((size_t)count + (size_t)r->max_new) * sizeof(int));
+        if (!r->ids) {
+            hs_errf(err, errlen, "out of memory");
+            goto bad;
+        }
+        const cJSON *it;
+        cJSON_ArrayForEach(it, v) {
+            if (hs_whole(it, 0, vocab - 1, &x)) {
+                hs_errf(err, errlen, "prompt[%d]: expected a token id from 0 to %d (one prompt a request)", n, vocab - 1);
+                goto bad;
+            }
+            r->ids[n++] = (int)x;
+        }
+    } else {
+        hs_errf(err, errlen, "prompt: expected a string or an array of token ids");
+        goto bad;
+    }
+    if (n < 1) {
+        hs_errf(err, errlen, "prompt: no tokens");
+        goto bad;
+    }
+    if (n + r->max_new - 1 > max_pos) {
+        hs_errf(err, errlen, "prompt (%d tokens) + max_tokens (%d) - 1 exceed the context (%d positions)", n, r->max_new, max_pos);
+        goto bad;
+    }
+    r->n_prompt = n;
+    cJSON_Delete(root);
+    return 0;
+bad:
+    free(r->ids);
+    r->ids = NULL;
+    cJSON_Delete(root);
+    return -1;
+}
+
+/* ======================================================================
+ * Generation: one token a step
+ * ====================================================================== */
+
+enum { HS_G_START, HS_G_RUN, HS_G_TAIL, HS_G_DONE, HS_G_CUT };
+
+typedef struct hs_gen {
+    hs_server *s;
+    hs_req r;
+    sampler *smp;
+    int n;                  /* ids so far: prompt + generated */
+    int held;               /* holds the engine */
+    int state;              /* HS_G_* */
+    int finish_stop;        /* ended at EOS */
+    uint64_t id;
+    long created;
+    char *out;              /* (out_cap) bytes to send */
+    size_t out_len, out_off, out_cap;
+    char fail[256];         /* an engine failure, sent as an error event */
+} hs_gen;
+
+static void hs_gen_free(hs_gen *g) {
+    if (!g) return;
+    if (g->held) hs_release(g->s);
+    sampler_free(g->smp);
+    free(g->r.ids);
+    free(g->out);
+    free(g);
+}
+
+static int hs_out(hs_gen *g, const char *text) {
+    size_t n = strlen(text);
+    if (g->out_len + n > g->out_cap) {
+        size_t c = g->out_cap ? g->out_cap : 1024;
+        while (c < g->out_len + n) c *= 2;
+        char *b = realloc(g->out, c);
+        if (!b) return -1;
+        g->out = b;
+        g->out_cap = c;
+    }
+    memcpy(g->out + g->out_len, text, n);
+    g->out_len += n;
+    return 0;
+}
+
+/* The next token: the prompt's forward pass first (after taking the engine), then one
+ * decode step. Returns 0, or -1 with g->fail. */
+static int hs_next(hs_gen *g) {
+    engine *e = g->s->e;
+    char err[512];
+    float *logits;
+    int rc;
+    if (g->state == HS_G_START) {
+        if (hs_acquire(g->s)) return hs_errf(g->fail, sizeof(g->fail), "the server is stopping");
+        g->held = 1;
+        engine_reset(e, 0);
+        rc = engine_forward(e, 0, g->r.ids, g->r.n_prompt, 0, &logits, err, sizeof(err));
+        g->state = HS_G_RUN;
+    } else {
+        rc = engine_forward(e, 0, &g->r.ids[g->n - 1], 1, g->n - 1, &logits, err, sizeof(err));
+    }
+    if (rc) return hs_errf(g->fail, sizeof(g->fail), "engine: %s", err);
+    g->r.ids[g->n++] = engine_sample(e, g->smp, logits);
+    return 0;
+}
+
+/* 1 when the token just made is the last. */
+static int hs_last(hs_gen *g) {
+    const tokenizer *tok = engine_tokenizer(g->s->e);
+    int eos = tok ? tokenizer_eos(tok) : engine_model(g->s->e)->vocab.eos;
+    if (!g->r.ignore_eos && eos >= 0 && g->r.ids[g->n - 1] == eos) {
+        g->finish_stop = 1;
+        return 1;
+    }
+    return g->n - g->r.n_prompt >= g->r.max_new || hs_stopping(g->s);
+}
+
+static void hs_finish(hs_gen *g) {
+    if (g->held) {
+        engine_reset(g->s->e, 0);
+        hs_release(g->s);
+        g->held = 0;
+    }
+}
+
+static cJSON *hs_usage(const hs_gen *g) {
+    cJSON *u = cJSON_CreateObject();
+    int out = g->n - g->r.n_prompt;
+    cJSON_AddNumberToObject(u, "prompt_tokens", g->r.n_prompt);
+    cJSON_AddNumberToObject(u, "completion_tokens", out);
+    cJSON_AddNumberToObject(u, "total_tokens", g->r.n_prompt + out);
+    return u;
+}
+
+static cJSON *hs_envelope(const hs_gen *g) {
+    cJSON *o = cJSON_CreateObject();
+    char id[48];
+    snprintf(id, sizeof(id), "cmpl-%llu", (unsigned long long)g->id);
+    cJSON_AddStringToObject(o, "id", id);
+    cJSON_AddStringToObject(o, "object", "text_completion");
+    cJSON_AddNumberToObject(o, "created", (double)g->created);
+    cJSON_AddStringToObject(o, "model", g->s->model_name);
+    return o;
+}
+
+/* The text of token i of ids (empty without a vocabulary). */
+static void hs_piece(const hs_gen *g, int i, char *buf, size_t len) {
+    const tokenizer *tok = engine_tokenizer(g->s->e);
+    buf[0] = 0;
+    if (!tok) return;
+    const char *p = tokenizer_decode(tok, i > 0 ? g->r.ids[i - 1] : -1, g->r.ids[i], buf, len);
+    if (p != buf) snprintf(buf, len, "%s", p ? p : "");
+}
+
+/* One "data: {...}\n\n" event for the token just made. */
+static int hs_chunk(hs_gen *g, int last) {
+    char piece[256];
+    hs_piece(g, g->n - 1, piece, sizeof(piece));
+    cJSON *o = hs_envelope(g), *choices = cJSON_AddArrayToObject(o, "choices"), *c = cJSON_CreateObject();
+    cJSON_AddItemToArray(choices, c);
+    cJSON_AddNumberToObject(c, "index", 0);
+    cJSON_AddStringToObject(c, "text", piece);
+    cJSON *t = cJSON_AddArrayToObject(c, "tokens");
+    cJSON_AddItemToArray(t, cJSON_CreateNumber(g->r.ids[g->n - 1]));
+    cJSON_AddNullToObject(c, "logprobs");
+    if (last) cJSON_AddStringToObject(c, "finish_reason", g->finish_stop ? "stop" : "length");
+    else cJSON_AddNullToObject(c, "finish_reason");
+    char *js = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    int rc = !js || hs_out(g, "data: ") || hs_out(g, js) || hs_out(g, "\n\n");
+    free(js);
+    return rc ? -1 : 0;
+}
+
+/* The stream's end: usage when asked, then [DONE]. */
+static int hs_tail(hs_gen *g) {
+    if (g->r.usage) {
+        cJSON *o = hs_envelope(g);
+        cJSON_AddArrayToObject(o, "choices");
+        cJSON_AddItemToObject(o, "usage", hs_usage(g));
+        char *js = cJSON_PrintUnformatted(o);
+        cJSON_Delete(o);
+        int rc = !js || hs_out(g, "data: ") || hs_out(g, js) || hs_out(g, "\n\n");
+        free(js);
+        if (rc) return -1;
+    }
+    return hs_out(g, "data: [DONE]\n\n");
+}
+
+static int hs_is_fault(const hs_server *s, const char *f) { return !strcmp(s->fault, f); }
+
+/* MHD's content reader: one event a call, made when the last is sent. */
+static ssize_t hs_stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
+    hs_gen *g = cls;
+    (void)pos;
+    if (g->out_off == g->out_len) {
+        g->out_off = g->out_len = 0;
+        switch (g->state) {
+        case HS_G_DONE: return MHD_CONTENT_READER_END_OF_STREAM;
+        case HS_G_CUT: return MHD_CONTENT_READER_END_WITH_ERROR;
+        case HS_G_TAIL:
+            hs_finish(g);
+            g->state = HS_G_DONE;
+            if (hs_tail(g)) return MHD_CONTENT_READER_END_WITH_ERROR;
+            break;
+        default: {
+            if (hs_next(g)) {
+                hs_finish(g);
+                g->state = HS_G_DONE;
+                char msg[400];
+                cJSON *o = cJSON_CreateObject(), *er = cJSON_AddObjectToObject(o, "error");
+                cJSON_AddStringToObject(er, "message", g->fail);
+                cJSON_AddStringToObject(er, "type", "server_error");
+                char *js = cJSON_PrintUnformatted(o);
+                cJSON_Delete(o);
+                snprintf(msg, sizeof(msg), "data: %s\n\n", js ? js : "{}");
+                free(js);
+                if (hs_out(g, msg)) return MHD_CONTENT_READER_END_WITH_ERROR;
+                break;
+            }
+            int last = hs_last(g), made = g->n - g->r.n_prompt;
+            if (made == 3 && hs_is_fault(g->s, "close-early")) {
+                hs_finish(g);
+                return MHD_CONTENT_READER_END_WITH_ERROR;
+            }
+            if (made == 3 && hs_is_fault(g->s, "die") && !g->s->died_once) {
+                g->s->died_once = 1;
+                fprintf(stderr, "bench serve: test hook: dying mid-stream\n");
+                _exit(7);
+            }
+            if (made == 2 && hs_is_fault(g->s, "malformed")) {
+                if (hs_out(g, "data: {\"choices\": [ {\"text\": \n\n")) return MHD_CONTENT_READER_END_WITH_ERROR;
+            } else if (hs_chunk(g, last)) {
+                return MHD_CONTENT_READER_END_WITH_ERROR;
+            }
+            if (last) g->state = HS_G_TAIL;
+        }
+        }
+    }
+    size_t n = g->out_len - g->out_off;
+    if (n > max) n = max;
+    memcpy(buf, g->out + g->out_off, n);
+    g->out_off += n;
+    return (ssize_t)n;
+}
+
+static void hs_stream_free(void *cls) { hs_gen_free(cls); }
+
+/* ======================================================================
+ * HTTP
+ * ====================================================================== */
+
+typedef struct hs_conn {
+    char *body;             /* (cap) the request body so far */
+    size_t len, cap;
+    int too_big;
+} hs_conn;
+
+static enum MHD_Result hs_send(struct MHD_Connection *c, unsigned code, const char *type, char *text) {
+    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(text);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, "Content-Type", type);
+    enum MHD_Result rc = MHD_queue_response(c, code, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
+static enum MHD_Result hs_json(struct MHD_Connection *c, unsigned code, cJSON *o) {
+    char *js = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    if (!js) return MHD_NO;
+    size_t n = strlen(js);
+    char *t = realloc(js, n + 2);
+    if (!t) {
+        free(js);
+        return MHD_NO;
+    }
+    memcpy(t + n, "\n", 2);
+    return hs_send(c, code, "application/json", t);
+}
+
+static enum MHD_Result hs_error(struct MHD_Connection *c, unsigned code, const char *type, const char *msg) {
+    cJSON *o = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(o, "error");
+    cJSON_AddStringToObject(e, "message", msg);
+    cJSON_AddStringToObject(e, "type", type);
+    cJSON_AddNumberToObject(e, "code", code);
+    return hs_json(c, code, o);
+}
+
+static hs_gen *hs_gen_new(hs_server *s, hs_req *r) {
+    hs_gen *g = calloc(1, sizeof(*g));
+    if (!g) return NULL;
+    g->s = s;
+    g->r = *r;
+    r->ids = NULL;
+    g->n = g->r.n_prompt;
+    g->smp = sampler_create(engine_model(s->e)->cfg.vocab_size, g->r.temperature, g->r.topp, g->r.seed);
+    pthread_mutex_lock(&s->mu);
+    g->id = s->next_id++;
+    pthread_mutex_unlock(&s->mu);
+    g->created = (long)time(NULL);
+    if (!g->smp) {
+        hs_gen_free(g);
+        return NULL;
+    }
+    return g;
+}
+
+/* Not streamed: the whole completion in one JSON answer. */
+static enum MHD_Result hs_complete_once(struct MHD_Connection *c, hs_gen *g) {
+    int last = 0;
+    while (!last) {
+        if (hs_next(g)) {
+            hs_finish(g);
+            enum MHD_Result rc = hs_error(c, 500, "server_error", g->fail);
+            hs_gen_free(g);
+            return rc;
+        }
+        last = hs_last(g);
+    }
+    hs_finish(g);
+    size_t tlen = 0, tcap = 256;
+    char *text = malloc(tcap), piece[256];
+    cJSON *o = hs_envelope(g), *choices = cJSON_AddArrayToObject(o, "choices"), *ch = cJSON_CreateObject();
+    cJSON *toks = cJSON_CreateArray();
+    for (int i = g->r.n_prompt; text && i < g->n; i++) {
+        hs_piece(g, i, piece, sizeof(piece));
+        size_t pl = strlen(piece);
+        if (tlen + pl + 1 > tcap) {
+            while (tlen + pl + 1 > tcap) tcap *= 2;
+            char *t = realloc(text, tcap);
+            if (!t) {
+                free(text);
+                text = NULL;
+                break;
+            }
+            text = t;
+        }
+        memcpy(text + tlen, piece, pl);
+        tlen += pl;
+        cJSON_AddItemToArray(toks, cJSON_CreateNumber(g->r.ids[i]));
+    }
+    if (text) text[tlen] = 0;
+    cJSON_AddItemToArray(choices, ch);
+    cJSON_AddNumberToObject(ch, "index", 0);
+    cJSON_AddStringToObject(ch, "text", text ? text : "");
+    cJSON_AddItemToObject(ch, "tokens", toks);
+    cJSON_AddNullToObject(ch, "logprobs");
+    cJSON_AddStringToObject(ch, "finish_reason", g->finish_stop ? "stop" : "length");
+    cJSON_AddItemToObject(o, "usage", hs_usage(g));
+    free(text);
+    hs_gen_free(g);
+    return hs_json(c, 200, o);
+}
+
+static enum MHD_Result hs_completions(hs_server *s, struct MHD_Connection *c, hs_conn *k) {
+    if (k->too_big) {
+        char msg[128];
+        snprintf(msg, sizeof(msg), "the request body is larger than %u bytes", HS_MAX_BODY);
+        return hs_error(c, 413, "invalid_request_error", msg);
+    }
+    if (hs_is_fault(s, "refuse")) return hs_error(c, 503, "server_error", "test hook: refusing every completion");
+    hs_req r;
+    char err[512];
+    if (hs_parse(s, k->body ? k->body : "", k->len, &r, err, sizeof(err)))
+        return hs_error(c, 400, "invalid_request_error", err);
+    hs_gen *g = hs_gen_new(s, &r);
+    free(r.ids);
+    if (!g) return hs_error(c, 500, "server_error", "out of memory");
+    if (!g->r.stream) return hs_complete_once(c, g);
+    struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, hs_stream_read, g, hs_stream_free);
+    if (!resp) {
+        hs_gen_free(g);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, "Content-Type", "text/event-stream");
+    MHD_add_response_header(resp, "Cache-Control", "no-cache");
+    enum MHD_Result rc = MHD_queue_response(c, 200, resp);
+    MHD_destroy_response(resp);
+    return rc;
+}
+
+static enum MHD_Result hs_access(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                                 const char *version, const char *upload, size_t *upload_size, void **con_cls) {
+    hs_server *s = cls;
+    (void)version;
+    hs_conn *k = *con_cls;
+    if (!k) {       /* the headers: the body, if any, comes in the calls after */
+        if (!(k = calloc(1, sizeof(*k)))) return MHD_NO;
+        *con_cls = k;
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        size_t n = *upload_size;
+        *upload_size = 0;
+        if (k->too_big || k->len + n > HS_MAX_BODY) {
+            k->too_big = 1;
+            return MHD_YES;
+        }
+        if (k->len + n + 1 > k->cap) {
+            size_t cap = k->cap ? k->cap : 4096;
+            while (cap < k->len + n + 1) cap *= 2;
+            char *b = realloc(k->body, cap);
+            if (!b) return MHD_NO;
+            k->body = b;
+            k->cap = cap;
+        }
+        memcpy(k->body + k->len, upload, n);
+        k->len += n;
+        k->body[k->len] = 0;
+        return MHD_YES;
+    }
+    int get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
+    if (!strcmp(url, "/health")) {
+        if (!get) return hs_error(c, 405, "invalid_request_error", "/health: use GET");
+        if (hs_is_fault(s, "never-ready")) return hs_error(c, 503, "unavailable_error", "test hook: never ready");
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "status", "ok");
+        return hs_json(c, 200, o);
+    }
+    if (!strcmp(url, "/v1/models")) {
+        if (!get) return hs_error(c, 405, "invalid_request_error", "/v1/models: use GET");
+        cJSON *o = cJSON_CreateObject(), *data = cJSON_AddArrayToObject(o, "data"), *m = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "object", "list");
+        cJSON_AddItemToArray(data, m);
+        cJSON_AddStringToObject(m, "id", s->model_name);
+        cJSON_AddStringToObject(m, "object", "model");
+        cJSON_AddStringToObject(m, "owned_by", "bench");
+        cJSON_AddNumberToObject(m, "max_model_len", engine_max_pos(s->e));
+        return hs_json(c, 200, o);
+    }
+    if (!strcmp(url, "/v1/completions")) {
+        if (!post) return hs_error(c, 405, "invalid_request_error", "/v1/completions: use POST");
+        return hs_completions(s, c, k);
+    }
+    char msg[300];
+    snprintf(msg, sizeof(msg), "%.200s: no such endpoint (have: /v1/completions, /v1/models, /health)", url);
+    return hs_error(c, 404, "not_found_error", msg);
+}
+
+/* Each token is its own small write: without TCP_NODELAY, Nagle's algorithm holds one back
+ * until the client acknowledges the last, and the client's ITL would measure that. */
+static void hs_connection(void *cls, struct MHD_Connection *c, void **socket_ctx, enum MHD_ConnectionNotificationCode code) {
+    (void)cls;
+    (void)socket_ctx;
+    if (code != MHD_CONNECTION_NOTIFY_STARTED) return;
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    int one = 1;
+    if (ci) setsockopt(ci->connect_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+static void hs_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode why) {
+    (void)cls;
+    (void)c;
+    (void)why;
+    hs_conn *k = *con_cls;
+    if (k) free(k->body);
+    free(k);
+    *con_cls = NULL;
+}
+
+int hs_start(engine *e, const hs_opts *o, hs_server **out, char *err, size_t errlen) {
+    *out = NULL;
+    const char *host = o && o->host ? o->host : "127.0.0.1";
+    int port = o ? o->port : 0;
+    if (port < 0 || port > 65535) return hs_errf(err, errlen, "port %d: expected 0 (any free port) to 65535", port);
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)port);
+    if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+        return hs_errf(err, errlen, "host \"%s\": expected a dotted IPv4 address such as 127.0.0.1", host);
+    hs_server *s = calloc(1, sizeof(*s));
+    if (!s) return hs_errf(err, errlen, "out of memory");
+    s->e = e;
+    snprintf(s->model_name, sizeof(s->model_name), "%s", o && o->model_name ? o->model_name : "bench");
+    snprintf(s->fault, sizeof(s->fault), "%s", o && o->fault ? o->fault : "");
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    s->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL, 0, NULL, NULL,
+                            hs_access, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_NOTIFY_COMPLETED,
+                            hs_completed, s, MHD_OPTION_NOTIFY_CONNECTION, hs_connection, s, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120, MHD_OPTION_END);
+    if (!s->d) {
+        int p = port;
+        hs_stop(s);
+        return hs_errf(err, errlen, "cannot listen on %s:%d (taken, or not an address of this machine)", host, p);
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
+    s->port = di ? di->port : port;
+    *out = s;
+    return 0;
+}
+
+int hs_port(const hs_server *s) { return s->port; }
+
+void hs_stop(hs_server *s) {
+    if (!s) return;
+    pthread_mutex_lock(&s->mu);
+    s->stopping = 1;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    if (s->d) MHD_stop_daemon(s->d);
+    pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}

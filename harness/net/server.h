@@ -1,0 +1,46 @@
+/* bench serve's server: an engine (engines/core/runtime/engine.h) behind an
+ * OpenAI-compatible HTTP API, on libmicrohttpd.
+ *
+ *   POST /v1/completions   {"prompt": "text" | [ids], "max_tokens": N, "stream": bool,
+ *                          "temperature": T, "top_p": P, "seed": S, "ignore_eos": bool,
+ *                          "stream_options": {"include_usage": bool}}
+ *                          stream: server-sent events, one token a chunk, each choice
+ *                          carrying "tokens": [id] (an extension: the ids, exactly), the
+ *                          last with finish_reason, then usage when asked, then [DONE]
+ *   GET  /health           200 {"status": "ok"}
+ *   GET  /v1/models        the one model
+ * A bad request gets 400 and {"error": {"message", "type", "code"}}; the message names the
+ * field and what was expected.
+ *
+ * One request runs at a time (the engine holds one sequence): the others wait their turn
+ * in their connection's thread. Batching across HTTP requests is not done; what HTTP
+ * costs is measured against the in-process run of one sequence at a time (docs).
+ */
+#ifndef BENCH_SERVER_H
+#define BENCH_SERVER_H
+
+#include <stddef.h>
+
+#include "engines/core/runtime/engine.h"
+
+typedef struct hs_opts {
+    const char *host;           /* address to bind, dotted IPv4; NULL: 127.0.0.1 */
+    int port;                   /* 0: an ephemeral port (hs_port says which) */
+    const char *model_name;     /* the id /v1/models reports; NULL: "bench" */
+    /* (test hook; NULL: none) misbehave on purpose, for the http target's fault tests:
+     * "refuse" 503 to every completion; "close-early" a stream cut after 2 tokens;
+     * "malformed" a stream whose second event is not JSON; "never-ready" /health 503;
+     * "die" the process exits in the middle of the first stream */
+    const char *fault;
+} hs_opts;
+
+typedef struct hs_server hs_server;
+
+/* Starts serving e (created with at least one sequence; borrowed until hs_stop) on its
+ * own threads. Returns 0, or -1 with err (the address is taken, a bad host). */
+int hs_start(engine *e, const hs_opts *o, hs_server **out, char *err, size_t errlen);
+int hs_port(const hs_server *s);
+/* Stops accepting, ends the requests in flight, joins the threads. s may be NULL. */
+void hs_stop(hs_server *s);
+
+#endif

@@ -1,0 +1,261 @@
+/* A scenario's target: see target.h. */
+#include "target.h"
+
+#include <cJSON.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void tg_err(tg_err_fn fn, void *user, const char *path, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void tg_err(tg_err_fn fn, void *user, const char *path, const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    fn(user, path, msg);
+}
+
+static const char *tg_type(const cJSON *j) {
+    return cJSON_IsString(j) ? "a string" : cJSON_IsNumber(j) ? "a number" : cJSON_IsBool(j) ? "a boolean" :
+           cJSON_IsArray(j) ? "a list" : cJSON_IsObject(j) ? "an object" : "null";
+}
+
+static int tg_is_key(const char *k, const char *const *keys) {
+    for (int i = 0; keys[i]; i++)
+        if (!strcmp(k, keys[i])) return 1;
+    return 0;
+}
+
+static const char *const tg_http_keys[] = {"url", "launch", "health", "ready_timeout_s", "request_timeout_s",
+                                           "stop_timeout_s", "pid", "model", "concurrency", "ignore_eos", NULL};
+
+/* Every check of an http object; returns the count of errors. */
+static int tg_check_http(const cJSON *h, const char *p, tg_err_fn fn, void *user) {
+    char q[300];
+    int bad = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, h) {
+        if (!tg_is_key(it->string, tg_http_keys)) {
+            snprintf(q, sizeof(q), "%.200s.%s", p, it->string);
+            tg_err(fn, user, q, "unknown key \"%s\" (allowed: url, launch, health, ready_timeout_s, request_timeout_s, "
+                   "stop_timeout_s, pid, model, concurrency, ignore_eos)", it->string);
+            bad++;
+        }
+    }
+    const cJSON *url = cJSON_GetObjectItemCaseSensitive(h, "url"), *launch = cJSON_GetObjectItemCaseSensitive(h, "launch");
+    const cJSON *pid = cJSON_GetObjectItemCaseSensitive(h, "pid");
+    snprintf(q, sizeof(q), "%.200s.url", p);
+    if (!url) {
+        tg_err(fn, user, q, "required: the server's base URL, e.g. \"http://127.0.0.1:8080\"");
+        bad++;
+    } else if (!cJSON_IsString(url) || (strncmp(url->valuestring, "http://", 7) && strncmp(url->valuestring, "https://", 8))) {
+        tg_err(fn, user, q, "expected a URL starting http:// or https://, got %s", cJSON_IsString(url) ? url->valuestring : tg_type(url));
+        bad++;
+    } else if (strstr(url->valuestring, "{port}") && !launch) {
+        tg_err(fn, user, q, "{port} is a free port bench picks for a server it launches: give \"launch\", or the port");
+        bad++;
+    }
+    if (launch) {
+        snprintf(q, sizeof(q), "%.200s.launch", p);
+        int ok = cJSON_IsString(launch) && launch->valuestring[0];
+        if (cJSON_IsArray(launch) && cJSON_GetArraySize(launch) > 0) {
+            ok = 1;
+            cJSON_ArrayForEach(it, launch) ok &= cJSON_IsString(it) && it->valuestring[0];
+        }
+        if (!ok) {
+            tg_err(fn, user, q, "expected a command line (a string, run by /bin/sh) or a list of its words, non-empty");
+            bad++;
+        }
+        if (pid) {
+            snprintf(q, sizeof(q), "%.200s.pid", p);
+            tg_err(fn, user, q, "a launched server's pid is the one bench starts: give launch or pid, not both");
+            bad++;
+        }
+    }
+    if (pid && (!cJSON_IsNumber(pid) || pid->valuedouble < 1 || pid->valuedouble > 4194304 ||
+                pid->valuedouble != (double)(int)pid->valuedouble)) {
+        snprintf(q, sizeof(q), "%.200s.pid", p);
+        tg_err(fn, user, q, "expected a process id (a whole number from 1 to 4194304), got %s", tg_type(pid));
+        bad++;
+    }
+    static const char *const secs[] = {"ready_timeout_s", "request_timeout_s", "stop_timeout_s"};
+    for (int i = 0; i < 3; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(h, secs[i]);
+        if (v && (!cJSON_IsNumber(v) || !(v->valuedouble > 0 && v->valuedouble <= 86400))) {
+            snprintf(q, sizeof(q), "%.200s.%s", p, secs[i]);
+            tg_err(fn, user, q, "expected seconds, a number in (0, 86400]");
+            bad++;
+        }
+    }
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(h, "concurrency");
+    if (v && (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 65536 || v->valuedouble != (double)(int)v->valuedouble)) {
+        snprintf(q, sizeof(q), "%.200s.concurrency", p);
+        tg_err(fn, user, q, "expected a whole number from 0 (the workload's max_batch, else every request) to 65536");
+        bad++;
+    }
+    static const char *const strs[] = {"health", "model"};
+    for (int i = 0; i < 2; i++) {
+        v = cJSON_GetObjectItemCaseSensitive(h, strs[i]);
+        if (v && (!cJSON_IsString(v) || (i == 0 && v->valuestring[0] != '/'))) {
+            snprintf(q, sizeof(q), "%.200s.%s", p, strs[i]);
+            tg_err(fn, user, q, i == 0 ? "expected a path starting with /, e.g. \"/health\"" : "expected a string");
+            bad++;
+        }
+    }
+    v = cJSON_GetObjectItemCaseSensitive(h, "ignore_eos");
+    if (v && !cJSON_IsBool(v)) {
+        snprintf(q, sizeof(q), "%.200s.ignore_eos", p);
+        tg_err(fn, user, q, "expected true or false");
+        bad++;
+    }
+    return bad;
+}
+
+int tg_parse(const cJSON *j, const char *path, char **name, char **label, char **opts, tg_err_fn fn, void *user) {
+    *name = *label = *opts = NULL;
+    char q[300];
+    if (cJSON_IsString(j)) {
+        if (strcmp(j->valuestring, "engine")) {
+            tg_err(fn, user, path, "unknown target \"%s\" (have: \"engine\", or {\"label\": ..., \"http\": {...}})", j->valuestring);
+            return -1;
+        }
+        *name = strdup("engine");
+        *label = strdup("engine");
+        return *name && *label ? 0 : -1;
+    }
+    if (!cJSON_IsObject(j)) {
+        tg_err(fn, user, path, "expected \"engine\" or {\"label\": ..., \"http\": {\"url\": ...}}, got %s", tg_type(j));
+        return -1;
+    }
+    int bad = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, j) {
+        if (strcmp(it->string, "label") && strcmp(it->string, "http")) {
+            snprintf(q, sizeof(q), "%.200s.%s", path, it->string);
+            tg_err(fn, user, q, "unknown key \"%s\" (allowed: label, http)", it->string);
+            bad++;
+        }
+    }
+    const cJSON *lb = cJSON_GetObjectItemCaseSensitive(j, "label"), *h = cJSON_GetObjectItemCaseSensitive(j, "http");
+    if (lb && (!cJSON_IsString(lb) || !lb->valuestring[0] || strpbrk(lb->valuestring, ",= "))) {
+        snprintf(q, sizeof(q), "%.200s.label", path);
+        tg_err(fn, user, q, "expected a name without ',', '=' or spaces (it names the variant)");
+        bad++;
+    }
+    snprintf(q, sizeof(q), "%.200s.http", path);
+    if (!cJSON_IsObject(h)) {
+        tg_err(fn, user, q, "required: an object {\"url\": ..., \"launch\": ...}, got %s", h ? tg_type(h) : "nothing");
+        return -1;
+    }
+    bad += tg_check_http(h, q, fn, user);
+    if (bad) return -1;
+    *name = strdup("http");
+    *label = strdup(cJSON_IsString(lb) ? lb->valuestring : "http");
+    *opts = cJSON_PrintUnformatted(h);
+    return *name && *label && *opts ? 0 : -1;
+}
+
+void tg_http_free(tg_http *h) {
+    if (!h) return;
+    free(h->url);
+    free(h->health);
+    free(h->model);
+    for (int i = 0; h->launch && h->launch[i]; i++) free(h->launch[i]);
+    free(h->launch);
+    memset(h, 0, sizeof(*h));
+}
+
+static double tg_num(const cJSON *o, const char *k, double def) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsNumber(v) ? v->valuedouble : def;
+}
+
+int tg_read(const char *text, tg_http *h, char *err, size_t errlen) {
+    memset(h, 0, sizeof(*h));
+    cJSON *o = cJSON_Parse(text ? text : "");
+    const cJSON *url = cJSON_GetObjectItemCaseSensitive(o, "url");
+    if (!cJSON_IsObject(o) || !cJSON_IsString(url)) {
+        cJSON_Delete(o);
+        snprintf(err, errlen, "http target: expected an object with \"url\" (a scenario's target.http)");
+        return -1;
+    }
+    const cJSON *health = cJSON_GetObjectItemCaseSensitive(o, "health"), *model = cJSON_GetObjectItemCaseSensitive(o, "model");
+    const cJSON *launch = cJSON_GetObjectItemCaseSensitive(o, "launch");
+    h->url = strdup(url->valuestring);
+    h->health = strdup(cJSON_IsString(health) ? health->valuestring : "/health");
+    h->model = cJSON_IsString(model) ? strdup(model->valuestring) : NULL;
+    int oom = !h->url || !h->health || (cJSON_IsString(model) && !h->model);
+    if (cJSON_IsString(launch)) {
+        /* a command line: the shell splits it, and exec makes the server the pid bench watches */
+        size_t n = strlen(launch->valuestring) + 8;
+        char *cmd = malloc(n);
+        h->launch = calloc(4, sizeof(char *));
+        if (cmd && h->launch) {
+            snprintf(cmd, n, "exec %s", launch->valuestring);
+            h->launch[0] = strdup("/bin/sh");
+            h->launch[1] = strdup("-c");
+            h->launch[2] = cmd;
+            cmd = NULL;
+            oom |= !h->launch[0] || !h->launch[1];
+        } else {
+            oom = 1;
+        }
+        free(cmd);
+    } else if (cJSON_IsArray(launch)) {
+        int n = cJSON_GetArraySize(launch), i = 0;
+        h->launch = calloc((size_t)n + 1, sizeof(char *));
+        const cJSON *it;
+        cJSON_ArrayForEach(it, launch) if (h->launch && cJSON_IsString(it)) oom |= !(h->launch[i++] = strdup(it->valuestring));
+        oom |= !h->launch;
+    }
+    h->ready_timeout_s = tg_num(o, "ready_timeout_s", 120);
+    h->request_timeout_s = tg_num(o, "request_timeout_s", 300);
+    h->stop_timeout_s = tg_num(o, "stop_timeout_s", 10);
+    h->pid = (int)tg_num(o, "pid", 0);
+    h->concurrency = (int)tg_num(o, "concurrency", 0);
+    const cJSON *ie = cJSON_GetObjectItemCaseSensitive(o, "ignore_eos");
+    h->ignore_eos = ie ? cJSON_IsTrue(ie) : 1;
+    cJSON_Delete(o);
+    if (oom) {
+        tg_http_free(h);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+char *tg_expand(const char *tmpl, const char *const *keys, const char *const *vals, int n) {
+    size_t cap = strlen(tmpl) + 1, len = 0;
+    for (int i = 0; i < n; i++) cap += 8 * (vals[i] ? strlen(vals[i]) : 0);   /* a placeholder used up to 8 times */
+    char *out = malloc(cap);
+    if (!out) return NULL;
+    for (const char *p = tmpl; *p;) {
+        int hit = -1;
+        size_t kl = 0;
+        for (int i = 0; *p == '{' && i < n; i++) {
+            kl = strlen(keys[i]);
+            if (!strncmp(p + 1, keys[i], kl) && p[1 + kl] == '}') {
+                hit = i;
+                break;
+            }
+        }
+        const char *add = hit >= 0 ? (vals[hit] ? vals[hit] : "") : p;
+        size_t al = hit >= 0 ? strlen(add) : 1;
+        if (len + al + 1 > cap) {
+            cap = (len + al + 1) * 2;
+            char *b = realloc(out, cap);
+            if (!b) {
+                free(out);
+                return NULL;
+            }
+            out = b;
+        }
+        memcpy(out + len, add, al);
+        len += al;
+        p += hit >= 0 ? kl + 2 : 1;
+    }
+    out[len] = 0;
+    return out;
+}

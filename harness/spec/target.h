@@ -1,0 +1,58 @@
+/* A scenario's target: what runs the workload. The axis "target" (top level, matrix or
+ * matrix.fixed, as every axis) takes choices of two kinds:
+ *
+ *   "engine"                       bench's engine in the worker process (the default)
+ *   {"label": "bench-serve",       a server behind an OpenAI-compatible API
+ *    "http": {
+ *      "url": "http://127.0.0.1:{port}",        required; where the requests go, and only there
+ *      "launch": "{bench} serve --model {model} --port {port}"   (or an argv list)
+ *                                  started for every repetition, stopped after it; its memory
+ *                                  is read from /proc as a worker's. Placeholders: {bench} this
+ *                                  bench binary, {model} {tokenizer} the scenario's files (so the
+ *                                  cache axis applies to the file the server reads), {port} a
+ *                                  free loopback port
+ *      "health": "/health",        the readiness path, polled until it answers 200
+ *      "ready_timeout_s": 120,     a launched server not ready by then fails the repetition
+ *      "request_timeout_s": 300,   each request's whole time at most
+ *      "stop_timeout_s": 10,       SIGTERM, then SIGKILL after this
+ *      "pid": 1234,                without launch: the server's pid, whose memory is read;
+ *                                  neither launch nor pid: latency only
+ *      "model": "name",            the requests' "model" field (vLLM wants it)
+ *      "concurrency": 0,           requests in flight at most (0: the workload's max_batch, else all)
+ *      "ignore_eos": true}}        send ignore_eos (inference: always; serving: unless stop_at_eos)
+ *
+ * sc_choice of a target: name "engine" or "http", label as given ("engine", or the http
+ * choice's "label", default "http"), opts the http object as JSON text (NULL for engine).
+ * harness/child/http_worker.h reads that text back (tg_read).
+ */
+#ifndef BENCH_TARGET_H
+#define BENCH_TARGET_H
+
+#include <stddef.h>
+
+typedef struct cJSON cJSON;
+
+typedef void (*tg_err_fn)(void *user, const char *path, const char *msg);
+
+/* Validates choice j at path (".matrix.target[1]"), reporting every error through err;
+ * on success sets *name, *label and *opts (malloc'd; *opts NULL for engine). Returns 0 or -1. */
+int tg_parse(const cJSON *j, const char *path, char **name, char **label, char **opts, tg_err_fn err, void *user);
+
+/* The http settings, defaults applied (from a choice's opts text). */
+typedef struct tg_http {
+    char *url, *health, *model;
+    char **launch;          /* NULL-terminated argv; NULL: not launched. A string is run by /bin/sh -c "exec ..." */
+    double ready_timeout_s, request_timeout_s, stop_timeout_s;
+    int pid;                /* 0: none */
+    int concurrency;
+    int ignore_eos;
+} tg_http;
+
+/* Reads the JSON text of an http choice. Returns 0, or -1 with err. */
+int tg_read(const char *text, tg_http *h, char *err, size_t errlen);
+void tg_http_free(tg_http *h);
+
+/* Replaces {name} in tmpl by the value of name in keys/vals (n pairs); NULL when out of memory. */
+char *tg_expand(const char *tmpl, const char *const *keys, const char *const *vals, int n);
+
+#endif

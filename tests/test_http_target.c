@@ -1,0 +1,395 @@
+/* The http target end to end (harness/child/http_worker.h, harness/spec/target.h), through
+ * bench run on loopback with bench serve as the server:
+ *   - launched per repetition: the oracle's greedy ids exactly, as the in-process engine in
+ *     the same scenario; TTFT, TPOT and ITL from the client's clock; the server's memory
+ *     (peak RSS, faults at load, load time) read from /proc by its pid; results.json valid;
+ *   - a serving workload: every request's tokens and arrivals, serve_* metrics and ITL;
+ *   - a server left running, measured by its pid, and by latency only;
+ *   - the faults, each a bench serve that misbehaves on purpose (--fault, a test hook):
+ *     refuses, cuts the stream, sends a malformed event, never becomes ready, dies mid-run:
+ *     each a failed repetition with its reason, and the healthy one beside them still ok;
+ *   - the scenario's target field validated, every error naming the field; bench serve's usage errors.
+ * Every wait is bounded (ready_timeout_s, request_timeout_s, the scenario's timeout_s). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <cJSON.h>
+#include <errno.h>
+#include <libgen.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness/spec/scenario.h"
+#include "tests/lib/harness_jsonschema.h"
+#include "tests/lib/testutil.h"
+
+typedef struct fx {
+    char model[512], tok[512], oracle[512], dir[512], tmp[512];
+    int want[256], n_want;
+} fx;
+
+static int setup(void **state) {
+    fx *f = calloc(1, sizeof(*f));
+    if (!f) return -1;
+    *state = f;
+    if (!tu_shared("models/stories260K.bin", f->model, sizeof(f->model)) ||
+        !tu_shared("models/tok512.bin", f->tok, sizeof(f->tok)) ||
+        !tu_shared("oracle/greedy_dog.ids.txt", f->oracle, sizeof(f->oracle))) {
+        f->model[0] = 0;
+        return 0;
+    }
+    f->n_want = tu_read_ints(f->oracle, f->want, 256);
+    char m[512];
+    snprintf(m, sizeof(m), "%s", f->model);
+    snprintf(f->dir, sizeof(f->dir), "%s", dirname(m));
+    if (!tu_tmpdir(f->tmp, sizeof(f->tmp))) return -1;
+    /* bench serve's --fault is a test hook; every process bench run starts inherits this */
+    setenv("BENCH_TEST_HOOKS", "1", 1);
+    return 0;
+}
+
+static int teardown(void **state) {
+    fx *f = *state;
+    if (f && f->tmp[0]) tu_rmtree(f->tmp);
+    free(f);
+    return 0;
+}
+
+#define NEED(f) TU_NEED((f)->model[0])
+
+/* The launch of bench serve on this scenario's model, with extra arguments. */
+#define SERVE_LAUNCH(extra) "\"launch\": \"{bench} serve --model {model} --tokenizer {tokenizer} --port {port} --threads 1 " extra "\""
+
+/* Writes the scenario (name, then the JSON after the model), runs it, returns results.json
+ * (schema-checked; NULL when there is none) and bench run's exit status in *rc. */
+static cJSON *run_soft(fx *f, const char *name, int *rc, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static cJSON *run_soft(fx *f, const char *name, int *rc, const char *fmt, ...) {
+    char sc[700], out[700], body[6000];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(body, sizeof(body), fmt, ap);
+    va_end(ap);
+    snprintf(sc, sizeof(sc), "%s/%s.json", f->tmp, name);
+    snprintf(out, sizeof(out), "%s/out_%s", f->tmp, name);
+    FILE *o = fopen(sc, "w");
+    if (!o) return NULL;
+    fprintf(o, "{\"name\": \"%s\", \"model\": {\"path\": \"%s\", \"tokenizer\": \"%s\"}, \"cache\": \"warm\", "
+               "\"repetitions\": 1, \"warmup\": 0, \"threads\": 1, \"timeout_s\": 120, %s}", name, f->model, f->tok, body);
+    fclose(o);
+    *rc = tu_bench(NULL, "run '%s' --out '%s' --allow-read '%s' >/dev/null 2>'%s.log'", sc, out, f->dir, out);
+    char p[800];
+    snprintf(p, sizeof(p), "%s/results.json", out);
+    cJSON *doc = hjs_load(p);
+    if (!doc) {
+        snprintf(p, sizeof(p), "cat '%s.log' >&2", out);
+        if (system(p)) {}
+        return NULL;
+    }
+    cJSON *schema = hjs_load("docs/results-schema.json");
+    char err[2048];
+    int bad = schema ? hjs_validate(schema, doc, err, sizeof(err)) : 1;
+    if (bad) fprintf(stderr, "schema violations (%d):\n%s", bad, schema ? err : "no docs/results-schema.json");
+    cJSON_Delete(schema);
+    if (bad) {
+        cJSON_Delete(doc);
+        return NULL;
+    }
+    return doc;
+}
+
+#define run(f, name, rc, ...)                                                                  \
+    ({                                                                                         \
+        cJSON *d_ = run_soft(f, name, rc, __VA_ARGS__);                                        \
+        if (!d_) fail_msg("%s: no valid results.json (bench run exited %d)", name, *(rc));     \
+        d_;                                                                                    \
+    })
+
+/* The run of the variant whose target label is label. */
+static const cJSON *run_of(const cJSON *doc, const char *label) {
+    int index = -1;
+    const cJSON *v;
+    cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(doc, "variants")) {
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(v, "target");
+        if (!strcmp(cJSON_GetObjectItemCaseSensitive(t, "label")->valuestring, label))
+            index = cJSON_GetObjectItemCaseSensitive(v, "index")->valueint;
+    }
+    if (index < 0) fail_msg("no variant with target %s", label);
+    const cJSON *r;
+    cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(doc, "runs"))
+        if (cJSON_GetObjectItemCaseSensitive(r, "variant")->valueint == index) return r;
+    fail_msg("no run of %s", label);
+    return NULL;
+}
+
+static const cJSON *proc0(const cJSON *run) { return cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(run, "processes"), 0); }
+
+static double pmetric(const cJSON *p, const char *name) {
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(p, "metrics"), name);
+    if (!cJSON_IsNumber(m)) fail_msg("no metric %s", name);
+    return m->valuedouble;
+}
+
+static int has_metric(const cJSON *p, const char *name) {
+    return cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(p, "metrics"), name));
+}
+
+static void expect_oracle_ids(fx *f, const cJSON *p, const char *what) {
+    const cJSON *ids = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(p, "tokens"), "id");
+    int n = cJSON_GetArraySize(ids);
+    assert_int_equal(n, f->n_want - 5);
+    for (int i = 0; i < n; i++) {
+        int got = cJSON_GetArrayItem(ids, i)->valueint;
+        if (got != f->want[5 + i]) fail_msg("%s: id %d is %d, the oracle has %d", what, i, got, f->want[5 + i]);
+    }
+}
+
+static void test_launched_oracle(void **state) {
+    fx *f = *state;
+    NEED(f);
+    int rc;
+    cJSON *doc = run(f, "oracle", &rc,
+                     "\"workload\": {\"prompt\": \"The little dog\", \"generate\": %d, \"temperature\": 0}, "
+                     "\"metrics\": [\"smaps\", \"tokens\"], "
+                     "\"matrix\": {\"target\": [\"engine\", {\"label\": \"serve\", \"http\": {\"url\": \"http://127.0.0.1:{port}\", "
+                     SERVE_LAUNCH("") ", \"ready_timeout_s\": 60, \"request_timeout_s\": 60}}]}",
+                     f->n_want - 5);
+    assert_int_equal(rc, 0);
+    const cJSON *eng = proc0(run_of(doc, "engine")), *srv = proc0(run_of(doc, "serve"));
+    expect_oracle_ids(f, eng, "in process");
+    expect_oracle_ids(f, srv, "http target");
+    /* the client's clock: TTFT, TPOT, ITL, as the engine's */
+    assert_true(pmetric(srv, "ttft_ms") > 0);
+    assert_true(pmetric(srv, "tpot_ms") >= 0);
+    assert_true(pmetric(srv, "itl_p99_ms") >= pmetric(srv, "itl_p50_ms"));
+    assert_int_equal(pmetric(srv, "mod.http.requests_failed"), 0);
+    /* the server's memory, by its pid: launched, loaded, faulted in, its peak */
+    const cJSON *h = cJSON_GetObjectItemCaseSensitive(srv, "http");
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(h, "memory")->valuestring, "launched");
+    int spid = cJSON_GetObjectItemCaseSensitive(h, "server_pid")->valueint;
+    assert_true(spid > 0);
+    assert_int_not_equal(spid, cJSON_GetObjectItemCaseSensitive(srv, "pid")->valueint);
+    assert_true(pmetric(srv, "load_ms") > 0);
+    assert_true(pmetric(srv, "peak_rss_mib") > 1);
+    assert_true(pmetric(srv, "minflt_load") > 0);
+    assert_true(has_metric(srv, "minflt_workload") && !has_metric(eng, "minflt_workload"));
+    /* the model file's pages are mapped by the server, as the engine's worker maps them */
+    assert_true(pmetric(srv, "region_model_file_rss_end_mib") > 0);
+    /* the RSS/PSS split of the server (PSS from its smaps_rollup, reopened after sh's exec) */
+    assert_true(pmetric(srv, "pss_end_mib") > 0);
+    assert_true(pmetric(srv, "anon_end_mib") > 0 && pmetric(srv, "file_end_mib") > 0);
+    const cJSON *reqs = cJSON_GetObjectItemCaseSensitive(h, "requests");
+    assert_int_equal(cJSON_GetArraySize(reqs), 1);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(reqs, 0), "tokens_ms")), f->n_want - 5);
+    cJSON_Delete(doc);
+}
+
+static void test_serving_workload(void **state) {
+    fx *f = *state;
+    NEED(f);
+    int rc;
+    cJSON *doc = run(f, "serving", &rc,
+                     "\"workload\": {\"ctx\": 96, \"requests\": {\"count\": 5, \"prompt_len\": {\"uniform\": [4, 20]}, "
+                     "\"output_len\": {\"uniform\": [4, 16]}, \"kv_budget\": {\"tokens\": 500}, \"seed\": 9}}, "
+                     "\"target\": {\"label\": \"serve\", \"http\": {\"url\": \"http://127.0.0.1:{port}\", "
+                     SERVE_LAUNCH("--ctx 96") ", \"ready_timeout_s\": 60, \"request_timeout_s\": 60, \"concurrency\": 3}}");
+    assert_int_equal(rc, 0);
+    const cJSON *p = proc0(run_of(doc, "serve"));
+    assert_int_equal(pmetric(p, "serve_requests"), 5);
+    assert_true(pmetric(p, "serve_ttft_p50_ms") > 0);
+    assert_true(pmetric(p, "serve_itl_p99_ms") >= pmetric(p, "serve_itl_p50_ms"));
+    /* each request's arrivals: as many as the tokens it reports */
+    const cJSON *sreq = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(p, "serve"), "requests");
+    const cJSON *sid = cJSON_GetObjectItemCaseSensitive(sreq, "id"), *sout = cJSON_GetObjectItemCaseSensitive(sreq, "output_tokens");
+    const cJSON *hreq = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(p, "http"), "requests");
+    assert_int_equal(cJSON_GetArraySize(sid), 5);
+    assert_int_equal(cJSON_GetArraySize(hreq), 5);
+    int total = 0, arrivals = 0;
+    for (int i = 0; i < 5; i++) total += cJSON_GetArrayItem(sout, i)->valueint;
+    const cJSON *r;
+    cJSON_ArrayForEach(r, hreq) arrivals += cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r, "tokens_ms"));
+    assert_int_equal(arrivals, total);
+    assert_int_equal(pmetric(p, "serve_output_tokens"), total);
+    cJSON_Delete(doc);
+}
+
+/* bench serve started here, left running: measured by its pid, then by latency only. */
+static void test_running_server(void **state) {
+    fx *f = *state;
+    NEED(f);
+    char pf[700];
+    snprintf(pf, sizeof(pf), "%s/port", f->tmp);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);      /* never outlives the test */
+        const char *bin = getenv("BENCH_BIN");
+        execl(bin ? bin : "build/asan/bench", "bench", "serve", "--model", f->model, "--tokenizer", f->tok, "--port", "0",
+              "--port-file", pf, "--threads", "1", (char *)NULL);
+        _exit(127);
+    }
+    int port = 0;
+    for (int i = 0; i < 600 && !port; i++) {   /* 60 s at most */
+        FILE *p = fopen(pf, "r");
+        if (p) {
+            if (fscanf(p, "%d", &port) != 1) port = 0;
+            fclose(p);
+        }
+        if (!port) {
+            struct timespec d = {0, 100000000};
+            nanosleep(&d, NULL);
+        }
+    }
+    if (!port) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        fail_msg("bench serve wrote no port to %s", pf);
+    }
+    int rc;
+    cJSON *doc = run_soft(f, "bypid", &rc,
+                     "\"workload\": {\"prompt_tokens\": 8, \"generate\": 12}, "
+                     "\"matrix\": {\"target\": [{\"label\": \"pid\", \"http\": {\"url\": \"http://127.0.0.1:%d\", \"pid\": %d}}, "
+                     "{\"label\": \"latency\", \"http\": {\"url\": \"http://127.0.0.1:%d\"}}]}", port, (int)pid, port);
+    kill(pid, SIGTERM);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    if (!doc) fail_msg("bypid: no valid results.json (bench run exited %d)", rc);
+    assert_int_equal(rc, 0);
+    const cJSON *bp = proc0(run_of(doc, "pid")), *lat = proc0(run_of(doc, "latency"));
+    const cJSON *h = cJSON_GetObjectItemCaseSensitive(bp, "http");
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(h, "memory")->valuestring, "pid");
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(h, "server_pid")->valueint, pid);
+    assert_true(pmetric(bp, "peak_rss_mib") > 1);
+    assert_true(pmetric(bp, "ttft_ms") > 0);
+    h = cJSON_GetObjectItemCaseSensitive(lat, "http");
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(h, "memory")->valuestring, "latency-only");
+    assert_false(has_metric(lat, "peak_rss_mib"));
+    assert_true(pmetric(lat, "ttft_ms") > 0);
+    assert_int_equal(pmetric(lat, "decode_tok_s") > 0, 1);
+    /* bench serve stops cleanly on SIGTERM */
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    cJSON_Delete(doc);
+}
+
+/* Each fault a failed repetition with its reason; the healthy server's repetition is ok. */
+static void test_faults(void **state) {
+    fx *f = *state;
+    NEED(f);
+    int rc;
+#define FAULTY(label, fault, extra)                                                                                   \
+    "{\"label\": \"" label "\", \"http\": {\"url\": \"http://127.0.0.1:{port}\", " SERVE_LAUNCH("--fault " fault)   \
+    ", \"request_timeout_s\": 30, \"stop_timeout_s\": 5" extra "}}"
+    cJSON *doc = run(f, "faults", &rc,
+                     "\"workload\": {\"prompt_tokens\": 8, \"generate\": 12}, "
+                     "\"matrix\": {\"target\": [{\"label\": \"ok\", \"http\": {\"url\": \"http://127.0.0.1:{port}\", "
+                     SERVE_LAUNCH("") ", \"ready_timeout_s\": 60}}, "
+                     FAULTY("refuse", "refuse", ", \"ready_timeout_s\": 60") ", "
+                     FAULTY("close", "close-early", ", \"ready_timeout_s\": 60") ", "
+                     FAULTY("malformed", "malformed", ", \"ready_timeout_s\": 60") ", "
+                     FAULTY("never", "never-ready", ", \"ready_timeout_s\": 3") ", "
+                     FAULTY("die", "die", ", \"ready_timeout_s\": 60") "]}");
+#undef FAULTY
+    assert_int_equal(rc, 1);    /* some repetitions failed */
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(run_of(doc, "ok"), "status")->valuestring, "ok");
+    struct { const char *label, *needle, *kind; } want[] = {
+        {"refuse", "HTTP 503", "http"},
+        {"close", "after 2 tokens", "closed"},
+        {"malformed", "malformed event", "malformed"},
+        {"never", "not ready", NULL},
+        {"die", "the server exited during the run (exit code 7)", NULL},
+    };
+    for (int i = 0; i < 5; i++) {
+        const cJSON *r = run_of(doc, want[i].label), *p = proc0(r);
+        const char *st = cJSON_GetObjectItemCaseSensitive(r, "status")->valuestring;
+        const char *why = cJSON_GetObjectItemCaseSensitive(p, "reason")->valuestring;
+        if (!strcmp(st, "ok") || !strstr(why, want[i].needle))
+            fail_msg("%s: status %s, reason \"%s\" (want a failure naming \"%s\")", want[i].label, st, why, want[i].needle);
+        if (!want[i].kind) continue;
+        /* the failed request itself is recorded, with its kind */
+        const cJSON *failed = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(p, "http"), "failed");
+        assert_int_equal(cJSON_GetArraySize(failed), 1);
+        assert_string_equal(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(failed, 0), "kind")->valuestring, want[i].kind);
+    }
+    cJSON_Delete(doc);
+}
+
+/* The target field's errors, each naming its path. */
+static void test_target_validation(void **state) {
+    fx *f = *state;
+    NEED(f);
+    struct { const char *target, *needle; } bad[] = {
+        {"\"nginx\"", ".target: unknown target \"nginx\""},
+        {"{\"http\": {}}", ".target.http.url: required"},
+        {"{\"http\": {\"url\": \"ftp://x\"}}", ".target.http.url: expected a URL starting http://"},
+        {"{\"http\": {\"url\": \"http://127.0.0.1:{port}\"}}", "{port} is a free port bench picks"},
+        {"{\"http\": {\"url\": \"http://h\", \"launch\": \"x\", \"pid\": 5}}", ".target.http.pid: a launched server's pid"},
+        {"{\"http\": {\"url\": \"http://h\", \"pid\": -2}}", ".target.http.pid: expected a process id"},
+        {"{\"http\": {\"url\": \"http://h\", \"launch\": []}}", ".target.http.launch: expected a command line"},
+        {"{\"http\": {\"url\": \"http://h\", \"ready_timeout_s\": 0}}", ".target.http.ready_timeout_s: expected seconds"},
+        {"{\"http\": {\"url\": \"http://h\", \"health\": \"health\"}}", ".target.http.health: expected a path"},
+        {"{\"http\": {\"url\": \"http://h\", \"ignore_eos\": 1}}", ".target.http.ignore_eos: expected true or false"},
+        {"{\"http\": {\"url\": \"http://h\", \"concurency\": 1}}", ".target.http.concurency: unknown key"},
+        {"{\"label\": \"a b\", \"http\": {\"url\": \"http://h\"}}", ".target.label: expected a name"},
+        {"{\"labl\": \"x\", \"http\": {\"url\": \"http://h\"}}", ".target.labl: unknown key"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char text[2048];
+        snprintf(text, sizeof(text), "{\"name\": \"t\", \"model\": {\"path\": \"%s\", \"tokenizer\": \"%s\"}, \"cache\": \"warm\", "
+                 "\"workload\": {\"prompt_tokens\": 4, \"generate\": 4}, \"target\": %s}", f->model, f->tok, bad[i].target);
+        scenario *s = NULL;
+        sc_errors errs = {0};
+        assert_int_equal(sc_parse("t.json", text, tu_module_dir(), &s, &errs), -1);
+        int found = 0;
+        for (int k = 0; k < errs.n; k++) found |= strstr(errs.v[k], bad[i].needle) != NULL;
+        if (!found) fail_msg("target %s: no error naming \"%s\" (first: %s)", bad[i].target, bad[i].needle, errs.n ? errs.v[0] : "none");
+        sc_errors_free(&errs);
+        sc_free(s);
+    }
+}
+
+/* bench serve's own command line: usage errors exit 2, a model it cannot load 1, each with a line. */
+static void test_serve_cli(void **state) {
+    fx *f = *state;
+    char out[700];
+    snprintf(out, sizeof(out), "%s/serve_cli.txt", f->tmp[0] ? f->tmp : "/tmp");
+    assert_int_equal(tu_bench(NULL, "serve --port 1 2>/dev/null"), 2);                  /* no --model */
+    assert_int_equal(tu_bench(NULL, "serve --model x --port 70000 2>/dev/null"), 2);
+    assert_int_equal(tu_bench(NULL, "serve --model x --prot 8080 2>/dev/null"), 2);
+    if (f->model[0]) {   /* the model loads, the address does not */
+        assert_int_equal(tu_bench(NULL, "serve --model '%s' --tokenizer '%s' --host nowhere --port 0 2>'%s'", f->model, f->tok, out), 1);
+        FILE *h = fopen(out, "r");
+        char l[1024] = "";
+        assert_non_null(h);
+        while (fgets(l, sizeof(l), h) && !strstr(l, "host")) {}
+        fclose(h);
+        if (!strstr(l, "host \"nowhere\": expected a dotted IPv4 address")) fail_msg("unclear error: %s", l);
+    }
+    assert_int_equal(tu_bench(NULL, "serve --model /nonexistent/m.gguf --port 0 2>'%s'", out), 1);
+    FILE *e = fopen(out, "r");
+    assert_non_null(e);
+    char line[1024] = "";
+    if (!fgets(line, sizeof(line), e)) line[0] = 0;
+    fclose(e);
+    if (!strstr(line, "bench serve: ") || !strstr(line, "/nonexistent/m.gguf")) fail_msg("unclear error: %s", line);
+    assert_int_equal(tu_bench(NULL, "serve --help >/dev/null"), 0);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_target_validation),
+        cmocka_unit_test(test_serve_cli),
+        cmocka_unit_test(test_launched_oracle),
+        cmocka_unit_test(test_serving_workload),
+        cmocka_unit_test(test_running_server),
+        cmocka_unit_test(test_faults),
+    };
+    return cmocka_run_group_tests_name("http target", tests, setup, teardown);
+}
