@@ -30,9 +30,10 @@ CFLAGS   = -std=c17 $(OPT) -g -fno-omit-frame-pointer -fPIC -fvisibility=hidden 
 LDFLAGS  = -pthread
 LDLIBS   = -lcjson -lpfm -ldl -lm -lutf8proc
 # bench serve's server and the http target's client (harness/net)
+# libcurl and libmicrohttpd: their headers at build time; the libraries are dlopen'd at first
+# use (harness/net/netlib.h), not linked, so that no worker maps them unless it talks HTTP
 NET_PKGS = libmicrohttpd libcurl
 CPPFLAGS += $(shell pkg-config --cflags $(NET_PKGS) 2>/dev/null)
-LDLIBS   += $(shell pkg-config --libs $(NET_PKGS) 2>/dev/null || echo -lmicrohttpd -lcurl)
 ifeq ($(SAN),1)
   CFLAGS  += -fsanitize=address,undefined -fno-sanitize-recover=undefined
   LDFLAGS += -fsanitize=address,undefined
@@ -191,6 +192,10 @@ endif
 $(BUILD)/tests/%: $(call obj,tests/%.c) $(TESTLIB_OBJ) $(BUILD)/libbench.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS) -lcmocka
+
+# test_net speaks HTTP to bench serve with libcurl directly, as a client independent of bench's
+test_net_libs := $(shell pkg-config --libs libcurl 2>/dev/null || echo -lcurl)
+$(BUILD)/tests/test_net: LDLIBS += $(test_net_libs)
 
 # The CUDA modules' host-side logic is plain C: built and tested on every machine.
 $(BUILD)/tests/test_cuda_host: $(call obj,$(CUDAHOST_SRC))

@@ -57,6 +57,25 @@ static int sse_run(const char *text, size_t step, evlog *l, int *pending) {
     return rc;
 }
 
+/* bench links neither libcurl nor libmicrohttpd (harness/net/netlib.h loads them at first use):
+ * linked, they were mapped into every worker and doubled a small model's worker RSS. The other
+ * tests here use both through bench, so the loaded path is the one they check. */
+static void test_bench_links_no_http_library(void **state) {
+    (void)state;
+    const char *bin = getenv("BENCH_BIN");
+    char cmd[1200], line[512];
+    snprintf(cmd, sizeof(cmd), "ldd '%s' 2>&1", bin ? bin : "build/asan/bench");
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    int lines = 0;
+    while (fgets(line, sizeof(line), p)) {
+        lines++;
+        if (strstr(line, "libcurl") || strstr(line, "libmicrohttpd")) fail_msg("bench links %s", line);
+    }
+    int st = pclose(p);
+    if (st != 0 || lines < 2) fail_msg("ldd %s failed (status %d, %d lines)", bin ? bin : "build/asan/bench", st, lines);
+}
+
 static void test_sse_every_split(void **state) {
     (void)state;
     const char *text = ": keep-alive\r\n"
@@ -396,6 +415,7 @@ static void test_client_no_server(void **state) {
 
 int main(void) {
     const struct CMUnitTest sse[] = {
+        cmocka_unit_test(test_bench_links_no_http_library),
         cmocka_unit_test(test_sse_every_split),
         cmocka_unit_test(test_sse_cut_and_overlong),
         cmocka_unit_test(test_chunk_parse),

@@ -4,6 +4,8 @@
 
 #include <cJSON.h>
 #include <curl/curl.h>
+
+#include "harness/net/netlib.h"
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -36,7 +38,16 @@ static int hc_fail(hc_result *r, int err, const char *fmt, ...) {
 
 static pthread_once_t hc_once = PTHREAD_ONCE_INIT;
 static CURLcode hc_init_rc;
-static void hc_global_init(void) { hc_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT); }
+static char hc_load_err[600];
+/* libcurl is loaded here, at the first request, not linked (netlib.h) */
+static void hc_global_init(void) {
+    if (nl_curl_load(hc_load_err, sizeof(hc_load_err))) {
+        hc_init_rc = CURLE_FAILED_INIT;
+        return;
+    }
+    hc_init_rc = nl_c.global_init(CURL_GLOBAL_DEFAULT);
+    if (hc_init_rc != CURLE_OK) snprintf(hc_load_err, sizeof(hc_load_err), "libcurl: %s", nl_c.easy_strerror(hc_init_rc));
+}
 
 /* ======================================================================
  * One event of the stream
@@ -149,7 +160,7 @@ static size_t hc_write(char *p, size_t size, size_t nmemb, void *user) {
     hc_xfer *x = user;
     size_t n = size * nmemb;
     if (!x->checked) {
-        curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &x->r->http_status);
+        nl_c.easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &x->r->http_status);
         x->checked = 1;
     }
     if (x->r->http_status != 200) {     /* an error answer: keep its start for the message */
@@ -185,13 +196,13 @@ static char *hc_body(const hc_opts *o, const hc_req *q) {
 
 /* The options every request of bench's has: to the URL named and nowhere else. */
 static void hc_confine(CURL *h, double timeout_s, char *errbuf) {
-    curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
-    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
-    if (timeout_s > 0) curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(timeout_s * 1000));
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)(timeout_s > 0 && timeout_s < 10 ? timeout_s * 1000 : 10000));
+    nl_c.easy_setopt(h, CURLOPT_NOPROXY, "*");
+    nl_c.easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+    nl_c.easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    nl_c.easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    nl_c.easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+    if (timeout_s > 0) nl_c.easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(timeout_s * 1000));
+    nl_c.easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)(timeout_s > 0 && timeout_s < 10 ? timeout_s * 1000 : 10000));
 }
 
 static int hc_start(const hc_opts *o, const char *url, const hc_req *q, hc_result *r, hc_xfer *x) {
@@ -199,23 +210,23 @@ static int hc_start(const hc_opts *o, const char *url, const hc_req *q, hc_resul
     x->r = r;
     sse_init(&x->sse);
     x->body = hc_body(o, q);
-    x->h = curl_easy_init();
-    x->hdr = curl_slist_append(NULL, "Content-Type: application/json");
+    x->h = nl_c.easy_init();
+    x->hdr = nl_c.slist_append(NULL, "Content-Type: application/json");
     if (!x->body || !x->h || !x->hdr) return hc_fail(r, HC_ERR_OTHER, "out of memory");
-    curl_easy_setopt(x->h, CURLOPT_URL, url);
-    curl_easy_setopt(x->h, CURLOPT_POSTFIELDS, x->body);
-    curl_easy_setopt(x->h, CURLOPT_HTTPHEADER, x->hdr);
-    curl_easy_setopt(x->h, CURLOPT_WRITEFUNCTION, hc_write);
-    curl_easy_setopt(x->h, CURLOPT_WRITEDATA, x);
-    curl_easy_setopt(x->h, CURLOPT_PRIVATE, x);
+    nl_c.easy_setopt(x->h, CURLOPT_URL, url);
+    nl_c.easy_setopt(x->h, CURLOPT_POSTFIELDS, x->body);
+    nl_c.easy_setopt(x->h, CURLOPT_HTTPHEADER, x->hdr);
+    nl_c.easy_setopt(x->h, CURLOPT_WRITEFUNCTION, hc_write);
+    nl_c.easy_setopt(x->h, CURLOPT_WRITEDATA, x);
+    nl_c.easy_setopt(x->h, CURLOPT_PRIVATE, x);
     hc_confine(x->h, o->timeout_s, x->curlerr);
     r->sent_ns = hc_now();
     return 0;
 }
 
 static void hc_xfer_free(hc_xfer *x) {
-    if (x->h) curl_easy_cleanup(x->h);
-    curl_slist_free_all(x->hdr);
+    if (x->h) nl_c.easy_cleanup(x->h);
+    nl_c.slist_free_all(x->hdr);
     free(x->body);
     sse_free(&x->sse);
     memset(x, 0, sizeof(*x));
@@ -226,7 +237,7 @@ static void hc_finish(hc_xfer *x, CURLcode cc) {
     hc_result *r = x->r;
     r->end_ns = hc_now();
     if (r->err) return;     /* the write callback named it (malformed) */
-    const char *why = x->curlerr[0] ? x->curlerr : curl_easy_strerror(cc);
+    const char *why = x->curlerr[0] ? x->curlerr : nl_c.easy_strerror(cc);
     switch (cc) {
     case CURLE_OK: break;
     case CURLE_COULDNT_CONNECT:
@@ -255,7 +266,8 @@ static void hc_finish(hc_xfer *x, CURLcode cc) {
 
 int hc_run(const hc_opts *o, const hc_req *reqs, int n, hc_result *res, char *err, size_t errlen) {
     pthread_once(&hc_once, hc_global_init);
-    if (hc_init_rc != CURLE_OK) return snprintf(err, errlen, "libcurl: %s", curl_easy_strerror(hc_init_rc)), -1;
+    if (hc_init_rc != CURLE_OK)
+        return snprintf(err, errlen, "%s", hc_load_err[0] ? hc_load_err : nl_c.easy_strerror(hc_init_rc)), -1;
     for (int i = 0; i < n; i++) {
         memset(&res[i], 0, sizeof(res[i]));
         res[i].usage_prompt = res[i].usage_completion = -1;
@@ -265,11 +277,11 @@ int hc_run(const hc_opts *o, const hc_req *reqs, int n, hc_result *res, char *er
     while (ul && o->url[ul - 1] == '/') ul--;
     if (snprintf(url, sizeof(url), "%.*s/v1/completions", (int)ul, o->url) >= (int)sizeof(url))
         return snprintf(err, errlen, "url %.64s...: longer than %zu bytes", o->url, sizeof(url) - 20), -1;
-    CURLM *m = curl_multi_init();
+    CURLM *m = nl_c.multi_init();
     hc_xfer *x = calloc((size_t)(n > 0 ? n : 1), sizeof(*x));
     int *order = malloc((size_t)(n > 0 ? n : 1) * sizeof(int));
     if (!m || !x || !order) {
-        curl_multi_cleanup(m);
+        nl_c.multi_cleanup(m);
         free(x);
         free(order);
         return snprintf(err, errlen, "out of memory"), -1;
@@ -288,7 +300,7 @@ int hc_run(const hc_opts *o, const hc_req *reqs, int n, hc_result *res, char *er
         int64_t now = hc_now();
         while (next < n && reqs[order[next]].arrival_ns <= now - t0 && (o->concurrency <= 0 || running < o->concurrency)) {
             int i = order[next++];
-            if (hc_start(o, url, &reqs[i], &res[i], &x[i]) || curl_multi_add_handle(m, x[i].h) != CURLM_OK) {
+            if (hc_start(o, url, &reqs[i], &res[i], &x[i]) || nl_c.multi_add_handle(m, x[i].h) != CURLM_OK) {
                 hc_fail(&res[i], HC_ERR_OTHER, "could not start the request");
                 res[i].end_ns = hc_now();
                 hc_xfer_free(&x[i]);
@@ -299,15 +311,15 @@ int hc_run(const hc_opts *o, const hc_req *reqs, int n, hc_result *res, char *er
             running++;
         }
         int still = 0;
-        curl_multi_perform(m, &still);
+        nl_c.multi_perform(m, &still);
         CURLMsg *msg;
         int left;
-        while ((msg = curl_multi_info_read(m, &left))) {
+        while ((msg = nl_c.multi_info_read(m, &left))) {
             if (msg->msg != CURLMSG_DONE) continue;
             hc_xfer *xf = NULL;
-            curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&xf);
+            nl_c.easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&xf);
             CURLcode cc = msg->data.result;
-            curl_multi_remove_handle(m, xf->h);
+            nl_c.multi_remove_handle(m, xf->h);
             hc_finish(xf, cc);
             int i = (int)(xf - x);
             hc_xfer_free(xf);
@@ -322,7 +334,7 @@ int hc_run(const hc_opts *o, const hc_req *reqs, int n, hc_result *res, char *er
             int64_t due = t0 + reqs[order[next]].arrival_ns - hc_now();
             wait_ms = due <= 0 ? 0 : due < 100000000 ? (int)(due / 1000000) : 100;
         }
-        if (running) curl_multi_poll(m, NULL, 0, wait_ms, NULL);
+        if (running) nl_c.multi_poll(m, NULL, 0, wait_ms, NULL);
         else if (wait_ms > 0) {
             struct timespec d = {.tv_sec = 0, .tv_nsec = (long)wait_ms * 1000000};
             nanosleep(&d, NULL);
@@ -330,10 +342,10 @@ int hc_run(const hc_opts *o, const hc_req *reqs, int n, hc_result *res, char *er
     }
     for (int i = 0; i < n; i++)
         if (x[i].h) {
-            curl_multi_remove_handle(m, x[i].h);
+            nl_c.multi_remove_handle(m, x[i].h);
             hc_xfer_free(&x[i]);
         }
-    curl_multi_cleanup(m);
+    nl_c.multi_cleanup(m);
     free(x);
     free(order);
     return 0;
@@ -356,17 +368,18 @@ static size_t hc_discard(char *p, size_t size, size_t nmemb, void *user) {
 
 int hc_get(const char *url, double timeout_s, long *status, char *err, size_t errlen) {
     pthread_once(&hc_once, hc_global_init);
-    if (hc_init_rc != CURLE_OK) return snprintf(err, errlen, "libcurl: %s", curl_easy_strerror(hc_init_rc)), -1;
-    CURL *h = curl_easy_init();
+    if (hc_init_rc != CURLE_OK)
+        return snprintf(err, errlen, "%s", hc_load_err[0] ? hc_load_err : nl_c.easy_strerror(hc_init_rc)), -1;
+    CURL *h = nl_c.easy_init();
     if (!h) return snprintf(err, errlen, "out of memory"), -1;
     char cerr[CURL_ERROR_SIZE] = "";
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, hc_discard);
+    nl_c.easy_setopt(h, CURLOPT_URL, url);
+    nl_c.easy_setopt(h, CURLOPT_WRITEFUNCTION, hc_discard);
     hc_confine(h, timeout_s, cerr);
-    CURLcode cc = curl_easy_perform(h);
+    CURLcode cc = nl_c.easy_perform(h);
     *status = 0;
-    if (cc == CURLE_OK) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
-    else snprintf(err, errlen, "%s: %s", url, cerr[0] ? cerr : curl_easy_strerror(cc));
-    curl_easy_cleanup(h);
+    if (cc == CURLE_OK) nl_c.easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
+    else snprintf(err, errlen, "%s: %s", url, cerr[0] ? cerr : nl_c.easy_strerror(cc));
+    nl_c.easy_cleanup(h);
     return cc == CURLE_OK ? 0 : -1;
 }

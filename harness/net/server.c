@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "engines/core/runtime/sampler.h"
+#include "harness/net/netlib.h"
 
 /* A request body larger than this is refused (413): a prompt of ids is ~7 bytes an id. */
 #define HS_MAX_BODY (8u << 20)
@@ -425,14 +426,14 @@ typedef struct hs_conn {
 } hs_conn;
 
 static enum MHD_Result hs_send(struct MHD_Connection *c, unsigned code, const char *type, char *text) {
-    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+    struct MHD_Response *r = nl_m.create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
     if (!r) {
         free(text);
         return MHD_NO;
     }
-    MHD_add_response_header(r, "Content-Type", type);
-    enum MHD_Result rc = MHD_queue_response(c, code, r);
-    MHD_destroy_response(r);
+    nl_m.add_response_header(r, "Content-Type", type);
+    enum MHD_Result rc = nl_m.queue_response(c, code, r);
+    nl_m.destroy_response(r);
     return rc;
 }
 
@@ -539,15 +540,15 @@ static enum MHD_Result hs_completions(hs_server *s, struct MHD_Connection *c, hs
     free(r.ids);
     if (!g) return hs_error(c, 500, "server_error", "out of memory");
     if (!g->r.stream) return hs_complete_once(c, g);
-    struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, hs_stream_read, g, hs_stream_free);
+    struct MHD_Response *resp = nl_m.create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, hs_stream_read, g, hs_stream_free);
     if (!resp) {
         hs_gen_free(g);
         return MHD_NO;
     }
-    MHD_add_response_header(resp, "Content-Type", "text/event-stream");
-    MHD_add_response_header(resp, "Cache-Control", "no-cache");
-    enum MHD_Result rc = MHD_queue_response(c, 200, resp);
-    MHD_destroy_response(resp);
+    nl_m.add_response_header(resp, "Content-Type", "text/event-stream");
+    nl_m.add_response_header(resp, "Cache-Control", "no-cache");
+    enum MHD_Result rc = nl_m.queue_response(c, 200, resp);
+    nl_m.destroy_response(resp);
     return rc;
 }
 
@@ -615,7 +616,7 @@ static void hs_connection(void *cls, struct MHD_Connection *c, void **socket_ctx
     (void)cls;
     (void)socket_ctx;
     if (code != MHD_CONNECTION_NOTIFY_STARTED) return;
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    const union MHD_ConnectionInfo *ci = nl_m.get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
     int one = 1;
     if (ci) setsockopt(ci->connect_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
@@ -641,6 +642,7 @@ int hs_start(engine *e, const hs_opts *o, hs_server **out, char *err, size_t err
     sa.sin_port = htons((uint16_t)port);
     if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
         return hs_errf(err, errlen, "host \"%s\": expected a dotted IPv4 address such as 127.0.0.1", host);
+    if (nl_mhd_load(err, errlen)) return -1;   /* loaded here, not linked (netlib.h) */
     hs_server *s = calloc(1, sizeof(*s));
     if (!s) return hs_errf(err, errlen, "out of memory");
     s->e = e;
@@ -648,7 +650,7 @@ int hs_start(engine *e, const hs_opts *o, hs_server **out, char *err, size_t err
     snprintf(s->fault, sizeof(s->fault), "%s", o && o->fault ? o->fault : "");
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
-    s->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL, 0, NULL, NULL,
+    s->d = nl_m.start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL, 0, NULL, NULL,
                             hs_access, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_NOTIFY_COMPLETED,
                             hs_completed, s, MHD_OPTION_NOTIFY_CONNECTION, hs_connection, s, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120, MHD_OPTION_END);
     if (!s->d) {
@@ -656,7 +658,7 @@ int hs_start(engine *e, const hs_opts *o, hs_server **out, char *err, size_t err
         hs_stop(s);
         return hs_errf(err, errlen, "cannot listen on %s:%d (taken, or not an address of this machine)", host, p);
     }
-    const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
+    const union MHD_DaemonInfo *di = nl_m.get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
     s->port = di ? di->port : port;
     *out = s;
     return 0;
@@ -670,7 +672,7 @@ void hs_stop(hs_server *s) {
     s->stopping = 1;
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
-    if (s->d) MHD_stop_daemon(s->d);
+    if (s->d) nl_m.stop_daemon(s->d);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
     free(s);
