@@ -104,7 +104,7 @@ for ((r = 0; r <= reps; r++)); do
     bpre=$(awk '$1 == "prefill" {print $2}' <<<"$out")
     bdec=$(awk '$1 == "decode" {print $2}' <<<"$out")
     bound=$(sed -n 's/.*bound \([0-9.]*\) tokens\/s.*/\1/p' <<<"$out" | head -1)
-    kn=$(awk '$1 == "kernels" {print $2}' <<<"$out")
+    kn=$(awk '$1 == "kernels" {print $2; exit}' <<<"$out")
     # shellcheck disable=SC2086  # LLAMA_ARGS is a list of options
     csv=$("${pre[@]}" "$llama" -m "$m" -p "$prompt" -n "$gen" -t "$threads" -r 1 -o csv ${LLAMA_ARGS:-} 2>/dev/null) ||
       { echo "vs_llamacpp.sh: llama-bench failed on $m" >&2; exit 1; }
