@@ -32,18 +32,26 @@ char *ut_slurp(const char *path, size_t max, size_t *len, char *err, size_t errl
         errno = e;
         return NULL;
     }
+    char *p = ut_slurp_file(f, path, max, len, err, errlen);
+    int e = errno;
+    fclose(f);
+    errno = e;
+    return p;
+}
+
+char *ut_slurp_file(FILE *f, const char *name, size_t max, size_t *len, char *err, size_t errlen) {
     /* read to the end rather than trust st_size: pipes and /proc files report 0. The buffer
      * starts small (a few KiB: scenario and spec files) and doubles. */
     ut_buf b = {0};
     int e = 0;
     for (;;) {
         if (b.len > max) {
-            snprintf(err, errlen, "%s: larger than %zu bytes", path, max);
+            snprintf(err, errlen, "%s: larger than %zu bytes", name, max);
             e = EFBIG;
             goto fail;
         }
         if (ut_buf_reserve(&b, b.len + 4096 + 1)) {
-            snprintf(err, errlen, "%s: out of memory", path);
+            snprintf(err, errlen, "%s: out of memory", name);
             e = ENOMEM;
             goto fail;
         }
@@ -52,16 +60,14 @@ char *ut_slurp(const char *path, size_t max, size_t *len, char *err, size_t errl
         if (got == 0) break;
     }
     if (ferror(f)) {
-        snprintf(err, errlen, "%s: read error", path);
+        snprintf(err, errlen, "%s: read error", name);
         e = EIO;
         goto fail;
     }
-    fclose(f);
     b.p[b.len] = 0;
     if (len) *len = b.len;
     return b.p;
 fail:
-    fclose(f);
     ut_buf_free(&b);
     errno = e;
     return NULL;

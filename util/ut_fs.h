@@ -3,6 +3,7 @@
 #define UT_FS_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 /* mkdir -p: every missing folder of path, mode 0777 before the umask. 0, or -1 with errno
  * (a path longer than PATH_MAX is ENAMETOOLONG rather than a silently shorter folder). */
@@ -14,5 +15,8 @@ int ut_mkdirs(const char *path);
  * which names path, and errno: the open's own, EFBIG (over max), ENOMEM or EIO, so that a
  * caller can word its own message. */
 char *ut_slurp(const char *path, size_t max, size_t *len, char *err, size_t errlen);
+/* The same from an open stream (left open; the caller closes it), name for the messages: for a
+ * caller that must read the very file it opened and checked (engines/core/model/vocab.c). */
+char *ut_slurp_file(FILE *f, const char *name, size_t max, size_t *len, char *err, size_t errlen);
 
 #endif

@@ -384,11 +384,17 @@ static void wk_bandwidth(wk_ctx *c, const wk_spec *s, engine *e) {
 }
 
 /* path is still the file bench run read (id "dev:ino"; NULL: nothing to check). */
+/* The spec's "dev:ino" of a file bench run checked (confine.h). */
+static int wk_parse_id(wk_ctx *c, const char *path, const char *id, unsigned long long *dev, unsigned long long *ino) {
+    if (sscanf(id, "%llu:%llu", dev, ino) != 2) return wk_fail(c, "worker spec: %s: id \"%s\" is not dev:ino", path, id);
+    return 0;
+}
+
 static int wk_same_file(wk_ctx *c, const char *path, const char *id) {
     unsigned long long dev, ino;
     char err[1024];
     if (!path || !id) return 0;
-    if (sscanf(id, "%llu:%llu", &dev, &ino) != 2) return wk_fail(c, "worker spec: %s: id \"%s\" is not dev:ino", path, id);
+    if (wk_parse_id(c, path, id, &dev, &ino)) return -1;
     if (cf_same_file(path, dev, ino, err, sizeof(err))) return wk_fail(c, "%s", err);
     return 0;
 }
@@ -398,7 +404,7 @@ static int wk_same_file(wk_ctx *c, const char *path, const char *id) {
 static int wk_parsed_checked(wk_ctx *c, const char *path, const char *checked, model_file_id id) {
     unsigned long long dev, ino;
     if (!path || !checked || (id.dev == 0 && id.ino == 0)) return 0;
-    if (sscanf(checked, "%llu:%llu", &dev, &ino) != 2) return wk_fail(c, "worker spec: %s: id \"%s\" is not dev:ino", path, checked);
+    if (wk_parse_id(c, path, checked, &dev, &ino)) return -1;
     if (id.dev != dev || id.ino != ino)
         return wk_fail(c, "%s is not the file bench run checked (device %llu inode %llu then, the engine read device %llu inode "
                        "%llu): it was replaced while the engine loaded it", path, dev, ino, id.dev, id.ino);

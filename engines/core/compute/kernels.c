@@ -110,13 +110,17 @@ const char *kn_isa(void) { return kn_ops_now()->name; }
  * takes it for dt (kn_takes_xq), else NULL. */
 static void kn_mm_call(const kn_ops *ops, bench_dtype dt, float *y, const float *x, int n, const void *w,
                        int rows, int cols, int r0, int r1, const kn_xq8 *xq) {
-    /* auto's measured choice for dt; every table it takes is exact, so none takes xq */
-    if (!xq && atomic_load_explicit(&kn_auto_on, memory_order_relaxed)) {
-        const kn_ops *t = atomic_load_explicit(&kn_tuned[dt][n > 1], memory_order_relaxed);
-        if (t) ops = t;
-    }
     if (ops->mm[dt]) ops->mm[dt](y, x, n, w, rows, cols, r0, r1, xq);
     else qn_exact_mm(dt)(y, x, n, w, rows, cols, r0, r1);
+}
+
+/* The table that runs dt's matmuls of n rows of x: auto's measured choice where auto is in use
+ * and one was made (kernels_tune.h), else ops. Resolved once a job, before x is quantised:
+ * every table a choice names is exact and takes no quantised x. */
+static const kn_ops *kn_for(const kn_ops *ops, bench_dtype dt, int n) {
+    if (!atomic_load_explicit(&kn_auto_on, memory_order_relaxed)) return ops;
+    const kn_ops *t = atomic_load_explicit(&kn_tuned[dt][n > 1], memory_order_relaxed);
+    return t ? t : ops;
 }
 
 int kn_set_isa(const char *isa) {
@@ -266,7 +270,7 @@ void kn_matmul(tp_pool *pool, float *y, const float *x, int n, const void *w, be
     assert((unsigned)dt < BENCH_DTYPE_COUNT);
     assert(cols % (int)bench_dtype_block_elems(dt) == 0);
     if (n <= 0 || rows <= 0 || cols <= 0) return;
-    const kn_ops *ops = kn_ops_now();
+    const kn_ops *ops = kn_for(kn_ops_now(), dt, n);
     kn_mm_job job = {.ops = ops, .dt = dt, .y = y, .x = x, .w = w, .n = n, .rows = rows, .cols = cols};
     kn_xq_buf xb;
     xb.heap = NULL;
@@ -296,7 +300,7 @@ typedef struct kn_mm_multi_job {
 
 /* Output o's kernel: the table's, or the exact portable one where xq could not be made. */
 static void kn_mm_one(const kn_mm_multi_job *j, const kn_mm_out *o, int r0, int r1) {
-    const kn_ops *ops = j->ops;
+    const kn_ops *ops = kn_for(j->ops, o->dt, j->n);
     const kn_xq8 *xq = NULL;
     if (kn_takes_xq(ops, o->dt)) {
         if (j->xq) xq = j->xq;

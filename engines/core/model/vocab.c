@@ -10,6 +10,7 @@
  * and no flags: llama2.c's exporter always writes the SentencePiece layout
  * <unk>=0, <s>=1, </s>=2, then byte tokens <0x00>..<0xFF>, so those are derived.
  */
+#include "util/ut_fs.h"
 #include "model.h"
 #include "engines/abi/module.h"
 
@@ -43,36 +44,23 @@ static float rd_f32(const unsigned char *p) {
 }
 
 /* The whole file in memory: tokenizer.bin files are small (434 KB for 32000
- * tokens), and one pass over a buffer makes every bound check a subtraction. */
+ * tokens), and one pass over a buffer makes every bound check a subtraction. Read from the
+ * descriptor opened and checked here, so that *id is the file whose bytes these are. */
+#define VOCAB_MAX_BYTES ((size_t)1 << 30)
 static int read_file(const char *path, unsigned char **out, size_t *size, model_file_id *id, char *err, size_t errlen) {
     *out = NULL;
     int fd = model_open_regular(path, err, errlen);
-    FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
+    if (fd < 0) return -1;
+    FILE *f = fdopen(fd, "rb");
     if (!f) {
-        if (fd >= 0) close(fd);
-        return fd >= 0 ? bench_errf(err, errlen, "%s: cannot open: %s", path, strerror(errno)) : -1;
+        int e = errno;
+        close(fd);
+        return bench_errf(err, errlen, "%s: cannot open: %s", path, strerror(e));
     }
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        fclose(f);
-        return bench_errf(err, errlen, "%s: not a regular file", path);
-    }
-    *id = model_fd_id(fileno(f));
-    size_t n = (size_t)st.st_size;
-    unsigned char *buf = malloc(n ? n : 1);
-    if (!buf) {
-        fclose(f);
-        return bench_errf(err, errlen, "%s: out of memory for %zu bytes", path, n);
-    }
-    if (fread(buf, 1, n, f) != n) {
-        free(buf);
-        fclose(f);
-        return bench_errf(err, errlen, "%s: short read of %zu bytes", path, n);
-    }
+    *id = model_fd_id(fd);
+    *out = (unsigned char *)ut_slurp_file(f, path, VOCAB_MAX_BYTES, size, err, errlen);
     fclose(f);
-    *out = buf;
-    *size = n;
-    return 0;
+    return *out ? 0 : -1;
 }
 
 int model_vocab_load_llama2c(const char *path, int expected_n, model_vocab *v, char *err, size_t errlen) {
