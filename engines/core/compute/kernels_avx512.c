@@ -103,6 +103,93 @@ KN_INLINE vf kq_set1_half(const void *p) {
 }
 KN_INLINE __m128i kq_bits16(unsigned bits) { return _mm_maskz_set1_epi8((__mmask16)bits, 0x10); }
 
+/* ---- exact decode of Q8_0 and Q4_0, 8 blocks a step ----
+ * The generic loops (kernels_simd.inc, kernels_quant.inc) convert each block's
+ * f16 scale on its own (a word insert, a conversion and a broadcast: three of the
+ * ~11 vector operations a block costs, on the two ports 512-bit work shares) and
+ * Q4_0 builds a 16-entry table of d * (i - 8) per block. Here a step's 8 scales
+ * are converted at once (two word permutes of the step's bytes) and stored, and
+ * each block's FMA takes its scale as a broadcast load, which costs no vector
+ * port; Q4_0 looks its nibbles up in one constant table of i - 8. Still exact:
+ * every weight is an exact f32 (q, or q - 8), each block's products are summed
+ * unscaled and the scale applied once, which differs from summing (d q) x only
+ * in f32 rounding, as in mv_q8_0. */
+/* the prefetch distance of kernels_simd.inc's KN_PF_Q8 */
+#define KX_PF 8192
+KN_INLINE void kx_scales8(const void *c, int q4, float *s) {
+    /* block k's d: word 17k (Q8_0, 34-byte blocks) or 9k (Q4_0, 18) of the step */
+    const __m512i sel8a = _mm512_setr_epi64(0x0033002200110000LL, 0, 0, 0, 0, 0, 0, 0);
+    const __m512i sel8b = _mm512_setr_epi64(0x0037002600150004LL, 0, 0, 0, 0, 0, 0, 0);
+    const __m512i sel4 = _mm512_setr_epi64(0x001b001200090000LL, 0x003f0036002d0024LL, 0, 0, 0, 0, 0, 0);
+    const char *b = c;
+    __m128i h;
+    if (q4) h = _mm512_castsi512_si128(_mm512_permutex2var_epi16(_mm512_loadu_si512(b), sel4, _mm512_loadu_si512(b + 64)));
+    else {
+        const __m512i d0 = _mm512_permutex2var_epi16(_mm512_loadu_si512(b), sel8a, _mm512_loadu_si512(b + 64));
+        const __m512i d1 = _mm512_permutex2var_epi16(_mm512_loadu_si512(b + 128), sel8b, _mm512_loadu_si512(b + 192));
+        h = _mm_unpacklo_epi64(_mm512_castsi512_si128(d0), _mm512_castsi512_si128(d1));
+    }
+    _mm256_storeu_ps(s, _mm256_cvtph_ps(h));
+}
+
+/* Block k's 32 products with x, unscaled: two vectors of 16 lanes summed. */
+KN_INLINE __m512 kx_dot_q8(const bench_block_q8_0 *b, const float *x) {
+    const __m512 lo = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)b->qs)));
+    const __m512 hi = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(b->qs + 16))));
+    return _mm512_fmadd_ps(hi, _mm512_loadu_ps(x + 16), _mm512_mul_ps(lo, _mm512_loadu_ps(x)));
+}
+KN_INLINE __m512 kx_dot_q4(const bench_block_q4_0 *b, const float *x, __m512 tab) {
+    const __m512i u = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)b->qs));
+    const __m512 lo = _mm512_permutexvar_ps(u, tab), hi = _mm512_permutexvar_ps(_mm512_srli_epi32(u, 4), tab);
+    return _mm512_fmadd_ps(hi, _mm512_loadu_ps(x + 16), _mm512_mul_ps(lo, _mm512_loadu_ps(x)));
+}
+
+KN_INLINE void kx_mv_q(int q4, float *y, const float *x, const void *w, int cols, int r0, int r1) {
+    const int nb = cols / BENCH_QK;
+    const size_t bb = q4 ? sizeof(bench_block_q4_0) : sizeof(bench_block_q8_0);
+    const __m512 tab = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
+    _Static_assert(sizeof(bench_block_q8_0) == 34 && sizeof(bench_block_q4_0) == 18, "kx_scales8's word offsets");
+    for (int r = r0; r < r1; r++) {
+        const char *row = (const char *)w + (size_t)r * nb * bb;
+        __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+        int i = 0;
+        for (; i + 8 <= nb; i += 8) {
+            const char *c = row + (size_t)i * bb;
+            for (size_t o = 0; o < 8 * bb; o += 64) __builtin_prefetch(c + KX_PF + o);
+            float s[8] __attribute__((aligned(32)));
+            kx_scales8(c, q4, s);
+            /* read back from memory, so each FMA takes its scale as a broadcast load
+             * (the compiler would otherwise shuffle the register: vector-port work) */
+            __asm__ volatile("" : : "m"(s) : "memory");
+#pragma GCC unroll 8
+            for (int k = 0; k < 8; k++) {
+                const float *xb = x + (size_t)(i + k) * BENCH_QK;
+                const __m512 t = q4 ? kx_dot_q4((const bench_block_q4_0 *)(const void *)(c + k * bb), xb, tab)
+                                    : kx_dot_q8((const bench_block_q8_0 *)(const void *)(c + k * bb), xb);
+                a[k % 4] = _mm512_fmadd_ps(_mm512_set1_ps(s[k]), t, a[k % 4]);
+            }
+        }
+        for (; i < nb; i++) {
+            const char *c = row + (size_t)i * bb;
+            const float *xb = x + (size_t)i * BENCH_QK;
+            uint16_t h;
+            memcpy(&h, c, 2);
+            const __m512 t = q4 ? kx_dot_q4((const bench_block_q4_0 *)(const void *)c, xb, tab)
+                                : kx_dot_q8((const bench_block_q8_0 *)(const void *)c, xb);
+            a[0] = _mm512_fmadd_ps(_mm512_set1_ps(_cvtsh_ss(h)), t, a[0]);
+        }
+        y[r] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a[0], a[1]), _mm512_add_ps(a[2], a[3])));
+    }
+}
+static void kx_mv_q8_0(float *y, const float *x, const void *w, int cols, int r0, int r1) {
+    kx_mv_q(0, y, x, w, cols, r0, r1);
+}
+static void kx_mv_q4_0(float *y, const float *x, const void *w, int cols, int r0, int r1) {
+    kx_mv_q(1, y, x, w, cols, r0, r1);
+}
+#define KN_MV_Q8_0 kx_mv_q8_0
+#define KN_MV_Q4_0 kx_mv_q4_0
+
 #include "kernels_quant.inc"
 #include "kernels_simd.inc"
 
