@@ -4,6 +4,8 @@
  *   - greedy ids of stories260K f32 on every CUDA loader x KV cache == the llama2.c
  *     oracle (and so the CPU's), drawn by the GPU's argmax;
  *   - f16 logits against the CPU's f16 forward pass, within the stated tolerance;
+ *   - every CUDA kv module's f16, bf16, q8_0 and q4_0 cache against the CPU's cache of the
+ *     same type (the same stored bits), within the f32 tolerance;
  *   - each loader's counters (bytes to the device, pinned bytes), each KV cache's
  *     (dynamic copies, vmm maps without copying, block/token agree with prealloc);
  *   - the device's counters (events, memory timeline, kernel shares), the bandwidth
@@ -164,15 +166,18 @@ static int argmax(const float *v, int n) {
     return b;
 }
 
-/* One model on the CPU and on cuda: the logits of 16 prompt positions in one pass, then
- * of 16 one-token passes, compared. Returns the largest difference relative to the scale. */
-static double compare_logits(const fixture *f, const char *model) {
+/* One model on the CPU and on cuda, each with kv module kv and its cache in type t (K and
+ * V): the logits of 16 prompt positions in one pass, then of 16 one-token passes, compared.
+ * Returns the largest difference relative to the scale. */
+static double compare_logits_kv(const fixture *f, const char *model, const char *kv, bench_dtype t) {
     char err[1024];
     engine *cpu = NULL, *gpu = NULL;
-    engine_spec sc = {.model_path = model, .threads = 2, .module_dir = tu_module_dir()};
-    engine_spec sg = cuda_spec(f, model, "pinned", "prealloc");
+    engine_spec sc = {.model_path = model, .threads = 2, .module_dir = tu_module_dir(), .kv = kv,
+                      .kv_k_type = t, .kv_v_type = t};
+    engine_spec sg = cuda_spec(f, model, "pinned", kv);
+    sg.kv_k_type = sg.kv_v_type = t;
     if (engine_create(&sc, &cpu, err, sizeof(err)) || engine_create(&sg, &gpu, err, sizeof(err))) {
-        fprintf(stderr, "%s: %s\n", model, err);
+        fprintf(stderr, "%s (kv %s, cache %s): %s\n", model, kv, bench_dtype_name(t), err);
         fail();
     }
     int vocab = engine_model(cpu)->cfg.vocab_size, n = 16;
@@ -198,13 +203,17 @@ static double compare_logits(const fixture *f, const char *model) {
         worst = fmax(worst, d / scale);
         assert_int_equal(argmax(x, vocab), argmax(y, vocab));
     }
-    printf("[ INFO     ] %s: max |logit difference| / scale: prefill %.3g, decode %.3g (tolerance %.3g)\n", model, prefill,
-           worst, F16_TOL);
+    printf("[ INFO     ] %s (kv %s, cache %s): max |logit difference| / scale: prefill %.3g, decode %.3g\n", model, kv,
+           bench_dtype_name(t), prefill, worst);
     free(a);
     free(b);
     engine_destroy(cpu);
     engine_destroy(gpu);
     return worst;
+}
+
+static double compare_logits(const fixture *f, const char *model) {
+    return compare_logits_kv(f, model, "prealloc", BENCH_F32);
 }
 
 static void test_reduced_precision_logits(void **state) {
@@ -228,6 +237,23 @@ static void test_reduced_precision_logits(void **state) {
                                   f->tok, quants[i]), 0);
         assert_true(compare_logits(f, out) <= 1e-4);
     }
+}
+
+/* The KV cache types on the GPU: every CUDA kv module stores f16, bf16, q8_0 and q4_0 rows
+ * with the CPU's own conversions (blockquant.h compiled for the device), so the rows hold
+ * the CPU's bits and the logits differ from the CPU's same-typed cache only in the order of
+ * the sums: held to the f32 tolerance. The k256 f32 file (GQA, head_dim 32) takes the block
+ * types, whose rows need whole 32-blocks per head (stories260K's heads are 8 wide). */
+static void test_cache_types_against_cpu(void **state) {
+    fixture *f = *state;
+    NEED_GPU(f);
+    char k256[600];
+    if (!tu_shared("thirdparty/k256/k256-f32.gguf", k256, sizeof(k256))) skip();
+    const bench_dtype types[] = {BENCH_F16, BENCH_BF16, BENCH_Q8_0, BENCH_Q4_0};
+    const char *const *kvs;
+    int nk = tu_device_modules("cuda", "kv", &kvs);
+    for (int k = 0; k < nk; k++)
+        for (int i = 0; i < 4; i++) assert_true(compare_logits_kv(f, k256, kvs[k], types[i]) <= 1e-4);
 }
 
 static void test_loader_counters(void **state) {
@@ -404,6 +430,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_f32_greedy_every_loader_and_kv),
         cmocka_unit_test(test_reduced_precision_logits),
+        cmocka_unit_test(test_cache_types_against_cpu),
         cmocka_unit_test(test_loader_counters),
         cmocka_unit_test(test_kv_growth),
         cmocka_unit_test(test_device_counters),

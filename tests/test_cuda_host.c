@@ -19,6 +19,8 @@
 #include "engines/cuda/host/staging.h"
 #include "engines/cuda/host/tablemirror.h"
 #include "engines/cuda/host/topp.h"
+#include "engines/cuda/kvc_cuda.h"
+#include "engines/modules/common/kv_types.h"
 
 static uint64_t rng_next(uint64_t *s) {
     *s ^= *s >> 12;
@@ -244,6 +246,29 @@ static void test_vmm_plan(void **state) {
     assert_non_null(strstr(err, "overflow"));
 }
 
+/* The contiguous CUDA caches' bytes per position in every cache type, exact: what their
+ * allocations, the vmm plan and the memory slot count (tinyllama-1.1b's shape: 22 layers,
+ * 4 KV heads of 64). And they store the types the CPU's caches do. */
+static void test_typed_position_bytes(void **state) {
+    (void)state;
+    bench_kv_shape s = {.n_layers = 22, .n_heads = 32, .n_kv_heads = 4, .head_dim = 64, .max_pos = 2048, .max_seqs = 1};
+    const struct { bench_dtype k, v; size_t row_k, pos; } want[] = {
+        {BENCH_F32, BENCH_F32, 1024, 22u * 2 * 1024},
+        {BENCH_F16, BENCH_F16, 512, 22u * 2 * 512},
+        {BENCH_BF16, BENCH_BF16, 512, 22u * 2 * 512},
+        {BENCH_Q8_0, BENCH_Q8_0, 8 * 34, 22u * 2 * 8 * 34},    /* 8 blocks of 34 bytes a row */
+        {BENCH_Q4_0, BENCH_Q4_0, 8 * 18, 22u * 2 * 8 * 18},
+        {BENCH_Q8_0, BENCH_F16, 8 * 34, 22u * (8 * 34 + 512)}, /* -ctk q8_0 -ctv f16 */
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        s.k_type = want[i].k;
+        s.v_type = want[i].v;
+        assert_int_equal(kvcc_k_row(&s), want[i].row_k);
+        assert_int_equal(kvcc_pos_bytes(&s), want[i].pos);
+    }
+    assert_int_equal(KVC_CUDA_TYPES, KVQ_CPU_TYPES);
+}
+
 /* ---- table mirror ---- */
 
 static void test_table_mirror(void **state) {
@@ -383,6 +408,7 @@ int main(void) {
         cmocka_unit_test(test_run_failure_drains),
         cmocka_unit_test(test_dynamic_capacity),
         cmocka_unit_test(test_vmm_plan),
+        cmocka_unit_test(test_typed_position_bytes),
         cmocka_unit_test(test_table_mirror),
         cmocka_unit_test(test_topp_matches_sort),
         cmocka_unit_test(test_scratch_layout),

@@ -19,7 +19,7 @@
 
 #include "dtype.h"
 
-static inline void bench_quant_block_q8_0(const float *in, bench_block_q8_0 *b) {
+BENCH_HOSTDEV static inline void bench_quant_block_q8_0(const float *in, bench_block_q8_0 *b) {
     float amax = 0.0f;
     for (int j = 0; j < BENCH_Q8_0_BLOCK; j++) amax = fmaxf(amax, fabsf(in[j]));
     uint16_t dh = bench_f32_to_f16(amax / 127.0f);
@@ -34,7 +34,7 @@ static inline void bench_quant_block_q8_0(const float *in, bench_block_q8_0 *b) 
     }
 }
 
-static inline void bench_quant_block_q4_0(const float *in, bench_block_q4_0 *b) {
+BENCH_HOSTDEV static inline void bench_quant_block_q4_0(const float *in, bench_block_q4_0 *b) {
     float amax = 0.0f, max = 0.0f;
     for (int j = 0; j < BENCH_QK; j++)
         if (fabsf(in[j]) > amax) { amax = fabsf(in[j]); max = in[j]; }

@@ -34,6 +34,15 @@
 #include <stddef.h>
 #include <string.h>
 
+/* The sizes and element conversions below (BENCH_HOSTDEV), and the block quantisers of
+ * blockquant.h, are compiled for the GPU too (nvcc, engines/cuda/attn.cu), so that a CUDA
+ * KV cache of a type stores exactly the bits the CPU's stores. */
+#if defined(__CUDACC__)
+#define BENCH_HOSTDEV __host__ __device__
+#else
+#define BENCH_HOSTDEV
+#endif
+
 typedef enum bench_dtype {
     BENCH_F32 = 0,
     BENCH_F16,
@@ -88,7 +97,7 @@ static inline const char *bench_dtype_name(bench_dtype t) {
 }
 
 /* Block-quantised (Q8_0 and every type after it): no per-element access. */
-static inline int bench_dtype_is_quant(bench_dtype t) { return t >= BENCH_Q8_0 && t < BENCH_DTYPE_COUNT; }
+BENCH_HOSTDEV static inline int bench_dtype_is_quant(bench_dtype t) { return t >= BENCH_Q8_0 && t < BENCH_DTYPE_COUNT; }
 
 /* Whether bench writes dt (model convert, model synth): f32, f16, bf16, q8_0, q4_0.
  * The other block-quantised types are read only. */
@@ -102,13 +111,13 @@ static inline int bench_dtype_parse(const char *s) {
 }
 
 /* Elements per storage block (1 except for block-quantised types). */
-static inline size_t bench_dtype_block_elems(bench_dtype t) {
+BENCH_HOSTDEV static inline size_t bench_dtype_block_elems(bench_dtype t) {
     if (t >= BENCH_Q2_K && t <= BENCH_Q6_K) return BENCH_QK_K;
     return bench_dtype_is_quant(t) ? BENCH_QK : 1;
 }
 
 /* Bytes per storage block. */
-static inline size_t bench_dtype_block_bytes(bench_dtype t) {
+BENCH_HOSTDEV static inline size_t bench_dtype_block_bytes(bench_dtype t) {
     switch (t) {
     case BENCH_F32: return 4;
     case BENCH_F16: case BENCH_BF16: return 2;
@@ -130,7 +139,7 @@ static inline size_t bench_dtype_block_bytes(bench_dtype t) {
 static inline size_t bench_dtype_align(bench_dtype t) { return t == BENCH_F32 ? 4 : 2; }
 
 /* Bytes of a row of n elements; 0 if n is not a whole number of blocks. */
-static inline size_t bench_dtype_row_bytes(bench_dtype t, int64_t n) {
+BENCH_HOSTDEV static inline size_t bench_dtype_row_bytes(bench_dtype t, int64_t n) {
     size_t be = bench_dtype_block_elems(t);
     if (n < 0 || (size_t)n % be) return 0;
     return (size_t)n / be * bench_dtype_block_bytes(t);
@@ -138,7 +147,7 @@ static inline size_t bench_dtype_row_bytes(bench_dtype t, int64_t n) {
 
 /* ---- scalar conversions (the kernels have vector versions) ---- */
 
-static inline float bench_f16_to_f32(uint16_t h) {
+BENCH_HOSTDEV static inline float bench_f16_to_f32(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000) << 16;
     uint32_t exp = (h >> 10) & 0x1f, mant = h & 0x3ff, bits;
     if (exp == 0) {
@@ -155,7 +164,7 @@ static inline float bench_f16_to_f32(uint16_t h) {
 }
 
 /* Round to nearest even, with overflow to inf and NaN kept NaN. */
-static inline uint16_t bench_f32_to_f16(float f) {
+BENCH_HOSTDEV static inline uint16_t bench_f32_to_f16(float f) {
     uint32_t x; memcpy(&x, &f, 4);
     uint32_t sign = (x >> 16) & 0x8000;
     uint32_t ax = x & 0x7fffffffu;
@@ -175,11 +184,11 @@ static inline uint16_t bench_f32_to_f16(float f) {
     return (uint16_t)(sign | r);
 }
 
-static inline float bench_bf16_to_f32(uint16_t h) {
+BENCH_HOSTDEV static inline float bench_bf16_to_f32(uint16_t h) {
     uint32_t bits = (uint32_t)h << 16; float f; memcpy(&f, &bits, 4); return f;
 }
 
-static inline uint16_t bench_f32_to_bf16(float f) {
+BENCH_HOSTDEV static inline uint16_t bench_f32_to_bf16(float f) {
     uint32_t x; memcpy(&x, &f, 4);
     if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40); /* quiet NaN */
     x += 0x7fff + ((x >> 16) & 1);

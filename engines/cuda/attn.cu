@@ -12,10 +12,16 @@
  * The arithmetic is transformer.c's where it can be: dot / sqrt(hd), exp(s - max); the
  * split merges exp-rescaled partial sums, so its rounding differs from the one-block
  * kernel's. Which kernel runs depends only on n and the positions, never on the layout:
- * every KV module gives the same bits. */
+ * every KV module gives the same bits.
+ *
+ * Rows are stored in the cache's type (f32, f16, bf16, q8_0, q4_0; K and V may differ): the
+ * stores quantise with the CPU's own functions (blockquant.h, compiled for the device), so a
+ * row holds the bits the CPU's cache would, and the attention reads each element as d * q
+ * or its 16-bit value widened, exactly, in f32. Only f32 K takes the 16-byte loads. */
 #include <cuda_runtime.h>
 #include <float.h>
 
+#include "engines/abi/blockquant.h"
 #include "engines/cuda/attn.h"
 
 #define ATT_THREADS 128
@@ -49,47 +55,99 @@ __device__ __forceinline__ size_t row_of(const int *table, int bs, int p) {
     return table ? (size_t)table[p / bs] * (size_t)bs + (size_t)(p % bs) : (size_t)p;
 }
 
-/* ---- stores ---- */
-
-__global__ void store_kernel(float *kb, float *vb, size_t stride, const int *table, int bs, int pos0, int n, int kv_dim,
-                             const float *k, const float *v) {
-    size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= (size_t)n * kv_dim) return;
-    int i = (int)(idx / kv_dim), d = (int)(idx % kv_dim);
-    size_t at = row_of(table, bs, pos0 + i) * stride + (size_t)d;
-    kb[at] = k[idx];
-    vb[at] = v[idx];
+/* Element e of a row stored in type t (kv.h's types), exactly as f32. */
+__device__ __forceinline__ float kv_elem(const unsigned char *row, int t, int e) {
+    switch (t) {
+    case BENCH_F16: return bench_f16_to_f32(((const uint16_t *)row)[e]);
+    case BENCH_BF16: return bench_bf16_to_f32(((const uint16_t *)row)[e]);
+    case BENCH_Q8_0: {
+        const unsigned char *b = row + (size_t)(e / BENCH_Q8_0_BLOCK) * sizeof(bench_block_q8_0);
+        return bench_f16_to_f32((uint16_t)(b[0] | b[1] << 8)) * (float)(signed char)b[2 + e % BENCH_Q8_0_BLOCK];
+    }
+    case BENCH_Q4_0: {
+        const unsigned char *b = row + (size_t)(e / BENCH_QK) * sizeof(bench_block_q4_0);
+        int j = e % BENCH_QK, byte = b[2 + j % 16], q = j < 16 ? byte & 15 : byte >> 4;
+        return bench_f16_to_f32((uint16_t)(b[0] | b[1] << 8)) * (float)(q - 8);
+    }
+    default: return ((const float *)row)[e];
+    }
 }
 
-extern "C" int cuatt_store(void *stream, float *kb, float *vb, size_t stride, const int *table, int bs, int pos0, int n,
-                           int kv_dim, const float *k, const float *v) {
-    size_t total = (size_t)n * (size_t)kv_dim;
-    if (!total) return 0;
-    store_kernel<<<(unsigned)((total + 255) / 256), 256, 0, (cudaStream_t)stream>>>(kb, vb, stride, table, bs, pos0, n,
-                                                                                   kv_dim, k, v);
+/* Bytes before element e of a row of type t (e a whole number of t's blocks). */
+__device__ __forceinline__ size_t kv_off(int t, size_t e) {
+    return e / bench_dtype_block_elems((bench_dtype)t) * bench_dtype_block_bytes((bench_dtype)t);
+}
+
+/* ---- stores ---- */
+
+/* One item per element of a 16- or 32-bit type, or per block of a block type, of the
+ * (n, kv_dim) rows of one of K and V. */
+__global__ void store_kernel(unsigned char *base, size_t stride, int t, const int *table, int bs, int pos0, int n,
+                             int kv_dim, const float *src) {
+    int be = (int)bench_dtype_block_elems((bench_dtype)t), per = kv_dim / be;
+    size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (size_t)n * per) return;
+    int i = (int)(idx / per), j = (int)(idx % per);
+    unsigned char *row = base + row_of(table, bs, pos0 + i) * stride;
+    const float *x = src + (size_t)i * kv_dim + (size_t)j * be;
+    switch (t) {
+    case BENCH_F16: ((uint16_t *)row)[j] = bench_f32_to_f16(*x); break;
+    case BENCH_BF16: ((uint16_t *)row)[j] = bench_f32_to_bf16(*x); break;
+    case BENCH_Q8_0: {
+        bench_block_q8_0 b;
+        bench_quant_block_q8_0(x, &b);
+        memcpy(row + (size_t)j * sizeof b, &b, sizeof b); /* 34-byte blocks: 2-byte aligned only */
+        break;
+    }
+    case BENCH_Q4_0: {
+        bench_block_q4_0 b;
+        bench_quant_block_q4_0(x, &b);
+        memcpy(row + (size_t)j * sizeof b, &b, sizeof b);
+        break;
+    }
+    default: ((float *)row)[j] = *x; break;
+    }
+}
+
+static int att_store_one(cudaStream_t s, void *base, size_t stride, int t, const int *table, int bs, int pos0, int n,
+                         int kv_dim, const float *src) {
+    size_t items = (size_t)n * (size_t)(kv_dim / (int)bench_dtype_block_elems((bench_dtype)t));
+    store_kernel<<<(unsigned)((items + 255) / 256), 256, 0, s>>>((unsigned char *)base, stride, t, table, bs, pos0, n,
+                                                                 kv_dim, src);
     return (int)cudaGetLastError();
+}
+
+extern "C" int cuatt_store(void *stream, const cuatt_rows *kv, const int *table, int bs, int pos0, int n, int kv_dim,
+                           const float *k, const float *v) {
+    if (!n || !kv_dim) return 0;
+    cudaStream_t s = (cudaStream_t)stream;
+    int e = att_store_one(s, kv->kb, kv->k_stride, kv->k_type, table, bs, pos0, n, kv_dim, k);
+    return e ? e : att_store_one(s, kv->vb, kv->v_stride, kv->v_type, table, bs, pos0, n, kv_dim, v);
 }
 
 /* ---- the pieces both kernels share ---- */
 
-/* Scores of positions [t0, t1) into att[t - t0]: a group of lanes per position, each
- * lane 16 bytes of the K row at a time (vec: hd % 4 == 0, which keeps rows 16-byte
- * aligned in every layout), summed within the group. */
-__device__ void score_range(const float *qs, const float *kb, size_t stride, const int *table, int bs, size_t head,
-                            int hd, int t0, int t1, float *att, bool vec) {
+/* Scores of positions [t0, t1) into att[t - t0]: a group of lanes per position, summed
+ * within the group; an f32 K row 16 bytes a lane at a time (vec: hd % 4 == 0 and a stride
+ * of whole 16 bytes, which keeps rows 16-byte aligned in every layout), any other type an
+ * element a lane at a time. head: the KV head's first element in the row. */
+__device__ void score_range(const float *qs, const cuatt_rows *kv, const int *table, int bs, size_t head, int hd, int t0,
+                            int t1, float *att) {
     int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
     float sqrt_hd = sqrtf((float)hd);
+    bool vec = kv->k_type == BENCH_F32 && hd % 4 == 0 && kv->k_stride % 16 == 0;
     int L = 32;
     if (vec) {
         L = 1;
         while (L < 32 && L * 4 < hd) L <<= 1;
     }
     int per_warp = 32 / L, sub = lane / L, li = lane % L;
+    const unsigned char *kb = (const unsigned char *)kv->kb;
     for (int base = t0 + wid * per_warp; base < t1; base += nw * per_warp) {
         int t = base + sub;
         float dot = 0.0f;
         if (t < t1) {
-            const float *kr = kb + row_of(table, bs, t) * stride + head;
+            const unsigned char *kr = kb + row_of(table, bs, t) * kv->k_stride + kv_off(kv->k_type, head);
             if (vec) {
                 const float4 *k4 = (const float4 *)kr, *q4 = (const float4 *)qs;
                 for (int j = li; j < hd / 4; j += L) {
@@ -97,7 +155,7 @@ __device__ void score_range(const float *qs, const float *kb, size_t stride, con
                     dot += a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w;
                 }
             } else {
-                for (int d = li; d < hd; d += L) dot += qs[d] * kr[d];
+                for (int d = li; d < hd; d += L) dot += qs[d] * kv_elem(kr, kv->k_type, d);
             }
         }
         for (int o = L / 2; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
@@ -108,14 +166,17 @@ __device__ void score_range(const float *qs, const float *kb, size_t stride, con
 /* part[g * hd + d] = sum over t in [t0, t1), t = t0 + g (mod groups), of w[t - t0] / div * V[t][d]
  * (a division, as the reference divides): groups of hd threads take every groups-th
  * position (one group, several dimensions a thread, when hd > blockDim). */
-__device__ void weigh_v(const float *w, float div, const float *vb, size_t stride, const int *table, int bs,
-                        size_t head, int hd, int groups, int t0, int t1, float *part) {
+__device__ void weigh_v(const float *w, float div, const cuatt_rows *kv, const int *table, int bs, size_t head, int hd,
+                        int groups, int t0, int t1, float *part) {
+    const unsigned char *vb = (const unsigned char *)kv->vb;
+    size_t hoff = kv_off(kv->v_type, head);
     int g = groups > 1 ? (int)threadIdx.x / hd : 0;
     for (int d = groups > 1 ? (int)threadIdx.x % hd : (int)threadIdx.x; d < hd && g < groups;
          d += groups > 1 ? hd : (int)blockDim.x) {
         float o = 0.0f;
 #pragma unroll 4
-        for (int t = t0 + g; t < t1; t += groups) o += w[t - t0] / div * vb[row_of(table, bs, t) * stride + head + d];
+        for (int t = t0 + g; t < t1; t += groups)
+            o += w[t - t0] / div * kv_elem(vb + row_of(table, bs, t) * kv->v_stride + hoff, kv->v_type, d);
         part[(size_t)g * hd + d] = o;
     }
 }
@@ -123,8 +184,8 @@ __device__ void weigh_v(const float *w, float div, const float *vb, size_t strid
 /* ---- one block per (head, query): prefill ---- */
 
 /* Shared memory: q (hd) | scores (pos0 + n) | partial outputs (groups * hd) | 32 for reductions. */
-__global__ void attend_kernel(const float *kb, const float *vb, size_t stride, const int *table, int bs, int pos0,
-                              int n_heads, int group, int hd, int groups, const float *q, float *out) {
+__global__ void attend_kernel(cuatt_rows kv, const int *table, int bs, int pos0, int n_heads, int group, int hd, int groups,
+                              const float *q, float *out) {
     extern __shared__ __align__(16) float sm[];
     int h = blockIdx.x, i = blockIdx.y, pos = pos0 + i, n_pos = pos0 + gridDim.y;
     float *qs = sm, *att = qs + hd, *part = att + n_pos, *red = part + (size_t)groups * hd;
@@ -132,7 +193,7 @@ __global__ void attend_kernel(const float *kb, const float *vb, size_t stride, c
     const float *qh = q + (size_t)i * q_dim + (size_t)h * hd;
     for (int d = threadIdx.x; d < hd; d += blockDim.x) qs[d] = qh[d];
     __syncthreads();
-    score_range(qs, kb, stride, table, bs, head, hd, 0, pos + 1, att, hd % 4 == 0);
+    score_range(qs, &kv, table, bs, head, hd, 0, pos + 1, att);
     __syncthreads();
     float mx = -FLT_MAX;
     for (int t = threadIdx.x; t <= pos; t += blockDim.x) mx = fmaxf(mx, att[t]);
@@ -144,7 +205,7 @@ __global__ void attend_kernel(const float *kb, const float *vb, size_t stride, c
         sum += e;
     }
     sum = att_block_reduce(sum, red, false);
-    weigh_v(att, sum, vb, stride, table, bs, head, hd, groups, 0, pos + 1, part);
+    weigh_v(att, sum, &kv, table, bs, head, hd, groups, 0, pos + 1, part);
     __syncthreads();
     float *oh = out + (size_t)i * q_dim + (size_t)h * hd;
     for (int d = threadIdx.x; d < hd; d += blockDim.x) {
@@ -157,8 +218,8 @@ __global__ void attend_kernel(const float *kb, const float *vb, size_t stride, c
 /* ---- split: one block per (head, chunk, query), then the merge: decode ---- */
 
 /* Work layout: (n, n_heads, chunks, hd + 2): max, sum of exp, then sum of exp * V. */
-__global__ void attend_split_kernel(const float *kb, const float *vb, size_t stride, const int *table, int bs, int pos0,
-                                    int n_heads, int group, int hd, int groups, const float *q, float *work) {
+__global__ void attend_split_kernel(cuatt_rows kv, const int *table, int bs, int pos0, int n_heads, int group, int hd,
+                                    int groups, const float *q, float *work) {
     __shared__ __align__(16) float qs[256];
     __shared__ float att[ATT_CHUNK];
     __shared__ float red[32];
@@ -174,7 +235,7 @@ __global__ void attend_split_kernel(const float *kb, const float *vb, size_t str
     const float *qh = q + (size_t)i * q_dim + (size_t)h * hd;
     for (int d = threadIdx.x; d < hd; d += blockDim.x) qs[d] = qh[d];
     __syncthreads();
-    score_range(qs, kb, stride, table, bs, head, hd, t0, t1, att, hd % 4 == 0);
+    score_range(qs, &kv, table, bs, head, hd, t0, t1, att);
     __syncthreads();
     float mx = -FLT_MAX;
     for (int t = threadIdx.x; t < t1 - t0; t += blockDim.x) mx = fmaxf(mx, att[t]);
@@ -186,7 +247,7 @@ __global__ void attend_split_kernel(const float *kb, const float *vb, size_t str
         sum += e;
     }
     sum = att_block_reduce(sum, red, false);
-    weigh_v(att, 1.0f, vb, stride, table, bs, head, hd, groups, t0, t1, part);
+    weigh_v(att, 1.0f, &kv, table, bs, head, hd, groups, t0, t1, part);
     __syncthreads();
     for (int d = threadIdx.x; d < hd; d += blockDim.x) {
         float o = 0.0f;
@@ -251,22 +312,22 @@ extern "C" size_t cuatt_work_bytes(int n_heads, int hd, int max_pos) {
     return (size_t)ATT_SPLIT_MAX_N * (size_t)n_heads * chunks * (size_t)(hd + 2) * sizeof(float);
 }
 
-extern "C" int cuatt_attend(void *stream, const float *kb, const float *vb, size_t stride, const int *table, int bs,
-                            int pos0, int n, int n_heads, int n_kv_heads, int hd, const float *q, float *out, float *work) {
+extern "C" int cuatt_attend(void *stream, const cuatt_rows *kv, const int *table, int bs, int pos0, int n, int n_heads,
+                            int n_kv_heads, int hd, const float *q, float *out, float *work) {
     if (n < 1) return 0;
     cudaStream_t s = (cudaStream_t)stream;
     int group = n_heads / n_kv_heads, groups = att_groups(hd), n_pos = pos0 + n;
     if (work && n <= ATT_SPLIT_MAX_N && n_pos > ATT_CHUNK) {
         int chunks = (n_pos + ATT_CHUNK - 1) / ATT_CHUNK;
         attend_split_kernel<<<dim3((unsigned)n_heads, (unsigned)chunks, (unsigned)n), ATT_THREADS,
-                              (size_t)groups * hd * sizeof(float), s>>>(kb, vb, stride, table, bs, pos0, n_heads, group, hd,
-                                                                         groups, q, work);
+                              (size_t)groups * hd * sizeof(float), s>>>(*kv, table, bs, pos0, n_heads, group, hd, groups,
+                                                                         q, work);
         attend_merge_kernel<<<dim3((unsigned)n_heads, (unsigned)n), hd < 32 ? 32 : (hd > 256 ? 256 : hd), 0, s>>>(
             work, n_heads, hd, chunks, pos0, out);
         return (int)cudaGetLastError();
     }
     if (att_limit() <= 0) return (int)cudaGetLastError();
     attend_kernel<<<dim3((unsigned)n_heads, (unsigned)n), ATT_THREADS, att_smem(hd, n_pos), s>>>(
-        kb, vb, stride, table, bs, pos0, n_heads, group, hd, groups, q, out);
+        *kv, table, bs, pos0, n_heads, group, hd, groups, q, out);
     return (int)cudaGetLastError();
 }

@@ -10,6 +10,17 @@ int kvcc_open(kvcc *k, const bench_kv_shape *s, const bench_host *host, const ch
         return bench_errf(err, errlen, "%s: built for CUDA: run it with the cuda device (--device cuda)", mod);
     if (s->head_dim < 1 || s->head_dim > 256)
         return bench_errf(err, errlen, "%s: head dimension %d: the CUDA attention takes 1..256", mod, s->head_dim);
+    const bench_dtype t[2] = {s->k_type, s->v_type};
+    for (int i = 0; i < 2; i++) {
+        if ((unsigned)t[i] >= 32 || !(KVC_CUDA_TYPES >> t[i] & 1u))
+            return bench_errc(err, errlen, BENCH_ERR_REFUSED, "%s: cannot store %s as %s", mod, i ? "V" : "K",
+                              bench_dtype_name(t[i]));
+        size_t be = bench_dtype_block_elems(t[i]);
+        if (s->head_dim % (int)be)
+            return bench_errc(err, errlen, BENCH_ERR_REFUSED, "%s: a %s %s cache needs head_dim a multiple of %zu; "
+                              "this model's is %d (use f32, f16 or bf16)", mod, bench_dtype_name(t[i]), i ? "V" : "K", be,
+                              s->head_dim);
+    }
     int max = cuatt_max_positions(s->head_dim);
     if (s->max_pos > max)
         return bench_errf(err, errlen, "%s: a context of %d positions: the CUDA attention holds at most %d on this GPU (lower --ctx)",
@@ -30,16 +41,22 @@ void kvcc_close(kvcc *k) {
     k->work = NULL;
 }
 
-void kvcc_store(const kvcc *k, float *mem, int layer, int pos0, int n, const float *key, const float *v) {
-    const bench_kv_shape *s = &k->shape;
-    size_t kv_dim = (size_t)s->n_kv_heads * (size_t)s->head_dim, stride = 2u * (size_t)s->n_layers * kv_dim;
-    cuatt_store(k->stream, mem + (size_t)layer * kv_dim, mem + ((size_t)s->n_layers + (size_t)layer) * kv_dim, stride,
-                NULL, 1, pos0, n, (int)kv_dim, key, v);
+/* One layer's rows in the contiguous layout (kvc_cuda.h). */
+static cuatt_rows kvcc_rows(const bench_kv_shape *s, const void *mem, int layer) {
+    const size_t kr = kvcc_k_row(s), vr = kvcc_v_row(s), pos = kvcc_pos_bytes(s);
+    unsigned char *m = (unsigned char *)(uintptr_t)mem;
+    return (cuatt_rows){.kb = m + (size_t)layer * kr, .vb = m + (size_t)s->n_layers * kr + (size_t)layer * vr,
+                        .k_stride = pos, .v_stride = pos, .k_type = s->k_type, .v_type = s->v_type};
 }
 
-void kvcc_attend(const kvcc *k, const float *mem, int layer, int pos0, int n, const float *q, float *out) {
+void kvcc_store(const kvcc *k, void *mem, int layer, int pos0, int n, const float *key, const float *v) {
     const bench_kv_shape *s = &k->shape;
-    size_t kv_dim = (size_t)s->n_kv_heads * (size_t)s->head_dim, stride = 2u * (size_t)s->n_layers * kv_dim;
-    cuatt_attend(k->stream, mem + (size_t)layer * kv_dim, mem + ((size_t)s->n_layers + (size_t)layer) * kv_dim, stride,
-                 NULL, 1, pos0, n, s->n_heads, s->n_kv_heads, s->head_dim, q, out, k->work);
+    cuatt_rows r = kvcc_rows(s, mem, layer);
+    cuatt_store(k->stream, &r, NULL, 1, pos0, n, s->n_kv_heads * s->head_dim, key, v);
+}
+
+void kvcc_attend(const kvcc *k, const void *mem, int layer, int pos0, int n, const float *q, float *out) {
+    const bench_kv_shape *s = &k->shape;
+    cuatt_rows r = kvcc_rows(s, mem, layer);
+    cuatt_attend(k->stream, &r, NULL, 1, pos0, n, s->n_heads, s->n_kv_heads, s->head_dim, q, out, k->work);
 }

@@ -98,13 +98,19 @@ void kvp_pool_destroy(kvp_pool *p, const bench_host *host) {
 
 void kvp_copy_rows(const bench_kv_shape *s, kvp_pool *p, int dst, int src, int n) {
     kvp_dev *d = p->dev;
-    size_t kv_dim = kvp_kv_dim(s), len = (size_t)n * kv_dim * sizeof(float);
+    const size_t kr = kvp_k_row(s), vr = kvp_v_row(s);
     for (int l = 0; l < s->n_layers; l++) {
-        cudaMemcpyAsync(kvp_k(s, p, l) + (size_t)dst * kv_dim, kvp_k(s, p, l) + (size_t)src * kv_dim, len,
+        cudaMemcpyAsync(kvp_kb(s, p, l) + (size_t)dst * kr, kvp_kb(s, p, l) + (size_t)src * kr, (size_t)n * kr,
                         cudaMemcpyDeviceToDevice, d->stream);
-        cudaMemcpyAsync(kvp_v(s, p, l) + (size_t)dst * kv_dim, kvp_v(s, p, l) + (size_t)src * kv_dim, len,
+        cudaMemcpyAsync(kvp_vb(s, p, l) + (size_t)dst * vr, kvp_vb(s, p, l) + (size_t)src * vr, (size_t)n * vr,
                         cudaMemcpyDeviceToDevice, d->stream);
     }
+}
+
+/* One layer's rows of the pool, in their types. */
+static cuatt_rows kvp_rows(const bench_kv_shape *s, const kvp_pool *p, int layer) {
+    return (cuatt_rows){.kb = kvp_kb(s, p, layer), .vb = kvp_vb(s, p, layer), .k_stride = kvp_k_row(s),
+                        .v_stride = kvp_v_row(s), .k_type = s->k_type, .v_type = s->v_type};
 }
 
 /* The device copy of table with entries [0, n_need) current. full: compare every entry
@@ -158,7 +164,8 @@ void kvp_store(const bench_kv_shape *s, kvp_pool *p, const int *table, int bs, i
     kvp_dev *d = p->dev;
     const int *dt = mirror(d, table, entries(pos0 + n, bs), s->max_pos, layer == 0);
     if (!dt) return;
-    cuatt_store(d->stream, kvp_k(s, p, layer), kvp_v(s, p, layer), kvp_kv_dim(s), dt, bs, pos0, n, (int)kvp_kv_dim(s), k, v);
+    cuatt_rows r = kvp_rows(s, p, layer);
+    cuatt_store(d->stream, &r, dt, bs, pos0, n, (int)kvp_kv_dim(s), k, v);
 }
 
 void kvp_attend(const bench_kv_shape *s, const bench_host *host, const kvp_pool *p, const int *table, int bs, int layer,
@@ -168,6 +175,6 @@ void kvp_attend(const bench_kv_shape *s, const bench_host *host, const kvp_pool 
     kvp_dev *d = p->dev;
     const int *dt = mirror(d, table, entries(pos0 + n, bs), s->max_pos, layer == d->n_layers - 1);
     if (!dt) return;
-    cuatt_attend(d->stream, kvp_k(s, p, layer), kvp_v(s, p, layer), kvp_kv_dim(s), dt, bs, pos0, n, s->n_heads,
-                 s->n_kv_heads, s->head_dim, q, out, d->k.work);
+    cuatt_rows r = kvp_rows(s, p, layer);
+    cuatt_attend(d->stream, &r, dt, bs, pos0, n, s->n_heads, s->n_kv_heads, s->head_dim, q, out, d->k.work);
 }

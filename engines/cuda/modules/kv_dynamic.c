@@ -18,7 +18,7 @@ static const bench_option dynamic_options[] = {
 };
 
 typedef struct dseq {
-    float *mem;             /* (cap, 2, n_layers, kv_dim) on the device; NULL until reserved */
+    void *mem;              /* (cap positions of kvcc_pos_bytes) on the device; NULL until reserved */
     int cap, used;          /* positions of room; positions stored */
 } dseq;
 
@@ -58,7 +58,7 @@ static int dynamic_reserve(void *ctx, int seq, int n_pos, char *err, size_t errl
     uint64_t t0 = cu_now_ns();
     int cap = kvg_dynamic_cap(n_pos, c->step, c->k.shape.max_pos);
     size_t pb = kvcc_pos_bytes(&c->k.shape), bytes = (size_t)cap * pb;
-    float *mem = NULL;
+    void *mem = NULL;
     CU_TRY(cudaMalloc((void **)&mem, bytes), "kv dynamic: cudaMalloc");
     c->allocs++;
     if (q->mem) {
@@ -135,6 +135,7 @@ static void dynamic_destroy(void *ctx) {
 
 static const struct bench_kv_iface dynamic_iface = {
     .version = BENCH_KV_IFACE_VERSION,
+    .cache_types = KVC_CUDA_TYPES,
     .create = dynamic_create,
     .reserve = dynamic_reserve,
     .store = dynamic_store,

@@ -15,7 +15,7 @@ static const bench_option prealloc_options[] = {
 };
 
 typedef struct pseq {
-    float *mem;             /* (max_pos, 2, n_layers, kv_dim) on the device */
+    void *mem;              /* (max_pos positions of kvcc_pos_bytes) on the device */
     int used;               /* positions stored (high-water mark) */
 } pseq;
 
@@ -115,6 +115,7 @@ static void prealloc_destroy(void *ctx) {
 
 static const struct bench_kv_iface prealloc_iface = {
     .version = BENCH_KV_IFACE_VERSION,
+    .cache_types = KVC_CUDA_TYPES,
     .create = prealloc_create,
     .reserve = prealloc_reserve,
     .store = prealloc_store,

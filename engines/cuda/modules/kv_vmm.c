@@ -160,7 +160,7 @@ static int vmm_reserve(void *ctx, int seq, int n_pos, char *err, size_t errlen) 
     return 0;
 }
 
-static float *base(const vmm_ctx *c, int seq) { return (float *)(uintptr_t)c->seqs[seq].va; }
+static void *base(const vmm_ctx *c, int seq) { return (void *)(uintptr_t)c->seqs[seq].va; }
 
 static void vmm_store(void *ctx, int seq, int layer, int pos0, int n, const float *k, const float *v) {
     vmm_ctx *c = ctx;
@@ -234,6 +234,7 @@ static void vmm_destroy(void *ctx) {
 
 static const struct bench_kv_iface vmm_iface = {
     .version = BENCH_KV_IFACE_VERSION,
+    .cache_types = KVC_CUDA_TYPES,
     .create = vmm_create,
     .reserve = vmm_reserve,
     .store = vmm_store,

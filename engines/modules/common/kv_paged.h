@@ -8,7 +8,7 @@
  *   table   a sequence's block ids in position order: position p lives in row
  *           table[p / bs] * bs + p % bs. kv "token" is the case bs = 1 (table = slots).
  *
- * Layout of the pool, each row in its cache type (kv_types.h; the CUDA build: f32):
+ * Layout of the pool, each row in its cache type (kv_types.h; the CUDA build the same):
  *   K (n_layers, n_rows, k_row bytes)   then   V (n_layers, n_rows, v_row bytes)
  * so a block of one layer is bs rows of contiguous bytes: attention walks it with the
  * same dot/axpy as the contiguous cache, and no position is gathered into a temporary
@@ -21,7 +21,7 @@
 #include "kv_types.h"
 
 typedef struct kvp_pool {
-    float *mem;         /* (2, n_layers, n_rows, kv_dim) */
+    void *mem;          /* K rows of every layer, then V rows, in their types (below) */
     size_t bytes;       /* bytes of mem */
     int n_rows;         /* token rows in each layer */
     void *dev;          /* off the CPU: the device side's state (engines/cuda/kvp_cuda.c); NULL here */
@@ -35,7 +35,8 @@ typedef struct kvp_pool {
 #define KVP_DEVICE "cpu"
 #define KVP_CACHE_TYPES KVQ_CPU_TYPES
 #else
-#define KVP_CACHE_TYPES (1u << BENCH_F32)   /* the device pool stores f32 (engines/cuda/kvp_cuda.c) */
+/* the device pool stores the CPU's types (engines/cuda/kvp_cuda.c, attn.cu) */
+#define KVP_CACHE_TYPES ((1u << BENCH_F32) | (1u << BENCH_F16) | (1u << BENCH_BF16) | (1u << BENCH_Q8_0) | (1u << BENCH_Q4_0))
 #endif
 
 /* The modules' score(): 1 on the CPU; on CUDA, 0 where no usable GPU is. */
@@ -60,9 +61,6 @@ static inline uint8_t *kvp_vb(const bench_kv_shape *s, const kvp_pool *p, int la
     return (uint8_t *)p->mem + (size_t)s->n_layers * (size_t)p->n_rows * kvp_k_row(s) +
            (size_t)layer * (size_t)p->n_rows * kvp_v_row(s);
 }
-/* The same as floats, for an f32 pool (the CUDA build's) */
-static inline float *kvp_k(const bench_kv_shape *s, const kvp_pool *p, int layer) { return (float *)(void *)kvp_kb(s, p, layer); }
-static inline float *kvp_v(const bench_kv_shape *s, const kvp_pool *p, int layer) { return (float *)(void *)kvp_vb(s, p, layer); }
 
 /* Allocates n_rows rows from host->alloc (libc when NULL), names the region
  * "bench:kv" and writes every page once when touch is set. mod names the module in errors. */
