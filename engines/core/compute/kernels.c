@@ -246,6 +246,26 @@ static int kn_chunk_rows(int rows, int threads, int n) {
     return (chunk + align - 1) / align * align;
 }
 
+/* Decode's tasks per thread. 1: each thread streams one contiguous share of a matrix; more
+ * shares let a thread that finishes early take work from one held up (by an interrupt, or
+ * another job on the core) at the cost of more, shorter streams. Each row is computed alone,
+ * so the split never changes a result. $BENCH_DECODE_SPLIT (1..16) overrides it. */
+#ifndef KN_DECODE_SPLIT
+#define KN_DECODE_SPLIT 1
+#endif
+static int kn_decode_split(void) {
+    static atomic_int split; /* 0: not read yet */
+    int s = atomic_load_explicit(&split, memory_order_relaxed);
+    if (s) return s;
+    const char *e = getenv("BENCH_DECODE_SPLIT");
+    s = e && atoi(e) >= 1 && atoi(e) <= 16 ? atoi(e) : KN_DECODE_SPLIT;
+    atomic_store_explicit(&split, s, memory_order_relaxed);
+    return s;
+}
+
+/* Tasks of a job of n rows of x on threads threads. */
+static int kn_tasks(int threads, int n) { return n == 1 ? threads * kn_decode_split() : threads; }
+
 typedef struct kn_mm_job {
     const kn_ops *ops;  /* the table to run, with dt */
     bench_dtype dt;
@@ -284,7 +304,7 @@ void kn_matmul(tp_pool *pool, float *y, const float *x, int n, const void *w, be
         free(xb.heap);
         return;
     }
-    int chunk = kn_chunk_rows(rows, threads, n);
+    int chunk = kn_chunk_rows(rows, kn_tasks(threads, n), n);
     job.chunk = chunk;
     tp_run(pool, kn_mm_task, &job, (rows + chunk - 1) / chunk);
     free(xb.heap);
@@ -293,7 +313,7 @@ void kn_matmul(tp_pool *pool, float *y, const float *x, int n, const void *w, be
 typedef struct kn_mm_multi_job {
     const kn_ops *ops;
     const kn_mm_out *outs;
-    int count, n, cols, threads;
+    int count, n, cols, tasks;  /* tasks: kn_tasks, each the t-th share of every matrix */
     const float *x;
     const kn_xq8 *xq;   /* x quantised once for every output the table takes it for; else NULL */
 } kn_mm_multi_job;
@@ -315,7 +335,7 @@ static void kn_mm_multi_task(void *arg, int task, int n_tasks) {
     (void)n_tasks;
     for (int k = 0; k < j->count; k++) {
         const kn_mm_out *o = &j->outs[k];
-        int chunk = kn_chunk_rows(o->rows, j->threads, j->n);
+        int chunk = kn_chunk_rows(o->rows, j->tasks, j->n);
         int r0 = task * chunk, r1 = r0 + chunk < o->rows ? r0 + chunk : o->rows;
         if (r0 < r1) kn_mm_one(j, o, r0, r1);
     }
@@ -334,7 +354,7 @@ void kn_matmul_multi(tp_pool *pool, const float *x, int n, int cols, const kn_mm
     }
     if (n <= 0 || cols <= 0 || count <= 0) return;
     kn_mm_multi_job job = {.ops = job_ops, .outs = outs, .count = count, .n = n, .cols = cols,
-                           .threads = threads, .x = x};
+                           .tasks = kn_tasks(threads, n), .x = x};
     kn_xq_buf xb;
     xb.heap = NULL;
     if (any_xq) job.xq = kn_xq_prepare(job.ops, x, n, cols, &xb);
@@ -342,7 +362,7 @@ void kn_matmul_multi(tp_pool *pool, const float *x, int n, int cols, const kn_mm
         for (int k = 0; k < count; k++)
             if (outs[k].rows > 0) kn_mm_one(&job, &outs[k], 0, outs[k].rows);
     } else {
-        tp_run(pool, kn_mm_multi_task, &job, threads);
+        tp_run(pool, kn_mm_multi_task, &job, job.tasks);
     }
     free(xb.heap);
 }
