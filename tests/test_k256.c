@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engines/core/compute/kernels.h"
 #include "engines/core/runtime/engine.h"
 #include "tests/lib/testutil.h"
 
@@ -109,9 +110,12 @@ static double row_err(const float *got, const float *ref) {
     return e / amax;
 }
 
+/* kernels: a family by name (kernels.h), NULL for auto */
+static const char *k256_kernels;
+
 static engine *open_engine(const char *model, const char *loader, const char *kv, int llama_num) {
     engine_spec s = {.model_path = model, .loader = loader, .kv = kv, .threads = 2, .module_dir = tu_module_dir(),
-                     .llama_numerics = llama_num};
+                     .llama_numerics = llama_num, .kernels = k256_kernels};
     char err[1024];
     engine *e = NULL;
     if (engine_create(&s, &e, err, sizeof(err))) fail_msg("engine_create(%s, %s, %s): %s", model, loader, kv, err);
@@ -219,9 +223,46 @@ static void test_k256_every_type(void **state) {
     for (size_t t = 0; t < N_TYPES; t++) check_type(f, k256_types[t], (int)t);
 }
 
+/* Whatever auto chooses must pass: every exact family this CPU runs (the ones auto picks
+ * among by measurement, kernels_tune.h), forced in turn, on every file's 64 positions, as a
+ * prefill batch and one position a call (mmap, prealloc; the other combinations are the
+ * test above's, on auto). */
+static void test_k256_every_exact_family(void **state) {
+    fixture *f = *state;
+    NEED_FIXTURE(f);
+    int ran = 0;
+    for (int i = 0; i < kn_isa_count(); i++) {
+        int here = 0;
+        const char *name = kn_isa_name(i, &here);
+        if (!kn_isa_exact(name)) continue;
+        if (!here) {
+            printf("[ SKIP     ] kernels %s: this CPU cannot run them\n", name);
+            continue;
+        }
+        k256_kernels = name;
+        double worst[2] = {0, 0};
+        for (size_t t = 0; t < N_TYPES; t++) {
+            char model[700], refp[700];
+            snprintf(model, sizeof(model), "%s/k256-%s.gguf", f->dir, k256_types[t]);
+            snprintf(refp, sizeof(refp), "%s/k256-%s.logits-dequant.txt", f->dir, k256_types[t]);
+            float *ref = read_logits(refp);
+            assert_non_null(ref);
+            expect_logits(f, model, "mmap", "prealloc", 1, 1, ref, worst);
+            free(ref);
+        }
+        printf("[ INFO     ] kernels %s: largest error over the k256 files: prefill %.3g, decode %.3g\n", name, worst[0],
+               worst[1]);
+        ran++;
+    }
+    k256_kernels = NULL;
+    kn_set_isa("auto");
+    assert_true(ran >= 1); /* portable runs everywhere */
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_k256_every_type),
+        cmocka_unit_test(test_k256_every_exact_family),
     };
     /* the SDK test runs only the conformance part on an out-of-tree module (tests/test_sdk.c) */
     if (getenv("BENCH_TEST_FILTER")) cmocka_set_test_filter(getenv("BENCH_TEST_FILTER"));
