@@ -363,6 +363,9 @@ int modreg_load_for(const char *dir, const char *device, const char *family, con
 
 int modreg_cache_load(modreg_cache *c, const char *dir, const char *device, const char *family, const char *name,
                       const bench_module **out, char *err, size_t errlen) {
+    *out = NULL;
+    /* without a cache the entry would be nobody's to close */
+    if (!c) return bench_errc(err, errlen, BENCH_ERR_INVALID, "%s module \"%s\": no module cache to load it into", family, name);
     modreg_entry e;
     int rc = load_for(c, dir, device, family, name, &e, err, errlen);
     *out = rc ? NULL : e.mod;
