@@ -248,6 +248,12 @@ void aw_scenario_free(aw_scenario *a) {
 static int aw_parse_alloc(aw_ctx *c, const scenario *s, const cJSON *j, const char *p, sc_choice *ch) {
     memset(ch, 0, sizeof(*ch));
     char opts[512] = "";
+    /* the options as the file gives them, one pair each (a string in the JSON tree, a
+     * number's or bool's text in gtext), checked against the module's table below */
+    enum { AW_MAX_OPTS = 32 };
+    bench_opt given[AW_MAX_OPTS];
+    char gtext[AW_MAX_OPTS][32];
+    int ng = 0;
     if (cJSON_IsString(j)) {
         ch->name = strdup(j->valuestring);
     } else if (cJSON_IsObject(j)) {
@@ -277,6 +283,13 @@ static int aw_parse_alloc(aw_ctx *c, const scenario *s, const cJSON *j, const ch
                 aw_err(c, q, "option %s: expected a boolean, an integer or a string", it->string);
                 continue;
             }
+            if (ng == AW_MAX_OPTS) {
+                aw_err(c, q, "more than %d options", AW_MAX_OPTS);
+                break;
+            }
+            given[ng] = (bench_opt){.key = it->string, .value = cJSON_IsString(it) ? it->valuestring : strcpy(gtext[ng], val),
+                                    .kind = BENCH_OPTV_TEXT};
+            ng++;
             size_t u = strlen(opts);
             snprintf(opts + u, sizeof(opts) - u, "%s%s=%s", u ? "," : "", it->string, val);
         }
@@ -299,12 +312,8 @@ static int aw_parse_alloc(aw_ctx *c, const scenario *s, const cJSON *j, const ch
         return -1;
     }
     /* checked here once: the worker spec carries the typed values (aw_worker_spec) */
-    bench_opts bo;
-    void *storage = NULL;
-    if (modreg_parse_opts(ch->opts, &bo, &storage, err, sizeof(err)) ||
-        modreg_type_opts(m, &bo, &ch->typed, &ch->typed_mem, err, sizeof(err)))
-        aw_err(c, p, "%s", err);
-    free(storage);
+    bench_opts bo = {ng, given};
+    if (modreg_type_opts(m, &bo, &ch->typed, &ch->typed_mem, err, sizeof(err))) aw_err(c, p, "%s", err);
     return 0;
 }
 

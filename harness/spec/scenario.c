@@ -25,12 +25,20 @@
 
 /* ---- errors ---- */
 
+/* Options one module choice may give (the modules' tables have a handful each). */
+#define SC_MAX_OPTS 32
+
 typedef struct sc_ctx {
     const char *file;
     sc_errors *errs;
     char *module_dir;
     const scenario *s;      /* its device axis, once parsed, says which modules to check */
     int device_failed;      /* a device choice was refused: its modules go unchecked */
+    /* the module choice being parsed: its options as the file gives them, one pair each,
+     * the key and a string value in the JSON tree, a number's or bool's text in given_text */
+    int n_given;
+    bench_opt given[SC_MAX_OPTS];
+    char given_text[SC_MAX_OPTS][32];
 } sc_ctx;
 
 static void sc_err(sc_ctx *c, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -568,6 +576,20 @@ static int sc_opt_text(const cJSON *v, char *buf, size_t len) {
     return strchr(buf, ',') || strchr(buf, '=') ? -1 : 0;
 }
 
+/* An option of the module choice being parsed, as the file gives it (v: its value as text,
+ * sc_opt_text): checked against each module's table by sc_type_opts, not through the
+ * choice's "k=v,k=v" label text. */
+static void sc_give(sc_ctx *c, const cJSON *it, const char *v, const char *p) {
+    if (c->n_given == SC_MAX_OPTS) {
+        sc_err(c, p, "more than %d options", SC_MAX_OPTS);
+        return;
+    }
+    int n = c->n_given++;
+    /* a string as the file has it; a number's or a bool's text is under 32 bytes */
+    const char *value = cJSON_IsString(it) ? it->valuestring : strcpy(c->given_text[n], v);
+    c->given[n] = (bench_opt){.key = it->string, .value = value, .kind = BENCH_OPTV_TEXT};
+}
+
 /* Two lists of typed options alike, value for value. */
 static int sc_typed_same(const bench_opts *a, const bench_opts *b) {
     if (a->n != b->n) return 0;
@@ -585,17 +607,14 @@ static int sc_typed_same(const bench_opts *a, const bench_opts *b) {
  * must give each device's module the same values. A choice that sizes a shared KV pool
  * with an option notes which (sc_choice.pool_opt). */
 static void sc_type_opts(sc_ctx *c, const bench_module *m, sc_choice *ch, const char *p, const char *device) {
-    bench_opts opts, typed;
-    void *storage = NULL, *mem = NULL;
+    bench_opts opts = {c->n_given, c->given}, typed;
+    void *mem = NULL;
     char err[512];
-    if (modreg_parse_opts(ch->opts, &opts, &storage, err, sizeof(err)) ||
-        modreg_type_opts(m, &opts, &typed, &mem, err, sizeof(err))) {
+    if (modreg_type_opts(m, &opts, &typed, &mem, err, sizeof(err))) {
         sc_err(c, p, "%s", err);
-        free(storage);
         return;
     }
     if (m->caps & BENCH_CAP_KV_SHARED_POOL) modreg_pool_opt_given(m, &opts, ch->pool_opt, sizeof(ch->pool_opt));
-    free(storage);
     if (!ch->typed_mem) {
         ch->typed = typed;
         ch->typed_mem = mem;
@@ -764,6 +783,7 @@ static int sc_parse_choice(sc_ctx *c, int axis, const cJSON *j, const char *p, s
     }
     const char *family = sc_axis_names[axis];
     char opts[512] = "";
+    c->n_given = 0;
     if (cJSON_IsString(j)) {
         ch->name = strdup(j->valuestring);
     } else if (cJSON_IsObject(j)) {
@@ -784,6 +804,7 @@ static int sc_parse_choice(sc_ctx *c, int axis, const cJSON *j, const char *p, s
                     sc_err(c, ip, "expected a boolean, number or string without ',' and '=', got %s", sc_type_name(it));
                     continue;
                 }
+                sc_give(c, it, v, ip);
                 size_t used = strlen(opts);
                 snprintf(opts + used, sizeof(opts) - used, "%s%s=%s", used ? "," : "", it->string, v);
             }
