@@ -102,7 +102,8 @@ static void test_variants(void **state) {
     assert_non_null(spec);
     assert_non_null(strstr(spec, "\"kind\":\t\"alloc_workload\""));
     assert_string_equal(s->kind->name, "allocators");
-    assert_non_null(strstr(spec, "trim_threshold=64m"));
+    /* the options as the parent checked them, typed: 64m as a number of bytes */
+    assert_non_null(strstr(spec, "\"trim_threshold\":\t67108864"));
     free(spec);
     sc_free(s);
 }

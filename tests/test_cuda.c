@@ -144,7 +144,7 @@ static void test_f32_greedy_every_loader_and_kv(void **state) {
             expect_oracle(f, &s, NULL);
         }
     /* cuBLAS for the one-token passes too, and each scratch policy */
-    bench_opt o1[] = {{"gemv", "0"}}, o2[] = {{"scratch", "arena"}}, o3[] = {{"scratch", "malloc"}, {"profile", "1"}};
+    bench_opt o1[] = {{.key = "gemv", .value = "0"}}, o2[] = {{.key = "scratch", .value = "arena"}}, o3[] = {{.key = "scratch", .value = "malloc"}, {.key = "profile", .value = "1"}};
     bench_opts opts[] = {{1, o1}, {1, o2}, {2, o3}};
     for (int i = 0; i < 3; i++) {
         engine_spec s = cuda_spec(f, f->model, "pinned", "prealloc");
@@ -283,13 +283,13 @@ static void test_loader_counters(void **state) {
     /* option errors name the module and the option */
     engine *e = NULL;
     char err[1024];
-    bench_opt bad[] = {{"slots", "0"}};
+    bench_opt bad[] = {{.key = "slots", .value = "0"}};
     engine_spec s = cuda_spec(f, f->model, "pinned", "prealloc");
     s.loader_opts = (bench_opts){1, bad};
     assert_true(engine_create(&s, &e, err, sizeof(err)) < 0);
     assert_non_null(strstr(err, "loader pinned: option slots=0: expected 1.."));
     /* a ring of one slot and chunks of 4 KiB: many waits, the same ids */
-    bench_opt tiny[] = {{"slots", "1"}, {"chunk", "4k"}};
+    bench_opt tiny[] = {{.key = "slots", .value = "1"}, {.key = "chunk", .value = "4k"}};
     s.loader_opts = (bench_opts){2, tiny};
     expect_oracle(f, &s, NULL);
 }
@@ -299,7 +299,7 @@ static void test_kv_growth(void **state) {
     NEED_GPU(f);
     /* dynamic: a 7-position step forces growth copies inside 200 positions, as on the CPU */
     engine *e = NULL;
-    bench_opt step[] = {{"step", "7"}};
+    bench_opt step[] = {{.key = "step", .value = "7"}};
     engine_spec s = cuda_spec(f, f->model, "pinned", "dynamic");
     s.kv_opts = (bench_opts){1, step};
     expect_oracle(f, &s, &e);
@@ -334,7 +334,7 @@ static void test_device_counters(void **state) {
     fixture *f = *state;
     NEED_GPU(f);
     engine *e = NULL;
-    bench_opt po[] = {{"profile", "4"}};
+    bench_opt po[] = {{.key = "profile", .value = "4"}};
     engine_spec s = cuda_spec(f, f->model, "pinned", "prealloc");
     s.device_opts = (bench_opts){1, po};
     int ids[MAX_IDS + 1];

@@ -234,7 +234,7 @@ static void test_module_options_keep_ids(void **state) {
     /* a 7-position growth step forces many copies inside the 200 positions */
     engine_spec s = {.model_path = f->model, .tokenizer_path = f->tok, .loader = "pread", .kv = "dynamic",
                      .threads = 1, .module_dir = tu_module_dir()};
-    bench_opt kvo[] = {{"step", "7"}}, lo[] = {{"chunk", "4k"}, {"populate", "1"}};
+    bench_opt kvo[] = {{.key = "step", .value = "7"}}, lo[] = {{.key = "chunk", .value = "4k"}, {.key = "populate", .value = "1"}};
     s.kv_opts = (bench_opts){1, kvo};
     s.loader_opts = (bench_opts){2, lo};
     int got[MAX_IDS + 1];
@@ -243,7 +243,7 @@ static void test_module_options_keep_ids(void **state) {
     assert_int_equal(count_matching(got, f->want, f->n_want), f->n_want);
     assert_int_equal((int)grows.value, 200 / 7); /* capacity 7, 14, ... 203: 28 growths after the first */
 
-    bench_opt mo[] = {{"mode", "private"}, {"populate", "1"}, {"advice", "sequential"}};
+    bench_opt mo[] = {{.key = "mode", .value = "private"}, {.key = "populate", .value = "1"}, {.key = "advice", .value = "sequential"}};
     s = (engine_spec){.model_path = f->model, .tokenizer_path = f->tok, .loader = "mmap", .kv = "prealloc",
                       .threads = 2, .module_dir = tu_module_dir(), .loader_opts = {3, mo}};
     counter_probe zero_copy = {"loader.zero_copy_tensors", -1};

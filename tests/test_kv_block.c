@@ -219,7 +219,7 @@ static void check_blocks(engine *e, int stored) {
 
 static void test_engine_oracle(void **state) {
     (void)state;
-    bench_opt o[] = {{"block_size", "7"}};
+    bench_opt o[] = {{.key = "block_size", .value = "7"}};
     kvt_expect_oracle("block", (bench_opts){1, o}, check_blocks);
 }
 

@@ -363,7 +363,7 @@ static void emit_changed(void *user, const char *name, const char *unit, double 
 static void test_mmap_verify_sees_replaced_model(void **state) {
     fx *f = *state;
     fresh_model(f);
-    bench_opt vo[] = {{"verify", "1"}};
+    bench_opt vo[] = {{.key = "verify", .value = "1"}};
     engine_spec s = {.model_path = f->model, .tokenizer_path = f->tok, .loader = "mmap", .kv = "prealloc", .threads = 1,
                      .module_dir = tu_module_dir(), .loader_opts = {1, vo}};
     char err[1024], other[700];

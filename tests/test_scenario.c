@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "engines/core/runtime/modreg.h"
 #include "harness/parent/runner.h"
 #include "harness/spec/confine.h"
 #include "harness/spec/scenario.h"
@@ -759,7 +760,7 @@ static void test_worker_spec_round_trip(void **state) {
     assert_string_equal(r.model, w.model);
     for (int i = 0; i < 3; i++) {
         assert_string_equal(r.module[i], w.module[i]);
-        assert_string_equal(r.opts[i], w.opts[i]);
+        assert_int_equal(r.opts[i].v.n, w.opts[i].v.n);
     }
     assert_string_equal(r.module[0], "pread");
     assert_string_equal(r.device, w.device);
@@ -773,6 +774,7 @@ static void test_worker_spec_round_trip(void **state) {
     /* one sequence: no "requests"; prompt_tokens, not prompt */
     assert_null(cJSON_GetObjectItemCaseSensitive(j, "requests"));
     assert_null(cJSON_GetObjectItemCaseSensitive(j, "prompt"));
+    ws_engine_free(&r);
     cJSON_Delete(j);
     free(text);
     /* an empty spec: the table's defaults (the sampler's seed and top-p) */
@@ -780,6 +782,7 @@ static void test_worker_spec_round_trip(void **state) {
     assert_int_equal(ws_engine_read(j, &r, err, sizeof(err)), 0);
     assert_true(r.seed == 42 && r.topp == 0.9 && r.temperature == 0 && r.threads == 0);
     assert_null(r.model);
+    ws_engine_free(&r);
     cJSON_Delete(j);
     sc_free(s);
     /* a serving spec carries its requests, and no prompt or generate */
@@ -790,9 +793,163 @@ static void test_worker_spec_round_trip(void **state) {
     assert_non_null(r.requests);
     assert_int_equal(r.requests->count, 8);
     assert_null(cJSON_GetObjectItemCaseSensitive(j, "generate"));
-    sc_requests_free(r.requests);
+    ws_engine_free(&r);
     cJSON_Delete(j);
     free(text);
+    sc_free(s);
+}
+
+/* The value at option `name`'s offset of a filled options struct (the test reads the module's
+ * own table for the offset). */
+static const void *opt_slot(const bench_module *m, const void *filled, const char *name) {
+    for (const bench_option *d = m->options; d && d->name; d++)
+        if (!strcmp(d->name, name)) return (const char *)filled + d->offset;
+    fail_msg("%s %s has no option %s", m->family, m->name, name);
+    return NULL;
+}
+
+/* Options travel once: the parent checks the scenario's options against each module's table
+ * and the worker spec carries them typed (a size as a number, a bool as true, an enum's choice
+ * by name); the worker's typed values fill the module's struct with no text parsed. */
+static void test_worker_spec_typed_options(void **state) {
+    (void)state;
+    scenario *s = parse_ok("{" BASE ", \"cache\": \"warm\", \"matrix\": {\"loader\": [{\"name\": \"pread\", \"options\": "
+                           "{\"chunk\": \"64k\", \"direct\": true}}, {\"name\": \"mmap\", \"options\": {\"mode\": \"private\", "
+                           "\"populate\": 1}}], \"fixed\": {\"kv\": {\"name\": \"dynamic\", \"options\": {\"step\": 16}}, "
+                           "\"alloc\": {\"name\": \"arena\", \"options\": {\"chunk\": \"1m\"}}}}}");
+    char *text = sc_engine_worker_spec(s, &s->variants[0]);
+    assert_non_null(text);
+    cJSON *j = cJSON_Parse(text);
+    const cJSON *lo = cJSON_GetObjectItemCaseSensitive(j, "loader_opts");
+    assert_true(cJSON_IsObject(lo));
+    const cJSON *chunk = cJSON_GetObjectItemCaseSensitive(lo, "chunk");
+    assert_true(cJSON_IsNumber(chunk) && chunk->valuedouble == 65536);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(lo, "direct")));
+    const cJSON *step = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "kv_opts"), "step");
+    assert_true(cJSON_IsNumber(step) && step->valuedouble == 16);
+    const cJSON *ac = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "alloc_opts"), "chunk");
+    assert_true(cJSON_IsNumber(ac) && ac->valuedouble == 1048576);
+    ws_engine r;
+    char err[512];
+    assert_int_equal(ws_engine_read(j, &r, err, sizeof(err)), 0);
+    assert_int_equal(r.opts[0].v.n, 2);
+    assert_int_equal(r.opts[0].v.v[0].kind, BENCH_OPTV_NUM);
+    assert_int_equal(r.opts[0].v.v[1].kind, BENCH_OPTV_BOOL);
+    /* the worker's side: the typed values into pread's struct */
+    modreg_entry e;
+    void *filled;
+    assert_int_equal(modreg_load(tu_module_dir(), "loader", "pread", &e, err, sizeof(err)), 0);
+    assert_int_equal(modreg_fill_opts(e.mod, &r.opts[0].v, &filled, err, sizeof(err)), 0);
+    assert_true(*(const uint64_t *)opt_slot(e.mod, filled, "chunk") == 65536);
+    assert_int_equal(*(const int *)opt_slot(e.mod, filled, "direct"), 1);
+    free(filled);
+    modreg_entry_close(&e);
+    ws_engine_free(&r);
+    cJSON_Delete(j);
+    free(text);
+    /* an enum travels as its choice's name, a bool given as 1 as true */
+    text = sc_engine_worker_spec(s, &s->variants[1]);
+    j = cJSON_Parse(text);
+    lo = cJSON_GetObjectItemCaseSensitive(j, "loader_opts");
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(lo, "mode")->valuestring, "private");
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(lo, "populate")));
+    assert_int_equal(ws_engine_read(j, &r, err, sizeof(err)), 0);
+    assert_int_equal(modreg_load(tu_module_dir(), "loader", "mmap", &e, err, sizeof(err)), 0);
+    assert_int_equal(modreg_fill_opts(e.mod, &r.opts[0].v, &filled, err, sizeof(err)), 0);
+    assert_int_equal(*(const int *)opt_slot(e.mod, filled, "mode"), 1);    /* shared|private */
+    assert_int_equal(*(const int *)opt_slot(e.mod, filled, "populate"), 1);
+    free(filled);
+    modreg_entry_close(&e);
+    ws_engine_free(&r);
+    cJSON_Delete(j);
+    free(text);
+    sc_free(s);
+}
+
+/* Reads spec text, expecting ws_engine_read to refuse it with msg. */
+static void spec_refused(const char *spec, const char *msg) {
+    cJSON *j = cJSON_Parse(spec);
+    assert_non_null(j);
+    ws_engine r;
+    char err[512];
+    assert_int_equal(ws_engine_read(j, &r, err, sizeof(err)), -1);
+    if (!strstr(err, msg)) fail_msg("got \"%s\", want \"%s\"", err, msg);
+    ws_engine_free(&r);
+    cJSON_Delete(j);
+}
+
+/* Fills pread's struct from a spec's loader_opts, expecting the host to refuse it with msg:
+ * a value of the wrong type is not parsed as text, nor coerced. */
+static void typed_refused(const char *spec, const char *msg) {
+    cJSON *j = cJSON_Parse(spec);
+    ws_engine r;
+    char err[512];
+    assert_int_equal(ws_engine_read(j, &r, err, sizeof(err)), 0);
+    modreg_entry e;
+    void *filled = NULL;
+    assert_int_equal(modreg_load(tu_module_dir(), "loader", "pread", &e, err, sizeof(err)), 0);
+    assert_true(modreg_fill_opts(e.mod, &r.opts[0].v, &filled, err, sizeof(err)) < 0);
+    assert_null(filled);
+    if (!strstr(err, msg)) fail_msg("got \"%s\", want \"%s\"", err, msg);
+    modreg_entry_close(&e);
+    ws_engine_free(&r);
+    cJSON_Delete(j);
+}
+
+/* A worker spec whose options are not typed values, or not of the option's type, is refused
+ * with the field, the option and what was expected. */
+static void test_worker_spec_bad_option_type(void **state) {
+    (void)state;
+    spec_refused("{\"loader_opts\": \"chunk=64k\"}", "worker spec: loader_opts: expected an object {\"option\": value}");
+    spec_refused("{\"kv_opts\": {\"step\": [1]}}", "worker spec: kv_opts.step: expected a boolean, a whole number or a string, got an array");
+    spec_refused("{\"alloc_opts\": {\"chunk\": 1.5}}", "worker spec: alloc_opts.chunk: expected a boolean, a whole number or a string");
+    spec_refused("{\"device_opts\": {\"gpu\": 1e300}}", "worker spec: device_opts.gpu: expected a boolean, a whole number");
+    typed_refused("{\"loader_opts\": {\"chunk\": \"64k\"}}", "loader pread: option chunk=\"64k\": expected a size (a whole number >= 0)");
+    typed_refused("{\"loader_opts\": {\"direct\": 1}}", "loader pread: option direct=1: expected a boolean (true or false)");
+    typed_refused("{\"loader_opts\": {\"chunk\": -4096}}", "loader pread: option chunk=-4096: expected a size");
+    typed_refused("{\"loader_opts\": {\"chnk\": 4096}}", "loader pread: unknown option \"chnk\" (have: chunk");
+}
+
+/* A module of an unranged size option: a value past 2^53, which a JSON number does not hold
+ * exactly, is refused by the parent rather than rounded on its way to the worker. */
+typedef struct big_opts { uint64_t bytes; } big_opts;
+static const bench_option big_options[] = {
+    BENCH_OPTION_SIZE(big_opts, bytes, "0", 0, 0, "any size"),
+    BENCH_OPTION_END,
+};
+static void test_typed_options_exact(void **state) {
+    (void)state;
+    const bench_module m = {.api_version = BENCH_MODULE_API_VERSION, .family = "kv", .name = "big", .options = big_options,
+                            .opts_size = sizeof(big_opts)};
+    bench_opt given[] = {{.key = "bytes", .value = "8388608g"}};   /* 2^53 */
+    bench_opts in = {1, given}, out;
+    void *mem;
+    char err[512];
+    assert_int_equal(modreg_type_opts(&m, &in, &out, &mem, err, sizeof(err)), 0);
+    assert_int_equal(out.n, 1);
+    assert_true(out.v[0].kind == BENCH_OPTV_NUM && out.v[0].num == BENCH_OPTV_NUM_MAX);
+    assert_string_equal(out.v[0].key, "bytes");
+    free(mem);
+    given[0].value = "9007199254740993";
+    assert_true(modreg_type_opts(&m, &in, &out, &mem, err, sizeof(err)) < 0);
+    assert_null(mem);
+    assert_non_null(strstr(err, "kv big: option bytes: expected a whole number of at most 2^53"));
+}
+
+/* The parent dlopens each module once however many choices and devices name it: three
+ * loader choices of two modules, three kv choices of two, and the default allocator are
+ * five modules, five loads (they were seven, one per choice). */
+static void test_parent_loads_each_module_once(void **state) {
+    (void)state;
+    unsigned long before = modreg_dlopens();
+    scenario *s = parse_ok("{" BASE ", \"cache\": \"warm\", \"matrix\": {\"loader\": [{\"name\": \"pread\", \"options\": "
+                           "{\"chunk\": \"64k\"}}, {\"name\": \"pread\", \"options\": {\"chunk\": \"128k\"}}, \"mmap\"], "
+                           "\"kv\": [\"prealloc\", \"dynamic\", {\"name\": \"dynamic\", \"options\": {\"step\": 16}}]}}");
+    assert_int_equal(s->n_variants, 9);
+    assert_int_equal(modreg_dlopens() - before, 5);
+    /* and keeps none of them past the parse: the choices hold their typed options */
+    assert_null(s->mods);
+    assert_true(sc_pick(s, &s->variants[3], SC_AX_LOADER)->typed.v[0].num == 131072);
     sc_free(s);
 }
 
@@ -830,6 +987,10 @@ int main(void) {
         cmocka_unit_test(test_read_paths_confined),
         cmocka_unit_test(test_shipped_scenarios_need_no_flag),
         cmocka_unit_test(test_worker_spec_round_trip),
+        cmocka_unit_test(test_worker_spec_typed_options),
+        cmocka_unit_test(test_worker_spec_bad_option_type),
+        cmocka_unit_test(test_typed_options_exact),
+        cmocka_unit_test(test_parent_loads_each_module_once),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

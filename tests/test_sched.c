@@ -374,7 +374,7 @@ static void test_engine_errors(void **state) {
     sched_destroy(s);
     engine_destroy(e);
 
-    bench_opt pool = {"pool_tokens", "64"};
+    bench_opt pool = {.key = "pool_tokens", .value = "64"};
     spec = (engine_spec){.model_path = f->model, .kv = "block", .kv_opts = {1, &pool}, .threads = 1, .max_pos = 64,
                          .kv_budget_tokens = 128, .module_dir = tu_module_dir()};
     assert_true(engine_create(&spec, &e, err, sizeof(err)) < 0);

@@ -20,10 +20,14 @@
 #include "dtype.h"
 #include "kv.h"
 
-/* Version 2 (module API 2): create takes the module's filled options struct. */
-#define BENCH_DEVICE_IFACE_VERSION 2u
+/* Version 3: bench_dev_model.kv is the engine's KV instance (a bench_kv handle, kv.h), not
+ * a vtable and a context of its own. Version 2 (module API 2): create takes the module's
+ * filled options struct. A module of another version is refused at load (modreg.c). */
+#define BENCH_DEVICE_IFACE_VERSION 3u
 
-/* A weight matrix in device memory, row-major (rows, cols), in its stored dtype. */
+/* A weight matrix, row-major (rows, cols), in its stored dtype, where the loader put it: in
+ * device memory for a device module, in host memory for the CPU's forward pass, which
+ * describes its weights with these same types (engines/core/compute/transformer.h). */
 typedef struct bench_dev_matrix {
     const void *data;
     bench_dtype dtype;
@@ -51,8 +55,9 @@ typedef struct bench_dev_model {
     bench_dev_matrix output;        /* (vocab, dim); tok_embd's when the classifier is tied */
     const float *out_norm;          /* (dim) f32 */
     const bench_dev_layer *layers;  /* (n_layers), a host array: copy what is kept past bind */
-    const struct bench_kv_iface *kv;/* the KV module built for this device, and its instance */
-    void *kv_ctx;
+    /* the engine's instance of the KV module built for this device: the handle is the
+     * engine's (it lives until the engine goes, after the device's last forward pass) */
+    const bench_kv *kv;
 } bench_dev_model;
 
 struct bench_device_iface {

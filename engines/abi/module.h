@@ -81,8 +81,22 @@ typedef struct bench_option {
     {#field, BENCH_OPT_SIZE, offsetof(st, field), def, 0, 0, NULL, help, BENCH_OPTF_SIZES_POOL}
 #define BENCH_OPTION_END {NULL, 0, 0, NULL, 0, 0, NULL, NULL, 0}
 
-/* "key=value" pairs as given, before the host parses them (the harness's side). */
-typedef struct bench_opt { const char *key, *value; } bench_opt;
+/* Options as the harness hands them to the host (the harness's side: a module never sees
+ * them, it gets the filled struct). Either text as a user wrote it ("key=value" on a command
+ * line: BENCH_OPTV_TEXT, parsed and range-checked against the table when the host fills the
+ * struct), or a value the parent has already checked, typed (a worker spec's: the host
+ * stores it at the option's offset by the option's type, with no text and no range check):
+ *   BENCH_OPTV_BOOL  num 0 or 1                   a BOOL option
+ *   BENCH_OPTV_NUM   num, |num| <= 2^53           an INT option, or a SIZE (num >= 0)
+ *   BENCH_OPTV_STR   value                        an ENUM option (its choice's name) or a STRING */
+enum { BENCH_OPTV_TEXT = 0, BENCH_OPTV_BOOL, BENCH_OPTV_NUM, BENCH_OPTV_STR };
+/* The largest whole number a typed value carries: what a JSON number (a double) holds exactly. */
+#define BENCH_OPTV_NUM_MAX (1ll << 53)
+typedef struct bench_opt {
+    const char *key, *value;    /* value: TEXT's text, STR's string; NULL for BOOL and NUM */
+    int kind;                   /* BENCH_OPTV_*; 0 (TEXT) where only key and value are given */
+    int64_t num;                /* BOOL and NUM */
+} bench_opt;
 typedef struct bench_opts { int n; const bench_opt *v; } bench_opts;
 
 /* ---- capabilities: what a module declares it does, checked when it loads ----

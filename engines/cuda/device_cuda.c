@@ -350,8 +350,8 @@ static int layers(dc_ctx *c, int seq, int n, int pos0, uint8_t *s, const dsl_lay
         mark(c, CAT_OTHER);
         DC_K(cuk_rope(c->stream, q, k, n, m->n_heads, m->n_kv_heads, hd, pos0, m->rope_theta, m->rope_half), "device cuda: rope");
         mark(c, CAT_ATTN);
-        m->kv->store(m->kv_ctx, seq, l, pos0, n, k, v);
-        m->kv->attend(m->kv_ctx, seq, l, pos0, n, q, xb);
+        m->kv->iface->store(m->kv->ctx, seq, l, pos0, n, k, v);
+        m->kv->iface->attend(m->kv->ctx, seq, l, pos0, n, q, xb);
         tag = (act16){NULL, BENCH_F32}; /* xb was rewritten */
         mark(c, CAT_WEIGHTS);
         if (mm(c, &W->wo, xb, n, x, 1, xh, &tag, err, errlen)) goto fail;

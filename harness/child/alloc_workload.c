@@ -20,6 +20,7 @@
 #include "engines/abi/alloc.h"
 #include "engines/core/runtime/modreg.h"
 #include "harness/spec/events.h"
+#include "harness/spec/spec_opts.h"
 #include "harness/spec/stats.h"
 #include "util/ut_clock.h"
 
@@ -592,12 +593,13 @@ int aw_worker(const cJSON *j, const char *spec_name, int ev_fd, int ack_fd, cons
     aw_run r = {0};
     at_trace trace = {0};
     modreg_entry me = {0};
-    void *storage = NULL, *filled = NULL;
+    bench_opt *typed = NULL;
+    void *filled = NULL;
     int rc = 1;
     const cJSON *ja = j ? cJSON_GetObjectItemCaseSensitive(j, "alloc") : NULL;
     const cJSON *jo = j ? cJSON_GetObjectItemCaseSensitive(j, "alloc_opts") : NULL;
     const cJSON *jd = j ? cJSON_GetObjectItemCaseSensitive(j, "module_dir") : NULL;
-    if (!cJSON_IsString(ja) || !cJSON_IsString(jo) || !cJSON_IsString(jd)) {
+    if (!cJSON_IsString(ja) || !cJSON_IsObject(jo) || !cJSON_IsString(jd)) {
         aw_fail(&c, "%s: not an allocator worker spec (want alloc, alloc_opts, module_dir, workload)", spec_name);
         goto out;
     }
@@ -610,8 +612,9 @@ int aw_worker(const cJSON *j, const char *spec_name, int ev_fd, int ack_fd, cons
 
     char err[512];
     bench_opts bo;
-    if (modreg_load(jd->valuestring, "alloc", ja->valuestring, &me, err, sizeof(err)) ||
-        modreg_parse_opts(jo->valuestring, &bo, &storage, err, sizeof(err)) ||
+    /* the options as the parent checked them, typed: stored, nothing parsed (spec_opts.h) */
+    if (so_opts_read(j, "alloc_opts", &bo, &typed, err, sizeof(err)) ||
+        modreg_load(jd->valuestring, "alloc", ja->valuestring, &me, err, sizeof(err)) ||
         modreg_fill_opts(me.mod, &bo, &filled, err, sizeof(err))) {
         aw_fail(&c, "%s", err);
         goto out;
@@ -691,7 +694,7 @@ out:
     free(r.perm);
     free(r.batch_ns);
     at_trace_free(&trace);
-    free(storage);
+    free(typed);
     free(filled);
     modreg_entry_close(&me);
     aw_workload_free(&w);

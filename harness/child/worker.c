@@ -157,16 +157,12 @@ static int wk_read_spec(const cJSON *j, const char *path, wk_spec *s, char *err,
     char rerr[512];
     if (ws_engine_read(j, s, rerr, sizeof(rerr))) {
         snprintf(err, errlen, "%s: %s", path, rerr);
-        free(s->http);
-        s->http = NULL;
+        ws_engine_free(s);
         return -1;
     }
     if (!s->model || (!s->requests && (s->generate < 1 || (!s->prompt && s->prompt_tokens < 1)))) {
         snprintf(err, errlen, "%s: the spec needs model, and requests or generate >= 1 and prompt or prompt_tokens >= 1", path);
-        sc_requests_free(s->requests);
-        s->requests = NULL;
-        free(s->http);
-        s->http = NULL;
+        ws_engine_free(s);
         return -1;
     }
     return 0;
@@ -205,8 +201,7 @@ int worker_engine(const cJSON *spec, const char *spec_name, int ev_fd, int ack_f
     if (wk_read_spec(spec, spec_name, &s, err, sizeof(err))) return wk_fail(&c, "%s", err);
     if (o && o->kernels) s.kernels = o->kernels;
     int rc = wk_run(c, s);
-    sc_requests_free(s.requests);
-    free(s.http);
+    ws_engine_free(&s);
     return rc;
 }
 
@@ -424,24 +419,18 @@ static int wk_run(wk_ctx c, wk_spec s) {
     char err[1024];
     engine *e = NULL;
     int rc = 1;
-    void *storage[4] = {NULL, NULL, NULL, NULL};
+    /* the options as the parent checked them, typed: the engine stores them, parsing nothing */
     engine_spec es = {.model_path = s.model, .tokenizer_path = s.tokenizer, .loader = s.module[0],
                       .kv = s.module[1], .alloc = s.module[2], .threads = s.threads, .max_pos = s.ctx,
                       .module_dir = s.module_dir, .on_region = wk_region, .region_user = &c, .device = s.device,
-                      .kernels = s.kernels};
+                      .kernels = s.kernels, .loader_opts = s.opts[0].v, .kv_opts = s.opts[1].v, .alloc_opts = s.opts[2].v,
+                      .device_opts = s.device_opts.v};
     /* a serving run: sequences and KV memory for its requests */
     if (s.requests) sv_engine_spec(s.requests, &es);
     if (s.kv_cache && engine_parse_cache_type(s.kv_cache, &es.kv_k_type, &es.kv_v_type, err, sizeof(err))) {
         wk_failc(&c, BENCH_ERR_INVALID, "%s", err);
         goto out;
     }
-    bench_opts *opts[4] = {&es.loader_opts, &es.kv_opts, &es.alloc_opts, &es.device_opts};
-    const char *opt_text[4] = {s.opts[0], s.opts[1], s.opts[2], s.device_opts};
-    for (int i = 0; i < 4; i++)
-        if (modreg_parse_opts(opt_text[i], opts[i], &storage[i], err, sizeof(err))) {
-            wk_fail(&c, "%s", err);
-            goto out;
-        }
 
     if (c.accuracy_out) {
         /* the files bench run checked, as for a timed repetition */
@@ -509,6 +498,5 @@ static int wk_run(wk_ctx c, wk_spec s) {
     rc = 0;
 out:
     engine_destroy(e);
-    for (int i = 0; i < 4; i++) free(storage[i]);
     return rc;
 }

@@ -11,6 +11,7 @@
 #include "engines/core/runtime/alloc_trace.h"
 #include "engines/core/runtime/modreg.h"
 #include "harness/spec/confine.h"
+#include "harness/spec/spec_opts.h"
 
 /* ======================================================================
  * The scenario: parsing and validation
@@ -247,6 +248,12 @@ void aw_scenario_free(aw_scenario *a) {
 static int aw_parse_alloc(aw_ctx *c, const scenario *s, const cJSON *j, const char *p, sc_choice *ch) {
     memset(ch, 0, sizeof(*ch));
     char opts[512] = "";
+    /* the options as the file gives them, one pair each (a string in the JSON tree, a
+     * number's or bool's text in gtext), checked against the module's table below */
+    enum { AW_MAX_OPTS = 32 };
+    bench_opt given[AW_MAX_OPTS];
+    char gtext[AW_MAX_OPTS][32];
+    int ng = 0;
     if (cJSON_IsString(j)) {
         ch->name = strdup(j->valuestring);
     } else if (cJSON_IsObject(j)) {
@@ -276,6 +283,13 @@ static int aw_parse_alloc(aw_ctx *c, const scenario *s, const cJSON *j, const ch
                 aw_err(c, q, "option %s: expected a boolean, an integer or a string", it->string);
                 continue;
             }
+            if (ng == AW_MAX_OPTS) {
+                aw_err(c, q, "more than %d options", AW_MAX_OPTS);
+                break;
+            }
+            given[ng] = (bench_opt){.key = it->string, .value = cJSON_IsString(it) ? it->valuestring : strcpy(gtext[ng], val),
+                                    .kind = BENCH_OPTV_TEXT};
+            ng++;
             size_t u = strlen(opts);
             snprintf(opts + u, sizeof(opts) - u, "%s%s=%s", u ? "," : "", it->string, val);
         }
@@ -289,20 +303,17 @@ static int aw_parse_alloc(aw_ctx *c, const scenario *s, const cJSON *j, const ch
         snprintf(lab, sizeof(lab), "%s%s%s", ch->name, opts[0] ? ":" : "", opts);
         ch->label = strdup(lab);
     }
-    modreg_entry e;
+    const bench_module *m;
     char err[512];
-    if (modreg_load(s->module_dir, "alloc", ch->name, &e, err, sizeof(err))) {
+    if (modreg_cache_load(s->mods, s->module_dir, NULL, "alloc", ch->name, &m, err, sizeof(err))) {
         char *have = modreg_names(s->module_dir, "alloc");
         aw_err(c, p, "unknown alloc \"%s\" (have: %s)", ch->name, have && *have ? have : "none built");
         free(have);
         return -1;
     }
-    bench_opts bo;
-    void *storage = NULL;
-    if (modreg_parse_opts(ch->opts, &bo, &storage, err, sizeof(err)) || modreg_check_opts(e.mod, &bo, err, sizeof(err)))
-        aw_err(c, p, "%s", err);
-    free(storage);
-    modreg_entry_close(&e);
+    /* checked here once: the worker spec carries the typed values (aw_worker_spec) */
+    bench_opts bo = {ng, given};
+    if (modreg_type_opts(m, &bo, &ch->typed, &ch->typed_mem, err, sizeof(err))) aw_err(c, p, "%s", err);
     return 0;
 }
 
@@ -429,7 +440,7 @@ char *aw_worker_spec(const scenario *s, const sc_variant *v) {
     if (!j) return NULL;
     cJSON_AddStringToObject(j, "kind", "alloc_workload");
     cJSON_AddStringToObject(j, "alloc", al->name);
-    cJSON_AddStringToObject(j, "alloc_opts", al->opts ? al->opts : "");
+    cJSON_AddItemToObject(j, "alloc_opts", so_opts_json(&al->typed));
     cJSON_AddStringToObject(j, "module_dir", s->module_dir);
     cJSON_AddItemToObject(j, "workload", cJSON_Duplicate(w->json, 1));
     char *text = cJSON_Print(j);

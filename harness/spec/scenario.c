@@ -25,12 +25,20 @@
 
 /* ---- errors ---- */
 
+/* Options one module choice may give (the modules' tables have a handful each). */
+#define SC_MAX_OPTS 32
+
 typedef struct sc_ctx {
     const char *file;
     sc_errors *errs;
     char *module_dir;
     const scenario *s;      /* its device axis, once parsed, says which modules to check */
     int device_failed;      /* a device choice was refused: its modules go unchecked */
+    /* the module choice being parsed: its options as the file gives them, one pair each,
+     * the key and a string value in the JSON tree, a number's or bool's text in given_text */
+    int n_given;
+    bench_opt given[SC_MAX_OPTS];
+    char given_text[SC_MAX_OPTS][32];
 } sc_ctx;
 
 static void sc_err(sc_ctx *c, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -568,17 +576,54 @@ static int sc_opt_text(const cJSON *v, char *buf, size_t len) {
     return strchr(buf, ',') || strchr(buf, '=') ? -1 : 0;
 }
 
-/* A module's options against what it declares; a choice that sizes a shared KV pool with
- * an option notes which (sc_choice.pool_opt). */
-static void sc_check_opts(sc_ctx *c, const modreg_entry *e, sc_choice *ch, const char *p) {
-    bench_opts opts;
-    void *storage = NULL;
+/* An option of the module choice being parsed, as the file gives it (v: its value as text,
+ * sc_opt_text): checked against each module's table by sc_type_opts, not through the
+ * choice's "k=v,k=v" label text. */
+static void sc_give(sc_ctx *c, const cJSON *it, const char *v, const char *p) {
+    if (c->n_given == SC_MAX_OPTS) {
+        sc_err(c, p, "more than %d options", SC_MAX_OPTS);
+        return;
+    }
+    int n = c->n_given++;
+    /* a string as the file has it; a number's or a bool's text is under 32 bytes */
+    const char *value = cJSON_IsString(it) ? it->valuestring : strcpy(c->given_text[n], v);
+    c->given[n] = (bench_opt){.key = it->string, .value = value, .kind = BENCH_OPTV_TEXT};
+}
+
+/* Two lists of typed options alike, value for value. */
+static int sc_typed_same(const bench_opts *a, const bench_opts *b) {
+    if (a->n != b->n) return 0;
+    for (int i = 0; i < a->n; i++) {
+        const bench_opt *x = &a->v[i], *y = &b->v[i];
+        if (strcmp(x->key, y->key) || x->kind != y->kind || x->num != y->num ||
+            (x->kind == BENCH_OPTV_STR && strcmp(x->value, y->value)))
+            return 0;
+    }
+    return 1;
+}
+
+/* A module's options against what it declares, checked here once: the choice keeps them as
+ * typed values for the worker spec (sc_choice.typed). A choice checked on several devices
+ * must give each device's module the same values. A choice that sizes a shared KV pool
+ * with an option notes which (sc_choice.pool_opt). */
+static void sc_type_opts(sc_ctx *c, const bench_module *m, sc_choice *ch, const char *p, const char *device) {
+    bench_opts opts = {c->n_given, c->given}, typed;
+    void *mem = NULL;
     char err[512];
-    if (modreg_parse_opts(ch->opts, &opts, &storage, err, sizeof(err)) || modreg_check_opts(e->mod, &opts, err, sizeof(err)))
+    if (modreg_type_opts(m, &opts, &typed, &mem, err, sizeof(err))) {
         sc_err(c, p, "%s", err);
-    else if (e->mod->caps & BENCH_CAP_KV_SHARED_POOL)
-        modreg_pool_opt_given(e->mod, &opts, ch->pool_opt, sizeof(ch->pool_opt));
-    free(storage);
+        return;
+    }
+    if (m->caps & BENCH_CAP_KV_SHARED_POOL) modreg_pool_opt_given(m, &opts, ch->pool_opt, sizeof(ch->pool_opt));
+    if (!ch->typed_mem) {
+        ch->typed = typed;
+        ch->typed_mem = mem;
+        return;
+    }
+    if (!sc_typed_same(&ch->typed, &typed))
+        sc_err(c, p, "options \"%s\": the %s module built for %s takes them as other types than another device's module "
+               "(give the choice once per device)", ch->opts, m->family, device ? device : "cpu");
+    free(mem);
 }
 
 /* Checks a module name and options against what is built for device (NULL: the CPU);
@@ -611,20 +656,19 @@ static void sc_check_module_on(sc_ctx *c, const char *family, const char *device
     }
     free(have);
     free(dir);
-    modreg_entry e;
+    const bench_module *m;
     char err[512];
-    if (modreg_load_for(c->module_dir, device, family, ch->name, &e, err, sizeof(err))) {
+    if (modreg_cache_load(c->s->mods, c->module_dir, device, family, ch->name, &m, err, sizeof(err))) {
         sc_err(c, p, "%s", err);
         return;
     }
-    sc_check_opts(c, &e, ch, p);
+    sc_type_opts(c, m, ch, p, device);
     if (!strcmp(family, "kv")) {
         uint32_t types = 0;
         for (int t = 0; t < BENCH_DTYPE_COUNT; t++)
-            if (bench_kv_stores(e.mod->iface, (bench_dtype)t)) types |= 1u << t;
+            if (bench_kv_stores(m->iface, (bench_dtype)t)) types |= 1u << t;
         ch->kv_types = ch->kv_types ? ch->kv_types & types : types;   /* on every device checked */
     }
-    modreg_entry_close(&e);
 }
 
 /* Loader and KV modules are built per device: each is checked on every device of the
@@ -652,9 +696,9 @@ static int sc_check_device(sc_ctx *c, sc_choice *ch, const char *p) {
         }
         return 0;
     }
-    modreg_entry e;
+    const bench_module *m;
     char err[768];
-    if (modreg_load(c->module_dir, "device", ch->name, &e, err, sizeof(err))) {
+    if (modreg_cache_load(c->s->mods, c->module_dir, NULL, "device", ch->name, &m, err, sizeof(err))) {
         /* the module is there but refused (its interface version, a broken file): say why */
         if (strncmp(err, "unknown ", 8)) {
             sc_err(c, p, "%s", err);
@@ -669,10 +713,9 @@ static int sc_check_device(sc_ctx *c, sc_choice *ch, const char *p) {
         return -1;
     }
     /* its interface version was checked when it loaded (modreg.c) */
-    const struct bench_device_iface *d = e.mod->iface;
+    const struct bench_device_iface *d = m->iface;
     if (d->probe && !d->probe(err, sizeof(err))) sc_err(c, p, "device %s: %s", ch->name, err);
-    sc_check_opts(c, &e, ch, p);
-    modreg_entry_close(&e);
+    sc_type_opts(c, m, ch, p, NULL);
     return 0;
 }
 
@@ -740,6 +783,7 @@ static int sc_parse_choice(sc_ctx *c, int axis, const cJSON *j, const char *p, s
     }
     const char *family = sc_axis_names[axis];
     char opts[512] = "";
+    c->n_given = 0;
     if (cJSON_IsString(j)) {
         ch->name = strdup(j->valuestring);
     } else if (cJSON_IsObject(j)) {
@@ -760,6 +804,7 @@ static int sc_parse_choice(sc_ctx *c, int axis, const cJSON *j, const char *p, s
                     sc_err(c, ip, "expected a boolean, number or string without ',' and '=', got %s", sc_type_name(it));
                     continue;
                 }
+                sc_give(c, it, v, ip);
                 size_t used = strlen(opts);
                 snprintf(opts + used, sizeof(opts) - used, "%s%s=%s", used ? "," : "", it->string, v);
             }
@@ -790,6 +835,7 @@ static void sc_choice_free(sc_choice *ch) {
     free(ch->name);
     free(ch->opts);
     free(ch->label);
+    free(ch->typed_mem);
 }
 
 /* One axis given as a list (crossed) or a single value (fixed). */
@@ -914,6 +960,8 @@ static const char *const sc_metric_names[] = {"timeline", "pss", "smaps", "perf"
                                               "bandwidth", "accuracy", NULL};
 static const char *const sc_fault_names[] = {"none", "segv", "exit3", "hang", "sigkill", NULL};
 
+static void sc_close_modules(scenario *s);
+
 int sc_parse(const char *file, const char *text, const char *module_dir, scenario **out, sc_errors *errs) {
     *out = NULL;
     memset(errs, 0, sizeof(*errs));
@@ -928,6 +976,10 @@ int sc_parse(const char *file, const char *text, const char *module_dir, scenari
     }
     s->file = strdup(file);
     s->module_dir = c.module_dir;
+    if (!(s->mods = calloc(1, sizeof(*s->mods)))) {
+        sc_err(&c, "", "out of memory");
+        goto fail;
+    }
     s->repetitions = 3;
     s->warmup = 1;
     s->processes = 1;
@@ -971,6 +1023,7 @@ int sc_parse(const char *file, const char *text, const char *module_dir, scenari
     }
     if (k->parse(s, root, errs)) goto fail;
     s->kind = sc_kind_for_scenario(k, s);
+    sc_close_modules(s);
     *out = s;
     return 0;
 fail:
@@ -1161,8 +1214,15 @@ int sc_load_on(const char *file, const char *module_dir, const char *device, sce
     return rc;
 }
 
+static void sc_close_modules(scenario *s) {
+    modreg_cache_close(s->mods);
+    free(s->mods);
+    s->mods = NULL;
+}
+
 void sc_free(scenario *s) {
     if (!s) return;
+    sc_close_modules(s);
     free(s->file);
     free(s->name);
     free(s->description);
@@ -1196,8 +1256,9 @@ const char *sc_device(const scenario *s, const sc_variant *v) {
     return s->axes[SC_AX_DEVICE].n ? sc_pick(s, v, SC_AX_DEVICE)->name : "cpu";
 }
 
-const char *sc_device_opts(const scenario *s, const sc_variant *v) {
-    return s->axes[SC_AX_DEVICE].n ? sc_pick(s, v, SC_AX_DEVICE)->opts : "";
+const bench_opts *sc_device_opts(const scenario *s, const sc_variant *v) {
+    static const bench_opts none = {0, NULL};
+    return s->axes[SC_AX_DEVICE].n ? &sc_pick(s, v, SC_AX_DEVICE)->typed : &none;
 }
 
 int sc_select(scenario *s, const char *only, char *err, size_t errlen) {

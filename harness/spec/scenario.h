@@ -18,7 +18,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engines/abi/module.h"
+
 typedef struct cJSON cJSON;
+struct modreg_cache;
 
 /* SC_AX_WORKLOAD: allocator scenarios only ("kind": "allocators", harness/spec/alloc_spec.h) */
 /* SC_AX_KERNELS: the CPU kernel family (engines/core/compute/kernels.h), "auto" by default */
@@ -48,8 +51,12 @@ enum {
 
 typedef struct sc_choice {
     char *name;         /* module name, "cold"/"warm", the thread count as text, or the device ("cpu", "cuda") */
-    char *opts;         /* modules: "k=v,k=v" ("" when none) */
+    char *opts;         /* modules: "k=v,k=v" ("" when none), as the label and results.json show them */
     char *label;        /* how the variant is named: the label given, else name[:opts] */
+    /* modules: the options checked against the module's table, as typed values (module.h
+     * BENCH_OPTV_*, modreg_type_opts): what the worker spec carries; typed_mem owns them */
+    bench_opts typed;
+    void *typed_mem;
     int ival;           /* cache: SC_CACHE_*, threads: the count */
     char pool_opt[96];  /* kv: "key=value" of a given option that sizes the shared pool, "" when none */
     uint32_t kv_types;  /* kv: the cache types the module stores on every device of the scenario (kv.h
@@ -131,6 +138,9 @@ typedef struct scenario {
     char *module_dir;           /* where modules were looked up */
     cJSON *json;                /* the file as parsed, for results.json */
     const struct sc_kind *kind; /* the workload kind (harness/spec/kind.h) */
+    /* while the file is parsed: the modules its choices name, each dlopen'ed once (closed
+     * when sc_parse returns: the choices keep their typed options, nothing of the modules) */
+    struct modreg_cache *mods;
     struct aw_scenario *aw;     /* an allocator scenario's workloads (harness/spec/alloc_spec.h) */
 } scenario;
 
@@ -159,7 +169,7 @@ const char *sc_axis_name(int axis);     /* "loader", "kv", "alloc", "cache", "th
 const sc_choice *sc_pick(const scenario *s, const sc_variant *v, int axis);
 /* The variant's device and its options ("cpu" and "" where the scenario has no device axis). */
 const char *sc_device(const scenario *s, const sc_variant *v);
-const char *sc_device_opts(const scenario *s, const sc_variant *v);
+const bench_opts *sc_device_opts(const scenario *s, const sc_variant *v);   /* typed; n 0 for the CPU */
 
 /* --only key=val,...: keeps the variants whose axis key has the label or name val
  * (several values of one key are alternatives). Errors name the key or value. */

@@ -9,6 +9,7 @@
 
 #include "engines/abi/module.h"
 #include "engines/core/runtime/sampler.h"
+#include "harness/spec/spec_opts.h"
 #include "harness/spec/traffic.h"
 
 
@@ -121,7 +122,7 @@ sc_requests *sv_spec_read(const cJSON *spec, char *err, size_t errlen) {
 
 /* ---- the engine's worker spec (inference and serving) ---- */
 
-typedef enum { WS_STR, WS_INT, WS_NUM, WS_BOOL, WS_REQUESTS, WS_OBJECT } ws_type;
+typedef enum { WS_STR, WS_INT, WS_NUM, WS_BOOL, WS_REQUESTS, WS_OBJECT, WS_OPTS } ws_type;
 
 enum {
     WS_IF_SET = 1,      /* written only when set (a string, a number not 0, true); else always */
@@ -143,14 +144,14 @@ static const struct ws_field {
     F("model_id", WS_STR, model_id, 0, WS_IF_SET),
     F("tokenizer_id", WS_STR, tokenizer_id, 0, WS_IF_SET),
     F("loader", WS_STR, module[0], 0, 0),
-    F("loader_opts", WS_STR, opts[0], 0, 0),
+    F("loader_opts", WS_OPTS, opts[0], 0, 0),
     F("kv", WS_STR, module[1], 0, 0),
-    F("kv_opts", WS_STR, opts[1], 0, 0),
+    F("kv_opts", WS_OPTS, opts[1], 0, 0),
     F("alloc", WS_STR, module[2], 0, 0),
-    F("alloc_opts", WS_STR, opts[2], 0, 0),
+    F("alloc_opts", WS_OPTS, opts[2], 0, 0),
     F("threads", WS_INT, threads, 0, 0),
     F("device", WS_STR, device, 0, 0),
-    F("device_opts", WS_STR, device_opts, 0, 0),
+    F("device_opts", WS_OPTS, device_opts, 0, 0),
     F("kernels", WS_STR, kernels, 0, 0),
     F("kv_cache", WS_STR, kv_cache, 0, 0),
     F("http", WS_OBJECT, http, 0, WS_IF_SET),
@@ -178,11 +179,11 @@ void ws_engine_fill(ws_engine *w, const scenario *s, const sc_variant *v) {
     for (int i = 0; i < 3; i++) {
         const sc_choice *c = sc_pick(s, v, fam[i]);
         w->module[i] = c->name;
-        w->opts[i] = c->opts ? c->opts : "";
+        w->opts[i].v = c->typed;
     }
     w->threads = sc_pick(s, v, SC_AX_THREADS)->ival;
     w->device = sc_device(s, v);
-    w->device_opts = sc_device_opts(s, v);
+    w->device_opts.v = *sc_device_opts(s, v);
     w->kernels = sc_pick(s, v, SC_AX_KERNELS)->name;
     w->kv_cache = sc_pick(s, v, SC_AX_KV_CACHE)->name;
     w->bandwidth = (s->metrics & SC_M_BANDWIDTH) != 0;
@@ -236,6 +237,15 @@ cJSON *ws_engine_json(const ws_engine *w) {
             if (o) cJSON_AddItemToObject(j, f->name, o);
             break;
         }
+        case WS_OPTS: {
+            cJSON *o = so_opts_json(&((const ws_opts *)p)->v);
+            if (!o) {
+                cJSON_Delete(j);
+                return NULL;
+            }
+            cJSON_AddItemToObject(j, f->name, o);
+            break;
+        }
         }
     }
     return j;
@@ -268,9 +278,26 @@ int ws_engine_read(const cJSON *j, ws_engine *w, char *err, size_t errlen) {
                 return -1;
             }
             break;
+        case WS_OPTS: {
+            ws_opts *o = p;
+            if (so_opts_read(j, f->name, &o->v, &o->mem, err, errlen)) return -1;
+            break;
+        }
         }
     }
     return 0;
+}
+
+void ws_engine_free(ws_engine *w) {
+    sc_requests_free(w->requests);
+    w->requests = NULL;
+    free(w->http);
+    w->http = NULL;
+    for (int i = 0; i < 4; i++) {
+        ws_opts *o = i < 3 ? &w->opts[i] : &w->device_opts;
+        free(o->mem);
+        *o = (ws_opts){{0, NULL}, NULL};
+    }
 }
 
 char *sc_engine_worker_spec(const scenario *s, const sc_variant *v) {

@@ -16,14 +16,24 @@
 
 struct cJSON;
 
+/* A module's options in the spec, typed (spec_opts.h): the scenario's checked values where
+ * the parent fills it; where the worker reads it, values pointing into the JSON, in an array
+ * the spec owns (mem, freed by ws_engine_free). */
+typedef struct ws_opts {
+    bench_opts v;
+    bench_opt *mem;
+} ws_opts;
+
 /* An engine worker spec, typed. Strings are borrowed: from the scenario where the parent
  * fills it (ws_engine_fill), from the parsed JSON where the worker reads it (ws_engine_read). */
 typedef struct ws_engine {
     const char *model, *tokenizer;
     const char *model_id, *tokenizer_id;        /* "dev:ino" bench run read, or NULL (confine.h) */
-    const char *module[3], *opts[3];            /* loader, kv, alloc and their option texts */
+    const char *module[3];                      /* loader, kv, alloc */
+    ws_opts opts[3];                            /* their options */
     int threads;
-    const char *device, *device_opts;           /* NULL: cpu */
+    const char *device;                         /* NULL: cpu */
+    ws_opts device_opts;
     const char *kernels;                        /* CPU kernel family; NULL: auto */
     const char *kv_cache;                       /* the KV cache types ("q8_0", "q8_0/f16"); NULL: f32 */
     /* an http target's settings as JSON text (harness/child/http_worker.h); NULL: the engine.
@@ -48,8 +58,11 @@ void ws_engine_fill(ws_engine *w, const scenario *s, const sc_variant *v);
 /* w as a spec's JSON object (NULL: out of memory). */
 struct cJSON *ws_engine_json(const ws_engine *w);
 /* A spec's object into w: every field, its table default where it is absent (the test hooks
- * only under BENCH_TEST_HOOKS=1). 0, or -1 with err (malformed requests). */
+ * only under BENCH_TEST_HOOKS=1). 0, or -1 with err (malformed requests or options); free
+ * what it read with ws_engine_free, either way. */
 int ws_engine_read(const struct cJSON *j, ws_engine *w, char *err, size_t errlen);
+/* Frees what ws_engine_read allocated (requests, http, the options' arrays) and zeroes them. */
+void ws_engine_free(ws_engine *w);
 
 /* The engine worker spec of one variant (JSON text; the caller frees it). */
 char *sc_engine_worker_spec(const scenario *s, const sc_variant *v);

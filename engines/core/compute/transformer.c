@@ -256,8 +256,8 @@ int tf_forward_spans(tf_ctx *t, const tf_span *spans, int n_spans, const int *to
                 round_f16(s.k + (size_t)i0 * kv_dim, (size_t)sp->n * kv_dim);
                 round_f16(s.v + (size_t)i0 * kv_dim, (size_t)sp->n * kv_dim);
             }
-            t->kv->store(t->kv_ctx, sp->seq, l, sp->pos0, sp->n, s.k + (size_t)i0 * kv_dim, s.v + (size_t)i0 * kv_dim);
-            t->kv->attend(t->kv_ctx, sp->seq, l, sp->pos0, sp->n, s.q + (size_t)i0 * dim, s.xb + (size_t)i0 * dim);
+            t->kv->iface->store(t->kv->ctx, sp->seq, l, sp->pos0, sp->n, s.k + (size_t)i0 * kv_dim, s.v + (size_t)i0 * kv_dim);
+            t->kv->iface->attend(t->kv->ctx, sp->seq, l, sp->pos0, sp->n, s.q + (size_t)i0 * dim, s.xb + (size_t)i0 * dim);
         }
         matmul(t, s.xb2, s.xb, n, &L->wo);
         for (size_t j = 0; j < nn * dim; j++) s.x[j] += s.xb2[j];

@@ -8,22 +8,14 @@
 #include "threadpool.h"
 #include "engines/abi/kv.h"
 #include "engines/abi/alloc.h"
+#include "engines/abi/device.h"
 
-typedef struct tf_matrix {
-    const void *data;
-    bench_dtype dtype;
-    int rows, cols;
-} tf_matrix;
-
-typedef struct tf_layer {
-    const float *attn_norm;     /* (dim) */
-    const float *ffn_norm;      /* (dim) */
-    tf_matrix wq;               /* (n_heads*hd, dim) */
-    tf_matrix wk, wv;           /* (kv_dim, dim) */
-    tf_matrix wo;               /* (dim, n_heads*hd) */
-    tf_matrix w1, w3;           /* (hidden, dim) gate, up */
-    tf_matrix w2;               /* (dim, hidden) down */
-} tf_layer;
+/* A weight matrix (data, dtype, rows, cols) and a layer's weights (its norms and seven
+ * matrices) are the device ABI's types (engines/abi/device.h): the CPU's forward pass and a
+ * device module read one description of the model, and devhost hands tf_bind's layers to a
+ * device as they are. */
+typedef bench_dev_matrix tf_matrix;
+typedef bench_dev_layer tf_layer;
 
 typedef struct tf_weights {
     tf_matrix tok_embd;         /* (vocab, dim) */
@@ -41,8 +33,7 @@ typedef struct tf_ctx {
     const model_config *cfg;
     const tf_weights *w;
     tp_pool *pool;
-    const struct bench_kv_iface *kv;
-    void *kv_ctx;
+    const bench_kv *kv;             /* the engine's KV instance (engine.c holds the handle) */
     const bench_allocator *alloc;   /* scratch and activations, taken and given back per call */
     uint64_t scratch_allocs;        /* allocations made for scratch, all calls */
     int llama_numerics;             /* llama.cpp's rounding (engine_spec.llama_numerics) */

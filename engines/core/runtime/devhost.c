@@ -11,7 +11,6 @@ struct devhost {
     const struct bench_device_iface *iface;
     void *ctx;
     char *name;
-    bench_dev_layer *layers;    /* (n_layers) handed to bind */
     int sample_failed;          /* the device's sampler failed once: the host samples from then on */
 };
 
@@ -58,23 +57,14 @@ fail:
     return -1;
 }
 
-static bench_dev_matrix mat(const tf_matrix *m) { return (bench_dev_matrix){m->data, m->dtype, m->rows, m->cols}; }
-
-int devhost_bind(devhost *d, const model_config *c, const tf_weights *w, int max_pos, const struct bench_kv_iface *kv,
-                 void *kv_ctx, char *err, size_t errlen) {
-    d->layers = calloc((size_t)c->n_layers, sizeof(*d->layers));
-    if (!d->layers) return bench_errf(err, errlen, "out of memory");
-    for (int l = 0; l < c->n_layers; l++) {
-        const tf_layer *L = &w->layers[l];
-        d->layers[l] = (bench_dev_layer){.attn_norm = L->attn_norm, .ffn_norm = L->ffn_norm, .wq = mat(&L->wq),
-                                         .wk = mat(&L->wk), .wv = mat(&L->wv), .wo = mat(&L->wo), .w1 = mat(&L->w1),
-                                         .w2 = mat(&L->w2), .w3 = mat(&L->w3)};
-    }
+int devhost_bind(devhost *d, const model_config *c, const tf_weights *w, int max_pos, const bench_kv *kv, char *err,
+                 size_t errlen) {
+    /* tf_weights' matrices and layers are the device ABI's types (transformer.h): no copy */
     bench_dev_model m = {.dim = c->dim, .hidden_dim = c->hidden_dim, .n_layers = c->n_layers, .n_heads = c->n_heads,
                          .n_kv_heads = c->n_kv_heads, .vocab_size = c->vocab_size, .max_pos = max_pos,
                          .rope_theta = c->rope_theta, .norm_eps = c->norm_eps, .rope_half = c->rope == ROPE_HALF,
-                         .tok_embd = mat(&w->tok_embd), .output = mat(&w->output), .out_norm = w->out_norm,
-                         .layers = d->layers, .kv = kv, .kv_ctx = kv_ctx};
+                         .tok_embd = w->tok_embd, .output = w->output, .out_norm = w->out_norm,
+                         .layers = w->layers, .kv = kv};
     return d->iface->bind(d->ctx, &m, err, errlen);
 }
 
@@ -109,7 +99,6 @@ void devhost_close(devhost *d) {
     if (!d) return;
     if (d->iface && d->ctx) d->iface->destroy(d->ctx);
     modreg_entry_close(&d->mod);
-    free(d->layers);
     free(d->name);
     free(d);
 }

@@ -19,9 +19,11 @@ typedef struct devhost devhost;
  * not built here ...", "device cuda: no CUDA device: ...". */
 int devhost_open(const char *module_dir, const char *name, const bench_opts *opts, devhost **out, void **stream,
                  char *err, size_t errlen);
-/* The model as tf_bind bound it to the loader's device pointers, and the KV module. */
-int devhost_bind(devhost *d, const model_config *c, const tf_weights *w, int max_pos, const struct bench_kv_iface *kv,
-                 void *kv_ctx, char *err, size_t errlen);
+/* The model as tf_bind bound it to the loader's device pointers (its layers are the device
+ * ABI's bench_dev_layer, handed over as they are), and the engine's KV instance, which must
+ * outlive the device's forward passes. */
+int devhost_bind(devhost *d, const model_config *c, const tf_weights *w, int max_pos, const bench_kv *kv, char *err,
+                 size_t errlen);
 /* As tf_forward; the logits land on the host. */
 int devhost_forward(devhost *d, int seq, const int *tokens, int n, int pos0, float *logits, int n_out, char *err,
                     size_t errlen);

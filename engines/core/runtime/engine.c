@@ -30,9 +30,11 @@ struct engine {
     tokenizer *tok;
     modreg_entry loader_mod, kv_mod, alloc_mod;
     const struct bench_loader_iface *loader;
-    const struct bench_kv_iface *kv;
     const struct bench_alloc_iface *alloc;
-    void *loader_ctx, *kv_ctx, *alloc_ctx;
+    void *loader_ctx, *alloc_ctx;
+    /* the KV instance: its vtable and context, held here once; the forward pass (tf_ctx.kv)
+     * and a device (bench_dev_model.kv) point at this handle */
+    bench_kv kv;
     void *loader_opts, *kv_opts, *alloc_opts;   /* the modules' options structs, filled by modreg */
     bench_allocator allocator;      /* the module's, or the trace recorder wrapping it */
     at_recorder *trace;             /* spec->trace_alloc; NULL: none */
@@ -205,14 +207,14 @@ int engine_create(const engine_spec *spec, engine **out, char *err, size_t errle
         goto err;
     e->alloc = e->alloc_mod.mod->iface;
     e->loader = e->loader_mod.mod->iface;
-    e->kv = e->kv_mod.mod->iface;
+    e->kv.iface = e->kv_mod.mod->iface;
     /* their interface versions were checked when they loaded (modreg.c) */
     e->k_type = spec->kv_k_type;
     e->v_type = spec->kv_v_type;
-    if (!bench_kv_stores(e->kv, e->k_type) || !bench_kv_stores(e->kv, e->v_type)) {
+    if (!bench_kv_stores(e->kv.iface, e->k_type) || !bench_kv_stores(e->kv.iface, e->v_type)) {
         char have[128] = "";
         for (int t = 0; t < BENCH_DTYPE_COUNT; t++)
-            if (bench_kv_stores(e->kv, (bench_dtype)t))
+            if (bench_kv_stores(e->kv.iface, (bench_dtype)t))
                 snprintf(have + strlen(have), sizeof(have) - strlen(have), "%s%s", have[0] ? ", " : "", bench_dtype_name((bench_dtype)t));
         rc = bench_errc(err, errlen, BENCH_ERR_REFUSED, "kv %s%s%s stores %s, not a %s K / %s V cache", e->kv_mod.mod->name,
                         device ? " on " : "", device ? device : "", have, bench_dtype_name(e->k_type), bench_dtype_name(e->v_type));
@@ -263,13 +265,13 @@ int engine_create(const engine_spec *spec, engine **out, char *err, size_t errle
                             .head_dim = c->dim / c->n_heads, .max_pos = e->max_pos, .max_seqs = e->max_seqs,
                             .attn_f16 = spec->llama_numerics, .k_type = e->k_type, .v_type = e->v_type,
                             .pool_bytes = pool_bytes};
-    if ((rc = e->kv->create(&shape, e->kv_opts, &e->host, &e->kv_ctx, err, errlen))) goto err;
+    if ((rc = e->kv.iface->create(&shape, e->kv_opts, &e->host, &e->kv.ctx, err, errlen))) goto err;
     rc = -BENCH_ERR_FAIL;
-    if (e->dev && devhost_bind(e->dev, c, &e->w, e->max_pos, e->kv, e->kv_ctx, err, errlen)) goto err;
+    if (e->dev && devhost_bind(e->dev, c, &e->w, e->max_pos, &e->kv, err, errlen)) goto err;
     e->logits = malloc((size_t)e->max_seqs * (size_t)c->vocab_size * sizeof(float));
     e->spans = malloc((size_t)e->max_seqs * sizeof(*e->spans));
     if (!e->logits || !e->spans) { rc = bench_errc(err, errlen, BENCH_ERR_NOMEM, "out of memory"); goto err; }
-    e->tf = (tf_ctx){.cfg = c, .w = &e->w, .pool = e->pool, .kv = e->kv, .kv_ctx = e->kv_ctx, .alloc = &e->allocator,
+    e->tf = (tf_ctx){.cfg = c, .w = &e->w, .pool = e->pool, .kv = &e->kv, .alloc = &e->allocator,
                      .llama_numerics = spec->llama_numerics};
     *out = e;
     return 0;
@@ -280,7 +282,7 @@ err:
 
 void engine_destroy(engine *e) {
     if (!e) return;
-    if (e->kv && e->kv_ctx) e->kv->destroy(e->kv_ctx);
+    if (e->kv.iface && e->kv.ctx) e->kv.iface->destroy(e->kv.ctx);
     tf_unbind(&e->w);
     if (e->loader && e->loader_ctx) e->loader->close(e->loader_ctx);
     char terr[256];
@@ -355,12 +357,12 @@ static int check_range(engine *e, int seq, int n, int pos0, char *err, size_t er
     if (n <= 0 || pos0 < 0 || pos0 + n > e->max_pos)
         return bench_errf(err, errlen, "engine: positions %d..%d are outside the context of %d (raise it with --ctx)",
                           pos0, pos0 + n - 1, e->max_pos);
-    return e->kv->reserve(e->kv_ctx, seq, pos0 + n, err, errlen);
+    return e->kv.iface->reserve(e->kv.ctx, seq, pos0 + n, err, errlen);
 }
 
 /* A prefix-sharing KV module keys its cache on the ids it is told. */
 static void tell_tokens(engine *e, int seq, const int *tokens, int n, int pos0) {
-    bench_kv_tokens(&(bench_kv){e->kv, e->kv_ctx}, seq, pos0, n, tokens);
+    bench_kv_tokens(&e->kv, seq, pos0, n, tokens);
 }
 
 int engine_forward(engine *e, int seq, const int *tokens, int n, int pos0, float **logits, char *err, size_t errlen) {
@@ -416,17 +418,17 @@ int engine_reserve(engine *e, int seq, int n_pos, char *err, size_t errlen) {
 int engine_share_prefix(engine *e, int seq, const int *ids, int n, char *err, size_t errlen) {
     if (seq < 0 || seq >= e->max_seqs)
         return bench_errf(err, errlen, "engine: sequence %d is outside 0..%d (engine_spec.max_seqs)", seq, e->max_seqs - 1);
-    return bench_kv_share_prefix(&(bench_kv){e->kv, e->kv_ctx}, seq, ids, n, err, errlen);
+    return bench_kv_share_prefix(&e->kv, seq, ids, n, err, errlen);
 }
 
 engine_kv_mem engine_kv_memory(const engine *e) {
-    bench_kv_memory m = bench_kv_mem(&(bench_kv){e->kv, e->kv_ctx});
+    bench_kv_memory m = bench_kv_mem(&e->kv);
     return (engine_kv_mem){.reserved = (double)m.reserved, .live = (double)m.used - (double)m.cached,
                            .cached = (double)m.cached, .wasted = (double)m.wasted, .shared_pool = e->kv_pooled};
 }
 
 void engine_reset(engine *e, int seq) {
-    bench_kv_release(&(bench_kv){e->kv, e->kv_ctx}, seq);
+    bench_kv_release(&e->kv, seq);
 }
 
 typedef struct prefix_sink { const bench_counter_sink *inner; const char *family; } prefix_sink;
@@ -448,7 +450,7 @@ void engine_counters(const engine *e, const bench_counter_sink *sink) {
     ps = (prefix_sink){sink, "loader"};
     bench_loader_counters(&(bench_loader){e->loader, e->loader_ctx}, &s);
     ps = (prefix_sink){sink, "kv"};
-    bench_kv_counters(&(bench_kv){e->kv, e->kv_ctx}, &s);
+    bench_kv_counters(&e->kv, &s);
     ps = (prefix_sink){sink, "alloc"};
     bench_alloc_counters(&(bench_allocator){e->alloc, e->alloc_ctx}, &s);
     ps = (prefix_sink){sink, "device"};

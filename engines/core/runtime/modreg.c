@@ -150,6 +150,7 @@ static size_t opt_align(int type) {
 }
 
 static int parse_value(const bench_option *d, const char *v, void *slot, char *why, size_t n);
+static int enum_index(const bench_option *d, const char *v);
 
 /* The option table: names unique, types known, each value inside opts_size and aligned for
  * its type, ranges ordered, defaults that parse and lie in range. A module whose table is
@@ -186,8 +187,14 @@ static int check_options(const char *path, const bench_module *m, char *err, siz
     return 0;
 }
 
+/* dlopens made by this process through modreg (modreg_dlopens) */
+static unsigned long modreg_n_dlopen;
+
+unsigned long modreg_dlopens(void) { return __atomic_load_n(&modreg_n_dlopen, __ATOMIC_RELAXED); }
+
 static int load_path(const char *path, modreg_entry *out, char *err, size_t errlen) {
     memset(out, 0, sizeof(*out));
+    __atomic_fetch_add(&modreg_n_dlopen, 1, __ATOMIC_RELAXED);
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!h) return bench_errc(err, errlen, BENCH_ERR_INVALID, "%s: cannot load module: %s", path, dlerror());
     bench_module_init_fn init;
@@ -301,7 +308,16 @@ static int find_in(const char *dir, void *user) {
     return access(q->path, R_OK) == 0;
 }
 
-int modreg_load_for(const char *dir, const char *device, const char *family, const char *name,
+/* The cache's entry of path, or NULL. */
+static const modreg_entry *cache_find(const modreg_cache *c, const char *path) {
+    for (int i = 0; c && i < c->n; i++)
+        if (!strcmp(c->v[i].path, path)) return &c->v[i];
+    return NULL;
+}
+
+/* modreg_load_for, and with a cache (c not NULL) the module of a path already loaded is the
+ * cache's: *out is a copy of its entry, which the cache owns (the caller closes nothing). */
+static int load_for(modreg_cache *c, const char *dir, const char *device, const char *family, const char *name,
                     modreg_entry *out, char *err, size_t errlen) {
     memset(out, 0, sizeof(*out));
     if (!name_ok(name) || (device && !is_cpu(device) && !name_ok(device)))
@@ -318,6 +334,8 @@ int modreg_load_for(const char *dir, const char *device, const char *family, con
                         is_cpu(device) ? "" : device, is_cpu(device) ? "" : " ", family, name,
                         have && *have ? have : "none", d, elsewhere);
         free(have);
+    } else if (c && cache_find(c, q.path)) {
+        *out = *cache_find(c, q.path);
     } else {
         rc = load_path(q.path, out, err, errlen);
         if (!rc && (strcmp(out->mod->family, family) || strcmp(out->mod->name, name))) {
@@ -325,9 +343,40 @@ int modreg_load_for(const char *dir, const char *device, const char *family, con
                             out->mod->family, out->mod->name, family, name);
             modreg_entry_close(out);
         }
+        if (!rc && c) {
+            if (UT_VEC_RESERVE(c->v, c->cap, c->n + 1)) {
+                modreg_entry_close(out);
+                rc = bench_errc(err, errlen, BENCH_ERR_NOMEM, "out of memory");
+            } else {
+                c->v[c->n++] = *out;
+            }
+        }
     }
     free(d);
     return rc;
+}
+
+int modreg_load_for(const char *dir, const char *device, const char *family, const char *name,
+                    modreg_entry *out, char *err, size_t errlen) {
+    return load_for(NULL, dir, device, family, name, out, err, errlen);
+}
+
+int modreg_cache_load(modreg_cache *c, const char *dir, const char *device, const char *family, const char *name,
+                      const bench_module **out, char *err, size_t errlen) {
+    *out = NULL;
+    /* without a cache the entry would be nobody's to close */
+    if (!c) return bench_errc(err, errlen, BENCH_ERR_INVALID, "%s module \"%s\": no module cache to load it into", family, name);
+    modreg_entry e;
+    int rc = load_for(c, dir, device, family, name, &e, err, errlen);
+    *out = rc ? NULL : e.mod;
+    return rc;
+}
+
+void modreg_cache_close(modreg_cache *c) {
+    if (!c) return;
+    for (int i = 0; i < c->n; i++) modreg_entry_close(&c->v[i]);
+    free(c->v);
+    memset(c, 0, sizeof(*c));
 }
 
 int modreg_load(const char *dir, const char *family, const char *name, modreg_entry *out,
@@ -510,15 +559,10 @@ static int parse_value(const bench_option *d, const char *v, void *slot, char *w
         return 0;
     }
     case BENCH_OPT_ENUM: {
-        size_t vl = strlen(v);
-        int idx = 0;
-        for (const char *p = d->choices; *p; idx++) {
-            size_t len = strcspn(p, "|");
-            if (len == vl && !strncmp(p, v, len)) { memcpy(slot, &idx, sizeof(idx)); return 0; }
-            p += len + (p[len] == '|');
-        }
-        snprintf(why, n, "one of %s", d->choices);
-        return -1;
+        int idx = enum_index(d, v);
+        if (idx < 0) return snprintf(why, n, "one of %s", d->choices), -1;
+        memcpy(slot, &idx, sizeof(idx));
+        return 0;
     }
     case BENCH_OPT_STRING:
         if (strlen(v) >= BENCH_OPT_STRING_MAX)
@@ -535,6 +579,66 @@ static const bench_option *find_option(const bench_module *m, const char *key) {
     for (const bench_option *d = m->options; d && d->name; d++)
         if (!strcmp(d->name, key)) return d;
     return NULL;
+}
+
+/* The index of choice v of an enum option, or -1. */
+static int enum_index(const bench_option *d, const char *v) {
+    size_t vl = strlen(v);
+    int idx = 0;
+    for (const char *p = d->choices; *p; idx++) {
+        size_t len = strcspn(p, "|");
+        if (len == vl && !strncmp(p, v, len)) return idx;
+        p += len + (p[len] == '|');
+    }
+    return -1;
+}
+
+/* A typed value (a worker spec's, checked by the parent) into option d's slot: its kind must
+ * be the option's, and that is all that is checked (no text, no range). On failure, why says
+ * what the option takes. */
+static int store_typed(const bench_option *d, const bench_opt *o, void *slot, char *why, size_t n) {
+    switch (d->type) {
+    case BENCH_OPT_BOOL:
+        if (o->kind != BENCH_OPTV_BOOL) break;
+        memcpy(slot, &(int){o->num != 0}, sizeof(int));
+        return 0;
+    case BENCH_OPT_INT:
+        if (o->kind != BENCH_OPTV_NUM) break;
+        memcpy(slot, &o->num, sizeof(int64_t));
+        return 0;
+    case BENCH_OPT_SIZE:
+        if (o->kind != BENCH_OPTV_NUM || o->num < 0) break;
+        memcpy(slot, &(uint64_t){(uint64_t)o->num}, sizeof(uint64_t));
+        return 0;
+    case BENCH_OPT_ENUM: {
+        int idx = o->kind == BENCH_OPTV_STR && o->value ? enum_index(d, o->value) : -1;
+        if (idx < 0) return snprintf(why, n, "one of %s", d->choices), -1;
+        memcpy(slot, &idx, sizeof(idx));
+        return 0;
+    }
+    case BENCH_OPT_STRING:
+        if (o->kind != BENCH_OPTV_STR || !o->value) break;
+        if (strlen(o->value) >= BENCH_OPT_STRING_MAX)
+            return snprintf(why, n, "a string of at most %d bytes", BENCH_OPT_STRING_MAX - 1), -1;
+        memset(slot, 0, BENCH_OPT_STRING_MAX);
+        memcpy(slot, o->value, strlen(o->value));
+        return 0;
+    default:
+        break;
+    }
+    static const char *const what[] = {"", "a boolean (true or false)", "a whole number", "a size (a whole number >= 0)", "",
+                                       "a string"};
+    snprintf(why, n, "%s", d->type >= BENCH_OPT_BOOL && d->type <= BENCH_OPT_STRING ? what[d->type] : "a known type");
+    return -1;
+}
+
+/* What a typed value is, for messages: "true", "-3", "\"x\"". */
+static const char *typed_text(const bench_opt *o, char *buf, size_t n) {
+    if (o->kind == BENCH_OPTV_BOOL) snprintf(buf, n, "%s", o->num ? "true" : "false");
+    else if (o->kind == BENCH_OPTV_NUM) snprintf(buf, n, "%lld", (long long)o->num);
+    else if (o->kind == BENCH_OPTV_STR) snprintf(buf, n, "\"%s\"", o->value ? o->value : "");
+    else snprintf(buf, n, "%s", o->value ? o->value : "");
+    return buf;
 }
 
 int modreg_fill_opts(const bench_module *m, const bench_opts *opts, void **out, char *err, size_t errlen) {
@@ -561,10 +665,13 @@ int modreg_fill_opts(const bench_module *m, const bench_opts *opts, void **out, 
             return bench_errc(err, errlen, BENCH_ERR_INVALID, "%s %s: unknown option \"%s\" (have: %s)", m->family, m->name,
                               opts->v[i].key, have[0] ? have : "none");
         }
-        if (parse_value(d, opts->v[i].value, s + d->offset, why, sizeof(why))) {
+        const bench_opt *o = &opts->v[i];
+        if (o->kind == BENCH_OPTV_TEXT ? parse_value(d, o->value ? o->value : "", s + d->offset, why, sizeof(why))
+                                       : store_typed(d, o, s + d->offset, why, sizeof(why))) {
+            char got[BENCH_OPT_STRING_MAX + 8];
             free(s);
             return bench_errc(err, errlen, BENCH_ERR_INVALID, "%s %s: option %s=%s: expected %s", m->family, m->name, d->name,
-                              opts->v[i].value, why);
+                              typed_text(o, got, sizeof(got)), why);
         }
     }
     *out = s;
@@ -582,11 +689,94 @@ const char *modreg_pool_opt_given(const bench_module *m, const bench_opts *opts,
     for (int i = 0; opts && i < opts->n; i++) {
         const bench_option *d = find_option(m, opts->v[i].key);
         if (d && (d->flags & BENCH_OPTF_SIZES_POOL)) {
-            snprintf(buf, n, "%s=%s", opts->v[i].key, opts->v[i].value);
+            char v[BENCH_OPT_STRING_MAX + 8];
+            snprintf(buf, n, "%s=%s", opts->v[i].key, opts->v[i].kind == BENCH_OPTV_STR ? opts->v[i].value
+                                                                                         : typed_text(&opts->v[i], v, sizeof(v)));
             return buf;
         }
     }
     return NULL;
+}
+
+/* Option d's value in a filled struct, as a typed value (STR values point into d's table or
+ * the struct); -1 with err where a number does not fit a typed value exactly. */
+static int slot_typed(const bench_module *m, const bench_option *d, const unsigned char *slot, bench_opt *o, char *err,
+                      size_t errlen) {
+    *o = (bench_opt){.key = d->name};
+    switch (d->type) {
+    case BENCH_OPT_BOOL: { int b; memcpy(&b, slot, sizeof(b)); o->kind = BENCH_OPTV_BOOL; o->num = b != 0; return 0; }
+    case BENCH_OPT_ENUM: case BENCH_OPT_STRING: o->kind = BENCH_OPTV_STR; return 0; /* the caller copies the text */
+    case BENCH_OPT_INT: { int64_t x; memcpy(&x, slot, sizeof(x)); o->num = x; break; }
+    default: {
+        uint64_t u;
+        memcpy(&u, slot, sizeof(u));
+        o->num = u > (uint64_t)BENCH_OPTV_NUM_MAX ? BENCH_OPTV_NUM_MAX + 1 : (int64_t)u;
+        break;
+    }
+    }
+    o->kind = BENCH_OPTV_NUM;
+    if (o->num > BENCH_OPTV_NUM_MAX || o->num < -BENCH_OPTV_NUM_MAX)
+        return bench_errc(err, errlen, BENCH_ERR_INVALID, "%s %s: option %s: expected a whole number of at most 2^53 "
+                          "(9007199254740992), the largest a worker spec carries exactly", m->family, m->name, d->name);
+    return 0;
+}
+
+/* The text of an ENUM or STRING slot: the choice's name, or the string itself. */
+static void slot_text(const bench_option *d, const unsigned char *slot, const char **p, size_t *len) {
+    if (d->type == BENCH_OPT_STRING) {
+        *p = (const char *)slot;
+        *len = strnlen(*p, BENCH_OPT_STRING_MAX);
+        return;
+    }
+    int idx;
+    memcpy(&idx, slot, sizeof(idx));
+    const char *c = d->choices;
+    for (int k = 0; k < idx && *c; k++) c += strcspn(c, "|") + (c[strcspn(c, "|")] == '|');
+    *p = c;
+    *len = strcspn(c, "|");
+}
+
+int modreg_type_opts(const bench_module *m, const bench_opts *in, bench_opts *out, void **storage, char *err, size_t errlen) {
+    out->n = 0;
+    out->v = NULL;
+    *storage = NULL;
+    void *filled;
+    int rc = modreg_fill_opts(m, in, &filled, err, errlen);
+    if (rc) return rc;
+    int n = in ? in->n : 0;
+    /* one block: the typed values, then each key and STR's text (at most a string option's
+     * size): nothing points into the module, which may be closed before they are used */
+    size_t cap = (size_t)n * (sizeof(bench_opt) + BENCH_OPT_STRING_MAX + 1);
+    for (int i = 0; i < n; i++) cap += strlen(in->v[i].key) + 1;
+    char *mem = malloc(cap ? cap : 1);
+    if (!mem) { free(filled); return bench_errc(err, errlen, BENCH_ERR_NOMEM, "out of memory"); }
+    bench_opt *v = (bench_opt *)mem;
+    char *text = mem + (size_t)n * sizeof(bench_opt);
+    for (int i = 0; i < n && !rc; i++) {
+        /* in was checked above: every key is an option */
+        const bench_option *d = find_option(m, in->v[i].key);
+        const unsigned char *slot = (const unsigned char *)filled + d->offset;
+        rc = slot_typed(m, d, slot, &v[i], err, errlen);
+        size_t kl = strlen(d->name) + 1;
+        memcpy(text, d->name, kl);
+        v[i].key = text;
+        text += kl;
+        if (!rc && v[i].kind == BENCH_OPTV_STR) {
+            const char *p;
+            size_t len;
+            slot_text(d, slot, &p, &len);
+            memcpy(text, p, len);
+            text[len] = 0;
+            v[i].value = text;
+            text += len + 1;
+        }
+    }
+    free(filled);
+    if (rc) { free(mem); return rc; }
+    out->n = n;
+    out->v = v;
+    *storage = mem;
+    return 0;
 }
 
 int modreg_opt_given(const bench_opts *opts, const char *key) {
@@ -620,8 +810,7 @@ int modreg_parse_opts(const char *text, bench_opts *opts, void **storage, char *
             return -1;
         }
         *eq = 0;
-        v[k].key = tok;
-        v[k].value = eq + 1;
+        v[k] = (bench_opt){.key = tok, .value = eq + 1, .kind = BENCH_OPTV_TEXT};
         k++;
         tok = comma ? comma + 1 : NULL;
     }

@@ -40,8 +40,10 @@ int modreg_load(const char *dir, const char *family, const char *name, modreg_en
 int modreg_load_for(const char *dir, const char *device, const char *family, const char *name,
                     modreg_entry *out, char *err, size_t errlen);
 
-/* The module's options struct for opts: every option's default, then each given value,
- * checked against the table (unknown key, type, range, enum choice). *out is a malloc'd
+/* The module's options struct for opts: every option's default, then each given value: text
+ * (BENCH_OPTV_TEXT) parsed and checked against the table (unknown key, type, range, enum
+ * choice); a typed value (a worker spec's, which the parent checked: modreg_type_opts)
+ * stored by the option's type, its kind checked and nothing else. *out is a malloc'd
  * struct of m->opts_size bytes (at least 1) for the module's create/open; free() it after. */
 int modreg_fill_opts(const bench_module *m, const bench_opts *opts, void **out, char *err, size_t errlen);
 
@@ -54,6 +56,31 @@ int modreg_opt_given(const bench_opts *opts, const char *key);
 /* The first given option that sizes the module's shared KV pool (BENCH_OPTF_SIZES_POOL),
  * as "key=value" in buf; NULL when none is given. */
 const char *modreg_pool_opt_given(const bench_module *m, const bench_opts *opts, char *buf, size_t n);
+
+/* The options as typed values (module.h BENCH_OPTV_*), for a worker spec: in (text as the
+ * user gave it) is checked as modreg_fill_opts checks it, once, and each given option becomes
+ * its value by the table's type (a bool, a whole number, an enum's choice or a string), in
+ * order. The values and their keys and strings are in one malloc'd block, *storage (free()
+ * it); nothing points into the module. A number past 2^53 (BENCH_OPTV_NUM_MAX), which a JSON
+ * number does not hold exactly, is refused. */
+int modreg_type_opts(const bench_module *m, const bench_opts *in, bench_opts *out, void **storage, char *err, size_t errlen);
+
+/* Modules loaded once per run: a module a caller asks for again (the same file) is the one
+ * already loaded. The parent checks every choice of a scenario through one, so that a module
+ * several choices or devices name is dlopen'ed once. */
+typedef struct modreg_cache {
+    modreg_entry *v;
+    int n, cap;
+} modreg_cache;
+
+/* modreg_load_for through the cache; *out is the cache's (valid until modreg_cache_close). */
+int modreg_cache_load(modreg_cache *c, const char *dir, const char *device, const char *family, const char *name,
+                      const bench_module **out, char *err, size_t errlen);
+void modreg_cache_close(modreg_cache *c);   /* closes every module; c may be NULL */
+
+/* How many modules this process has dlopen'ed through modreg so far (the test suite counts
+ * the parent's loads with it). */
+unsigned long modreg_dlopens(void);
 
 /* Comma-separated names of the modules of a family found on the path ("mmap, pread"). */
 char *modreg_names(const char *dir, const char *family);
