@@ -27,7 +27,7 @@
 #include "harness/cli/cliargs.h"
 #include "harness/cli/commands.h"
 #include "harness/parent/subproc.h"
-#include "harness/report/resread.h"
+#include "harness/report/rmodel.h"
 #include "harness/report/sweep.h"
 #include "harness/spec/scenario.h"
 #include "harness/spec/stats.h"

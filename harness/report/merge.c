@@ -15,7 +15,7 @@
 #include <time.h>
 
 #include "harness/report/escape.h"
-#include "harness/report/resread.h"
+#include "harness/report/rmodel.h"
 #include "harness/report/results.h"
 #include "harness/spec/stats.h"
 #include "util/ut_fs.h"

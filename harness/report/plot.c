@@ -135,10 +135,10 @@ static double pl_dbl(const cJSON *o, const char *k) {
 }
 
 /* The first process of the first counted run of a variant. */
-static const cJSON *pl_first_proc(const rr_doc *d, const rr_variant *v) {
-    const cJSON *runs[1];
-    if (rr_counted_runs(d, v, runs, 1) < 1) return NULL;
-    return cJSON_GetArrayItem(pl_get(runs[0], "processes"), 0);
+static const cJSON *pl_first_proc(const rr_doc *d, const rm_variant *v) {
+    const rm_run *runs[1];
+    if (rr_counted_runs(d, v, runs, 1) < 1 || runs[0]->nproc < 1) return NULL;
+    return runs[0]->procs[0].raw;
 }
 
 /* ---- figure: RSS over time ---- */
@@ -275,7 +275,7 @@ static int pl_fig_latency(const rr_doc *d, FILE *f, FILE *b) {
     double top[2] = {0, 0};
     fprintf(f, "$lat << EOD\n# x label ttft_mean lo hi median tpot_mean lo hi median (ms)\n");
     for (int i = 0; i < d->n; i++) {
-        const rr_variant *v = &d->v[i];
+        const rm_variant *v = &d->v[i];
         if (!rr_summary_metric(v, "ttft_ms") && !rr_summary_metric(v, "tpot_ms")) continue;
         fprintf(f, "%d ", i);
         pl_quote(f, v->label);
@@ -333,14 +333,13 @@ static int pl_fig_itl(const rr_doc *d, FILE *f, FILE *b) {
     FILE *pf = open_memstream(&plot, &plen);
     if (!pf) return -1;
     for (int i = 0; i < d->n; i++) {
-        const cJSON *runs[256];
+        const rm_run *runs[256];
         int nr = rr_counted_runs(d, &d->v[i], runs, 256);
         double *x = NULL;
         int n = 0, cap = 0;
         for (int r = 0; r < nr; r++) {
-            const cJSON *p;
-            cJSON_ArrayForEach(p, pl_get(runs[r], "processes")) {
-                const cJSON *t = pl_get(pl_get(p, "tokens"), "t_ms");
+            for (int pi = 0; pi < runs[r]->nproc; pi++) {
+                const cJSON *t = pl_get(pl_get(runs[r]->procs[pi].raw, "tokens"), "t_ms");
                 int nt = cJSON_GetArraySize(t);
                 for (int k = 1; k < nt; k++) {
                     if (UT_VEC_RESERVE(x, cap, n + 1)) {
@@ -483,7 +482,7 @@ static int pl_fig_alloc(const rr_doc *d, FILE *f, FILE *b) {
     for (int w = 0; w < MAXW; w++)
         for (int k = 0; k < MAXA; k++) med[w][k] = lo[w][k] = hi[w][k] = NAN;
     for (int i = 0; i < d->n; i++) {
-        const rr_variant *v = &d->v[i];
+        const rm_variant *v = &d->v[i];
         double m = rr_summary_num(v, "mod.aw.ns_per_op", "median");
         if (!isfinite(m) || !pl_key_axis(v->key, "workload", buf, sizeof(buf))) continue;
         int w = pl_intern(work, &nw, MAXW, buf);
@@ -822,7 +821,7 @@ static int pl_group_of(const char *metric) {
 /* report.html's title, description, status, date and commit */
 static void pl_html_head(FILE *f, const rr_doc *d) {
     const cJSON *scen = pl_get(d->root, "scenario"), *aw = pl_get(scen, "as_written");
-    const cJSON *desc = pl_get(aw, "description"), *status = pl_get(d->root, "status");
+    const cJSON *desc = pl_get(aw, "description");
     fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>bench: ");
     pl_html_text(f, d->scenario);
     fprintf(f, "</title>\n<style>\nbody{font-family:sans-serif;margin:1.5em;max-width:1200px}"
@@ -835,7 +834,7 @@ static void pl_html_head(FILE *f, const rr_doc *d) {
     if (cJSON_IsString(desc)) pl_html_text(f, desc->valuestring);
     /* every field is results.json's, which anyone may have written: escaped, as the rest */
     fprintf(f, "</p>\n<p>status <b>");
-    pl_html_text(f, cJSON_IsString(status) ? status->valuestring : "?");
+    pl_html_text(f, d->status[0] ? d->status : "?");
     fprintf(f, "</b>, written ");
     pl_html_text(f, d->written);
     if (d->sha[0]) {
@@ -886,10 +885,7 @@ static void pl_html_figures(FILE *f, const rr_doc *d, const char *plots, int hav
     }
     /* why there are none: gnuplot only when it is the reason */
     int counted = 0;
-    for (int i = 0; i < d->n; i++) {
-        const cJSON *rc = pl_get(d->v[i].summary, "repetitions_counted");
-        counted += cJSON_IsNumber(rc) ? rc->valueint : 0;
-    }
+    for (int i = 0; i < d->n; i++) counted += d->v[i].counted;
     if (!figs && !have_gnuplot)
         fprintf(f, "<p>No figures: gnuplot was not found when this report was written "
                    "(install gnuplot-nox, then <code>bench plot DIR</code>).</p>\n");
@@ -913,39 +909,38 @@ static void pl_html_summary(FILE *f, const rr_doc *d) {
     fprintf(f, "</tr>\n<tr><td>repetitions counted</td>");
     int min_reps = INT_MAX;
     for (int i = 0; i < d->n; i++) {
-        const cJSON *rc = pl_get(d->v[i].summary, "repetitions_counted");
-        int n = cJSON_IsNumber(rc) ? rc->valueint : 0;
+        int n = d->v[i].counted;
         min_reps = n < min_reps ? n : min_reps;
         fprintf(f, "<td class=\"n\">%d</td>", n);
     }
     fprintf(f, "</tr>\n");
     /* every metric of any variant (mmap's model file map is not among pread's), once */
     int all = 0;
-    for (int i = 0; i < d->n; i++) all += cJSON_GetArraySize(pl_get(d->v[i].summary, "metrics"));
-    const cJSON **uniq = calloc((size_t)(all ? all : 1), sizeof(*uniq)), **order = calloc((size_t)(all ? all : 1), sizeof(*order));
+    for (int i = 0; i < d->n; i++) all += d->v[i].n;
+    const rm_metric **uniq = calloc((size_t)(all ? all : 1), sizeof(*uniq)), **order = calloc((size_t)(all ? all : 1), sizeof(*order));
     int nu = 0, nm = 0;
     if (uniq && order) {
-        const cJSON *m;
         for (int i = 0; i < d->n; i++)
-            cJSON_ArrayForEach(m, pl_get(d->v[i].summary, "metrics")) {
-                int seen = 0;
-                for (int q = 0; q < nu && !seen; q++) seen = !strcmp(uniq[q]->string, m->string);
+            for (int k = 0; k < d->v[i].n; k++) {
+                const rm_metric *m = &d->v[i].m[k];
+                int seen = !m->summarized;
+                for (int q = 0; q < nu && !seen; q++) seen = !strcmp(uniq[q]->name, m->name);
                 if (!seen) uniq[nu++] = m;
             }
         /* rows of the terminal table in its order, then the rest in first-seen order */
         for (int rank = 0; rs_metric_title_at(rank); rank++)
             for (int q = 0; q < nu; q++)
-                if (rs_metric_rank(uniq[q]->string) == rank) order[nm++] = uniq[q];
+                if (rs_metric_rank(uniq[q]->name) == rank) order[nm++] = uniq[q];
         /* the rest by group, each in first-seen order */
         for (int gr = 0; pl_groups[gr].title; gr++)
             for (int q = 0; q < nu; q++)
-                if (rs_metric_rank(uniq[q]->string) < 0 && pl_group_of(uniq[q]->string) == gr) order[nm++] = uniq[q];
+                if (rs_metric_rank(uniq[q]->name) < 0 && pl_group_of(uniq[q]->name) == gr) order[nm++] = uniq[q];
     }
     free(uniq);
     int named = 0, group = -1;
-    while (named < nm && rs_metric_rank(order[named]->string) >= 0) named++;
+    while (named < nm && rs_metric_rank(order[named]->name) >= 0) named++;
     for (int k = 0; k < nm; k++) {
-        const cJSON *m = order[k];
+        const rm_metric *m = order[k];
         if (k == named) {
             /* the table's rows stay in view; the other metrics fold away under their groups */
             fprintf(f, "</table>\n<details id=\"more-metrics\"><summary>%d more metrics, by group, under their "
@@ -958,20 +953,19 @@ static void pl_html_summary(FILE *f, const rr_doc *d) {
             }
             fprintf(f, "</tr>\n");
         }
-        if (k >= named && pl_group_of(m->string) != group) {
-            group = pl_group_of(m->string);
+        if (k >= named && pl_group_of(m->name) != group) {
+            group = pl_group_of(m->name);
             int in = 0;
-            for (int q = k; q < nm && pl_group_of(order[q]->string) == group; q++) in++;
+            for (int q = k; q < nm && pl_group_of(order[q]->name) == group; q++) in++;
             fprintf(f, "<tr class=\"group\"><th colspan=\"%d\" style=\"text-align:left\">%s (%d)</th></tr>\n", d->n + 1,
                     pl_groups[group].title, in);
         }
-        const cJSON *u = pl_get(m, "unit");
-        const char *unit = cJSON_IsString(u) ? u->valuestring : "";
-        const char *title = rs_metric_title(m->string);
+        const char *unit = m->unit;
+        const char *title = rs_metric_title(m->name);
         fprintf(f, "<tr%s><td title=\"", title ? "" : " class=\"extra\"");
-        pl_html_text(f, m->string);
+        pl_html_text(f, m->name);
         fprintf(f, "\">");
-        pl_html_text(f, title ? title : m->string);
+        pl_html_text(f, title ? title : m->name);
         if (*unit) {
             fprintf(f, " (");
             pl_html_text(f, unit);
@@ -979,14 +973,13 @@ static void pl_html_summary(FILE *f, const rr_doc *d) {
         }
         fprintf(f, "</td>");
         for (int i = 0; i < d->n; i++) {
-            double med = rr_summary_num(&d->v[i], m->string, "median");
-            double lo = rr_summary_num(&d->v[i], m->string, "ci_lo"), hi = rr_summary_num(&d->v[i], m->string, "ci_hi");
-            double n = rr_summary_num(&d->v[i], m->string, "n");
-            char cell[96];
-            rs_fmt_value(cell, sizeof(cell), med, isfinite(lo) && isfinite(hi) ? (hi - lo) / 2 : 0,
-                         isfinite(n) ? (int)n : 0, unit);
+            const rm_metric *x = rr_summary_metric(&d->v[i], m->name);
+            char cell[96] = "-";
+            if (x)
+                rs_fmt_value(cell, sizeof(cell), x->st.median,
+                             isfinite(x->st.ci_lo) && isfinite(x->st.ci_hi) ? (x->st.ci_hi - x->st.ci_lo) / 2 : 0, x->st.n, unit);
             fprintf(f, "<td class=\"n\" data-metric=\"");
-            pl_html_text(f, m->string);
+            pl_html_text(f, m->name);
             fprintf(f, "\" data-variant=\"");
             pl_html_text(f, d->v[i].key);
             fprintf(f, "\">");
@@ -1005,7 +998,7 @@ static void pl_html_summary(FILE *f, const rr_doc *d) {
         fprintf(f, "</p>\n");
     }
     char busy[512];
-    rs_busy_note_json(busy, sizeof(busy), pl_get(d->root, "runs"));
+    rm_busy_note(d, busy, sizeof(busy));
     if (busy[0]) {
         fprintf(f, "<p id=\"busy-machine\" style=\"color:#a00\"><b>");
         pl_html_text(f, busy);
@@ -1108,6 +1101,12 @@ static void pl_defang_json(cJSON *j) {
 
 static void pl_defang(rr_doc *d) {
     pl_defang_json(d->root);
+    char *head[] = {d->scenario, d->status, d->written, d->sha, d->only};
+    for (size_t k = 0; k < sizeof(head) / sizeof(head[0]); k++) pl_defang_str(head[k]);
+    for (int i = 0; i < d->n; i++) {
+        pl_defang_str(d->v[i].key);
+        pl_defang_str(d->v[i].label);
+    }
     for (int i = 0; i < d->n; i++)
         for (int k = 0; k < d->v[i].n; k++) {
             pl_defang_str(d->v[i].m[k].name);

@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "harness/report/resread.h"
+#include "harness/report/rmodel.h"
 
 /* 1 when gnuplot can be run. *term gets "pngcairo" or "png" (no cairo). */
 int pl_gnuplot_found(const char **png_term);

@@ -1,0 +1,406 @@
+/* The results model: records appended once, summaries made again, results.json written
+ * atomically from the parts (rmodel.h). The reading half is resread.c. */
+#include "harness/report/rmodel.h"
+
+#include <cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engines/abi/module.h"
+#include "util/ut_vec.h"
+
+/* ---- atomic files ---- */
+
+/* Test hook (BENCH_TEST_HOOKS=1 BENCH_TEST_ENOSPC_AFTER=N): after N files written,
+ * every write fails with ENOSPC, as when the disk fills up during a run. */
+static int rm_disk_full(void) {
+    static long left = -2;  /* -2: not read yet; -1: no hook */
+    if (left == -2) {
+        const char *hooks = getenv("BENCH_TEST_HOOKS"), *n = getenv("BENCH_TEST_ENOSPC_AFTER");
+        char *end = NULL;
+        left = hooks && !strcmp(hooks, "1") && n && *n ? strtol(n, &end, 10) : -1;
+        if (end && *end) left = -1;
+    }
+    if (left < 0) return 0;
+    if (left == 0) return 1;
+    left--;
+    return 0;
+}
+
+static int rm_cannot_write(const char *path, const char *tmp, int fd, int e, char *err, size_t errlen) {
+    if (fd >= 0) close(fd);
+    unlink(tmp);
+    return bench_errf(err, errlen, "%s: cannot write: %s; nothing was replaced (a previous %s, if any, is as it was)", path,
+                      strerror(e), path);
+}
+
+int rs_write_atomic_v(const char *path, const char *const *data, const size_t *len, int n, char *err, size_t errlen) {
+    int full = rm_disk_full();
+    char tmp[PATH_MAX];
+    if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof(tmp))
+        return bench_errf(err, errlen, "%s: path too long", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return bench_errf(err, errlen, "%s: %s", tmp, strerror(errno));
+    for (int i = 0; i < n; i++) {
+        size_t off = 0;
+        while (off < len[i]) {
+            ssize_t w = full ? (errno = ENOSPC, -1) : write(fd, data[i] + off, len[i] - off);
+            if (w < 0 && errno == EINTR) continue;
+            if (w <= 0) return rm_cannot_write(path, tmp, fd, w < 0 ? errno : EIO, err, errlen);
+            off += (size_t)w;
+        }
+    }
+    /* the data reaches the disk before the name does: a crash leaves the old file or the new one */
+    if (fsync(fd)) return rm_cannot_write(path, tmp, fd, errno, err, errlen);
+    if (close(fd)) return rm_cannot_write(path, tmp, -1, errno, err, errlen);
+    if (rename(tmp, path)) {
+        int e = errno;
+        unlink(tmp);
+        return bench_errf(err, errlen, "%s: rename: %s", path, strerror(e));
+    }
+    return 0;
+}
+
+int rs_write_atomic(const char *path, const char *data, size_t len, char *err, size_t errlen) {
+    return rs_write_atomic_v(path, &data, &len, 1, err, errlen);
+}
+
+/* ---- the model ---- */
+
+static void rm_metric_free(rm_metric *x) {
+    free(x->name);
+    free(x->unit);
+    free(x->v);
+    free(x->run);
+    free(x->proc);
+    free(x->outlier);
+}
+
+static void rm_variants_free(rm_model *m) {
+    for (int i = 0; i < m->n; i++) {
+        for (int k = 0; k < m->v[i].n; k++) rm_metric_free(&m->v[i].m[k]);
+        free(m->v[i].m);
+        free(m->v[i].key);
+        free(m->v[i].label);
+    }
+    free(m->v);
+    m->v = NULL;
+    m->n = m->cap = 0;
+}
+
+static void rm_run_free(rm_run *r) {
+    for (int i = 0; i < r->nproc; i++) {
+        free(r->procs[i].reason);
+        mt_bag_free(&r->procs[i].metrics);
+    }
+    free(r->procs);
+    mt_bag_free(&r->metrics);
+    free(r->status);
+    free(r->invalid_reason);
+    free(r->text);
+}
+
+void rm_free(rm_model *m) {
+    if (!m) return;
+    for (int i = 0; i < m->n_runs; i++) rm_run_free(&m->runs[i]);
+    free(m->runs);
+    rm_variants_free(m);
+    free(m->scenario);
+    free(m->status);
+    free(m->written);
+    free(m->sha);
+    free(m->only);
+    cJSON_Delete(m->root);
+    memset(m, 0, sizeof(*m));
+}
+
+int rm_append(rm_model *m, cJSON *rec, rm_run *typed) {
+    char *text = rec ? cJSON_PrintUnformatted(rec) : NULL;
+    cJSON_Delete(rec);
+    if (!text || UT_VEC_RESERVE(m->runs, m->cap_runs, m->n_runs + 1)) {
+        free(text);
+        rm_run_free(typed);
+        memset(typed, 0, sizeof(*typed));
+        return -1;
+    }
+    typed->text = text;
+    m->runs[m->n_runs++] = *typed;
+    memset(typed, 0, sizeof(*typed));
+    return 0;
+}
+
+/* ---- summaries ---- */
+
+rm_variant *rm_variant_of(rm_model *m, int variant) {
+    for (int i = 0; i < m->n; i++)
+        if (m->v[i].variant == variant) return &m->v[i];
+    return NULL;
+}
+
+static rm_metric *rm_metric_get(rm_variant *v, const char *name, const char *unit, mc_decl decl) {
+    for (int i = 0; i < v->n; i++)
+        if (!strcmp(v->m[i].name, name)) return &v->m[i];
+    if (UT_VEC_RESERVE(v->m, v->cap, v->n + 1)) return NULL;
+    rm_metric *x = &v->m[v->n];
+    *x = (rm_metric){.name = strdup(name), .unit = strdup(unit), .decl = decl, .declared = 1};
+    if (!x->name || !x->unit) {
+        rm_metric_free(x);
+        return NULL;
+    }
+    v->n++;
+    return x;
+}
+
+int rm_add_value(rm_variant *v, const char *name, const char *unit, mc_decl decl, double x, int run, int proc) {
+    rm_metric *mm = rm_metric_get(v, name, unit, decl);
+    if (!mm || ut_vec_reserve_par(&mm->cap, (size_t)mm->n + 1, 3, (void *[]){&mm->v, &mm->run, &mm->proc},
+                                  (size_t[]){sizeof(*mm->v), sizeof(*mm->run), sizeof(*mm->proc)}))
+        return -1;
+    mm->v[mm->n] = x;
+    mm->run[mm->n] = run;
+    mm->proc[mm->n] = proc;
+    mm->n++;
+    return 0;
+}
+
+static void rm_add_bag(rm_variant *v, const mt_bag *b, int run, int proc) {
+    for (int k = 0; k < b->n; k++) rm_add_value(v, b->name[k], b->unit[k], b->decl[k], b->v[k], run, proc);
+}
+
+int rm_summary_begin(rm_model *m, int n_variants, const int *selected, const char *const *keys,
+                     const char *const *labels) {
+    rm_variants_free(m);
+    m->v = calloc((size_t)(n_variants > 0 ? n_variants : 1), sizeof(*m->v));
+    if (!m->v) return -1;
+    m->cap = n_variants;
+    for (int vi = 0; vi < n_variants; vi++) {
+        if (!selected[vi]) continue;
+        rm_variant *v = &m->v[m->n++];
+        *v = (rm_variant){.variant = vi, .key = strdup(keys[vi]), .label = strdup(labels[vi]), .machine_type = -1};
+        if (!v->key || !v->label) return -1;
+        for (int ri = 0; ri < m->n_runs; ri++) {
+            const rm_run *r = &m->runs[ri];
+            if (r->variant != vi) continue;
+            if (r->warmup) { v->warmups++; continue; }
+            if (!r->ok) { v->failed++; continue; }
+            if (!r->valid) { v->invalid++; continue; }
+            v->counted++;
+            rm_add_bag(v, &r->metrics, ri, -1);
+            for (int pi = 0; pi < r->nproc; pi++) rm_add_bag(v, &r->procs[pi].metrics, ri, pi);
+        }
+    }
+    return 0;
+}
+
+void rm_summary_finish(rm_model *m) {
+    for (int i = 0; i < m->n; i++)
+        for (int k = 0; k < m->v[i].n; k++) {
+            rm_metric *x = &m->v[i].m[k];
+            free(x->outlier);
+            x->outlier = calloc((size_t)x->n, sizeof(int));
+            x->summarized = !st_summarize(x->v, x->n, &x->st, x->outlier);
+        }
+}
+
+static cJSON *rm_num_array(const double *v, int n) {
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(v[i]));
+    return a;
+}
+
+static void rm_metric_json(cJSON *ms, const rm_metric *x) {
+    cJSON *o = cJSON_AddObjectToObject(ms, x->name);
+    cJSON_AddStringToObject(o, "unit", x->unit);
+    /* how bench compare judges it (harness/report/mclass.h) */
+    cJSON_AddStringToObject(o, "class", mc_class_name(x->decl.cls));
+    cJSON_AddStringToObject(o, "better", mc_better_name(x->decl.better));
+    if (x->decl.tol_rel > 0 || x->decl.tol_abs > 0) {
+        double tol[2] = {x->decl.tol_rel, x->decl.tol_abs};
+        cJSON_AddItemToObject(o, "tolerance", rm_num_array(tol, 2));
+    }
+    cJSON_AddNumberToObject(o, "n", x->st.n);
+    cJSON_AddNumberToObject(o, "median", x->st.median);
+    cJSON_AddNumberToObject(o, "mean", x->st.mean);
+    cJSON_AddNumberToObject(o, "stddev", x->st.stddev);
+    cJSON_AddNumberToObject(o, "min", x->st.min);
+    cJSON_AddNumberToObject(o, "max", x->st.max);
+    double ci[2] = {x->st.ci_lo, x->st.ci_hi};
+    cJSON_AddItemToObject(o, "ci95", rm_num_array(ci, 2));
+    cJSON *out = cJSON_AddArrayToObject(o, "outliers");
+    for (int j = 0; x->outlier && j < x->n; j++) {
+        if (!x->outlier[j]) continue;
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "run", x->run[j]);
+        cJSON_AddNumberToObject(e, "process", x->proc[j]);
+        cJSON_AddNumberToObject(e, "value", x->v[j]);
+        cJSON_AddItemToArray(out, e);
+    }
+}
+
+cJSON *rm_summary_json(const rm_model *m) {
+    cJSON *arr = cJSON_CreateArray();
+    for (int i = 0; arr && i < m->n; i++) {
+        const rm_variant *v = &m->v[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "variant", v->variant);
+        cJSON_AddStringToObject(o, "key", v->key);
+        cJSON_AddStringToObject(o, "label", v->label);
+        cJSON_AddNumberToObject(o, "repetitions_counted", v->counted);
+        cJSON_AddNumberToObject(o, "repetitions_failed", v->failed);
+        cJSON_AddNumberToObject(o, "repetitions_invalid", v->invalid);
+        cJSON *ms = cJSON_AddObjectToObject(o, "metrics");
+        for (int k = 0; k < v->n; k++)
+            if (v->m[k].summarized) rm_metric_json(ms, &v->m[k]);
+        cJSON_AddItemToArray(arr, o);
+    }
+    return arr;
+}
+
+/* ---- results.json ---- */
+
+static uint64_t rm_fnv(uint64_t h, const char *p, size_t n) {
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 1099511628211ull;
+    return h;
+}
+
+/* FNV-1a of the document's parts less the value of its "written" time, the one field that
+ * differs when an unchanged run is written again (a hash, not a copy: the parent's memory is
+ * measured too). The records are never changed once appended: their count stands for them. */
+static uint64_t rm_doc_hash(const char *head, int n_runs, const char *summary) {
+    const char *w = strstr(head, "\"written\":"), *q = w ? strchr(w + 10, '"') : NULL, *e = q ? strchr(q + 1, '"') : NULL;
+    uint64_t h = 1469598103934665603ull;
+    if (e) {
+        h = rm_fnv(h, head, (size_t)(q - head));
+        h = rm_fnv(h, e + 1, strlen(e + 1));
+    } else {
+        h = rm_fnv(h, head, strlen(head));
+    }
+    h = rm_fnv(h, (const char *)&n_runs, sizeof(n_runs));
+    h = rm_fnv(h, summary, strlen(summary));
+    return h ? h : 1;
+}
+
+int rm_write(rm_model *m, const cJSON *head, const char *dir, char *err, size_t errlen) {
+    cJSON *sj = rm_summary_json(m);
+    char *htext = cJSON_Print(head), *stext = sj ? cJSON_Print(sj) : NULL;
+    cJSON_Delete(sj);
+    char *close = htext ? strrchr(htext, '}') : NULL;
+    int n = 2 * m->n_runs + 4, rc = 0;
+    const char **part = calloc((size_t)n, sizeof(*part));
+    size_t *len = calloc((size_t)n, sizeof(*len));
+    if (!close || !stext || !part || !len) {
+        rc = bench_errf(err, errlen, "out of memory building results.json");
+        goto out;
+    }
+    uint64_t h = rm_doc_hash(htext, m->n_runs, stext);
+    if (m->written_hash == h) goto out; /* results.json already says this */
+    /* { head members , "runs": [ record, record ... ], "summary": [...] } */
+    while (close > htext && (close[-1] == '\n' || close[-1] == '\t')) close--;
+    int k = 0;
+    part[k] = htext, len[k++] = (size_t)(close - htext);
+    part[k] = ",\n\t\"runs\": [", len[k] = strlen(part[k]), k++;
+    for (int i = 0; i < m->n_runs; i++) {
+        if (i) part[k] = ",\n", len[k] = 2, k++;
+        part[k] = m->runs[i].text, len[k] = strlen(part[k]), k++;
+    }
+    part[k] = "],\n\t\"summary\": ", len[k] = strlen(part[k]), k++;
+    part[k] = stext, len[k] = strlen(stext), k++;
+    part[k] = "\n}\n", len[k] = 3, k++;
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof(path), "%s/results.json", dir) >= (int)sizeof(path)) {
+        rc = bench_errf(err, errlen, "%s/results.json: path too long", dir);
+        goto out;
+    }
+    rc = rs_write_atomic_v(path, part, len, k, err, errlen);
+    if (!rc) {
+        m->writes++;
+        m->written_hash = h;
+        m->written_runs = m->n_runs;
+    }
+out:
+    free(part);
+    free(len);
+    free(htext);
+    free(stext);
+    return rc;
+}
+
+/* ---- reading the model ---- */
+
+const rm_metric *rr_find(const rm_variant *v, const char *metric) {
+    for (int i = 0; v && i < v->n; i++)
+        if (v->m[i].n && !strcmp(v->m[i].name, metric)) return &v->m[i];
+    return NULL;
+}
+
+const rm_metric *rr_summary_metric(const rm_variant *v, const char *metric) {
+    for (int i = 0; v && i < v->n; i++)
+        if (v->m[i].summarized && !strcmp(v->m[i].name, metric)) return &v->m[i];
+    return NULL;
+}
+
+const rm_variant *rr_find_variant(const rm_model *d, const char *key) {
+    for (int i = 0; i < d->n; i++)
+        if (!strcmp(d->v[i].key, key)) return &d->v[i];
+    return NULL;
+}
+
+double rr_summary_num(const rm_variant *v, const char *metric, const char *field) {
+    const rm_metric *x = rr_summary_metric(v, metric);
+    if (!x) return NAN;
+    const st_summary *s = &x->st;
+    if (!strcmp(field, "median")) return s->median;
+    if (!strcmp(field, "mean")) return s->mean;
+    if (!strcmp(field, "stddev")) return s->stddev;
+    if (!strcmp(field, "min")) return s->min;
+    if (!strcmp(field, "max")) return s->max;
+    if (!strcmp(field, "n")) return s->n;
+    if (!strcmp(field, "ci_lo")) return s->ci_lo;
+    if (!strcmp(field, "ci_hi")) return s->ci_hi;
+    return NAN;
+}
+
+int rr_counted_runs(const rm_model *d, const rm_variant *v, const rm_run **out, int max) {
+    int n = 0;
+    for (int i = 0; i < d->n_runs && n < max; i++) {
+        const rm_run *r = &d->runs[i];
+        if (r->variant != v->variant || !r->counted) continue;
+        if (v->machine_type >= 0 && r->machine_type != v->machine_type) continue;
+        out[n++] = r;
+    }
+    return n;
+}
+
+void rs_busy_note(char *buf, size_t len, int busy, int counted, double others, double steal, double load, int cpus) {
+    buf[0] = 0;
+    if (busy <= 0) return;
+    snprintf(buf, len,
+             "Warning: busy machine: in %d of %d counted repetition%s other processes used up to %.0f%% of the %d CPU%s "
+             "(the hypervisor stole up to %.0f%%; load average up to %.1f). Times from a busy machine are not those of a "
+             "quiet one: compare them with care, or run again on a quiet machine.",
+             busy, counted, counted == 1 ? "" : "s", isfinite(others) ? others * 100 : 0, cpus, cpus == 1 ? "" : "s",
+             isfinite(steal) ? steal * 100 : 0, isfinite(load) ? load : 0);
+}
+
+void rm_busy_note(const rm_model *m, char *buf, size_t len) {
+    int busy = 0, counted = 0, cpus = 0;
+    double others = 0, steal = 0, load = 0;
+    for (int i = 0; i < m->n_runs; i++) {
+        const rm_run *r = &m->runs[i];
+        if (!r->counted) continue;
+        counted++;
+        if (!r->load.busy) continue;
+        busy++;
+        cpus = r->load.cpus;
+        if (isfinite(r->load.others)) others = fmax(others, r->load.others);
+        if (isfinite(r->load.steal)) steal = fmax(steal, r->load.steal);
+        if (isfinite(r->load.load1)) load = fmax(load, r->load.load1);
+    }
+    rs_busy_note(buf, len, busy, counted, others, steal, load, cpus);
+}

@@ -1,0 +1,175 @@
+/* The results of a run in memory: the one model that bench run grows and writes, and that
+ * bench show, plot, compare and history read back (docs/results-schema.json, RM_SCHEMA).
+ *
+ * Glossary
+ *   record    one repetition as results.json keeps it (runs[i]): its typed fields here
+ *             (variant, status, counted, machine load, metrics) and, for the deep parts only a
+ *             figure needs (timelines, phases, tokens, serving requests), its JSON
+ *   variant   one variant's summary: counts of repetitions and its metrics
+ *   metric    a name, a unit, a declared class (mclass.h), the raw values of the counted
+ *             repetitions (run-level once per repetition, process-level once per process, in
+ *             the order of runs[]) and their summary statistics
+ *
+ * Writing (bench run): rm_append turns each finished repetition into a record once, its JSON
+ * text serialised then and never again; rm_summarize recomputes the summaries from the
+ * records' metrics (no repetition's raw data is walked twice); rm_write writes results.json
+ * atomically from a head the caller builds (environment, scenario, variants), the records'
+ * texts as they are, and the summaries. A run that stops keeps every record appended.
+ *
+ * Reading (resread.c): rr_load parses a results.json into the same model, the schema walked
+ * in that one place. A merged result of several machine types (`bench merge`, merge.h) reads
+ * as one variant per scenario variant and machine type: key "KEY,machine=TYPE", label
+ * "LABEL @ TYPE", its runs and summary entry those of that type.
+ *
+ * Invariants: every record's variant indexes the scenario's variants; a metric's
+ * (v, run, proc) arrays have n entries; summarized says st holds a summary (computed, or read).
+ */
+#ifndef BENCH_RMODEL_H
+#define BENCH_RMODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "harness/report/mclass.h"
+#include "harness/report/metrics.h"
+#include "harness/spec/stats.h"
+
+#define RS_SCHEMA "bench-results/1"
+
+struct cJSON;
+
+/* ---- the model ---- */
+
+typedef struct rm_metric {
+    char *name;
+    char *unit;                 /* "" when a read file's summary has none */
+    mc_decl decl;               /* class, better direction and tolerance (mclass.h) */
+    int declared;               /* the decl was given (always when written; 0 in files older than declarations) */
+    int n, cap;
+    double *v;                  /* (n) one value per process of each counted repetition */
+    int *run, *proc;            /* (n) where each came from: index into runs (-1: the variant's own), process (-1: the run) */
+    int *outlier;               /* (n) or NULL */
+    int summarized;             /* st holds the summary */
+    st_summary st;
+} rm_metric;
+
+typedef struct rm_variant {
+    int variant;                /* index into the scenario's variants (variants[].index) */
+    char *key;                  /* "loader=pread,cache=cold" (",machine=TYPE" in a merge of types) */
+    char *label;                /* "pread/cold" (" @ TYPE") */
+    int machine_type;           /* a merge of several machine types: the type's index; else -1 */
+    int counted, failed, invalid, warmups;
+    int n, cap;
+    rm_metric *m;               /* (n) in first-seen order */
+} rm_variant;
+
+typedef struct rm_load {
+    int known;                  /* the record has a machine load (files before it do not) */
+    int busy, cpus;
+    double others, steal, load1;/* the most others' CPU share, steal; load average, start or end */
+} rm_load;
+
+typedef struct rm_proc {
+    int ok;                     /* status "ok" */
+    char *reason;
+    mt_bag metrics;
+    const struct cJSON *raw;    /* read: processes[i] of the document; NULL when written */
+} rm_proc;
+
+typedef struct rm_run {
+    int variant, rep, warmup, valid, counted, ok;
+    int machine_type;           /* -1 but in a merge of machine types */
+    char *status;               /* "ok", "failed", ... (rn_status_name) */
+    char *invalid_reason;       /* "" when valid */
+    rm_load load;
+    mt_bag metrics;             /* the run's own (sums over its processes) */
+    int nproc;
+    rm_proc *procs;             /* (nproc) */
+    char *text;                 /* written: the record as serialised once, at rm_append */
+    const struct cJSON *raw;    /* read: runs[i] of the document */
+} rm_run;
+
+typedef struct rm_model {
+    /* the head */
+    char *scenario;             /* scenario.name */
+    char *status;               /* "running", "complete", "interrupted", "stopped" */
+    char *written;              /* "2026-11-22T22:32:03Z", or "" */
+    char *sha;                  /* environment.git.sha, or "" */
+    int dirty;
+    int quick;                  /* scenario.overrides.quick */
+    char *only;                 /* scenario.overrides.only, or "" */
+    int warmup, processes;      /* as run */
+    /* the repetitions, in the order they finished (written) or of runs[] (read) */
+    int n_runs, cap_runs;
+    rm_run *runs;
+    /* the summaries: one per selected variant (written); per variant with a summary or counted runs (read) */
+    int n, cap;
+    rm_variant *v;
+    /* read */
+    struct cJSON *root;         /* the parsed document (owned); NULL in a run's own model */
+    char dir[4096];             /* the results directory */
+    char file[4200];            /* its results.json */
+    /* written */
+    int writes;                 /* results.json files written (renamed into place) */
+    uint64_t written_hash;      /* of the document last written, less its "written" time (0: none) */
+    int written_runs;           /* records in it */
+} rm_model;
+
+typedef rm_model rr_doc;        /* a results.json as read (the same model) */
+
+void rm_free(rm_model *m);
+
+/* ---- writing: a run's own model ---- */
+
+/* Appends one repetition: its record's JSON (taken: the model serialises and deletes it) and
+ * its typed fields (the mt_bags are taken too). Returns 0, or -1 out of memory (rec freed). */
+int rm_append(rm_model *m, struct cJSON *rec, rm_run *typed);
+
+/* The variants' summaries, made again from the records' metrics: one rm_variant per entry of
+ * keys (selected variants only; key and label copied), plus the extra metrics the caller adds
+ * after it (rm_add_value), then rm_finish computes the statistics. */
+int rm_summary_begin(rm_model *m, int n_variants, const int *selected, const char *const *keys,
+                     const char *const *labels);
+int rm_add_value(rm_variant *v, const char *name, const char *unit, mc_decl decl, double x, int run, int proc);
+void rm_summary_finish(rm_model *m);
+rm_variant *rm_variant_of(rm_model *m, int variant);
+
+/* The summaries as results.json writes them (what bench run --json prints). */
+struct cJSON *rm_summary_json(const rm_model *m);
+
+/* Writes DIR/results.json: head is the document's object with its members before "runs"
+ * (schema, status, written, environment, shard, scenario, variants), then the records' texts,
+ * then the summaries. Skipped when nothing but the "written" time changed since the last
+ * write. 0, or -1 with the error (the previous results.json is kept). */
+int rm_write(rm_model *m, const struct cJSON *head, const char *dir, char *err, size_t errlen);
+
+/* Writes len bytes to path through a temporary file and a rename. */
+int rs_write_atomic(const char *path, const char *data, size_t len, char *err, size_t errlen);
+/* The same from n pieces. */
+int rs_write_atomic_v(const char *path, const char *const *data, const size_t *len, int n, char *err, size_t errlen);
+
+/* ---- reading ---- */
+
+/* Loads DIR/results.json (or the file itself when path names a .json file) into a model.
+ * Returns 0, or -1 with a message naming the file and field. */
+int rr_load(const char *path, rm_model *out, char *err, size_t errlen);
+#define rr_free rm_free
+
+/* A variant's metric with raw values from counted repetitions, or NULL. */
+const rm_metric *rr_find(const rm_variant *v, const char *metric);
+/* A variant's metric with a summary, or NULL. */
+const rm_metric *rr_summary_metric(const rm_variant *v, const char *metric);
+const rm_variant *rr_find_variant(const rm_model *d, const char *key);
+/* A figure of one metric's summary ("median", "mean", "stddev", "min", "max", "n", "ci_lo",
+ * "ci_hi"); NAN when absent. */
+double rr_summary_num(const rm_variant *v, const char *metric, const char *field);
+/* The counted records of a variant, in order: out[i] (borrowed). Returns the count (at most max). */
+int rr_counted_runs(const rm_model *d, const rm_variant *v, const rm_run **out, int max);
+
+/* The busy-machine note (results.h rs_busy_note) from the counted records; "" when none was busy. */
+void rm_busy_note(const rm_model *m, char *buf, size_t len);
+
+/* Reads a whole file into a NUL-terminated buffer (caller frees); NULL with a message. */
+char *rr_slurp(const char *path, size_t *len, char *err, size_t errlen);
+
+#endif
