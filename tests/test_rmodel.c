@@ -25,7 +25,7 @@
 /* ---- a model made by hand ---- */
 
 /* Repetition rep of variant vi: its JSON record (what results.c writes, the fields the reader
- * takes) and its typed fields, with metrics x (run) and y, z (its one process). */
+ * takes) with metrics x (run) and y, z (its one process), appended. */
 static void make_run(rm_model *m, int vi, int rep, int warmup, const char *status, double x, double y, double z) {
     int ok = !strcmp(status, "ok"), counted = ok && !warmup;
     cJSON *o = cJSON_CreateObject();
@@ -53,18 +53,24 @@ static void make_run(rm_model *m, int vi, int rep, int warmup, const char *statu
         cJSON_AddNumberToObject(pm, "z_count", z);
     }
     cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "processes"), p);
-    rm_run t = {.variant = vi, .rep = rep, .warmup = warmup, .valid = 1, .counted = counted, .ok = ok, .machine_type = -1,
-                .status = strdup(status), .invalid_reason = strdup(""),
-                .load = {.known = 1, .busy = rep == 2, .cpus = 2, .others = rep == 2 ? 0.5 : 0.01, .steal = 0, .load1 = 1.5},
-                .nproc = 1, .procs = calloc(1, sizeof(rm_proc))};
-    assert_non_null(t.procs);
-    t.procs[0] = (rm_proc){.ok = ok, .reason = strdup(ok ? "" : "worker crashed")};
-    mt_add(&t.metrics, "x_ms", "ms", mc_declare(MC_TIME, -1), x);
+    /* the metrics with their units and classes, which the record does not carry */
+    mt_bag run = {0}, proc[1] = {{0}};
+    mt_add(&run, "x_ms", "ms", mc_declare(MC_TIME, -1), x);
     if (ok) {
-        mt_add(&t.procs[0].metrics, "y_mib", "MiB", mc_declare(MC_BYTES, -1), y);
-        mt_add(&t.procs[0].metrics, "z_count", "count", mc_declare(MC_COUNT, -1), z);
+        mt_add(&proc[0], "y_mib", "MiB", mc_declare(MC_BYTES, -1), y);
+        mt_add(&proc[0], "z_count", "count", mc_declare(MC_COUNT, -1), z);
     }
-    assert_int_equal(rm_append(m, o, &t), 0);
+    int n = m->n_runs;
+    assert_int_equal(rm_append(m, o, &run, proc, 1), 0);
+    /* the typed fields, as the one reader of a record found them */
+    const rm_run *t = &m->runs[n];
+    assert_int_equal(t->variant, vi);
+    assert_int_equal(t->counted, counted);
+    assert_int_equal(t->load.busy, rep == 2);
+    assert_true(t->load.load1 == 1.5);
+    assert_string_equal(t->procs[0].reason, ok ? "" : "worker crashed");
+    assert_string_equal(t->metrics.unit[0], "ms");
+    assert_non_null(t->text);
 }
 
 static void summarize(rm_model *m) {

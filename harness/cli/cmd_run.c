@@ -259,7 +259,7 @@ static int run_finish(const run_args *a, const scenario *s, run_ctx *ctx, const 
     fflush(stdout);
     int bad = 0;
     for (int i = 0; i < res->n_runs; i++) bad += res->runs[i].status != RN_OK || !res->runs[i].cache_ok;
-    pl_after_run(dir);
+    pl_after_run(&ctx->model);
     fprintf(stderr, "bench run: %d of %d repetitions done%s; results in %s\n", res->n_runs, res->total_planned,
             res->interrupted ? " (interrupted)" : res->stopped ? " (stopped by --fail-fast)" : "", dir);
     int rc = res->interrupted ? 130 : bad ? 1 : 0;
@@ -359,6 +359,8 @@ int cmd_run(int argc, char **argv) {
     exe[n] = 0;
     env = rs_environment();
 
+    snprintf(ctx.model.dir, sizeof(ctx.model.dir), "%s", dir);
+    snprintf(ctx.model.file, sizeof(ctx.model.file), "%s/results.json", dir);
     ctx.tty = isatty(2);
     ctx.t0 = rn_now_ns();
     ctx.in = (rs_input){.s = s, .mf = &mf, .res = &res, .status = "running", .dir = dir, .only = a.only,

@@ -37,58 +37,13 @@ static double rr_num(const cJSON *o, const char *k) {
     return cJSON_IsNumber(x) ? x->valuedouble : NAN;
 }
 
-static char *rr_dup(const char *s) { return strdup(s ? s : ""); }
-
-/* Every numeric member of a metrics object, in its order (units come from the summary). */
-static void rr_bag(const cJSON *metrics, mt_bag *b) {
-    const cJSON *x;
-    cJSON_ArrayForEach(x, metrics)
-        if (cJSON_IsNumber(x) && x->string) mt_add(b, x->string, "", MT_INFO, x->valuedouble);
-}
-
-/* ---- the records ---- */
-
-static void rr_load_of(const cJSON *ml, rm_load *l) {
-    *l = (rm_load){.known = cJSON_IsObject(ml)};
-    if (!l->known) return;
-    l->busy = cJSON_IsTrue(rr_get(ml, "busy"));
-    l->cpus = rr_int(ml, "cpus", 0);
-    l->others = rr_num(ml, "others_cpu");
-    l->steal = rr_num(ml, "steal");
-    double a = rr_num(ml, "load1_start"), b = rr_num(ml, "load1_end");
-    l->load1 = isfinite(a) && isfinite(b) ? fmax(a, b) : isfinite(a) ? a : b;
-}
-
-static int rr_record(const cJSON *r, rm_run *out) {
-    const char *status = rr_str(r, "status");
-    *out = (rm_run){.variant = rr_int(r, "variant", -1), .rep = rr_int(r, "repetition", 0),
-                    .warmup = cJSON_IsTrue(rr_get(r, "warmup")), .valid = cJSON_IsTrue(rr_get(r, "valid")),
-                    .counted = cJSON_IsTrue(rr_get(r, "counted")), .ok = status && !strcmp(status, "ok"),
-                    .machine_type = rr_int(r, "machine_type", -1), .status = rr_dup(status),
-                    .invalid_reason = rr_dup(rr_str(r, "invalid_reason")), .raw = r};
-    rr_load_of(rr_get(r, "machine_load"), &out->load);
-    rr_bag(rr_get(r, "metrics"), &out->metrics);
-    const cJSON *ps = rr_get(r, "processes");
-    int np = cJSON_IsArray(ps) ? cJSON_GetArraySize(ps) : 0;
-    out->procs = calloc((size_t)(np ? np : 1), sizeof(*out->procs));
-    if (!out->status || !out->invalid_reason || !out->procs) return -1;
-    const cJSON *p;
-    cJSON_ArrayForEach(p, ps) {
-        rm_proc *q = &out->procs[out->nproc++];
-        const char *ps_ = rr_str(p, "status");
-        *q = (rm_proc){.ok = ps_ && !strcmp(ps_, "ok"), .reason = rr_dup(rr_str(p, "reason")), .raw = p};
-        if (!q->reason) return -1;
-        rr_bag(rr_get(p, "metrics"), &q->metrics);
-    }
-    return 0;
-}
-
+/* The records, each by the one reader of a record (rm_record). */
 static int rr_records(rm_model *d, const cJSON *runs) {
     int n = cJSON_GetArraySize(runs);
     d->runs = calloc((size_t)(n ? n : 1), sizeof(*d->runs));
     if (!d->runs) return -1;
     const cJSON *r;
-    cJSON_ArrayForEach(r, runs) if (rr_record(r, &d->runs[d->n_runs++])) return -1;
+    cJSON_ArrayForEach(r, runs) if (rm_record(r, &d->runs[d->n_runs++])) return -1;
     return 0;
 }
 
@@ -225,37 +180,6 @@ oom:
     return -1;
 }
 
-/* The head: what the reports name (scenario, commit, time, status, overrides, shape). */
-static int rr_head(rm_model *d, char *err, size_t errlen) {
-    const char *schema = rr_str(d->root, "schema");
-    if (!schema || strncmp(schema, "bench-results/", 14)) {
-        snprintf(err, errlen, "%s: .schema: expected \"bench-results/N\", found %s", d->file, schema ? schema : "none");
-        return -1;
-    }
-    const cJSON *scen = rr_get(d->root, "scenario");
-    const char *name = rr_str(scen, "name");
-    if (!name) {
-        snprintf(err, errlen, "%s: .scenario.name: expected a string", d->file);
-        return -1;
-    }
-    const cJSON *git = rr_get(rr_get(d->root, "environment"), "git"), *ov = rr_get(scen, "overrides");
-    const cJSON *as = rr_get(scen, "as_run");
-    d->scenario = rr_dup(name);
-    d->sha = rr_dup(rr_str(git, "sha"));
-    d->dirty = cJSON_IsTrue(rr_get(git, "dirty"));
-    d->written = rr_dup(rr_str(d->root, "written"));
-    d->status = rr_dup(rr_str(d->root, "status"));
-    d->quick = cJSON_IsTrue(rr_get(ov, "quick"));
-    d->only = rr_dup(rr_str(ov, "only"));
-    d->warmup = rr_int(as, "warmup", 0);
-    d->processes = rr_int(as, "processes", 1);
-    if (!d->scenario || !d->sha || !d->written || !d->status || !d->only) {
-        snprintf(err, errlen, "%s: out of memory", d->file);
-        return -1;
-    }
-    return 0;
-}
-
 /* DIR/results.json, or the file itself, into d->file and d->dir; 0, or -1 with the error. */
 static int rr_paths(const char *path, rm_model *d, char *err, size_t errlen) {
     struct stat st;
@@ -286,7 +210,7 @@ int rr_load(const char *path, rm_model *out, char *err, size_t errlen) {
         snprintf(err, errlen, "%s: not valid JSON", out->file);
         goto err;
     }
-    if (rr_head(out, err, errlen)) goto err;
+    if (rm_read_head(out, out->root, err, errlen)) goto err;
     const cJSON *vars = rr_get(out->root, "variants"), *runs = rr_get(out->root, "runs"), *sums = rr_get(out->root, "summary");
     if (!cJSON_IsArray(vars) || !cJSON_IsArray(runs) || !cJSON_IsArray(sums)) {
         snprintf(err, errlen, "%s: expected arrays .variants, .runs and .summary", out->file);

@@ -286,8 +286,8 @@ static cJSON *rs_snap_json(const rn_proc *p, const rn_snap *sn) {
     return o;
 }
 
-/* Process pi of a repetition as results.json records it; its typed fields into typed. */
-static cJSON *rs_proc_json(const rs_input *in, const rn_run *r, int pi, rm_proc *typed) {
+/* Process pi of a repetition as results.json records it; its metrics, as made, into bag. */
+static cJSON *rs_proc_json(const rs_input *in, const rn_run *r, int pi, mt_bag *bag) {
     const rn_proc *p = &r->procs[pi];
     const scenario *s = in->s;
     cJSON *o = cJSON_CreateObject();
@@ -352,10 +352,9 @@ static cJSON *rs_proc_json(const rs_input *in, const rn_run *r, int pi, rm_proc 
     }
 
     cJSON *met = cJSON_AddObjectToObject(o, "metrics");
-    *typed = (rm_proc){.ok = p->status == RN_OK, .reason = strdup(p->reason)};
     if (p->status == RN_OK) {
-        mt_proc(s, p, &typed->metrics);
-        for (int k = 0; k < typed->metrics.n; k++) cJSON_AddNumberToObject(met, typed->metrics.name[k], typed->metrics.v[k]);
+        mt_proc(s, p, bag);
+        for (int k = 0; k < bag->n; k++) cJSON_AddNumberToObject(met, bag->name[k], bag->v[k]);
     }
 
     cJSON *serve = sv_proc_json(p, p->t_hello);
@@ -436,8 +435,8 @@ static sl_load rs_run_load(const rn_run *r) {
     return sl_between(&r->load_start, &r->load_end, workers_cpu);
 }
 
-/* Repetition ri as results.json records it; its typed fields into typed (rmodel.h). */
-static cJSON *rs_run_json(const rs_input *in, int ri, rm_run *typed) {
+/* Repetition ri as results.json records it; its metrics, as made, into bag and procs (nproc). */
+static cJSON *rs_run_json(const rs_input *in, int ri, mt_bag *bag, mt_bag *procs) {
     const rn_run *r = &in->res->runs[ri];
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "variant", r->variant);
@@ -466,32 +465,22 @@ static cJSON *rs_run_json(const rs_input *in, int ri, rm_run *typed) {
     rs_add_num_or_null(ml, "others_cpu", ld.others);
     rs_add_num_or_null(ml, "steal", ld.steal);
     cJSON_AddBoolToObject(ml, "busy", ld.others > SL_BUSY_OTHERS || ld.steal > SL_BUSY_STEAL);
-    double l1 = fmax(r->load_start.ok ? r->load_start.load1 : NAN, r->load_end.ok ? r->load_end.load1 : NAN);
-    *typed = (rm_run){.variant = r->variant, .rep = r->rep, .warmup = r->warmup, .valid = r->cache_ok,
-                      .counted = rs_counted(r), .ok = r->status == RN_OK, .machine_type = -1,
-                      .status = strdup(rn_status_name(r->status)), .invalid_reason = strdup(r->invalid_reason),
-                      .load = {.known = 1, .busy = ld.others > SL_BUSY_OTHERS || ld.steal > SL_BUSY_STEAL,
-                               .cpus = ld.cpus, .others = ld.others, .steal = ld.steal, .load1 = l1},
-                      .procs = calloc((size_t)(r->nproc ? r->nproc : 1), sizeof(rm_proc))};
     cJSON *met = cJSON_AddObjectToObject(o, "metrics");
-    mt_run(in->s, r, &typed->metrics);
-    for (int k = 0; k < typed->metrics.n; k++) cJSON_AddNumberToObject(met, typed->metrics.name[k], typed->metrics.v[k]);
+    mt_run(in->s, r, bag);
+    for (int k = 0; k < bag->n; k++) cJSON_AddNumberToObject(met, bag->name[k], bag->v[k]);
     cJSON *ps = cJSON_AddArrayToObject(o, "processes");
-    for (int i = 0; typed->procs && i < r->nproc; i++, typed->nproc++)
-        cJSON_AddItemToArray(ps, rs_proc_json(in, r, i, &typed->procs[i]));
+    for (int i = 0; i < r->nproc; i++) cJSON_AddItemToArray(ps, rs_proc_json(in, r, i, &procs[i]));
     return o;
 }
 
 int rs_append_run(const rs_input *in, int ri) {
-    rm_run typed;
-    cJSON *rec = rs_run_json(in, ri, &typed);
-    if (!typed.status || !typed.invalid_reason || !typed.procs) {
-        cJSON_Delete(rec);
-        rec = NULL; /* rm_append frees typed */
-    }
-    for (int i = 0; rec && i < typed.nproc; i++)
-        if (!typed.procs[i].reason) cJSON_Delete(rec), rec = NULL;
-    return rm_append(in->model, rec, &typed);
+    const rn_run *r = &in->res->runs[ri];
+    mt_bag bag = {0}, *procs = calloc((size_t)(r->nproc ? r->nproc : 1), sizeof(*procs));
+    if (!procs) return -1;
+    /* built once, read back by the one reader of a record, serialised, and kept as text */
+    int rc = rm_append(in->model, rs_run_json(in, ri, &bag, procs), &bag, procs, r->nproc);
+    free(procs);
+    return rc;
 }
 
 static cJSON *rs_choice_json(const sc_choice *c) {

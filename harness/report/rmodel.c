@@ -94,16 +94,40 @@ static void rm_variants_free(rm_model *m) {
     m->n = m->cap = 0;
 }
 
-static void rm_run_free(rm_run *r) {
-    for (int i = 0; i < r->nproc; i++) {
-        free(r->procs[i].reason);
-        mt_bag_free(&r->procs[i].metrics);
+static void rm_cols_free(rm_cols *c) {
+    for (int i = 0; i < c->n; i++) {
+        free(c->c[i].name);
+        free(c->c[i].v);
     }
+    free(c->c);
+    memset(c, 0, sizeof(*c));
+}
+
+static void rm_proc_free(rm_proc *p) {
+    free(p->reason);
+    mt_bag_free(&p->metrics);
+    mt_bag_free(&p->counters);
+    rm_cols_free(&p->timeline);
+    rm_cols_free(&p->serve_kv);
+    rm_cols_free(&p->kv);
+    free(p->tokens.name);
+    free(p->tokens.v);
+    for (int i = 0; i < p->nph; i++) {
+        for (int k = 0; k < p->ph[i].n; k++) free(p->ph[i].r[k].name);
+        free(p->ph[i].r);
+        free(p->ph[i].name);
+    }
+    free(p->ph);
+}
+
+void rm_run_free(rm_run *r) {
+    for (int i = 0; i < r->nproc; i++) rm_proc_free(&r->procs[i]);
     free(r->procs);
     mt_bag_free(&r->metrics);
     free(r->status);
     free(r->invalid_reason);
     free(r->text);
+    memset(r, 0, sizeof(*r));
 }
 
 void rm_free(rm_model *m) {
@@ -117,22 +141,228 @@ void rm_free(rm_model *m) {
     free(m->sha);
     free(m->only);
     cJSON_Delete(m->root);
+    cJSON_Delete(m->head);
     memset(m, 0, sizeof(*m));
 }
 
-int rm_append(rm_model *m, cJSON *rec, rm_run *typed) {
-    char *text = rec ? cJSON_PrintUnformatted(rec) : NULL;
+int rm_append(rm_model *m, cJSON *rec, mt_bag *run, mt_bag *procs, int nproc) {
+    rm_run t = {0};
+    int bad = !rec || rm_record(rec, &t) || t.nproc != nproc;
+    char *text = bad ? NULL : cJSON_PrintUnformatted(rec);
     cJSON_Delete(rec);
     if (!text || UT_VEC_RESERVE(m->runs, m->cap_runs, m->n_runs + 1)) {
         free(text);
-        rm_run_free(typed);
-        memset(typed, 0, sizeof(*typed));
+        rm_run_free(&t);
+        mt_bag_free(run);
+        for (int i = 0; i < nproc; i++) mt_bag_free(&procs[i]);
         return -1;
     }
-    typed->text = text;
-    m->runs[m->n_runs++] = *typed;
-    memset(typed, 0, sizeof(*typed));
+    /* the metrics as they were made, with their units and classes */
+    mt_bag_free(&t.metrics);
+    t.metrics = *run;
+    memset(run, 0, sizeof(*run));
+    for (int i = 0; i < nproc; i++) {
+        mt_bag_free(&t.procs[i].metrics);
+        t.procs[i].metrics = procs[i];
+        memset(&procs[i], 0, sizeof(procs[i]));
+        t.procs[i].raw = NULL;
+    }
+    t.raw = NULL;
+    t.text = text;
+    m->runs[m->n_runs++] = t;
     return 0;
+}
+
+/* ---- records: the one reader of runs[i] ---- */
+
+static const cJSON *rm_get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
+
+static const char *rm_str(const cJSON *o, const char *k) {
+    const cJSON *s = rm_get(o, k);
+    return cJSON_IsString(s) ? s->valuestring : NULL;
+}
+
+static int rm_int(const cJSON *o, const char *k, int dflt) {
+    const cJSON *x = rm_get(o, k);
+    return cJSON_IsNumber(x) ? x->valueint : dflt;
+}
+
+static double rm_num(const cJSON *o, const char *k) {
+    const cJSON *x = rm_get(o, k);
+    return cJSON_IsNumber(x) ? x->valuedouble : NAN;
+}
+
+static char *rm_dup(const char *s) { return strdup(s ? s : ""); }
+
+/* Every numeric member of a metrics object, in its order (units come from the summary). */
+static void rm_bag_of(const cJSON *metrics, mt_bag *b) {
+    const cJSON *x;
+    cJSON_ArrayForEach(x, metrics)
+        if (cJSON_IsNumber(x) && x->string) mt_add(b, x->string, "", MT_INFO, x->valuedouble);
+}
+
+static int rm_col_read(const cJSON *arr, const char *name, rm_col *c) {
+    int n = cJSON_GetArraySize(arr), k = 0;
+    *c = (rm_col){.name = strdup(name), .v = malloc(sizeof(double) * (size_t)(n ? n : 1))};
+    if (!c->name || !c->v) return -1;
+    const cJSON *x;
+    cJSON_ArrayForEach(x, arr) c->v[k++] = cJSON_IsNumber(x) ? x->valuedouble : NAN;
+    c->n = k;
+    return 0;
+}
+
+/* Every array member of an object, as a column. */
+static int rm_cols_read(const cJSON *o, rm_cols *out) {
+    const cJSON *a;
+    int n = 0;
+    cJSON_ArrayForEach(a, o) n += cJSON_IsArray(a) && a->string;
+    if (!n) return 0;
+    if (!(out->c = calloc((size_t)n, sizeof(*out->c)))) return -1;
+    cJSON_ArrayForEach(a, o)
+        if (cJSON_IsArray(a) && a->string && rm_col_read(a, a->string, &out->c[out->n++])) return -1;
+    return 0;
+}
+
+static int rm_phases_read(const cJSON *phases, rm_proc *p) {
+    int n = cJSON_GetArraySize(phases);
+    if (!cJSON_IsObject(phases) || !n) return 0;
+    if (!(p->ph = calloc((size_t)n, sizeof(*p->ph)))) return -1;
+    const cJSON *one;
+    cJSON_ArrayForEach(one, phases) {
+        if (!one->string) continue;
+        rm_phase *ph = &p->ph[p->nph++];
+        const cJSON *regs = rm_get(one, "regions_kib"), *r;
+        int nr = cJSON_GetArraySize(regs);
+        *ph = (rm_phase){.name = strdup(one->string), .t_ms = rm_num(one, "t_ms"),
+                         .r = calloc((size_t)(nr ? nr : 1), sizeof(rm_region))};
+        if (!ph->name || !ph->r) return -1;
+        cJSON_ArrayForEach(r, regs) {
+            if (!r->string) continue;
+            rm_region *g = &ph->r[ph->n++];
+            *g = (rm_region){.name = strdup(r->string), .size_kib = rm_num(r, "size"), .rss_kib = rm_num(r, "rss")};
+            if (!g->name) return -1;
+        }
+    }
+    return 0;
+}
+
+/* What the figures draw of one process: events, timeline, phases, tokens, counters, KV. */
+static int rm_figures_read(const cJSON *p, rm_proc *q) {
+    const cJSON *ev = rm_get(p, "events_ms"), *sv = rm_get(p, "serve"), *c;
+    q->prompt_tokens = rm_num(p, "prompt_tokens");
+    q->ev_load_end = rm_num(ev, "load_end");
+    q->ev_prefill_end = rm_num(ev, "prefill_end");
+    q->ev_decode_end = rm_num(ev, "decode_end");
+    q->serve_start_ms = rm_num(sv, "start_ms");
+    cJSON_ArrayForEach(c, rm_get(p, "counters")) {
+        const char *name = rm_str(c, "name"), *unit = rm_str(c, "unit");
+        if (name) mt_add(&q->counters, name, unit ? unit : "", MT_INFO, rm_num(c, "value"));
+    }
+    const cJSON *tok = rm_get(rm_get(p, "tokens"), "t_ms");
+    if (cJSON_IsArray(tok) && rm_col_read(tok, "t_ms", &q->tokens)) return -1;
+    if (rm_cols_read(rm_get(p, "timeline"), &q->timeline) || rm_cols_read(rm_get(sv, "kv_timeline"), &q->serve_kv) ||
+        rm_cols_read(rm_get(p, "kv_timeline"), &q->kv))
+        return -1;
+    return rm_phases_read(rm_get(p, "phases"), q);
+}
+
+static void rm_load_read(const cJSON *ml, rm_load *l) {
+    *l = (rm_load){.known = cJSON_IsObject(ml)};
+    if (!l->known) return;
+    l->busy = cJSON_IsTrue(rm_get(ml, "busy"));
+    l->cpus = rm_int(ml, "cpus", 0);
+    l->others = rm_num(ml, "others_cpu");
+    l->steal = rm_num(ml, "steal");
+    double a = rm_num(ml, "load1_start"), b = rm_num(ml, "load1_end");
+    l->load1 = isfinite(a) && isfinite(b) ? fmax(a, b) : isfinite(a) ? a : b;
+}
+
+int rm_record(const cJSON *r, rm_run *out) {
+    const char *status = rm_str(r, "status");
+    *out = (rm_run){.variant = rm_int(r, "variant", -1), .rep = rm_int(r, "repetition", 0),
+                    .warmup = cJSON_IsTrue(rm_get(r, "warmup")), .valid = cJSON_IsTrue(rm_get(r, "valid")),
+                    .counted = cJSON_IsTrue(rm_get(r, "counted")), .ok = status && !strcmp(status, "ok"),
+                    .machine_type = rm_int(r, "machine_type", -1), .status = rm_dup(status),
+                    .invalid_reason = rm_dup(rm_str(r, "invalid_reason")), .raw = r};
+    rm_load_read(rm_get(r, "machine_load"), &out->load);
+    rm_bag_of(rm_get(r, "metrics"), &out->metrics);
+    const cJSON *ps = rm_get(r, "processes");
+    int np = cJSON_IsArray(ps) ? cJSON_GetArraySize(ps) : 0;
+    out->procs = calloc((size_t)(np ? np : 1), sizeof(*out->procs));
+    if (!out->status || !out->invalid_reason || !out->procs) return -1;
+    const cJSON *p;
+    cJSON_ArrayForEach(p, ps) {
+        rm_proc *q = &out->procs[out->nproc++];
+        const char *pst = rm_str(p, "status");
+        *q = (rm_proc){.ok = pst && !strcmp(pst, "ok"), .reason = rm_dup(rm_str(p, "reason")), .raw = p};
+        if (!q->reason || rm_figures_read(p, q)) return -1;
+        rm_bag_of(rm_get(p, "metrics"), &q->metrics);
+    }
+    return 0;
+}
+
+int rm_read_head(rm_model *d, const cJSON *head, char *err, size_t errlen) {
+    const char *schema = rm_str(head, "schema");
+    if (!schema || strncmp(schema, "bench-results/", 14)) {
+        snprintf(err, errlen, "%s: .schema: expected \"bench-results/N\", found %s", d->file, schema ? schema : "none");
+        return -1;
+    }
+    const cJSON *scen = rm_get(head, "scenario");
+    const char *name = rm_str(scen, "name");
+    if (!name) {
+        snprintf(err, errlen, "%s: .scenario.name: expected a string", d->file);
+        return -1;
+    }
+    const cJSON *git = rm_get(rm_get(head, "environment"), "git"), *ov = rm_get(scen, "overrides");
+    const cJSON *as = rm_get(scen, "as_run");
+    char *s[] = {rm_dup(name), rm_dup(rm_str(git, "sha")), rm_dup(rm_str(head, "written")), rm_dup(rm_str(head, "status")),
+                 rm_dup(rm_str(ov, "only"))};
+    char **to[] = {&d->scenario, &d->sha, &d->written, &d->status, &d->only};
+    int oom = 0;
+    for (int i = 0; i < 5; i++) oom |= !s[i];
+    for (int i = 0; i < 5; i++) {
+        if (oom) {
+            free(s[i]);
+            continue;
+        }
+        free(*to[i]);
+        *to[i] = s[i];
+    }
+    if (oom) {
+        snprintf(err, errlen, "%s: out of memory", d->file);
+        return -1;
+    }
+    d->dirty = cJSON_IsTrue(rm_get(git, "dirty"));
+    d->quick = cJSON_IsTrue(rm_get(ov, "quick"));
+    d->warmup = rm_int(as, "warmup", 0);
+    d->processes = rm_int(as, "processes", 1);
+    return 0;
+}
+
+const rm_col *rm_col_of(const rm_cols *c, const char *name) {
+    for (int i = 0; c && i < c->n; i++)
+        if (!strcmp(c->c[i].name, name)) return &c->c[i];
+    return NULL;
+}
+
+double rm_at(const rm_col *c, int k) { return c && k >= 0 && k < c->n ? c->v[k] : NAN; }
+
+const rm_phase *rm_phase_of(const rm_proc *p, const char *name) {
+    for (int i = 0; p && i < p->nph; i++)
+        if (!strcmp(p->ph[i].name, name)) return &p->ph[i];
+    return NULL;
+}
+
+const rm_region *rm_region_of(const rm_phase *ph, const char *name) {
+    for (int i = 0; ph && i < ph->n; i++)
+        if (!strcmp(ph->r[i].name, name)) return &ph->r[i];
+    return NULL;
+}
+
+double rm_counter(const rm_proc *p, const char *name) {
+    for (int i = 0; p && i < p->counters.n; i++)
+        if (!strcmp(p->counters.name[i], name)) return p->counters.v[i];
+    return NAN;
 }
 
 /* ---- summaries ---- */
@@ -319,6 +549,13 @@ int rm_write(rm_model *m, const cJSON *head, const char *dir, char *err, size_t 
     }
     rc = rs_write_atomic_v(path, part, len, k, err, errlen);
     if (!rc) {
+        cJSON *copy = cJSON_Duplicate(head, 1);
+        if (copy) {
+            cJSON_Delete(m->head);
+            m->head = copy;
+        }
+        char e2[256];
+        rm_read_head(m, head, e2, sizeof(e2)); /* the model's head fields, as a reader finds them */
         m->writes++;
         m->written_hash = h;
         m->written_runs = m->n_runs;
@@ -332,6 +569,8 @@ out:
 }
 
 /* ---- reading the model ---- */
+
+const cJSON *rm_head(const rm_model *m) { return m->head ? m->head : m->root; }
 
 const rm_metric *rr_find(const rm_variant *v, const char *metric) {
     for (int i = 0; v && i < v->n; i++)

@@ -69,10 +69,45 @@ typedef struct rm_load {
     double others, steal, load1;/* the most others' CPU share, steal; load average, start or end */
 } rm_load;
 
+/* A named column of numbers: a timeline's, a token list's (NAN where the file has no number). */
+typedef struct rm_col {
+    char *name;
+    int n;
+    double *v;                  /* (n) */
+} rm_col;
+
+typedef struct rm_cols {
+    int n;
+    rm_col *c;                  /* (n) in the record's order */
+} rm_cols;
+
+typedef struct rm_region {
+    char *name;                 /* "weights", "kv", "model_file", "scratch", "other_anon", ... */
+    double size_kib, rss_kib;   /* NAN when absent */
+} rm_region;
+
+typedef struct rm_phase {
+    char *name;                 /* "load", "prefill", "end", ... (rn_phase_name) */
+    double t_ms;                /* since the worker's HELLO */
+    int n;
+    rm_region *r;               /* (n) regions_kib, in the record's order */
+} rm_phase;
+
 typedef struct rm_proc {
     int ok;                     /* status "ok" */
     char *reason;
-    mt_bag metrics;
+    mt_bag metrics;             /* written: with units and classes; read: units "" (the summary has them) */
+    /* what the figures draw (NAN or empty where the record has none) */
+    double prompt_tokens;
+    double ev_load_end, ev_prefill_end, ev_decode_end;   /* events_ms */
+    rm_cols timeline;           /* t_ms, rss_kib, anon_kib, file_kib, ..., any per-region column */
+    int nph;
+    rm_phase *ph;               /* (nph) phases, in order */
+    rm_col tokens;              /* tokens.t_ms (n 0: none recorded) */
+    mt_bag counters;            /* the modules' counters: name, unit, value */
+    double serve_start_ms;      /* serve.start_ms */
+    rm_cols serve_kv;           /* serve.kv_timeline: t_ms, reserved_bytes, ..., running, waiting */
+    rm_cols kv;                 /* kv_timeline of one sequence: tokens, reserved_bytes, live_bytes */
     const struct cJSON *raw;    /* read: processes[i] of the document; NULL when written */
 } rm_proc;
 
@@ -107,6 +142,8 @@ typedef struct rm_model {
     rm_variant *v;
     /* read */
     struct cJSON *root;         /* the parsed document (owned); NULL in a run's own model */
+    /* written */
+    struct cJSON *head;         /* a copy of the head last written (owned): the report's environment and scenario */
     char dir[4096];             /* the results directory */
     char file[4200];            /* its results.json */
     /* written */
@@ -121,9 +158,20 @@ void rm_free(rm_model *m);
 
 /* ---- writing: a run's own model ---- */
 
-/* Appends one repetition: its record's JSON (taken: the model serialises and deletes it) and
- * its typed fields (the mt_bags are taken too). Returns 0, or -1 out of memory (rec freed). */
-int rm_append(rm_model *m, struct cJSON *rec, rm_run *typed);
+/* Appends one repetition: its record's JSON (taken: its typed fields are read from it by
+ * rm_record, then it is serialised and deleted) and its metrics with their units and classes,
+ * which the record does not carry (the bags are taken: run, then procs[nproc]). Returns 0, or
+ * -1 out of memory (all of it freed). */
+int rm_append(rm_model *m, struct cJSON *rec, mt_bag *run, mt_bag *procs, int nproc);
+
+/* The one reader of a record: runs[i] of results.json into its typed fields (raw set to r).
+ * 0, or -1 out of memory (out half-built: rm_run_free frees it). */
+int rm_record(const struct cJSON *r, rm_run *out);
+void rm_run_free(rm_run *r);
+/* The one reader of the head: scenario name, commit, time, status, overrides, as_run's warm-up
+ * and processes, into the model's fields (rr_load from the file; rm_write from what it wrote).
+ * 0, or -1 with the error (.schema not "bench-results/N", no .scenario.name). */
+int rm_read_head(rm_model *d, const struct cJSON *head, char *err, size_t errlen);
 
 /* The variants' summaries, made again from the records' metrics: one rm_variant per entry of
  * keys (selected variants only; key and label copied), plus the extra metrics the caller adds
@@ -136,6 +184,9 @@ rm_variant *rm_variant_of(rm_model *m, int variant);
 
 /* The summaries as results.json writes them (what bench run --json prints). */
 struct cJSON *rm_summary_json(const rm_model *m);
+
+/* The document's head (environment, scenario, ...): the one last written, or the file's root. */
+const struct cJSON *rm_head(const rm_model *m);
 
 /* Writes DIR/results.json: head is the document's object with its members before "runs"
  * (schema, status, written, environment, shard, scenario, variants), then the records' texts,
@@ -165,6 +216,14 @@ const rm_variant *rr_find_variant(const rm_model *d, const char *key);
 double rr_summary_num(const rm_variant *v, const char *metric, const char *field);
 /* The counted records of a variant, in order: out[i] (borrowed). Returns the count (at most max). */
 int rr_counted_runs(const rm_model *d, const rm_variant *v, const rm_run **out, int max);
+
+/* A column by name, the value at k of a column (NAN past its end or without one), a phase, a
+ * region of a phase, a counter's value (NAN when absent). */
+const rm_col *rm_col_of(const rm_cols *c, const char *name);
+double rm_at(const rm_col *c, int k);
+const rm_phase *rm_phase_of(const rm_proc *p, const char *name);
+const rm_region *rm_region_of(const rm_phase *ph, const char *name);
+double rm_counter(const rm_proc *p, const char *name);
 
 /* The busy-machine note (results.h rs_busy_note) from the counted records; "" when none was busy. */
 void rm_busy_note(const rm_model *m, char *buf, size_t len);
