@@ -1,6 +1,5 @@
 /* bench history results/<scenario>: each metric across the runs of a scenario, in
  * commit order, one line per variant, with the steps beyond noise marked. */
-#include <cJSON.h>
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>

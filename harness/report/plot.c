@@ -476,7 +476,7 @@ static int pl_fig_alloc(const rr_doc *d, FILE *f, FILE *b) {
         int w = pl_intern(work, &nw, MAXW, buf);
         /* the allocator's label: the key's alloc value, or the variant label's first part */
         if (!pl_key_axis(v->key, "alloc", buf, sizeof(buf))) snprintf(buf, sizeof(buf), "%.*s", (int)strcspn(v->label, "/"), v->label);
-        /* a merge of several machine types (resread.h): one bar per allocator and type */
+        /* a merge of several machine types (rmodel.h): one bar per allocator and type */
         char mt[64], full[160];
         if (pl_key_axis(v->key, "machine", mt, sizeof(mt))) {
             snprintf(full, sizeof(full), "%s @ %s", buf, mt);

@@ -20,23 +20,6 @@ char *rr_slurp(const char *path, size_t *len, char *err, size_t errlen) {
     return buf;
 }
 
-static const cJSON *rr_get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
-
-static const char *rr_str(const cJSON *o, const char *k) {
-    const cJSON *s = rr_get(o, k);
-    return cJSON_IsString(s) ? s->valuestring : NULL;
-}
-
-static int rr_int(const cJSON *o, const char *k, int dflt) {
-    const cJSON *x = rr_get(o, k);
-    return cJSON_IsNumber(x) ? x->valueint : dflt;
-}
-
-static double rr_num(const cJSON *o, const char *k) {
-    const cJSON *x = rr_get(o, k);
-    return cJSON_IsNumber(x) ? x->valuedouble : NAN;
-}
-
 /* The records, each by the one reader of a record (rm_record). */
 static int rr_records(rm_model *d, const cJSON *runs) {
     int n = cJSON_GetArraySize(runs);
@@ -52,7 +35,7 @@ static int rr_records(rm_model *d, const cJSON *runs) {
 /* The metric's declared class, better direction and tolerance (summary.metrics.<name>), where
  * the file has them; a file written before declarations has none (declared stays 0). */
 static int rr_read_decl(const cJSON *mo, rm_metric *s, const char *file, const char *key, char *err, size_t errlen) {
-    const cJSON *c = rr_get(mo, "class");
+    const cJSON *c = rm_json_get(mo, "class");
     if (!c) return 0;
     int cls = cJSON_IsString(c) ? mc_class_parse(c->valuestring) : -1;
     if (cls < 0) {
@@ -60,14 +43,14 @@ static int rr_read_decl(const cJSON *mo, rm_metric *s, const char *file, const c
                  key, s->name);
         return -1;
     }
-    const cJSON *bt = rr_get(mo, "better");
+    const cJSON *bt = rm_json_get(mo, "better");
     int better = 0;
     if (bt && (!cJSON_IsString(bt) || mc_better_parse(bt->valuestring, &better))) {
         snprintf(err, errlen, "%s: summary of %s: metrics.%s.better: expected higher, lower or none", file, key, s->name);
         return -1;
     }
     s->decl = mc_declare((mc_class)cls, better);
-    const cJSON *tol = rr_get(mo, "tolerance");
+    const cJSON *tol = rm_json_get(mo, "tolerance");
     if (tol) {
         const cJSON *rel = cJSON_GetArrayItem(tol, 0), *abs_ = cJSON_GetArrayItem(tol, 1);
         if (!cJSON_IsArray(tol) || cJSON_GetArraySize(tol) != 2 || !cJSON_IsNumber(rel) || !cJSON_IsNumber(abs_) ||
@@ -86,11 +69,11 @@ static int rr_read_decl(const cJSON *mo, rm_metric *s, const char *file, const c
 /* One summary entry's figures into its metrics: unit, class, statistics. A metric the summary
  * has and no counted run had (callgrind's instructions, accuracy) is added with no values. */
 static int rr_summary(rm_variant *v, const cJSON *sum, const char *file, char *err, size_t errlen) {
-    v->counted = rr_int(sum, "repetitions_counted", 0);
-    v->failed = rr_int(sum, "repetitions_failed", 0);
-    v->invalid = rr_int(sum, "repetitions_invalid", 0);
+    v->counted = rm_json_int(sum, "repetitions_counted", 0);
+    v->failed = rm_json_int(sum, "repetitions_failed", 0);
+    v->invalid = rm_json_int(sum, "repetitions_invalid", 0);
     const cJSON *mo;
-    cJSON_ArrayForEach(mo, rr_get(sum, "metrics")) {
+    cJSON_ArrayForEach(mo, rm_json_get(sum, "metrics")) {
         if (!mo->string) continue;
         rm_metric *x = (rm_metric *)rr_summary_metric(v, mo->string);
         for (int i = 0; !x && i < v->n; i++)
@@ -102,7 +85,7 @@ static int rr_summary(rm_variant *v, const cJSON *sum, const char *file, char *e
             v->n++;
             if (!x->name || !x->unit) goto oom;
         }
-        const char *unit = rr_str(mo, "unit");
+        const char *unit = rm_json_str(mo, "unit");
         if (unit) {
             char *u = strdup(unit);
             if (!u) goto oom;
@@ -110,12 +93,12 @@ static int rr_summary(rm_variant *v, const cJSON *sum, const char *file, char *e
             x->unit = u;
         }
         if (rr_read_decl(mo, x, file, v->key, err, errlen)) return -1;
-        const cJSON *ci = rr_get(mo, "ci95"), *lo = cJSON_GetArrayItem(ci, 0), *hi = cJSON_GetArrayItem(ci, 1);
-        x->st = (st_summary){.n = rr_int(mo, "n", 0), .median = rr_num(mo, "median"), .mean = rr_num(mo, "mean"),
-                             .stddev = rr_num(mo, "stddev"), .min = rr_num(mo, "min"), .max = rr_num(mo, "max"),
+        const cJSON *ci = rm_json_get(mo, "ci95"), *lo = cJSON_GetArrayItem(ci, 0), *hi = cJSON_GetArrayItem(ci, 1);
+        x->st = (st_summary){.n = rm_json_int(mo, "n", 0), .median = rm_json_num(mo, "median"), .mean = rm_json_num(mo, "mean"),
+                             .stddev = rm_json_num(mo, "stddev"), .min = rm_json_num(mo, "min"), .max = rm_json_num(mo, "max"),
                              .ci_lo = cJSON_IsNumber(lo) ? lo->valuedouble : NAN,
                              .ci_hi = cJSON_IsNumber(hi) ? hi->valuedouble : NAN,
-                             .n_outliers = cJSON_GetArraySize(rr_get(mo, "outliers"))};
+                             .n_outliers = cJSON_GetArraySize(rm_json_get(mo, "outliers"))};
         x->summarized = 1;
     }
     return 0;
@@ -125,7 +108,7 @@ oom:
 }
 
 /* 1 when a summary entry is of machine type t (-1: any). */
-static int rr_type_is(const cJSON *o, int t) { return t < 0 || rr_int(o, "machine_type", -1) == t; }
+static int rr_type_is(const cJSON *o, int t) { return t < 0 || rm_json_int(o, "machine_type", -1) == t; }
 
 /* The key and label of variant var (of machine type t, whose label is tl, in a merge of types). */
 static int rr_names(rm_variant *v, const char *key, const char *label, int t, const char *tl) {
@@ -143,18 +126,18 @@ static int rr_names(rm_variant *v, const char *key, const char *label, int t, co
 /* One variant (of machine type t): the raw values of its counted records, then its summary. */
 static int rr_one_variant(rm_model *d, const cJSON *var, const cJSON *sums, int t, const cJSON *types, int pos, char *err,
                       size_t errlen) {
-    const cJSON *idx = rr_get(var, "index");
-    const char *key = rr_str(var, "key"), *label = rr_str(var, "label");
+    const cJSON *idx = rm_json_get(var, "index");
+    const char *key = rm_json_str(var, "key"), *label = rm_json_str(var, "label");
     if (!cJSON_IsNumber(idx) || !key || !label) {
         snprintf(err, errlen, "%s: .variants[%d]: expected index, key and label", d->file, pos);
         return -1;
     }
     const cJSON *sum = NULL, *s;
     cJSON_ArrayForEach(s, sums)
-        if (rr_int(s, "variant", -1) == idx->valueint && rr_type_is(s, t)) sum = s;
+        if (rm_json_int(s, "variant", -1) == idx->valueint && rr_type_is(s, t)) sum = s;
     rm_variant *v = &d->v[d->n++];
     *v = (rm_variant){.variant = idx->valueint, .machine_type = t};
-    const char *tl = t >= 0 ? rr_str(cJSON_GetArrayItem(types, t), "label") : NULL;
+    const char *tl = t >= 0 ? rm_json_str(cJSON_GetArrayItem(types, t), "label") : NULL;
     if (rr_names(v, key, label, t, tl ? tl : "")) goto oom;
     for (int ri = 0; ri < d->n_runs; ri++) {
         const rm_run *r = &d->runs[ri];
@@ -199,6 +182,46 @@ static int rr_paths(const char *path, rm_model *d, char *err, size_t errlen) {
     return 0;
 }
 
+/* The labels of a merge's machine types (machine_types[].label). */
+static int rr_types(rm_model *d, const cJSON *types) {
+    int nt = cJSON_GetArraySize(types);
+    if (!nt) return 0;
+    if (!(d->types = calloc((size_t)nt, sizeof(*d->types)))) return -1;
+    const cJSON *t;
+    cJSON_ArrayForEach(t, types) {
+        const char *l = rm_json_str(t, "label");
+        if (!(d->types[d->n_types++] = strdup(l ? l : ""))) return -1;
+    }
+    return 0;
+}
+
+int rr_read(rm_model *out, char *err, size_t errlen) {
+    if (rm_read_head(out, out->root, err, errlen)) return -1;
+    const cJSON *vars = rm_json_get(out->root, "variants"), *runs = rm_json_get(out->root, "runs"), *sums = rm_json_get(out->root, "summary");
+    if (!cJSON_IsArray(vars) || !cJSON_IsArray(runs) || !cJSON_IsArray(sums)) {
+        snprintf(err, errlen, "%s: expected arrays .variants, .runs and .summary", out->file);
+        return -1;
+    }
+    /* a merge of several machine types: one variant per scenario variant and type */
+    const cJSON *types = rm_json_get(out->root, "machine_types");
+    int nt = cJSON_GetArraySize(types) > 1 ? cJSON_GetArraySize(types) : 0;
+    int nv = cJSON_GetArraySize(vars) * (nt ? nt : 1);
+    out->v = calloc((size_t)(nv ? nv : 1), sizeof(*out->v));
+    if (rr_records(out, runs) || rr_types(out, types) || !out->v) {
+        snprintf(err, errlen, "%s: out of memory", out->file);
+        return -1;
+    }
+    out->cap = nv;
+    const cJSON *var;
+    int pos = 0;
+    cJSON_ArrayForEach(var, vars) {
+        for (int t = nt ? 0 : -1; t < nt; t++)
+            if (rr_one_variant(out, var, sums, t, types, pos, err, errlen)) return -1;
+        pos++;
+    }
+    return 0;
+}
+
 int rr_load(const char *path, rm_model *out, char *err, size_t errlen) {
     memset(out, 0, sizeof(*out));
     if (rr_paths(path, out, err, errlen)) return -1;
@@ -210,33 +233,7 @@ int rr_load(const char *path, rm_model *out, char *err, size_t errlen) {
         snprintf(err, errlen, "%s: not valid JSON", out->file);
         goto err;
     }
-    if (rm_read_head(out, out->root, err, errlen)) goto err;
-    const cJSON *vars = rr_get(out->root, "variants"), *runs = rr_get(out->root, "runs"), *sums = rr_get(out->root, "summary");
-    if (!cJSON_IsArray(vars) || !cJSON_IsArray(runs) || !cJSON_IsArray(sums)) {
-        snprintf(err, errlen, "%s: expected arrays .variants, .runs and .summary", out->file);
-        goto err;
-    }
-    if (rr_records(out, runs)) {
-        snprintf(err, errlen, "%s: out of memory", out->file);
-        goto err;
-    }
-    /* a merge of several machine types: one variant per scenario variant and type */
-    const cJSON *types = rr_get(out->root, "machine_types");
-    int nt = cJSON_GetArraySize(types) > 1 ? cJSON_GetArraySize(types) : 0;
-    int nv = cJSON_GetArraySize(vars) * (nt ? nt : 1);
-    out->v = calloc((size_t)(nv ? nv : 1), sizeof(*out->v));
-    if (!out->v) {
-        snprintf(err, errlen, "%s: out of memory", out->file);
-        goto err;
-    }
-    out->cap = nv;
-    const cJSON *var;
-    int pos = 0;
-    cJSON_ArrayForEach(var, vars) {
-        for (int t = nt ? 0 : -1; t < nt; t++)
-            if (rr_one_variant(out, var, sums, t, types, pos, err, errlen)) goto err;
-        pos++;
-    }
+    if (rr_read(out, err, errlen)) goto err;
     return 0;
 err:
     rm_free(out);

@@ -585,32 +585,9 @@ int rs_write(const rs_input *in, char *err, size_t errlen) {
     if (rc) return rc;
     if (writes == in->model->writes) return 0; /* unchanged: results.csv already says it too */
 
-    char *csv = NULL;
     size_t len = 0;
-    FILE *f = open_memstream(&csv, &len);
-    if (!f) return bench_errf(err, errlen, "out of memory");
-    fprintf(f, "variant,label,key,metric,unit,n,median,mean,stddev,min,max,ci95_lo,ci95_hi,outliers\n");
-    for (int i = 0; i < sum->n; i++) {
-        const rm_variant *v = &sum->v[i];
-        for (int k = 0; k < v->n; k++) {
-            const rm_metric *m = &v->m[k];
-            /* labels and keys quoted (labels are anyone's, keys hold commas), any quote doubled */
-            fprintf(f, "%d,", v->variant);
-            es_csv(f, v->label, 1);
-            fputc(',', f);
-            es_csv(f, v->key, 1);
-            fputc(',', f);
-            es_csv(f, m->name, 0);
-            fputc(',', f);
-            es_csv(f, m->unit, 0);
-            fprintf(f, ",%d,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%d\n", m->st.n, m->st.median, m->st.mean, m->st.stddev,
-                    m->st.min, m->st.max, m->st.ci_lo, m->st.ci_hi, m->st.n_outliers);
-        }
-    }
-    if (fclose(f) || !csv) {
-        free(csv);
-        return bench_errf(err, errlen, "out of memory writing results.csv");
-    }
+    char *csv = rm_csv(sum, &len);
+    if (!csv) return bench_errf(err, errlen, "out of memory writing results.csv");
     snprintf(path, sizeof(path), "%s/results.csv", in->dir);
     rc = rs_write_atomic(path, csv, len, err, errlen);
     free(csv);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "engines/abi/module.h"
+#include "harness/report/escape.h"
 #include "util/ut_vec.h"
 
 /* ---- atomic files ---- */
@@ -82,13 +83,16 @@ static void rm_metric_free(rm_metric *x) {
     free(x->outlier);
 }
 
+void rm_variant_clear(rm_variant *v) {
+    for (int k = 0; k < v->n; k++) rm_metric_free(&v->m[k]);
+    free(v->m);
+    free(v->key);
+    free(v->label);
+    memset(v, 0, sizeof(*v));
+}
+
 static void rm_variants_free(rm_model *m) {
-    for (int i = 0; i < m->n; i++) {
-        for (int k = 0; k < m->v[i].n; k++) rm_metric_free(&m->v[i].m[k]);
-        free(m->v[i].m);
-        free(m->v[i].key);
-        free(m->v[i].label);
-    }
+    for (int i = 0; i < m->n; i++) rm_variant_clear(&m->v[i]);
     free(m->v);
     m->v = NULL;
     m->n = m->cap = 0;
@@ -109,6 +113,7 @@ static void rm_proc_free(rm_proc *p) {
     mt_bag_free(&p->counters);
     rm_cols_free(&p->timeline);
     rm_cols_free(&p->serve_kv);
+    rm_cols_free(&p->serve_req);
     rm_cols_free(&p->kv);
     free(p->tokens.name);
     free(p->tokens.v);
@@ -140,6 +145,8 @@ void rm_free(rm_model *m) {
     free(m->written);
     free(m->sha);
     free(m->only);
+    for (int i = 0; i < m->n_types; i++) free(m->types[i]);
+    free(m->types);
     cJSON_Delete(m->root);
     cJSON_Delete(m->head);
     memset(m, 0, sizeof(*m));
@@ -147,48 +154,51 @@ void rm_free(rm_model *m) {
 
 int rm_append(rm_model *m, cJSON *rec, mt_bag *run, mt_bag *procs, int nproc) {
     rm_run t = {0};
-    int bad = !rec || rm_record(rec, &t) || t.nproc != nproc;
-    char *text = bad ? NULL : cJSON_PrintUnformatted(rec);
+    int bad = !rec || rm_record(rec, &t) || (run && t.nproc != nproc);
+    char *text = bad ? NULL : cJSON_Print(rec); /* formatted, as the rest of the file */
     cJSON_Delete(rec);
     if (!text || UT_VEC_RESERVE(m->runs, m->cap_runs, m->n_runs + 1)) {
         free(text);
         rm_run_free(&t);
-        mt_bag_free(run);
-        for (int i = 0; i < nproc; i++) mt_bag_free(&procs[i]);
+        if (run) mt_bag_free(run);
+        for (int i = 0; run && i < nproc; i++) mt_bag_free(&procs[i]);
         return -1;
     }
-    /* the metrics as they were made, with their units and classes */
-    mt_bag_free(&t.metrics);
-    t.metrics = *run;
-    memset(run, 0, sizeof(*run));
-    for (int i = 0; i < nproc; i++) {
-        mt_bag_free(&t.procs[i].metrics);
-        t.procs[i].metrics = procs[i];
-        memset(&procs[i], 0, sizeof(procs[i]));
-        t.procs[i].raw = NULL;
-    }
+    /* the record is gone: nothing may point into it */
+    for (int i = 0; i < t.nproc; i++) t.procs[i].raw = NULL;
     t.raw = NULL;
     t.text = text;
+    if (run) {
+        /* the metrics as they were made, with their units and classes */
+        mt_bag_free(&t.metrics);
+        t.metrics = *run;
+        memset(run, 0, sizeof(*run));
+        for (int i = 0; i < nproc; i++) {
+            mt_bag_free(&t.procs[i].metrics);
+            t.procs[i].metrics = procs[i];
+            memset(&procs[i], 0, sizeof(procs[i]));
+        }
+    }
     m->runs[m->n_runs++] = t;
     return 0;
 }
 
 /* ---- records: the one reader of runs[i] ---- */
 
-static const cJSON *rm_get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
+const cJSON *rm_json_get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
 
-static const char *rm_str(const cJSON *o, const char *k) {
-    const cJSON *s = rm_get(o, k);
+const char *rm_json_str(const cJSON *o, const char *k) {
+    const cJSON *s = rm_json_get(o, k);
     return cJSON_IsString(s) ? s->valuestring : NULL;
 }
 
-static int rm_int(const cJSON *o, const char *k, int dflt) {
-    const cJSON *x = rm_get(o, k);
+int rm_json_int(const cJSON *o, const char *k, int dflt) {
+    const cJSON *x = rm_json_get(o, k);
     return cJSON_IsNumber(x) ? x->valueint : dflt;
 }
 
-static double rm_num(const cJSON *o, const char *k) {
-    const cJSON *x = rm_get(o, k);
+double rm_json_num(const cJSON *o, const char *k) {
+    const cJSON *x = rm_json_get(o, k);
     return cJSON_IsNumber(x) ? x->valuedouble : NAN;
 }
 
@@ -231,15 +241,15 @@ static int rm_phases_read(const cJSON *phases, rm_proc *p) {
     cJSON_ArrayForEach(one, phases) {
         if (!one->string) continue;
         rm_phase *ph = &p->ph[p->nph++];
-        const cJSON *regs = rm_get(one, "regions_kib"), *r;
+        const cJSON *regs = rm_json_get(one, "regions_kib"), *r;
         int nr = cJSON_GetArraySize(regs);
-        *ph = (rm_phase){.name = strdup(one->string), .t_ms = rm_num(one, "t_ms"),
+        *ph = (rm_phase){.name = strdup(one->string), .t_ms = rm_json_num(one, "t_ms"),
                          .r = calloc((size_t)(nr ? nr : 1), sizeof(rm_region))};
         if (!ph->name || !ph->r) return -1;
         cJSON_ArrayForEach(r, regs) {
             if (!r->string) continue;
             rm_region *g = &ph->r[ph->n++];
-            *g = (rm_region){.name = strdup(r->string), .size_kib = rm_num(r, "size"), .rss_kib = rm_num(r, "rss")};
+            *g = (rm_region){.name = strdup(r->string), .size_kib = rm_json_num(r, "size"), .rss_kib = rm_json_num(r, "rss")};
             if (!g->name) return -1;
         }
     }
@@ -248,75 +258,75 @@ static int rm_phases_read(const cJSON *phases, rm_proc *p) {
 
 /* What the figures draw of one process: events, timeline, phases, tokens, counters, KV. */
 static int rm_figures_read(const cJSON *p, rm_proc *q) {
-    const cJSON *ev = rm_get(p, "events_ms"), *sv = rm_get(p, "serve"), *c;
-    q->prompt_tokens = rm_num(p, "prompt_tokens");
-    q->ev_load_end = rm_num(ev, "load_end");
-    q->ev_prefill_end = rm_num(ev, "prefill_end");
-    q->ev_decode_end = rm_num(ev, "decode_end");
-    q->serve_start_ms = rm_num(sv, "start_ms");
-    cJSON_ArrayForEach(c, rm_get(p, "counters")) {
-        const char *name = rm_str(c, "name"), *unit = rm_str(c, "unit");
-        if (name) mt_add(&q->counters, name, unit ? unit : "", MT_INFO, rm_num(c, "value"));
+    const cJSON *ev = rm_json_get(p, "events_ms"), *sv = rm_json_get(p, "serve"), *c;
+    q->prompt_tokens = rm_json_num(p, "prompt_tokens");
+    q->ev_load_end = rm_json_num(ev, "load_end");
+    q->ev_prefill_end = rm_json_num(ev, "prefill_end");
+    q->ev_decode_end = rm_json_num(ev, "decode_end");
+    q->serve_start_ms = rm_json_num(sv, "start_ms");
+    cJSON_ArrayForEach(c, rm_json_get(p, "counters")) {
+        const char *name = rm_json_str(c, "name"), *unit = rm_json_str(c, "unit");
+        if (name) mt_add(&q->counters, name, unit ? unit : "", MT_INFO, rm_json_num(c, "value"));
     }
-    const cJSON *tok = rm_get(rm_get(p, "tokens"), "t_ms");
+    const cJSON *tok = rm_json_get(rm_json_get(p, "tokens"), "t_ms");
     if (cJSON_IsArray(tok) && rm_col_read(tok, "t_ms", &q->tokens)) return -1;
-    if (rm_cols_read(rm_get(p, "timeline"), &q->timeline) || rm_cols_read(rm_get(sv, "kv_timeline"), &q->serve_kv) ||
-        rm_cols_read(rm_get(p, "kv_timeline"), &q->kv))
+    if (rm_cols_read(rm_json_get(p, "timeline"), &q->timeline) || rm_cols_read(rm_json_get(sv, "kv_timeline"), &q->serve_kv) ||
+        rm_cols_read(rm_json_get(sv, "requests"), &q->serve_req) || rm_cols_read(rm_json_get(p, "kv_timeline"), &q->kv))
         return -1;
-    return rm_phases_read(rm_get(p, "phases"), q);
+    return rm_phases_read(rm_json_get(p, "phases"), q);
 }
 
 static void rm_load_read(const cJSON *ml, rm_load *l) {
     *l = (rm_load){.known = cJSON_IsObject(ml)};
     if (!l->known) return;
-    l->busy = cJSON_IsTrue(rm_get(ml, "busy"));
-    l->cpus = rm_int(ml, "cpus", 0);
-    l->others = rm_num(ml, "others_cpu");
-    l->steal = rm_num(ml, "steal");
-    double a = rm_num(ml, "load1_start"), b = rm_num(ml, "load1_end");
+    l->busy = cJSON_IsTrue(rm_json_get(ml, "busy"));
+    l->cpus = rm_json_int(ml, "cpus", 0);
+    l->others = rm_json_num(ml, "others_cpu");
+    l->steal = rm_json_num(ml, "steal");
+    double a = rm_json_num(ml, "load1_start"), b = rm_json_num(ml, "load1_end");
     l->load1 = isfinite(a) && isfinite(b) ? fmax(a, b) : isfinite(a) ? a : b;
 }
 
 int rm_record(const cJSON *r, rm_run *out) {
-    const char *status = rm_str(r, "status");
-    *out = (rm_run){.variant = rm_int(r, "variant", -1), .rep = rm_int(r, "repetition", 0),
-                    .warmup = cJSON_IsTrue(rm_get(r, "warmup")), .valid = cJSON_IsTrue(rm_get(r, "valid")),
-                    .counted = cJSON_IsTrue(rm_get(r, "counted")), .ok = status && !strcmp(status, "ok"),
-                    .machine_type = rm_int(r, "machine_type", -1), .status = rm_dup(status),
-                    .invalid_reason = rm_dup(rm_str(r, "invalid_reason")), .raw = r};
-    rm_load_read(rm_get(r, "machine_load"), &out->load);
-    rm_bag_of(rm_get(r, "metrics"), &out->metrics);
-    const cJSON *ps = rm_get(r, "processes");
+    const char *status = rm_json_str(r, "status");
+    *out = (rm_run){.variant = rm_json_int(r, "variant", -1), .rep = rm_json_int(r, "repetition", -1),
+                    .warmup = cJSON_IsTrue(rm_json_get(r, "warmup")), .valid = cJSON_IsTrue(rm_json_get(r, "valid")),
+                    .counted = cJSON_IsTrue(rm_json_get(r, "counted")), .ok = status && !strcmp(status, "ok"),
+                    .machine_type = rm_json_int(r, "machine_type", -1), .status = rm_dup(status),
+                    .invalid_reason = rm_dup(rm_json_str(r, "invalid_reason")), .raw = r};
+    rm_load_read(rm_json_get(r, "machine_load"), &out->load);
+    rm_bag_of(rm_json_get(r, "metrics"), &out->metrics);
+    const cJSON *ps = rm_json_get(r, "processes");
     int np = cJSON_IsArray(ps) ? cJSON_GetArraySize(ps) : 0;
     out->procs = calloc((size_t)(np ? np : 1), sizeof(*out->procs));
     if (!out->status || !out->invalid_reason || !out->procs) return -1;
     const cJSON *p;
     cJSON_ArrayForEach(p, ps) {
         rm_proc *q = &out->procs[out->nproc++];
-        const char *pst = rm_str(p, "status");
-        *q = (rm_proc){.ok = pst && !strcmp(pst, "ok"), .reason = rm_dup(rm_str(p, "reason")), .raw = p};
+        const char *pst = rm_json_str(p, "status");
+        *q = (rm_proc){.ok = pst && !strcmp(pst, "ok"), .reason = rm_dup(rm_json_str(p, "reason")), .raw = p};
         if (!q->reason || rm_figures_read(p, q)) return -1;
-        rm_bag_of(rm_get(p, "metrics"), &q->metrics);
+        rm_bag_of(rm_json_get(p, "metrics"), &q->metrics);
     }
     return 0;
 }
 
 int rm_read_head(rm_model *d, const cJSON *head, char *err, size_t errlen) {
-    const char *schema = rm_str(head, "schema");
+    const char *schema = rm_json_str(head, "schema");
     if (!schema || strncmp(schema, "bench-results/", 14)) {
         snprintf(err, errlen, "%s: .schema: expected \"bench-results/N\", found %s", d->file, schema ? schema : "none");
         return -1;
     }
-    const cJSON *scen = rm_get(head, "scenario");
-    const char *name = rm_str(scen, "name");
+    const cJSON *scen = rm_json_get(head, "scenario");
+    const char *name = rm_json_str(scen, "name");
     if (!name) {
         snprintf(err, errlen, "%s: .scenario.name: expected a string", d->file);
         return -1;
     }
-    const cJSON *git = rm_get(rm_get(head, "environment"), "git"), *ov = rm_get(scen, "overrides");
-    const cJSON *as = rm_get(scen, "as_run");
-    char *s[] = {rm_dup(name), rm_dup(rm_str(git, "sha")), rm_dup(rm_str(head, "written")), rm_dup(rm_str(head, "status")),
-                 rm_dup(rm_str(ov, "only"))};
+    const cJSON *git = rm_json_get(rm_json_get(head, "environment"), "git"), *ov = rm_json_get(scen, "overrides");
+    const cJSON *as = rm_json_get(scen, "as_run");
+    char *s[] = {rm_dup(name), rm_dup(rm_json_str(git, "sha")), rm_dup(rm_json_str(head, "written")), rm_dup(rm_json_str(head, "status")),
+                 rm_dup(rm_json_str(ov, "only"))};
     char **to[] = {&d->scenario, &d->sha, &d->written, &d->status, &d->only};
     int oom = 0;
     for (int i = 0; i < 5; i++) oom |= !s[i];
@@ -332,10 +342,10 @@ int rm_read_head(rm_model *d, const cJSON *head, char *err, size_t errlen) {
         snprintf(err, errlen, "%s: out of memory", d->file);
         return -1;
     }
-    d->dirty = cJSON_IsTrue(rm_get(git, "dirty"));
-    d->quick = cJSON_IsTrue(rm_get(ov, "quick"));
-    d->warmup = rm_int(as, "warmup", 0);
-    d->processes = rm_int(as, "processes", 1);
+    d->dirty = cJSON_IsTrue(rm_json_get(git, "dirty"));
+    d->quick = cJSON_IsTrue(rm_json_get(ov, "quick"));
+    d->warmup = rm_json_int(as, "warmup", 0);
+    d->processes = rm_json_int(as, "processes", 1);
     return 0;
 }
 
@@ -399,8 +409,27 @@ int rm_add_value(rm_variant *v, const char *name, const char *unit, mc_decl decl
     return 0;
 }
 
-static void rm_add_bag(rm_variant *v, const mt_bag *b, int run, int proc) {
-    for (int k = 0; k < b->n; k++) rm_add_value(v, b->name[k], b->unit[k], b->decl[k], b->v[k], run, proc);
+static int rm_add_bag(rm_variant *v, const mt_bag *b, int run, int proc) {
+    for (int k = 0; k < b->n; k++)
+        if (rm_add_value(v, b->name[k], b->unit[k], b->decl[k], b->v[k], run, proc)) return -1;
+    return 0;
+}
+
+int rm_summarize_variant(const rm_model *m, rm_variant *v) {
+    int found = 0;
+    for (int ri = 0; ri < m->n_runs; ri++) {
+        const rm_run *r = &m->runs[ri];
+        if (r->variant != v->variant || (v->machine_type >= 0 && r->machine_type != v->machine_type)) continue;
+        if (r->warmup) { v->warmups++; continue; }
+        found++;
+        if (!r->ok) { v->failed++; continue; }
+        if (!r->valid) { v->invalid++; continue; }
+        v->counted++;
+        if (rm_add_bag(v, &r->metrics, ri, -1)) return -1;
+        for (int pi = 0; pi < r->nproc; pi++)
+            if (rm_add_bag(v, &r->procs[pi].metrics, ri, pi)) return -1;
+    }
+    return found;
 }
 
 int rm_summary_begin(rm_model *m, int n_variants, const int *selected, const char *const *keys,
@@ -413,18 +442,21 @@ int rm_summary_begin(rm_model *m, int n_variants, const int *selected, const cha
         if (!selected[vi]) continue;
         rm_variant *v = &m->v[m->n++];
         *v = (rm_variant){.variant = vi, .key = strdup(keys[vi]), .label = strdup(labels[vi]), .machine_type = -1};
-        if (!v->key || !v->label) return -1;
-        for (int ri = 0; ri < m->n_runs; ri++) {
-            const rm_run *r = &m->runs[ri];
-            if (r->variant != vi) continue;
-            if (r->warmup) { v->warmups++; continue; }
-            if (!r->ok) { v->failed++; continue; }
-            if (!r->valid) { v->invalid++; continue; }
-            v->counted++;
-            rm_add_bag(v, &r->metrics, ri, -1);
-            for (int pi = 0; pi < r->nproc; pi++) rm_add_bag(v, &r->procs[pi].metrics, ri, pi);
-        }
+        if (!v->key || !v->label || rm_summarize_variant(m, v) < 0) return -1;
     }
+    return 0;
+}
+
+int rm_copy_summary_metric(rm_variant *v, const rm_metric *src) {
+    if (UT_VEC_RESERVE(v->m, v->cap, v->n + 1)) return -1;
+    rm_metric *x = &v->m[v->n];
+    *x = (rm_metric){.name = strdup(src->name), .unit = strdup(src->unit), .decl = src->decl, .declared = src->declared,
+                     .summarized = src->summarized, .st = src->st};
+    if (!x->name || !x->unit) {
+        rm_metric_free(x);
+        return -1;
+    }
+    v->n++;
     return 0;
 }
 
@@ -432,6 +464,7 @@ void rm_summary_finish(rm_model *m) {
     for (int i = 0; i < m->n; i++)
         for (int k = 0; k < m->v[i].n; k++) {
             rm_metric *x = &m->v[i].m[k];
+            if (!x->n) continue; /* a summary-only figure keeps its statistics */
             free(x->outlier);
             x->outlier = calloc((size_t)x->n, sizeof(int));
             x->summarized = !st_summarize(x->v, x->n, &x->st, x->outlier);
@@ -447,10 +480,11 @@ static cJSON *rm_num_array(const double *v, int n) {
 static void rm_metric_json(cJSON *ms, const rm_metric *x) {
     cJSON *o = cJSON_AddObjectToObject(ms, x->name);
     cJSON_AddStringToObject(o, "unit", x->unit);
-    /* how bench compare judges it (harness/report/mclass.h) */
-    cJSON_AddStringToObject(o, "class", mc_class_name(x->decl.cls));
-    cJSON_AddStringToObject(o, "better", mc_better_name(x->decl.better));
-    if (x->decl.tol_rel > 0 || x->decl.tol_abs > 0) {
+    /* how bench compare judges it (harness/report/mclass.h); a figure of a file older than the
+     * declarations (merged) has none, and compare reads it by its name */
+    if (x->declared) cJSON_AddStringToObject(o, "class", mc_class_name(x->decl.cls));
+    if (x->declared) cJSON_AddStringToObject(o, "better", mc_better_name(x->decl.better));
+    if (x->declared && (x->decl.tol_rel > 0 || x->decl.tol_abs > 0)) {
         double tol[2] = {x->decl.tol_rel, x->decl.tol_abs};
         cJSON_AddItemToObject(o, "tolerance", rm_num_array(tol, 2));
     }
@@ -481,6 +515,7 @@ cJSON *rm_summary_json(const rm_model *m) {
         cJSON_AddNumberToObject(o, "variant", v->variant);
         cJSON_AddStringToObject(o, "key", v->key);
         cJSON_AddStringToObject(o, "label", v->label);
+        if (v->machine_type >= 0) cJSON_AddNumberToObject(o, "machine_type", v->machine_type);
         cJSON_AddNumberToObject(o, "repetitions_counted", v->counted);
         cJSON_AddNumberToObject(o, "repetitions_failed", v->failed);
         cJSON_AddNumberToObject(o, "repetitions_invalid", v->invalid);
@@ -490,6 +525,42 @@ cJSON *rm_summary_json(const rm_model *m) {
         cJSON_AddItemToArray(arr, o);
     }
     return arr;
+}
+
+char *rm_csv(const rm_model *m, size_t *len) {
+    char *csv = NULL;
+    FILE *f = open_memstream(&csv, len);
+    if (!f) return NULL;
+    fprintf(f, "variant,label,key,metric,unit,n,median,mean,stddev,min,max,ci95_lo,ci95_hi,outliers%s\n",
+            m->n_types ? ",machine_type" : "");
+    for (int i = 0; i < m->n; i++) {
+        const rm_variant *v = &m->v[i];
+        for (int k = 0; k < v->n; k++) {
+            const rm_metric *x = &v->m[k];
+            if (!x->summarized) continue;
+            /* labels, keys and machine types quoted (labels are anyone's, keys hold commas), any quote doubled */
+            fprintf(f, "%d,", v->variant);
+            es_csv(f, v->label, 1);
+            fputc(',', f);
+            es_csv(f, v->key, 1);
+            fputc(',', f);
+            es_csv(f, x->name, 0);
+            fputc(',', f);
+            es_csv(f, x->unit, 0);
+            fprintf(f, ",%d,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%d", x->st.n, x->st.median, x->st.mean, x->st.stddev,
+                    x->st.min, x->st.max, x->st.ci_lo, x->st.ci_hi, x->st.n_outliers);
+            if (m->n_types) {
+                fputc(',', f);
+                es_csv(f, v->machine_type >= 0 && v->machine_type < m->n_types ? m->types[v->machine_type] : "", 1);
+            }
+            fputc('\n', f);
+        }
+    }
+    if (fclose(f)) {
+        free(csv);
+        return NULL;
+    }
+    return csv;
 }
 
 /* ---- results.json ---- */
@@ -549,13 +620,14 @@ int rm_write(rm_model *m, const cJSON *head, const char *dir, char *err, size_t 
     }
     rc = rs_write_atomic_v(path, part, len, k, err, errlen);
     if (!rc) {
-        cJSON *copy = cJSON_Duplicate(head, 1);
+        /* the head as written, kept (head may be the model's own already: bench merge) */
+        cJSON *copy = head == m->head ? NULL : cJSON_Duplicate(head, 1);
         if (copy) {
             cJSON_Delete(m->head);
             m->head = copy;
         }
         char e2[256];
-        rm_read_head(m, head, e2, sizeof(e2)); /* the model's head fields, as a reader finds them */
+        rm_read_head(m, head, e2, sizeof(e2)); /* its fields, as a reader finds them */
         m->writes++;
         m->written_hash = h;
         m->written_runs = m->n_runs;

@@ -107,6 +107,7 @@ typedef struct rm_proc {
     mt_bag counters;            /* the modules' counters: name, unit, value */
     double serve_start_ms;      /* serve.start_ms */
     rm_cols serve_kv;           /* serve.kv_timeline: t_ms, reserved_bytes, ..., running, waiting */
+    rm_cols serve_req;          /* serve.requests: arrival_ms, first_ms, end_ms, output_tokens, ... a request a row */
     rm_cols kv;                 /* kv_timeline of one sequence: tokens, reserved_bytes, live_bytes */
     const struct cJSON *raw;    /* read: processes[i] of the document; NULL when written */
 } rm_proc;
@@ -140,6 +141,8 @@ typedef struct rm_model {
     /* the summaries: one per selected variant (written); per variant with a summary or counted runs (read) */
     int n, cap;
     rm_variant *v;
+    int n_types;                /* a merge (merge.h): its machine types; 0 otherwise */
+    char **types;               /* (n_types) their labels */
     /* read */
     struct cJSON *root;         /* the parsed document (owned); NULL in a run's own model */
     /* written */
@@ -155,6 +158,8 @@ typedef struct rm_model {
 typedef rm_model rr_doc;        /* a results.json as read (the same model) */
 
 void rm_free(rm_model *m);
+/* A variant's fields freed, and zeroed. */
+void rm_variant_clear(rm_variant *v);
 
 /* ---- writing: a run's own model ---- */
 
@@ -163,6 +168,7 @@ void rm_free(rm_model *m);
  * which the record does not carry (the bags are taken: run, then procs[nproc]). Returns 0, or
  * -1 out of memory (all of it freed). */
 int rm_append(rm_model *m, struct cJSON *rec, mt_bag *run, mt_bag *procs, int nproc);
+/* (run NULL: the record's own metrics are kept, with units "", as a reader finds them.) */
 
 /* The one reader of a record: runs[i] of results.json into its typed fields (raw set to r).
  * 0, or -1 out of memory (out half-built: rm_run_free frees it). */
@@ -179,11 +185,21 @@ int rm_read_head(rm_model *d, const struct cJSON *head, char *err, size_t errlen
 int rm_summary_begin(rm_model *m, int n_variants, const int *selected, const char *const *keys,
                      const char *const *labels);
 int rm_add_value(rm_variant *v, const char *name, const char *unit, mc_decl decl, double x, int run, int proc);
+/* One variant's counts and raw values from the records of variant v->variant (and, unless -1,
+ * of machine type v->machine_type): run-level metrics, then each process's, of the counted
+ * ones. Returns the records found (warm-ups aside), or -1 out of memory. */
+int rm_summarize_variant(const rm_model *m, rm_variant *v);
+/* A copy of a summary-only metric (callgrind's, accuracy's: no values) into v. 0, or -1. */
+int rm_copy_summary_metric(rm_variant *v, const rm_metric *src);
+/* The statistics of every metric that has values (the others keep theirs). */
 void rm_summary_finish(rm_model *m);
 rm_variant *rm_variant_of(rm_model *m, int variant);
 
 /* The summaries as results.json writes them (what bench run --json prints). */
 struct cJSON *rm_summary_json(const rm_model *m);
+/* results.csv: one row per variant x metric, the summary statistics; a merge's with its machine
+ * type last. malloc'd text (*len bytes), or NULL out of memory. */
+char *rm_csv(const rm_model *m, size_t *len);
 
 /* The document's head (environment, scenario, ...): the one last written, or the file's root. */
 const struct cJSON *rm_head(const rm_model *m);
@@ -204,6 +220,9 @@ int rs_write_atomic_v(const char *path, const char *const *data, const size_t *l
 /* Loads DIR/results.json (or the file itself when path names a .json file) into a model.
  * Returns 0, or -1 with a message naming the file and field. */
 int rr_load(const char *path, rm_model *out, char *err, size_t errlen);
+/* The same from a document already parsed: out->root (owned by out) and out->file (for the
+ * messages) set by the caller. 0, or -1 with the message (out is left for rm_free). */
+int rr_read(rm_model *out, char *err, size_t errlen);
 #define rr_free rm_free
 
 /* A variant's metric with raw values from counted repetitions, or NULL. */
@@ -227,6 +246,12 @@ double rm_counter(const rm_proc *p, const char *name);
 
 /* The busy-machine note (results.h rs_busy_note) from the counted records; "" when none was busy. */
 void rm_busy_note(const rm_model *m, char *buf, size_t len);
+
+/* A member of a JSON object; its string (NULL), int (dflt) or number (NAN) when it is one. */
+const struct cJSON *rm_json_get(const struct cJSON *o, const char *k);
+const char *rm_json_str(const struct cJSON *o, const char *k);
+int rm_json_int(const struct cJSON *o, const char *k, int dflt);
+double rm_json_num(const struct cJSON *o, const char *k);
 
 /* Reads a whole file into a NUL-terminated buffer (caller frees); NULL with a message. */
 char *rr_slurp(const char *path, size_t *len, char *err, size_t errlen);
