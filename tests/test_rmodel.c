@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "harness/report/plot.h"
 #include "harness/report/rmodel.h"
 #include "tests/lib/testutil.h"
 
@@ -359,6 +360,52 @@ static void test_interrupt_after_k_keeps_k(void **state) {
     rm_free(&r);
 }
 
+/* bench run draws its figures from its own model; bench plot draws them from the file: the
+ * gnuplot scripts are the same, byte for byte (their data printed to 9 digits). */
+static void test_figures_from_memory_as_from_file(void **state) {
+    TU_NEED(*state);
+    fx *f = *state;
+    char *saved = getenv("BENCH_GNUPLOT") ? strdup(getenv("BENCH_GNUPLOT")) : NULL;
+    unsetenv("BENCH_GNUPLOT"); /* run.sh hides gnuplot from the other tests' runs */
+    if (!pl_gnuplot_found(NULL)) {
+        if (saved) setenv("BENCH_GNUPLOT", saved, 1);
+        free(saved);
+        fprintf(stderr, "skip: gnuplot not found (scripts/deps.sh installs gnuplot-nox): figures not compared\n");
+        skip();
+    }
+    int writes;
+    int rc = run_counting(f, "figures", 2, &writes);
+    char dir[700], gp[800];
+    snprintf(dir, sizeof(dir), "%s/figures", f->tmp);
+    static const char *const names[] = {"rss_timeline", "latency", "itl", "faults", "kv"};
+    char *mem[5] = {0};
+    for (int k = 0; k < 5; k++) {
+        snprintf(gp, sizeof(gp), "%s/plots/%s.gp", dir, names[k]);
+        char e[256];
+        mem[k] = rr_slurp(gp, NULL, e, sizeof(e)); /* NULL: no such figure (then none from the file either) */
+    }
+    int prc = tu_bench("/dev/null", "plot '%s' 2>/dev/null", dir);
+    if (saved) setenv("BENCH_GNUPLOT", saved, 1);
+    free(saved);
+    assert_int_equal(rc, 0);
+    assert_int_equal(prc, 0);
+    int drawn = 0;
+    for (int k = 0; k < 5; k++) {
+        snprintf(gp, sizeof(gp), "%s/plots/%s.gp", dir, names[k]);
+        char e[256];
+        char *file = rr_slurp(gp, NULL, e, sizeof(e));
+        if (!mem[k] || !file) assert_true(!mem[k] && !file);
+        else {
+            if (strcmp(mem[k], file)) fprintf(stderr, "%s: bench run's (from memory) differs from bench plot's\n", gp);
+            assert_string_equal(mem[k], file);
+            drawn++;
+        }
+        free(mem[k]);
+        free(file);
+    }
+    assert_true(drawn >= 3); /* RSS, latency, faults at least */
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
@@ -366,6 +413,7 @@ int main(void) {
         cmocka_unit_test(test_old_file_loads),
         cmocka_unit_test(test_one_write_per_repetition),
         cmocka_unit_test(test_interrupt_after_k_keeps_k),
+        cmocka_unit_test(test_figures_from_memory_as_from_file),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

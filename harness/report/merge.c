@@ -605,12 +605,8 @@ int mg_merge(const char *const *inputs, int n, const mg_opts *o, rm_model *out, 
     mg_check_plan(&c, o);
     if (c.e.n) goto fail;
 
-    doc = cJSON_CreateObject();
     cJSON *vars = mg_variants(&c);
-    if (!doc || !vars) {
-        cJSON_Delete(vars);
-        goto oom;
-    }
+    if (!vars) goto oom;
     int nr = 0;
     if (mg_collect_runs(&c, vars, &refs, &nr)) {
         cJSON_Delete(vars);
@@ -623,19 +619,15 @@ int mg_merge(const char *const *inputs, int n, const mg_opts *o, rm_model *out, 
 
     /* the head: what comes before the records in results.json */
     const cJSON *first = c.in[0].root;
-    cJSON_AddStringToObject(doc, "schema", RS_SCHEMA);
     const char *status = "complete";
     for (int i = 0; i < c.n; i++) {
         const char *st = c.in[i].model.status;
         if (st[0] && strcmp(st, "complete")) status = st;
     }
-    cJSON_AddStringToObject(doc, "status", status);
-    time_t now = time(NULL);
-    struct tm tm;
-    char ts[64];
-    gmtime_r(&now, &tm);
-    strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
-    cJSON_AddStringToObject(doc, "written", ts);
+    if (!(doc = rm_head_open(status))) {
+        cJSON_Delete(vars);
+        goto oom;
+    }
     cJSON_AddItemToObject(doc, "environment", cJSON_Duplicate(rm_json_get(first, "environment"), 1));
     cJSON_AddItemToObject(doc, "scenario", cJSON_Duplicate(rm_json_get(first, "scenario"), 1));
     cJSON_AddItemToObject(doc, "variants", vars);

@@ -493,16 +493,8 @@ static cJSON *rs_choice_json(const sc_choice *c) {
 
 cJSON *rs_head(const rs_input *in) {
     const scenario *s = in->s;
-    cJSON *doc = cJSON_CreateObject();
+    cJSON *doc = rm_head_open(in->status);
     if (!doc) return NULL;
-    cJSON_AddStringToObject(doc, "schema", RS_SCHEMA);
-    cJSON_AddStringToObject(doc, "status", in->status);
-    time_t now = time(NULL);
-    struct tm tm;
-    char ts[64];
-    gmtime_r(&now, &tm);
-    strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
-    cJSON_AddStringToObject(doc, "written", ts);
     if (in->env) cJSON_AddItemToObject(doc, "environment", cJSON_Duplicate(in->env, 1));
     else cJSON_AddObjectToObject(doc, "environment");
     if (in->shard) cJSON_AddItemToObject(doc, "shard", cJSON_Duplicate(in->shard, 1));

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "engines/abi/module.h"
@@ -564,6 +565,20 @@ char *rm_csv(const rm_model *m, size_t *len) {
 }
 
 /* ---- results.json ---- */
+
+cJSON *rm_head_open(const char *status) {
+    cJSON *doc = cJSON_CreateObject();
+    if (!doc) return NULL;
+    cJSON_AddStringToObject(doc, "schema", RS_SCHEMA);
+    cJSON_AddStringToObject(doc, "status", status);
+    time_t now = time(NULL);
+    struct tm tm;
+    char ts[64];
+    gmtime_r(&now, &tm);
+    strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    cJSON_AddStringToObject(doc, "written", ts);
+    return doc;
+}
 
 static uint64_t rm_fnv(uint64_t h, const char *p, size_t n) {
     for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 1099511628211ull;

@@ -1,28 +1,35 @@
 /* The results of a run in memory: the one model that bench run grows and writes, and that
- * bench show, plot, compare and history read back (docs/results-schema.json, RM_SCHEMA).
+ * bench show, plot, compare, history, merge and sweep read back (docs/results-schema.json,
+ * RS_SCHEMA; the schema is unchanged by the model).
  *
  * Glossary
- *   record    one repetition as results.json keeps it (runs[i]): its typed fields here
- *             (variant, status, counted, machine load, metrics) and, for the deep parts only a
- *             figure needs (timelines, phases, tokens, serving requests), its JSON
+ *   head      what results.json holds before its records: schema, status, written,
+ *             environment, scenario, variants (a merge's machines, machine_types, merged)
+ *   record    one repetition as results.json keeps it (runs[i]): its typed fields (variant,
+ *             status, counted, machine load, metrics, and what the figures draw: events,
+ *             timeline columns, phases and regions, token times, counters, KV and serving
+ *             columns); written, its JSON text; read, its place in the document (raw)
  *   variant   one variant's summary: counts of repetitions and its metrics
  *   metric    a name, a unit, a declared class (mclass.h), the raw values of the counted
  *             repetitions (run-level once per repetition, process-level once per process, in
  *             the order of runs[]) and their summary statistics
  *
- * Writing (bench run): rm_append turns each finished repetition into a record once, its JSON
- * text serialised then and never again; rm_summarize recomputes the summaries from the
- * records' metrics (no repetition's raw data is walked twice); rm_write writes results.json
- * atomically from a head the caller builds (environment, scenario, variants), the records'
- * texts as they are, and the summaries. A run that stops keeps every record appended.
+ * Writing (bench run): rm_append takes each finished repetition's record once: its typed
+ * fields are read from its JSON by rm_record, the one reader of a record, and the JSON is
+ * serialised then and never again; the summaries are made again from the records' metrics
+ * (rm_summary_begin .. rm_summary_finish: no repetition's raw data is walked twice); rm_write
+ * writes results.json atomically from the head the caller builds, the records' texts as they
+ * are, and the summaries, and skips a document equal to the last but for its time. A run that
+ * stops keeps every record appended.
  *
- * Reading (resread.c): rr_load parses a results.json into the same model, the schema walked
- * in that one place. A merged result of several machine types (`bench merge`, merge.h) reads
- * as one variant per scenario variant and machine type: key "KEY,machine=TYPE", label
- * "LABEL @ TYPE", its runs and summary entry those of that type.
+ * Reading (resread.c): rr_load parses a results.json into the same model, through
+ * rm_read_head and rm_record. A merged result of several machine types (`bench merge`,
+ * merge.h) reads as one variant per scenario variant and machine type: key
+ * "KEY,machine=TYPE", label "LABEL @ TYPE", its runs and summary entry those of that type.
  *
- * Invariants: every record's variant indexes the scenario's variants; a metric's
- * (v, run, proc) arrays have n entries; summarized says st holds a summary (computed, or read).
+ * Invariants: a metric's (v, run, proc) arrays have n entries; summarized says st holds a
+ * summary (computed, or read); n == 0 with summarized is a summary-only figure (callgrind's,
+ * accuracy's); rr_find sees only metrics with values, rr_summary_metric only summarized ones.
  */
 #ifndef BENCH_RMODEL_H
 #define BENCH_RMODEL_H
@@ -200,6 +207,10 @@ struct cJSON *rm_summary_json(const rm_model *m);
 /* results.csv: one row per variant x metric, the summary statistics; a merge's with its machine
  * type last. malloc'd text (*len bytes), or NULL out of memory. */
 char *rm_csv(const rm_model *m, size_t *len);
+
+/* A head's first members: schema (RS_SCHEMA), status and written (now, UTC); the caller adds
+ * the rest and deletes it. NULL out of memory. */
+struct cJSON *rm_head_open(const char *status);
 
 /* The document's head (environment, scenario, ...): the one last written, or the file's root. */
 const struct cJSON *rm_head(const rm_model *m);
