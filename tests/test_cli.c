@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "harness/cli/cliargs.h"
-#include "harness/report/resread.h"
+#include "harness/report/rmodel.h"
 #include "tests/lib/testutil.h"
 
 static char tmp[512], out[700];

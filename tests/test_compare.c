@@ -135,8 +135,8 @@ static double fa_draw(uint64_t *s, double sigma, double spikes) {
 
 typedef struct fa_doc {
     rr_doc d;
-    rr_variant v;
-    rr_series m[FA_METRICS];
+    rm_variant v;
+    rm_metric m[FA_METRICS];
     char names[FA_METRICS][16];
     double x[FA_METRICS][FA_REPS];
 } fa_doc;
@@ -147,10 +147,10 @@ static void fa_fill(fa_doc *f, uint64_t *s, double sigma, double spikes, const d
     for (int k = 0; k < FA_METRICS; k++) {
         snprintf(f->names[k], sizeof(f->names[k]), "t%d_ms", k);
         for (int r = 0; r < FA_REPS; r++) f->x[k][r] = fa_draw(s, sigma, spikes) * scale[k];
-        f->m[k] = (rr_series){.name = f->names[k], .unit = "ms", .declared = 1, .decl = mc_declare(MC_TIME, -1),
+        f->m[k] = (rm_metric){.name = f->names[k], .unit = "ms", .declared = 1, .decl = mc_declare(MC_TIME, -1),
                               .n = FA_REPS, .v = f->x[k]};
     }
-    f->v = (rr_variant){.key = "kv=x", .label = "x", .n = FA_METRICS, .m = f->m, .machine_type = -1};
+    f->v = (rm_variant){.key = "kv=x", .label = "x", .n = FA_METRICS, .m = f->m, .machine_type = -1};
     f->d.scenario = "fa";
     f->d.n = 1;
     f->d.v = &f->v;
@@ -366,7 +366,7 @@ static void test_classify(void **state) {
     /* a deterministic counter that grows is a regression; one that shrinks is not */
     cmp_opts o = {.threshold = 0.05, .deterministic_only = 1};
     double one = 1, two = 2;
-    rr_series a = {.n = 1, .v = &one}, b = {.n = 1, .v = &two};
+    rm_metric a = {.n = 1, .v = &one}, b = {.n = 1, .v = &two};
     cmp_row r;
     cmp_metric(&a, &b, "mod.kv.allocs", "count", &o, &r);
     assert_int_equal(r.verdict, CMP_REGRESSED);
@@ -374,7 +374,7 @@ static void test_classify(void **state) {
     assert_int_equal(r.verdict, CMP_IMPROVED);
     /* within the fault tolerance (5% + 16) */
     double f1 = 1000, f2 = 1060;
-    rr_series fa = {.n = 1, .v = &f1}, fb = {.n = 1, .v = &f2};
+    rm_metric fa = {.n = 1, .v = &f1}, fb = {.n = 1, .v = &f2};
     cmp_metric(&fa, &fb, "minflt_load", "count", &o, &r);
     assert_int_equal(r.verdict, CMP_SAME);
     /* times decide nothing with 1 + 1 repetitions */
@@ -570,7 +570,7 @@ static void test_time_in_alloc_is_a_time(void **state) {
     char err[512];
     assert_int_equal(rr_load(dir, &d, err, sizeof(err)), 0);
     assert_int_equal(d.n, 1);
-    const rr_series *t = rr_find(&d.v[0], "mod.alloc.time_in_alloc");
+    const rm_metric *t = rr_find(&d.v[0], "mod.alloc.time_in_alloc");
     assert_non_null(t);
     assert_string_equal(t->unit, "ns");
     assert_true(t->declared);
@@ -584,7 +584,7 @@ static void test_time_in_alloc_is_a_time(void **state) {
     /* a file without declarations is read as before: by name, mod.* is exact */
     assert_int_equal(cmp_classify("mod.alloc.time_in_alloc", "ns"), CMP_EXACT);
     /* the module's counts declare themselves exact, smaller better */
-    const rr_series *allocs = rr_find(&d.v[0], "mod.alloc.allocs");
+    const rm_metric *allocs = rr_find(&d.v[0], "mod.alloc.allocs");
     assert_non_null(allocs);
     assert_true(allocs->declared);
     assert_int_equal(allocs->decl.cls, MC_EXACT);

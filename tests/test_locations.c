@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "harness/report/locations.h"
-#include "harness/report/resread.h"
+#include "harness/report/rmodel.h"
 #include "tests/lib/testutil.h"
 
 static char tmp[512], sc[700], elsewhere[700], bin[PATH_MAX];

@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "harness/report/plot.h"
-#include "harness/report/resread.h"
+#include "harness/report/rmodel.h"
 #include "harness/report/results.h"
 #include "tests/lib/testutil.h"
 
@@ -239,10 +239,11 @@ static void test_report_renders_in_chromium(void **state) {
             double med = rr_summary_num(&doc.v[v], metrics[k], "median");
             double lo = rr_summary_num(&doc.v[v], metrics[k], "ci_lo"), hi = rr_summary_num(&doc.v[v], metrics[k], "ci_hi");
             double n = rr_summary_num(&doc.v[v], metrics[k], "n");
-            const cJSON *u = cJSON_GetObjectItemCaseSensitive(rr_summary_metric(&doc.v[v], metrics[k]), "unit");
+            const rm_metric *u = rr_summary_metric(&doc.v[v], metrics[k]);
+            assert_non_null(u);
             assert_true(isfinite(med));
             char want_cell[96], cell[512];
-            rs_fmt_value(want_cell, sizeof(want_cell), med, (hi - lo) / 2, (int)n, u->valuestring);
+            rs_fmt_value(want_cell, sizeof(want_cell), med, (hi - lo) / 2, (int)n, u->unit);
             snprintf(cell, sizeof(cell), "data-metric=\"%s\" data-variant=\"%s\">%s</td>", metrics[k], doc.v[v].key,
                      want_cell);
             if (!strstr(d, cell)) fprintf(stderr, "not in the rendered page: %s\n", cell);
@@ -401,7 +402,7 @@ static void test_alloc_figure(void **state) {
     rr_doc d;
     char err[256];
     assert_int_equal(rr_load(dir, &d, err, sizeof(err)), 0);
-    const rr_variant *v = rr_find_variant(&d, "alloc=libc,workload=churn64");
+    const rm_variant *v = rr_find_variant(&d, "alloc=libc,workload=churn64");
     assert_non_null(v);
     double m = rr_summary_num(v, "mod.aw.ns_per_op", "median");
     assert_true(m > 0);

@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "harness/parent/pagecache.h"
-#include "harness/report/resread.h"
+#include "harness/report/rmodel.h"
 #include "tests/lib/harness_jsonschema.h"
 #include "harness/parent/memcg.h"
 #include "tests/lib/testutil.h"

@@ -16,7 +16,7 @@
 
 #include "harness/report/merge.h"
 #include "harness/report/plot.h"
-#include "harness/report/resread.h"
+#include "harness/report/rmodel.h"
 #include "harness/spec/scenario.h"
 #include "harness/spec/shard.h"
 #include "tests/lib/harness_jsonschema.h"
@@ -464,10 +464,13 @@ static void test_machine_types_apart(void **state) {
     assert_int_equal(rr_load(out, &d, err, sizeof(err)), 0);
     assert_int_equal(d.n, 4);
     for (int i = 0; i < d.n; i++) {
-        const cJSON *runs[16];
+        const rm_run *runs[16];
         int nr = rr_counted_runs(&d, &d.v[i], runs, 16);
         assert_true(nr > 0);
-        for (int k = 0; k < nr; k++) assert_int_equal(num(runs[k], "machine_type"), d.v[i].machine_type);
+        for (int k = 0; k < nr; k++) {
+            assert_int_equal(runs[k]->machine_type, d.v[i].machine_type);
+            assert_int_equal(num(runs[k]->raw, "machine_type"), d.v[i].machine_type);
+        }
         assert_non_null(strstr(d.v[i].key, ",machine="));
         assert_int_equal(rr_find(&d.v[i], "ttft_ms")->n, nr);
     }

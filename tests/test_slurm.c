@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "harness/report/resread.h"
+#include "harness/report/rmodel.h"
 #include "tests/lib/harness_jsonschema.h"
 #include "tests/lib/shardcheck.h"
 #include "tests/lib/testutil.h"

@@ -1,6 +1,5 @@
 /* bench history results/<scenario>: each metric across the runs of a scenario, in
  * commit order, one line per variant, with the steps beyond noise marked. */
-#include <cJSON.h>
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
@@ -42,11 +41,7 @@ typedef struct hist_run {
     char label[64];         /* the x tic: sha, and index and time when the commit has several runs */
 } hist_run;
 
-static int hist_is_partial(const rr_doc *d) {
-    const cJSON *ov = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(d->root, "scenario"), "overrides");
-    const cJSON *only = cJSON_GetObjectItemCaseSensitive(ov, "only");
-    return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ov, "quick")) || (cJSON_IsString(only) && only->valuestring[0]);
-}
+static int hist_is_partial(const rr_doc *d) { return d->quick || d->only[0]; }
 
 /* x labels: the short sha ("+" when dirty); runs of one commit add "#k HH:MM" so they differ */
 static void hist_labels(hist_run *runs, int n) {
@@ -139,12 +134,12 @@ static int hist_plot(const hist_run *runs, int n, const char *metric, const char
     for (int sidx = 0; sidx < ns; sidx++) {
         int k = sidx % nk, part = sidx / nk;
         fprintf(f, "$v%d << EOD\n# run median step\n", sidx);
-        const rr_series *prev = NULL;
+        const rm_metric *prev = NULL;
         int prev_r = 0;
         for (int r = 0; r < n; r++) {
             if (runs[r].partial != part) continue;
-            const rr_variant *v = rr_find_variant(&runs[r].d, keys[k]);
-            const rr_series *s = rr_find(v, metric);
+            const rm_variant *v = rr_find_variant(&runs[r].d, keys[k]);
+            const rm_metric *s = rr_find(v, metric);
             if (!s || !s->n) continue;
             if (s->unit[0]) unit = s->unit;
             mc_decl dc = s->declared ? s->decl : mc_legacy(metric, s->unit);

@@ -1,5 +1,4 @@
 /* bench merge DIR...: the shards of a sharded run joined into one results directory. */
-#include <cJSON.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,7 +36,7 @@ int cmd_merge(int argc, char **argv) {
     mg_opts o = {0};
     const char **in = calloc((size_t)argc, sizeof(*in));
     int n = 0, rc = 2;
-    cJSON *doc = NULL;
+    rm_model doc = {0};
     if (!in) return 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -63,7 +62,8 @@ int cmd_merge(int argc, char **argv) {
     }
     char err[8192];
     rc = 1;
-    if (mg_merge(in, n, &o, &doc, err, sizeof(err))) {
+    mg_info info;
+    if (mg_merge(in, n, &o, &doc, &info, err, sizeof(err))) {
         fprintf(stderr, "bench merge: %s\nbench merge: nothing was written\n", err);
         goto out;
     }
@@ -76,27 +76,19 @@ int cmd_merge(int argc, char **argv) {
         struct tm tm;
         gmtime_r(&now, &tm);
         strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
-        const cJSON *name = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "scenario"), "name");
-        snprintf(dir, sizeof(dir), "results/%s/%s-merged", cJSON_IsString(name) ? name->valuestring : "merged", stamp);
+        snprintf(dir, sizeof(dir), "results/%s/%s-merged", doc.scenario[0] ? doc.scenario : "merged", stamp);
     }
-    if (mg_write(doc, dir, err, sizeof(err))) {
+    if (mg_write(&doc, dir, err, sizeof(err))) {
         fprintf(stderr, "bench merge: %s\n", err);
         goto out;
     }
-    const cJSON *m = cJSON_GetObjectItemCaseSensitive(doc, "merged");
     fprintf(stderr, "bench merge: %d input%s, %d shard%s, %d record%s, %d machine type%s -> %s "
                     "(bench plot %s draws its figures)\n",
-            cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(m, "inputs")),
-            cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(m, "inputs")) == 1 ? "" : "s",
-            cJSON_GetObjectItemCaseSensitive(m, "shards")->valueint,
-            cJSON_GetObjectItemCaseSensitive(m, "shards")->valueint == 1 ? "" : "s",
-            cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "runs")),
-            cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "runs")) == 1 ? "" : "s",
-            cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "machine_types")),
-            cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "machine_types")) == 1 ? "" : "s", dir, dir);
+            info.inputs, info.inputs == 1 ? "" : "s", info.shards, info.shards == 1 ? "" : "s", doc.n_runs,
+            doc.n_runs == 1 ? "" : "s", info.machine_types, info.machine_types == 1 ? "" : "s", dir, dir);
     rc = 0;
 out:
-    cJSON_Delete(doc);
+    rm_free(&doc);
     free(in);
     return rc;
 }

@@ -78,10 +78,33 @@ typedef struct run_ctx {
     int tty;
     int64_t t0;
     char err[1024];
+    rm_model model;         /* the results, grown by one record a repetition (rmodel.h) */
     int write_failures;     /* results.json writes that failed (a full disk): the run's exit status says so */
-    int written_runs;       /* repetitions in the last results.json that was written */
-    uint64_t written_hash;  /* of that results.json (rs_input.written_hash) */
 } run_ctx;
+
+/* The repetitions finished and not yet in the model, appended (each once), the summaries made
+ * again, and results.json written (when it changed). 0, or -1 with c->err. */
+static int run_record(run_ctx *c, const rn_result *res) {
+    while (c->model.n_runs < res->n_runs)
+        if (rs_append_run(&c->in, c->model.n_runs)) {
+            snprintf(c->err, sizeof(c->err), "out of memory recording repetition %d", c->model.n_runs + 1);
+            return -1;
+        }
+    if (rs_summarize(&c->in)) {
+        snprintf(c->err, sizeof(c->err), "out of memory summarizing the repetitions");
+        return -1;
+    }
+    if (!rs_write(&c->in, c->err, sizeof(c->err))) return 0;
+    c->write_failures++;
+    return -1;
+}
+
+/* Test hook (BENCH_TEST_HOOKS=1 BENCH_TEST_INTERRUPT_AFTER=K): the run is interrupted, as by
+ * Ctrl-C, once K repetitions are done; 0: no hook. */
+static int run_interrupt_after(void) {
+    const char *hooks = getenv("BENCH_TEST_HOOKS"), *k = getenv("BENCH_TEST_INTERRUPT_AFTER");
+    return hooks && !strcmp(hooks, "1") && k ? atoi(k) : 0;
+}
 
 static void run_progress(void *user, const rn_run *r, int done, int total) {
     run_ctx *c = user;
@@ -90,17 +113,11 @@ static void run_progress(void *user, const rn_run *r, int done, int total) {
     c->in.status = done == total ? "complete" : "running";
     if (rs_write_timelines(&c->in, done - 1, c->err, sizeof(c->err)))
         fprintf(stderr, "\nbench run: %s\n", c->err);
-    /* results.json after every repetition: a crash of bench itself still leaves the finished ones */
-    rs_summary sum;
-    if (!rs_summarize(&c->in, &sum)) {
-        if (rs_write(&c->in, &sum, c->err, sizeof(c->err))) {
-            /* the first failure in full; the run goes on (space may come back), the exit status will say it */
-            if (!c->write_failures++) fprintf(stderr, "\nbench run: %s\n", c->err);
-        } else {
-            c->written_runs = done;
-        }
-        rs_summary_free(&sum);
-    }
+    /* results.json after every repetition: a crash of bench itself still leaves the finished ones;
+     * the first failure in full; the run goes on (space may come back), the exit status will say it */
+    int failures = c->write_failures;
+    if (run_record(c, c->in.res) && failures == 0) fprintf(stderr, "\nbench run: %s\n", c->err);
+    if (done == run_interrupt_after()) run_interrupted = 1;
     if (!c->tty) return;
     double el = (double)(rn_now_ns() - c->t0) * 1e-9, eta = done ? el / done * (total - done) : 0;
     /* the label is anyone's (a scenario's): its control characters escaped as the table does */
@@ -223,45 +240,34 @@ static int run_results_dir(const run_args *a, const scenario *s, const run_shard
 /* After the repetitions: the summary, results.json, the table (or --json), the figures, and
  * the exit status (130 interrupted, 1 a failed repetition or write, else 0). */
 static int run_finish(const run_args *a, const scenario *s, run_ctx *ctx, const rn_result *res, const char *dir) {
-    char err[1024];
     if (ctx->tty && res->n_runs < res->total_planned) fputc('\n', stderr);
     ctx->in.status = res->interrupted ? "interrupted" : res->stopped ? "stopped" : "complete";
-    rs_summary sum;
-    if (rs_summarize(&ctx->in, &sum)) {
-        fprintf(stderr, "bench run: out of memory\n");
-        return 1;
-    }
-    if (rs_write(&ctx->in, &sum, err, sizeof(err))) {
-        fprintf(stderr, "bench run: %s\n", err);
-        ctx->write_failures++;
-    } else {
-        ctx->written_runs = res->n_runs;
-    }
+    if (run_record(ctx, res)) fprintf(stderr, "bench run: %s\n", ctx->err);
     if (a->json) {
         cJSON *j = cJSON_CreateObject();
         cJSON_AddStringToObject(j, "scenario", s->name);
         cJSON_AddStringToObject(j, "results_dir", dir);
         cJSON_AddStringToObject(j, "status", ctx->in.status);
-        cJSON_AddItemToObject(j, "summary", rs_summary_json(&ctx->in, &sum));
+        cJSON_AddItemToObject(j, "summary", rm_summary_json(&ctx->model));
         char *text = cJSON_Print(j);
         if (text) printf("%s\n", text);
         free(text);
         cJSON_Delete(j);
     } else {
-        s->kind->table(stdout, &ctx->in, &sum);
+        s->kind->table(stdout, &ctx->in, &ctx->model);
     }
     fflush(stdout);
     int bad = 0;
     for (int i = 0; i < res->n_runs; i++) bad += res->runs[i].status != RN_OK || !res->runs[i].cache_ok;
-    rs_summary_free(&sum);
-    pl_after_run(dir);
+    pl_after_run(&ctx->model);
     fprintf(stderr, "bench run: %d of %d repetitions done%s; results in %s\n", res->n_runs, res->total_planned,
             res->interrupted ? " (interrupted)" : res->stopped ? " (stopped by --fail-fast)" : "", dir);
     int rc = res->interrupted ? 130 : bad ? 1 : 0;
     if (ctx->write_failures) {
-        if (ctx->written_runs)
+        int written_runs = ctx->model.written_runs;
+        if (written_runs)
             fprintf(stderr, "bench run: %d write%s of %s/results.json failed; it holds %d of the %d repetitions done\n",
-                    ctx->write_failures, ctx->write_failures == 1 ? "" : "s", dir, ctx->written_runs, res->n_runs);
+                    ctx->write_failures, ctx->write_failures == 1 ? "" : "s", dir, written_runs, res->n_runs);
         else
             fprintf(stderr, "bench run: %s/results.json could not be written: none of the %d repetitions done is recorded\n",
                     dir, res->n_runs);
@@ -295,6 +301,7 @@ int cmd_run(int argc, char **argv) {
     rn_model_files mf = {0};
     rn_result res = {0};
     cJSON *env = NULL, *shard_json = NULL;
+    run_ctx ctx = {0};
     if (a.repeat) s->repetitions = a.repeat;
     if (a.quick) {
         s->repetitions = 1;
@@ -352,10 +359,13 @@ int cmd_run(int argc, char **argv) {
     exe[n] = 0;
     env = rs_environment();
 
-    run_ctx ctx = {.tty = isatty(2), .t0 = rn_now_ns()};
+    snprintf(ctx.model.dir, sizeof(ctx.model.dir), "%s", dir);
+    snprintf(ctx.model.file, sizeof(ctx.model.file), "%s/results.json", dir);
+    ctx.tty = isatty(2);
+    ctx.t0 = rn_now_ns();
     ctx.in = (rs_input){.s = s, .mf = &mf, .res = &res, .status = "running", .dir = dir, .only = a.only,
                         .repeat_override = a.repeat, .quick = a.quick, .env = env, .shard = shard_json,
-                        .written_hash = &ctx.written_hash};
+                        .model = &ctx.model};
     rn_opts o = {.worker_exe = exe, .out_dir = dir, .fail_fast = a.fail_fast, .interrupted = &run_interrupted,
                  .on_run = run_progress, .user = &ctx, .keep = a.shard_arg ? run_keep : NULL, .keep_user = &sh};
     if (a.shard_arg)
@@ -383,6 +393,7 @@ out:
     cJSON_Delete(shard_json);
     sh_plan_free(&sh.plan);
     cJSON_Delete(env);
+    rm_free(&ctx.model);
     rn_result_free(&res);
     rn_model_files_free(&mf);
     sc_free(s);

@@ -27,7 +27,7 @@
 #include "harness/cli/cliargs.h"
 #include "harness/cli/commands.h"
 #include "harness/parent/subproc.h"
-#include "harness/report/resread.h"
+#include "harness/report/rmodel.h"
 #include "harness/report/sweep.h"
 #include "harness/spec/scenario.h"
 #include "harness/spec/stats.h"
@@ -81,7 +81,7 @@ static int swc_mkdirs(const char *path) {
 
 /* Runs the scenario at rate with reps repetitions in points/<tag>; returns its results.json
  * (its folder in res), or NULL. */
-static cJSON *swc_point(swc *c, double rate, int reps, const char *tag, char *res) {
+static rm_model *swc_point(swc *c, double rate, int reps, const char *tag, char *res) {
     char dir[PATH_MAX + 64], sc[PATH_MAX + 96], log[PATH_MAX + 96], err[1024];
     snprintf(dir, sizeof(dir), "%s/points/%s", c->out, tag);
     snprintf(sc, sizeof(sc), "%s/scenario.json", dir);
@@ -146,14 +146,18 @@ static cJSON *swc_point(swc *c, double rate, int reps, const char *tag, char *re
         fprintf(stderr, "bench sweep: the point at %g requests/s: %s\n", rate, err);
         return NULL;
     }
-    char file[PATH_MAX + 128];
-    snprintf(file, sizeof(file), "%s/results.json", res);
-    size_t len;
-    char *doc = rr_slurp(file, &len, err, sizeof(err));
-    cJSON *r = doc ? cJSON_Parse(doc) : NULL;
-    free(doc);
-    if (!r) fprintf(stderr, "bench sweep: %s: %s\n", file, doc ? "not JSON" : err);
-    return r;
+    rm_model *d = calloc(1, sizeof(*d));
+    if (!d || rr_load(res, d, err, sizeof(err))) {
+        fprintf(stderr, "bench sweep: %s\n", d ? err : "out of memory");
+        free(d);
+        return NULL;
+    }
+    return d;
+}
+
+static void swc_point_free(rm_model *d) {
+    rm_free(d);
+    free(d);
 }
 
 /* The token times of a repetition's requests, from its per-request export (the same
@@ -181,26 +185,21 @@ static void swc_tokens(const char *res, int v, int rep, sw_req *r, int m) {
 
 /* The counted repetitions of variant v in a point's results (folder res), evaluated.
  * Returns their count. */
-static int swc_eval(const swc *c, const char *res, const cJSON *doc, int v, sw_point *pts, int max) {
+static int swc_eval(const swc *c, const char *res, const rm_model *doc, int v, sw_point *pts, int max) {
     int n = 0;
-    const cJSON *run;
-    cJSON_ArrayForEach(run, cJSON_GetObjectItemCaseSensitive(doc, "runs")) {
-        const cJSON *vi = cJSON_GetObjectItemCaseSensitive(run, "variant");
-        if (!cJSON_IsNumber(vi) || (int)vi->valuedouble != v || !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(run, "counted")) || n >= max)
-            continue;
-        const cJSON *p = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(run, "processes"), 0);
-        const cJSON *rq = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(p, "serve"), "requests");
-        const cJSON *ar = cJSON_GetObjectItemCaseSensitive(rq, "arrival_ms"), *fi = cJSON_GetObjectItemCaseSensitive(rq, "first_ms");
-        const cJSON *en = cJSON_GetObjectItemCaseSensitive(rq, "end_ms"), *no = cJSON_GetObjectItemCaseSensitive(rq, "output_tokens");
-        int m = cJSON_GetArraySize(ar);
-        if (m < 1 || cJSON_GetArraySize(fi) != m || cJSON_GetArraySize(en) != m || cJSON_GetArraySize(no) != m) continue;
+    for (int ri = 0; ri < doc->n_runs && n < max; ri++) {
+        const rm_run *run = &doc->runs[ri];
+        if (run->variant != v || !run->counted || run->nproc < 1) continue;
+        const rm_cols *rq = &run->procs[0].serve_req;
+        const rm_col *ar = rm_col_of(rq, "arrival_ms"), *fi = rm_col_of(rq, "first_ms");
+        const rm_col *en = rm_col_of(rq, "end_ms"), *no = rm_col_of(rq, "output_tokens");
+        int m = ar ? ar->n : 0;
+        if (m < 1 || !fi || !en || !no || fi->n != m || en->n != m || no->n != m) continue;
         sw_req *r = malloc((size_t)m * sizeof(*r));
         if (!r) continue;
         for (int i = 0; i < m; i++)
-            r[i] = (sw_req){.arrival_ms = cJSON_GetArrayItem(ar, i)->valuedouble, .first_ms = cJSON_GetArrayItem(fi, i)->valuedouble,
-                            .end_ms = cJSON_GetArrayItem(en, i)->valuedouble, .n_out = (int)cJSON_GetArrayItem(no, i)->valuedouble};
-        const cJSON *rep = cJSON_GetObjectItemCaseSensitive(run, "repetition");
-        swc_tokens(res, v, cJSON_IsNumber(rep) ? (int)rep->valuedouble : 0, r, m);
+            r[i] = (sw_req){.arrival_ms = ar->v[i], .first_ms = fi->v[i], .end_ms = en->v[i], .n_out = (int)no->v[i]};
+        swc_tokens(res, v, run->rep, r, m);
         if (!sw_eval(r, m, &c->rules, &pts[n])) n++;
         for (int i = 0; i < m; i++) free((void *)r[i].tok_ms);
         free(r);
@@ -238,18 +237,16 @@ static int swc_rate(swc *c, double rate) {
     char tag[64];
     snprintf(tag, sizeof(tag), "%s%g", c->conc ? "c" : "r", rate);
     char res[PATH_MAX + 96];
-    cJSON *doc = swc_point(c, rate, c->reps, tag, res);
+    rm_model *doc = swc_point(c, rate, c->reps, tag, res);
     if (!doc) return -1;
     if (!c->rate_lo || rate < c->rate_lo) c->rate_lo = rate;
     if (rate > c->rate_hi) c->rate_hi = rate;
-    const cJSON *var;
-    cJSON_ArrayForEach(var, cJSON_GetObjectItemCaseSensitive(doc, "variants")) {
-        if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(var, "selected"))) continue;
-        int v = (int)cJSON_GetObjectItemCaseSensitive(var, "index")->valuedouble;
-        const cJSON *lab = cJSON_GetObjectItemCaseSensitive(var, "label");
+    /* the selected variants: those with a summary */
+    for (int vi = 0; vi < doc->n; vi++) {
+        int v = doc->v[vi].variant;
         if (v < 0 || v >= SWC_MAX_VARIANTS) continue;
         if (v >= c->n_variants) c->n_variants = v + 1;
-        swc_plain(c->label[v], sizeof(c->label[v]), cJSON_IsString(lab) ? lab->valuestring : "?");
+        swc_plain(c->label[v], sizeof(c->label[v]), doc->v[vi].label);
         sw_point pts[256];
         int n = swc_eval(c, res, doc, v, pts, 256), bad = 0;
         const char *why = "";
@@ -277,7 +274,7 @@ static int swc_rate(swc *c, double rate) {
         if (c->dat[v]) fprintf(c->dat[v], "%g %g %g %g %g %g %g %g %g\n", rate, t50.mean, t99.mean, p50.mean, p99.mean, 100 * g.mean,
                                100 * g.ci_lo, 100 * g.ci_hi, i99.mean);
     }
-    cJSON_Delete(doc);
+    swc_point_free(doc);
     fflush(stdout);
     return 0;
 }
@@ -293,15 +290,12 @@ static int swc_measure(void *user, double rate, int rep, double *goodput, int *v
         if (*q == '/' || *q == ' ' || *q == ',') *q = '_';
     snprintf(tag, sizeof(tag), "knee-%s-r%g-k%d", name, rate, rep);
     char res[PATH_MAX + 96];
-    cJSON *doc = swc_point(c, rate, 1, tag, res);
+    rm_model *doc = swc_point(c, rate, 1, tag, res);
     if (!doc) return -1;
-    const cJSON *var;
-    int v = -1;
-    cJSON_ArrayForEach(var, cJSON_GetObjectItemCaseSensitive(doc, "variants"))
-        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(var, "selected"))) v = (int)cJSON_GetObjectItemCaseSensitive(var, "index")->valuedouble;
+    int v = doc->n ? doc->v[doc->n - 1].variant : -1; /* the one selected */
     sw_point p;
     int n = v >= 0 ? swc_eval(c, res, doc, v, &p, 1) : 0;
-    cJSON_Delete(doc);
+    swc_point_free(doc);
     if (n != 1) {
         fprintf(stderr, "bench sweep: the point at %g requests/s has no counted repetition\n", rate);
         return -1;

@@ -6,7 +6,7 @@
 #include <string.h>
 #include "harness/report/escape.h"
 
-static const rs_metric *aw_find(const rs_summary *sum, int variant, const char *name) {
+static const rm_metric *aw_find(const rm_model *sum, int variant, const char *name) {
     for (int i = 0; i < sum->n; i++) {
         if (sum->v[i].variant != variant) continue;
         for (int k = 0; k < sum->v[i].n; k++)
@@ -21,7 +21,7 @@ typedef struct aw_row {
     int ratio;      /* print x vs the baseline */
 } aw_row;
 
-void aw_print_table(FILE *f, const rs_input *in, const rs_summary *sum) {
+void aw_print_table(FILE *f, const rs_input *in, const rm_model *sum) {
     const scenario *s = in->s;
     const sc_axis *al = &s->axes[SC_AX_ALLOC], *wl = &s->axes[SC_AX_WORKLOAD];
     int base = 0;
@@ -57,9 +57,9 @@ void aw_print_table(FILE *f, const rs_input *in, const rs_summary *sum) {
             for (int a = 0; a < al->n; a++) any |= s->variants[wi * al->n + a].selected;
             if (!any) continue;
             fprintf(f, "%-14.14s", es_term(t, sizeof(t), wl->v[wi].label));
-            const rs_metric *bm = aw_find(sum, wi * al->n + base, row->metric);
+            const rm_metric *bm = aw_find(sum, wi * al->n + base, row->metric);
             for (int a = 0; a < al->n; a++) {
-                const rs_metric *m = aw_find(sum, wi * al->n + a, row->metric);
+                const rm_metric *m = aw_find(sum, wi * al->n + a, row->metric);
                 char cell[64] = "-";
                 if (m) {
                     int n = snprintf(cell, sizeof(cell), row->fmt, m->st.median * row->scale);

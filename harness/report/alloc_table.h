@@ -8,6 +8,6 @@
 
 /* Tables of medians, rows = workloads, columns = allocators, each cell with its
  * ratio to the "libc" column (1.00x), or to the first column when there is none. */
-void aw_print_table(FILE *f, const rs_input *in, const rs_summary *sum);
+void aw_print_table(FILE *f, const rs_input *in, const rm_model *sum);
 
 #endif

@@ -40,7 +40,7 @@ const char *cmp_verdict_name(cmp_verdict v) {
 
 int cmp_direction(const char *metric, const char *unit) { return mc_legacy(metric, unit).better; }
 
-mc_decl cmp_decl(const rr_series *a, const rr_series *b, const char *metric, const char *unit) {
+mc_decl cmp_decl(const rm_metric *a, const rm_metric *b, const char *metric, const char *unit) {
     /* B's declaration, the newer run's; A's; or, from files that declare nothing, the old rules */
     if (b && b->declared) return b->decl;
     if (a && a->declared) return a->decl;
@@ -123,7 +123,7 @@ double cmp_mann_whitney(const double *a, int na, const double *b, int nb, double
 
 /* ---- one metric ---- */
 
-static double cmp_median(const rr_series *s) {
+static double cmp_median(const rm_metric *s) {
     if (!s || s->n < 1) return NAN;
     double *x = malloc(sizeof(double) * (size_t)s->n);
     if (!x) return NAN;
@@ -134,13 +134,13 @@ static double cmp_median(const rr_series *s) {
     return m;
 }
 
-static void cmp_range(const rr_series *s, double *lo, double *hi) {
+static void cmp_range(const rm_metric *s, double *lo, double *hi) {
     *lo = INFINITY, *hi = -INFINITY;
     for (int i = 0; i < s->n; i++) *lo = fmin(*lo, s->v[i]), *hi = fmax(*hi, s->v[i]);
 }
 
 /* A run's own spread of one metric: its interquartile range over |median|; 0 below 2 values. */
-static double cmp_spread(const rr_series *s) {
+static double cmp_spread(const rm_metric *s) {
     if (!s || s->n < 2) return 0;
     double *x = malloc(sizeof(double) * (size_t)s->n);
     if (!x) return 0;
@@ -223,7 +223,7 @@ static void cmp_decide_timed(cmp_row *r, int m) {
     else r->verdict = r->worse > 0 ? CMP_REGRESSED : r->worse < 0 ? CMP_IMPROVED : CMP_CHANGED;
 }
 
-void cmp_metric(const rr_series *a, const rr_series *b, const char *metric, const char *unit, const cmp_opts *o,
+void cmp_metric(const rm_metric *a, const rm_metric *b, const char *metric, const char *unit, const cmp_opts *o,
                 cmp_row *r) {
     snprintf(r->metric, sizeof(r->metric), "%s", metric);
     snprintf(r->unit, sizeof(r->unit), "%s", unit);
@@ -314,7 +314,7 @@ int cmp_docs(const rr_doc *a, const rr_doc *b, const cmp_opts *o, cmp_report *ou
                 es_term(sb, sizeof(sb), b->scenario));
     }
     for (int i = 0; i < b->n; i++) {
-        const rr_variant *vb = &b->v[i], *va = rr_find_variant(a, vb->key);
+        const rm_variant *vb = &b->v[i], *va = rr_find_variant(a, vb->key);
         if (!va) {
             cmp_row *r = cmp_add(out);
             if (!r) goto oom;
@@ -326,7 +326,7 @@ int cmp_docs(const rr_doc *a, const rr_doc *b, const cmp_opts *o, cmp_report *ou
             continue;
         }
         for (int j = 0; j < vb->n; j++) {
-            const rr_series *sb = &vb->m[j], *sa = rr_find(va, sb->name);
+            const rm_metric *sb = &vb->m[j], *sa = rr_find(va, sb->name);
             cmp_row *r = cmp_add(out);
             if (!r) goto oom;
             snprintf(r->variant, sizeof(r->variant), "%s", vb->label);
@@ -469,26 +469,27 @@ double cmp_wilcoxon(const double *d, int n, int *pairs) {
     return p > 1 ? 1 : p;
 }
 
-/* All rounds of one side as one document: each series the rounds' values in order. The
- * keys and labels are borrowed from round 0; rr_free frees the rest. */
+/* All rounds of one side as one model: each series the rounds' values in order, named as
+ * round 0's (copies; rr_free frees them). */
 static int cmp_concat(const rr_doc *r, int n, rr_doc *out) {
     memset(out, 0, sizeof(*out));
     snprintf(out->file, sizeof(out->file), "%.4096s (and %d more rounds)", r[0].file, n - 1);
-    out->scenario = r[0].scenario;
-    out->sha = r[0].sha;
-    out->written = r[0].written;
+    out->scenario = strdup(r[0].scenario);
+    out->sha = strdup(r[0].sha);
+    out->written = strdup(r[0].written);
     out->v = calloc((size_t)(r[0].n ? r[0].n : 1), sizeof(*out->v));
-    if (!out->v) return -1;
+    if (!out->v || !out->scenario || !out->sha || !out->written) return -1;
     for (int i = 0; i < r[0].n; i++) {
-        const rr_variant *v0 = &r[0].v[i];
-        rr_variant *v = &out->v[out->n++];
-        v->key = v0->key;
-        v->label = v0->label;
+        const rm_variant *v0 = &r[0].v[i];
+        rm_variant *v = &out->v[out->n++];
+        v->key = strdup(v0->key);
+        v->label = strdup(v0->label);
         v->machine_type = -1;
+        if (!v->key || !v->label) return -1;
         v->m = calloc((size_t)(v0->n ? v0->n : 1), sizeof(*v->m));
         if (!v->m) return -1;
         for (int j = 0; j < v0->n; j++) {
-            rr_series *s = &v->m[v->n++];
+            rm_metric *s = &v->m[v->n++];
             s->name = strdup(v0->m[j].name);
             s->unit = strdup(v0->m[j].unit);
             s->declared = v0->m[j].declared;
@@ -499,7 +500,7 @@ static int cmp_concat(const rr_doc *r, int n, rr_doc *out) {
             s->v = malloc(sizeof(double) * (size_t)(total ? total : 1));
             if (!s->v) return -1;
             for (int k = 0; k < n; k++) {
-                const rr_series *x = rr_find(rr_find_variant(&r[k], v->key), s->name);
+                const rm_metric *x = rr_find(rr_find_variant(&r[k], v->key), s->name);
                 for (int q = 0; x && q < x->n; q++) s->v[s->n++] = x->v[q];
             }
         }
@@ -524,7 +525,7 @@ int cmp_paired(const rr_doc *a, const rr_doc *b, int n, const cmp_opts *o, cmp_r
     for (int i = first; i < out->n; i++) {
         cmp_row *r = &out->rows[i];
         if (r->cls != CMP_TIMED || !r->na || !r->nb) continue;
-        const rr_variant *vb = NULL;
+        const rm_variant *vb = NULL;
         for (int k = 0; k < cb.n && !vb; k++)
             if (!strcmp(cb.v[k].label, r->variant)) vb = &cb.v[k];
         int nd = 0;
@@ -583,7 +584,6 @@ int cmp_paired(const rr_doc *a, const rr_doc *b, int n, const cmp_opts *o, cmp_r
     rc = 0;
 done:
     free(d);
-    ca.root = cb.root = NULL;
     rr_free(&ca);
     rr_free(&cb);
     return rc;
@@ -634,7 +634,7 @@ static int cmp_swap(const char *key, const char *from, const char *to, char *out
 /* The median of metric in variant key, and the tolerance its class allows it (0 for exact
  * figures); NAN when the variant or metric is absent. */
 static double cmp_var_median(const rr_doc *d, const char *key, const char *metric, double *tol) {
-    const rr_series *s = rr_find(rr_find_variant(d, key), metric);
+    const rm_metric *s = rr_find(rr_find_variant(d, key), metric);
     double m = cmp_median(s), rel = 0, abs_ = 0;
     if (s) {
         mc_decl dc = cmp_decl(NULL, s, metric, s->unit);

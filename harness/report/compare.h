@@ -53,7 +53,7 @@
 #include <stdio.h>
 
 #include "harness/report/mclass.h"
-#include "harness/report/resread.h"
+#include "harness/report/rmodel.h"
 
 /* A change this large (relative) with non-overlapping ranges is flagged without a test. */
 #define CMP_FAR_CHANGE 0.5
@@ -123,7 +123,7 @@ const char *cmp_verdict_name(cmp_verdict v);
 /* +1 when larger is better (rates), -1 when smaller is better, 0 unknown. */
 int cmp_direction(const char *metric, const char *unit);
 /* What a metric is judged by: B's declaration, else A's, else mc_legacy (a or b may be NULL). */
-mc_decl cmp_decl(const rr_series *a, const rr_series *b, const char *metric, const char *unit);
+mc_decl cmp_decl(const rm_metric *a, const rm_metric *b, const char *metric, const char *unit);
 
 /* Two-sided Mann-Whitney U p-value (exact for n1 + n2 <= 40, normal approximation
  * with tie correction above). *decidable = 0 when the smallest p the sizes allow is
@@ -131,7 +131,7 @@ mc_decl cmp_decl(const rr_series *a, const rr_series *b, const char *metric, con
 double cmp_mann_whitney(const double *a, int na, const double *b, int nb, double alpha, int *decidable);
 
 /* One metric of one variant: fills r (variant/metric names left to the caller). */
-void cmp_metric(const rr_series *a, const rr_series *b, const char *metric, const char *unit, const cmp_opts *o,
+void cmp_metric(const rm_metric *a, const rm_metric *b, const char *metric, const char *unit, const cmp_opts *o,
                 cmp_row *r);
 
 /* Compares every variant (matched by key) and metric of b against a. */

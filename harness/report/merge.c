@@ -15,7 +15,7 @@
 #include <time.h>
 
 #include "harness/report/escape.h"
-#include "harness/report/resread.h"
+#include "harness/report/rmodel.h"
 #include "harness/report/results.h"
 #include "harness/spec/stats.h"
 #include "util/ut_fs.h"
@@ -44,15 +44,6 @@ static void mg_err(mg_errs *e, const char *fmt, ...) {
 
 /* ---- small JSON helpers ---- */
 
-static const cJSON *mg_get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
-static const char *mg_str(const cJSON *o, const char *k) {
-    const cJSON *s = mg_get(o, k);
-    return cJSON_IsString(s) ? s->valuestring : NULL;
-}
-static int mg_int(const cJSON *o, const char *k, int dflt) {
-    const cJSON *x = mg_get(o, k);
-    return cJSON_IsNumber(x) ? x->valueint : dflt;
-}
 /* A field as text for messages: strings bare, anything else as compact JSON. */
 static void mg_show(const cJSON *x, char *buf, size_t len) {
     if (!x) {
@@ -85,7 +76,7 @@ static void mg_short_cpu(const char *model, char *buf, size_t len) {
             continue;
         }
         if (!strncmp(p, " CPU", 4) || !strncmp(p, " @", 2)) break;
-        /* labels are axis values in keys (resread.h): no ',' or '=' */
+        /* labels are axis values in keys (rmodel.h): no ',' or '=' */
         char c = *p == ',' || *p == '=' ? ' ' : *p;
         if (c == ' ' && (o == 0 || buf[o - 1] == ' ')) { p++; continue; }
         buf[o++] = c;
@@ -97,8 +88,8 @@ static void mg_short_cpu(const char *model, char *buf, size_t len) {
 }
 
 void mg_machine_type(const cJSON *env, char *id, size_t idlen, char *label, size_t lablen) {
-    const cJSON *cpu = mg_get(env, "cpu");
-    const char *model = mg_str(cpu, "model"), *flags = mg_str(cpu, "flags"), *kern = mg_str(env, "kernels");
+    const cJSON *cpu = rm_json_get(env, "cpu");
+    const char *model = rm_json_str(cpu, "model"), *flags = rm_json_str(cpu, "flags"), *kern = rm_json_str(env, "kernels");
     uint64_t h = 0xcbf29ce484222325ull;
     h = mg_fnv(h, model);
     h = mg_fnv(h, flags);
@@ -106,7 +97,7 @@ void mg_machine_type(const cJSON *env, char *id, size_t idlen, char *label, size
     const cJSON *g;
     int ng = 0;
     const char *g0 = NULL;
-    cJSON_ArrayForEach(g, mg_get(env, "gpus")) {
+    cJSON_ArrayForEach(g, rm_json_get(env, "gpus")) {
         if (!cJSON_IsString(g)) continue;
         h = mg_fnv(h, g->valuestring);
         if (!ng++) g0 = g->valuestring;
@@ -127,7 +118,8 @@ void mg_machine_type(const cJSON *env, char *id, size_t idlen, char *label, size
 
 typedef struct mg_in {
     char path[PATH_MAX];        /* the results directory */
-    cJSON *root;                /* owned */
+    rm_model model;             /* its results.json as read (rmodel.h) */
+    cJSON *root;                /* its document (model.root's, once read) */
     int shard, count;           /* shard index of count; 0 of 1 when unsharded */
     const cJSON *cells;         /* the shard's cells, NULL when unsharded */
     int type;                   /* index into mg_ctx.types */
@@ -174,14 +166,14 @@ static int mg_add_input(mg_ctx *c, const char *dir_or_file) {
         mg_err(&c->e, "%s: not valid JSON", file);
         return 0;
     }
-    const char *schema = mg_str(in->root, "schema");
+    const char *schema = rm_json_str(in->root, "schema");
     if (!schema || strcmp(schema, RS_SCHEMA)) {
         mg_err(&c->e, "%s: .schema: expected \"%s\", found %s", file, RS_SCHEMA, schema ? schema : "none");
         cJSON_Delete(in->root);
         return 0;
     }
-    if (!cJSON_IsArray(mg_get(in->root, "runs")) || !cJSON_IsArray(mg_get(in->root, "variants")) ||
-        !cJSON_IsObject(mg_get(in->root, "scenario")) || !cJSON_IsObject(mg_get(in->root, "environment"))) {
+    if (!cJSON_IsArray(rm_json_get(in->root, "runs")) || !cJSON_IsArray(rm_json_get(in->root, "variants")) ||
+        !cJSON_IsObject(rm_json_get(in->root, "scenario")) || !cJSON_IsObject(rm_json_get(in->root, "environment"))) {
         mg_err(&c->e, "%s: expected .scenario, .environment, .variants and .runs", file);
         cJSON_Delete(in->root);
         return 0;
@@ -191,18 +183,26 @@ static int mg_add_input(mg_ctx *c, const char *dir_or_file) {
         cJSON_Delete(in->root);
         return 0;
     }
-    const cJSON *sh = mg_get(in->root, "shard");
+    const cJSON *sh = rm_json_get(in->root, "shard");
     in->shard = 0;
     in->count = 1;
     if (sh) {
-        in->shard = mg_int(sh, "index", -1);
-        in->count = mg_int(sh, "count", 0);
-        in->cells = mg_get(sh, "cells");
+        in->shard = rm_json_int(sh, "index", -1);
+        in->count = rm_json_int(sh, "count", 0);
+        in->cells = rm_json_get(sh, "cells");
         if (in->count < 1 || in->shard < 0 || in->shard >= in->count || !cJSON_IsArray(in->cells)) {
             mg_err(&c->e, "%s: .shard: expected index < count and a cells array", file);
             cJSON_Delete(in->root);
             return 0;
         }
+    }
+    /* its summaries, by the one reader (the units and classes its figures declared) */
+    in->model.root = in->root;
+    snprintf(in->model.file, sizeof(in->model.file), "%s", file);
+    if (rr_read(&in->model, err, sizeof(err))) {
+        mg_err(&c->e, "%s", err);
+        rm_free(&in->model);
+        return 0;
     }
     c->n++;
     return 0;
@@ -261,28 +261,28 @@ static void mg_same(mg_ctx *c, const mg_in *a, const mg_in *b, const cJSON *xa, 
 }
 
 static void mg_check_scenario(mg_ctx *c, const mg_in *a, const mg_in *b) {
-    const cJSON *sa = mg_get(a->root, "scenario"), *sb = mg_get(b->root, "scenario");
+    const cJSON *sa = rm_json_get(a->root, "scenario"), *sb = rm_json_get(b->root, "scenario");
     static const char *what = "runs of different scenarios", *flag = "--allow-scenarios";
-    mg_same(c, a, b, mg_get(sa, "name"), mg_get(sb, "name"), ".scenario.name", what, flag);
-    mg_same(c, a, b, mg_get(sa, "as_written"), mg_get(sb, "as_written"), ".scenario.as_written", what, flag);
-    mg_same(c, a, b, mg_get(sa, "overrides"), mg_get(sb, "overrides"), ".scenario.overrides", what, flag);
+    mg_same(c, a, b, rm_json_get(sa, "name"), rm_json_get(sb, "name"), ".scenario.name", what, flag);
+    mg_same(c, a, b, rm_json_get(sa, "as_written"), rm_json_get(sb, "as_written"), ".scenario.as_written", what, flag);
+    mg_same(c, a, b, rm_json_get(sa, "overrides"), rm_json_get(sb, "overrides"), ".scenario.overrides", what, flag);
     static const char *as_run[] = {"repetitions", "warmup", "processes"};
     for (int i = 0; i < 3; i++) {
         char f[64];
         snprintf(f, sizeof(f), ".scenario.as_run.%s", as_run[i]);
-        mg_same(c, a, b, mg_get(mg_get(sa, "as_run"), as_run[i]), mg_get(mg_get(sb, "as_run"), as_run[i]), f, what, flag);
+        mg_same(c, a, b, rm_json_get(rm_json_get(sa, "as_run"), as_run[i]), rm_json_get(rm_json_get(sb, "as_run"), as_run[i]), f, what, flag);
     }
 }
 
 static void mg_check_build(mg_ctx *c, const mg_in *a, const mg_in *b) {
-    const cJSON *ea = mg_get(a->root, "environment"), *eb = mg_get(b->root, "environment");
+    const cJSON *ea = rm_json_get(a->root, "environment"), *eb = rm_json_get(b->root, "environment");
     static const char *what = "different builds", *flag = "--allow-builds";
     static const char *f[][2] = {{"git", "sha"}, {"git", "dirty"}, {"compiler", "version"}, {"compiler", "flags"},
                                  {"compiler", "sanitizers"}};
     for (int i = 0; i < 5; i++) {
         char name[64];
         snprintf(name, sizeof(name), ".environment.%s.%s", f[i][0], f[i][1]);
-        mg_same(c, a, b, mg_get(mg_get(ea, f[i][0]), f[i][1]), mg_get(mg_get(eb, f[i][0]), f[i][1]), name, what, flag);
+        mg_same(c, a, b, rm_json_get(rm_json_get(ea, f[i][0]), f[i][1]), rm_json_get(rm_json_get(eb, f[i][0]), f[i][1]), name, what, flag);
     }
 }
 
@@ -312,9 +312,9 @@ static void mg_check_plan(mg_ctx *c, const mg_opts *o) {
         mg_err(&c->e, "shard%s %s of %d missing: give every shard's results directory (or --partial)", nm > 1 ? "s" : "",
                missing, count);
     for (int i = 0; i < c->n && !o->partial; i++) {
-        const char *st = mg_str(c->in[i].root, "status");
-        if (!st || strcmp(st, "complete"))
-            mg_err(&c->e, "%s: .status is \"%s\": the shard did not finish (or --partial)", c->in[i].path, st ? st : "?");
+        const char *st = c->in[i].model.status;
+        if (strcmp(st, "complete"))
+            mg_err(&c->e, "%s: .status is \"%s\": the shard did not finish (or --partial)", c->in[i].path, st[0] ? st : "?");
     }
 }
 
@@ -323,28 +323,28 @@ static void mg_check_plan(mg_ctx *c, const mg_opts *o) {
 static int mg_cell_in(const cJSON *cells, int variant, int rep) {
     const cJSON *x;
     cJSON_ArrayForEach(x, cells)
-        if (mg_int(x, "variant", -1) == variant && mg_int(x, "repetition", -1) == rep) return 1;
+        if (rm_json_int(x, "variant", -1) == variant && rm_json_int(x, "repetition", -1) == rep) return 1;
     return 0;
 }
 
 /* Merged variants: the first input's, others matched by key (new keys appended). */
 static cJSON *mg_variants(mg_ctx *c) {
-    cJSON *vars = cJSON_Duplicate(mg_get(c->in[0].root, "variants"), 1);
+    cJSON *vars = cJSON_Duplicate(rm_json_get(c->in[0].root, "variants"), 1);
     if (!vars) return NULL;
     for (int i = 0; i < c->n; i++) {
         mg_in *in = &c->in[i];
-        const cJSON *iv = mg_get(in->root, "variants");
+        const cJSON *iv = rm_json_get(in->root, "variants");
         in->nv = cJSON_GetArraySize(iv);
         in->vmap = calloc((size_t)(in->nv ? in->nv : 1), sizeof(int));
         if (!in->vmap) goto oom;
         int k = 0;
         const cJSON *v;
         cJSON_ArrayForEach(v, iv) {
-            const char *key = mg_str(v, "key");
+            const char *key = rm_json_str(v, "key");
             int found = -1, m = 0;
             cJSON *mv;
             cJSON_ArrayForEach(mv, vars) {
-                if (key && !strcmp(mg_str(mv, "key") ? mg_str(mv, "key") : "", key)) found = m;
+                if (key && !strcmp(rm_json_str(mv, "key") ? rm_json_str(mv, "key") : "", key)) found = m;
                 m++;
             }
             if (found < 0) {
@@ -354,10 +354,10 @@ static cJSON *mg_variants(mg_ctx *c) {
                 cJSON_AddItemToArray(vars, nv);
                 found = m;
             }
-            int idx = mg_int(v, "index", k);
+            int idx = rm_json_int(v, "index", k);
             in->vmap[idx >= 0 && idx < in->nv ? idx : k] = found;
             cJSON *mvf = cJSON_GetArrayItem(vars, found);
-            if (cJSON_IsTrue(mg_get(v, "selected")) && !cJSON_IsTrue(mg_get(mvf, "selected")))
+            if (cJSON_IsTrue(rm_json_get(v, "selected")) && !cJSON_IsTrue(rm_json_get(mvf, "selected")))
                 cJSON_ReplaceItemInObjectCaseSensitive(mvf, "selected", cJSON_CreateTrue());
             k++;
         }
@@ -388,166 +388,76 @@ static int mg_cmp_run(const void *pa, const void *pb) {
 
 /* ---- statistics per variant and machine type ---- */
 
-typedef struct mg_series {
-    char name[128];
-    int n, cap;
-    double *v;
-    int *run, *proc;
-} mg_series;
-
-static int mg_push(mg_series **ms, int *nms, const char *name, double x, int run, int proc) {
-    mg_series *s = NULL;
-    for (int i = 0; i < *nms; i++)
-        if (!strcmp((*ms)[i].name, name)) s = &(*ms)[i];
-    if (!s) {
-        mg_series *nv = realloc(*ms, (size_t)(*nms + 1) * sizeof(*nv));
-        if (!nv) return -1;
-        *ms = nv;
-        s = &nv[(*nms)++];
-        memset(s, 0, sizeof(*s));
-        snprintf(s->name, sizeof(s->name), "%s", name);
-    }
-    if (ut_vec_reserve_par(&s->cap, (size_t)s->n + 1, 3, (void *[]){&s->v, &s->run, &s->proc},
-                           (size_t[]){sizeof(*s->v), sizeof(*s->run), sizeof(*s->proc)}))
-        return -1;
-    s->v[s->n] = x;
-    s->run[s->n] = run;
-    s->proc[s->n] = proc;
-    s->n++;
-    return 0;
-}
-
-static int mg_push_metrics(mg_series **ms, int *nms, const cJSON *metrics, int run, int proc) {
-    const cJSON *m;
-    cJSON_ArrayForEach(m, metrics)
-        if (cJSON_IsNumber(m) && m->string && mg_push(ms, nms, m->string, m->valuedouble, run, proc)) return -1;
-    return 0;
-}
-
 /* A metric of a variant in the inputs' summaries: its unit and the class it declared
  * (harness/report/mclass.h); NULL when none has it. */
-static const cJSON *mg_metric_src(const mg_ctx *c, const char *key, const char *metric) {
+static const rm_metric *mg_metric_src(const mg_ctx *c, const char *key, const char *metric) {
     for (int i = 0; i < c->n; i++) {
-        const cJSON *s;
-        cJSON_ArrayForEach(s, mg_get(c->in[i].root, "summary")) {
-            const char *k = mg_str(s, "key");
-            if (!k || strcmp(k, key)) continue;
-            const cJSON *m = mg_get(mg_get(s, "metrics"), metric);
-            if (mg_str(m, "unit")) return m;
-        }
+        const rm_metric *x = rr_summary_metric(rr_find_variant(&c->in[i].model, key), metric);
+        if (x) return x;
     }
     return NULL;
 }
 
-static cJSON *mg_stat_json(const mg_series *s, const cJSON *src) {
-    const char *unit = src ? mg_str(src, "unit") : "";
-    st_summary st;
-    int *out = calloc((size_t)s->n, sizeof(int));
-    cJSON *x = cJSON_CreateObject();
-    if (!out || !x || st_summarize(s->v, s->n, &st, out)) {
-        free(out);
-        cJSON_Delete(x);
-        return NULL;
-    }
-    cJSON_AddStringToObject(x, "unit", unit);
-    /* the declaration travels with the figure, or compare would read it by its name */
-    static const char *const decl[] = {"class", "better", "tolerance"};
-    for (int k = 0; k < 3; k++) {
-        const cJSON *d = mg_get(src, decl[k]);
-        if (d) cJSON_AddItemToObject(x, decl[k], cJSON_Duplicate(d, 1));
-    }
-    cJSON_AddNumberToObject(x, "n", st.n);
-    cJSON_AddNumberToObject(x, "median", st.median);
-    cJSON_AddNumberToObject(x, "mean", st.mean);
-    cJSON_AddNumberToObject(x, "stddev", st.stddev);
-    cJSON_AddNumberToObject(x, "min", st.min);
-    cJSON_AddNumberToObject(x, "max", st.max);
-    cJSON *ci = cJSON_AddArrayToObject(x, "ci95");
-    cJSON_AddItemToArray(ci, cJSON_CreateNumber(st.ci_lo));
-    cJSON_AddItemToArray(ci, cJSON_CreateNumber(st.ci_hi));
-    cJSON *ol = cJSON_AddArrayToObject(x, "outliers");
-    for (int j = 0; j < s->n; j++) {
-        if (!out[j]) continue;
-        cJSON *e = cJSON_CreateObject();
-        cJSON_AddNumberToObject(e, "run", s->run[j]);
-        cJSON_AddNumberToObject(e, "process", s->proc[j]);
-        cJSON_AddNumberToObject(e, "value", s->v[j]);
-        cJSON_AddItemToArray(ol, e);
-    }
-    free(out);
-    return x;
-}
-
-/* One summary entry: variant vi (merged) on machine type t; NULL when it has no records there. */
-static cJSON *mg_summary_one(const mg_ctx *c, const cJSON *vars, const cJSON *runs, int vi, int t, int multi) {
+/* One summary entry: variant vi (merged) on machine type t, from the merged records of m;
+ * 0 with nothing added when it has none there, -1 out of memory. */
+static int mg_summary_one(const mg_ctx *c, const cJSON *vars, rm_model *m, int vi, int t, int multi) {
     const cJSON *var = cJSON_GetArrayItem(vars, vi);
-    const char *key = mg_str(var, "key"), *label = mg_str(var, "label");
-    int counted = 0, failed = 0, invalid = 0, any = 0, ri = 0, oom = 0;
-    mg_series *ms = NULL;
-    int nms = 0;
-    const cJSON *r;
-    cJSON_ArrayForEach(r, runs) {
-        if (mg_int(r, "variant", -1) == vi && mg_int(r, "machine_type", -1) == t && !cJSON_IsTrue(mg_get(r, "warmup"))) {
-            any = 1;
-            const char *st = mg_str(r, "status");
-            if (!st || strcmp(st, "ok")) failed++;
-            else if (!cJSON_IsTrue(mg_get(r, "valid"))) invalid++;
-            else {
-                counted++;
-                /* as rs_summarize: the run's own metrics, then each process's */
-                oom |= mg_push_metrics(&ms, &nms, mg_get(r, "metrics"), ri, -1);
-                int pi = 0;
-                const cJSON *p;
-                cJSON_ArrayForEach(p, mg_get(r, "processes")) oom |= mg_push_metrics(&ms, &nms, mg_get(p, "metrics"), ri, pi++);
-            }
-        }
-        ri++;
+    const char *key = rm_json_str(var, "key"), *label = rm_json_str(var, "label");
+    rm_variant *v = &m->v[m->n];
+    *v = (rm_variant){.variant = vi, .machine_type = t, .key = strdup(key ? key : "")};
+    size_t ll = strlen(label ? label : "") + strlen(c->types[t].label) + 4;
+    if ((v->label = malloc(ll))) snprintf(v->label, ll, multi ? "%s @ %s" : "%s", label ? label : "", c->types[t].label);
+    int found = v->key && v->label ? rm_summarize_variant(m, v) : -1;
+    if (found <= 0) {
+        rm_variant_clear(v);
+        return found;
     }
-    cJSON *o = NULL;
-    if (!any || oom) goto out;
-    o = cJSON_CreateObject();
-    cJSON_AddNumberToObject(o, "variant", vi);
-    cJSON_AddStringToObject(o, "key", key ? key : "");
-    char lab[512];
-    if (multi) snprintf(lab, sizeof(lab), "%s @ %s", label ? label : "", c->types[t].label);
-    else snprintf(lab, sizeof(lab), "%s", label ? label : "");
-    cJSON_AddStringToObject(o, "label", lab);
-    cJSON_AddNumberToObject(o, "machine_type", t);
-    cJSON_AddNumberToObject(o, "repetitions_counted", counted);
-    cJSON_AddNumberToObject(o, "repetitions_failed", failed);
-    cJSON_AddNumberToObject(o, "repetitions_invalid", invalid);
-    cJSON *met = cJSON_AddObjectToObject(o, "metrics");
-    for (int i = 0; i < nms; i++) {
-        cJSON *x = mg_stat_json(&ms[i], mg_metric_src(c, key ? key : "", ms[i].name));
-        if (x) cJSON_AddItemToObject(met, ms[i].name, x);
+    m->n++; /* rm_free frees it from here */
+    /* each figure's unit and class as its inputs declared them; none: as a file older than declarations */
+    for (int k = 0; k < v->n; k++) {
+        rm_metric *x = &v->m[k];
+        const rm_metric *src = mg_metric_src(c, v->key, x->name);
+        char *u = strdup(src ? src->unit : "");
+        if (!u) return -1;
+        free(x->unit);
+        x->unit = u;
+        x->declared = src ? src->declared : 0;
+        x->decl = src ? src->decl : x->decl;
     }
     /* figures that live only in a summary (instructions:callgrind, one per variant and machine):
      * the first input of this type that has them */
     for (int i = 0; i < c->n; i++) {
         if (c->in[i].type != t) continue;
-        const cJSON *s;
-        cJSON_ArrayForEach(s, mg_get(c->in[i].root, "summary")) {
-            if (!key || !mg_str(s, "key") || strcmp(mg_str(s, "key"), key)) continue;
-            const cJSON *m;
-            cJSON_ArrayForEach(m, mg_get(s, "metrics"))
-                if (m->string && !mg_get(met, m->string)) cJSON_AddItemToObject(met, m->string, cJSON_Duplicate(m, 1));
+        const rm_variant *iv = rr_find_variant(&c->in[i].model, v->key);
+        for (int k = 0; iv && k < iv->n; k++) {
+            int have = 0;
+            for (int q = 0; q < v->n && !have; q++) have = !strcmp(v->m[q].name, iv->m[k].name);
+            if (!have && iv->m[k].summarized && rm_copy_summary_metric(v, &iv->m[k])) return -1;
         }
     }
-out:
-    for (int i = 0; i < nms; i++) {
-        free(ms[i].v);
-        free(ms[i].run);
-        free(ms[i].proc);
-    }
-    free(ms);
-    return o;
+    return 0;
+}
+
+/* The merged model's summaries: one entry per variant and machine type. 0, or -1 out of memory. */
+static int mg_summaries(const mg_ctx *c, const cJSON *vars, rm_model *m) {
+    int nvars = cJSON_GetArraySize(vars), cap = nvars * c->nt;
+    if (!(m->v = calloc((size_t)(cap > 0 ? cap : 1), sizeof(*m->v)))) return -1;
+    m->cap = cap;
+    for (int vi = 0; vi < nvars; vi++)
+        for (int t = 0; t < c->nt; t++)
+            if (mg_summary_one(c, vars, m, vi, t, c->nt > 1) < 0) return -1;
+    rm_summary_finish(m);
+    if (!(m->types = calloc((size_t)c->nt, sizeof(*m->types)))) return -1;
+    for (; m->n_types < c->nt; m->n_types++)
+        if (!(m->types[m->n_types] = strdup(c->types[m->n_types].label))) return -1;
+    return 0;
 }
 
 /* ---- the merge ---- */
 
 static void mg_ctx_free(mg_ctx *c) {
     for (int i = 0; i < c->n; i++) {
-        cJSON_Delete(c->in[i].root);
+        rm_free(&c->in[i].model); /* and its document */
         free(c->in[i].vmap);
     }
     free(c->in);
@@ -560,7 +470,7 @@ static void mg_types(mg_ctx *c) {
     if (!c->types) return;
     for (int i = 0; i < c->n; i++) {
         char id[32], label[200];
-        mg_machine_type(mg_get(c->in[i].root, "environment"), id, sizeof(id), label, sizeof(label));
+        mg_machine_type(rm_json_get(c->in[i].root, "environment"), id, sizeof(id), label, sizeof(label));
         int t = 0;
         while (t < c->nt && strcmp(c->types[t].id, id)) t++;
         if (t == c->nt) {
@@ -585,27 +495,25 @@ static void mg_types(mg_ctx *c) {
  * -1: out of memory; the records' problems go to c->e. */
 static int mg_collect_runs(mg_ctx *c, const cJSON *vars, mg_runref **out, int *n_out) {
     int nr = 0;
-    for (int i = 0; i < c->n; i++) nr += cJSON_GetArraySize(mg_get(c->in[i].root, "runs"));
+    for (int i = 0; i < c->n; i++) nr += c->in[i].model.n_runs;
     mg_runref *refs = calloc((size_t)(nr ? nr : 1), sizeof(*refs));
     if (!refs) return -1;
     int k = 0;
     for (int i = 0; i < c->n; i++) {
-        int idx = 0;
-        const cJSON *r;
-        cJSON_ArrayForEach(r, mg_get(c->in[i].root, "runs")) {
-            int v = mg_int(r, "variant", -1), rep = mg_int(r, "repetition", -1);
+        for (int idx = 0; idx < c->in[i].model.n_runs; idx++) {
+            const rm_run *r = &c->in[i].model.runs[idx];
+            int v = r->variant, rep = r->rep;
             if (v < 0 || v >= c->in[i].nv || rep < 0) {
                 mg_err(&c->e, "%s: .runs[%d]: expected a variant index < %d and a repetition >= 0", c->in[i].path, idx,
                        c->in[i].nv);
             } else {
-                refs[k] = (mg_runref){.in = i, .idx = idx, .warmup = cJSON_IsTrue(mg_get(r, "warmup")), .rep = rep,
-                                      .variant = c->in[i].vmap[v], .run = r};
+                refs[k] = (mg_runref){.in = i, .idx = idx, .warmup = r->warmup, .rep = rep, .variant = c->in[i].vmap[v],
+                                      .run = r->raw};
                 if (!refs[k].warmup && c->in[i].cells && !mg_cell_in(c->in[i].cells, v, rep))
                     mg_err(&c->e, "%s: .runs[%d]: variant %d repetition %d is not one of shard %d's cells", c->in[i].path,
                            idx, v, rep, c->in[i].shard);
                 k++;
             }
-            idx++;
         }
     }
     nr = k;
@@ -615,7 +523,7 @@ static int mg_collect_runs(mg_ctx *c, const cJSON *vars, mg_runref **out, int *n
         if (!a->warmup && !b->warmup && a->rep == b->rep && a->variant == b->variant && a->in != b->in &&
             c->in[a->in].type == c->in[b->in].type)
             mg_err(&c->e, "%s and %s both hold variant %s repetition %d on one machine type", c->in[a->in].path,
-                   c->in[b->in].path, mg_str(cJSON_GetArrayItem(vars, a->variant), "key"), a->rep);
+                   c->in[b->in].path, rm_json_str(cJSON_GetArrayItem(vars, a->variant), "key"), a->rep);
     }
     *out = refs;
     *n_out = nr;
@@ -629,24 +537,24 @@ static void mg_add_machines(const mg_ctx *c, cJSON *doc) {
         cJSON *m = cJSON_CreateObject();
         cJSON_AddNumberToObject(m, "shard", c->in[i].shard);
         cJSON_AddStringToObject(m, "source", c->in[i].path);
-        const char *host = mg_str(mg_get(c->in[i].root, "environment"), "hostname");
+        const char *host = rm_json_str(rm_json_get(c->in[i].root, "environment"), "hostname");
         cJSON_AddStringToObject(m, "hostname", host ? host : "");
         cJSON_AddNumberToObject(m, "machine_type", c->in[i].type);
-        cJSON_AddItemToObject(m, "environment", cJSON_Duplicate(mg_get(c->in[i].root, "environment"), 1));
+        cJSON_AddItemToObject(m, "environment", cJSON_Duplicate(rm_json_get(c->in[i].root, "environment"), 1));
         cJSON_AddItemToArray(machines, m);
     }
     cJSON *types = cJSON_AddArrayToObject(doc, "machine_types");
     for (int t = 0; t < c->nt; t++) {
-        const cJSON *env = mg_get(c->in[c->types[t].first].root, "environment");
+        const cJSON *env = rm_json_get(c->in[c->types[t].first].root, "environment");
         cJSON *x = cJSON_CreateObject();
         cJSON_AddStringToObject(x, "id", c->types[t].id);
         cJSON_AddStringToObject(x, "label", c->types[t].label);
-        const char *model = mg_str(mg_get(env, "cpu"), "model"), *flags = mg_str(mg_get(env, "cpu"), "flags"),
-                   *kern = mg_str(env, "kernels");
+        const char *model = rm_json_str(rm_json_get(env, "cpu"), "model"), *flags = rm_json_str(rm_json_get(env, "cpu"), "flags"),
+                   *kern = rm_json_str(env, "kernels");
         cJSON_AddStringToObject(x, "cpu_model", model ? model : "");
         cJSON_AddStringToObject(x, "cpu_flags", flags ? flags : "");
         cJSON_AddStringToObject(x, "kernels", kern ? kern : "");
-        const cJSON *g = mg_get(env, "gpus");
+        const cJSON *g = rm_json_get(env, "gpus");
         cJSON_AddItemToObject(x, "gpus", g ? cJSON_Duplicate(g, 1) : cJSON_CreateArray());
         cJSON *ms = cJSON_AddArrayToObject(x, "machines");
         for (int i = 0; i < c->n; i++)
@@ -673,8 +581,9 @@ static void mg_add_merged(const mg_ctx *c, cJSON *doc, const mg_opts *o) {
     cJSON_AddBoolToObject(al, "partial", o->partial);
 }
 
-int mg_merge(const char *const *inputs, int n, const mg_opts *o, cJSON **out, char *err, size_t errlen) {
-    *out = NULL;
+int mg_merge(const char *const *inputs, int n, const mg_opts *o, rm_model *out, mg_info *info, char *err,
+             size_t errlen) {
+    memset(out, 0, sizeof(*out));
     mg_ctx c = {0};
     cJSON *doc = NULL;
     mg_runref *refs = NULL;
@@ -696,12 +605,8 @@ int mg_merge(const char *const *inputs, int n, const mg_opts *o, cJSON **out, ch
     mg_check_plan(&c, o);
     if (c.e.n) goto fail;
 
-    doc = cJSON_CreateObject();
     cJSON *vars = mg_variants(&c);
-    if (!doc || !vars) {
-        cJSON_Delete(vars);
-        goto oom;
-    }
+    if (!vars) goto oom;
     int nr = 0;
     if (mg_collect_runs(&c, vars, &refs, &nr)) {
         cJSON_Delete(vars);
@@ -712,25 +617,24 @@ int mg_merge(const char *const *inputs, int n, const mg_opts *o, cJSON **out, ch
         goto fail;
     }
 
+    /* the head: what comes before the records in results.json */
     const cJSON *first = c.in[0].root;
-    cJSON_AddStringToObject(doc, "schema", RS_SCHEMA);
     const char *status = "complete";
     for (int i = 0; i < c.n; i++) {
-        const char *st = mg_str(c.in[i].root, "status");
-        if (st && strcmp(st, "complete")) status = st;
+        const char *st = c.in[i].model.status;
+        if (st[0] && strcmp(st, "complete")) status = st;
     }
-    cJSON_AddStringToObject(doc, "status", status);
-    time_t now = time(NULL);
-    struct tm tm;
-    char ts[64];
-    gmtime_r(&now, &tm);
-    strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
-    cJSON_AddStringToObject(doc, "written", ts);
-    cJSON_AddItemToObject(doc, "environment", cJSON_Duplicate(mg_get(first, "environment"), 1));
-    cJSON_AddItemToObject(doc, "scenario", cJSON_Duplicate(mg_get(first, "scenario"), 1));
+    if (!(doc = rm_head_open(status))) {
+        cJSON_Delete(vars);
+        goto oom;
+    }
+    cJSON_AddItemToObject(doc, "environment", cJSON_Duplicate(rm_json_get(first, "environment"), 1));
+    cJSON_AddItemToObject(doc, "scenario", cJSON_Duplicate(rm_json_get(first, "scenario"), 1));
     cJSON_AddItemToObject(doc, "variants", vars);
+    mg_add_machines(&c, doc);
+    mg_add_merged(&c, doc, o);
 
-    cJSON *runs = cJSON_AddArrayToObject(doc, "runs");
+    /* the records, each with its shard, machine and type, into the merged model */
     for (int i = 0; i < nr; i++) {
         cJSON *r = cJSON_Duplicate(refs[i].run, 1);
         if (!r) goto oom;
@@ -738,28 +642,21 @@ int mg_merge(const char *const *inputs, int n, const mg_opts *o, cJSON **out, ch
         cJSON_AddNumberToObject(r, "shard", c.in[refs[i].in].shard);
         cJSON_AddNumberToObject(r, "machine", refs[i].in);
         cJSON_AddNumberToObject(r, "machine_type", c.in[refs[i].in].type);
-        cJSON_AddItemToArray(runs, r);
+        if (rm_append(out, r, NULL, NULL, 0)) goto oom;
     }
-
-    mg_add_machines(&c, doc);
-
-    cJSON *sum = cJSON_AddArrayToObject(doc, "summary");
-    int nvars = cJSON_GetArraySize(vars);
-    for (int vi = 0; vi < nvars; vi++)
-        for (int t = 0; t < c.nt; t++) {
-            cJSON *e = mg_summary_one(&c, vars, runs, vi, t, c.nt > 1);
-            if (e) cJSON_AddItemToArray(sum, e);
-        }
-
-    mg_add_merged(&c, doc, o);
-    *out = doc;
+    if (mg_summaries(&c, vars, out)) goto oom;
+    char e2[256];
+    if (rm_read_head(out, doc, e2, sizeof(e2))) goto oom;
+    out->head = doc;
     doc = NULL;
+    *info = (mg_info){.inputs = c.n, .shards = c.in[0].count, .machine_types = c.nt};
     rc = 0;
     goto done;
 oom:
     mg_err(&c.e, "out of memory");
 fail:
     snprintf(err, errlen, "%s", c.e.buf ? c.e.buf : "out of memory");
+    rm_free(out);
 done:
     free(refs);
     cJSON_Delete(doc);
@@ -769,58 +666,21 @@ done:
 
 /* ---- files ---- */
 
-int mg_write(const cJSON *doc, const char *dir, char *err, size_t errlen) {
+int mg_write(rm_model *m, const char *dir, char *err, size_t errlen) {
     if (ut_mkdirs(dir)) {
         snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
         return -1;
     }
-    char path[PATH_MAX];
-    char *text = cJSON_Print(doc);
-    if (!text) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    snprintf(path, sizeof(path), "%s/results.json", dir);
-    int rc = rs_write_atomic(path, text, strlen(text), err, errlen);
-    free(text);
-    if (rc) return rc;
+    if (rm_write(m, m->head, dir, err, errlen)) return -1;
     /* results.csv: bench run's columns, and the machine type last */
-    char *csv = NULL;
     size_t len = 0;
-    FILE *f = open_memstream(&csv, &len);
-    if (!f) {
+    char *csv = rm_csv(m, &len), path[PATH_MAX];
+    if (!csv) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    fprintf(f, "variant,label,key,metric,unit,n,median,mean,stddev,min,max,ci95_lo,ci95_hi,outliers,machine_type\n");
-    const cJSON *types = mg_get(doc, "machine_types"), *s;
-    cJSON_ArrayForEach(s, mg_get(doc, "summary")) {
-        const cJSON *m;
-        const char *tl = mg_str(cJSON_GetArrayItem(types, mg_int(s, "machine_type", 0)), "label");
-        cJSON_ArrayForEach(m, mg_get(s, "metrics")) {
-            const cJSON *ci = mg_get(m, "ci95");
-            double lo = cJSON_IsNumber(cJSON_GetArrayItem(ci, 0)) ? cJSON_GetArrayItem(ci, 0)->valuedouble : NAN;
-            double hi = cJSON_IsNumber(cJSON_GetArrayItem(ci, 1)) ? cJSON_GetArrayItem(ci, 1)->valuedouble : NAN;
-#define MG_NUM(k) (cJSON_IsNumber(mg_get(m, k)) ? mg_get(m, k)->valuedouble : NAN)
-            /* as bench run's: labels, keys and machine types quoted, any quote doubled */
-            fprintf(f, "%d,", mg_int(s, "variant", -1));
-            es_csv(f, mg_str(s, "label"), 1);
-            fputc(',', f);
-            es_csv(f, mg_str(s, "key"), 1);
-            fputc(',', f);
-            es_csv(f, m->string, 0);
-            fputc(',', f);
-            es_csv(f, mg_str(m, "unit"), 0);
-            fprintf(f, ",%d,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%d,", mg_int(m, "n", 0), MG_NUM("median"), MG_NUM("mean"),
-                    MG_NUM("stddev"), MG_NUM("min"), MG_NUM("max"), lo, hi, cJSON_GetArraySize(mg_get(m, "outliers")));
-            es_csv(f, tl, 1);
-            fputc('\n', f);
-#undef MG_NUM
-        }
-    }
-    fclose(f);
     snprintf(path, sizeof(path), "%s/results.csv", dir);
-    rc = csv ? rs_write_atomic(path, csv, len, err, errlen) : -1;
+    int rc = rs_write_atomic(path, csv, len, err, errlen);
     free(csv);
     return rc;
 }

@@ -22,12 +22,15 @@
  *   summary[]         one entry per variant and machine type: statistics never mix types;
  *   environment       the first input's (the build is common to all);
  *   merged            the inputs and the plan.
- * `bench plot` then draws one series per variant and machine type (resread.h).
+ * (machines, machine_types and merged come before runs: the head, rmodel.h.)
+ * `bench plot` then draws one series per variant and machine type (rmodel.h).
  */
 #ifndef BENCH_MERGE_H
 #define BENCH_MERGE_H
 
 #include <stddef.h>
+
+#include "harness/report/rmodel.h"
 
 struct cJSON;
 
@@ -37,13 +40,19 @@ typedef struct mg_opts {
     int partial;            /* missing or unfinished shards are allowed */
 } mg_opts;
 
-/* The inputs: results directories, results.json files, or directories whose subdirectories
- * hold results (every one, in name order). Returns 0 with *out (the caller deletes it), or
- * -1 with every problem found in err. */
-int mg_merge(const char *const *inputs, int n, const mg_opts *o, struct cJSON **out, char *err, size_t errlen);
+typedef struct mg_info {
+    int inputs, shards, machine_types;
+} mg_info;
 
-/* Writes DIR/results.json and DIR/results.csv (created as needed). */
-int mg_write(const struct cJSON *doc, const char *dir, char *err, size_t errlen);
+/* The inputs: results directories, results.json files, or directories whose subdirectories
+ * hold results (every one, in name order). Returns 0 with the merged model in *out (its head,
+ * records and summaries, as the results model of a run: rmodel.h; the caller frees it with
+ * rm_free) and what was merged in *info, or -1 with every problem found in err. */
+int mg_merge(const char *const *inputs, int n, const mg_opts *o, rm_model *out, mg_info *info, char *err,
+             size_t errlen);
+
+/* Writes DIR/results.json and DIR/results.csv of a merged model (created as needed). */
+int mg_write(rm_model *m, const char *dir, char *err, size_t errlen);
 
 /* A machine type of an environment object: id (16 hex digits) and a short label
  * ("AMD EPYC 7B13" or "Intel Xeon Platinum 8480+ + NVIDIA H100 80GB HBM3"). */

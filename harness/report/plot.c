@@ -129,16 +129,18 @@ static void pl_num(FILE *f, double x) {
 }
 
 static const cJSON *pl_get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
-static double pl_dbl(const cJSON *o, const char *k) {
-    const cJSON *x = pl_get(o, k);
-    return cJSON_IsNumber(x) ? x->valuedouble : NAN;
-}
 
 /* The first process of the first counted run of a variant. */
-static const cJSON *pl_first_proc(const rr_doc *d, const rr_variant *v) {
-    const cJSON *runs[1];
-    if (rr_counted_runs(d, v, runs, 1) < 1) return NULL;
-    return cJSON_GetArrayItem(pl_get(runs[0], "processes"), 0);
+static const rm_proc *pl_first_proc(const rr_doc *d, const rm_variant *v) {
+    const rm_run *runs[1];
+    if (rr_counted_runs(d, v, runs, 1) < 1 || runs[0]->nproc < 1) return NULL;
+    return &runs[0]->procs[0];
+}
+
+/* The timeline's standard columns, drawn by name; any other is a per-region column. */
+static int pl_std_col(const char *n) {
+    return !strcmp(n, "t_ms") || !strcmp(n, "rss_kib") || !strcmp(n, "anon_kib") || !strcmp(n, "file_kib") ||
+           !strcmp(n, "hwm_kib") || !strcmp(n, "shmem_kib") || !strcmp(n, "pss_kib");
 }
 
 /* ---- figure: RSS over time ---- */
@@ -154,65 +156,54 @@ static int pl_fig_rss(const rr_doc *d, FILE *f, FILE *b, int *h) {
     static const char *const known[] = {"weights", "model_file", "kv", "scratch"};
     for (int pass = 0; pass < 2; pass++)
         for (int i = 0; i < d->n; i++) {
-            const cJSON *one;
-            cJSON_ArrayForEach(one, pl_get(pl_first_proc(d, &d->v[i]), "phases")) {
-                const cJSON *r;
-                cJSON_ArrayForEach(r, pl_get(one, "regions_kib")) {
+            const rm_proc *p = pl_first_proc(d, &d->v[i]);
+            for (int h = 0; p && h < p->nph; h++)
+                for (int g = 0; g < p->ph[h].n; g++) {
+                    const char *rn = p->ph[h].r[g].name;
                     int isknown = 0, seen = 0;
-                    for (int q = 0; q < 4; q++) isknown |= !strcmp(known[q], r->string);
-                    if (!pl_is_region(r->string) || (pass == 0) != isknown) continue;
-                    for (int q = 0; q < nn; q++) seen |= !strcmp(names[q], r->string);
-                    if (!seen && nn < 8) snprintf(names[nn++], sizeof(names[0]), "%s", r->string);
+                    for (int q = 0; q < 4; q++) isknown |= !strcmp(known[q], rn);
+                    if (!pl_is_region(rn) || (pass == 0) != isknown) continue;
+                    for (int q = 0; q < nn; q++) seen |= !strcmp(names[q], rn);
+                    if (!seen && nn < 8) snprintf(names[nn++], sizeof(names[0]), "%s", rn);
                 }
-            }
         }
     for (int i = 0; i < d->n; i++) {
-        const cJSON *x;
-        cJSON_ArrayForEach(x, pl_get(pl_get(pl_first_proc(d, &d->v[i]), "timeline"), "rss_kib"))
-            if (cJSON_IsNumber(x) && x->valuedouble / 1024 > ymax) ymax = x->valuedouble / 1024;
+        const rm_proc *p = pl_first_proc(d, &d->v[i]);
+        const rm_col *rss = p ? rm_col_of(&p->timeline, "rss_kib") : NULL;
+        for (int k = 0; rss && k < rss->n; k++)
+            if (isfinite(rss->v[k]) && rss->v[k] / 1024 > ymax) ymax = rss->v[k] / 1024;
     }
     /* headroom above the highest RSS for the phase labels, so no label sits on a curve or a marker */
     fprintf(b, "  set yrange [0:%g]\n", ymax > 0 ? ymax * 1.32 : 1);
     for (int i = 0; i < d->n && panels < PL_MAX_PANELS; i++) {
-        const cJSON *p = pl_first_proc(d, &d->v[i]), *tl = pl_get(p, "timeline");
-        const cJSON *t = pl_get(tl, "t_ms");
-        if (!cJSON_IsArray(t) || cJSON_GetArraySize(t) < 2) continue;
+        const rm_proc *p = pl_first_proc(d, &d->v[i]);
+        const rm_cols *tl = p ? &p->timeline : NULL;
+        const rm_col *t = rm_col_of(tl, "t_ms");
+        if (!t || t->n < 2) continue;
         /* the standard columns, then any per-region column a newer timeline has */
         fprintf(f, "$tl%d << EOD\n# t_s rss anon file (MiB)", i);
-        const cJSON *col;
-        cJSON_ArrayForEach(col, tl) {
-            const char *n = col->string;
-            if (!strcmp(n, "t_ms") || !strcmp(n, "rss_kib") || !strcmp(n, "anon_kib") || !strcmp(n, "file_kib") ||
-                !strcmp(n, "hwm_kib") || !strcmp(n, "shmem_kib") || !strcmp(n, "pss_kib"))
-                continue;
-            fprintf(f, " %s", n);
-        }
+        for (int c = 0; c < tl->n; c++)
+            if (!pl_std_col(tl->c[c].name)) fprintf(f, " %s", tl->c[c].name);
         fputc('\n', f);
-        int n = cJSON_GetArraySize(t);
-        for (int k = 0; k < n; k++) {
-            double rss = cJSON_GetArrayItem(pl_get(tl, "rss_kib"), k) ? cJSON_GetArrayItem(pl_get(tl, "rss_kib"), k)->valuedouble : NAN;
-            pl_num(f, cJSON_GetArrayItem(t, k)->valuedouble / 1000);
-            pl_num(f, rss / 1024);
-            const cJSON *an = cJSON_GetArrayItem(pl_get(tl, "anon_kib"), k), *fi = cJSON_GetArrayItem(pl_get(tl, "file_kib"), k);
-            pl_num(f, an ? an->valuedouble / 1024 : NAN);
-            pl_num(f, fi ? fi->valuedouble / 1024 : NAN);
-            cJSON_ArrayForEach(col, tl) {
-                const char *cn = col->string;
-                if (!strcmp(cn, "t_ms") || !strcmp(cn, "rss_kib") || !strcmp(cn, "anon_kib") || !strcmp(cn, "file_kib") ||
-                    !strcmp(cn, "hwm_kib") || !strcmp(cn, "shmem_kib") || !strcmp(cn, "pss_kib"))
-                    continue;
-                const cJSON *x = cJSON_GetArrayItem(col, k);
-                pl_num(f, x ? x->valuedouble / 1024 : NAN);
-            }
+        const rm_col *rss = rm_col_of(tl, "rss_kib"), *an = rm_col_of(tl, "anon_kib"), *fi = rm_col_of(tl, "file_kib");
+        for (int k = 0; k < t->n; k++) {
+            pl_num(f, t->v[k] / 1000);
+            pl_num(f, rm_at(rss, k) / 1024);
+            pl_num(f, rm_at(an, k) / 1024);
+            pl_num(f, rm_at(fi, k) / 1024);
+            for (int c = 0; c < tl->n; c++)
+                if (!pl_std_col(tl->c[c].name)) pl_num(f, rm_at(&tl->c[c], k) / 1024);
             fputc('\n', f);
         }
         fprintf(f, "EOD\n");
         /* the named regions' resident MiB at each phase boundary, in the same columns in every panel */
-        const cJSON *ph = pl_get(p, "phases"), *one;
         fprintf(f, "$rg%d << EOD\n", i);
-        cJSON_ArrayForEach(one, ph) {
-            pl_num(f, pl_dbl(one, "t_ms") / 1000);
-            for (int q = 0; q < nn; q++) pl_num(f, pl_dbl(pl_get(pl_get(one, "regions_kib"), names[q]), "rss") / 1024);
+        for (int h = 0; h < p->nph; h++) {
+            pl_num(f, p->ph[h].t_ms / 1000);
+            for (int q = 0; q < nn; q++) {
+                const rm_region *g = rm_region_of(&p->ph[h], names[q]);
+                pl_num(f, g ? g->rss_kib / 1024 : NAN);
+            }
             fputc('\n', f);
         }
         fprintf(f, "EOD\n");
@@ -220,16 +211,15 @@ static int pl_fig_rss(const rr_doc *d, FILE *f, FILE *b, int *h) {
         fprintf(b, "  unset arrow\n  unset label\n  set title ");
         pl_quote(b, d->v[i].label);
         fprintf(b, "\n");
-        const cJSON *ev = pl_get(p, "events_ms");
-        static const char *const marks[][2] = {
-            {"load_end", "loaded"}, {"prefill_end", "first token"}, {"decode_end", "last token"}};
+        static const char *const marks[] = {"loaded", "first token", "last token"};
+        const double at[] = {p->ev_load_end, p->ev_prefill_end, p->ev_decode_end};
         for (int m = 0; m < 3; m++) {
-            double x = pl_dbl(ev, marks[m][0]);
+            double x = at[m];
             if (!isfinite(x)) continue;
             fprintf(b, "  set arrow from %.6g, graph 0 to %.6g, graph 1 nohead dt 2 lc rgb \"gray40\"\n", x / 1000, x / 1000);
             /* the last mark's label goes left of its line: to the right it would run into the
              * end-of-run markers and off the panel */
-            fprintf(b, "  set label \"%s\" at %.6g, graph %.2f %s textcolor rgb \"gray30\"\n", marks[m][1], x / 1000,
+            fprintf(b, "  set label \"%s\" at %.6g, graph %.2f %s textcolor rgb \"gray30\"\n", marks[m], x / 1000,
                     0.95 - 0.07 * m, m == 2 ? "right offset -0.3,0" : "left offset 0.3,0");
         }
         fprintf(b, "  plot $tl%d using 1:2 with lines lw 2 lc rgb \"black\" title \"RSS\", "
@@ -237,19 +227,18 @@ static int pl_fig_rss(const rr_doc *d, FILE *f, FILE *b, int *h) {
                    "'' using 1:4 with lines lw 1.5 lc rgb \"#1f77b4\" title \"file-backed\"",
                 i);
         int extra = 0;
-        cJSON_ArrayForEach(col, tl) {
-            const char *cn = col->string;
-            if (!strcmp(cn, "t_ms") || !strcmp(cn, "rss_kib") || !strcmp(cn, "anon_kib") || !strcmp(cn, "file_kib") ||
-                !strcmp(cn, "hwm_kib") || !strcmp(cn, "shmem_kib") || !strcmp(cn, "pss_kib"))
-                continue;
-            fprintf(b, ", '' using 1:%d with lines lw 1 dt 3 title \"%s\"", 5 + extra++, cn);
-        }
+        for (int c = 0; c < tl->n; c++)
+            if (!pl_std_col(tl->c[c].name))
+                fprintf(b, ", '' using 1:%d with lines lw 1 dt 3 title \"%s\"", 5 + extra++, tl->c[c].name);
         static const char *const pts[] = {"5", "7", "9", "11", "13", "4", "6", "8"};
         static const char *const cols[] = {"#2ca02c", "#17becf", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22"};
         for (int q = 0; q < nn; q++) {
             /* only the regions this variant has: pread has no model_file map, mmap no weights copy */
             int has = 0;
-            cJSON_ArrayForEach(one, ph) has |= isfinite(pl_dbl(pl_get(pl_get(one, "regions_kib"), names[q]), "rss"));
+            for (int h = 0; h < p->nph; h++) {
+                const rm_region *g = rm_region_of(&p->ph[h], names[q]);
+                has |= g && isfinite(g->rss_kib);
+            }
             if (!has) continue;
             fprintf(b, ", $rg%d using 1:%d with points pt %s ps 1.4 lc rgb \"%s\" title \"%s (at phase ends)\"", i, q + 2,
                     pts[q], cols[q], names[q]);
@@ -275,7 +264,7 @@ static int pl_fig_latency(const rr_doc *d, FILE *f, FILE *b) {
     double top[2] = {0, 0};
     fprintf(f, "$lat << EOD\n# x label ttft_mean lo hi median tpot_mean lo hi median (ms)\n");
     for (int i = 0; i < d->n; i++) {
-        const rr_variant *v = &d->v[i];
+        const rm_variant *v = &d->v[i];
         if (!rr_summary_metric(v, "ttft_ms") && !rr_summary_metric(v, "tpot_ms")) continue;
         fprintf(f, "%d ", i);
         pl_quote(f, v->label);
@@ -333,23 +322,21 @@ static int pl_fig_itl(const rr_doc *d, FILE *f, FILE *b) {
     FILE *pf = open_memstream(&plot, &plen);
     if (!pf) return -1;
     for (int i = 0; i < d->n; i++) {
-        const cJSON *runs[256];
+        const rm_run *runs[256];
         int nr = rr_counted_runs(d, &d->v[i], runs, 256);
         double *x = NULL;
         int n = 0, cap = 0;
         for (int r = 0; r < nr; r++) {
-            const cJSON *p;
-            cJSON_ArrayForEach(p, pl_get(runs[r], "processes")) {
-                const cJSON *t = pl_get(pl_get(p, "tokens"), "t_ms");
-                int nt = cJSON_GetArraySize(t);
-                for (int k = 1; k < nt; k++) {
+            for (int pi = 0; pi < runs[r]->nproc; pi++) {
+                const rm_col *t = &runs[r]->procs[pi].tokens;
+                for (int k = 1; k < t->n; k++) {
                     if (UT_VEC_RESERVE(x, cap, n + 1)) {
                         free(x);
                         fclose(pf);
                         free(plot);
                         return -1;
                     }
-                    x[n++] = cJSON_GetArrayItem(t, k)->valuedouble - cJSON_GetArrayItem(t, k - 1)->valuedouble;
+                    x[n++] = t->v[k] - t->v[k - 1];
                 }
             }
         }
@@ -483,13 +470,13 @@ static int pl_fig_alloc(const rr_doc *d, FILE *f, FILE *b) {
     for (int w = 0; w < MAXW; w++)
         for (int k = 0; k < MAXA; k++) med[w][k] = lo[w][k] = hi[w][k] = NAN;
     for (int i = 0; i < d->n; i++) {
-        const rr_variant *v = &d->v[i];
+        const rm_variant *v = &d->v[i];
         double m = rr_summary_num(v, "mod.aw.ns_per_op", "median");
         if (!isfinite(m) || !pl_key_axis(v->key, "workload", buf, sizeof(buf))) continue;
         int w = pl_intern(work, &nw, MAXW, buf);
         /* the allocator's label: the key's alloc value, or the variant label's first part */
         if (!pl_key_axis(v->key, "alloc", buf, sizeof(buf))) snprintf(buf, sizeof(buf), "%.*s", (int)strcspn(v->label, "/"), v->label);
-        /* a merge of several machine types (resread.h): one bar per allocator and type */
+        /* a merge of several machine types (rmodel.h): one bar per allocator and type */
         char mt[64], full[160];
         if (pl_key_axis(v->key, "machine", mt, sizeof(mt))) {
             snprintf(full, sizeof(full), "%s @ %s", buf, mt);
@@ -536,23 +523,8 @@ static int pl_fig_alloc(const rr_doc *d, FILE *f, FILE *b) {
 
 /* ---- figure: KV bytes against tokens ---- */
 
-static double pl_counter(const cJSON *p, const char *name) {
-    const cJSON *c;
-    cJSON_ArrayForEach(c, pl_get(p, "counters")) {
-        const cJSON *n = pl_get(c, "name");
-        if (cJSON_IsString(n) && !strcmp(n->valuestring, name)) return pl_dbl(c, "value");
-    }
-    return NAN;
-}
-
 /* A serving run's KV memory and concurrency over time, one colour per variant: the
  * scheduler's samples (harness/child/serve.h), not the phase boundaries. 0 when no variant served. */
-/* Item k of a number array; NAN when it is not there (a results.json edited by hand). */
-static double pl_at(const cJSON *arr, int k) {
-    const cJSON *x = cJSON_GetArrayItem(arr, k);
-    return cJSON_IsNumber(x) ? x->valuedouble : NAN;
-}
-
 static int pl_fig_kv_serve(const rr_doc *d, FILE *f, FILE *b) {
     static const char *const colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
     static const char *const cols[] = {"reserved_bytes", "live_bytes", "cached_bytes", "wasted_bytes", "running", "waiting"};
@@ -562,19 +534,18 @@ static int pl_fig_kv_serve(const rr_doc *d, FILE *f, FILE *b) {
     int drawn = 0;
     double ymax = 0, xmax = 0;
     for (int i = 0; mf && cf && i < d->n && drawn < PL_MAX_PANELS; i++) {
-        const cJSON *sv = pl_get(pl_first_proc(d, &d->v[i]), "serve"), *tl = pl_get(sv, "kv_timeline");
-        const cJSON *t = pl_get(tl, "t_ms");
-        int n = cJSON_GetArraySize(t);
-        double t0 = pl_dbl(sv, "start_ms");
-        if (!cJSON_IsArray(t) || n < 1 || !isfinite(t0)) continue;
+        const rm_proc *p = pl_first_proc(d, &d->v[i]);
+        const rm_cols *tl = p ? &p->serve_kv : NULL;
+        const rm_col *t = rm_col_of(tl, "t_ms");
+        double t0 = p ? p->serve_start_ms : NAN;
+        if (!t || t->n < 1 || !isfinite(t0)) continue;
         fprintf(f, "$sv%d << EOD\n# s_since_start reserved live cached wasted (MiB) running waiting\n", i);
-        for (int k = 0; k < n; k++) {
-            pl_num(f, (cJSON_GetArrayItem(t, k)->valuedouble - t0) / 1000);
+        for (int k = 0; k < t->n; k++) {
+            pl_num(f, (t->v[k] - t0) / 1000);
             for (int c = 0; c < 6; c++) {
-                const cJSON *x = cJSON_GetArrayItem(pl_get(tl, cols[c]), k);
-                double v = cJSON_IsNumber(x) ? x->valuedouble : NAN;
+                double v = rm_at(rm_col_of(tl, cols[c]), k);
                 if (c < 4 && v / 1048576 > ymax) ymax = v / 1048576;
-                xmax = fmax(xmax, (cJSON_GetArrayItem(t, k)->valuedouble - t0) / 1000);
+                xmax = fmax(xmax, (t->v[k] - t0) / 1000);
                 pl_num(f, c < 4 ? v / 1048576 : v);
             }
             fputc('\n', f);
@@ -649,12 +620,11 @@ static int pl_fig_kv(const rr_doc *d, FILE *f, FILE *b) {
     FILE *pf = open_memstream(&plot, &plen);
     if (!pf) return -1;
     for (int i = 0; i < d->n && ng < PL_MAX_PANELS; i++) {
-        const cJSON *p = pl_first_proc(d, &d->v[i]);
-        double used = pl_counter(p, "kv.bytes_used"), reserved_end = pl_counter(p, "kv.bytes_reserved");
-        const cJSON *ph = pl_get(p, "phases");
-        if (!isfinite(used) || !ph) continue;
-        double prompt = pl_dbl(p, "prompt_tokens");
-        int ntok = cJSON_GetArraySize(pl_get(pl_get(p, "tokens"), "t_ms"));
+        const rm_proc *p = pl_first_proc(d, &d->v[i]);
+        double used = rm_counter(p, "kv.bytes_used"), reserved_end = rm_counter(p, "kv.bytes_reserved");
+        if (!isfinite(used) || !p->nph) continue;
+        double prompt = p->prompt_tokens;
+        int ntok = p->tokens.n;
         if (!isfinite(prompt)) prompt = 0;
         /* positions in the cache: the prompt, then every decoded token but the last, which is never fed back */
         double pos_end = prompt + (ntok > 0 ? ntok - 1 : 0);
@@ -670,20 +640,21 @@ static int pl_fig_kv(const rr_doc *d, FILE *f, FILE *b) {
             continue;
         }
         /* the worker's samples where the reserve moved (a dynamic cache's steps), when it sent them */
-        const cJSON *tl = pl_get(p, "kv_timeline"), *tt = pl_get(tl, "tokens");
-        int nt = cJSON_GetArraySize(tt);
-        for (int k = 0; cJSON_IsArray(tt) && k < nt; k++) {
-            double res = pl_at(pl_get(tl, "reserved_bytes"), k) / 1048576, live = pl_at(pl_get(tl, "live_bytes"), k) / 1048576;
-            fprintf(f, "%g", pl_at(tt, k));
+        const rm_col *tt = rm_col_of(&p->kv, "tokens");
+        int nt = tt ? tt->n : 0;
+        for (int k = 0; k < nt; k++) {
+            double res = rm_at(rm_col_of(&p->kv, "reserved_bytes"), k) / 1048576;
+            double live = rm_at(rm_col_of(&p->kv, "live_bytes"), k) / 1048576;
+            fprintf(f, "%g", rm_at(tt, k));
             pl_num(f, res);
             pl_num(f, NAN);
             pl_num(f, live);
             pl_num(f, res - live);
             fputc('\n', f);
         }
-        for (int k = 0; k < 3 && !(cJSON_IsArray(tt) && nt > 0); k++) {
-            const cJSON *kv = pl_get(pl_get(pl_get(ph, phn[k]), "regions_kib"), "kv");
-            double res = kv ? pl_dbl(kv, "size") / 1024 : NAN, rss = kv ? pl_dbl(kv, "rss") / 1024 : NAN;
+        for (int k = 0; k < 3 && !nt; k++) {
+            const rm_region *kv = rm_region_of(rm_phase_of(p, phn[k]), "kv");
+            double res = kv ? kv->size_kib / 1024 : NAN, rss = kv ? kv->rss_kib / 1024 : NAN;
             if (k == 2 && !isfinite(res) && isfinite(reserved_end)) res = reserved_end / 1048576;
             double live = per_pos * tok[k] / 1048576;
             fprintf(f, "%g", tok[k]);
@@ -696,7 +667,7 @@ static int pl_fig_kv(const rr_doc *d, FILE *f, FILE *b) {
         fclose(f);
         f = outer;
         with_data++;
-        int steps = cJSON_IsArray(tt) && nt > 0, same = -1;
+        int steps = nt > 0, same = -1;
         for (int g2 = 0; g2 < ng && same < 0; g2++)
             if (grp[g2].steps == steps && grp[g2].len == blen && !memcmp(grp[g2].data, blk, blen)) same = g2;
         if (same >= 0) {
@@ -821,8 +792,8 @@ static int pl_group_of(const char *metric) {
 
 /* report.html's title, description, status, date and commit */
 static void pl_html_head(FILE *f, const rr_doc *d) {
-    const cJSON *scen = pl_get(d->root, "scenario"), *aw = pl_get(scen, "as_written");
-    const cJSON *desc = pl_get(aw, "description"), *status = pl_get(d->root, "status");
+    const cJSON *scen = pl_get(rm_head(d), "scenario"), *aw = pl_get(scen, "as_written");
+    const cJSON *desc = pl_get(aw, "description");
     fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>bench: ");
     pl_html_text(f, d->scenario);
     fprintf(f, "</title>\n<style>\nbody{font-family:sans-serif;margin:1.5em;max-width:1200px}"
@@ -835,7 +806,7 @@ static void pl_html_head(FILE *f, const rr_doc *d) {
     if (cJSON_IsString(desc)) pl_html_text(f, desc->valuestring);
     /* every field is results.json's, which anyone may have written: escaped, as the rest */
     fprintf(f, "</p>\n<p>status <b>");
-    pl_html_text(f, cJSON_IsString(status) ? status->valuestring : "?");
+    pl_html_text(f, d->status[0] ? d->status : "?");
     fprintf(f, "</b>, written ");
     pl_html_text(f, d->written);
     if (d->sha[0]) {
@@ -886,10 +857,7 @@ static void pl_html_figures(FILE *f, const rr_doc *d, const char *plots, int hav
     }
     /* why there are none: gnuplot only when it is the reason */
     int counted = 0;
-    for (int i = 0; i < d->n; i++) {
-        const cJSON *rc = pl_get(d->v[i].summary, "repetitions_counted");
-        counted += cJSON_IsNumber(rc) ? rc->valueint : 0;
-    }
+    for (int i = 0; i < d->n; i++) counted += d->v[i].counted;
     if (!figs && !have_gnuplot)
         fprintf(f, "<p>No figures: gnuplot was not found when this report was written "
                    "(install gnuplot-nox, then <code>bench plot DIR</code>).</p>\n");
@@ -913,39 +881,38 @@ static void pl_html_summary(FILE *f, const rr_doc *d) {
     fprintf(f, "</tr>\n<tr><td>repetitions counted</td>");
     int min_reps = INT_MAX;
     for (int i = 0; i < d->n; i++) {
-        const cJSON *rc = pl_get(d->v[i].summary, "repetitions_counted");
-        int n = cJSON_IsNumber(rc) ? rc->valueint : 0;
+        int n = d->v[i].counted;
         min_reps = n < min_reps ? n : min_reps;
         fprintf(f, "<td class=\"n\">%d</td>", n);
     }
     fprintf(f, "</tr>\n");
     /* every metric of any variant (mmap's model file map is not among pread's), once */
     int all = 0;
-    for (int i = 0; i < d->n; i++) all += cJSON_GetArraySize(pl_get(d->v[i].summary, "metrics"));
-    const cJSON **uniq = calloc((size_t)(all ? all : 1), sizeof(*uniq)), **order = calloc((size_t)(all ? all : 1), sizeof(*order));
+    for (int i = 0; i < d->n; i++) all += d->v[i].n;
+    const rm_metric **uniq = calloc((size_t)(all ? all : 1), sizeof(*uniq)), **order = calloc((size_t)(all ? all : 1), sizeof(*order));
     int nu = 0, nm = 0;
     if (uniq && order) {
-        const cJSON *m;
         for (int i = 0; i < d->n; i++)
-            cJSON_ArrayForEach(m, pl_get(d->v[i].summary, "metrics")) {
-                int seen = 0;
-                for (int q = 0; q < nu && !seen; q++) seen = !strcmp(uniq[q]->string, m->string);
+            for (int k = 0; k < d->v[i].n; k++) {
+                const rm_metric *m = &d->v[i].m[k];
+                int seen = !m->summarized;
+                for (int q = 0; q < nu && !seen; q++) seen = !strcmp(uniq[q]->name, m->name);
                 if (!seen) uniq[nu++] = m;
             }
         /* rows of the terminal table in its order, then the rest in first-seen order */
         for (int rank = 0; rs_metric_title_at(rank); rank++)
             for (int q = 0; q < nu; q++)
-                if (rs_metric_rank(uniq[q]->string) == rank) order[nm++] = uniq[q];
+                if (rs_metric_rank(uniq[q]->name) == rank) order[nm++] = uniq[q];
         /* the rest by group, each in first-seen order */
         for (int gr = 0; pl_groups[gr].title; gr++)
             for (int q = 0; q < nu; q++)
-                if (rs_metric_rank(uniq[q]->string) < 0 && pl_group_of(uniq[q]->string) == gr) order[nm++] = uniq[q];
+                if (rs_metric_rank(uniq[q]->name) < 0 && pl_group_of(uniq[q]->name) == gr) order[nm++] = uniq[q];
     }
     free(uniq);
     int named = 0, group = -1;
-    while (named < nm && rs_metric_rank(order[named]->string) >= 0) named++;
+    while (named < nm && rs_metric_rank(order[named]->name) >= 0) named++;
     for (int k = 0; k < nm; k++) {
-        const cJSON *m = order[k];
+        const rm_metric *m = order[k];
         if (k == named) {
             /* the table's rows stay in view; the other metrics fold away under their groups */
             fprintf(f, "</table>\n<details id=\"more-metrics\"><summary>%d more metrics, by group, under their "
@@ -958,20 +925,19 @@ static void pl_html_summary(FILE *f, const rr_doc *d) {
             }
             fprintf(f, "</tr>\n");
         }
-        if (k >= named && pl_group_of(m->string) != group) {
-            group = pl_group_of(m->string);
+        if (k >= named && pl_group_of(m->name) != group) {
+            group = pl_group_of(m->name);
             int in = 0;
-            for (int q = k; q < nm && pl_group_of(order[q]->string) == group; q++) in++;
+            for (int q = k; q < nm && pl_group_of(order[q]->name) == group; q++) in++;
             fprintf(f, "<tr class=\"group\"><th colspan=\"%d\" style=\"text-align:left\">%s (%d)</th></tr>\n", d->n + 1,
                     pl_groups[group].title, in);
         }
-        const cJSON *u = pl_get(m, "unit");
-        const char *unit = cJSON_IsString(u) ? u->valuestring : "";
-        const char *title = rs_metric_title(m->string);
+        const char *unit = m->unit;
+        const char *title = rs_metric_title(m->name);
         fprintf(f, "<tr%s><td title=\"", title ? "" : " class=\"extra\"");
-        pl_html_text(f, m->string);
+        pl_html_text(f, m->name);
         fprintf(f, "\">");
-        pl_html_text(f, title ? title : m->string);
+        pl_html_text(f, title ? title : m->name);
         if (*unit) {
             fprintf(f, " (");
             pl_html_text(f, unit);
@@ -979,14 +945,13 @@ static void pl_html_summary(FILE *f, const rr_doc *d) {
         }
         fprintf(f, "</td>");
         for (int i = 0; i < d->n; i++) {
-            double med = rr_summary_num(&d->v[i], m->string, "median");
-            double lo = rr_summary_num(&d->v[i], m->string, "ci_lo"), hi = rr_summary_num(&d->v[i], m->string, "ci_hi");
-            double n = rr_summary_num(&d->v[i], m->string, "n");
-            char cell[96];
-            rs_fmt_value(cell, sizeof(cell), med, isfinite(lo) && isfinite(hi) ? (hi - lo) / 2 : 0,
-                         isfinite(n) ? (int)n : 0, unit);
+            const rm_metric *x = rr_summary_metric(&d->v[i], m->name);
+            char cell[96] = "-";
+            if (x)
+                rs_fmt_value(cell, sizeof(cell), x->st.median,
+                             isfinite(x->st.ci_lo) && isfinite(x->st.ci_hi) ? (x->st.ci_hi - x->st.ci_lo) / 2 : 0, x->st.n, unit);
             fprintf(f, "<td class=\"n\" data-metric=\"");
-            pl_html_text(f, m->string);
+            pl_html_text(f, m->name);
             fprintf(f, "\" data-variant=\"");
             pl_html_text(f, d->v[i].key);
             fprintf(f, "\">");
@@ -1005,7 +970,7 @@ static void pl_html_summary(FILE *f, const rr_doc *d) {
         fprintf(f, "</p>\n");
     }
     char busy[512];
-    rs_busy_note_json(busy, sizeof(busy), pl_get(d->root, "runs"));
+    rm_busy_note(d, busy, sizeof(busy));
     if (busy[0]) {
         fprintf(f, "<p id=\"busy-machine\" style=\"color:#a00\"><b>");
         pl_html_text(f, busy);
@@ -1015,8 +980,8 @@ static void pl_html_summary(FILE *f, const rr_doc *d) {
 
 /* the environment and the scenario as written, and the script that reports decoded images */
 static void pl_html_tail(FILE *f, const rr_doc *d) {
-    const cJSON *scen = pl_get(d->root, "scenario");
-    char *envs = cJSON_Print(pl_get(d->root, "environment"));
+    const cJSON *scen = pl_get(rm_head(d), "scenario");
+    char *envs = cJSON_Print(pl_get(rm_head(d), "environment"));
     char *scs = cJSON_Print(scen ? scen : NULL);
     fprintf(f, "<h2>Environment</h2>\n<pre id=\"environment\">");
     pl_html_text(f, envs ? envs : "(none)");
@@ -1108,6 +1073,21 @@ static void pl_defang_json(cJSON *j) {
 
 static void pl_defang(rr_doc *d) {
     pl_defang_json(d->root);
+    pl_defang_json(d->head);
+    for (int r = 0; r < d->n_runs; r++)
+        for (int pi = 0; pi < d->runs[r].nproc; pi++) {
+            const rm_cols *cs[] = {&d->runs[r].procs[pi].timeline, &d->runs[r].procs[pi].serve_kv};
+            for (int c = 0; c < 2; c++)
+                for (int k = 0; k < cs[c]->n; k++) pl_defang_str(cs[c]->c[k].name);
+            for (int h = 0; h < d->runs[r].procs[pi].nph; h++)
+                for (int g = 0; g < d->runs[r].procs[pi].ph[h].n; g++) pl_defang_str(d->runs[r].procs[pi].ph[h].r[g].name);
+        }
+    char *head[] = {d->scenario, d->status, d->written, d->sha, d->only};
+    for (size_t k = 0; k < sizeof(head) / sizeof(head[0]); k++) pl_defang_str(head[k]);
+    for (int i = 0; i < d->n; i++) {
+        pl_defang_str(d->v[i].key);
+        pl_defang_str(d->v[i].label);
+    }
     for (int i = 0; i < d->n; i++)
         for (int k = 0; k < d->v[i].n; k++) {
             pl_defang_str(d->v[i].m[k].name);
@@ -1173,20 +1153,15 @@ int pl_results(rr_doc *d, int *n_figures, char *err, size_t errlen) {
     return pl_report(d, plots, have_gnuplot, err, errlen);
 }
 
-int pl_after_run(const char *dir) {
+int pl_after_run(rr_doc *d) {
     const char *term;
     if (!pl_gnuplot_found(&term)) {
-        fprintf(stderr, "bench run: gnuplot not found, so no figures (install gnuplot-nox, then: bench plot %s)\n", dir);
+        fprintf(stderr, "bench run: gnuplot not found, so no figures (install gnuplot-nox, then: bench plot %s)\n", d->dir);
         return 0;
     }
-    rr_doc d;
     char err[1024];
-    int n = 0, rc = rr_load(dir, &d, err, sizeof(err));
-    if (!rc) {
-        rc = pl_results(&d, &n, err, sizeof(err));
-        rr_free(&d);
-    }
+    int n = 0, rc = pl_results(d, &n, err, sizeof(err));
     if (rc) fprintf(stderr, "bench run: figures: %s\n", err);
-    else fprintf(stderr, "bench run: %d figure%s in %s/plots, report in %s/report.html\n", n, n == 1 ? "" : "s", dir, dir);
+    else fprintf(stderr, "bench run: %d figure%s in %s/plots, report in %s/report.html\n", n, n == 1 ? "" : "s", d->dir, d->dir);
     return rc;
 }

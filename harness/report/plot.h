@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "harness/report/resread.h"
+#include "harness/report/rmodel.h"
 
 /* 1 when gnuplot can be run. *term gets "pngcairo" or "png" (no cairo). */
 int pl_gnuplot_found(const char **png_term);
@@ -40,9 +40,11 @@ void pl_quote(FILE *f, const char *s);
  * characters, which would let a results.json run commands in gnuplot, become harmless. */
 int pl_results(rr_doc *d, int *n_figures, char *err, size_t errlen);
 
-/* bench run's last step: the figures and report of DIR when gnuplot is found, else one line
- * saying so; a failure is reported on stderr and does not fail the run. */
-int pl_after_run(const char *dir);
+/* bench run's last step: the figures and report of the run's own model (d->dir its folder;
+ * nothing read back from results.json) when gnuplot is found, else one line saying so; a
+ * failure is reported on stderr and does not fail the run. d's strings are defanged as by
+ * pl_results: call it after the last write. */
+int pl_after_run(rr_doc *d);
 
 /* The figures' file stems, NULL-terminated, in report order. */
 extern const char *const pl_figure_names[];

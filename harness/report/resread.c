@@ -1,5 +1,5 @@
-/* Reading results.json back into per-variant series of raw values. */
-#include "harness/report/resread.h"
+/* Reading results.json back into the results model (rmodel.h): the one walk of the schema. */
+#include "harness/report/rmodel.h"
 #include "util/ut_fs.h"
 #include "util/ut_vec.h"
 
@@ -20,70 +20,22 @@ char *rr_slurp(const char *path, size_t *len, char *err, size_t errlen) {
     return buf;
 }
 
-static const char *rr_str(const cJSON *o, const char *k) {
-    const cJSON *s = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsString(s) ? s->valuestring : NULL;
-}
-
-static rr_series *rr_series_get(rr_variant *v, const char *name) {
-    for (int i = 0; i < v->n; i++)
-        if (!strcmp(v->m[i].name, name)) return &v->m[i];
-    if (UT_VEC_RESERVE(v->m, v->cap, v->n + 1)) return NULL;
-    rr_series *s = &v->m[v->n];
-    *s = (rr_series){.name = strdup(name), .unit = strdup("")};
-    if (!s->name || !s->unit) {
-        free(s->name);
-        free(s->unit);
-        return NULL;
-    }
-    v->n++;
-    return s;
-}
-
-static int rr_push(rr_series *s, double x) {
-    if (UT_VEC_RESERVE(s->v, s->cap, s->n + 1)) return -1;
-    s->v[s->n++] = x;
+/* The records, each by the one reader of a record (rm_record). */
+static int rr_records(rm_model *d, const cJSON *runs) {
+    int n = cJSON_GetArraySize(runs);
+    d->runs = calloc((size_t)(n ? n : 1), sizeof(*d->runs));
+    if (!d->runs) return -1;
+    const cJSON *r;
+    cJSON_ArrayForEach(r, runs) if (rm_record(r, &d->runs[d->n_runs++])) return -1;
     return 0;
 }
 
-/* Adds every numeric member of a metrics object to the variant's series. */
-static int rr_add_metrics(rr_variant *v, const cJSON *metrics) {
-    const cJSON *m;
-    cJSON_ArrayForEach(m, metrics) {
-        if (!cJSON_IsNumber(m) || !m->string) continue;
-        rr_series *s = rr_series_get(v, m->string);
-        if (!s || rr_push(s, m->valuedouble)) return -1;
-    }
-    return 0;
-}
-
-void rr_free(rr_doc *d) {
-    if (!d) return;
-    for (int i = 0; i < d->n; i++) {
-        for (int j = 0; j < d->v[i].n; j++) {
-            free(d->v[i].m[j].name);
-            free(d->v[i].m[j].unit);
-            free(d->v[i].m[j].v);
-        }
-        free(d->v[i].m);
-        free(d->v[i].owned);
-    }
-    free(d->v);
-    cJSON_Delete(d->root);
-    memset(d, 0, sizeof(*d));
-}
-
-/* 1 when a run or summary entry is of machine type t (-1: any). */
-static int rr_type_is(const cJSON *o, int t) {
-    if (t < 0) return 1;
-    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, "machine_type");
-    return cJSON_IsNumber(x) && x->valueint == t;
-}
+/* ---- the summaries ---- */
 
 /* The metric's declared class, better direction and tolerance (summary.metrics.<name>), where
- * the file has them; a file written before declarations has none (s->declared stays 0). */
-static int rr_read_decl(const cJSON *mo, rr_series *s, const char *file, const char *key, char *err, size_t errlen) {
-    const cJSON *c = cJSON_GetObjectItemCaseSensitive(mo, "class");
+ * the file has them; a file written before declarations has none (declared stays 0). */
+static int rr_read_decl(const cJSON *mo, rm_metric *s, const char *file, const char *key, char *err, size_t errlen) {
+    const cJSON *c = rm_json_get(mo, "class");
     if (!c) return 0;
     int cls = cJSON_IsString(c) ? mc_class_parse(c->valuestring) : -1;
     if (cls < 0) {
@@ -91,14 +43,14 @@ static int rr_read_decl(const cJSON *mo, rr_series *s, const char *file, const c
                  key, s->name);
         return -1;
     }
-    const cJSON *bt = cJSON_GetObjectItemCaseSensitive(mo, "better");
+    const cJSON *bt = rm_json_get(mo, "better");
     int better = 0;
     if (bt && (!cJSON_IsString(bt) || mc_better_parse(bt->valuestring, &better))) {
         snprintf(err, errlen, "%s: summary of %s: metrics.%s.better: expected higher, lower or none", file, key, s->name);
         return -1;
     }
     s->decl = mc_declare((mc_class)cls, better);
-    const cJSON *tol = cJSON_GetObjectItemCaseSensitive(mo, "tolerance");
+    const cJSON *tol = rm_json_get(mo, "tolerance");
     if (tol) {
         const cJSON *rel = cJSON_GetArrayItem(tol, 0), *abs_ = cJSON_GetArrayItem(tol, 1);
         if (!cJSON_IsArray(tol) || cJSON_GetArraySize(tol) != 2 || !cJSON_IsNumber(rel) || !cJSON_IsNumber(abs_) ||
@@ -114,172 +66,176 @@ static int rr_read_decl(const cJSON *mo, rr_series *s, const char *file, const c
     return 0;
 }
 
-int rr_load(const char *path, rr_doc *out, char *err, size_t errlen) {
-    memset(out, 0, sizeof(*out));
-    char file[4200];
+/* One summary entry's figures into its metrics: unit, class, statistics. A metric the summary
+ * has and no counted run had (callgrind's instructions, accuracy) is added with no values. */
+static int rr_summary(rm_variant *v, const cJSON *sum, const char *file, char *err, size_t errlen) {
+    v->counted = rm_json_int(sum, "repetitions_counted", 0);
+    v->failed = rm_json_int(sum, "repetitions_failed", 0);
+    v->invalid = rm_json_int(sum, "repetitions_invalid", 0);
+    const cJSON *mo;
+    cJSON_ArrayForEach(mo, rm_json_get(sum, "metrics")) {
+        if (!mo->string) continue;
+        rm_metric *x = (rm_metric *)rr_summary_metric(v, mo->string);
+        for (int i = 0; !x && i < v->n; i++)
+            if (!strcmp(v->m[i].name, mo->string)) x = &v->m[i];
+        if (!x) {
+            if (UT_VEC_RESERVE(v->m, v->cap, v->n + 1)) goto oom;
+            x = &v->m[v->n];
+            *x = (rm_metric){.name = strdup(mo->string), .unit = strdup("")};
+            v->n++;
+            if (!x->name || !x->unit) goto oom;
+        }
+        const char *unit = rm_json_str(mo, "unit");
+        if (unit) {
+            char *u = strdup(unit);
+            if (!u) goto oom;
+            free(x->unit);
+            x->unit = u;
+        }
+        if (rr_read_decl(mo, x, file, v->key, err, errlen)) return -1;
+        const cJSON *ci = rm_json_get(mo, "ci95"), *lo = cJSON_GetArrayItem(ci, 0), *hi = cJSON_GetArrayItem(ci, 1);
+        x->st = (st_summary){.n = rm_json_int(mo, "n", 0), .median = rm_json_num(mo, "median"), .mean = rm_json_num(mo, "mean"),
+                             .stddev = rm_json_num(mo, "stddev"), .min = rm_json_num(mo, "min"), .max = rm_json_num(mo, "max"),
+                             .ci_lo = cJSON_IsNumber(lo) ? lo->valuedouble : NAN,
+                             .ci_hi = cJSON_IsNumber(hi) ? hi->valuedouble : NAN,
+                             .n_outliers = cJSON_GetArraySize(rm_json_get(mo, "outliers"))};
+        x->summarized = 1;
+    }
+    return 0;
+oom:
+    snprintf(err, errlen, "%s: out of memory", file);
+    return -1;
+}
+
+/* 1 when a summary entry is of machine type t (-1: any). */
+static int rr_type_is(const cJSON *o, int t) { return t < 0 || rm_json_int(o, "machine_type", -1) == t; }
+
+/* The key and label of variant var (of machine type t, whose label is tl, in a merge of types). */
+static int rr_names(rm_variant *v, const char *key, const char *label, int t, const char *tl) {
+    if (t < 0) {
+        v->key = strdup(key);
+        v->label = strdup(label);
+    } else {
+        size_t nk = strlen(key) + strlen(tl) + 10, nl = strlen(label) + strlen(tl) + 4;
+        if ((v->key = malloc(nk))) snprintf(v->key, nk, "%s,machine=%s", key, tl);
+        if ((v->label = malloc(nl))) snprintf(v->label, nl, "%s @ %s", label, tl);
+    }
+    return v->key && v->label ? 0 : -1;
+}
+
+/* One variant (of machine type t): the raw values of its counted records, then its summary. */
+static int rr_one_variant(rm_model *d, const cJSON *var, const cJSON *sums, int t, const cJSON *types, int pos, char *err,
+                      size_t errlen) {
+    const cJSON *idx = rm_json_get(var, "index");
+    const char *key = rm_json_str(var, "key"), *label = rm_json_str(var, "label");
+    if (!cJSON_IsNumber(idx) || !key || !label) {
+        snprintf(err, errlen, "%s: .variants[%d]: expected index, key and label", d->file, pos);
+        return -1;
+    }
+    const cJSON *sum = NULL, *s;
+    cJSON_ArrayForEach(s, sums)
+        if (rm_json_int(s, "variant", -1) == idx->valueint && rr_type_is(s, t)) sum = s;
+    rm_variant *v = &d->v[d->n++];
+    *v = (rm_variant){.variant = idx->valueint, .machine_type = t};
+    const char *tl = t >= 0 ? rm_json_str(cJSON_GetArrayItem(types, t), "label") : NULL;
+    if (rr_names(v, key, label, t, tl ? tl : "")) goto oom;
+    for (int ri = 0; ri < d->n_runs; ri++) {
+        const rm_run *r = &d->runs[ri];
+        if (r->variant != v->variant || (t >= 0 && r->machine_type != t)) continue;
+        v->warmups += r->warmup;
+        if (!r->counted) continue;
+        for (int k = 0; k < r->metrics.n; k++)
+            if (rm_add_value(v, r->metrics.name[k], "", MT_INFO, r->metrics.v[k], ri, -1)) goto oom;
+        for (int pi = 0; pi < r->nproc; pi++)
+            for (int k = 0; k < r->procs[pi].metrics.n; k++)
+                if (rm_add_value(v, r->procs[pi].metrics.name[k], "", MT_INFO, r->procs[pi].metrics.v[k], ri, pi)) goto oom;
+    }
+    for (int k = 0; k < v->n; k++) v->m[k].declared = 0; /* until the summary says */
+    if (!sum && !v->n) { /* not selected in this run, or never on this machine type */
+        free(v->key);
+        free(v->label);
+        d->n--;
+        return 0;
+    }
+    return sum ? rr_summary(v, sum, d->file, err, errlen) : 0;
+oom:
+    snprintf(err, errlen, "%s: out of memory", d->file);
+    return -1;
+}
+
+/* DIR/results.json, or the file itself, into d->file and d->dir; 0, or -1 with the error. */
+static int rr_paths(const char *path, rm_model *d, char *err, size_t errlen) {
     struct stat st;
     if (stat(path, &st)) {
         snprintf(err, errlen, "%s: %s (expected a results directory or its results.json)", path, strerror(errno));
         return -1;
     }
+    snprintf(d->dir, sizeof(d->dir), "%s", path);
     if (S_ISDIR(st.st_mode)) {
-        snprintf(out->dir, sizeof(out->dir), "%s", path);
-        snprintf(file, sizeof(file), "%s/results.json", path);
-    } else {
-        snprintf(file, sizeof(file), "%s", path);
-        snprintf(out->dir, sizeof(out->dir), "%s", path);
-        char *slash = strrchr(out->dir, '/');
-        if (slash) *slash = 0;
-        else snprintf(out->dir, sizeof(out->dir), ".");
+        snprintf(d->file, sizeof(d->file), "%s/results.json", path);
+        return 0;
     }
-    snprintf(out->file, sizeof(out->file), "%s", file);
-    char *text = rr_slurp(file, NULL, err, errlen);
+    snprintf(d->file, sizeof(d->file), "%s", path);
+    char *slash = strrchr(d->dir, '/');
+    if (slash) *slash = 0;
+    else snprintf(d->dir, sizeof(d->dir), ".");
+    return 0;
+}
+
+/* The labels of a merge's machine types (machine_types[].label). */
+static int rr_types(rm_model *d, const cJSON *types) {
+    int nt = cJSON_GetArraySize(types);
+    if (!nt) return 0;
+    if (!(d->types = calloc((size_t)nt, sizeof(*d->types)))) return -1;
+    const cJSON *t;
+    cJSON_ArrayForEach(t, types) {
+        const char *l = rm_json_str(t, "label");
+        if (!(d->types[d->n_types++] = strdup(l ? l : ""))) return -1;
+    }
+    return 0;
+}
+
+int rr_read(rm_model *out, char *err, size_t errlen) {
+    if (rm_read_head(out, out->root, err, errlen)) return -1;
+    const cJSON *vars = rm_json_get(out->root, "variants"), *runs = rm_json_get(out->root, "runs"), *sums = rm_json_get(out->root, "summary");
+    if (!cJSON_IsArray(vars) || !cJSON_IsArray(runs) || !cJSON_IsArray(sums)) {
+        snprintf(err, errlen, "%s: expected arrays .variants, .runs and .summary", out->file);
+        return -1;
+    }
+    /* a merge of several machine types: one variant per scenario variant and type */
+    const cJSON *types = rm_json_get(out->root, "machine_types");
+    int nt = cJSON_GetArraySize(types) > 1 ? cJSON_GetArraySize(types) : 0;
+    int nv = cJSON_GetArraySize(vars) * (nt ? nt : 1);
+    out->v = calloc((size_t)(nv ? nv : 1), sizeof(*out->v));
+    if (rr_records(out, runs) || rr_types(out, types) || !out->v) {
+        snprintf(err, errlen, "%s: out of memory", out->file);
+        return -1;
+    }
+    out->cap = nv;
+    const cJSON *var;
+    int pos = 0;
+    cJSON_ArrayForEach(var, vars) {
+        for (int t = nt ? 0 : -1; t < nt; t++)
+            if (rr_one_variant(out, var, sums, t, types, pos, err, errlen)) return -1;
+        pos++;
+    }
+    return 0;
+}
+
+int rr_load(const char *path, rm_model *out, char *err, size_t errlen) {
+    memset(out, 0, sizeof(*out));
+    if (rr_paths(path, out, err, errlen)) return -1;
+    char *text = rr_slurp(out->file, NULL, err, errlen);
     if (!text) return -1;
     out->root = cJSON_Parse(text);
     free(text);
     if (!out->root) {
-        snprintf(err, errlen, "%s: not valid JSON", file);
-        return -1;
-    }
-    const char *schema = rr_str(out->root, "schema");
-    if (!schema || strncmp(schema, "bench-results/", 14)) {
-        snprintf(err, errlen, "%s: .schema: expected \"bench-results/N\", found %s", file, schema ? schema : "none");
+        snprintf(err, errlen, "%s: not valid JSON", out->file);
         goto err;
     }
-    const cJSON *scen = cJSON_GetObjectItemCaseSensitive(out->root, "scenario");
-    out->scenario = rr_str(scen, "name");
-    if (!out->scenario) {
-        snprintf(err, errlen, "%s: .scenario.name: expected a string", file);
-        goto err;
-    }
-    const cJSON *git = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(out->root, "environment"), "git");
-    out->sha = rr_str(git, "sha");
-    if (!out->sha) out->sha = "";
-    out->dirty = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(git, "dirty"));
-    out->written = rr_str(out->root, "written");
-    if (!out->written) out->written = "";
-
-    const cJSON *vars = cJSON_GetObjectItemCaseSensitive(out->root, "variants");
-    const cJSON *runs = cJSON_GetObjectItemCaseSensitive(out->root, "runs");
-    const cJSON *sums = cJSON_GetObjectItemCaseSensitive(out->root, "summary");
-    if (!cJSON_IsArray(vars) || !cJSON_IsArray(runs) || !cJSON_IsArray(sums)) {
-        snprintf(err, errlen, "%s: expected arrays .variants, .runs and .summary", file);
-        goto err;
-    }
-    /* a merge of several machine types: one variant per scenario variant and type */
-    const cJSON *types = cJSON_GetObjectItemCaseSensitive(out->root, "machine_types");
-    int nt = cJSON_GetArraySize(types) > 1 ? cJSON_GetArraySize(types) : 0;
-    int nv = cJSON_GetArraySize(vars) * (nt ? nt : 1);
-    out->v = calloc((size_t)(nv ? nv : 1), sizeof(*out->v));
-    if (!out->v) {
-        snprintf(err, errlen, "%s: out of memory", file);
-        goto err;
-    }
-    const cJSON *var;
-    int vpos = 0;
-    cJSON_ArrayForEach(var, vars) for (int t = nt ? 0 : -1; t < nt; t++) {
-        const cJSON *idx = cJSON_GetObjectItemCaseSensitive(var, "index");
-        const char *key = rr_str(var, "key"), *label = rr_str(var, "label");
-        if (!cJSON_IsNumber(idx) || !key || !label) {
-            snprintf(err, errlen, "%s: .variants[%d]: expected index, key and label", file, vpos);
-            goto err;
-        }
-        if (t <= 0) vpos++;
-        const cJSON *sum = NULL, *s;
-        cJSON_ArrayForEach(s, sums) {
-            const cJSON *si = cJSON_GetObjectItemCaseSensitive(s, "variant");
-            if (cJSON_IsNumber(si) && si->valueint == idx->valueint && rr_type_is(s, t)) sum = s;
-        }
-        rr_variant *v = &out->v[out->n];
-        *v = (rr_variant){.index = idx->valueint, .key = key, .label = label, .summary = sum, .machine_type = t};
-        if (t >= 0) {
-            const char *tl = rr_str(cJSON_GetArrayItem(types, t), "label");
-            size_t kl = strlen(key) + 1;
-            size_t need = kl + strlen(",machine=") + strlen(tl ? tl : "") + 1 + strlen(label) + 3 + strlen(tl ? tl : "") + 1;
-            if (!(v->owned = malloc(need))) goto oom;
-            int n1 = snprintf(v->owned, need, "%s,machine=%s", key, tl ? tl : "");
-            snprintf(v->owned + n1 + 1, need - (size_t)n1 - 1, "%s @ %s", label, tl ? tl : "");
-            v->key = v->owned;
-            v->label = v->owned + n1 + 1;
-        }
-        const cJSON *r;
-        cJSON_ArrayForEach(r, runs) {
-            const cJSON *rv = cJSON_GetObjectItemCaseSensitive(r, "variant");
-            if (!cJSON_IsNumber(rv) || rv->valueint != v->index || !rr_type_is(r, t)) continue;
-            if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "counted"))) continue;
-            if (rr_add_metrics(v, cJSON_GetObjectItemCaseSensitive(r, "metrics"))) goto oom;
-            const cJSON *p;
-            cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(r, "processes"))
-                if (rr_add_metrics(v, cJSON_GetObjectItemCaseSensitive(p, "metrics"))) goto oom;
-        }
-        if (!sum && !v->n) { /* not selected in this run, or never on this machine type */
-            free(v->owned);
-            v->owned = NULL;
-            continue;
-        }
-        const cJSON *sm = cJSON_GetObjectItemCaseSensitive(sum, "metrics");
-        for (int i = 0; i < v->n; i++) {
-            const cJSON *mo = cJSON_GetObjectItemCaseSensitive(sm, v->m[i].name);
-            const char *unit = rr_str(mo, "unit");
-            if (!unit) continue;
-            char *u = strdup(unit);
-            if (!u) goto oom;
-            free(v->m[i].unit);
-            v->m[i].unit = u;
-            if (rr_read_decl(mo, &v->m[i], file, v->key, err, errlen)) {
-                out->n++; /* the half-built variant is freed too */
-                goto err;
-            }
-        }
-        out->n++;
-    }
+    if (rr_read(out, err, errlen)) goto err;
     return 0;
-oom:
-    out->n++; /* the half-built variant is freed too */
-    snprintf(err, errlen, "%s: out of memory", file);
 err:
-    rr_free(out);
+    rm_free(out);
     return -1;
-}
-
-const rr_series *rr_find(const rr_variant *v, const char *metric) {
-    for (int i = 0; v && i < v->n; i++)
-        if (!strcmp(v->m[i].name, metric)) return &v->m[i];
-    return NULL;
-}
-
-const rr_variant *rr_find_variant(const rr_doc *d, const char *key) {
-    for (int i = 0; i < d->n; i++)
-        if (!strcmp(d->v[i].key, key)) return &d->v[i];
-    return NULL;
-}
-
-const cJSON *rr_summary_metric(const rr_variant *v, const char *metric) {
-    if (!v || !v->summary) return NULL;
-    return cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v->summary, "metrics"), metric);
-}
-
-double rr_summary_num(const rr_variant *v, const char *metric, const char *field) {
-    const cJSON *m = rr_summary_metric(v, metric);
-    if (!m) return NAN;
-    if (!strcmp(field, "ci_lo") || !strcmp(field, "ci_hi")) {
-        const cJSON *ci = cJSON_GetObjectItemCaseSensitive(m, "ci95");
-        const cJSON *x = cJSON_GetArrayItem(ci, field[3] == 'l' ? 0 : 1);
-        return cJSON_IsNumber(x) ? x->valuedouble : NAN;
-    }
-    const cJSON *x = cJSON_GetObjectItemCaseSensitive(m, field);
-    return cJSON_IsNumber(x) ? x->valuedouble : NAN;
-}
-
-int rr_counted_runs(const rr_doc *d, const rr_variant *v, const cJSON **out, int max) {
-    int n = 0;
-    const cJSON *r;
-    cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(d->root, "runs")) {
-        const cJSON *rv = cJSON_GetObjectItemCaseSensitive(r, "variant");
-        if (!cJSON_IsNumber(rv) || rv->valueint != v->index || !rr_type_is(r, v->machine_type)) continue;
-        if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "counted"))) continue;
-        if (n < max) out[n] = r;
-        n++;
-    }
-    return n < max ? n : max;
 }

@@ -26,59 +26,6 @@
 #include "harness/report/locations.h"
 #include "util/ut_vec.h"
 
-/* ---- atomic files ---- */
-
-/* Test hook (BENCH_TEST_HOOKS=1 BENCH_TEST_ENOSPC_AFTER=N): after N files written,
- * every write fails with ENOSPC, as when the disk fills up during a run. */
-static int rs_disk_full(void) {
-    static long left = -2;  /* -2: not read yet; -1: no hook */
-    if (left == -2) {
-        const char *hooks = getenv("BENCH_TEST_HOOKS"), *n = getenv("BENCH_TEST_ENOSPC_AFTER");
-        char *end = NULL;
-        left = hooks && !strcmp(hooks, "1") && n && *n ? strtol(n, &end, 10) : -1;
-        if (end && *end) left = -1;
-    }
-    if (left < 0) return 0;
-    if (left == 0) return 1;
-    left--;
-    return 0;
-}
-
-int rs_write_atomic(const char *path, const char *data, size_t len, char *err, size_t errlen) {
-    int full = rs_disk_full();
-    char tmp[PATH_MAX];
-    if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof(tmp))
-        return bench_errf(err, errlen, "%s: path too long", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return bench_errf(err, errlen, "%s: %s", tmp, strerror(errno));
-    size_t off = 0;
-    while (off < len) {
-        ssize_t w = full ? (errno = ENOSPC, -1) : write(fd, data + off, len - off);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) {
-            int e = w < 0 ? errno : EIO;
-            close(fd);
-            unlink(tmp);
-            return bench_errf(err, errlen, "%s: cannot write: %s; nothing was replaced (a previous %s, if any, is as it was)",
-                              path, strerror(e), path);
-        }
-        off += (size_t)w;
-    }
-    /* the data reaches the disk before the name does: a crash leaves the old file or the new one */
-    if (fsync(fd) || close(fd)) {
-        int e = errno;
-        unlink(tmp);
-        return bench_errf(err, errlen, "%s: cannot write: %s; nothing was replaced (a previous %s, if any, is as it was)",
-                          path, strerror(e), path);
-    }
-    if (rename(tmp, path)) {
-        int e = errno;
-        unlink(tmp);
-        return bench_errf(err, errlen, "%s: rename: %s", path, strerror(e));
-    }
-    return 0;
-}
-
 /* ---- environment ---- */
 
 static void rs_trim(char *s) {
@@ -230,112 +177,67 @@ void rs_variant_label(const scenario *s, int variant, char *buf, size_t len) {
     if (!buf[0]) snprintf(buf, len, "%s", "default");
 }
 
-static rs_metric *rs_metric_get(rs_variant *v, const char *name, const char *unit, mc_decl decl) {
-    for (int i = 0; i < v->n; i++)
-        if (!strcmp(v->m[i].name, name)) return &v->m[i];
-    if (UT_VEC_RESERVE(v->m, v->cap, v->n + 1)) return NULL;
-    rs_metric *m = &v->m[v->n];
-    memset(m, 0, sizeof(*m));
-    m->name = strdup(name);
-    m->unit = strdup(unit);
-    m->decl = decl;
-    if (!m->name || !m->unit) {
-        free(m->name);
-        free(m->unit);
-        return NULL;
-    }
-    v->n++;
-    return m;
-}
-
-static void rs_metric_push(rs_metric *m, double x, int run, int proc) {
-    if (ut_vec_reserve_par(&m->cap, (size_t)m->n + 1, 3, (void *[]){&m->v, &m->run, &m->proc},
-                           (size_t[]){sizeof(*m->v), sizeof(*m->run), sizeof(*m->proc)}))
-        return;
-    m->v[m->n] = x;
-    m->run[m->n] = run;
-    m->proc[m->n] = proc;
-    m->n++;
-}
-
 static int rs_counted(const rn_run *r) { return !r->warmup && r->status == RN_OK && r->cache_ok; }
 
-int rs_summarize(const rs_input *in, rs_summary *out) {
-    memset(out, 0, sizeof(*out));
-    const scenario *s = in->s;
-    out->v = calloc((size_t)(s->n_variants > 0 ? s->n_variants : 1), sizeof(*out->v));
-    if (!out->v) return -1;
-    for (int vi = 0; vi < s->n_variants; vi++) {
-        if (!s->variants[vi].selected) continue;
-        rs_variant *v = &out->v[out->n++];
-        v->variant = vi;
-        for (int ri = 0; ri < in->res->n_runs; ri++) {
-            const rn_run *r = &in->res->runs[ri];
-            if (r->variant != vi) continue;
-            if (r->warmup) { v->warmups++; continue; }
-            if (r->status != RN_OK) { v->failed++; continue; }
-            if (!r->cache_ok) { v->invalid++; continue; }
-            v->counted++;
-            for (int pi = -1; pi < r->nproc; pi++) {
-                mt_bag b = {0};
-                if (pi < 0) mt_run(s, r, &b);
-                else mt_proc(s, &r->procs[pi], &b);
-                for (int k = 0; k < b.n; k++) {
-                    rs_metric *m = rs_metric_get(v, b.name[k], b.unit[k], b.decl[k]);
-                    if (m) rs_metric_push(m, b.v[k], ri, pi);
-                }
-                mt_bag_free(&b);
-            }
-        }
-        /* instructions:callgrind: one deterministic count per variant, from its callgrind repetition */
-        const cg_counts *cg = in->res->cg ? &in->res->cg[vi] : NULL;
-        static const int cg_ph[] = {CG_PH_LOAD, CG_PH_PREFILL, CG_PH_DECODE, -1};
-        for (int k = 0; cg && cg->ok && k < 4; k++) {
-            char name[64];
-            snprintf(name, sizeof(name), "instructions_%s", cg_ph[k] < 0 ? "total" : cg_phase_name(cg_ph[k]));
-            /* exact to the instruction with one thread, but for 0.5% of start-up noise */
-            mc_decl d = mc_declare(MC_EXACT, -1);
-            d.tol_rel = 0.005;
-            rs_metric *m = rs_metric_get(v, name, "count", d);
-            if (m) rs_metric_push(m, (double)(cg_ph[k] < 0 ? cg->total : cg->ir[cg_ph[k]]), -1, -1);
-        }
-        /* the accuracy pass: one deterministic figure per variant (harness/parent/accuracy_run.h) */
-        const ar_figures *af = in->res->acc ? &in->res->acc[vi] : NULL;
-        if (af && af->ok) {
-            const struct { const char *name, *unit; double v; int better; } acc[] = {
-                {"accuracy_kl_mean", "nats", af->kl_mean, -1}, {"accuracy_kl_max", "nats", af->kl_max, -1},
-                {"accuracy_top1_pct", "%", 100 * af->top1, 1},   {"accuracy_err_max", "ratio", af->err_max, -1},
-                {"accuracy_err_rms", "ratio", af->err_rms, -1},
-            };
-            for (size_t k = 0; k < sizeof(acc) / sizeof(acc[0]); k++) {
-                rs_metric *m = rs_metric_get(v, acc[k].name, acc[k].unit, mc_declare(MC_EXACT, acc[k].better));
-                if (m) rs_metric_push(m, acc[k].v, -1, -1);
-            }
-        }
-        for (int k = 0; k < v->n; k++) {
-            rs_metric *m = &v->m[k];
-            m->outlier = calloc((size_t)m->n, sizeof(int));
-            st_summarize(m->v, m->n, &m->st, m->outlier);
-        }
+/* The callgrind and accuracy figures of a variant: one deterministic value each, not from a
+ * repetition (run -1). */
+static void rs_variant_extras(const rs_input *in, rm_variant *v) {
+    /* instructions:callgrind: one deterministic count per variant, from its callgrind repetition */
+    const cg_counts *cg = in->res->cg ? &in->res->cg[v->variant] : NULL;
+    static const int cg_ph[] = {CG_PH_LOAD, CG_PH_PREFILL, CG_PH_DECODE, -1};
+    for (int k = 0; cg && cg->ok && k < 4; k++) {
+        char name[64];
+        snprintf(name, sizeof(name), "instructions_%s", cg_ph[k] < 0 ? "total" : cg_phase_name(cg_ph[k]));
+        /* exact to the instruction with one thread, but for 0.5% of start-up noise */
+        mc_decl d = mc_declare(MC_EXACT, -1);
+        d.tol_rel = 0.005;
+        rm_add_value(v, name, "count", d, (double)(cg_ph[k] < 0 ? cg->total : cg->ir[cg_ph[k]]), -1, -1);
     }
-    return 0;
+    /* the accuracy pass: one deterministic figure per variant (harness/parent/accuracy_run.h) */
+    const ar_figures *af = in->res->acc ? &in->res->acc[v->variant] : NULL;
+    if (!af || !af->ok) return;
+    const struct { const char *name, *unit; double v; int better; } acc[] = {
+        {"accuracy_kl_mean", "nats", af->kl_mean, -1}, {"accuracy_kl_max", "nats", af->kl_max, -1},
+        {"accuracy_top1_pct", "%", 100 * af->top1, 1},   {"accuracy_err_max", "ratio", af->err_max, -1},
+        {"accuracy_err_rms", "ratio", af->err_rms, -1},
+    };
+    for (size_t k = 0; k < sizeof(acc) / sizeof(acc[0]); k++)
+        rm_add_value(v, acc[k].name, acc[k].unit, mc_declare(MC_EXACT, acc[k].better), acc[k].v, -1, -1);
 }
 
-void rs_summary_free(rs_summary *sum) {
-    for (int i = 0; i < sum->n; i++) {
-        for (int k = 0; k < sum->v[i].n; k++) {
-            rs_metric *m = &sum->v[i].m[k];
-            free(m->name);
-            free(m->unit);
-            free(m->v);
-            free(m->run);
-            free(m->proc);
-            free(m->outlier);
-        }
-        free(sum->v[i].m);
+int rs_summarize(const rs_input *in) {
+    const scenario *s = in->s;
+    rm_model *m = in->model;
+    int nv = s->n_variants, rc = -1;
+    int *sel = calloc((size_t)(nv ? nv : 1), sizeof(*sel));
+    char **labels = calloc((size_t)(nv ? nv : 1), sizeof(*labels));
+    const char **keys = calloc((size_t)(nv ? nv : 1), sizeof(*keys));
+    char *status = strdup(in->status), *name = strdup(s->name);
+    if (!sel || !labels || !keys || !status || !name) goto out;
+    free(m->status);
+    free(m->scenario);
+    m->status = status, m->scenario = name, status = name = NULL;
+    m->warmup = s->warmup;
+    m->processes = s->processes;
+    for (int vi = 0; vi < nv; vi++) {
+        char label[256];
+        rs_variant_label(s, vi, label, sizeof(label));
+        sel[vi] = s->variants[vi].selected;
+        keys[vi] = s->variants[vi].key;
+        if (!(labels[vi] = strdup(label))) goto out;
     }
-    free(sum->v);
-    memset(sum, 0, sizeof(*sum));
+    if (rm_summary_begin(m, nv, sel, keys, (const char *const *)labels)) goto out;
+    for (int i = 0; i < m->n; i++) rs_variant_extras(in, &m->v[i]);
+    rm_summary_finish(m);
+    rc = 0;
+out:
+    for (int vi = 0; labels && vi < nv; vi++) free(labels[vi]);
+    free(labels);
+    free(keys);
+    free(sel);
+    free(status);
+    free(name);
+    return rc;
 }
 
 /* ---- results.json ---- */
@@ -384,7 +286,8 @@ static cJSON *rs_snap_json(const rn_proc *p, const rn_snap *sn) {
     return o;
 }
 
-static cJSON *rs_proc_json(const rs_input *in, const rn_run *r, int pi) {
+/* Process pi of a repetition as results.json records it; its metrics, as made, into bag. */
+static cJSON *rs_proc_json(const rs_input *in, const rn_run *r, int pi, mt_bag *bag) {
     const rn_proc *p = &r->procs[pi];
     const scenario *s = in->s;
     cJSON *o = cJSON_CreateObject();
@@ -450,10 +353,8 @@ static cJSON *rs_proc_json(const rs_input *in, const rn_run *r, int pi) {
 
     cJSON *met = cJSON_AddObjectToObject(o, "metrics");
     if (p->status == RN_OK) {
-        mt_bag b = {0};
-        mt_proc(s, p, &b);
-        for (int k = 0; k < b.n; k++) cJSON_AddNumberToObject(met, b.name[k], b.v[k]);
-        mt_bag_free(&b);
+        mt_proc(s, p, bag);
+        for (int k = 0; k < bag->n; k++) cJSON_AddNumberToObject(met, bag->name[k], bag->v[k]);
     }
 
     cJSON *serve = sv_proc_json(p, p->t_hello);
@@ -534,7 +435,8 @@ static sl_load rs_run_load(const rn_run *r) {
     return sl_between(&r->load_start, &r->load_end, workers_cpu);
 }
 
-static cJSON *rs_run_json(const rs_input *in, int ri) {
+/* Repetition ri as results.json records it; its metrics, as made, into bag and procs (nproc). */
+static cJSON *rs_run_json(const rs_input *in, int ri, mt_bag *bag, mt_bag *procs) {
     const rn_run *r = &in->res->runs[ri];
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "variant", r->variant);
@@ -564,13 +466,21 @@ static cJSON *rs_run_json(const rs_input *in, int ri) {
     rs_add_num_or_null(ml, "steal", ld.steal);
     cJSON_AddBoolToObject(ml, "busy", ld.others > SL_BUSY_OTHERS || ld.steal > SL_BUSY_STEAL);
     cJSON *met = cJSON_AddObjectToObject(o, "metrics");
-    mt_bag b = {0};
-    mt_run(in->s, r, &b);
-    for (int k = 0; k < b.n; k++) cJSON_AddNumberToObject(met, b.name[k], b.v[k]);
-    mt_bag_free(&b);
+    mt_run(in->s, r, bag);
+    for (int k = 0; k < bag->n; k++) cJSON_AddNumberToObject(met, bag->name[k], bag->v[k]);
     cJSON *ps = cJSON_AddArrayToObject(o, "processes");
-    for (int i = 0; i < r->nproc; i++) cJSON_AddItemToArray(ps, rs_proc_json(in, r, i));
+    for (int i = 0; i < r->nproc; i++) cJSON_AddItemToArray(ps, rs_proc_json(in, r, i, &procs[i]));
     return o;
+}
+
+int rs_append_run(const rs_input *in, int ri) {
+    const rn_run *r = &in->res->runs[ri];
+    mt_bag bag = {0}, *procs = calloc((size_t)(r->nproc ? r->nproc : 1), sizeof(*procs));
+    if (!procs) return -1;
+    /* built once, read back by the one reader of a record, serialised, and kept as text */
+    int rc = rm_append(in->model, rs_run_json(in, ri, &bag, procs), &bag, procs, r->nproc);
+    free(procs);
+    return rc;
 }
 
 static cJSON *rs_choice_json(const sc_choice *c) {
@@ -581,66 +491,10 @@ static cJSON *rs_choice_json(const sc_choice *c) {
     return o;
 }
 
-cJSON *rs_summary_json(const rs_input *in, const rs_summary *sum) {
-    cJSON *arr = cJSON_CreateArray();
-    for (int i = 0; arr && i < sum->n; i++) {
-        const rs_variant *v = &sum->v[i];
-        char label[256];
-        rs_variant_label(in->s, v->variant, label, sizeof(label));
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddNumberToObject(o, "variant", v->variant);
-        cJSON_AddStringToObject(o, "key", in->s->variants[v->variant].key);
-        cJSON_AddStringToObject(o, "label", label);
-        cJSON_AddNumberToObject(o, "repetitions_counted", v->counted);
-        cJSON_AddNumberToObject(o, "repetitions_failed", v->failed);
-        cJSON_AddNumberToObject(o, "repetitions_invalid", v->invalid);
-        cJSON *ms = cJSON_AddObjectToObject(o, "metrics");
-        for (int k = 0; k < v->n; k++) {
-            const rs_metric *m = &v->m[k];
-            cJSON *x = cJSON_AddObjectToObject(ms, m->name);
-            cJSON_AddStringToObject(x, "unit", m->unit);
-            /* how bench compare judges it (harness/report/mclass.h) */
-            cJSON_AddStringToObject(x, "class", mc_class_name(m->decl.cls));
-            cJSON_AddStringToObject(x, "better", mc_better_name(m->decl.better));
-            if (m->decl.tol_rel > 0 || m->decl.tol_abs > 0) {
-                double tol[2] = {m->decl.tol_rel, m->decl.tol_abs};
-                cJSON_AddItemToObject(x, "tolerance", rs_num_array(tol, 2));
-            }
-            cJSON_AddNumberToObject(x, "n", m->st.n);
-            cJSON_AddNumberToObject(x, "median", m->st.median);
-            cJSON_AddNumberToObject(x, "mean", m->st.mean);
-            cJSON_AddNumberToObject(x, "stddev", m->st.stddev);
-            cJSON_AddNumberToObject(x, "min", m->st.min);
-            cJSON_AddNumberToObject(x, "max", m->st.max);
-            double ci[2] = {m->st.ci_lo, m->st.ci_hi};
-            cJSON_AddItemToObject(x, "ci95", rs_num_array(ci, 2));
-            cJSON *out = cJSON_AddArrayToObject(x, "outliers");
-            for (int j = 0; m->outlier && j < m->n; j++) {
-                if (!m->outlier[j]) continue;
-                cJSON *e = cJSON_CreateObject();
-                cJSON_AddNumberToObject(e, "run", m->run[j]);
-                cJSON_AddNumberToObject(e, "process", m->proc[j]);
-                cJSON_AddNumberToObject(e, "value", m->v[j]);
-                cJSON_AddItemToArray(out, e);
-            }
-        }
-        cJSON_AddItemToArray(arr, o);
-    }
-    return arr;
-}
-
-cJSON *rs_document(const rs_input *in, const rs_summary *sum) {
+cJSON *rs_head(const rs_input *in) {
     const scenario *s = in->s;
-    cJSON *doc = cJSON_CreateObject();
+    cJSON *doc = rm_head_open(in->status);
     if (!doc) return NULL;
-    cJSON_AddStringToObject(doc, "schema", RS_SCHEMA);
-    cJSON_AddStringToObject(doc, "status", in->status);
-    time_t now = time(NULL);
-    struct tm tm;
-    char ts[64];
-    gmtime_r(&now, &tm);
-    strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
-    cJSON_AddStringToObject(doc, "written", ts);
     if (in->env) cJSON_AddItemToObject(doc, "environment", cJSON_Duplicate(in->env, 1));
     else cJSON_AddObjectToObject(doc, "environment");
     if (in->shard) cJSON_AddItemToObject(doc, "shard", cJSON_Duplicate(in->shard, 1));
@@ -707,76 +561,25 @@ cJSON *rs_document(const rs_input *in, const rs_summary *sum) {
         }
         cJSON_AddItemToArray(vars, o);
     }
-    cJSON *runs = cJSON_AddArrayToObject(doc, "runs");
-    for (int i = 0; i < in->res->n_runs; i++) cJSON_AddItemToArray(runs, rs_run_json(in, i));
-    cJSON_AddItemToObject(doc, "summary", rs_summary_json(in, sum));
     return doc;
 }
 
 /* ---- files ---- */
 
-/* FNV-1a of results.json's text less the value of its "written" time, the one field that
- * differs when an unchanged run is written again (a hash, not a copy: the parent's memory is
- * measured too). The top-level "written" is the first: the document opens with it. */
-static uint64_t rs_text_hash(const char *text) {
-    const char *w = strstr(text, "\"written\":"), *from = NULL, *to = NULL;
-    const char *q = w ? strchr(w + 10, '"') : NULL, *e = q ? strchr(q + 1, '"') : NULL;
-    if (e) from = q, to = e + 1;
-    uint64_t h = 1469598103934665603ull;
-    for (const char *p = text; *p; p++) {
-        if (p == from) p = to;
-        if (!*p) break;
-        h = (h ^ (unsigned char)*p) * 1099511628211ull;
-    }
-    return h ? h : 1;
-}
-
-int rs_write(const rs_input *in, const rs_summary *sum, char *err, size_t errlen) {
+int rs_write(const rs_input *in, char *err, size_t errlen) {
+    const rm_model *sum = in->model;
     char path[PATH_MAX];
-    cJSON *doc = rs_document(in, sum);
-    char *text = doc ? cJSON_Print(doc) : NULL;
-    cJSON_Delete(doc);
-    if (!text) return bench_errf(err, errlen, "out of memory building results.json");
-    uint64_t h = in->written_hash ? rs_text_hash(text) : 0;
-    if (h && *in->written_hash == h) {
-        /* results.json and results.csv already say this */
-        free(text);
-        return 0;
-    }
-    snprintf(path, sizeof(path), "%s/results.json", in->dir);
-    int rc = rs_write_atomic(path, text, strlen(text), err, errlen);
-    free(text);
+    cJSON *head = rs_head(in);
+    if (!head) return bench_errf(err, errlen, "out of memory building results.json");
+    int writes = in->model->writes;
+    int rc = rm_write(in->model, head, in->dir, err, errlen);
+    cJSON_Delete(head);
     if (rc) return rc;
-    if (in->written_hash) *in->written_hash = h;
+    if (writes == in->model->writes) return 0; /* unchanged: results.csv already says it too */
 
-    char *csv = NULL;
     size_t len = 0;
-    FILE *f = open_memstream(&csv, &len);
-    if (!f) return bench_errf(err, errlen, "out of memory");
-    fprintf(f, "variant,label,key,metric,unit,n,median,mean,stddev,min,max,ci95_lo,ci95_hi,outliers\n");
-    for (int i = 0; i < sum->n; i++) {
-        const rs_variant *v = &sum->v[i];
-        char label[256];
-        rs_variant_label(in->s, v->variant, label, sizeof(label));
-        for (int k = 0; k < v->n; k++) {
-            const rs_metric *m = &v->m[k];
-            /* labels and keys quoted (labels are anyone's, keys hold commas), any quote doubled */
-            fprintf(f, "%d,", v->variant);
-            es_csv(f, label, 1);
-            fputc(',', f);
-            es_csv(f, in->s->variants[v->variant].key, 1);
-            fputc(',', f);
-            es_csv(f, m->name, 0);
-            fputc(',', f);
-            es_csv(f, m->unit, 0);
-            fprintf(f, ",%d,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%d\n", m->st.n, m->st.median, m->st.mean, m->st.stddev,
-                    m->st.min, m->st.max, m->st.ci_lo, m->st.ci_hi, m->st.n_outliers);
-        }
-    }
-    if (fclose(f) || !csv) {
-        free(csv);
-        return bench_errf(err, errlen, "out of memory writing results.csv");
-    }
+    char *csv = rm_csv(sum, &len);
+    if (!csv) return bench_errf(err, errlen, "out of memory writing results.csv");
     snprintf(path, sizeof(path), "%s/results.csv", in->dir);
     rc = rs_write_atomic(path, csv, len, err, errlen);
     free(csv);
@@ -897,11 +700,6 @@ static const rs_row rs_rows[] = {
     {NULL, NULL},
 };
 
-static const rs_metric *rs_find(const rs_variant *v, const char *name) {
-    for (int i = 0; i < v->n; i++)
-        if (!strcmp(v->m[i].name, name)) return &v->m[i];
-    return NULL;
-}
 
 const char *rs_metric_title(const char *metric) {
     for (const rs_row *row = rs_rows; row->metric; row++)
@@ -958,37 +756,6 @@ void rs_repetitions_note(char *buf, size_t len, int reps) {
                  reps, reps == 1 ? "" : "s");
 }
 
-void rs_busy_note(char *buf, size_t len, int busy, int counted, double others, double steal, double load, int cpus) {
-    buf[0] = 0;
-    if (busy <= 0) return;
-    snprintf(buf, len,
-             "Warning: busy machine: in %d of %d counted repetition%s other processes used up to %.0f%% of the %d CPU%s "
-             "(the hypervisor stole up to %.0f%%; load average up to %.1f). Times from a busy machine are not those of a "
-             "quiet one: compare them with care, or run again on a quiet machine.",
-             busy, counted, counted == 1 ? "" : "s", isfinite(others) ? others * 100 : 0, cpus, cpus == 1 ? "" : "s",
-             isfinite(steal) ? steal * 100 : 0, isfinite(load) ? load : 0);
-}
-
-void rs_busy_note_json(char *buf, size_t len, const cJSON *runs) {
-    int busy = 0, counted = 0, cpus = 0;
-    double others = 0, steal = 0, load = 0;
-    const cJSON *r;
-    cJSON_ArrayForEach(r, runs) {
-        if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "counted"))) continue;
-        counted++;
-        const cJSON *ml = cJSON_GetObjectItemCaseSensitive(r, "machine_load");
-        if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ml, "busy"))) continue;
-        busy++;
-        const cJSON *x;
-        if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(ml, "others_cpu"))) others = fmax(others, x->valuedouble);
-        if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(ml, "steal"))) steal = fmax(steal, x->valuedouble);
-        if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(ml, "load1_start"))) load = fmax(load, x->valuedouble);
-        if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(ml, "load1_end"))) load = fmax(load, x->valuedouble);
-        if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(ml, "cpus"))) cpus = x->valueint;
-    }
-    rs_busy_note(buf, len, busy, counted, others, steal, load, cpus);
-}
-
 void rs_print_folded(FILE *f, const char *note) {
     for (const char *p = note; *p;) {
         size_t n = strlen(p);
@@ -1003,7 +770,7 @@ void rs_print_folded(FILE *f, const char *note) {
     }
 }
 
-static void rs_fmt(char *buf, size_t len, const rs_metric *m) {
+static void rs_fmt(char *buf, size_t len, const rm_metric *m) {
     if (!m) {
         snprintf(buf, len, "-");
         return;
@@ -1011,30 +778,23 @@ static void rs_fmt(char *buf, size_t len, const rs_metric *m) {
     rs_fmt_value(buf, len, m->st.median, (m->st.ci_hi - m->st.ci_lo) / 2, m->st.n, m->unit);
 }
 
-/* A variant's label for the terminal: its control characters escaped (escape.h). */
-static void rs_label_term(const scenario *s, int variant, char *buf, size_t len) {
-    char raw[256];
-    rs_variant_label(s, variant, raw, sizeof(raw));
-    es_term(buf, len, raw);
-}
 
-void rs_print_table(FILE *f, const rs_input *in, const rs_summary *sum) {
+/* The table of bench run: every field from the model (the run's own, or one read back). */
+void rs_print_table(FILE *f, const rs_input *in, const rm_model *sum) {
+    (void)in;
     if (!sum->n) return;
     int colw = 14;
     char label[256];
     for (int i = 0; i < sum->n; i++) {
-        rs_label_term(in->s, sum->v[i].variant, label, sizeof(label));
+        es_term(label, sizeof(label), sum->v[i].label);
         if ((int)strlen(label) + 2 > colw) colw = (int)strlen(label) + 2;
     }
     if (colw > 40) colw = 40;
     int titlew = 32;
     fprintf(f, "%s: median ± half the 95%% CI of the mean over the counted repetitions (%d warm-up dropped)%s\n",
-            in->s->name, in->s->warmup, in->s->processes > 1 ? "; values pooled over the processes" : "");
+            sum->scenario, sum->warmup, sum->processes > 1 ? "; values pooled over the processes" : "");
     fprintf(f, "%-*s", titlew, "metric");
-    for (int i = 0; i < sum->n; i++) {
-        rs_label_term(in->s, sum->v[i].variant, label, sizeof(label));
-        fprintf(f, "%*.*s", colw, colw - 2, label);
-    }
+    for (int i = 0; i < sum->n; i++) fprintf(f, "%*.*s", colw, colw - 2, es_term(label, sizeof(label), sum->v[i].label));
     fputc('\n', f);
     fprintf(f, "%-*s", titlew, "repetitions counted");
     for (int i = 0; i < sum->n; i++) fprintf(f, "%*d", colw, sum->v[i].counted);
@@ -1043,7 +803,7 @@ void rs_print_table(FILE *f, const rs_input *in, const rs_summary *sum) {
         int any = 0;
         const char *unit = "";
         for (int i = 0; i < sum->n; i++) {
-            const rs_metric *m = rs_find(&sum->v[i], row->metric);
+            const rm_metric *m = rr_summary_metric(&sum->v[i], row->metric);
             if (m) { any = 1; unit = m->unit; }
         }
         if (!any) continue;
@@ -1052,7 +812,7 @@ void rs_print_table(FILE *f, const rs_input *in, const rs_summary *sum) {
         fprintf(f, "%-*s", titlew, title);
         for (int i = 0; i < sum->n; i++) {
             char cell[64];
-            rs_fmt(cell, sizeof(cell), rs_find(&sum->v[i], row->metric));
+            rs_fmt(cell, sizeof(cell), rr_summary_metric(&sum->v[i], row->metric));
             fprintf(f, "%*s", colw + (strstr(cell, "±") ? 1 : 0), cell);
         }
         fputc('\n', f);
@@ -1064,36 +824,20 @@ void rs_print_table(FILE *f, const rs_input *in, const rs_summary *sum) {
     rs_repetitions_note(note, sizeof(note), reps);
     rs_print_folded(f, note);
     /* and whether the machine was quiet while they ran */
-    int busy = 0, counted = 0, cpus = 0;
-    double others = 0, steal = 0, load = 0;
-    for (int ri = 0; ri < in->res->n_runs; ri++) {
-        const rn_run *r = &in->res->runs[ri];
-        if (!rs_counted(r)) continue;
-        counted++;
-        sl_load ld = rs_run_load(r);
-        cpus = ld.cpus;
-        if (!(ld.others > SL_BUSY_OTHERS || ld.steal > SL_BUSY_STEAL)) continue;
-        busy++;
-        others = fmax(others, ld.others);
-        steal = fmax(steal, isfinite(ld.steal) ? ld.steal : 0);
-        load = fmax(load, fmax(r->load_start.load1, r->load_end.load1));
-    }
-    rs_busy_note(note, sizeof(note), busy, counted, others, steal, load, cpus);
+    rm_busy_note(sum, note, sizeof(note));
     if (note[0]) rs_print_folded(f, note);
     for (int i = 0; i < sum->n; i++) {
-        const rs_variant *v = &sum->v[i];
+        const rm_variant *v = &sum->v[i];
         if (!v->failed && !v->invalid) continue;
-        rs_label_term(in->s, v->variant, label, sizeof(label));
-        fprintf(f, "%s: %d failed, %d invalid of %d repetitions", label, v->failed, v->invalid,
-                v->counted + v->failed + v->invalid);
-        for (int ri = 0; ri < in->res->n_runs; ri++) {
-            const rn_run *r = &in->res->runs[ri];
-            if (r->variant != v->variant || r->warmup || rs_counted(r)) continue;
+        fprintf(f, "%s: %d failed, %d invalid of %d repetitions", es_term(label, sizeof(label), v->label), v->failed,
+                v->invalid, v->counted + v->failed + v->invalid);
+        for (int ri = 0; ri < sum->n_runs; ri++) {
+            const rm_run *r = &sum->runs[ri];
+            if (r->variant != v->variant || r->warmup || r->counted) continue;
             const char *why = r->invalid_reason;
-            for (int pi = 0; pi < r->nproc && r->status != RN_OK; pi++)
-                if (r->procs[pi].status != RN_OK) { why = r->procs[pi].reason; break; }
-            fprintf(f, "; rep %d %s: %s", r->rep - in->s->warmup + 1,
-                    r->status != RN_OK ? rn_status_name(r->status) : "invalid", why);
+            for (int pi = 0; pi < r->nproc && !r->ok; pi++)
+                if (!r->procs[pi].ok) { why = r->procs[pi].reason; break; }
+            fprintf(f, "; rep %d %s: %s", r->rep - sum->warmup + 1, r->ok ? "invalid" : r->status, why);
             break;
         }
         fputc('\n', f);

@@ -14,10 +14,9 @@
 #include <stdio.h>
 
 #include "harness/report/metrics.h"
+#include "harness/report/rmodel.h"
 #include "harness/parent/runner.h"
 #include "harness/spec/stats.h"
-
-#define RS_SCHEMA "bench-results/1"
 
 typedef struct rs_input {
     const scenario *s;
@@ -30,35 +29,15 @@ typedef struct rs_input {
     int quick;
     struct cJSON *env;          /* rs_environment(), captured once */
     const struct cJSON *shard;  /* bench run --shard: its part of the plan (shard.h sh_shard_json); NULL: unsharded */
-    uint64_t *written_hash;     /* (optional) the hash of the results.json last written, less its "written"
-                                 * time (0: none yet): rs_write skips a document equal to it, and keeps it */
+    rm_model *model;            /* the run's results (rmodel.h): rs_append_run grows it, rs_write writes it */
 } rs_input;
 
-typedef struct rs_metric {
-    char *name;
-    char *unit;
-    mc_decl decl;               /* its class, better direction and tolerance, as declared (mclass.h) */
-    int n, cap;
-    double *v;                  /* (n) one value per process of each counted repetition */
-    int *run, *proc;            /* (n) where each value came from: index into res->runs, process */
-    int *outlier;               /* (n) */
-    st_summary st;
-} rs_metric;
-
-typedef struct rs_variant {
-    int variant;                /* index into scenario.variants */
-    int counted, failed, invalid, warmups;
-    int n, cap;
-    rs_metric *m;
-} rs_variant;
-
-typedef struct rs_summary {
-    int n;
-    rs_variant *v;
-} rs_summary;
-
-int rs_summarize(const rs_input *in, rs_summary *out);
-void rs_summary_free(rs_summary *sum);
+/* Appends repetition ri (index into res->runs) to in->model: its record made once. 0, or -1
+ * out of memory. */
+int rs_append_run(const rs_input *in, int ri);
+/* The model's summaries made again from its records, with the callgrind and accuracy figures
+ * of in->res; the model's head fields (status, scenario) too. 0, or -1 out of memory. */
+int rs_summarize(const rs_input *in);
 
 /* The machine, the build and the libraries, as a JSON object. */
 struct cJSON *rs_environment(void);
@@ -67,17 +46,16 @@ void rs_short_sha(char *buf, size_t len);
 /* Prints a note folded at 100 columns, at spaces (the tables of bench run and bench show). */
 void rs_print_folded(FILE *f, const char *note);
 
-/* Writes results.json and results.csv (atomically). */
-int rs_write(const rs_input *in, const rs_summary *sum, char *err, size_t errlen);
+/* Writes results.json (when it changed) and results.csv, atomically, from in->model. */
+int rs_write(const rs_input *in, char *err, size_t errlen);
 /* Writes the timelines of one repetition (index into res->runs). */
 int rs_write_timelines(const rs_input *in, int run, char *err, size_t errlen);
-/* The whole results.json document; the caller deletes it. */
-struct cJSON *rs_document(const rs_input *in, const rs_summary *sum);
-/* The summaries alone (what --json prints). */
-struct cJSON *rs_summary_json(const rs_input *in, const rs_summary *sum);
+/* results.json's members before "runs" (schema, status, written, environment, shard,
+ * scenario, variants); the caller deletes it. */
+struct cJSON *rs_head(const rs_input *in);
 
-/* The comparison table, with units, on f. */
-void rs_print_table(FILE *f, const rs_input *in, const rs_summary *sum);
+/* The comparison table, with units, on f, from the model's summaries and records. */
+void rs_print_table(FILE *f, const rs_input *in, const rm_model *m);
 /* The table's name for a metric ("TTFT", "minor faults, load"), or NULL; its row (for
  * ordering other views the same way), or -1. */
 const char *rs_metric_title(const char *metric);
@@ -91,14 +69,8 @@ void rs_repetitions_note(char *buf, size_t len, int reps);
 
 /* One sentence warning that `busy` of `counted` repetitions ran on a busy machine (other
  * processes up to `others` of the `cpus` CPUs, the hypervisor up to `steal`, load average up
- * to `load`), or "" when busy is 0. */
+ * to `load`), or "" when busy is 0 (rmodel.c; rm_busy_note: the same from a model's records). */
 void rs_busy_note(char *buf, size_t len, int busy, int counted, double others, double steal, double load, int cpus);
-/* The same from a results.json's counted runs (runs[].machine_load); "" when none was busy
- * or the file predates the record. */
-void rs_busy_note_json(char *buf, size_t len, const struct cJSON *runs);
-
-/* Writes len bytes to path through a temporary file and a rename. */
-int rs_write_atomic(const char *path, const char *data, size_t len, char *err, size_t errlen);
 
 /* A variant's short label: the crossed axes' labels joined by '/' ("pread/cold"). */
 void rs_variant_label(const scenario *s, int variant, char *buf, size_t len);

@@ -5,7 +5,7 @@
 
 #include <stdio.h>
 
-#include "harness/report/resread.h"
+#include "harness/report/rmodel.h"
 
 /* The table on f: a column per variant, the rows of bench run's table (every metric of the
  * summary when `all`), the repetitions note and the busy-machine warning. */

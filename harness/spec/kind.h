@@ -32,7 +32,7 @@ struct worker_opts;
 struct rn_proc;
 struct mt_bag;
 struct rs_input;
-struct rs_summary;
+struct rm_model;
 
 typedef struct sc_kind {
     const char *name;           /* "inference", "serving", "allocators" */
@@ -45,7 +45,7 @@ typedef struct sc_kind {
     /* spec: the worker spec, parsed once by its caller (bench worker, bench exec) */
     int (*worker)(const struct cJSON *spec, const char *spec_name, int ev_fd, int ack_fd, const struct worker_opts *o);
     void (*metrics)(const struct scenario *s, const struct rn_proc *p, struct mt_bag *b);   /* may be NULL */
-    void (*table)(FILE *f, const struct rs_input *in, const struct rs_summary *sum);
+    void (*table)(FILE *f, const struct rs_input *in, const struct rm_model *sum);
 } sc_kind;
 
 /* The table the spec layer looks kinds up in (harness/cli/kinds.c: bench_kinds). */
