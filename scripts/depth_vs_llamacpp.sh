@@ -15,7 +15,8 @@
 # then time G one-token steps at positions D .. D+G-1. One uncounted round first. Per row: each
 # engine's median (min..max) over the rounds, and the ratio bench / llama.cpp per round.
 # llama.cpp stores V in q8_0 or q4_0 only with flash attention, so those rows run it with FA=1.
-# Environment: REPS (3), THREADS (2), GEN (32), DEPTHS (512 2048), CACHES (f16 q8_0), FA (0),
+# Environment: REPS (3), WARMUP (1; 0 skips the uncounted round, for depths whose prefill takes
+# minutes), THREADS (2), GEN (32), DEPTHS (512 2048), CACHES (f16 q8_0), FA (0),
 # KERNELS (auto), BENCH (build/bench), NICE (unset; e.g. -10 as root, for both engines).
 set -euo pipefail
 [ $# -eq 2 ] || { sed -n '2,9p' "$0" >&2; exit 2; }
@@ -50,8 +51,10 @@ one_round() { # round number; appends "depth cache bench_pp bench_tg llama_pp ll
     done
 }
 
-echo "warm-up round (not counted) ..." >&2
-one_round 0
+if [ "${WARMUP:-1}" != 0 ]; then
+    echo "warm-up round (not counted) ..." >&2
+    one_round 0
+fi
 for r in $(seq 1 "$reps"); do echo "round $r of $reps ..." >&2; one_round "$r"; done
 cat "$tmp"/r[1-9]* >"$tmp/all"
 

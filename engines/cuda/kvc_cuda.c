@@ -2,6 +2,7 @@
 
 #include "engines/cuda/attn.h"
 #include "engines/cuda/cu_util.h"
+#include "engines/modules/common/kv_types.h"
 
 int kvcc_open(kvcc *k, const bench_kv_shape *s, const bench_host *host, const char *mod, char *err, size_t errlen) {
     memset(k, 0, sizeof(*k));
@@ -10,17 +11,8 @@ int kvcc_open(kvcc *k, const bench_kv_shape *s, const bench_host *host, const ch
         return bench_errf(err, errlen, "%s: built for CUDA: run it with the cuda device (--device cuda)", mod);
     if (s->head_dim < 1 || s->head_dim > 256)
         return bench_errf(err, errlen, "%s: head dimension %d: the CUDA attention takes 1..256", mod, s->head_dim);
-    const bench_dtype t[2] = {s->k_type, s->v_type};
-    for (int i = 0; i < 2; i++) {
-        if ((unsigned)t[i] >= 32 || !(KVC_CUDA_TYPES >> t[i] & 1u))
-            return bench_errc(err, errlen, BENCH_ERR_REFUSED, "%s: cannot store %s as %s", mod, i ? "V" : "K",
-                              bench_dtype_name(t[i]));
-        size_t be = bench_dtype_block_elems(t[i]);
-        if (s->head_dim % (int)be)
-            return bench_errc(err, errlen, BENCH_ERR_REFUSED, "%s: a %s %s cache needs head_dim a multiple of %zu; "
-                              "this model's is %d (use f32, f16 or bf16)", mod, bench_dtype_name(t[i]), i ? "V" : "K", be,
-                              s->head_dim);
-    }
+    int rc = kvq_check_shape(s, KVC_CUDA_TYPES, mod, err, errlen);
+    if (rc) return rc;
     int max = cuatt_max_positions(s->head_dim);
     if (s->max_pos > max)
         return bench_errf(err, errlen, "%s: a context of %d positions: the CUDA attention holds at most %d on this GPU (lower --ctx)",
