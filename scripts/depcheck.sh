@@ -42,15 +42,10 @@ layers='
 '
 # Cycles between the files of one folder that are known and not yet undone: a pair of files
 # that both match one of these patterns may depend on each other (each is a debt; the check
-# fails on any other cycle).
-#   the ISA dispatch: kernels.c chooses the table each kernels_<isa>.c fills, and they share
-#     kernels.h through kernels_impl.h (being changed elsewhere);
-#   the scenario and its parts: scenario.c calls the kinds' and the traffic keys' parsers
-#     (kind.c, alloc_spec.c, traffic.c), which take its types and error helpers; undoing it
-#     means a scenario_types.h below all four.
+# fails on any other cycle). None now: the ISA kernel files include kernels_impl.h, which no
+# longer brings kernels.h (kernels.c chooses among their tables), and the scenario's parsers
+# (kind.c, alloc_spec.c, traffic.c) take its types from scenario_types.h, not scenario.h.
 file_cycles_known='
-^engines/core/compute/kernels
-^harness/spec/(scenario|alloc_spec|kind|traffic)$
 '
 # util is the bottom: mkdir -p, whole-file reads, the clock, growable buffers (it uses nothing
 # of bench). allocators includes only its own folder and util (checked like any other layer-1

@@ -20,6 +20,7 @@
 #include "engines/abi/alloc.h"
 #include "engines/core/runtime/modreg.h"
 #include "harness/spec/events.h"
+#include "harness/spec/scenario.h"
 #include "harness/spec/spec_opts.h"
 #include "harness/spec/stats.h"
 #include "util/ut_clock.h"

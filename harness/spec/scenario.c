@@ -1248,10 +1248,6 @@ void sc_free(scenario *s) {
     free(s);
 }
 
-const sc_choice *sc_pick(const scenario *s, const sc_variant *v, int axis) {
-    return &s->axes[axis].v[v->pick[axis]];
-}
-
 const char *sc_device(const scenario *s, const sc_variant *v) {
     return s->axes[SC_AX_DEVICE].n ? sc_pick(s, v, SC_AX_DEVICE)->name : "cpu";
 }

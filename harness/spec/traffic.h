@@ -44,7 +44,7 @@
 #include <stdint.h>
 
 #include "harness/spec/arrival.h"
-#include "harness/spec/scenario.h"
+#include "harness/spec/scenario_types.h"
 #include "harness/spec/trace.h"
 
 struct cJSON;

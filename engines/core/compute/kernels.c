@@ -6,6 +6,7 @@
  * nowhere else, once, by kn_init: the best one __builtin_cpu_supports allows,
  * unless BENCH_ISA names another. The build has no -march flags.
  */
+#include "kernels.h"
 #include "kernels_impl.h"
 #include "engines/abi/blockquant.h"
 #include "engines/abi/vexpf.h"

@@ -9,7 +9,14 @@
 #ifndef BENCH_KERNELS_IMPL_H
 #define BENCH_KERNELS_IMPL_H
 
-#include "kernels.h"
+/* Not kernels.h: the ISA files need only the element types, and kernels.c, which includes
+ * this header and kernels.h, is the one that chooses among their tables (no include cycle). */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engines/abi/dtype.h"
 
 /* The one platform switch: x86-64 builds carry the AVX2 and AVX-512 tables
  * (compiled with per-file target pragmas, so the binary stays portable);
