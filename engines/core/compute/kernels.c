@@ -250,9 +250,12 @@ static int kn_chunk_rows(int rows, int threads, int n) {
 /* Decode's tasks per thread. 1: each thread streams one contiguous share of a matrix; more
  * shares let a thread that finishes early take work from one held up (by an interrupt, or
  * another job on the core) at the cost of more, shorter streams. Each row is computed alone,
- * so the split never changes a result. $BENCH_DECODE_SPLIT (1..16) overrides it. */
+ * so the split never changes a result. 4 against 1, Xeon family 6 model 207 (2 vCPU KVM
+ * guest), no other job running, bench generate --threads 2, interleaved pairs: llama-110m
+ * q8_0 decode 165 / 126, 189 / 113, 232 / 183 tokens/s; tinyllama-1.1b q8_0 17.5 / 14.9,
+ * 17.5 / 17.3, 15.9 / 15.6 (docs/PERFORMANCE.md). $BENCH_DECODE_SPLIT (1..16) overrides it. */
 #ifndef KN_DECODE_SPLIT
-#define KN_DECODE_SPLIT 1
+#define KN_DECODE_SPLIT 4
 #endif
 static int kn_decode_split(void) {
     static atomic_int split; /* 0: not read yet */
