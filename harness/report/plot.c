@@ -128,7 +128,6 @@ static void pl_num(FILE *f, double x) {
     else fputs(" NaN", f);
 }
 
-static const cJSON *pl_get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
 
 /* The first process of the first counted run of a variant. */
 static const rm_proc *pl_first_proc(const rr_doc *d, const rm_variant *v) {
@@ -792,8 +791,7 @@ static int pl_group_of(const char *metric) {
 
 /* report.html's title, description, status, date and commit */
 static void pl_html_head(FILE *f, const rr_doc *d) {
-    const cJSON *scen = pl_get(rm_head(d), "scenario"), *aw = pl_get(scen, "as_written");
-    const cJSON *desc = pl_get(aw, "description");
+    const char *desc = rm_description(d);
     fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>bench: ");
     pl_html_text(f, d->scenario);
     fprintf(f, "</title>\n<style>\nbody{font-family:sans-serif;margin:1.5em;max-width:1200px}"
@@ -803,7 +801,7 @@ static void pl_html_head(FILE *f, const rr_doc *d) {
                "overflow-x:auto;font-size:0.8em}\n</style></head>\n<body data-images=\"pending\">\n<h1>");
     pl_html_text(f, d->scenario);
     fprintf(f, "</h1>\n<p>");
-    if (cJSON_IsString(desc)) pl_html_text(f, desc->valuestring);
+    if (desc) pl_html_text(f, desc);
     /* every field is results.json's, which anyone may have written: escaped, as the rest */
     fprintf(f, "</p>\n<p>status <b>");
     pl_html_text(f, d->status[0] ? d->status : "?");
@@ -980,9 +978,7 @@ static void pl_html_summary(FILE *f, const rr_doc *d) {
 
 /* the environment and the scenario as written, and the script that reports decoded images */
 static void pl_html_tail(FILE *f, const rr_doc *d) {
-    const cJSON *scen = pl_get(rm_head(d), "scenario");
-    char *envs = cJSON_Print(pl_get(rm_head(d), "environment"));
-    char *scs = cJSON_Print(scen ? scen : NULL);
+    char *envs = rm_environment_text(d), *scs = rm_scenario_text(d);
     fprintf(f, "<h2>Environment</h2>\n<pre id=\"environment\">");
     pl_html_text(f, envs ? envs : "(none)");
     fprintf(f, "</pre>\n<h2>Scenario</h2>\n<pre id=\"scenario\">");

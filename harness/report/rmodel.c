@@ -659,6 +659,22 @@ out:
 
 const cJSON *rm_head(const rm_model *m) { return m->head ? m->head : m->root; }
 
+const char *rm_description(const rm_model *m) {
+    const cJSON *aw = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(rm_head(m), "scenario"), "as_written");
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(aw, "description");
+    return cJSON_IsString(d) && d->valuestring[0] ? d->valuestring : NULL;
+}
+
+char *rm_environment_text(const rm_model *m) {
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(rm_head(m), "environment");
+    return e ? cJSON_Print(e) : NULL;
+}
+
+char *rm_scenario_text(const rm_model *m) {
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(rm_head(m), "scenario");
+    return s ? cJSON_Print(s) : NULL;
+}
+
 const rm_metric *rr_find(const rm_variant *v, const char *metric) {
     for (int i = 0; v && i < v->n; i++)
         if (v->m[i].n && !strcmp(v->m[i].name, metric)) return &v->m[i];

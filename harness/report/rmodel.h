@@ -214,6 +214,12 @@ struct cJSON *rm_head_open(const char *status);
 
 /* The document's head (environment, scenario, ...): the one last written, or the file's root. */
 const struct cJSON *rm_head(const rm_model *m);
+/* The head's parts the report shows, read here so that no reader walks the head itself: the
+ * scenario's description as written (NULL where it has none), and the environment and the
+ * scenario as indented JSON (malloc'd; NULL where the head has none, or out of memory). */
+const char *rm_description(const rm_model *m);
+char *rm_environment_text(const rm_model *m);
+char *rm_scenario_text(const rm_model *m);
 
 /* Writes DIR/results.json: head is the document's object with its members before "runs"
  * (schema, status, written, environment, shard, scenario, variants), then the records' texts,
