@@ -1,8 +1,11 @@
 /* Standalone benchmark of the matmul kernels against the STREAM-triad bound.
  * Not a test: `make tools` builds it (release flags) as build/tools/bench_kernels.
  *
- *   build/tools/bench_kernels [--isa vnni|avx512-bf16|avx512|avx2-int8|avx2|portable] [--dtype f32|f16|bf16|q8_0]
- *                      [--threads N] [--reps N] [--no-prefill]
+ *   build/tools/bench_kernels [--isa vnni|avx512-bf16|avx512|avx2-int8|avx2|portable] [--dtype f32|f16|bf16|q8_0|q4_0]
+ *                      [--threads N] [--reps N] [--no-prefill] [--hot]
+ *
+ * --hot instead times only the decode kernel, hot in L2 on one thread by its CPU time
+ * (bk_hot below): the kernel's own rate, which must stay well above the read bound.
  *
  * For each ISA, thread count (1 and 2 unless --threads) and dtype it prints:
  *   triad     GB/s of the STREAM triad (3 arrays of 256 MiB counted, as STREAM does)
@@ -156,17 +159,60 @@ static bk_stats bk_rate(double *t, int reps, double per_pass) {
     return bk_summary(t, reps);
 }
 
+/* --hot: the decode kernel's own rate, away from memory: n = 1 on a 256 x 2048 matrix that
+ * stays in L2, over and over on the calling thread, timed by the thread's CPU time (so that
+ * another job on the machine costs it little). GB/s of weights, per ISA and dtype. */
+#define BK_HOT_ROWS 256
+#define BK_HOT_COLS 2048
+static double bk_thread_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int bk_hot(const char *const *isas, int n_isas, const char *only_isa, int only_dtype, int reps, double *t) {
+    static const bench_dtype dts[] = {BENCH_F32, BENCH_F16, BENCH_BF16, BENCH_Q8_0, BENCH_Q4_0};
+    float *x = malloc(BK_HOT_COLS * sizeof(float)), *y = malloc(BK_HOT_ROWS * sizeof(float));
+    if (!x || !y) { fprintf(stderr, "bench_kernels: out of memory\n"); free(x); free(y); return 1; }
+    for (int k = 0; k < BK_HOT_COLS; k++) x[k] = bk_rand();
+    for (int ii = 0; ii < n_isas; ii++) {
+        if (only_isa && strcmp(only_isa, isas[ii])) continue;
+        if (kn_set_isa(isas[ii])) { printf("# isa=%s not supported here\n", isas[ii]); continue; }
+        for (size_t di = 0; di < sizeof dts / sizeof dts[0]; di++) {
+            if (only_dtype >= 0 && (int)dts[di] != only_dtype) continue;
+            void *w = bk_matrix(dts[di], BK_HOT_ROWS, BK_HOT_COLS);
+            double bytes = (double)BK_HOT_ROWS * (double)bench_dtype_row_bytes(dts[di], BK_HOT_COLS);
+            long iters = (long)(2e8 / bytes) + 1;  /* ~0.2 GB of weights a repetition */
+            kn_matmul(NULL, y, x, 1, w, dts[di], BK_HOT_ROWS, BK_HOT_COLS); /* warm-up: into L2 */
+            for (int r = 0; r < reps; r++) {
+                double t0 = bk_thread_s();
+                for (long i = 0; i < iters; i++) kn_matmul(NULL, y, x, 1, w, dts[di], BK_HOT_ROWS, BK_HOT_COLS);
+                t[r] = bytes * (double)iters / (bk_thread_s() - t0) / 1e9;
+            }
+            bk_stats st = bk_summary(t, reps);
+            printf("isa=%s dtype=%s hot %dx%d matvec GB/s (thread CPU time) median=%.1f min=%.1f max=%.1f\n", isas[ii],
+                   bench_dtype_name(dts[di]), BK_HOT_ROWS, BK_HOT_COLS, st.med, st.min, st.max);
+            fflush(stdout);
+            free(w);
+        }
+    }
+    free(x);
+    free(y);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     const char *only_isa = NULL;
-    int only_dtype = -1, only_threads = 0, reps = 15, prefill = 1;
+    int only_dtype = -1, only_threads = 0, reps = 15, prefill = 1, hot = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--isa") && i + 1 < argc) only_isa = argv[++i];
         else if (!strcmp(argv[i], "--dtype") && i + 1 < argc) only_dtype = bench_dtype_parse(argv[++i]);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) only_threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--no-prefill")) prefill = 0;
+        else if (!strcmp(argv[i], "--hot")) hot = 1;
         else {
-            fprintf(stderr, "usage: %s [--isa vnni|avx512-bf16|avx512|avx2-int8|avx2|portable] [--dtype f32|f16|bf16|q8_0] [--threads N] [--reps N] [--no-prefill]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--isa vnni|avx512-bf16|avx512|avx2-int8|avx2|portable] [--dtype f32|f16|bf16|q8_0|q4_0] [--threads N] [--reps N] [--no-prefill] [--hot]\n", argv[0]);
             return 2;
         }
     }
@@ -177,6 +223,12 @@ int main(int argc, char **argv) {
            BK_COLD_BYTES >> 20, kn_isa());
 
     static const char *const isas[] = {"vnni", "avx512-bf16", "avx512", "avx2-int8", "avx2", "portable"};
+    if (hot) {
+        double *th = malloc((size_t)reps * sizeof *th);
+        int rc = th ? bk_hot(isas, (int)(sizeof isas / sizeof isas[0]), only_isa, only_dtype, reps, th) : 1;
+        free(th);
+        return rc;
+    }
     static const int shapes[][2] = {{2048, 768}, {768, 2048}, {32000, 768}};
     const int thread_counts[] = {1, 2};
     bk_io io = {malloc((size_t)BK_PREFILL_N * 2048 * sizeof(float)), malloc((size_t)BK_PREFILL_N * 32000 * sizeof(float))};
