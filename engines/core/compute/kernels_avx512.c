@@ -114,9 +114,9 @@ KN_INLINE __m128i kq_bits16(unsigned bits) { return _mm_maskz_set1_epi8((__mmask
  * every weight is an exact f32 (q, or q - 8), each block's products are summed
  * unscaled and the scale applied once, which differs from summing (d q) x only
  * in f32 rounding, as in mv_q8_0. */
-/* the prefetch distance of kernels_simd.inc's KN_PF_Q8 */
-#define KX_PF 8192
-KN_INLINE void kx_scales8(const void *c, int q4, float *s) {
+/* The 8 f16 scales of the 8 blocks at c, converted: Q8_0's (q4 0) or Q4_0's. Also the vnni
+ * decode's (kernels_int8.inc mv_q8_0_zmm, mv_q4_0_zmm). */
+KN_INLINE __m256 kx_scales8(const void *c, int q4) {
     /* block k's d: word 17k (Q8_0, 34-byte blocks) or 9k (Q4_0, 18) of the step */
     const __m512i sel8a = _mm512_setr_epi64(0x0033002200110000LL, 0, 0, 0, 0, 0, 0, 0);
     const __m512i sel8b = _mm512_setr_epi64(0x0037002600150004LL, 0, 0, 0, 0, 0, 0, 0);
@@ -129,7 +129,7 @@ KN_INLINE void kx_scales8(const void *c, int q4, float *s) {
         const __m512i d1 = _mm512_permutex2var_epi16(_mm512_loadu_si512(b + 128), sel8b, _mm512_loadu_si512(b + 192));
         h = _mm_unpacklo_epi64(_mm512_castsi512_si128(d0), _mm512_castsi512_si128(d1));
     }
-    _mm256_storeu_ps(s, _mm256_cvtph_ps(h));
+    return _mm256_cvtph_ps(h);
 }
 
 /* Block k's 32 products with x, unscaled: two vectors of 16 lanes summed. */
@@ -155,9 +155,9 @@ KN_INLINE void kx_mv_q(int q4, float *y, const float *x, const void *w, int cols
         int i = 0;
         for (; i + 8 <= nb; i += 8) {
             const char *c = row + (size_t)i * bb;
-            for (size_t o = 0; o < 8 * bb; o += 64) __builtin_prefetch(c + KX_PF + o);
+            for (size_t o = 0; o < 8 * bb; o += 64) __builtin_prefetch(c + KN_PF_Q8 + o);
             float s[8] __attribute__((aligned(32)));
-            kx_scales8(c, q4, s);
+            _mm256_store_ps(s, kx_scales8(c, q4));
             /* read back from memory, so each FMA takes its scale as a broadcast load
              * (the compiler would otherwise shuffle the register: vector-port work) */
             __asm__ volatile("" : : "m"(s) : "memory");

@@ -27,6 +27,16 @@
 #define KN_HAVE_X86 0
 #endif
 
+/* Software prefetch distance, bytes ahead on each row stream. Without it
+ * decode is latency-bound for the denser formats: their loops do more work
+ * per cache line, so fewer misses are in flight (measured on this EPYC VM,
+ * 1 thread: f16 18 -> 29 GB/s, q8_0 6 -> 23 GB/s; f32 unchanged). */
+#ifndef KN_PF_DENSE
+#define KN_PF_DENSE 4096
+#endif
+#ifndef KN_PF_Q8
+#define KN_PF_Q8 8192
+#endif
 /* x (n, cols) quantised to Q8 blocks of 32 for the integer-dot tables
  * (kernels_int8.inc): q = round(x / d), d = max|x| / 127 per block, d kept
  * in f32 (not f16 as in a Q8_0 weight), so the only error is q's rounding. */
