@@ -262,7 +262,13 @@ static int kn_decode_split(void) {
     int s = atomic_load_explicit(&split, memory_order_relaxed);
     if (s) return s;
     const char *e = getenv("BENCH_DECODE_SPLIT");
-    s = e && atoi(e) >= 1 && atoi(e) <= 16 ? atoi(e) : KN_DECODE_SPLIT;
+    s = KN_DECODE_SPLIT;
+    if (e && *e) {
+        char *end;
+        long v = strtol(e, &end, 10);
+        if (!*end && v >= 1 && v <= 16) s = (int)v;
+        else fprintf(stderr, "kernels: BENCH_DECODE_SPLIT=%s: expected a whole number 1 .. 16; using %d\n", e, s);
+    }
     atomic_store_explicit(&split, s, memory_order_relaxed);
     return s;
 }

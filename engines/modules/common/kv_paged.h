@@ -35,8 +35,8 @@ typedef struct kvp_pool {
 #define KVP_DEVICE "cpu"
 #define KVP_CACHE_TYPES KVQ_CPU_TYPES
 #else
-/* the device pool stores the CPU's types (engines/cuda/kvp_cuda.c, attn.cu) */
-#define KVP_CACHE_TYPES ((1u << BENCH_F32) | (1u << BENCH_F16) | (1u << BENCH_BF16) | (1u << BENCH_Q8_0) | (1u << BENCH_Q4_0))
+/* the device pool stores the CPU's types, with the CPU's conversions (engines/cuda/attn.cu) */
+#define KVP_CACHE_TYPES KVQ_CPU_TYPES
 #endif
 
 /* The modules' score(): 1 on the CPU; on CUDA, 0 where no usable GPU is. */
