@@ -1,7 +1,7 @@
 /* Standalone benchmark of the matmul kernels against the STREAM-triad bound.
  * Not a test: `make tools` builds it (release flags) as build/tools/bench_kernels.
  *
- *   build/tools/bench_kernels [--isa vnni|avx512-bf16|avx512|avx2-int8|avx2|portable] [--dtype f32|f16|bf16|q8_0|q4_0]
+ *   build/tools/bench_kernels [--isa FAMILY (bench list kernels)] [--dtype f32|f16|bf16|q8_0|q4_0]
  *                      [--threads N] [--reps N] [--no-prefill] [--hot]
  *
  * --hot instead times only the decode kernel, hot in L2 on one thread by its CPU time
@@ -212,7 +212,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--no-prefill")) prefill = 0;
         else if (!strcmp(argv[i], "--hot")) hot = 1;
         else {
-            fprintf(stderr, "usage: %s [--isa vnni|avx512-bf16|avx512|avx2-int8|avx2|portable] [--dtype f32|f16|bf16|q8_0|q4_0] [--threads N] [--reps N] [--no-prefill] [--hot]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--isa FAMILY (bench list kernels)] [--dtype f32|f16|bf16|q8_0|q4_0] [--threads N] [--reps N] [--no-prefill] [--hot]\n", argv[0]);
             return 2;
         }
     }
@@ -222,10 +222,13 @@ int main(int argc, char **argv) {
     printf("# bench_kernels reps=%d prefill_n=%d cold_bytes=%u MiB best_isa=%s\n", reps, BK_PREFILL_N,
            BK_COLD_BYTES >> 20, kn_isa());
 
-    static const char *const isas[] = {"vnni", "avx512-bf16", "avx512", "avx2-int8", "avx2", "portable"};
+    /* every family kernels.c knows, best first, so that a new one is timed without an edit here */
+    const char *isas[16];
+    int n_isas = 0;
+    for (int i = 0; i < kn_isa_count() && n_isas < 16; i++) isas[n_isas++] = kn_isa_name(i, NULL);
     if (hot) {
         double *th = malloc((size_t)reps * sizeof *th);
-        int rc = th ? bk_hot(isas, (int)(sizeof isas / sizeof isas[0]), only_isa, only_dtype, reps, th) : 1;
+        int rc = th ? bk_hot(isas, n_isas, only_isa, only_dtype, reps, th) : 1;
         free(th);
         return rc;
     }
@@ -237,7 +240,7 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < (size_t)BK_PREFILL_N * 2048; i++) io.x[i] = bk_rand();
     memset(io.y, 0, (size_t)BK_PREFILL_N * 32000 * sizeof(float));
 
-    for (size_t ii = 0; ii < sizeof isas / sizeof isas[0]; ii++) {
+    for (int ii = 0; ii < n_isas; ii++) {
         if (only_isa && strcmp(only_isa, isas[ii])) continue;
         if (kn_set_isa(isas[ii])) { printf("# isa=%s not supported here\n", isas[ii]); continue; }
         for (size_t ti = 0; ti < 2; ti++) {

@@ -49,7 +49,22 @@ typedef float kva_u16 __attribute__((vector_size(KVA_LANES * sizeof(float)), ali
         (a) += __builtin_shuffle((a), (kva_i16){1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14});    \
     } while (0)
 
-/* att[t] = q . k_t for t < count, where row t is k + t * stride (hd floats each). */
+/* Rows ahead that the loops over cache rows prefetch. A head's row is 36 to 256 bytes of a
+ * position's kv_dim-wide row (768 f16 values, 1.5 KiB, in llama-110m), so the reads stride across pages
+ * and the hardware prefetchers keep few of them in flight: at depth 2048 the f16 rows' loads were
+ * 53% of llama-110m's decode (perf), reading the cache at ~7 GB/s. */
+#ifndef KVA_PF_ROWS
+#define KVA_PF_ROWS 16
+#endif
+
+/* Every cache line of the bytes [p, p + n). */
+static inline void kva_prefetch(const uint8_t *p, size_t n) {
+    for (size_t o = 0; o < n; o += 64) __builtin_prefetch(p + o);
+    __builtin_prefetch(p + n - 1);
+}
+
+/* att[t] = q . k_t for t < count, where row t is k + t * stride (hd floats each); rows
+ * that are not contiguous (a cache's, not a converted chunk's) are prefetched ahead. */
 __attribute__((target_clones("avx512f", "avx2", "default"), unused))
 static void kva_dots(const float *q, const float *k, size_t stride, int count, int hd, float *att) {
     if (hd % KVA_LANES) {
@@ -66,8 +81,10 @@ static void kva_dots(const float *q, const float *k, size_t stride, int count, i
         }
         return;
     }
+    const int pf = stride != (size_t)hd;
     for (int t = 0; t < count; t++) {
         const float *kt = k + (size_t)t * stride;
+        if (pf && t + KVA_PF_ROWS < count) kva_prefetch((const uint8_t *)(kt + KVA_PF_ROWS * stride), (size_t)hd * sizeof(float));
         kva_v16 acc = kva_load(q) * kva_load(kt);
         for (int d = KVA_LANES; d < hd; d += KVA_LANES) acc += kva_load(q + d) * kva_load(kt + d);
         KVA_HSUM(acc);
@@ -75,16 +92,20 @@ static void kva_dots(const float *q, const float *k, size_t stride, int count, i
     }
 }
 
-/* o[d] += w[t] * v_t[d] for t < count in order, where row t is v + t * stride. */
+/* o[d] += w[t] * v_t[d] for t < count in order, where row t is v + t * stride; rows that are
+ * not contiguous are prefetched ahead, as in kva_dots. */
 __attribute__((target_clones("avx512f", "avx2", "default"), unused))
 static void kva_accum(float *restrict o, const float *w, const float *restrict v, size_t stride, int count,
                       int hd) {
     int d = 0;
+    const int pf = stride != (size_t)hd;
     /* four vectors of o held in registers across every position */
     for (; d + 4 * KVA_LANES <= hd; d += 4 * KVA_LANES) {
         kva_v16 o0 = kva_load(o + d), o1 = kva_load(o + d + 16), o2 = kva_load(o + d + 32), o3 = kva_load(o + d + 48);
         for (int t = 0; t < count; t++) {
             const float *vt = v + (size_t)t * stride + d;
+            if (pf && d == 0 && t + KVA_PF_ROWS < count)
+                kva_prefetch((const uint8_t *)(vt + KVA_PF_ROWS * stride), (size_t)hd * sizeof(float));
             const float a = w[t];
             o0 += a * kva_load(vt);
             o1 += a * kva_load(vt + 16);
@@ -204,54 +225,91 @@ static inline void kva_softmax(const bench_kv_shape *s, float *att, int count) {
     }
 }
 
-/* Queries i0 .. i0+ni-1 of the call on KV head kvh, every query head of its group. */
+/* Queries i0 .. i0+ni-1 of the call on KV heads kvh0 .. kvh0+nkv-1 (ni * nkv <= KVQ_QBLOCK),
+ * every query head of their groups. A chunk's rows are converted row by row, the unit's heads
+ * of a row one after the other: they are adjacent in the row, so each position's read is one
+ * run of nkv heads' bytes instead of nkv reads a whole pass apart. Pair (ii, head h, g)'s
+ * scores are row ((h - kvh0) * ni + ii) * group + g of att; each pair's dots and axpys run
+ * over its rows in position order, whatever nkv, so its bits do not depend on the unit. */
 __attribute__((unused))
-static void kva_typed_unit(const kva_unit *u, int i0, int ni, int kvh) {
+static void kva_typed_unit(const kva_unit *u, int i0, int ni, int kvh0, int nkv) {
     const bench_kv_shape *s = u->s;
     const int hd = s->head_dim, group = s->n_heads / s->n_kv_heads, q_dim = s->n_heads * hd;
-    const int rows = KVQ_CHUNK_FLOATS / hd, last = u->pos0 + i0 + ni - 1;
-    const size_t kh = kvq_bytes(s->k_type, (size_t)kvh * hd), vh = kvq_bytes(s->v_type, (size_t)kvh * hd);
+    const int rows = KVQ_CHUNK_FLOATS / (hd * nkv), last = u->pos0 + i0 + ni - 1;
+    const size_t kh = kvq_bytes(s->k_type, (size_t)kvh0 * hd), vh = kvq_bytes(s->v_type, (size_t)kvh0 * hd);
+    const size_t khb = kvq_bytes(s->k_type, (size_t)hd), vhb = kvq_bytes(s->v_type, (size_t)hd);
+    const size_t hbuf = (size_t)rows * hd; /* head h's rows start at buf + (h - kvh0) * hbuf */
     float buf[KVQ_CHUNK_FLOATS] __attribute__((aligned(64)));
     /* pass 1: every pair's raw dots, a chunk of K rows converted once */
     for (int t0 = 0; t0 <= last; t0 += rows) {
         int nr = last + 1 - t0 < rows ? last + 1 - t0 : rows;
-        for (int r = 0; r < nr; r++) kvq_load_row(s->k_type, u->krow(u->ctx, t0 + r) + kh, buf + (size_t)r * hd, (size_t)hd);
-        for (int ii = 0; ii < ni; ii++) {
-            int cnt = u->pos0 + i0 + ii + 1 - t0;
-            if (cnt <= 0) continue;
-            if (cnt > nr) cnt = nr;
-            for (int g = 0; g < group; g++) {
-                const float *qh = u->q + (size_t)(i0 + ii) * q_dim + (size_t)(kvh * group + g) * hd;
-                kva_dots(qh, buf, (size_t)hd, cnt, hd, u->att + (size_t)(ii * group + g) * s->max_pos + t0);
+        for (int r = 0; r < nr; r++) {
+            if (t0 + r + KVA_PF_ROWS <= last) kva_prefetch(u->krow(u->ctx, t0 + r + KVA_PF_ROWS) + kh, (size_t)nkv * khb);
+            const uint8_t *row = u->krow(u->ctx, t0 + r) + kh;
+            for (int h = 0; h < nkv; h++)
+                kvq_load_row(s->k_type, row + (size_t)h * khb, buf + (size_t)h * hbuf + (size_t)r * hd, (size_t)hd);
+        }
+        for (int h = 0; h < nkv; h++)
+            for (int ii = 0; ii < ni; ii++) {
+                int cnt = u->pos0 + i0 + ii + 1 - t0;
+                if (cnt <= 0) continue;
+                if (cnt > nr) cnt = nr;
+                for (int g = 0; g < group; g++) {
+                    const float *qh = u->q + (size_t)(i0 + ii) * q_dim + (size_t)((kvh0 + h) * group + g) * hd;
+                    kva_dots(qh, buf + (size_t)h * hbuf, (size_t)hd, cnt, hd,
+                             u->att + (size_t)((h * ni + ii) * group + g) * s->max_pos + t0);
+                }
             }
-        }
     }
-    for (int ii = 0; ii < ni; ii++)
-        for (int g = 0; g < group; g++) {
-            kva_softmax(s, u->att + (size_t)(ii * group + g) * s->max_pos, u->pos0 + i0 + ii + 1);
-            memset(u->out + (size_t)(i0 + ii) * q_dim + (size_t)(kvh * group + g) * hd, 0, (size_t)hd * sizeof(float));
-        }
+    for (int h = 0; h < nkv; h++)
+        for (int ii = 0; ii < ni; ii++)
+            for (int g = 0; g < group; g++) {
+                kva_softmax(s, u->att + (size_t)((h * ni + ii) * group + g) * s->max_pos, u->pos0 + i0 + ii + 1);
+                memset(u->out + (size_t)(i0 + ii) * q_dim + (size_t)((kvh0 + h) * group + g) * hd, 0, (size_t)hd * sizeof(float));
+            }
     /* pass 2: every pair's weighted sum, a chunk of V rows converted once, positions in order */
     for (int t0 = 0; t0 <= last; t0 += rows) {
         int nr = last + 1 - t0 < rows ? last + 1 - t0 : rows;
-        for (int r = 0; r < nr; r++) kvq_load_row(s->v_type, u->vrow(u->ctx, t0 + r) + vh, buf + (size_t)r * hd, (size_t)hd);
-        for (int ii = 0; ii < ni; ii++) {
-            int cnt = u->pos0 + i0 + ii + 1 - t0;
-            if (cnt <= 0) continue;
-            if (cnt > nr) cnt = nr;
-            for (int g = 0; g < group; g++)
-                kva_accum(u->out + (size_t)(i0 + ii) * q_dim + (size_t)(kvh * group + g) * hd,
-                          u->att + (size_t)(ii * group + g) * s->max_pos + t0, buf, (size_t)hd, cnt, hd);
+        for (int r = 0; r < nr; r++) {
+            if (t0 + r + KVA_PF_ROWS <= last) kva_prefetch(u->vrow(u->ctx, t0 + r + KVA_PF_ROWS) + vh, (size_t)nkv * vhb);
+            const uint8_t *row = u->vrow(u->ctx, t0 + r) + vh;
+            for (int h = 0; h < nkv; h++)
+                kvq_load_row(s->v_type, row + (size_t)h * vhb, buf + (size_t)h * hbuf + (size_t)r * hd, (size_t)hd);
         }
+        for (int h = 0; h < nkv; h++)
+            for (int ii = 0; ii < ni; ii++) {
+                int cnt = u->pos0 + i0 + ii + 1 - t0;
+                if (cnt <= 0) continue;
+                if (cnt > nr) cnt = nr;
+                for (int g = 0; g < group; g++)
+                    kva_accum(u->out + (size_t)(i0 + ii) * q_dim + (size_t)((kvh0 + h) * group + g) * hd,
+                              u->att + (size_t)((h * ni + ii) * group + g) * s->max_pos + t0, buf + (size_t)h * hbuf,
+                              (size_t)hd, cnt, hd);
+            }
     }
 }
 
-/* The units of a call dealt round-robin to the tasks: (query block, KV head). */
+/* KV heads a unit takes when every query of the call is one block of ni: as many as its
+ * scores (KVQ_QBLOCK / ni) and a chunk's rows (at least 4 of each head) fit, no more than the
+ * tasks leave each, and fewer where that would leave a task idle while another takes two
+ * units (12 KV heads on 2 tasks: 3, not 4). */
+static inline int kva_heads_per_unit(int n_kv, int hd, int ni, int n_tasks) {
+    int h = KVQ_QBLOCK / ni, share = (n_kv + n_tasks - 1) / n_tasks, fit = KVQ_CHUNK_FLOATS / (4 * hd);
+    if (h > share) h = share;
+    if (h > fit) h = fit;
+    while (h > 1 && ((n_kv + h - 1) / h) % n_tasks) h--;
+    return h < 1 ? 1 : h;
+}
+
+/* The units of a call dealt round-robin to the tasks: (query block, run of KV heads). A call
+ * of more than one query block takes one KV head a unit: its units are many already. */
 static inline void kva_typed_task(const kva_unit *u, int n, int task, int n_tasks) {
     const int n_kv = u->s->n_kv_heads, blocks = (n + KVQ_QBLOCK - 1) / KVQ_QBLOCK;
-    for (int w = task; w < blocks * n_kv; w += n_tasks) {
-        int b = w / n_kv, i0 = b * KVQ_QBLOCK, ni = n - i0 < KVQ_QBLOCK ? n - i0 : KVQ_QBLOCK;
-        kva_typed_unit(u, i0, ni, w % n_kv);
+    const int hpu = blocks == 1 ? kva_heads_per_unit(n_kv, u->s->head_dim, n, n_tasks) : 1, runs = (n_kv + hpu - 1) / hpu;
+    for (int w = task; w < blocks * runs; w += n_tasks) {
+        int b = w / runs, i0 = b * KVQ_QBLOCK, ni = n - i0 < KVQ_QBLOCK ? n - i0 : KVQ_QBLOCK;
+        int kvh0 = (w % runs) * hpu, nkv = n_kv - kvh0 < hpu ? n_kv - kvh0 : hpu;
+        kva_typed_unit(u, i0, ni, kvh0, nkv);
     }
 }
 

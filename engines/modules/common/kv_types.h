@@ -28,7 +28,8 @@
 /* Values converted per chunk of attention (16 KiB of stack). */
 #define KVQ_CHUNK_FLOATS 4096
 
-/* Queries a unit of typed attention takes at once (kv_attn.h kva_typed_unit). */
+/* Query x KV-head pairs a unit of typed attention takes at once (kv_attn.h kva_typed_unit):
+ * up to 4 queries on one KV head, or a decode's query on up to 4 KV heads. */
 #define KVQ_QBLOCK 4
 
 /* Attention scores each task keeps: one row of max_pos per (query, head) pair of a unit in a
