@@ -14,6 +14,7 @@
 
 #include <libgen.h>
 
+#include "engines/modules/common/kv_attn.h"
 #include "engines/modules/common/kv_types.h"
 #include "tests/lib/kv_test.h"
 
@@ -60,15 +61,19 @@ static void test_bytes_per_position(void **state) {
     }
 }
 
-static void test_typed_attention_is_f32_attention_of_the_stored_values(void **state) {
-    (void)state;
+/* 6 KV heads on the test host's 3 tasks: a decode's unit takes 2 adjacent KV heads
+ * (kva_heads_per_unit), the path typed_shape's 2 heads on 3 tasks never takes */
+static const bench_kv_shape wide_shape = {.n_layers = 1, .n_heads = 12, .n_kv_heads = 6, .head_dim = 32,
+                                          .max_pos = 40, .max_seqs = 2};
+
+static void check_typed_attention(const bench_kv_shape *shape) {
     static const bench_dtype types[] = {BENCH_F16, BENCH_BF16, BENCH_Q8_0, BENCH_Q4_0};
     const char *const *kvs;
     int nk = tu_modules("kv", &kvs);
-    const int kv_dim = typed_shape.n_kv_heads * typed_shape.head_dim, q_dim = typed_shape.n_heads * typed_shape.head_dim;
+    const int kv_dim = shape->n_kv_heads * shape->head_dim, q_dim = shape->n_heads * shape->head_dim;
     for (size_t ti = 0; ti < sizeof(types) / sizeof(types[0]); ti++)
         for (int k = 0; k < nk; k++) {
-            bench_kv_shape s = typed_shape, f = typed_shape;
+            bench_kv_shape s = *shape, f = *shape;
             s.k_type = s.v_type = types[ti];
             data d, r;
             data_make(&d, &s, 11);
@@ -106,6 +111,27 @@ static void test_typed_attention_is_f32_attention_of_the_stored_values(void **st
             data_free(&d);
             data_free(&r);
         }
+}
+
+static void test_typed_attention_is_f32_attention_of_the_stored_values(void **state) {
+    (void)state;
+    check_typed_attention(&typed_shape);
+    check_typed_attention(&wide_shape);
+}
+
+/* How many adjacent KV heads a unit of typed attention takes (kv_attn.h): as many as the scores
+ * buffer and a chunk hold, balanced so that no task takes two units while another idles. */
+static void test_heads_per_unit(void **state) {
+    (void)state;
+    assert_int_equal(kva_heads_per_unit(12, 64, 1, 2), 3);  /* llama-110m decode, 2 threads: 4 units, 2 each (4 a unit: 8 and 4) */
+    assert_int_equal(kva_heads_per_unit(4, 64, 1, 2), 2);   /* tinyllama: 2 units */
+    assert_int_equal(kva_heads_per_unit(8, 128, 1, 2), 4);  /* 8 KV heads of 128: the scores buffer's 4 */
+    assert_int_equal(kva_heads_per_unit(6, 32, 1, 3), 2);   /* wide_shape on the test host */
+    assert_int_equal(kva_heads_per_unit(2, 32, 1, 3), 1);   /* fewer heads than tasks */
+    assert_int_equal(kva_heads_per_unit(12, 64, 4, 2), 1);  /* 4 queries fill the scores buffer */
+    assert_int_equal(kva_heads_per_unit(4, 2048, 1, 1), 1); /* a chunk holds 2 rows of one head */
+    assert_int_equal(kva_heads_per_unit(5, 64, 1, 2), 3);   /* 3 and 2 */
+    assert_int_equal(kva_heads_per_unit(6, 64, 1, 4), 2);   /* 3 units on 4 tasks: 2 heads the busiest, as with 1 */
 }
 
 /* The AVX2 row loaders (kv_types.h) give the bits of the scalar conversions (blockquant.h) on
@@ -192,6 +218,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bytes_per_position),
         cmocka_unit_test(test_typed_attention_is_f32_attention_of_the_stored_values),
+        cmocka_unit_test(test_heads_per_unit),
         cmocka_unit_test(test_avx2_loaders_are_the_scalar_bits),
         cmocka_unit_test(test_engine_budget_and_refusal_by_type),
     };

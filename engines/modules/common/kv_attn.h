@@ -289,16 +289,18 @@ static void kva_typed_unit(const kva_unit *u, int i0, int ni, int kvh0, int nkv)
     }
 }
 
-/* KV heads a unit takes when every query of the call is one block of ni: as many as its
- * scores (KVQ_QBLOCK / ni) and a chunk's rows (at least 4 of each head) fit, no more than the
- * tasks leave each, and fewer where that would leave a task idle while another takes two
- * units (12 KV heads on 2 tasks: 3, not 4). */
+/* KV heads a unit takes when every query of the call is one block of ni: at most what its
+ * scores (KVQ_QBLOCK / ni) and a chunk's rows (at least 4 of each head) hold, and of those the
+ * run that gives the busiest task the fewest heads, the longest run on a tie (12 KV heads on
+ * 2 tasks: 3 a unit, 6 a task, where 4 a unit would give one task 8). */
 static inline int kva_heads_per_unit(int n_kv, int hd, int ni, int n_tasks) {
-    int h = KVQ_QBLOCK / ni, share = (n_kv + n_tasks - 1) / n_tasks, fit = KVQ_CHUNK_FLOATS / (4 * hd);
-    if (h > share) h = share;
-    if (h > fit) h = fit;
-    while (h > 1 && ((n_kv + h - 1) / h) % n_tasks) h--;
-    return h < 1 ? 1 : h;
+    int most = KVQ_QBLOCK / ni, fit = KVQ_CHUNK_FLOATS / (4 * hd), best = 1, best_load = 0;
+    if (most > fit) most = fit;
+    for (int h = 1; h <= most && h <= n_kv; h++) {
+        int runs = (n_kv + h - 1) / h, load = (runs + n_tasks - 1) / n_tasks * h;
+        if (h == 1 || load <= best_load) best = h, best_load = load;
+    }
+    return best;
 }
 
 /* The units of a call dealt round-robin to the tasks: (query block, run of KV heads). A call
