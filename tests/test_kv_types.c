@@ -119,6 +119,66 @@ static void test_typed_attention_is_f32_attention_of_the_stored_values(void **st
     check_typed_attention(&wide_shape);
 }
 
+/* kva_dots' order of operations (kv_attn.h), written out in scalars: per position, 16 lanes of
+ * products over d in steps of 16 (mul then add), then the tree: lanes i and i + 8, i and i + 4,
+ * i and i + 2, 0 and 1. kva_dots reduces 16 positions' trees at once with shuffles; a wrong
+ * lane or a changed pairing gives other bits (or other values) here. */
+static float tree_dot(const float *q, const float *k, int hd) {
+    float a[16];
+    for (int l = 0; l < 16; l++) a[l] = q[l] * k[l];
+    for (int d = 16; d < hd; d += 16)
+        for (int l = 0; l < 16; l++) a[l] = a[l] + q[d + l] * k[d + l];
+    for (int w = 8; w >= 1; w /= 2)
+        for (int l = 0; l < w; l++) a[l] = a[l] + a[l + w];
+    return a[0];
+}
+
+static void test_dots_keep_the_tree_order(void **state) {
+    (void)state;
+    enum { COUNT = 53, MAXHD = 128, STRIDE = 160 };
+    float q[MAXHD], *k = malloc(sizeof(float) * COUNT * STRIDE), att[COUNT];
+    assert_non_null(k);
+    uint64_t r = 99;
+    for (int i = 0; i < COUNT * STRIDE; i++) k[i] = (float)((int64_t)((r = r * 6364136223846793005ull + 1) >> 40) - (1 << 23)) / 4096.0f;
+    for (int i = 0; i < MAXHD; i++) q[i] = (float)((int64_t)((r = r * 6364136223846793005ull + 1) >> 40) - (1 << 23)) / 8192.0f;
+    static const int hds[] = {16, 32, 64, 128};
+    for (size_t h = 0; h < sizeof(hds) / sizeof(hds[0]); h++)
+        for (int strided = 0; strided < 2; strided++) {
+            const int hd = hds[h];
+            const size_t stride = strided ? STRIDE : (size_t)hd;
+            kva_dots(q, k, stride, COUNT, hd, att);
+            for (int t = 0; t < COUNT; t++) {
+                float want = tree_dot(q, k + (size_t)t * stride, hd);
+                if (memcmp(&want, &att[t], sizeof(float)))
+                    fail_msg("kva_dots hd %d stride %zu position %d: %.9g, the tree order gives %.9g", hd, stride, t, (double)att[t],
+                             (double)want);
+            }
+        }
+    free(k);
+}
+
+/* kva_rowmax finds what the scalar loop finds, NaNs skipped, for every length around the
+ * vector width; a +0/-0 tie may keep either, which test_kv_types' memcmp of whole attentions
+ * covers (x - (+0) and x - (-0) are the same to exp). */
+static void test_rowmax_is_the_loop(void **state) {
+    (void)state;
+    float v[70];
+    uint64_t r = 7;
+    for (int n = 0; n <= 70; n++)
+        for (int trial = 0; trial < 4; trial++) {
+            for (int i = 0; i < n; i++) v[i] = (float)((int64_t)((r = r * 6364136223846793005ull + 1) >> 40) - (1 << 23)) / 1024.0f;
+            if (trial == 1 && n) v[(int)(r % (uint64_t)n)] = NAN;
+            if (trial == 2 && n) v[n - 1] = 1e30f;               /* the largest in the tail */
+            if (trial == 3) for (int i = 0; i < n; i++) v[i] = -INFINITY;
+            float want = -INFINITY;
+            for (int i = 0; i < n; i++)
+                if (v[i] > want) want = v[i];
+            float got = kva_rowmax(v, n, -INFINITY);
+            if (!(got == want || (isinf(got) && isinf(want) && got < 0 && want < 0)))
+                fail_msg("kva_rowmax over %d values (trial %d): %g, the loop gives %g", n, trial, (double)got, (double)want);
+        }
+}
+
 /* How many adjacent KV heads a unit of typed attention takes (kv_attn.h): as many as the scores
  * buffer and a chunk hold, balanced so that no task takes two units while another idles. */
 static void test_heads_per_unit(void **state) {
@@ -219,6 +279,8 @@ int main(void) {
         cmocka_unit_test(test_bytes_per_position),
         cmocka_unit_test(test_typed_attention_is_f32_attention_of_the_stored_values),
         cmocka_unit_test(test_heads_per_unit),
+        cmocka_unit_test(test_dots_keep_the_tree_order),
+        cmocka_unit_test(test_rowmax_is_the_loop),
         cmocka_unit_test(test_avx2_loaders_are_the_scalar_bits),
         cmocka_unit_test(test_engine_budget_and_refusal_by_type),
     };

@@ -63,6 +63,28 @@ static inline void kva_prefetch(const uint8_t *p, size_t n) {
     __builtin_prefetch(p + n - 1);
 }
 
+/* KVA_HSUM of 16 vectors at once: out[p] is a[p]'s lane 0 after KVA_HSUM,
+ * with every addition pairing the same two values (so the same bits): each level adds the
+ * halves of two vectors' partial sums side by side, where KVA_HSUM adds them in one vector
+ * and discards half the lanes. Level by level, a[p]'s sums: lanes i and i + 8, then i and
+ * i + 4, i and i + 2, 0 and 1; the last level leaves position 4k + q in lane 4q + k. */
+static inline __attribute__((always_inline)) void kva_hsum16(const kva_v16 *a, float *out) {
+    kva_v16 b[8], c[4], e[2];
+    for (int j = 0; j < 8; j++) /* lanes 0-7: a[2j]'s i + (i + 8), 8-15: a[2j + 1]'s */
+        b[j] = __builtin_shuffle(a[2 * j], a[2 * j + 1], (kva_i16){0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23}) +
+               __builtin_shuffle(a[2 * j], a[2 * j + 1], (kva_i16){8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31});
+    for (int m = 0; m < 4; m++) /* quarter r: position 4m + r's i + (i + 4) */
+        c[m] = __builtin_shuffle(b[2 * m], b[2 * m + 1], (kva_i16){0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27}) +
+               __builtin_shuffle(b[2 * m], b[2 * m + 1], (kva_i16){4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31});
+    for (int n = 0; n < 2; n++) /* quarter r: positions 8n + r and 8n + 4 + r, i + (i + 2) each */
+        e[n] = __builtin_shuffle(c[2 * n], c[2 * n + 1], (kva_i16){0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29}) +
+               __builtin_shuffle(c[2 * n], c[2 * n + 1], (kva_i16){2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31});
+    /* quarter r: positions r, 4 + r, 8 + r, 12 + r, lane 0 + lane 1 each */
+    const kva_v16 f = __builtin_shuffle(e[0], e[1], (kva_i16){0, 2, 16, 18, 4, 6, 20, 22, 8, 10, 24, 26, 12, 14, 28, 30}) +
+                      __builtin_shuffle(e[0], e[1], (kva_i16){1, 3, 17, 19, 5, 7, 21, 23, 9, 11, 25, 27, 13, 15, 29, 31});
+    kva_store(out, __builtin_shuffle(f, (kva_i16){0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15}));
+}
+
 /* att[t] = q . k_t for t < count, where row t is k + t * stride (hd floats each); rows
  * that are not contiguous (a cache's, not a converted chunk's) are prefetched ahead. */
 __attribute__((target_clones("avx512f", "avx2", "default"), unused))
@@ -82,7 +104,24 @@ static void kva_dots(const float *q, const float *k, size_t stride, int count, i
         return;
     }
     const int pf = stride != (size_t)hd;
-    for (int t = 0; t < count; t++) {
+    int t = 0;
+    /* 16 positions at once: the same products and sums per position, then the 16 trees
+     * reduced together, two rows a step (kva_hsum16), a fifth of the shuffles and adds */
+    for (; t + KVA_LANES <= count; t += KVA_LANES) {
+        const float *k0 = k + (size_t)t * stride;
+        if (pf && t + KVA_LANES + KVA_PF_ROWS <= count)
+            for (int p = 0; p < KVA_LANES; p++)
+                kva_prefetch((const uint8_t *)(k0 + (size_t)(KVA_PF_ROWS + p) * stride), (size_t)hd * sizeof(float));
+        kva_v16 acc[KVA_LANES];
+        const kva_v16 q0 = kva_load(q);
+        for (int p = 0; p < KVA_LANES; p++) acc[p] = q0 * kva_load(k0 + (size_t)p * stride);
+        for (int d = KVA_LANES; d < hd; d += KVA_LANES) {
+            const kva_v16 qd = kva_load(q + d);
+            for (int p = 0; p < KVA_LANES; p++) acc[p] += qd * kva_load(k0 + (size_t)p * stride + d);
+        }
+        kva_hsum16(acc, att + t);
+    }
+    for (; t < count; t++) {
         const float *kt = k + (size_t)t * stride;
         if (pf && t + KVA_PF_ROWS < count) kva_prefetch((const uint8_t *)(kt + KVA_PF_ROWS * stride), (size_t)hd * sizeof(float));
         kva_v16 acc = kva_load(q) * kva_load(kt);
@@ -199,6 +238,28 @@ static void kva_rowop(float *att, int count, float a, int op) {
     for (; t < count; t++) att[t] = op == 0 ? att[t] / a : op == 1 ? att[t] * a : att[t] - a;
 }
 
+/* The largest of m and att[t < count] as the loop `if (att[t] > m) m = att[t]` finds it (NaNs
+ * skipped), in 16 lanes: a maximum does not depend on the order it is taken in, except which of
+ * +0 and -0 it keeps on a tie, and x - (+0) and x - (-0) give exp(.) the same value. The scalar
+ * loop was a chain of dependent compares, one every maxss latency. */
+__attribute__((target_clones("avx512f", "avx2", "default"), unused))
+static float kva_rowmax(const float *att, int count, float m) {
+    int t = 0;
+    if (count >= KVA_LANES) {
+        kva_v16 mv = {m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m};
+        for (; t + KVA_LANES <= count; t += KVA_LANES) {
+            const kva_v16 x = kva_load(att + t);
+            const kva_i16 gt = x > mv;
+            mv = (kva_v16)((gt & (kva_i16)x) | (~gt & (kva_i16)mv));
+        }
+        for (int l = 0; l < KVA_LANES; l++)
+            if (mv[l] > m) m = mv[l];
+    }
+    for (; t < count; t++)
+        if (att[t] > m) m = att[t];
+    return m;
+}
+
 /* Softmax of one pair's scores in place: every layout's, f32 and typed (kv_contig.c, kv_paged.c),
  * with the reference's operations in its order; the loops are vectors (the scale, the shift, expf
  * through vexpf.h, the division), the two running sums stay sequential, as their rounding needs. */
@@ -207,8 +268,7 @@ static inline void kva_softmax(const bench_kv_shape *s, float *att, int count) {
     /* divide, as the reference does; llama.cpp (attn_f16) multiplies by 1/sqrt(hd) */
     if (s->attn_f16) kva_rowop(att, count, 1.0f / sqrt_hd, 1);
     else kva_rowop(att, count, sqrt_hd, 0);
-    for (int t = 0; t < count; t++)
-        if (att[t] > max) max = att[t];
+    max = kva_rowmax(att, count, max);
     kva_rowop(att, count, max, 2);
     bench_expf_n(att, att, (size_t)count);
     float sum = 0.0f;
