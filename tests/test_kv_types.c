@@ -179,8 +179,9 @@ static void test_rowmax_is_the_loop(void **state) {
         }
 }
 
-/* How many adjacent KV heads a unit of typed attention takes (kv_attn.h): as many as the scores
- * buffer and a chunk hold, balanced so that no task takes two units while another idles. */
+/* How many adjacent KV heads a unit of typed attention takes (kv_attn.h): at most what the
+ * scores buffer and a chunk hold, and of those the run that leaves the busiest task the fewest
+ * heads, the longest on a tie. */
 static void test_heads_per_unit(void **state) {
     (void)state;
     assert_int_equal(kva_heads_per_unit(12, 64, 1, 2), 3);  /* llama-110m decode, 2 threads: 4 units, 2 each (4 a unit: 8 and 4) */
