@@ -285,11 +285,36 @@ static inline void kva_softmax(const bench_kv_shape *s, float *att, int count) {
     }
 }
 
+/* Rows t0 .. t0+nr-1 of nkv adjacent heads (from byte off of each row, hb bytes a head),
+ * converted into buf, head h's rows at buf + h * hbuf; rows up to last are prefetched
+ * KVA_PF_ROWS ahead. Pass 1 reads K through it, pass 2 V. */
+static inline void kva_load_chunk(bench_dtype type, kva_row_fn row_at, const void *ctx, size_t off, size_t hb, int nkv,
+                                  int hd, int t0, int nr, int last, float *buf, size_t hbuf) {
+    for (int r = 0; r < nr; r++) {
+        if (t0 + r + KVA_PF_ROWS <= last) kva_prefetch(row_at(ctx, t0 + r + KVA_PF_ROWS) + off, (size_t)nkv * hb);
+        const uint8_t *row = row_at(ctx, t0 + r) + off;
+        for (int h = 0; h < nkv; h++) kvq_load_row(type, row + (size_t)h * hb, buf + (size_t)h * hbuf + (size_t)r * hd, (size_t)hd);
+    }
+}
+
+/* The scores row of pair (query ii of the unit, its head h, group member g): rows are
+ * ((h * ni + ii) * group + g), each max_pos floats. */
+static inline float *kva_scores(const kva_unit *u, int ni, int h, int ii, int g) {
+    const int group = u->s->n_heads / u->s->n_kv_heads;
+    return u->att + (size_t)((h * ni + ii) * group + g) * (size_t)u->s->max_pos;
+}
+
+/* How many of a chunk's nr rows from t0 query i0 + ii of the unit sees (causal): 0 to nr. */
+static inline int kva_seen(const kva_unit *u, int i0, int ii, int t0, int nr) {
+    int cnt = u->pos0 + i0 + ii + 1 - t0;
+    return cnt < 0 ? 0 : cnt > nr ? nr : cnt;
+}
+
 /* Queries i0 .. i0+ni-1 of the call on KV heads kvh0 .. kvh0+nkv-1 (ni * nkv <= KVQ_QBLOCK),
  * every query head of their groups. A chunk's rows are converted row by row, the unit's heads
  * of a row one after the other: they are adjacent in the row, so each position's read is one
- * run of nkv heads' bytes instead of nkv reads a whole pass apart. Pair (ii, head h, g)'s
- * scores are row ((h - kvh0) * ni + ii) * group + g of att; each pair's dots and axpys run
+ * run of nkv heads' bytes instead of nkv reads a whole pass apart. Pair (ii, head kvh0 + h,
+ * g)'s scores are kva_scores(u, ni, h, ii, g); each pair's dots and axpys run
  * over its rows in position order, whatever nkv, so its bits do not depend on the unit. */
 __attribute__((unused))
 static void kva_typed_unit(const kva_unit *u, int i0, int ni, int kvh0, int nkv) {
@@ -298,53 +323,38 @@ static void kva_typed_unit(const kva_unit *u, int i0, int ni, int kvh0, int nkv)
     const int rows = KVQ_CHUNK_FLOATS / (hd * nkv), last = u->pos0 + i0 + ni - 1;
     const size_t kh = kvq_bytes(s->k_type, (size_t)kvh0 * hd), vh = kvq_bytes(s->v_type, (size_t)kvh0 * hd);
     const size_t khb = kvq_bytes(s->k_type, (size_t)hd), vhb = kvq_bytes(s->v_type, (size_t)hd);
-    const size_t hbuf = (size_t)rows * hd; /* head h's rows start at buf + (h - kvh0) * hbuf */
+    const size_t hbuf = (size_t)rows * hd; /* the unit's head h (kvh0 + h) has its rows at buf + h * hbuf */
     float buf[KVQ_CHUNK_FLOATS] __attribute__((aligned(64)));
     /* pass 1: every pair's raw dots, a chunk of K rows converted once */
     for (int t0 = 0; t0 <= last; t0 += rows) {
         int nr = last + 1 - t0 < rows ? last + 1 - t0 : rows;
-        for (int r = 0; r < nr; r++) {
-            if (t0 + r + KVA_PF_ROWS <= last) kva_prefetch(u->krow(u->ctx, t0 + r + KVA_PF_ROWS) + kh, (size_t)nkv * khb);
-            const uint8_t *row = u->krow(u->ctx, t0 + r) + kh;
-            for (int h = 0; h < nkv; h++)
-                kvq_load_row(s->k_type, row + (size_t)h * khb, buf + (size_t)h * hbuf + (size_t)r * hd, (size_t)hd);
-        }
+        kva_load_chunk(s->k_type, u->krow, u->ctx, kh, khb, nkv, hd, t0, nr, last, buf, hbuf);
         for (int h = 0; h < nkv; h++)
             for (int ii = 0; ii < ni; ii++) {
-                int cnt = u->pos0 + i0 + ii + 1 - t0;
-                if (cnt <= 0) continue;
-                if (cnt > nr) cnt = nr;
-                for (int g = 0; g < group; g++) {
+                const int cnt = kva_seen(u, i0, ii, t0, nr);
+                for (int g = 0; g < group && cnt; g++) {
                     const float *qh = u->q + (size_t)(i0 + ii) * q_dim + (size_t)((kvh0 + h) * group + g) * hd;
                     kva_dots(qh, buf + (size_t)h * hbuf, (size_t)hd, cnt, hd,
-                             u->att + (size_t)((h * ni + ii) * group + g) * s->max_pos + t0);
+                             kva_scores(u, ni, h, ii, g) + t0);
                 }
             }
     }
     for (int h = 0; h < nkv; h++)
         for (int ii = 0; ii < ni; ii++)
             for (int g = 0; g < group; g++) {
-                kva_softmax(s, u->att + (size_t)((h * ni + ii) * group + g) * s->max_pos, u->pos0 + i0 + ii + 1);
+                kva_softmax(s, kva_scores(u, ni, h, ii, g), u->pos0 + i0 + ii + 1);
                 memset(u->out + (size_t)(i0 + ii) * q_dim + (size_t)((kvh0 + h) * group + g) * hd, 0, (size_t)hd * sizeof(float));
             }
     /* pass 2: every pair's weighted sum, a chunk of V rows converted once, positions in order */
     for (int t0 = 0; t0 <= last; t0 += rows) {
         int nr = last + 1 - t0 < rows ? last + 1 - t0 : rows;
-        for (int r = 0; r < nr; r++) {
-            if (t0 + r + KVA_PF_ROWS <= last) kva_prefetch(u->vrow(u->ctx, t0 + r + KVA_PF_ROWS) + vh, (size_t)nkv * vhb);
-            const uint8_t *row = u->vrow(u->ctx, t0 + r) + vh;
-            for (int h = 0; h < nkv; h++)
-                kvq_load_row(s->v_type, row + (size_t)h * vhb, buf + (size_t)h * hbuf + (size_t)r * hd, (size_t)hd);
-        }
+        kva_load_chunk(s->v_type, u->vrow, u->ctx, vh, vhb, nkv, hd, t0, nr, last, buf, hbuf);
         for (int h = 0; h < nkv; h++)
             for (int ii = 0; ii < ni; ii++) {
-                int cnt = u->pos0 + i0 + ii + 1 - t0;
-                if (cnt <= 0) continue;
-                if (cnt > nr) cnt = nr;
-                for (int g = 0; g < group; g++)
+                const int cnt = kva_seen(u, i0, ii, t0, nr);
+                for (int g = 0; g < group && cnt; g++)
                     kva_accum(u->out + (size_t)(i0 + ii) * q_dim + (size_t)((kvh0 + h) * group + g) * hd,
-                              u->att + (size_t)((h * ni + ii) * group + g) * s->max_pos + t0, buf + (size_t)h * hbuf,
-                              (size_t)hd, cnt, hd);
+                              kva_scores(u, ni, h, ii, g) + t0, buf + (size_t)h * hbuf, (size_t)hd, cnt, hd);
             }
     }
 }
