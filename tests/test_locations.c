@@ -54,8 +54,9 @@ static int teardown(void **state) {
 /* bench run from `elsewhere` with env settings in front; returns its exit status */
 static int run_from_elsewhere(const char *env, const char *args, const char *log) {
     char cmd[6000];
-    snprintf(cmd, sizeof(cmd), "cd '%s' && env -u BENCH_RESULTS -u BENCH_MODEL_CACHE %s '%s' run '%s' %s >'%s' 2>&1",
-             elsewhere, env, bin, sc, args, log);
+    if (snprintf(cmd, sizeof(cmd), "cd '%s' && env -u BENCH_RESULTS -u BENCH_MODEL_CACHE %s '%s' run '%s' %s >'%s' 2>&1",
+                 elsewhere, env, bin, sc, args, log) >= (int)sizeof(cmd))
+        return -1;
     int rc = system(cmd);
     return rc == -1 ? -1 : WEXITSTATUS(rc);
 }

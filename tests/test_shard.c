@@ -70,7 +70,7 @@ static int teardown(void **state) {
 
 static cJSON *load(const char *dir) {
     char p[800];
-    snprintf(p, sizeof(p), "%s/results.json", dir);
+    if (snprintf(p, sizeof(p), "%s/results.json", dir) >= (int)sizeof(p)) return NULL;
     return hjs_load(p);
 }
 
