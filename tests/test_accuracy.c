@@ -84,6 +84,35 @@ static void test_stories260k_reference_and_f16_cache(void **state) {
     assert_non_null(strstr(err, "accuracy variant: unknown kv module \"nosuch\""));
 }
 
+/* A device's variant is measured against the CPU's exact path, with the CPU's default
+ * modules in place of the device's (which the CPU has not) and no module options. */
+static void test_reference_of_a_device_variant_is_the_cpu(void **state) {
+    (void)state;
+    bench_opt o[] = {{.key = "slots", .value = "2"}};
+    engine_spec v = {.model_path = "m.gguf", .loader = "pinned", .kv = "vmm", .alloc = "libc", .device = "cuda",
+                     .device_opts = {1, o}, .loader_opts = {1, o}, .kv_opts = {1, o}, .kernels = "vnni",
+                     .kv_k_type = BENCH_Q8_0, .kv_v_type = BENCH_F16, .threads = 3, .max_pos = 99, .kv_budget_tokens = 7};
+    engine_spec r = acc_reference_spec(&v);
+    assert_null(r.device);
+    assert_int_equal(r.device_opts.n + r.loader_opts.n + r.kv_opts.n + r.alloc_opts.n, 0);
+    assert_true(!r.loader && !r.kv && !r.alloc);
+    assert_string_equal(r.kernels, "auto");
+    assert_int_equal(r.kv_k_type, BENCH_F32);
+    assert_int_equal(r.kv_v_type, BENCH_F32);
+    assert_string_equal(r.model_path, "m.gguf");
+    assert_int_equal(r.threads, 3);
+    assert_int_equal(r.max_pos, 99);
+    assert_true(r.kv_budget_tokens == 0);
+    /* on the CPU the variant's modules and options stay */
+    v.device = "cpu";
+    v.loader = "mmap";
+    v.kv = "block";
+    r = acc_reference_spec(&v);
+    assert_string_equal(r.kv, "block");
+    assert_int_equal(r.kv_opts.n, 1);
+    assert_string_equal(r.device, "cpu");
+}
+
 static double summary_metric(const cJSON *doc, int variant, const char *name) {
     const cJSON *s = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(doc, "summary"), variant);
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(s, "metrics"), name);
@@ -131,6 +160,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_compare_by_hand),
         cmocka_unit_test(test_stories260k_reference_and_f16_cache),
+        cmocka_unit_test(test_reference_of_a_device_variant_is_the_cpu),
         cmocka_unit_test(test_scenario_accuracy_metric),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

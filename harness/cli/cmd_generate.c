@@ -326,9 +326,10 @@ static int gen_accuracy(const gen_args *g, engine **e, const int *ids, const gen
         fprintf(stderr, "bench generate: %s\n", err);
         return -1;
     }
+    int on_device = ref.device != g->spec.device;   /* acc_reference_spec moved it to the CPU */
     fprintf(stderr, "accuracy     KL mean %.6g max %.6g nats, top-1 %.2f%%, logit error max %.3g rms %.3g of the largest "
-            "(%d positions, against the exact kernels and an f32 cache)\n", af.kl_mean, af.kl_max, 100 * af.top1,
-            af.err_max, af.err_rms, af.n_pos);
+            "(%d positions, against %s exact kernels and an f32 cache)\n", af.kl_mean, af.kl_max, 100 * af.top1,
+            af.err_max, af.err_rms, af.n_pos, on_device ? "the CPU's" : "the");
     return 0;
 }
 

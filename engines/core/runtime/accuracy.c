@@ -7,6 +7,17 @@
 
 engine_spec acc_reference_spec(const engine_spec *variant) {
     engine_spec r = *variant;
+    if (r.device && strcmp(r.device, "cpu")) {
+        /* a device's own f32 path is not the exact reference: on cuda, prefill puts f16 and
+         * bf16 weights through cuBLAS with 16-bit inputs. The CPU's modules by default: the
+         * device's (pinned, vmm) and their options are not the CPU's, and on the CPU every
+         * loader and kv module gives the same logits. */
+        r.device = NULL;
+        r.device_opts = (bench_opts){0};
+        r.loader = r.kv = r.alloc = NULL;
+        r.loader_opts = r.kv_opts = r.alloc_opts = (bench_opts){0};
+        r.kv_budget_bytes = r.kv_budget_tokens = 0;
+    }
     r.kernels = "auto";
     r.kv_k_type = r.kv_v_type = BENCH_F32;
     r.llama_numerics = 0;

@@ -28,7 +28,8 @@ typedef struct acc_figures {
 } acc_figures;
 
 /* The default reference of a variant: the same model, modules and options, the exact
- * kernels (auto) and an f32 cache, without llama.cpp's rounding. */
+ * kernels (auto) and an f32 cache, without llama.cpp's rounding. A variant on a device
+ * (cuda) is measured against the CPU's exact path: the CPU with its default modules. */
 engine_spec acc_reference_spec(const engine_spec *variant);
 
 /* Runs the reference (prompt, then greedy decode of `generate` tokens), then the variant
