@@ -2,7 +2,7 @@
  *
  * Decode (a few queries) is latency-bound: one block per head would walk hundreds of
  * positions one dependent load after another on a handful of SMs. So a pass of at most
- * ATT_SPLIT_MAX_N queries splits each query's positions into chunks of ATT_CHUNK, one
+ * ATT_SPLIT_MAX_N queries splits each query's positions into chunks (att_chunk), one
  * block per (head, chunk, query), each writing its partial max, sum and weighted V row
  * to the work area; a second kernel merges the chunks (flash-decoding's split-K).
  * Longer passes (prefill) have a block per (head, query) already: each keeps its scores
@@ -25,7 +25,9 @@
 #include "engines/cuda/attn.h"
 
 #define ATT_THREADS 128
-#define ATT_CHUNK 32        /* positions per block in the split kernel */
+#define ATT_CHUNK 32        /* positions per block in the split kernel, at the least */
+#define ATT_CHUNK_MAX 1024  /* ... and at the most */
+#define ATT_BLOCKS_PER_SM 8 /* the split's chunk doubles until its blocks are about this many a multiprocessor */
 #define ATT_SPLIT_MAX_N 4   /* passes of at most this many queries take the split */
 
 __device__ __forceinline__ float warp_sum(float v) {
@@ -219,13 +221,13 @@ __global__ void attend_kernel(cuatt_rows kv, const int *table, int bs, int pos0,
 
 /* Work layout: (n, n_heads, chunks, hd + 2): max, sum of exp, then sum of exp * V. */
 __global__ void attend_split_kernel(cuatt_rows kv, const int *table, int bs, int pos0, int n_heads, int group, int hd,
-                                    int groups, const float *q, float *work) {
+                                    int groups, int chunk, const float *q, float *work) {
     __shared__ __align__(16) float qs[256];
-    __shared__ float att[ATT_CHUNK];
     __shared__ float red[32];
-    extern __shared__ float part[];    /* (groups, hd) */
+    extern __shared__ float part[];    /* (groups, hd), then the chunk's scores */
+    float *att = part + (size_t)groups * hd;
     int h = blockIdx.x, s = blockIdx.y, i = blockIdx.z, pos = pos0 + i, chunks = gridDim.y;
-    int t0 = s * ATT_CHUNK, t1 = min(t0 + ATT_CHUNK, pos + 1);
+    int t0 = s * chunk, t1 = min(t0 + chunk, pos + 1);
     float *w = work + (((size_t)i * n_heads + h) * chunks + s) * (size_t)(hd + 2);
     if (t0 >= t1) { /* past this query's position: an empty chunk */
         if (threadIdx.x == 0) { w[0] = -FLT_MAX; w[1] = 0.0f; }
@@ -258,8 +260,8 @@ __global__ void attend_split_kernel(cuatt_rows kv, const int *table, int bs, int
 }
 
 /* out = sum_s exp(m_s - M) o_s / sum_s exp(m_s - M) l_s over the query's chunks. */
-__global__ void attend_merge_kernel(const float *work, int n_heads, int hd, int chunks, int pos0, float *out) {
-    int h = blockIdx.x, i = blockIdx.y, used = (pos0 + i) / ATT_CHUNK + 1;
+__global__ void attend_merge_kernel(const float *work, int n_heads, int hd, int chunks, int chunk, int pos0, float *out) {
+    int h = blockIdx.x, i = blockIdx.y, used = (pos0 + i) / chunk + 1;
     const float *w = work + ((size_t)i * n_heads + h) * chunks * (size_t)(hd + 2);
     float M = -FLT_MAX, L = 0.0f;
     for (int s = 0; s < used; s++) M = fmaxf(M, w[(size_t)s * (hd + 2)]);
@@ -300,6 +302,32 @@ static int att_limit(void) {
     return limit;
 }
 
+/* Multiprocessors of the current device, asked once per process (0 if it cannot say). */
+static int att_sms(void) {
+    static int sms = -1;
+    if (sms < 0) {
+        int dev = 0, n = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+            cudaGetLastError();
+            n = 0;
+        }
+        sms = n;
+    }
+    return sms;
+}
+
+/* Positions per block of the split: at short depths 32, so that a decode spreads over the
+ * multiprocessors; at long ones more, doubling until the blocks are about ATT_BLOCKS_PER_SM
+ * a multiprocessor, so that each does enough to pay for its reductions and the merge walks
+ * few chunks (with 32 at 8192 positions a layer took 8192 blocks and a merge of 256 chunks
+ * a head). It depends on n, the positions and the device only, never on the layout. */
+static int att_chunk(int n_pos, int n_heads, int n) {
+    long target = (long)ATT_BLOCKS_PER_SM * att_sms();
+    int chunk = ATT_CHUNK;
+    while (chunk < ATT_CHUNK_MAX && (long)((n_pos + chunk - 1) / chunk) * n_heads * n > target) chunk *= 2;
+    return chunk;
+}
+
 extern "C" int cuatt_max_positions(int hd) {
     if (hd < 1 || hd > 256) return 0; /* the split kernel keeps q in 256 floats */
     int limit = att_limit();
@@ -318,12 +346,12 @@ extern "C" int cuatt_attend(void *stream, const cuatt_rows *kv, const int *table
     cudaStream_t s = (cudaStream_t)stream;
     int group = n_heads / n_kv_heads, groups = att_groups(hd), n_pos = pos0 + n;
     if (work && n <= ATT_SPLIT_MAX_N && n_pos > ATT_CHUNK) {
-        int chunks = (n_pos + ATT_CHUNK - 1) / ATT_CHUNK;
+        int chunk = att_chunk(n_pos, n_heads, n), chunks = (n_pos + chunk - 1) / chunk;
         attend_split_kernel<<<dim3((unsigned)n_heads, (unsigned)chunks, (unsigned)n), ATT_THREADS,
-                              (size_t)groups * hd * sizeof(float), s>>>(*kv, table, bs, pos0, n_heads, group, hd, groups,
-                                                                         q, work);
+                              ((size_t)groups * hd + (size_t)chunk) * sizeof(float), s>>>(*kv, table, bs, pos0, n_heads,
+                                                                                          group, hd, groups, chunk, q, work);
         attend_merge_kernel<<<dim3((unsigned)n_heads, (unsigned)n), hd < 32 ? 32 : (hd > 256 ? 256 : hd), 0, s>>>(
-            work, n_heads, hd, chunks, pos0, out);
+            work, n_heads, hd, chunks, chunk, pos0, out);
         return (int)cudaGetLastError();
     }
     if (att_limit() <= 0) return (int)cudaGetLastError();
