@@ -7,7 +7,10 @@ cd "$(dirname "$0")/.."
 mkdir -p .gpu-debs
 cd .gpu-debs
 PKGS=(libcjson-dev libcjson1 libpfm4-dev libpfm4 libcmocka-dev libcmocka0
-      libjemalloc-dev libjemalloc2 libmimalloc-dev libmimalloc2.0)
+      libjemalloc-dev libjemalloc2 libmimalloc-dev libmimalloc2.0 libutf8proc-dev libutf8proc2)
 apt-get download "${PKGS[@]}"
+# gcc 12's sanitizer runtimes, for sanitizer builds made here and run there (scripts/gpu_check.sh asan);
+# kept apart so that a build made there with its own gcc never loads them
+mkdir -p asan && (cd asan && apt-get download libasan8 libubsan1)
 ls -l
 echo "gpu_debs.sh: $(ls *.deb | wc -l) packages in .gpu-debs/ ($(du -sh . | cut -f1))" >&2
