@@ -603,13 +603,37 @@ static void test_sweep_command(void **state) {
     int rows = 0;
     assert_non_null(fgets(line, sizeof(line), c));
     assert_non_null(strstr(line, "rate_rps,variant,repetitions,valid,req_s"));
+    int valid[2] = {-1, -1};
     while (fgets(line, sizeof(line), c)) {
         assert_true(!strncmp(line, rows ? "200,token,1," : "20,token,1,", rows ? 12 : 11));
         assert_true(strstr(line, ",VALID,") || strstr(line, ",INVALID,"));
+        if (rows < 2) valid[rows] = strstr(line, ",VALID,") != NULL;
         rows++;
     }
     fclose(c);
     assert_int_equal(rows, 2);
+    /* the figure's data carries each point's verdict in its 10th column, and the script
+     * rings the INVALID ones */
+    snprintf(p, sizeof(p), "%s/sweep-v0.dat", out);
+    c = fopen(p, "r");
+    assert_non_null(c);
+    for (int i = 0; i < 2; i++) {
+        double col[10];
+        assert_non_null(fgets(line, sizeof(line), c));
+        assert_int_equal(sscanf(line, "%lf %lf %lf %lf %lf %lf %lf %lf %lf %lf", &col[0], &col[1], &col[2], &col[3], &col[4],
+                                &col[5], &col[6], &col[7], &col[8], &col[9]), 10);
+        assert_true(col[0] == (i ? 200 : 20));
+        assert_int_equal((int)col[9], valid[i]);
+    }
+    fclose(c);
+    snprintf(p, sizeof(p), "%s/sweep.gp", out);
+    c = fopen(p, "r");
+    assert_non_null(c);
+    size_t got = fread(text, 1, sizeof(text) - 1, c);
+    text[got] = 0;
+    fclose(c);
+    assert_non_null(strstr(text, "using 1:($10 > 0 ? 1/0 : $6) with points"));
+    assert_non_null(strstr(text, "title 'INVALID'"));
     /* the closed loop: one row per cap, never more requests in flight than it */
     snprintf(p, sizeof(p), "%s/sweep-concurrency.csv", out);
     c = fopen(p, "r");

@@ -9,8 +9,9 @@
  *   sweep.csv                                  one row per rate and variant
  *   sweep-concurrency.csv, .svg                the same per concurrency cap (closed loop), when asked
  *   knee.csv                                   the knee search's points and knee per variant, when it ran
- *   sweep-v<V>.dat, sweep.gp, sweep.svg        the figure's data per variant, its script, the
- *                                              figure (gnuplot, when installed)
+ *   sweep-v<V>.dat, sweep.gp, sweep.svg        the figure's data per variant (rate, TTFT p50 p99, TPOT
+ *                                              p50 p99, goodput and its interval, ITL p99, 1 VALID / 0
+ *                                              INVALID), its script, the figure (gnuplot, when installed)
  */
 #include <cJSON.h>
 #include <errno.h>
@@ -271,8 +272,8 @@ static int swc_rate(swc *c, double rate) {
             snprintf(p, sizeof(p), "%s/%s-v%d.dat", c->out, c->prefix, v);
             c->dat[v] = fopen(p, "w");
         }
-        if (c->dat[v]) fprintf(c->dat[v], "%g %g %g %g %g %g %g %g %g\n", rate, t50.mean, t99.mean, p50.mean, p99.mean, 100 * g.mean,
-                               100 * g.ci_lo, 100 * g.ci_hi, i99.mean);
+        if (c->dat[v]) fprintf(c->dat[v], "%g %g %g %g %g %g %g %g %g %d\n", rate, t50.mean, t99.mean, p50.mean, p99.mean, 100 * g.mean,
+                               100 * g.ci_lo, 100 * g.ci_hi, i99.mean, n && !bad);
     }
     swc_point_free(doc);
     fflush(stdout);
@@ -368,6 +369,15 @@ static void swc_figure(swc *c) {
     for (int v = 0; v < c->n_variants; v++)
         if (c->label[v][0])
             fprintf(f, ", '%s/%s-v%d.dat' using 1:6:7:8 with yerrorlines lc %d title '%s'", c->out, c->prefix, v, v + 1, c->label[v]);
+    /* an INVALID point (a repetition broke a rule: too few requests, a failure, ...) is
+     * ringed, so that no one reads its goodput as a measurement */
+    const char *ring = "title 'INVALID'";
+    for (int v = 0; v < c->n_variants; v++)
+        if (c->label[v][0]) {
+            fprintf(f, ", '%s/%s-v%d.dat' using 1:($10 > 0 ? 1/0 : $6) with points pt 6 ps 2.5 lc rgb 'red' %s", c->out, c->prefix, v,
+                    ring);
+            ring = "notitle";
+        }
     fprintf(f, "\nunset multiplot\n");
     fclose(f);
     const char *g = getenv("BENCH_GNUPLOT");
