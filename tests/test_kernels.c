@@ -38,7 +38,7 @@
 
 #define KN_TEST_RTOL 2e-5
 
-static const char *const isas[] = {"portable", "avx2", "avx2-int8", "avx512", "avx512-bf16", "vnni"};
+static const char *const isas[] = {"portable", "avx2", "avx2-int8", "avx512", "avx512-bf16", "amx", "vnni"};
 
 /* Selects family i for a test; says so once when this CPU cannot run it. */
 static int use_isa(size_t i) {
@@ -686,7 +686,7 @@ static void test_isa_selection(void **state) {
         assert_non_null(name);
         assert_true(kn_isa_known(name));
         assert_int_equal(here, kn_set_isa(name) == 0);
-        if (here && !first && kn_set_isa(name) == 0 && !kn_q8_int8() && !kn_bf16_dot()) first = name;
+        if (here && !first && kn_isa_auto_candidate(name)) first = name;
     }
     assert_null(kn_isa_name(kn_isa_count(), NULL));
     assert_int_equal(kn_set_isa("auto"), 0);
@@ -727,6 +727,11 @@ static void test_auto_tuned(void **state) {
         int here;
         const char *fam = kn_isa_name(i, &here);
         if (!here || !kn_isa_exact(fam)) continue;
+        if (!kn_isa_auto_candidate(fam)) {
+            /* exact but named only (amx): auto never runs it */
+            assert_int_equal(kn_set_tuned(BENCH_F32, 1, fam), -1);
+            continue;
+        }
         for (int n = 1; n <= N; n += N - 1) {
             assert_int_equal(kn_set_isa(fam), 0);
             kn_matmul(NULL, want, x, n, w, BENCH_F32, ROWS, COLS);

@@ -117,12 +117,14 @@ int cmd_list(int argc, char **argv) {
         }
     }
     /* the kernels are built in, not modules, but are chosen the same way (--kernels, a scenario axis) */
-    printf("\nkernels (CPU, built in; auto: the first exact one this CPU runs; the int8 and bf16 ones round x and run only when named):\n");
+    printf("\nkernels (CPU, built in; auto: the first exact one this CPU runs; the int8 and bf16 ones round x, and amx is\n"
+           "exact but for measuring: those run only when named):\n");
     for (int i = 0; i < kn_isa_count(); i++) {
         int here = 0;
         const char *name = kn_isa_name(i, &here);
-        printf("  %-12s %s\n", name, here ? (strcmp(name, kn_isa_resolve("auto")) ? "runs here" : "runs here (auto)")
-                                          : "(not on this CPU)");
+        const char *how = !here ? "(not on this CPU)" : !strcmp(name, kn_isa_resolve("auto")) ? "runs here (auto)"
+                        : kn_isa_exact(name) && !kn_isa_auto_candidate(name) ? "runs here (named only)" : "runs here";
+        printf("  %-12s %s\n", name, how);
     }
     list_tuned();
     modreg_close(&r);

@@ -45,6 +45,7 @@ static int kn_supported(const kn_ops *ops) {
     if (ops == &kn_ops_avx512) return avx512;
     if (ops == &kn_ops_vnni) return avx512 && __builtin_cpu_supports("avx512vnni");
     if (ops == &kn_ops_avx512_bf16) return avx512 && __builtin_cpu_supports("avx512bf16");
+    if (ops == &kn_ops_amx) return avx512 && kn_amx_usable();
 #endif
     return 0;
 }
@@ -57,6 +58,7 @@ static const kn_ops *const kn_tables[] = {
 #if KN_HAVE_X86
     &kn_ops_vnni,
     &kn_ops_avx512_bf16,
+    &kn_ops_amx,
     &kn_ops_avx512,
     &kn_ops_avx2_int8,
     &kn_ops_avx2,
@@ -67,7 +69,8 @@ static const kn_ops *const kn_tables[] = {
 
 static const kn_ops *kn_best(void) {
     for (size_t i = 0; i < KN_NTABLES; i++)
-        if (!kn_tables[i]->q8_int8 && !kn_tables[i]->bf16_dot && kn_supported(kn_tables[i])) return kn_tables[i];
+        if (!kn_tables[i]->q8_int8 && !kn_tables[i]->bf16_dot && !kn_tables[i]->named_only && kn_supported(kn_tables[i]))
+            return kn_tables[i];
     return &kn_ops_portable;
 }
 
@@ -83,7 +86,7 @@ static void kn_init_once(void) {
     const char *env = getenv("BENCH_ISA");
     if (env && *env) {
         const kn_ops *want = kn_find(env);
-        if (!want) fprintf(stderr, "%s: BENCH_ISA=%s is not one of vnni|avx512-bf16|avx512|avx2-int8|avx2|portable|auto; using %s\n", __func__, env, best->name);
+        if (!want) fprintf(stderr, "%s: BENCH_ISA=%s is not one of vnni|avx512-bf16|amx|avx512|avx2-int8|avx2|portable|auto; using %s\n", __func__, env, best->name);
         else if (!kn_supported(want)) fprintf(stderr, "%s: BENCH_ISA=%s: this CPU lacks it; using %s\n", __func__, env, best->name);
         else {
             best = want;
@@ -138,7 +141,8 @@ int kn_set_tuned(bench_dtype dt, int prefill, const char *family) {
     const kn_ops *ops = NULL;
     if (family) {
         ops = kn_find(family);
-        if (!ops || strcmp(family, "auto") == 0 || ops->q8_int8 || ops->bf16_dot || !kn_supported(ops)) return -1;
+        if (!ops || strcmp(family, "auto") == 0 || ops->q8_int8 || ops->bf16_dot || ops->named_only || !kn_supported(ops))
+            return -1;
     }
     atomic_store(&kn_tuned[dt][prefill ? 1 : 0], ops);
     return 0;
@@ -168,6 +172,11 @@ int kn_isa_known(const char *isa) { return isa && kn_find(isa) != NULL; }
 int kn_isa_exact(const char *isa) {
     const kn_ops *ops = kn_find(isa && *isa ? isa : "auto");
     return ops && !ops->q8_int8 && !ops->bf16_dot;
+}
+
+int kn_isa_auto_candidate(const char *isa) {
+    const kn_ops *ops = isa ? kn_find(isa) : NULL;
+    return ops && strcmp(isa, "auto") && !ops->q8_int8 && !ops->bf16_dot && !ops->named_only;
 }
 
 const char *kn_isa_resolve(const char *isa) {

@@ -12,6 +12,8 @@
  *   vnni       avx512 with Q8_0, Q4_0 (and Q4_K, Q6_K decode) on AVX512-VNNI vpdpbusd
  *              over x quantised to int8
  *   avx512-bf16  avx512 with bf16 prefill on AVX512_BF16 vdpbf16ps over x rounded to bf16
+ *   amx        avx512 with prefill (16 tokens or more) on AMX-BF16 tiles, x and the weights split
+ *              into three bf16 parts: exact, but named only (auto never picks it)
  *   avx512     AVX-512 F/BW/VL/DQ, every dtype exact (weights dequantised to f32)
  *   avx2-int8  avx2 with the same types on maddubs over x quantised to int8
  *   avx2       AVX2 + FMA + F16C, exact
@@ -29,6 +31,8 @@ int kn_isa_count(void);
 const char *kn_isa_name(int i, int *runs_here);
 int kn_isa_known(const char *isa);      /* a family name or "auto", whatever the CPU */
 int kn_isa_exact(const char *isa);      /* 1: the family (or "auto") computes every dtype exactly (no x rounding) */
+/* 1: a family auto may pick (by default or by measurement): exact and not named-only (amx) */
+int kn_isa_auto_candidate(const char *isa);
 int kn_q8_int8(void);                   /* 1: the family in use runs Q8_0 on int8 activations */
 int kn_x_int8(bench_dtype dt);          /* 1: the family in use rounds x to int8 for dt's matmuls */
 int kn_bf16_dot(void);                  /* 1: the family in use rounds x to bf16 for bf16 prefill */

@@ -232,4 +232,21 @@ const kn_ops kn_ops_vnni = KN_TABLE_INT8("vnni", KI_FN, quant_x_vnni, 1, peak_in
 #pragma GCC pop_options
 
 const kn_ops kn_ops_avx512_bf16 = KN_TABLE_BF16("avx512-bf16", mm_bf16_dot_avx512);
+
+/* ---- amx: the avx512 table with prefill on AMX tiles, exact (kernels_amx.inc) ----
+ * These functions alone carry the AMX and AVX512_BF16 targets. */
+#pragma GCC push_options
+#pragma GCC target("avx512bf16,amx-tile,amx-bf16")
+#include "kernels_amx.inc"
+#pragma GCC pop_options
+
+const kn_ops kn_ops_amx = {
+    .name = "amx",
+    .mm = {[BENCH_F32] = mm_amx_f32, [BENCH_F16] = mm_amx_f16, [BENCH_BF16] = mm_amx_bf16, [BENCH_Q8_0] = mm_amx_q8_0,
+           [BENCH_Q4_0] = mm_amx_q4_0, [BENCH_Q4_1] = mm_amx_q4_1, [BENCH_Q5_0] = mm_amx_q5_0, [BENCH_Q5_1] = mm_amx_q5_1,
+           [BENCH_Q2_K] = mm_amx_q2_k, [BENCH_Q3_K] = mm_amx_q3_k, [BENCH_Q4_K] = mm_amx_q4_k, [BENCH_Q5_K] = mm_amx_q5_k,
+           [BENCH_Q6_K] = mm_amx_q6_k},
+    .triad = KN_FN(triad), .read = KN_FN(read), .read_pf = KN_FN(read_pf), .peak_f32 = KN_FN(peak_f32),
+    .named_only = 1,
+};
 #endif

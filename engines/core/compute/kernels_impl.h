@@ -100,6 +100,9 @@ typedef struct kn_ops {
     /* bit dt set: mm[dt] takes x quantised by quant_x (Q8_0, Q4_0, Q4_K and
      * Q6_K on the int8 tables); 0 on the exact tables */
     unsigned xq_dts;
+    /* 1: exact, but not one auto picks among (neither by default nor by measurement): run
+     * only when named (amx: docs/PERFORMANCE.md says why) */
+    int named_only;
 } kn_ops;
 
 extern const kn_ops kn_ops_portable;
@@ -109,6 +112,10 @@ extern const kn_ops kn_ops_avx2_int8;
 extern const kn_ops kn_ops_avx512;
 extern const kn_ops kn_ops_vnni;
 extern const kn_ops kn_ops_avx512_bf16;
+extern const kn_ops kn_ops_amx;
+/* Whether the CPU has AMX-TILE, AMX-BF16 and AVX512_BF16 and the OS lets this process use
+ * the tiles (asked once; kernels_amx.inc). */
+int kn_amx_usable(void);
 #endif
 
 #endif

@@ -114,7 +114,7 @@ static int kt_families(char fam[KT_MAX_FAMILIES][16]) {
     for (int i = 0; i < kn_isa_count(); i++) {
         int here;
         const char *name = kn_isa_name(i, &here);
-        if (!here || !kn_isa_exact(name)) continue;
+        if (!here || !kn_isa_auto_candidate(name)) continue;
         if (!strcmp(name, "portable")) {
             portable = 1;
             continue;
