@@ -579,6 +579,15 @@ static void test_turn_is_the_conversation(void **state) {
  * refusals (no sweep block, bad rates, no targets). Verdicts and figures depend on the
  * machine's speed, so only their form is checked here (tests/test_sweep.c checks them on
  * a stand-in engine). */
+/* A whole text file into buf (len bytes at most, NUL-terminated); fails the test if it is missing. */
+static void read_text(const char *path, char *buf, size_t len) {
+    FILE *c = fopen(path, "r");
+    assert_non_null(c);
+    size_t n = fread(buf, 1, len - 1, c);
+    buf[n] = 0;
+    fclose(c);
+}
+
 static void test_sweep_command(void **state) {
     fx *f = *state;
     TU_NEED(f);
@@ -627,11 +636,7 @@ static void test_sweep_command(void **state) {
     }
     fclose(c);
     snprintf(p, sizeof(p), "%s/sweep.gp", out);
-    c = fopen(p, "r");
-    assert_non_null(c);
-    size_t got = fread(text, 1, sizeof(text) - 1, c);
-    text[got] = 0;
-    fclose(c);
+    read_text(p, text, sizeof(text));
     assert_non_null(strstr(text, "using 1:($10 > 0 ? 1/0 : $6) with points"));
     assert_non_null(strstr(text, "title 'INVALID'"));
     /* the closed loop: one row per cap, never more requests in flight than it */
@@ -673,11 +678,7 @@ static void test_sweep_command(void **state) {
     fclose(o);
     snprintf(p, sizeof(p), "%s/sweep.log", f->tmp);
     assert_int_equal(tu_bench(NULL, "sweep '%s' --out '%s' --allow-read '%s' >/dev/null 2>'%s'", sc, out, f->shared, p), 1);
-    c = fopen(p, "r");
-    assert_non_null(c);
-    size_t n = fread(text, 1, sizeof(text) - 1, c);
-    text[n] = 0;
-    fclose(c);
+    read_text(p, text, sizeof(text));
     assert_non_null(strstr(text, ".workload.requests.sweep: required by bench sweep"));
     /* sweep without targets */
     parse_bad(f, "{\"count\": 2, \"prompt_len\": {\"fixed\": 4}, \"output_len\": {\"fixed\": 4}, \"kv_budget\": {\"tokens\": 512}, "
