@@ -2,10 +2,13 @@
  * Not a test: `make tools` builds it (release flags) as build/tools/bench_kernels.
  *
  *   build/tools/bench_kernels [--isa FAMILY (bench list kernels)] [--dtype f32|f16|bf16|q8_0|q4_0]
- *                      [--threads N] [--reps N] [--no-prefill] [--hot]
+ *                      [--threads N] [--reps N] [--no-prefill] [--hot] [--sustained]
  *
  * --hot instead times only the decode kernel, hot in L2 on one thread by its CPU time
  * (bk_hot below): the kernel's own rate, which must stay well above the read bound.
+ * --sustained instead times a prefill matmul called back to back and with idle gaps
+ * between the calls (bk_sustained below): a unit that slows under sustained use (a power
+ * limit, say) shows it there.
  *
  * For each ISA, thread count (1 and 2 unless --threads) and dtype it prints:
  *   triad     GB/s of the STREAM triad (3 arrays of 256 MiB counted, as STREAM does)
@@ -201,9 +204,53 @@ static int bk_hot(const char *const *isas, int n_isas, const char *only_isa, int
     return 0;
 }
 
+/* --sustained: n = 256 tokens on a 768 x 768 matrix on the calling thread, reps calls in a
+ * row, then the same with 50, 500 and 2000 us of scalar work before each call. The median
+ * call's GFLOP/s per gap: a kernel that holds its speed gives the same figure at every gap,
+ * one that throttles under sustained use a lower one back to back (docs/PERFORMANCE.md: the
+ * amx family on an Emerald Rapids guest held its speed). */
+#define BK_SUS_N 256
+#define BK_SUS_DIM 768
+static int bk_sustained(const char *const *isas, int n_isas, const char *only_isa, int only_dtype, int reps, double *t) {
+    static const bench_dtype dts[] = {BENCH_F32, BENCH_F16, BENCH_BF16, BENCH_Q8_0, BENCH_Q4_0};
+    static const double gaps_us[] = {0, 50, 500, 2000};
+    float *x = malloc((size_t)BK_SUS_N * BK_SUS_DIM * sizeof(float)), *y = malloc((size_t)BK_SUS_N * BK_SUS_DIM * sizeof(float));
+    if (!x || !y) { fprintf(stderr, "bench_kernels: out of memory\n"); free(x); free(y); return 1; }
+    for (int k = 0; k < BK_SUS_N * BK_SUS_DIM; k++) x[k] = bk_rand();
+    const double flop = 2.0 * BK_SUS_N * BK_SUS_DIM * BK_SUS_DIM;
+    volatile double sink = 0;
+    for (int ii = 0; ii < n_isas; ii++) {
+        if (only_isa && strcmp(only_isa, isas[ii])) continue;
+        if (kn_set_isa(isas[ii])) { printf("# isa=%s not supported here\n", isas[ii]); continue; }
+        for (size_t di = 0; di < sizeof dts / sizeof dts[0]; di++) {
+            if (only_dtype >= 0 && (int)dts[di] != only_dtype) continue;
+            void *w = bk_matrix(dts[di], BK_SUS_DIM, BK_SUS_DIM);
+            kn_matmul(NULL, y, x, BK_SUS_N, w, dts[di], BK_SUS_DIM, BK_SUS_DIM); /* warm-up */
+            for (size_t g = 0; g < sizeof gaps_us / sizeof gaps_us[0]; g++) {
+                for (int r = 0; r < reps; r++) {
+                    /* the gap: scalar work, no vector or tile unit busy */
+                    for (double g0 = bk_now(); (bk_now() - g0) * 1e6 < gaps_us[g];) sink += 1;
+                    double t0 = bk_now();
+                    kn_matmul(NULL, y, x, BK_SUS_N, w, dts[di], BK_SUS_DIM, BK_SUS_DIM);
+                    t[r] = flop / (bk_now() - t0) / 1e9;
+                }
+                bk_stats st = bk_summary(t, reps);
+                printf("isa=%s dtype=%s sustained prefill n=%d %dx%d gap_us=%g GFLOP/s median=%.1f min=%.1f max=%.1f\n",
+                       isas[ii], bench_dtype_name(dts[di]), BK_SUS_N, BK_SUS_DIM, BK_SUS_DIM, gaps_us[g], st.med, st.min,
+                       st.max);
+                fflush(stdout);
+            }
+            free(w);
+        }
+    }
+    free(x);
+    free(y);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     const char *only_isa = NULL;
-    int only_dtype = -1, only_threads = 0, reps = 15, prefill = 1, hot = 0;
+    int only_dtype = -1, only_threads = 0, reps = 15, prefill = 1, hot = 0, sustained = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--isa") && i + 1 < argc) only_isa = argv[++i];
         else if (!strcmp(argv[i], "--dtype") && i + 1 < argc) only_dtype = bench_dtype_parse(argv[++i]);
@@ -211,8 +258,9 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--no-prefill")) prefill = 0;
         else if (!strcmp(argv[i], "--hot")) hot = 1;
+        else if (!strcmp(argv[i], "--sustained")) sustained = 1;
         else {
-            fprintf(stderr, "usage: %s [--isa FAMILY (bench list kernels)] [--dtype f32|f16|bf16|q8_0|q4_0] [--threads N] [--reps N] [--no-prefill] [--hot]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--isa FAMILY (bench list kernels)] [--dtype f32|f16|bf16|q8_0|q4_0] [--threads N] [--reps N] [--no-prefill] [--hot] [--sustained]\n", argv[0]);
             return 2;
         }
     }
@@ -226,9 +274,10 @@ int main(int argc, char **argv) {
     const char *isas[16];
     int n_isas = 0;
     for (int i = 0; i < kn_isa_count() && n_isas < 16; i++) isas[n_isas++] = kn_isa_name(i, NULL);
-    if (hot) {
+    if (hot || sustained) {
         double *th = malloc((size_t)reps * sizeof *th);
-        int rc = th ? bk_hot(isas, n_isas, only_isa, only_dtype, reps, th) : 1;
+        int rc = !th ? 1 : hot ? bk_hot(isas, n_isas, only_isa, only_dtype, reps, th)
+                               : bk_sustained(isas, n_isas, only_isa, only_dtype, reps, th);
         free(th);
         return rc;
     }
