@@ -67,10 +67,12 @@ static const kn_ops *const kn_tables[] = {
 };
 #define KN_NTABLES (sizeof kn_tables / sizeof kn_tables[0])
 
+/* Whether auto may run a table (by default or by measurement): exact, and not named-only. */
+static int kn_auto_ok(const kn_ops *ops) { return !ops->q8_int8 && !ops->bf16_dot && !ops->named_only; }
+
 static const kn_ops *kn_best(void) {
     for (size_t i = 0; i < KN_NTABLES; i++)
-        if (!kn_tables[i]->q8_int8 && !kn_tables[i]->bf16_dot && !kn_tables[i]->named_only && kn_supported(kn_tables[i]))
-            return kn_tables[i];
+        if (kn_auto_ok(kn_tables[i]) && kn_supported(kn_tables[i])) return kn_tables[i];
     return &kn_ops_portable;
 }
 
@@ -141,8 +143,7 @@ int kn_set_tuned(bench_dtype dt, int prefill, const char *family) {
     const kn_ops *ops = NULL;
     if (family) {
         ops = kn_find(family);
-        if (!ops || strcmp(family, "auto") == 0 || ops->q8_int8 || ops->bf16_dot || ops->named_only || !kn_supported(ops))
-            return -1;
+        if (!ops || strcmp(family, "auto") == 0 || !kn_auto_ok(ops) || !kn_supported(ops)) return -1;
     }
     atomic_store(&kn_tuned[dt][prefill ? 1 : 0], ops);
     return 0;
@@ -176,7 +177,7 @@ int kn_isa_exact(const char *isa) {
 
 int kn_isa_auto_candidate(const char *isa) {
     const kn_ops *ops = isa ? kn_find(isa) : NULL;
-    return ops && strcmp(isa, "auto") && !ops->q8_int8 && !ops->bf16_dot && !ops->named_only;
+    return ops && strcmp(isa, "auto") && kn_auto_ok(ops);
 }
 
 const char *kn_isa_resolve(const char *isa) {
