@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engines/core/runtime/accuracy.h"
 #include "engines/core/runtime/engine.h"
 #include "tests/lib/cuda_test.h"
 #include "tests/lib/testutil.h"
@@ -173,25 +174,10 @@ static int argmax(const float *v, int n) {
  * ids: (n_prefill + n_decode) rows of vocab into out (malloc'd). */
 static int logits_of_ids(const engine_spec *s, const int *ids, int n_prefill, int n_decode, float **out, int *vocab) {
     char err[1024];
-    engine *e = NULL;
-    if (engine_create(s, &e, err, sizeof(err))) {
-        fprintf(stderr, "%s (%s, kv %s, cache %s): %s\n", s->model_path, s->device ? s->device : "cpu", s->kv,
-                bench_dtype_name(s->kv_k_type), err);
-        return -1;
-    }
-    int v = engine_model(e)->cfg.vocab_size, rc = 0;
-    float *buf = malloc((size_t)(n_prefill + n_decode) * v * sizeof(float));
-    if (!buf || engine_forward_all(e, 0, ids, n_prefill, 0, buf, err, sizeof(err))) rc = -1;
-    for (int i = n_prefill; rc == 0 && i < n_prefill + n_decode; i++) {
-        float *x;
-        if (engine_forward(e, 0, &ids[i], 1, i, &x, err, sizeof(err))) rc = -1;
-        else memcpy(buf + (size_t)i * v, x, (size_t)v * sizeof(float));
-    }
-    if (rc) fprintf(stderr, "%s on %s: %s\n", s->model_path, s->device ? s->device : "cpu", err);
-    engine_destroy(e);
-    if (rc) free(buf);
-    *out = rc ? NULL : buf;
-    *vocab = v;
+    /* teacher-forced (ids is only read), as the accuracy metric runs a variant */
+    int rc = acc_logits(s, s->device ? s->device : "cpu", (int *)ids, n_prefill, n_decode + 1, 1, out, vocab, err,
+                        sizeof(err));
+    if (rc) fprintf(stderr, "%s (kv %s, cache %s): %s\n", s->model_path, s->kv, bench_dtype_name(s->kv_k_type), err);
     return rc;
 }
 

@@ -74,13 +74,8 @@ void acc_compare(const float *ref, const float *var, int n, int vocab, acc_figur
     }
 }
 
-/* The workload's positions through one engine: the prompt's logits from one prefill pass,
- * then one decode step per generated position. teacher: the token at each position past the
- * prompt is ids's, else it is chosen greedily from the previous logits (and written to ids).
- * *logits_out: n x vocab floats (malloc'd; the vocabulary is the engine's, known once it is
- * made), n = n_prompt + generate - 1; *vocab_out must match when nonzero. */
-static int run_positions(const engine_spec *spec, const char *who, int *ids, int n_prompt, int generate, int teacher,
-                         float **logits_out, int *vocab_out, char *err, size_t errlen) {
+int acc_logits(const engine_spec *spec, const char *who, int *ids, int n_prompt, int generate, int teacher,
+               float **logits_out, int *vocab_out, char *err, size_t errlen) {
     engine *e = NULL;
     char e1[768];
     *logits_out = NULL;
@@ -128,8 +123,8 @@ int acc_measure(const engine_spec *variant, const engine_spec *reference, const 
     memcpy(ids, prompt, (size_t)n_prompt * sizeof(int));
     float *ref = NULL, *var = NULL;
     /* the reference first, alone: its tokens and logits; then the variant on those tokens */
-    int rc = run_positions(reference, "accuracy reference", ids, n_prompt, generate, 0, &ref, &vocab, err, errlen);
-    if (!rc) rc = run_positions(variant, "accuracy variant", ids, n_prompt, generate, 1, &var, &vocab, err, errlen);
+    int rc = acc_logits(reference, "accuracy reference", ids, n_prompt, generate, 0, &ref, &vocab, err, errlen);
+    if (!rc) rc = acc_logits(variant, "accuracy variant", ids, n_prompt, generate, 1, &var, &vocab, err, errlen);
     if (!rc) acc_compare(ref, var, n, vocab, out);
     free(ids);
     free(ref);

@@ -32,6 +32,15 @@ typedef struct acc_figures {
  * (cuda) is measured against the CPU's exact path: the CPU with its default modules. */
 engine_spec acc_reference_spec(const engine_spec *variant);
 
+/* The workload's positions through one engine made from spec: the prompt's logits from one
+ * prefill pass, then one decode step per generated position. teacher: the token at each
+ * position past the prompt is ids's, else it is chosen greedily from the previous logits (and
+ * written to ids). *logits: n x vocab floats (malloc'd; the vocabulary is the engine's, known
+ * once it is made), n = n_prompt + generate - 1; *vocab must match when nonzero. who names the
+ * engine in err. Returns 0 or -BENCH_ERR_*. */
+int acc_logits(const engine_spec *spec, const char *who, int *ids, int n_prompt, int generate, int teacher,
+               float **logits, int *vocab, char *err, size_t errlen);
+
 /* Runs the reference (prompt, then greedy decode of `generate` tokens), then the variant
  * teacher-forced on the same tokens, one engine at a time (never both in memory), and
  * compares their logits. prompt: n_prompt ids (BOS first). Returns 0, or -BENCH_ERR_* with
