@@ -5,9 +5,9 @@
  *                      [--threads N] [--reps N] [--no-prefill] [--hot] [--sustained]
  *
  * --hot instead times only the decode kernel, hot in L2 on one thread by its CPU time
- * (bk_hot below): the kernel's own rate, which must stay well above the read bound.
+ * (bk_hot_run below): the kernel's own rate, which must stay well above the read bound.
  * --sustained instead times a prefill matmul called back to back and with idle gaps
- * between the calls (bk_sustained below): a unit that slows under sustained use (a power
+ * between the calls (bk_sustained_run below): a unit that slows under sustained use (a power
  * limit, say) shows it there.
  *
  * For each ISA, thread count (1 and 2 unless --threads) and dtype it prints:
@@ -173,28 +173,29 @@ static double bk_thread_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int bk_hot(const char *const *isas, int n_isas, const char *only_isa, int only_dtype, int reps, double *t) {
+/* A probe of the --hot and --sustained kinds: one rows x cols matrix per ISA and dtype, n
+ * tokens a call, timed by run after a warm-up call (reps figures into t, then one line). */
+typedef struct bk_probe {
+    int rows, cols, n;
+    void (*run)(const struct bk_probe *p, const char *isa, bench_dtype dt, const void *w, const float *x, float *y,
+                int reps, double *t);
+} bk_probe;
+
+/* Every ISA (or only_isa) this CPU runs x every dtype of the table (or only_dtype) through p. */
+static int bk_each(const bk_probe *p, const char *const *isas, int n_isas, const char *only_isa, int only_dtype, int reps,
+                   double *t) {
     static const bench_dtype dts[] = {BENCH_F32, BENCH_F16, BENCH_BF16, BENCH_Q8_0, BENCH_Q4_0};
-    float *x = malloc(BK_HOT_COLS * sizeof(float)), *y = malloc(BK_HOT_ROWS * sizeof(float));
+    float *x = malloc((size_t)p->n * p->cols * sizeof(float)), *y = malloc((size_t)p->n * p->rows * sizeof(float));
     if (!x || !y) { fprintf(stderr, "bench_kernels: out of memory\n"); free(x); free(y); return 1; }
-    for (int k = 0; k < BK_HOT_COLS; k++) x[k] = bk_rand();
+    for (size_t k = 0; k < (size_t)p->n * p->cols; k++) x[k] = bk_rand();
     for (int ii = 0; ii < n_isas; ii++) {
         if (only_isa && strcmp(only_isa, isas[ii])) continue;
         if (kn_set_isa(isas[ii])) { printf("# isa=%s not supported here\n", isas[ii]); continue; }
         for (size_t di = 0; di < sizeof dts / sizeof dts[0]; di++) {
             if (only_dtype >= 0 && (int)dts[di] != only_dtype) continue;
-            void *w = bk_matrix(dts[di], BK_HOT_ROWS, BK_HOT_COLS);
-            double bytes = (double)BK_HOT_ROWS * (double)bench_dtype_row_bytes(dts[di], BK_HOT_COLS);
-            long iters = (long)(2e8 / bytes) + 1;  /* ~0.2 GB of weights a repetition */
-            kn_matmul(NULL, y, x, 1, w, dts[di], BK_HOT_ROWS, BK_HOT_COLS); /* warm-up: into L2 */
-            for (int r = 0; r < reps; r++) {
-                double t0 = bk_thread_s();
-                for (long i = 0; i < iters; i++) kn_matmul(NULL, y, x, 1, w, dts[di], BK_HOT_ROWS, BK_HOT_COLS);
-                t[r] = bytes * (double)iters / (bk_thread_s() - t0) / 1e9;
-            }
-            bk_stats st = bk_summary(t, reps);
-            printf("isa=%s dtype=%s hot %dx%d matvec GB/s (thread CPU time) median=%.1f min=%.1f max=%.1f\n", isas[ii],
-                   bench_dtype_name(dts[di]), BK_HOT_ROWS, BK_HOT_COLS, st.med, st.min, st.max);
+            void *w = bk_matrix(dts[di], p->rows, p->cols);
+            kn_matmul(NULL, y, x, p->n, w, dts[di], p->rows, p->cols); /* warm-up (--hot: into L2) */
+            p->run(p, isas[ii], dts[di], w, x, y, reps, t);
             fflush(stdout);
             free(w);
         }
@@ -204,48 +205,42 @@ static int bk_hot(const char *const *isas, int n_isas, const char *only_isa, int
     return 0;
 }
 
+static void bk_hot_run(const bk_probe *p, const char *isa, bench_dtype dt, const void *w, const float *x, float *y, int reps,
+                       double *t) {
+    double bytes = (double)p->rows * (double)bench_dtype_row_bytes(dt, p->cols);
+    long iters = (long)(2e8 / bytes) + 1;  /* ~0.2 GB of weights a repetition */
+    for (int r = 0; r < reps; r++) {
+        double t0 = bk_thread_s();
+        for (long i = 0; i < iters; i++) kn_matmul(NULL, y, x, 1, w, dt, p->rows, p->cols);
+        t[r] = bytes * (double)iters / (bk_thread_s() - t0) / 1e9;
+    }
+    bk_stats st = bk_summary(t, reps);
+    printf("isa=%s dtype=%s hot %dx%d matvec GB/s (thread CPU time) median=%.1f min=%.1f max=%.1f\n", isa,
+           bench_dtype_name(dt), p->rows, p->cols, st.med, st.min, st.max);
+}
+
 /* --sustained: n = 256 tokens on a 768 x 768 matrix on the calling thread, reps calls in a
  * row, then the same with 50, 500 and 2000 us of scalar work before each call. The median
  * call's GFLOP/s per gap: a kernel that holds its speed gives the same figure at every gap,
  * one that throttles under sustained use a lower one back to back (docs/PERFORMANCE.md: the
  * amx family on an Emerald Rapids guest held its speed). */
-#define BK_SUS_N 256
-#define BK_SUS_DIM 768
-static int bk_sustained(const char *const *isas, int n_isas, const char *only_isa, int only_dtype, int reps, double *t) {
-    static const bench_dtype dts[] = {BENCH_F32, BENCH_F16, BENCH_BF16, BENCH_Q8_0, BENCH_Q4_0};
+static void bk_sustained_run(const bk_probe *p, const char *isa, bench_dtype dt, const void *w, const float *x, float *y,
+                             int reps, double *t) {
     static const double gaps_us[] = {0, 50, 500, 2000};
-    float *x = malloc((size_t)BK_SUS_N * BK_SUS_DIM * sizeof(float)), *y = malloc((size_t)BK_SUS_N * BK_SUS_DIM * sizeof(float));
-    if (!x || !y) { fprintf(stderr, "bench_kernels: out of memory\n"); free(x); free(y); return 1; }
-    for (int k = 0; k < BK_SUS_N * BK_SUS_DIM; k++) x[k] = bk_rand();
-    const double flop = 2.0 * BK_SUS_N * BK_SUS_DIM * BK_SUS_DIM;
+    const double flop = 2.0 * p->n * p->rows * p->cols;
     volatile double sink = 0;
-    for (int ii = 0; ii < n_isas; ii++) {
-        if (only_isa && strcmp(only_isa, isas[ii])) continue;
-        if (kn_set_isa(isas[ii])) { printf("# isa=%s not supported here\n", isas[ii]); continue; }
-        for (size_t di = 0; di < sizeof dts / sizeof dts[0]; di++) {
-            if (only_dtype >= 0 && (int)dts[di] != only_dtype) continue;
-            void *w = bk_matrix(dts[di], BK_SUS_DIM, BK_SUS_DIM);
-            kn_matmul(NULL, y, x, BK_SUS_N, w, dts[di], BK_SUS_DIM, BK_SUS_DIM); /* warm-up */
-            for (size_t g = 0; g < sizeof gaps_us / sizeof gaps_us[0]; g++) {
-                for (int r = 0; r < reps; r++) {
-                    /* the gap: scalar work, no vector or tile unit busy */
-                    for (double g0 = bk_now(); (bk_now() - g0) * 1e6 < gaps_us[g];) sink += 1;
-                    double t0 = bk_now();
-                    kn_matmul(NULL, y, x, BK_SUS_N, w, dts[di], BK_SUS_DIM, BK_SUS_DIM);
-                    t[r] = flop / (bk_now() - t0) / 1e9;
-                }
-                bk_stats st = bk_summary(t, reps);
-                printf("isa=%s dtype=%s sustained prefill n=%d %dx%d gap_us=%g GFLOP/s median=%.1f min=%.1f max=%.1f\n",
-                       isas[ii], bench_dtype_name(dts[di]), BK_SUS_N, BK_SUS_DIM, BK_SUS_DIM, gaps_us[g], st.med, st.min,
-                       st.max);
-                fflush(stdout);
-            }
-            free(w);
+    for (size_t g = 0; g < sizeof gaps_us / sizeof gaps_us[0]; g++) {
+        for (int r = 0; r < reps; r++) {
+            /* the gap: scalar work, no vector or tile unit busy */
+            for (double g0 = bk_now(); (bk_now() - g0) * 1e6 < gaps_us[g];) sink += 1;
+            double t0 = bk_now();
+            kn_matmul(NULL, y, x, p->n, w, dt, p->rows, p->cols);
+            t[r] = flop / (bk_now() - t0) / 1e9;
         }
+        bk_stats st = bk_summary(t, reps);
+        printf("isa=%s dtype=%s sustained prefill n=%d %dx%d gap_us=%g GFLOP/s median=%.1f min=%.1f max=%.1f\n", isa,
+               bench_dtype_name(dt), p->n, p->rows, p->cols, gaps_us[g], st.med, st.min, st.max);
     }
-    free(x);
-    free(y);
-    return 0;
 }
 
 int main(int argc, char **argv) {
@@ -276,8 +271,8 @@ int main(int argc, char **argv) {
     for (int i = 0; i < kn_isa_count() && n_isas < 16; i++) isas[n_isas++] = kn_isa_name(i, NULL);
     if (hot || sustained) {
         double *th = malloc((size_t)reps * sizeof *th);
-        int rc = !th ? 1 : hot ? bk_hot(isas, n_isas, only_isa, only_dtype, reps, th)
-                               : bk_sustained(isas, n_isas, only_isa, only_dtype, reps, th);
+        const bk_probe hot_probe = {BK_HOT_ROWS, BK_HOT_COLS, 1, bk_hot_run}, sus_probe = {768, 768, 256, bk_sustained_run};
+        int rc = th ? bk_each(hot ? &hot_probe : &sus_probe, isas, n_isas, only_isa, only_dtype, reps, th) : 1;
         free(th);
         return rc;
     }
