@@ -4,7 +4,7 @@
 #   scripts/gpu_verify.sh build       release build (build/) and sanitizer build (build/asan), CUDA modules included
 #   scripts/gpu_verify.sh test        every test on both builds; tests/test_cuda.c is the GPU one
 #   scripts/gpu_verify.sh generate    greedy ids on cuda vs the oracle; tinyllama-1.1b f16 decode against
-#                                     the GPU's bandwidth bound, and load GB/s, per loader
+#                                     the GPU's bandwidth bound, and load GB/s, per loader (gpu_check.sh ids speed)
 #   scripts/gpu_verify.sh scenarios   mmap_vs_pread, kv_prealloc_vs_dynamic, kv_block_vs_token on cuda,
 #                                     cuda_kv_growth, cuda_speed
 #   scripts/gpu_verify.sh summary     the figures the issue asks for, from the scenarios' results
@@ -50,36 +50,9 @@ step_test() {
   set -e
 }
 
-step_generate() {
-  local m=$SHARED/models/stories260K.bin t=$SHARED/models/tok512.bin
-  for loader in pread pinned mmap; do
-    for kv in prealloc dynamic vmm block token; do
-      build/bench generate --model "$m" --tokenizer "$t" --prompt "The little dog" --steps 200 --ids --quiet \
-        --device cuda --loader $loader --kv $kv > "$OUT/ids-$loader-$kv.txt"
-      if cmp -s <(tr -s ' \n' '\n\n' < "$OUT/ids-$loader-$kv.txt" | grep .) <(tr -s ' \n' '\n\n' < "$SHARED/oracle/greedy_dog.ids.txt" | grep .); then
-        echo "greedy f32 cuda $loader/$kv: identical to the oracle"
-      else
-        echo "greedy f32 cuda $loader/$kv: DIFFERS from the oracle"
-      fi
-    done
-  done | tee "$OUT/greedy.txt"
-  local tl=results/models/tinyllama-1.1b-f16-s1.gguf
-  [ -f $tl ] || { mkdir -p results/models; build/bench model synth --shape tinyllama-1.1b --dtype f16 --seed 1 -o $tl; }
-  for loader in pread pinned mmap; do
-    echo "== tinyllama-1.1b f16, loader $loader"
-    build/bench generate --model $tl --prompt-tokens 128 --steps 384 --quiet --device cuda --loader $loader --bandwidth >/dev/null
-    build/bench generate --model $tl --prompt-tokens 128 --steps 384 --device cuda --loader $loader --bandwidth 2>&1 >/dev/null
-  done 2>&1 | tee "$OUT/speed.txt"
-}
-
-step_scenarios() {
-  for s in mmap_vs_pread kv_prealloc_vs_dynamic kv_block_vs_token; do
-    build/bench run scenarios/$s.json --device cuda --out "$OUT/$s" 2>&1 | tail -15 | tee "$OUT/$s.txt"
-  done
-  for s in cuda_kv_growth cuda_speed; do
-    build/bench run scenarios/$s.json --out "$OUT/$s" 2>&1 | tail -15 | tee "$OUT/$s.txt"
-  done
-}
+# the checks themselves are scripts/gpu_check.sh's, on this build
+step_generate() { OUT=$OUT BUILD=build bash scripts/gpu_check.sh ids speed; }
+step_scenarios() { OUT=$OUT BUILD=build bash scripts/gpu_check.sh scenarios; }
 
 # The medians of some metrics per variant, from a results.json (python3 is on the GPU image).
 figures() {
@@ -99,7 +72,7 @@ PY
 
 step_summary() {
   {
-    echo "== greedy ids, stories260K f32 on cuda"; cat "$OUT/greedy.txt"
+    echo "== greedy ids, stories260K f32 on cuda"; cat "$OUT/ids.txt"
     echo "== decode speed and bandwidth (bench generate --bandwidth)"; grep -E "==|bandwidth|cuda " "$OUT/speed.txt"
     echo "== cuda_speed: load and decode"
     figures "$OUT/cuda_speed/results.json" load_ms mod.loader.h2d_gb_s mod.loader.pinned_bytes decode_tok_s \
