@@ -159,6 +159,82 @@ static void test_matmul_bf16(void **state) { (void)state; sweep(BENCH_BF16, 0); 
 static void test_matmul_q8_0(void **state) { (void)state; sweep(BENCH_Q8_0, 0); }
 static void test_matmul_q4_0(void **state) { (void)state; sweep(BENCH_Q4_0, 0); }
 
+/* The exact decode of Q8_0 and Q4_0 on x split into int8 parts (kernels_avx512.c): x the
+ * split must hold exactly enough (a block whose values span 2^40, blocks of zeros, values
+ * near the ends of f32's range) stays within the exact bound, and x it cannot hold (inf,
+ * NaN, a block too small for its exponents) goes to the widening kernel: the outputs are
+ * non-finite exactly where the portable family's are, and finite ones within the bound. 352
+ * columns: one step of 8 blocks through the split and 3 blocks after it. */
+static void check_split_x(bench_dtype dt, const float *x, int cols, const char *what) {
+    enum { ROWS = 29 };
+    const size_t rb = bench_dtype_row_bytes(dt, cols);
+    unsigned char *w = malloc(ROWS * rb);
+    float *wf = malloc((size_t)cols * sizeof(float)), y[ROWS], yp[ROWS];
+    assert_non_null(w);
+    assert_non_null(wf);
+    for (int r = 0; r < ROWS; r++) {
+        for (int k = 0; k < cols; k++) wf[k] = rnd_unit();
+        kn_quant_row(dt, wf, w + (size_t)r * rb, cols);
+    }
+    assert_int_equal(kn_set_isa("portable"), 0);
+    kn_matmul(NULL, yp, x, 1, w, dt, ROWS, cols);
+    for (size_t ii = 0; ii < sizeof isas / sizeof isas[0]; ii++) {
+        if (!use_isa(ii) || !kn_isa_exact(isas[ii])) continue;
+        kn_matmul(NULL, y, x, 1, w, dt, ROWS, cols);
+        for (int r = 0; r < ROWS; r++) {
+            if (!isfinite(yp[r]) || !isfinite(y[r])) {
+                if (isfinite(yp[r]) != isfinite(y[r]) || isnan(yp[r]) != isnan(y[r]))
+                    fail_msg("%s %s %s: row %d is %g, the portable family's %g", isas[ii], bench_dtype_name(dt), what, r,
+                             (double)y[r], (double)yp[r]);
+                continue;
+            }
+            double s = 0, m = 0;
+            for (int k = 0; k < cols; k++) {
+                const double p = ref_weight(dt, w, cols, r, k) * x[k];
+                s += p;
+                m += fabs(p);
+            }
+            if (!(fabs(y[r] - s) <= KN_TEST_RTOL * m + 1e-38))
+                fail_msg("%s %s %s: row %d y=%.9g ref=%.9g err=%.3g bound=%.3g", isas[ii], bench_dtype_name(dt), what, r,
+                         (double)y[r], s, fabs(y[r] - s), KN_TEST_RTOL * m);
+        }
+    }
+    free(w);
+    free(wf);
+}
+
+static void test_split_x(void **state) {
+    (void)state;
+    enum { COLS = 352 };
+    float x[COLS];
+    /* where the CPU has VNNI, avx512 must split, so that the cases below reach the split path */
+    if (kn_set_isa("vnni") == 0 && kn_set_isa("avx512") == 0 && !getenv("BENCH_EXACT_SPLIT")) {
+        assert_int_equal(kn_x_split(BENCH_Q8_0), 1);
+        assert_int_equal(kn_x_split(BENCH_Q4_0), 1);
+        assert_int_equal(kn_x_split(BENCH_F32), 0);
+        assert_int_equal(kn_x_split(BENCH_Q4_K), 0);
+    } else print_message("[ SKIP     ] the split decode: this CPU has no AVX512-VNNI (or BENCH_EXACT_SPLIT is set)\n");
+    for (int d = 0; d < 2; d++) {
+        const bench_dtype dt = d ? BENCH_Q4_0 : BENCH_Q8_0;
+        for (int k = 0; k < COLS; k++) x[k] = rnd_unit();
+        check_split_x(dt, x, COLS, "random");
+        /* a block spanning 2^40: the small values get few of the parts' bits, the bound holds */
+        for (int k = 0; k < COLS; k++) x[k] = k % 32 == 5 ? 1e6f * rnd_unit() : 1e-6f * rnd_unit();
+        check_split_x(dt, x, COLS, "wide blocks");
+        for (int k = 0; k < COLS; k++) x[k] = (k / 32) % 3 == 1 ? 0.0f : rnd_unit() * 3e30f;
+        check_split_x(dt, x, COLS, "zero blocks and 3e30");
+        for (int k = 0; k < COLS; k++) x[k] = rnd_unit() * 1e-33f; /* exponents below the split's range */
+        check_split_x(dt, x, COLS, "tiny");
+        for (int k = 0; k < COLS; k++) x[k] = rnd_unit();
+        x[40] = INFINITY;
+        check_split_x(dt, x, COLS, "inf");
+        x[40] = rnd_unit();
+        x[300] = NAN; /* in the blocks after the split's steps */
+        check_split_x(dt, x, COLS, "nan");
+    }
+    kn_set_isa("auto");
+}
+
 /* x already on the int8 grid (integers, each block's max |x| = 127) quantises
  * with no error, so the int8 families must meet the exact bound: a wrong sign
  * trick, a missing nsum correction, a wrong nibble order or a swapped block
@@ -984,6 +1060,7 @@ int main(void) {
         cmocka_unit_test(test_matmul_block_types),
         cmocka_unit_test(test_block_types_bit_exact),
         cmocka_unit_test(test_q8_int8_integer_x),
+        cmocka_unit_test(test_split_x),
         cmocka_unit_test(test_int8_tiny_block),
         cmocka_unit_test(test_bf16_dot_grid_x),
         cmocka_unit_test(test_matmul_threads),

@@ -207,6 +207,30 @@ static int kn_takes_xq(const kn_ops *ops, bench_dtype dt) { return (ops->xq_dts 
 
 int kn_x_int8(bench_dtype dt) { return kn_takes_xq(kn_ops_now(), dt); }
 
+/* Whether x is split for ops' decode of dt (kn_xsplit_pair): the table asks for it, the CPU
+ * has AVX512-VNNI, and $BENCH_EXACT_SPLIT is not 0 (it turns the split off, for A/B runs of
+ * the same binary; results stay exact either way). */
+static int kn_split_on(void) {
+    static atomic_int on; /* 0: not read yet; 1 off; 2 on */
+    int v = atomic_load_explicit(&on, memory_order_relaxed);
+    if (!v) {
+#if KN_HAVE_X86
+        __builtin_cpu_init();
+        const char *e = getenv("BENCH_EXACT_SPLIT");
+        v = __builtin_cpu_supports("avx512vnni") && !(e && strcmp(e, "0") == 0) ? 2 : 1;
+#else
+        v = 1;
+#endif
+        atomic_store_explicit(&on, v, memory_order_relaxed);
+    }
+    return v == 2;
+}
+static int kn_takes_split(const kn_ops *ops, bench_dtype dt, int n) {
+    return n == 1 && ops->split_x && ((ops->split_dts >> dt) & 1u) && kn_split_on();
+}
+
+int kn_x_split(bench_dtype dt) { return kn_takes_split(kn_ops_now(), dt, 1); }
+
 /* ======================= quantised x for the integer tables ======================= */
 
 /* Room for decode's x on the stack (up to ~7000 columns); prefill's goes to the heap. */
@@ -237,8 +261,46 @@ static const kn_xq8 *kn_xq_prepare(const kn_ops *ops, const float *x, int n, int
     b->xq.d = (float *)(void *)(p + qs);
     b->xq.xs = (float *)(void *)(p + qs + d);
     b->xq.nsum = ns ? (int32_t *)(void *)(p + qs + 2 * d) : NULL;
+    b->xq.sp = NULL;
+    b->xq.se = NULL;
     ops->quant_x(x, n, cols, &b->xq);
     return &b->xq;
+}
+
+/* Splits x (n == 1) for ops' exact decode; NULL (the kernel widens the weights instead)
+ * where x cannot be split or the heap is out of memory. */
+static const kn_xq8 *kn_split_prepare(const kn_ops *ops, const float *x, int cols, kn_xq_buf *b) {
+    const size_t pairs = (size_t)cols / 64, sp = pairs * sizeof(kn_xsplit_pair);
+    const size_t need = sp + (((size_t)cols / 32 * sizeof(float) + 63) & ~(size_t)63);
+    unsigned char *p = b->stack;
+    b->heap = NULL;
+    if (need > sizeof b->stack) {
+        b->heap = aligned_alloc(64, need);
+        if (!b->heap) return NULL;
+        p = b->heap;
+    }
+    memset(&b->xq, 0, sizeof b->xq);
+    kn_xsplit_pair *pp = (kn_xsplit_pair *)(void *)p;
+    float *se = (float *)(void *)(p + sp);
+    if (ops->split_x(x, cols, pp, se) != 0) return NULL; /* the caller frees heap */
+    b->xq.sp = pp;
+    b->xq.se = se;
+    return &b->xq;
+}
+
+/* x prepared for ops' kernel of dt over n rows: quantised (int8 tables), split (exact decode),
+ * or NULL for neither. *fallback: the int8 table could not have its x (out of memory), so the
+ * job must run the exact portable kernel. */
+static const kn_xq8 *kn_x_prepare(const kn_ops *ops, bench_dtype dt, const float *x, int n, int cols,
+                                  kn_xq_buf *b, int *fallback) {
+    *fallback = 0;
+    b->heap = NULL;
+    if (kn_takes_xq(ops, dt)) {
+        const kn_xq8 *q = kn_xq_prepare(ops, x, n, cols, b);
+        *fallback = q == NULL;
+        return q;
+    }
+    return kn_takes_split(ops, dt, n) ? kn_split_prepare(ops, x, cols, b) : NULL;
 }
 
 /* ======================= matmul across the pool ======================= */
@@ -313,11 +375,9 @@ void kn_matmul(tp_pool *pool, float *y, const float *x, int n, const void *w, be
     const kn_ops *ops = kn_for(kn_ops_now(), dt, n);
     kn_mm_job job = {.ops = ops, .dt = dt, .y = y, .x = x, .w = w, .n = n, .rows = rows, .cols = cols};
     kn_xq_buf xb;
-    xb.heap = NULL;
-    if (kn_takes_xq(ops, dt)) {
-        job.xq = kn_xq_prepare(ops, x, n, cols, &xb);
-        if (!job.xq) job.ops = &kn_ops_portable; /* out of memory: the exact kernel */
-    }
+    int fallback;
+    job.xq = kn_x_prepare(ops, dt, x, n, cols, &xb, &fallback);
+    if (fallback) job.ops = &kn_ops_portable; /* out of memory: the exact kernel */
     int threads = tp_threads(pool);
     if (threads == 1 || (int64_t)rows * cols * n < KN_PARALLEL_MIN_MACS) {
         kn_mm_call(job.ops, dt, y, x, n, w, rows, cols, 0, rows, job.xq);
@@ -345,7 +405,7 @@ static void kn_mm_one(const kn_mm_multi_job *j, const kn_mm_out *o, int r0, int 
     if (kn_takes_xq(ops, o->dt)) {
         if (j->xq) xq = j->xq;
         else ops = &kn_ops_portable;
-    }
+    } else if (kn_takes_split(ops, o->dt, j->n)) xq = j->xq; /* NULL: the kernel widens instead */
     kn_mm_call(ops, o->dt, o->y, j->x, j->n, o->w, o->rows, j->cols, r0, r1, xq);
 }
 
@@ -366,11 +426,14 @@ void kn_matmul_multi(tp_pool *pool, const float *x, int n, int cols, const kn_mm
     const kn_ops *job_ops = kn_ops_now();
     int64_t macs = 0;
     int any_xq = 0;
+    const kn_ops *split_ops = NULL; /* a table that takes x split for one of the outputs */
     for (int k = 0; k < count; k++) {
         assert((unsigned)outs[k].dt < BENCH_DTYPE_COUNT);
         assert(cols % (int)bench_dtype_block_elems(outs[k].dt) == 0);
         macs += (int64_t)outs[k].rows * cols * n;
         any_xq |= kn_takes_xq(job_ops, outs[k].dt);
+        const kn_ops *t = kn_for(job_ops, outs[k].dt, n);
+        if (kn_takes_split(t, outs[k].dt, n)) split_ops = t;
     }
     if (n <= 0 || cols <= 0 || count <= 0) return;
     kn_mm_multi_job job = {.ops = job_ops, .outs = outs, .count = count, .n = n, .cols = cols,
@@ -378,6 +441,7 @@ void kn_matmul_multi(tp_pool *pool, const float *x, int n, int cols, const kn_mm
     kn_xq_buf xb;
     xb.heap = NULL;
     if (any_xq) job.xq = kn_xq_prepare(job.ops, x, n, cols, &xb);
+    else if (split_ops) job.xq = kn_split_prepare(split_ops, x, cols, &xb);
     if (threads == 1 || macs < KN_PARALLEL_MIN_MACS) {
         for (int k = 0; k < count; k++)
             if (outs[k].rows > 0) kn_mm_one(&job, &outs[k], 0, outs[k].rows);

@@ -36,6 +36,9 @@ int kn_isa_auto_candidate(const char *isa);
 int kn_q8_int8(void);                   /* 1: the family in use runs Q8_0 on int8 activations */
 int kn_x_int8(bench_dtype dt);          /* 1: the family in use rounds x to int8 for dt's matmuls */
 int kn_bf16_dot(void);                  /* 1: the family in use rounds x to bf16 for bf16 prefill */
+/* 1: the family in use decodes dt on x split into int8 parts, exactly (Q8_0, Q4_0 on avx512
+ * where the CPU has AVX512-VNNI and $BENCH_EXACT_SPLIT is not 0) */
+int kn_x_split(bench_dtype dt);
 /* The family a name selects here (NULL or "" is "auto"); NULL when unknown or this CPU cannot run it. */
 const char *kn_isa_resolve(const char *isa);
 /* auto, chosen by measurement (kernels_tune.h): the exact family that runs dt's matmuls in

@@ -7,7 +7,9 @@
 #if KN_HAVE_X86
 #pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq")
 #include <assert.h>
+#include <float.h>
 #include <immintrin.h>
+#include <math.h>
 
 typedef __m512 vf;
 #define VL 16
@@ -181,14 +183,136 @@ KN_INLINE void kx_mv_q(int q4, float *y, const float *x, const void *w, int cols
         y[r] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a[0], a[1]), _mm512_add_ps(a[2], a[3])));
     }
 }
-static void kx_mv_q8_0(float *y, const float *x, const void *w, int cols, int r0, int r1) {
-    kx_mv_q(0, y, x, w, cols, r0, r1);
+
+/* ---- the same decode on x split into int8 parts (kn_xsplit_pair), still exact ----
+ * Widening a weight to f32 costs the exact kernel above about 7 vector operations a block;
+ * vpdpbusd multiplies 64 int8 weights by 64 bytes of x in one. x is split once a matmul into
+ * three int8 parts per 32-block, x = 2^e (p0 + 2^-7 p1 + 2^-14 p2) + r, |r| <= 2^(e-15): a
+ * pair of blocks' integer products with X = p0 2^14 + p1 2^7 + p2 are summed exactly in
+ * int32 by three vpdpbusd and two shifts (|w X| summed over a lane's 4 bytes stays below
+ * 2^31; the sums wrap harmlessly on the way), the lane's correction is subtracted, and the
+ * exact integer is converted once and scaled by d 2^(e-14). The error against the f32 sum
+ * is r's, below 2^-21 of the block's largest |x| a term (test_kernels holds every exact family
+ * to 2e-5 of sum |w x|), plus one f32 rounding per 4 products. Q4_0's nibbles go in
+ * unshifted: a low one as v, a high one as 16 v (one AND with a mask gives both), the 16
+ * taken out of the high lanes' scale. About 11 operations per pair of blocks instead of 14
+ * (a hot-cache A/B is in docs/PERFORMANCE.md). Only where the CPU has AVX512-VNNI
+ * (kernels.c prepares the split only there); these functions alone carry its target. */
+#pragma GCC push_options
+#pragma GCC target("avx512vnni")
+KN_INLINE __m512i kx_split_chain(__m512i u, const kn_xsplit_pair *sp) {
+    __m512i t = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, _mm512_load_si512(sp->p[0]));
+    t = _mm512_dpbusd_epi32(_mm512_slli_epi32(t, 7), u, _mm512_load_si512(sp->p[1]));
+    return _mm512_dpbusd_epi32(_mm512_slli_epi32(t, 7), u, _mm512_load_si512(sp->p[2]));
 }
-static void kx_mv_q4_0(float *y, const float *x, const void *w, int cols, int r0, int r1) {
-    kx_mv_q(1, y, x, w, cols, r0, r1);
+
+static int kx_split_x(const float *x, int cols, kn_xsplit_pair *sp, float *se) {
+    const __m512i ones = _mm512_set1_epi8(1);
+    const __m512i c4sh = _mm512_setr_epi32(3, 3, 3, 3, 7, 7, 7, 7, 3, 3, 3, 3, 7, 7, 7, 7);
+    const __m512 k128 = _mm512_set1_ps(128.0f);
+    for (int pr = 0; pr < cols / 64; pr++) {
+        kn_xsplit_pair *o = &sp[pr];
+        for (int h = 0; h < 2; h++) {
+            const int b = 2 * pr + h;
+            const __m512 lo = _mm512_loadu_ps(x + 32 * b), hi = _mm512_loadu_ps(x + 32 * b + 16);
+            const float m = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(lo), _mm512_abs_ps(hi)));
+            if (!(m <= FLT_MAX)) return -1; /* inf or NaN: the f32 kernel carries it */
+            int e = 0;
+            if (m > 0) {
+                (void)frexpf(m / 127.0f, &e); /* 127 2^e >= m, and usually the least such e */
+                if (ldexpf(127.0f, e - 1) >= m) e--;
+            }
+            if (e < -100 || e > 100) return -1;
+            se[b] = ldexpf(1.0f, e - 14);
+            const __m512 s = _mm512_set1_ps(ldexpf(1.0f, -e));
+            for (int g = 0; g < 2; g++) {
+                /* t - rint(t) is exact at each step (|t| <= 127, then <= 64), as is the * 128 */
+                __m512 t = _mm512_mul_ps(g ? hi : lo, s);
+                for (int k = 0; k < 3; k++) {
+                    const __m512 q = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+                    _mm_store_si128((__m128i *)(void *)(o->p[k] + 32 * h + 16 * g), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(q)));
+                    t = _mm512_mul_ps(_mm512_sub_ps(t, q), k128);
+                }
+            }
+        }
+        const __m512i sx = kx_split_chain(ones, o); /* each lane's sum of 4 X */
+        _mm512_store_si512(o->c8, _mm512_slli_epi32(sx, 7));
+        _mm512_store_si512(o->c4, _mm512_sllv_epi32(sx, c4sh));
+    }
+    return 0;
+}
+
+/* kx_mv_q with xq's split x; the blocks past the last whole step of 8 as kx_mv_q takes them. */
+static void kx_mv_split(int q4, float *y, const float *x, const void *w, int cols, int r0, int r1, const kn_xq8 *xq) {
+    const int nb = cols / BENCH_QK;
+    const size_t bb = q4 ? sizeof(bench_block_q4_0) : sizeof(bench_block_q8_0);
+    const __m512 tab = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
+    const __m512i flip = _mm512_set1_epi8((char)0x80);
+    const __m512i nib = _mm512_setr_epi64(0x0f0f0f0f0f0f0f0fLL, 0x0f0f0f0f0f0f0f0fLL, (long long)0xf0f0f0f0f0f0f0f0ULL,
+                                          (long long)0xf0f0f0f0f0f0f0f0ULL, 0x0f0f0f0f0f0f0f0fLL, 0x0f0f0f0f0f0f0f0fLL,
+                                          (long long)0xf0f0f0f0f0f0f0f0ULL, (long long)0xf0f0f0f0f0f0f0f0ULL);
+    /* pair m's scale lanes in s16 = [8 block scales, the same / 16]: Q8_0 [a x8, b x8];
+     * Q4_0 [a, a / 16, b, b / 16] x4, its lanes' order [a low, a high, b low, b high] */
+    __m512i idx[4];
+    for (int m = 0; m < 4; m++) {
+        const int a = 2 * m, b = 2 * m + 1;
+        idx[m] = q4 ? _mm512_setr_epi32(a, a, a, a, a + 8, a + 8, a + 8, a + 8, b, b, b, b, b + 8, b + 8, b + 8, b + 8)
+                    : _mm512_setr_epi32(a, a, a, a, a, a, a, a, b, b, b, b, b, b, b, b);
+    }
+    for (int r = r0; r < r1; r++) {
+        const char *row = (const char *)w + (size_t)r * nb * bb;
+        __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+        int i = 0;
+        for (; i + 8 <= nb; i += 8) {
+            const char *c = row + (size_t)i * bb;
+            for (size_t o = 0; o < 8 * bb; o += 64) __builtin_prefetch(c + KN_PF_Q8 + o);
+            const __m256 s8 = _mm256_mul_ps(kx_scales8(c, q4), _mm256_loadu_ps(xq->se + i));
+            const __m512 s16 = _mm512_insertf32x8(_mm512_castps256_ps512(s8), _mm256_mul_ps(s8, _mm256_set1_ps(1.0f / 16)), 1);
+            const kn_xsplit_pair *sp = xq->sp + i / 2;
+#pragma GCC unroll 4
+            for (int m = 0; m < 4; m++) {
+                __m512i u;
+                if (q4) {
+                    const bench_block_q4_0 *ba = (const bench_block_q4_0 *)(const void *)(c + 2 * m * bb);
+                    const __m128i qa = _mm_loadu_si128((const __m128i *)(const void *)ba[0].qs);
+                    const __m128i qb = _mm_loadu_si128((const __m128i *)(const void *)ba[1].qs);
+                    u = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(_mm256_broadcastsi128_si256(qa)),
+                                                            _mm256_broadcastsi128_si256(qb), 1), nib);
+                } else {
+                    const bench_block_q8_0 *ba = (const bench_block_q8_0 *)(const void *)(c + 2 * m * bb);
+                    u = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(const void *)ba[0].qs)),
+                                                            _mm256_loadu_si256((const __m256i *)(const void *)ba[1].qs), 1), flip);
+                }
+                const __m512i t = _mm512_sub_epi32(kx_split_chain(u, &sp[m]), _mm512_load_si512(q4 ? sp[m].c4 : sp[m].c8));
+                a[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_permutexvar_ps(idx[m], s16), a[m]);
+            }
+        }
+        for (; i < nb; i++) {
+            const char *c = row + (size_t)i * bb;
+            const float *xb = x + (size_t)i * BENCH_QK;
+            uint16_t h;
+            memcpy(&h, c, 2);
+            const __m512 t = q4 ? kx_dot_q4((const bench_block_q4_0 *)(const void *)c, xb, tab)
+                                : kx_dot_q8((const bench_block_q8_0 *)(const void *)c, xb);
+            a[0] = _mm512_fmadd_ps(_mm512_set1_ps(_cvtsh_ss(h)), t, a[0]);
+        }
+        y[r] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a[0], a[1]), _mm512_add_ps(a[2], a[3])));
+    }
+}
+#pragma GCC pop_options
+
+static void kx_mv_q8_0(float *y, const float *x, const void *w, int cols, int r0, int r1, const kn_xq8 *xq) {
+    if (xq && xq->sp) kx_mv_split(0, y, x, w, cols, r0, r1, xq);
+    else kx_mv_q(0, y, x, w, cols, r0, r1);
+}
+static void kx_mv_q4_0(float *y, const float *x, const void *w, int cols, int r0, int r1, const kn_xq8 *xq) {
+    if (xq && xq->sp) kx_mv_split(1, y, x, w, cols, r0, r1, xq);
+    else kx_mv_q(1, y, x, w, cols, r0, r1);
 }
 #define KN_MV_Q8_0 kx_mv_q8_0
 #define KN_MV_Q4_0 kx_mv_q4_0
+#define KN_SPLIT_X kx_split_x
+#define KN_SPLIT_DTS (1u << BENCH_Q8_0 | 1u << BENCH_Q4_0)
 
 #include "kernels_quant.inc"
 #include "kernels_simd.inc"
@@ -247,6 +371,7 @@ const kn_ops kn_ops_amx = {
            [BENCH_Q2_K] = mm_amx_q2_k, [BENCH_Q3_K] = mm_amx_q3_k, [BENCH_Q4_K] = mm_amx_q4_k, [BENCH_Q5_K] = mm_amx_q5_k,
            [BENCH_Q6_K] = mm_amx_q6_k},
     .triad = KN_FN(triad), .read = KN_FN(read), .read_pf = KN_FN(read_pf), .peak_f32 = KN_FN(peak_f32),
+    .split_dts = KN_SPLIT_DTS, .split_x = KN_SPLIT_X, /* decode is avx512's */
     .named_only = 1,
 };
 #endif

@@ -50,7 +50,24 @@ typedef struct kn_xq8 {
      * vpdpbusd adds; the VNNI form multiplies (w + 128) by q and adds this.
      * NULL for tables that do not use it. */
     int32_t *nsum;
+    /* The exact tables' decode of Q8_0 and Q4_0 (kernels_avx512.c, kx_mv_split): x split into
+     * int8 parts (kn_xsplit_pair), made by the table's split_x; NULL elsewhere, and where x
+     * could not be split (the kernel then widens the weights to f32). */
+    const struct kn_xsplit_pair *sp; /* (cols / 64) */
+    const float *se;                 /* (cols / 32): block b's 2^(e - 14), the unit of X below */
 } kn_xq8;
+
+/* Two 32-blocks a, b of x, each x = 2^e (p0 + 2^-7 p1 + 2^-14 p2) + r with e its block's
+ * exponent (127 2^e >= max |x|, so |p0| <= 127, |p1|, |p2| <= 64) and |r| <= 2^(e-15):
+ * X = p0 2^14 + p1 2^7 + p2 is an integer, and the weights' integer dot with X is exact in
+ * int32. Bytes in vpdpbusd's lane order, [a 0..31, b 0..31]; c8 and c4 are what the Q8_0
+ * (w + 128: 128 x) and Q4_0 (a low nibble: 8 x, a high nibble taken as 16 v: 128 x) forms
+ * subtract per lane, times the sum of the lane's 4 X. */
+typedef struct __attribute__((aligned(64))) kn_xsplit_pair {
+    int8_t p[3][64];
+    int32_t c8[16];
+    int32_t c4[16];
+} kn_xsplit_pair;
 
 /* Rows per prefill panel of the tallest table (kernels_gemm.inc: KN_MV x VL,
  * 64 on AVX-512): kernels.c splits a prefill's rows among threads in whole
@@ -66,6 +83,10 @@ typedef void (*kn_mm_fn)(float *y, const float *x, int n, const void *w,
 
 /* Quantises x (n, cols) into xq (cols a multiple of 32). */
 typedef void (*kn_quant_x_fn)(const float *x, int n, int cols, const kn_xq8 *xq);
+
+/* Splits x (one row of cols, a multiple of 64) into cols / 64 pairs and cols / 32 units;
+ * -1 where a block cannot be held (a value not finite, or an exponent outside +-100). */
+typedef int (*kn_split_x_fn)(const float *x, int cols, kn_xsplit_pair *sp, float *se);
 
 /* Sum of n floats, read once: the read-only stream of kn_read_bandwidth. */
 typedef float (*kn_read_fn)(const float *p, size_t n);
@@ -100,6 +121,10 @@ typedef struct kn_ops {
     /* bit dt set: mm[dt] takes x quantised by quant_x (Q8_0, Q4_0, Q4_K and
      * Q6_K on the int8 tables); 0 on the exact tables */
     unsigned xq_dts;
+    /* bit dt set: mm[dt]'s decode (n == 1) takes x split by split_x (exact: kn_xsplit_pair),
+     * where the CPU has AVX512-VNNI; the kernel widens the weights to f32 without it */
+    unsigned split_dts;
+    kn_split_x_fn split_x;
     /* 1: exact, but not one auto picks among (neither by default nor by measurement): run
      * only when named (amx: docs/PERFORMANCE.md says why) */
     int named_only;
