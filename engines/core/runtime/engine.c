@@ -44,6 +44,8 @@ struct engine {
     bench_tensor_ref *refs;     /* (n_tensors) */
     const void **data;          /* (n_tensors) tensor bytes, owned by the loader */
     tf_weights w;
+    int repacked;               /* matrices rearranged at load (engine_spec.no_repack) */
+    uint64_t repacked_bytes;
     tf_ctx tf;
     float *logits;              /* (max_seqs, vocab) */
     tf_span *spans;             /* (max_seqs) a batched decode's */
@@ -307,6 +309,8 @@ void engine_destroy(engine *e) {
 }
 
 const model *engine_model(const engine *e) { return e->m; }
+int engine_repacked_matrices(const engine *e) { return e->repacked; }
+uint64_t engine_repacked_bytes(const engine *e) { return e->repacked_bytes; }
 const tokenizer *engine_tokenizer(const engine *e) { return e->tok; }
 
 int engine_max_seqs(const engine *e) { return e->max_seqs; }

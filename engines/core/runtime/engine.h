@@ -59,6 +59,12 @@ typedef struct engine_spec {
      * the softmax scaled by 1/sum), and RoPE angles raised by repeated multiplication. CPU
      * only. 0: f32 throughout, RoPE as llama2.c computes it. */
     int llama_numerics;
+    /* 0: Q4_0 matrices are rearranged in place at load for the kernel family in use, where it
+     * decodes the rearranged layout natively (kernels.h kn_repacks), as llama.cpp repacks
+     * Q4_0; 1: every matrix keeps the file's layout. In place, so the pread loader's buffer
+     * costs nothing more, while an mmap'd file's pages become anonymous copies (copy on
+     * write): what mmap buys changes, and engine_repacked_bytes says by how much. CPU only. */
+    int no_repack;
 } engine_spec;
 
 typedef struct engine engine;
@@ -69,6 +75,9 @@ int engine_create(const engine_spec *spec, engine **out, char *err, size_t errle
 void engine_destroy(engine *e);                 /* e may be NULL */
 
 const model *engine_model(const engine *e);
+/* The matrices rearranged at load (engine_spec.no_repack) and their bytes; 0 where none were. */
+int engine_repacked_matrices(const engine *e);
+uint64_t engine_repacked_bytes(const engine *e);
 const tokenizer *engine_tokenizer(const engine *e);   /* NULL when the model has no vocabulary */
 
 /* Runs tokens at positions pos0 .. pos0+n-1 of sequence seq (0 for one sequence)
