@@ -413,6 +413,14 @@ static int wk_engine_read_checked(wk_ctx *c, const wk_spec *s, const engine *e) 
     return s->tokenizer ? wk_parsed_checked(c, s->tokenizer, s->tokenizer_id, m->vocab.source_id) : 0;
 }
 
+/* The Q4_0 matrices the engine rearranged at load (engine.h no_repack), sent at every load, 0
+ * where none were, so that a variant that stops repacking shows as a change. Exact: they
+ * follow from the file and the kernel family, and no direction is better. */
+static void wk_repack_counters(wk_ctx *c, const engine *e) {
+    wk_emit_as(c, "weights.repacked_matrices", "count", BENCH_CTR_EXACT, BENCH_BETTER_NONE, engine_repacked_matrices(e));
+    wk_emit_as(c, "weights.repacked_bytes", "B", BENCH_CTR_EXACT, BENCH_BETTER_NONE, (double)engine_repacked_bytes(e));
+}
+
 /* The repetition itself, shared by bench worker and bench exec (worker_engine). s points into the
  * caller's spec JSON; c and s are copies, so the body reads as it did inline. */
 static int wk_run(wk_ctx c, wk_spec s) {
@@ -424,7 +432,7 @@ static int wk_run(wk_ctx c, wk_spec s) {
                       .kv = s.module[1], .alloc = s.module[2], .threads = s.threads, .max_pos = s.ctx,
                       .module_dir = s.module_dir, .on_region = wk_region, .region_user = &c, .device = s.device,
                       .kernels = s.kernels, .loader_opts = s.opts[0].v, .kv_opts = s.opts[1].v, .alloc_opts = s.opts[2].v,
-                      .device_opts = s.device_opts.v};
+                      .device_opts = s.device_opts.v, .no_repack = s.no_repack};
     /* a serving run: sequences and KV memory for its requests */
     if (s.requests) sv_engine_spec(s.requests, &es);
     if (s.kv_cache && engine_parse_cache_type(s.kv_cache, &es.kv_k_type, &es.kv_v_type, err, sizeof(err))) {
@@ -472,6 +480,7 @@ static int wk_run(wk_ctx c, wk_spec s) {
         wk_engine_read_checked(&c, &s, e))
         goto out;
     if (wk_send(&c, BENCH_EV_LOAD_END, 1, 0, 0, NULL, NULL, 0)) goto out;
+    wk_repack_counters(&c, e);
     /* test hook: the model truncated under a loader whose tensors are the file's pages (mapguard.h) */
     if ((engine_module_caps(e, "loader") & BENCH_CAP_LOADER_MAPS_FILE) && mg_test_truncate(s.model) < 0) goto out;
 

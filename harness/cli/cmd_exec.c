@@ -32,7 +32,7 @@ static void ex_usage(FILE *f) {
             "$BENCH_MODEL_CACHE, else $XDG_CACHE_HOME/bench or ~/.cache/bench), and the variant's page-cache state\n"
             "(cold: evicted, warm: read) is set up first.\n\n"
             "  --variant k=v,...  the variant whose axis k (loader, kv, alloc, cache, threads, device,\n"
-            "                     workload, kernels) is v;\n"
+            "                     workload, kernels, kv_cache, target, repack) is v, by its label;\n"
             "                     needed unless the scenario has one variant, and must match one\n"
             "  --kernels NAME     run the CPU kernel family NAME instead of the variant's (bench list shows\n"
             "                     those this CPU runs; auto: the best)\n"

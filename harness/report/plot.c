@@ -772,6 +772,7 @@ static const struct {
     {"mod.loader.", "loader module's counters"},
     {"mod.alloc.", "allocator module's counters"},
     {"mod.aw.", "allocator workload"},
+    {"mod.weights.", "weights rearranged at load (repack)"},
     {"mod.", "other modules' counters"},
     {"minflt_", "minor page faults"},
     {"majflt_", "major page faults"},

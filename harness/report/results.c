@@ -169,7 +169,7 @@ void rs_variant_label(const scenario *s, int variant, char *buf, size_t len) {
     const sc_variant *v = &s->variants[variant];
     size_t used = 0;
     for (int a = 0; a < SC_AX_COUNT; a++) {
-        if (!s->axes[a].crossed) continue;
+        if (!sc_axis_shown(s, a)) continue;
         int n = snprintf(buf + used, len - used, "%s%s", used ? "/" : "", sc_pick(s, v, a)->label);
         if (n < 0 || (size_t)n >= len - used) break;
         used += (size_t)n;
@@ -549,6 +549,8 @@ cJSON *rs_head(const rs_input *in) {
             cJSON_AddStringToObject(o, "kernels", ran ? ran : k);
             if (strcmp(k, ran ? ran : k)) cJSON_AddStringToObject(o, "kernels_asked", k);
         }
+        /* what was asked: whether matrices were rearranged is the counters' (mod.weights.*) */
+        if (s->axes[SC_AX_REPACK].n) cJSON_AddBoolToObject(o, "repack", sc_pick(s, v, SC_AX_REPACK)->ival);
         rs_kernels_auto(o, s, v);
         const cg_counts *cg = in->res->cg ? &in->res->cg[i] : NULL;
         if (cg && cg->out_file[0]) {

@@ -560,10 +560,15 @@ static void sc_parse_workload(sc_ctx *c, scenario *s, const cJSON *w) {
 /* ---- matrix ---- */
 
 static const char *const sc_axis_names[] = {"loader", "kv", "alloc", "cache", "threads", "device", "workload", "kernels", "kv_cache",
-                                            "target", NULL};
+                                            "target", "repack", NULL};
 static const char *const sc_cache_names[] = {"cold", "warm", NULL};
 
 const char *sc_axis_name(int axis) { return axis >= 0 && axis < SC_AX_COUNT ? sc_axis_names[axis] : "?"; }
+
+int sc_axis_shown(const scenario *s, int axis) {
+    const sc_axis *ax = &s->axes[axis];
+    return ax->crossed || (axis == SC_AX_REPACK && ax->n == 1 && !ax->v[0].ival);
+}
 
 /* An option value as module option text. */
 static int sc_opt_text(const cJSON *v, char *buf, size_t len) {
@@ -721,9 +726,26 @@ static int sc_check_device(sc_ctx *c, sc_choice *ch, const char *p) {
 
 static void sc_target_err(void *user, const char *path, const char *msg) { sc_err(user, path, "%s", msg); }
 
+/* repack: a JSON boolean only. "yes" or 0 could be read either way, and a file that means
+ * false but is taken as true measures the other layout without a word. */
+static int sc_parse_repack(sc_ctx *c, const cJSON *j, const char *p, sc_choice *ch) {
+    if (!cJSON_IsBool(j)) {
+        sc_err(c, p, "expected true (rearrange Q4_0 weights at load for the kernels, the default) or false (keep "
+               "the file's layout), got %s%s%s", cJSON_IsString(j) ? "\"" : "",
+               cJSON_IsString(j) ? j->valuestring : sc_type_name(j), cJSON_IsString(j) ? "\"" : "");
+        return -1;
+    }
+    ch->ival = cJSON_IsTrue(j);
+    ch->name = strdup(ch->ival ? "true" : "false");
+    /* the table's column reads "pread/no-repack", not "pread/false" */
+    ch->label = strdup(ch->ival ? "repack" : "no-repack");
+    return 0;
+}
+
 static int sc_parse_choice(sc_ctx *c, int axis, const cJSON *j, const char *p, sc_choice *ch) {
     memset(ch, 0, sizeof(*ch));
     if (axis == SC_AX_TARGET) return tg_parse(j, p, &ch->name, &ch->label, &ch->opts, sc_target_err, c);
+    if (axis == SC_AX_REPACK) return sc_parse_repack(c, j, p, ch);
     if (axis == SC_AX_CACHE) {
         if (!cJSON_IsString(j) || (ch->ival = sc_enum(j->valuestring, sc_cache_names)) < 0) {
             sc_err(c, p, "expected \"cold\" or \"warm\", got %s%s%s", cJSON_IsString(j) ? "\"" : "",
@@ -882,16 +904,18 @@ static void sc_parse_matrix(sc_ctx *c, scenario *s, const cJSON *m) {
                sc_type_name(m));
         return;
     }
-    static const char *const keys[] = {"loader", "kv", "alloc", "cache", "threads", "device", "kernels", "kv_cache", "target", "fixed", NULL};
+    static const char *const keys[] = {"loader", "kv", "alloc", "cache", "threads", "device", "kernels", "kv_cache", "target",
+                                       "repack", "fixed", NULL};
     sc_check_keys(c, m, ".matrix", keys);
     const cJSON *fixed = cJSON_GetObjectItemCaseSensitive(m, "fixed");
     if (fixed && !cJSON_IsObject(fixed)) sc_err(c, ".matrix.fixed", "expected an object, got %s", sc_type_name(fixed));
-    static const char *const fixed_keys[] = {"loader", "kv", "alloc", "cache", "threads", "device", "kernels", "kv_cache", "target", NULL};
+    static const char *const fixed_keys[] = {"loader", "kv", "alloc", "cache", "threads", "device", "kernels", "kv_cache", "target",
+                                             "repack", NULL};
     if (fixed && cJSON_IsObject(fixed)) sc_check_keys(c, fixed, ".matrix.fixed", fixed_keys);
     /* the workload axis belongs to allocator scenarios (harness/spec/alloc_spec.c); the
      * device axis goes first: the loader and kv choices are checked on its devices */
     static const int order[] = {SC_AX_DEVICE, SC_AX_LOADER, SC_AX_KV, SC_AX_ALLOC, SC_AX_CACHE, SC_AX_THREADS, SC_AX_KERNELS,
-                                SC_AX_KV_CACHE, SC_AX_TARGET};
+                                SC_AX_KV_CACHE, SC_AX_TARGET, SC_AX_REPACK};
     for (size_t o = 0; o < sizeof(order) / sizeof(order[0]); o++) {
         int a = order[o];
         const cJSON *j = cJSON_GetObjectItemCaseSensitive(m, sc_axis_names[a]);
@@ -911,7 +935,8 @@ static void sc_parse_matrix(sc_ctx *c, scenario *s, const cJSON *m) {
 static void sc_default_axis(sc_ctx *c, scenario *s, int axis, const char *value) {
     sc_axis *ax = &s->axes[axis];
     if (ax->n) return;
-    cJSON *j = axis == SC_AX_THREADS ? cJSON_CreateNumber(atoi(value)) : cJSON_CreateString(value);
+    cJSON *j = axis == SC_AX_THREADS ? cJSON_CreateNumber(atoi(value)) :
+               axis == SC_AX_REPACK  ? cJSON_CreateBool(strcmp(value, "false") != 0) : cJSON_CreateString(value);
     char p[64];
     snprintf(p, sizeof(p), "(default %s)", sc_axis_names[axis]);
     if (j) sc_parse_axis(c, s, axis, j, p, 0);
@@ -934,7 +959,7 @@ static void sc_expand(scenario *s) {
         }
         char key[512] = "";
         for (int a = 0; a < SC_AX_COUNT; a++) {
-            if (!s->axes[a].crossed) continue;
+            if (!sc_axis_shown(s, a)) continue;
             size_t used = strlen(key);
             snprintf(key + used, sizeof(key) - used, "%s%s=%s", used ? "," : "", sc_axis_names[a],
                      s->axes[a].v[v->pick[a]].label);
@@ -1035,7 +1060,7 @@ int sc_parse_engine(scenario *s, const cJSON *root, sc_errors *errs) {
     sc_ctx c = {.file = s->file, .errs = errs, .module_dir = s->module_dir, .s = s};
     static const char *const keys[] = {"name", "description", "model", "workload", "cache", "repetitions",
                                        "warmup", "matrix", "threads", "device", "kernels", "kv_cache", "sample_ms", "metrics", "timeout_s",
-                                       "processes", "test_hooks", "target", NULL};
+                                       "processes", "test_hooks", "target", "repack", NULL};
     sc_check_keys(&c, root, "", keys);
     if (!sc_get_string(&c, root, "name", "", 1, &s->name) && !sc_name_ok(s->name))
         sc_err(&c, ".name", "\"%s\": expected letters, digits, '-', '_' or '.' only (it names the results directory)",
@@ -1109,6 +1134,8 @@ int sc_parse_engine(scenario *s, const cJSON *root, sc_errors *errs) {
     if (kc) sc_parse_axis(&c, s, SC_AX_KV_CACHE, kc, ".kv_cache", 0);
     const cJSON *tg = cJSON_GetObjectItemCaseSensitive(root, "target");
     if (tg) sc_parse_axis(&c, s, SC_AX_TARGET, tg, ".target", 0);
+    const cJSON *rp = cJSON_GetObjectItemCaseSensitive(root, "repack");
+    if (rp) sc_parse_axis(&c, s, SC_AX_REPACK, rp, ".repack", 0);
     const cJSON *mx = cJSON_GetObjectItemCaseSensitive(root, "matrix");
     if (mx) sc_parse_matrix(&c, s, mx);
     if (!s->axes[SC_AX_CACHE].n && !(ca || (mx && cJSON_IsObject(mx) && (cJSON_GetObjectItemCaseSensitive(mx, "cache") ||
@@ -1124,6 +1151,7 @@ int sc_parse_engine(scenario *s, const cJSON *root, sc_errors *errs) {
         sc_default_axis(&c, s, SC_AX_KERNELS, "auto");
         sc_default_axis(&c, s, SC_AX_KV_CACHE, "f32");
         sc_default_axis(&c, s, SC_AX_TARGET, "engine");
+        sc_default_axis(&c, s, SC_AX_REPACK, "true");
         /* a serving run's KV budget sizes a shared pool itself (engine.h: kv_budget): an
          * option the module declares as sizing its pool (BENCH_OPTF_SIZES_POOL) cannot join it */
         for (int i = 0; s->requests && i < s->axes[SC_AX_KV].n; i++) {

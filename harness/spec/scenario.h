@@ -33,7 +33,13 @@ int sc_parse_engine(scenario *s, const cJSON *root, sc_errors *errs);
 void sc_free(scenario *s);              /* s may be NULL */
 void sc_requests_free(sc_requests *r);  /* r may be NULL */
 
-const char *sc_axis_name(int axis);     /* "loader", "kv", "alloc", "cache", "threads", "device", "workload", "kernels", "kv_cache" */
+const char *sc_axis_name(int axis);     /* "loader", "kv", "alloc", "cache", "threads", "device", "workload", "kernels", "kv_cache",
+                                           "target", "repack" */
+/* 1 when axis is part of the variants' names (sc_variant.key, the table's labels): a crossed
+ * axis, or repack set false. The default repack adds nothing, so results and baselines written
+ * before the axis existed keep their variants' names; false always shows, so that a run without
+ * the rearranging never compares as the same variant as one with it. */
+int sc_axis_shown(const scenario *s, int axis);
 /* The variant's device and its options ("cpu" and "" where the scenario has no device axis). */
 const char *sc_device(const scenario *s, const sc_variant *v);
 const bench_opts *sc_device_opts(const scenario *s, const sc_variant *v);   /* typed; n 0 for the CPU */

@@ -17,8 +17,10 @@ struct modreg_cache;
 /* SC_AX_KERNELS: the CPU kernel family (engines/core/compute/kernels.h), "auto" by default */
 /* SC_AX_KV_CACHE: the KV cache's element types, "f32" by default ("q8_0", or K/V as "q8_0/f16") */
 /* SC_AX_TARGET: what runs the workload, "engine" (in process) by default or an http server (harness/spec/target.h) */
+/* SC_AX_REPACK: whether Q4_0 weights are rearranged at load for the kernels (engine.h
+ * no_repack), true by default; last, so that the axes before it keep their order */
 enum { SC_AX_LOADER, SC_AX_KV, SC_AX_ALLOC, SC_AX_CACHE, SC_AX_THREADS, SC_AX_DEVICE, SC_AX_WORKLOAD, SC_AX_KERNELS, SC_AX_KV_CACHE,
-       SC_AX_TARGET, SC_AX_COUNT };
+       SC_AX_TARGET, SC_AX_REPACK, SC_AX_COUNT };
 enum { SC_CACHE_COLD, SC_CACHE_WARM };
 
 /* metrics a scenario may ask for (bit mask) */
@@ -40,14 +42,15 @@ enum {
 };
 
 typedef struct sc_choice {
-    char *name;         /* module name, "cold"/"warm", the thread count as text, or the device ("cpu", "cuda") */
+    char *name;         /* module name, "cold"/"warm", the thread count as text, the device ("cpu", "cuda"),
+                         * or repack's value as the file has it ("true", "false") */
     char *opts;         /* modules: "k=v,k=v" ("" when none), as the label and results.json show them */
     char *label;        /* how the variant is named: the label given, else name[:opts] */
     /* modules: the options checked against the module's table, as typed values (module.h
      * BENCH_OPTV_*, modreg_type_opts): what the worker spec carries; typed_mem owns them */
     bench_opts typed;
     void *typed_mem;
-    int ival;           /* cache: SC_CACHE_*, threads: the count */
+    int ival;           /* cache: SC_CACHE_*, threads: the count, repack: 1 (true) or 0 (false) */
     char pool_opt[96];  /* kv: "key=value" of a given option that sizes the shared pool, "" when none */
     uint32_t kv_types;  /* kv: the cache types the module stores on every device of the scenario (kv.h
                          * cache_types; bit per bench_dtype), 0 until checked */
@@ -61,7 +64,7 @@ typedef struct sc_axis {
 
 typedef struct sc_variant {
     int pick[SC_AX_COUNT];  /* index into each axis */
-    char *key;              /* "loader=pread,cache=cold": the crossed axes' labels ("default" if none) */
+    char *key;              /* "loader=pread,cache=cold": the labels of the axes sc_axis_shown names ("default" if none) */
     int selected;           /* 0: dropped by --only */
 } sc_variant;
 

@@ -154,6 +154,8 @@ static const struct ws_field {
     F("device_opts", WS_OPTS, device_opts, 0, 0),
     F("kernels", WS_STR, kernels, 0, 0),
     F("kv_cache", WS_STR, kv_cache, 0, 0),
+    /* written only when set: the specs of the default (repacking) variants stay as they were */
+    F("no_repack", WS_BOOL, no_repack, 0, WS_IF_SET),
     F("http", WS_OBJECT, http, 0, WS_IF_SET),
     F("bandwidth", WS_BOOL, bandwidth, 0, WS_IF_SET),
     F("ctx", WS_INT, ctx, 0, 0),
@@ -186,6 +188,7 @@ void ws_engine_fill(ws_engine *w, const scenario *s, const sc_variant *v) {
     w->device_opts.v = *sc_device_opts(s, v);
     w->kernels = sc_pick(s, v, SC_AX_KERNELS)->name;
     w->kv_cache = sc_pick(s, v, SC_AX_KV_CACHE)->name;
+    w->no_repack = s->axes[SC_AX_REPACK].n && !sc_pick(s, v, SC_AX_REPACK)->ival;
     w->bandwidth = (s->metrics & SC_M_BANDWIDTH) != 0;
     w->ctx = s->ctx;
     /* an http target: its settings as the scenario gave them (harness/spec/target.h) */
