@@ -95,6 +95,33 @@ static void test_generate_usage_errors(void **state) {
     assert_int_equal(bench_err("generate --model /nonexistent/model.bin --steps 4"), 1);
 }
 
+/* --no-repack: listed in --help, taken, and a near miss answered with it. An f32 model has no
+ * Q4_0 matrix to rearrange, so no "repacked" line either way. */
+static void test_generate_no_repack(void **state) {
+    (void)state;
+    char model[512], tok[512], args[1200];
+    if (!tu_shared("models/stories260K.bin", model, sizeof(model)) || !tu_shared("models/tok512.bin", tok, sizeof(tok))) skip();
+    assert_int_equal(tu_bench(out, "generate --help"), 0);
+    char *t = err_text();
+    assert_non_null(strstr(t, "[--no-repack]"));
+    assert_non_null(strstr(t, "  --no-repack "));
+    free(t);
+    for (int no = 0; no < 2; no++) {
+        snprintf(args, sizeof(args), "generate --model '%s' --tokenizer '%s' --steps 4 --prompt-tokens 2%s", model, tok,
+                 no ? " --no-repack" : "");
+        assert_int_equal(bench_err(args), 0);
+        t = err_text();
+        assert_non_null(strstr(t, "decode "));
+        assert_null(strstr(t, "repacked"));
+        free(t);
+    }
+    snprintf(args, sizeof(args), "generate --model '%s' --no-repak", model);
+    assert_int_equal(bench_err(args), CLI_EXIT_USAGE);
+    t = err_text();
+    assert_non_null(strstr(t, "did you mean --no-repack?"));
+    free(t);
+}
+
 static void test_other_commands_same_status(void **state) {
     (void)state;
     assert_int_equal(bench_err("nosuchcommand"), CLI_EXIT_USAGE);
@@ -164,6 +191,7 @@ int main(void) {
         cmocka_unit_test(test_nearest),
         cmocka_unit_test(test_run_did_you_mean),
         cmocka_unit_test(test_generate_usage_errors),
+        cmocka_unit_test(test_generate_no_repack),
         cmocka_unit_test(test_other_commands_same_status),
         cmocka_unit_test(test_vocab_only_gguf),
     };

@@ -39,7 +39,7 @@ static void usage(FILE *f) {
             "                      [--alloc NAME] [--alloc-opt k=v,...] [--device cpu|cuda] [--device-opt k=v,...]\n"
             "                      [--prompt-tokens N] [--bandwidth] [--kernels NAME] [--cache-type T[/T]]\n"
             "                      [--ids] [--quiet] [--trace-alloc FILE] [--tokenizer-fallback] [--llama-numerics]\n"
-            "                      [--accuracy]\n\n"
+            "                      [--accuracy] [--no-repack]\n\n"
             "Runs one engine on one prompt: prints the text on stdout, then load time, prompt tokens,\n"
             "TTFT, prefill tokens/s and decode tokens/s on stderr.\n\n"
             "  --steps N        positions in all, the prompt's included (as llama2.c counts); default 256.\n"
@@ -60,6 +60,10 @@ static void usage(FILE *f) {
             "                   in prefill: faster, with logits a little off (docs/PERFORMANCE.md); the\n"
             "                   others are exact. amx runs prefill on AMX tiles with x and the weights split\n"
             "                   into three bf16 parts (exact); auto never picks it\n"
+            "  --no-repack      keep every Q4_0 matrix in the file's layout; by default, where the kernel family\n"
+            "                   decodes a rearranged Q4_0 natively (avx512 on a CPU with AVX512-VNNI, vnni), the\n"
+            "                   matrices are rearranged in place at load, as llama.cpp repacks Q4_0: with the mmap\n"
+            "                   loader their pages become anonymous copies of the file's. CPU only\n"
             "  --cache-type T   the KV cache's element type, K and V alike: f32 (default, exact), f16, bf16, q8_0,\n"
             "                   q4_0; K/V apart as q8_0/f16, or with --cache-type-k T and --cache-type-v T\n"
             "                   (llama.cpp's -ctk/-ctv). q8_0 and q4_0 need head_dim a multiple of 32\n"
@@ -198,6 +202,7 @@ static int gen_parse(int argc, char **argv, gen_args *g) {
         else if (!strcmp(a, "--quiet")) g->quiet = 1;
         else if (!strcmp(a, "--bandwidth")) g->bandwidth = 1;
         else if (!strcmp(a, "--llama-numerics")) g->spec.llama_numerics = 1;
+        else if (!strcmp(a, "--no-repack")) g->spec.no_repack = 1;
         else if (!strcmp(a, "--accuracy")) g->accuracy = 1;
         else {
             static const char *const known[] = {
@@ -205,7 +210,7 @@ static int gen_parse(int argc, char **argv, gen_args *g) {
                 "--prompt-tokens", "--ctx", "--loader", "--kv", "--alloc", "--loader-opt", "--kv-opt", "--alloc-opt",
                 "--device", "--device-opt", "--modules", "--trace-alloc", "--ids", "--tokenizer-fallback", "--quiet",
                 "--kernels", "--cache-type", "--cache-type-k", "--cache-type-v", "--accuracy",
-                "--bandwidth", "--llama-numerics", "--help", NULL};
+                "--bandwidth", "--llama-numerics", "--no-repack", "--help", NULL};
             return cli_bad_arg(stderr, "generate", a, known);
         }
 #undef ARG
@@ -234,6 +239,11 @@ static void gen_print_figures(const gen_args *g, engine *e, const gen_run *r) {
         fprintf(stderr, "kernels      %s\n", kn_isa());
         if (engine_kernels_note(e)[0]) fprintf(stderr, "             %s\n", engine_kernels_note(e));
     }
+    /* said only where it happened: the layout then differs from the file's, and with mmap so
+     * does the memory (the rearranged pages are anonymous) */
+    if (engine_repacked_matrices(e) > 0)
+        fprintf(stderr, "repacked     %d Q4_0 matrices, %.1f MiB rearranged in place at load (--no-repack keeps the file's "
+                "layout)\n", engine_repacked_matrices(e), (double)engine_repacked_bytes(e) / 1048576.0);
     char ct[24];
     engine_cache_type_name(engine_kv_k_type(e), engine_kv_v_type(e), ct, sizeof(ct));
     engine_kv_mem km = engine_kv_memory(e);
