@@ -235,6 +235,70 @@ static void test_split_x(void **state) {
     kn_set_isa("auto");
 }
 
+/* Q4_0 rearranged for the decode kernels (KN_Q4_0_R8): the rows go there and back unchanged,
+ * and every family gives the same bits from the rearranged rows as from the file's, in decode
+ * (its own kernel: the split x on avx512, vpdpbusd on vnni; or the rows put back) and prefill,
+ * on 1 and 2 threads, alone and beside another output in kn_matmul_multi. 288 columns: one
+ * group and a block after it; 224: no whole group. */
+static void check_repack(int n, int rows, int cols, tp_pool *pool) {
+    const size_t rb = bench_dtype_row_bytes(BENCH_Q4_0, cols);
+    unsigned char *w = malloc((size_t)rows * rb), *wr = malloc((size_t)rows * rb), *back = malloc((size_t)rows * rb);
+    float *wf = malloc((size_t)cols * sizeof(float)), *x = malloc((size_t)n * cols * sizeof(float));
+    float *y = malloc((size_t)n * rows * sizeof(float)), *yr = malloc((size_t)n * rows * sizeof(float));
+    float *y2 = malloc((size_t)n * rows * sizeof(float));
+    assert_true(w && wr && back && wf && x && y && yr && y2);
+    for (int r = 0; r < rows; r++) {
+        for (int k = 0; k < cols; k++) wf[k] = rnd_unit();
+        kn_quant_row(BENCH_Q4_0, wf, w + (size_t)r * rb, cols);
+    }
+    for (int i = 0; i < n * cols; i++) x[i] = rnd_unit();
+    memcpy(wr, w, (size_t)rows * rb);
+    kn_repack_rows(wr, rows, cols);
+    if (cols >= 256) assert_memory_not_equal(wr, w, (size_t)rows * rb);
+    else assert_memory_equal(wr, w, (size_t)rows * rb);
+    kn_unrepack_rows(wr, back, rows, cols);
+    assert_memory_equal(back, w, (size_t)rows * rb);
+    for (size_t ii = 0; ii < sizeof isas / sizeof isas[0]; ii++) {
+        if (!use_isa(ii)) continue;
+        kn_matmul(pool, y, x, n, w, BENCH_Q4_0, rows, cols);
+        kn_matmul(pool, yr, x, n, wr, KN_Q4_0_R8, rows, cols);
+        if (memcmp(y, yr, (size_t)n * rows * sizeof(float)))
+            fail_msg("%s n=%d rows=%d cols=%d threads=%d: rearranged Q4_0 gives other bits than Q4_0", isas[ii], n, rows,
+                     cols, tp_threads(pool));
+        kn_mm_out outs[2] = {{yr, wr, KN_Q4_0_R8, rows}, {y2, w, BENCH_Q4_0, rows}};
+        kn_matmul_multi(pool, x, n, cols, outs, 2);
+        assert_memory_equal(yr, y, (size_t)n * rows * sizeof(float));
+        assert_memory_equal(y2, y, (size_t)n * rows * sizeof(float));
+    }
+    kn_set_isa("auto");
+    free(w); free(wr); free(back); free(wf); free(x); free(y); free(yr); free(y2);
+}
+
+static void test_repack_q4_0(void **state) {
+    (void)state;
+    tp_pool *pool = tp_create(2);
+    assert_non_null(pool);
+    static const int ns[] = {1, 3, 17}, rows[] = {1, 13, 67}, cols[] = {224, 288, 544, 2048};
+    for (size_t a = 0; a < 3; a++)
+        for (size_t b = 0; b < 3; b++)
+            for (size_t c = 0; c < 4; c++) {
+                check_repack(ns[a], rows[b], cols[c], pool);
+                if (a == 0 && b == 2) check_repack(ns[a], rows[b], cols[c], NULL);
+            }
+    tp_destroy(pool);
+    /* which families rearranging pays for: those with a decode of their own */
+    if (kn_set_isa("vnni") == 0) {
+        assert_int_equal(kn_repacks(BENCH_Q4_0), 1);
+        assert_int_equal(kn_repacks(BENCH_Q8_0), 0);
+        assert_int_equal(kn_set_isa("avx512"), 0);
+        assert_int_equal(kn_repacks(BENCH_Q4_0), kn_x_split(BENCH_Q4_0));
+    }
+    if (kn_set_isa("avx2") == 0) assert_int_equal(kn_repacks(BENCH_Q4_0), 0);
+    assert_int_equal(kn_set_isa("portable"), 0);
+    assert_int_equal(kn_repacks(BENCH_Q4_0), 0);
+    kn_set_isa("auto");
+}
+
 /* x already on the int8 grid (integers, each block's max |x| = 127) quantises
  * with no error, so the int8 families must meet the exact bound: a wrong sign
  * trick, a missing nsum correction, a wrong nibble order or a swapped block
@@ -1061,6 +1125,7 @@ int main(void) {
         cmocka_unit_test(test_block_types_bit_exact),
         cmocka_unit_test(test_q8_int8_integer_x),
         cmocka_unit_test(test_split_x),
+        cmocka_unit_test(test_repack_q4_0),
         cmocka_unit_test(test_int8_tiny_block),
         cmocka_unit_test(test_bf16_dot_grid_x),
         cmocka_unit_test(test_matmul_threads),

@@ -419,6 +419,8 @@ static int wk_engine_read_checked(wk_ctx *c, const wk_spec *s, const engine *e) 
 static void wk_repack_counters(wk_ctx *c, const engine *e) {
     wk_emit_as(c, "weights.repacked_matrices", "count", BENCH_CTR_EXACT, BENCH_BETTER_NONE, engine_repacked_matrices(e));
     wk_emit_as(c, "weights.repacked_bytes", "B", BENCH_CTR_EXACT, BENCH_BETTER_NONE, (double)engine_repacked_bytes(e));
+    wk_emit_as(c, "weights.repacked_copied_bytes", "B", BENCH_CTR_EXACT, BENCH_BETTER_NONE,
+               (double)engine_repacked_copied_bytes(e));
 }
 
 /* The repetition itself, shared by bench worker and bench exec (worker_engine). s points into the

@@ -62,8 +62,9 @@ static void usage(FILE *f) {
             "                   into three bf16 parts (exact); auto never picks it\n"
             "  --no-repack      keep every Q4_0 matrix in the file's layout; by default, where the kernel family\n"
             "                   decodes a rearranged Q4_0 natively (avx512 on a CPU with AVX512-VNNI, vnni), the\n"
-            "                   matrices are rearranged in place at load, as llama.cpp repacks Q4_0: with the mmap\n"
-            "                   loader their pages become anonymous copies of the file's. CPU only\n"
+            "                   matrices are rearranged at load, as llama.cpp repacks Q4_0 (in place, or into\n"
+            "                   anonymous copies of a shared mapping): with the mmap loader they become anonymous\n"
+            "                   memory. CPU only\n"
             "  --cache-type T   the KV cache's element type, K and V alike: f32 (default, exact), f16, bf16, q8_0,\n"
             "                   q4_0; K/V apart as q8_0/f16, or with --cache-type-k T and --cache-type-v T\n"
             "                   (llama.cpp's -ctk/-ctv). q8_0 and q4_0 need head_dim a multiple of 32\n"
@@ -241,9 +242,12 @@ static void gen_print_figures(const gen_args *g, engine *e, const gen_run *r) {
     }
     /* said only where it happened: the layout then differs from the file's, and with mmap so
      * does the memory (the rearranged pages are anonymous) */
-    if (engine_repacked_matrices(e) > 0)
-        fprintf(stderr, "repacked     %d Q4_0 matrices, %.1f MiB rearranged in place at load (--no-repack keeps the file's "
-                "layout)\n", engine_repacked_matrices(e), (double)engine_repacked_bytes(e) / 1048576.0);
+    if (engine_repacked_matrices(e) > 0) {
+        const uint64_t copied = engine_repacked_copied_bytes(e);
+        fprintf(stderr, "repacked     %d Q4_0 matrices, %.1f MiB rearranged at load, %s (--no-repack keeps the file's layout)\n",
+                engine_repacked_matrices(e), (double)engine_repacked_bytes(e) / 1048576.0,
+                copied ? "into anonymous copies of the shared file pages" : "in place");
+    }
     char ct[24];
     engine_cache_type_name(engine_kv_k_type(e), engine_kv_v_type(e), ct, sizeof(ct));
     engine_kv_mem km = engine_kv_memory(e);

@@ -114,10 +114,85 @@ const char *kn_isa(void) { return kn_ops_now()->name; }
 /* Runs the table's kernel for dt, or quant.c's exact one where the table has none
  * (the portable table: no block type but Q8_0). xq: x quantised where the table
  * takes it for dt (kn_takes_xq), else NULL. */
+static void kn_mm_r8(const kn_ops *ops, float *y, const float *x, int n, const void *w, int rows, int cols,
+                     int r0, int r1, const kn_xq8 *xq);
+
 static void kn_mm_call(const kn_ops *ops, bench_dtype dt, float *y, const float *x, int n, const void *w,
                        int rows, int cols, int r0, int r1, const kn_xq8 *xq) {
-    if (ops->mm[dt]) ops->mm[dt](y, x, n, w, rows, cols, r0, r1, xq);
+    if (dt == KN_Q4_0_R8) kn_mm_r8(ops, y, x, n, w, rows, cols, r0, r1, xq);
+    else if (ops->mm[dt]) ops->mm[dt](y, x, n, w, rows, cols, r0, r1, xq);
     else qn_exact_mm(dt)(y, x, n, w, rows, cols, r0, r1);
+}
+
+/* Rearranged Q4_0: the table's own decode or prefill where it has one; else (the int8 tables'
+ * prefill, or a family without a decode of it) rows [r0, r1) put back in the file's layout,
+ * then its Q4_0 kernel, which reads y's rows only through the stride rows, so y + r0 takes
+ * them from 0. That costs a copy of the share of the matrix a call: for a prefill, a few per
+ * cent of a 128-token GEMM; for a decode, a token's worth of reading, which kn_repacks keeps
+ * from happening where rearranging is chosen. */
+static void kn_mm_r8(const kn_ops *ops, float *y, const float *x, int n, const void *w, int rows, int cols,
+                     int r0, int r1, const kn_xq8 *xq) {
+    if (n == 1 && ops->mv_q4_0_r8) {
+        ops->mv_q4_0_r8(y, x, n, w, rows, cols, r0, r1, xq);
+        return;
+    }
+    if (n > 1 && ops->mm_r8_prefill && ops->mm_r8_prefill(y, x, n, w, rows, cols, r0, r1, xq) == 0) return;
+    const size_t rb = bench_dtype_row_bytes(BENCH_Q4_0, cols);
+    unsigned char *tmp = malloc((size_t)(r1 - r0) * rb);
+    if (!tmp) { /* out of memory: NaN rows, which the forward pass reports as non-finite logits */
+        for (int t = 0; t < n; t++)
+            for (int r = r0; r < r1; r++) y[(size_t)t * rows + r] = NAN;
+        return;
+    }
+    kn_unrepack_rows((const char *)w + (size_t)r0 * rb, tmp, r1 - r0, cols);
+    kn_mm_call(ops, BENCH_Q4_0, y + r0, x, n, tmp, rows, cols, 0, r1 - r0, xq);
+    free(tmp);
+}
+
+/* ======================= rearranged Q4_0 (KN_Q4_0_R8) ======================= */
+
+enum { KN_R8_GROUP = 8 }; /* blocks a group */
+
+void kn_repack_rows(void *w, int rows, int cols) {
+    const int nb = cols / BENCH_QK;
+    const size_t rb = bench_dtype_row_bytes(BENCH_Q4_0, cols);
+    for (int r = 0; r < rows; r++)
+        for (int g = 0; g + KN_R8_GROUP <= nb; g += KN_R8_GROUP) {
+            unsigned char *p = (unsigned char *)w + (size_t)r * rb + (size_t)g * sizeof(bench_block_q4_0);
+            bench_block_q4_0 b[KN_R8_GROUP];
+            memcpy(b, p, sizeof b);
+            for (int k = 0; k < KN_R8_GROUP; k++) memcpy(p + 2 * k, &b[k].d, 2);
+            for (int m = 0; m < KN_R8_GROUP / 2; m++) {
+                const bench_block_q4_0 *a = &b[2 * m], *c = &b[2 * m + 1];
+                unsigned char *pq = p + 16 + 32 * m;
+                for (int j = 0; j < 16; j++) {
+                    pq[j] = (unsigned char)((a->qs[j] & 15) | (c->qs[j] & 15) << 4);
+                    pq[16 + j] = (unsigned char)((a->qs[j] >> 4) | (c->qs[j] & 0xf0));
+                }
+            }
+        }
+}
+
+void kn_unrepack_rows(const void *src, void *dst, int rows, int cols) {
+    const int nb = cols / BENCH_QK;
+    const size_t rb = bench_dtype_row_bytes(BENCH_Q4_0, cols);
+    if (dst != src) memmove(dst, src, (size_t)rows * rb); /* the tail blocks, and the groups' bytes to read */
+    for (int r = 0; r < rows; r++)
+        for (int g = 0; g + KN_R8_GROUP <= nb; g += KN_R8_GROUP) {
+            unsigned char *p = (unsigned char *)dst + (size_t)r * rb + (size_t)g * sizeof(bench_block_q4_0);
+            unsigned char in[KN_R8_GROUP * sizeof(bench_block_q4_0)];
+            memcpy(in, p, sizeof in);
+            bench_block_q4_0 b[KN_R8_GROUP];
+            for (int k = 0; k < KN_R8_GROUP; k++) memcpy(&b[k].d, in + 2 * k, 2);
+            for (int m = 0; m < KN_R8_GROUP / 2; m++) {
+                const unsigned char *pq = in + 16 + 32 * m;
+                for (int j = 0; j < 16; j++) {
+                    b[2 * m].qs[j] = (uint8_t)((pq[j] & 15) | (pq[16 + j] & 15) << 4);
+                    b[2 * m + 1].qs[j] = (uint8_t)((pq[j] >> 4) | (pq[16 + j] & 0xf0));
+                }
+            }
+            memcpy(p, b, sizeof b);
+        }
 }
 
 /* The table that runs dt's matmuls of n rows of x: auto's measured choice where auto is in use
@@ -230,6 +305,14 @@ static int kn_takes_split(const kn_ops *ops, bench_dtype dt, int n) {
 }
 
 int kn_x_split(bench_dtype dt) { return kn_takes_split(kn_ops_now(), dt, 1); }
+
+int kn_repacks(bench_dtype dt) {
+    if (dt != BENCH_Q4_0) return 0;
+    const kn_ops *ops = kn_for(kn_ops_now(), dt, 1);
+    /* avx512's own decode of it needs the split x (AVX512-VNNI); without it, it would put
+     * every row back first */
+    return ops->mv_q4_0_r8 && (kn_takes_xq(ops, dt) || kn_takes_split(ops, dt, 1));
+}
 
 /* ======================= quantised x for the integer tables ======================= */
 
@@ -369,14 +452,15 @@ static void kn_mm_task(void *arg, int task, int n_tasks) {
 
 void kn_matmul(tp_pool *pool, float *y, const float *x, int n, const void *w, bench_dtype dt,
                int rows, int cols) {
-    assert((unsigned)dt < BENCH_DTYPE_COUNT);
-    assert(cols % (int)bench_dtype_block_elems(dt) == 0);
+    const bench_dtype bdt = dt == KN_Q4_0_R8 ? BENCH_Q4_0 : dt; /* what the tables and x go by */
+    assert((unsigned)bdt < BENCH_DTYPE_COUNT);
+    assert(cols % (int)bench_dtype_block_elems(bdt) == 0);
     if (n <= 0 || rows <= 0 || cols <= 0) return;
-    const kn_ops *ops = kn_for(kn_ops_now(), dt, n);
+    const kn_ops *ops = kn_for(kn_ops_now(), bdt, n);
     kn_mm_job job = {.ops = ops, .dt = dt, .y = y, .x = x, .w = w, .n = n, .rows = rows, .cols = cols};
     kn_xq_buf xb;
     int fallback;
-    job.xq = kn_x_prepare(ops, dt, x, n, cols, &xb, &fallback);
+    job.xq = kn_x_prepare(ops, bdt, x, n, cols, &xb, &fallback);
     if (fallback) job.ops = &kn_ops_portable; /* out of memory: the exact kernel */
     int threads = tp_threads(pool);
     if (threads == 1 || (int64_t)rows * cols * n < KN_PARALLEL_MIN_MACS) {
@@ -400,12 +484,13 @@ typedef struct kn_mm_multi_job {
 
 /* Output o's kernel: the table's, or the exact portable one where xq could not be made. */
 static void kn_mm_one(const kn_mm_multi_job *j, const kn_mm_out *o, int r0, int r1) {
-    const kn_ops *ops = kn_for(j->ops, o->dt, j->n);
+    const bench_dtype bdt = o->dt == KN_Q4_0_R8 ? BENCH_Q4_0 : o->dt;
+    const kn_ops *ops = kn_for(j->ops, bdt, j->n);
     const kn_xq8 *xq = NULL;
-    if (kn_takes_xq(ops, o->dt)) {
+    if (kn_takes_xq(ops, bdt)) {
         if (j->xq) xq = j->xq;
         else ops = &kn_ops_portable;
-    } else if (kn_takes_split(ops, o->dt, j->n)) xq = j->xq; /* NULL: the kernel widens instead */
+    } else if (kn_takes_split(ops, bdt, j->n)) xq = j->xq; /* NULL: the kernel widens instead */
     kn_mm_call(ops, o->dt, o->y, j->x, j->n, o->w, o->rows, j->cols, r0, r1, xq);
 }
 
@@ -428,12 +513,13 @@ void kn_matmul_multi(tp_pool *pool, const float *x, int n, int cols, const kn_mm
     int any_xq = 0;
     const kn_ops *split_ops = NULL; /* a table that takes x split for one of the outputs */
     for (int k = 0; k < count; k++) {
-        assert((unsigned)outs[k].dt < BENCH_DTYPE_COUNT);
-        assert(cols % (int)bench_dtype_block_elems(outs[k].dt) == 0);
+        const bench_dtype bdt = outs[k].dt == KN_Q4_0_R8 ? BENCH_Q4_0 : outs[k].dt;
+        assert((unsigned)bdt < BENCH_DTYPE_COUNT);
+        assert(cols % (int)bench_dtype_block_elems(bdt) == 0);
         macs += (int64_t)outs[k].rows * cols * n;
-        any_xq |= kn_takes_xq(job_ops, outs[k].dt);
-        const kn_ops *t = kn_for(job_ops, outs[k].dt, n);
-        if (kn_takes_split(t, outs[k].dt, n)) split_ops = t;
+        any_xq |= kn_takes_xq(job_ops, bdt);
+        const kn_ops *t = kn_for(job_ops, bdt, n);
+        if (kn_takes_split(t, bdt, n)) split_ops = t;
     }
     if (n <= 0 || cols <= 0 || count <= 0) return;
     kn_mm_multi_job job = {.ops = job_ops, .outs = outs, .count = count, .n = n, .cols = cols,

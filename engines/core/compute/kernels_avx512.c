@@ -209,6 +209,7 @@ KN_INLINE __m512i kx_split_chain(__m512i u, const kn_xsplit_pair *sp) {
 static int kx_split_x(const float *x, int cols, kn_xsplit_pair *sp, float *se) {
     const __m512i ones = _mm512_set1_epi8(1);
     const __m512i c4sh = _mm512_setr_epi32(3, 3, 3, 3, 7, 7, 7, 7, 3, 3, 3, 3, 7, 7, 7, 7);
+    const __m512i c4rsh = _mm512_setr_epi32(3, 3, 3, 3, 3, 3, 3, 3, 7, 7, 7, 7, 7, 7, 7, 7);
     const __m512 k128 = _mm512_set1_ps(128.0f);
     for (int pr = 0; pr < cols / 64; pr++) {
         kn_xsplit_pair *o = &sp[pr];
@@ -238,12 +239,17 @@ static int kx_split_x(const float *x, int cols, kn_xsplit_pair *sp, float *se) {
         const __m512i sx = kx_split_chain(ones, o); /* each lane's sum of 4 X */
         _mm512_store_si512(o->c8, _mm512_slli_epi32(sx, 7));
         _mm512_store_si512(o->c4, _mm512_sllv_epi32(sx, c4sh));
+        _mm512_store_si512(o->c4r, _mm512_sllv_epi32(sx, c4rsh));
     }
     return 0;
 }
 
-/* kx_mv_q with xq's split x; the blocks past the last whole step of 8 as kx_mv_q takes them. */
-static void kx_mv_split(int q4, float *y, const float *x, const void *w, int cols, int r0, int r1, const kn_xq8 *xq) {
+/* kx_mv_q with xq's split x; the blocks past the last whole step of 8 as kx_mv_q takes them.
+ * form: KX_Q8, KX_Q4, or KX_Q4R (Q4_0 rearranged, KN_Q4_0_R8: a step's scales are its first 16
+ * bytes and a pair's nibbles one 32-byte load, the high lanes b's as 16 v). */
+enum { KX_Q8, KX_Q4, KX_Q4R };
+static void kx_mv_split(int form, float *y, const float *x, const void *w, int cols, int r0, int r1, const kn_xq8 *xq) {
+    const int q4 = form != KX_Q8;
     const int nb = cols / BENCH_QK;
     const size_t bb = q4 ? sizeof(bench_block_q4_0) : sizeof(bench_block_q8_0);
     const __m512 tab = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
@@ -251,13 +257,18 @@ static void kx_mv_split(int q4, float *y, const float *x, const void *w, int col
     const __m512i nib = _mm512_setr_epi64(0x0f0f0f0f0f0f0f0fLL, 0x0f0f0f0f0f0f0f0fLL, (long long)0xf0f0f0f0f0f0f0f0ULL,
                                           (long long)0xf0f0f0f0f0f0f0f0ULL, 0x0f0f0f0f0f0f0f0fLL, 0x0f0f0f0f0f0f0f0fLL,
                                           (long long)0xf0f0f0f0f0f0f0f0ULL, (long long)0xf0f0f0f0f0f0f0f0ULL);
+    const __m512i nibr = _mm512_setr_epi64(0x0f0f0f0f0f0f0f0fLL, 0x0f0f0f0f0f0f0f0fLL, 0x0f0f0f0f0f0f0f0fLL,
+                                           0x0f0f0f0f0f0f0f0fLL, (long long)0xf0f0f0f0f0f0f0f0ULL, (long long)0xf0f0f0f0f0f0f0f0ULL,
+                                           (long long)0xf0f0f0f0f0f0f0f0ULL, (long long)0xf0f0f0f0f0f0f0f0ULL);
     /* pair m's scale lanes in s16 = [8 block scales, the same / 16]: Q8_0 [a x8, b x8];
-     * Q4_0 [a, a / 16, b, b / 16] x4, its lanes' order [a low, a high, b low, b high] */
+     * Q4_0 [a, a / 16, b, b / 16] x4, its lanes' order [a low, a high, b low, b high];
+     * rearranged [a x8, b / 16 x8] */
     __m512i idx[4];
     for (int m = 0; m < 4; m++) {
         const int a = 2 * m, b = 2 * m + 1;
-        idx[m] = q4 ? _mm512_setr_epi32(a, a, a, a, a + 8, a + 8, a + 8, a + 8, b, b, b, b, b + 8, b + 8, b + 8, b + 8)
-                    : _mm512_setr_epi32(a, a, a, a, a, a, a, a, b, b, b, b, b, b, b, b);
+        idx[m] = form == KX_Q4    ? _mm512_setr_epi32(a, a, a, a, a + 8, a + 8, a + 8, a + 8, b, b, b, b, b + 8, b + 8, b + 8, b + 8)
+                 : form == KX_Q4R ? _mm512_setr_epi32(a, a, a, a, a, a, a, a, b + 8, b + 8, b + 8, b + 8, b + 8, b + 8, b + 8, b + 8)
+                                  : _mm512_setr_epi32(a, a, a, a, a, a, a, a, b, b, b, b, b, b, b, b);
     }
     for (int r = r0; r < r1; r++) {
         const char *row = (const char *)w + (size_t)r * nb * bb;
@@ -266,13 +277,15 @@ static void kx_mv_split(int q4, float *y, const float *x, const void *w, int col
         for (; i + 8 <= nb; i += 8) {
             const char *c = row + (size_t)i * bb;
             for (size_t o = 0; o < 8 * bb; o += 64) __builtin_prefetch(c + KN_PF_Q8 + o);
-            const __m256 s8 = _mm256_mul_ps(kx_scales8(c, q4), _mm256_loadu_ps(xq->se + i));
+            const __m256 d8 = form == KX_Q4R ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)c)) : kx_scales8(c, q4);
+            const __m256 s8 = _mm256_mul_ps(d8, _mm256_loadu_ps(xq->se + i));
             const __m512 s16 = _mm512_insertf32x8(_mm512_castps256_ps512(s8), _mm256_mul_ps(s8, _mm256_set1_ps(1.0f / 16)), 1);
             const kn_xsplit_pair *sp = xq->sp + i / 2;
 #pragma GCC unroll 4
             for (int m = 0; m < 4; m++) {
                 __m512i u;
-                if (q4) {
+                if (form == KX_Q4R) u = _mm512_and_si512(_mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(const void *)(c + 16 + 32 * m))), nibr);
+                else if (q4) {
                     const bench_block_q4_0 *ba = (const bench_block_q4_0 *)(const void *)(c + 2 * m * bb);
                     const __m128i qa = _mm_loadu_si128((const __m128i *)(const void *)ba[0].qs);
                     const __m128i qb = _mm_loadu_si128((const __m128i *)(const void *)ba[1].qs);
@@ -283,7 +296,8 @@ static void kx_mv_split(int q4, float *y, const float *x, const void *w, int col
                     u = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(const void *)ba[0].qs)),
                                                             _mm256_loadu_si256((const __m256i *)(const void *)ba[1].qs), 1), flip);
                 }
-                const __m512i t = _mm512_sub_epi32(kx_split_chain(u, &sp[m]), _mm512_load_si512(q4 ? sp[m].c4 : sp[m].c8));
+                const int32_t *corr = form == KX_Q4R ? sp[m].c4r : q4 ? sp[m].c4 : sp[m].c8;
+                const __m512i t = _mm512_sub_epi32(kx_split_chain(u, &sp[m]), _mm512_load_si512(corr));
                 a[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_permutexvar_ps(idx[m], s16), a[m]);
             }
         }
@@ -302,17 +316,38 @@ static void kx_mv_split(int q4, float *y, const float *x, const void *w, int col
 #pragma GCC pop_options
 
 static void kx_mv_q8_0(float *y, const float *x, const void *w, int cols, int r0, int r1, const kn_xq8 *xq) {
-    if (xq && xq->sp) kx_mv_split(0, y, x, w, cols, r0, r1, xq);
+    if (xq && xq->sp) kx_mv_split(KX_Q8, y, x, w, cols, r0, r1, xq);
     else kx_mv_q(0, y, x, w, cols, r0, r1);
 }
 static void kx_mv_q4_0(float *y, const float *x, const void *w, int cols, int r0, int r1, const kn_xq8 *xq) {
-    if (xq && xq->sp) kx_mv_split(1, y, x, w, cols, r0, r1, xq);
+    if (xq && xq->sp) kx_mv_split(KX_Q4, y, x, w, cols, r0, r1, xq);
     else kx_mv_q(1, y, x, w, cols, r0, r1);
+}
+/* Rearranged Q4_0 (KN_Q4_0_R8): the split decode; where x could not be split, each row is put
+ * back in the file's layout and widened as kx_mv_q does. */
+static void kx_mv_q4_0_r8(float *y, const float *x, int n, const void *w, int rows, int cols, int r0, int r1,
+                          const kn_xq8 *xq) {
+    (void)n;
+    (void)rows;
+    if (xq && xq->sp) {
+        kx_mv_split(KX_Q4R, y, x, w, cols, r0, r1, xq);
+        return;
+    }
+    const size_t rb = bench_dtype_row_bytes(BENCH_Q4_0, cols);
+    unsigned char stack[16384], *buf = rb <= sizeof stack ? stack : malloc(rb);
+    for (int r = r0; r < r1 && buf; r++) {
+        kn_unrepack_rows((const char *)w + (size_t)r * rb, buf, 1, cols);
+        kx_mv_q(1, y + r, x, buf, cols, 0, 1);
+    }
+    if (!buf) /* out of memory: each row's NaN says so */
+        for (int r = r0; r < r1; r++) y[r] = NAN;
+    if (buf != stack) free(buf);
 }
 #define KN_MV_Q8_0 kx_mv_q8_0
 #define KN_MV_Q4_0 kx_mv_q4_0
 #define KN_SPLIT_X kx_split_x
 #define KN_SPLIT_DTS (1u << BENCH_Q8_0 | 1u << BENCH_Q4_0)
+#define KN_MV_R8 kx_mv_q4_0_r8
 
 #include "kernels_quant.inc"
 #include "kernels_simd.inc"
@@ -344,9 +379,63 @@ KN_INLINE __m256i ki_udot(__m256i u, __m256i q) { return _mm256_dpbusd_epi32(_mm
 #include "kernels_int8_gemm.inc"
 #define KI_GEMM KI_FN(gemm)
 #include "kernels_int8.inc"
+
+/* Rearranged Q4_0 (KN_Q4_0_R8) on vpdpbusd: mv_q4_0_zmm with a pair's nibbles in one 32-byte
+ * load and one AND, where mv_q4_0_zmm loads, broadcasts and shifts (b's lanes hold 16 v, and
+ * their scales are divided by 16: the same products, so the same bits). */
+static void mv_q4_0_r8_vnni(float *y, const float *x, int n, const void *w, int rows, int cols, int r0, int r1,
+                            const kn_xq8 *xq) {
+    (void)x;
+    (void)n;
+    (void)rows;
+    const int nb = cols / BENCH_QK;
+    const __m512i nibr = _mm512_setr_epi64(0x0f0f0f0f0f0f0f0fLL, 0x0f0f0f0f0f0f0f0fLL, 0x0f0f0f0f0f0f0f0fLL,
+                                           0x0f0f0f0f0f0f0f0fLL, (long long)0xf0f0f0f0f0f0f0f0ULL, (long long)0xf0f0f0f0f0f0f0f0ULL,
+                                           (long long)0xf0f0f0f0f0f0f0f0ULL, (long long)0xf0f0f0f0f0f0f0f0ULL);
+    __m512i idx[4];
+    for (int m = 0; m < 4; m++) idx[m] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi32(2 * m)), _mm256_set1_epi32(2 * m + 9), 1);
+    for (int r = r0; r < r1; r++) {
+        const bench_block_q4_0 *b = (const bench_block_q4_0 *)w + (size_t)r * nb;
+        __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+        __m256 accm = _mm256_setzero_ps();
+        float tail = 0.0f, tailm = 0.0f;
+        int i = 0;
+        for (; i + 8 <= nb; i += 8) {
+            const char *c = (const char *)(b + i);
+            for (int o = 0; o < 8 * (int)sizeof *b; o += 64) __builtin_prefetch(c + KN_PF_Q8 + o);
+            const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)c));
+            accm = _mm256_fmadd_ps(dw, _mm256_loadu_ps(xq->xs + i), accm);
+            const __m256 sc8 = _mm256_mul_ps(dw, _mm256_loadu_ps(xq->d + i));
+            const __m512 s16 = _mm512_insertf32x8(_mm512_castps256_ps512(sc8), _mm256_mul_ps(sc8, _mm256_set1_ps(1.0f / 16)), 1);
+#pragma GCC unroll 4
+            for (int m = 0; m < 4; m++) {
+                const __m512i u = _mm512_and_si512(_mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(const void *)(c + 16 + 32 * m))), nibr);
+                const __m512i xv = _mm512_loadu_si512((const void *)(xq->qs + (size_t)(i + 2 * m) * 32));
+                const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, xv);
+                acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_permutexvar_ps(idx[m], s16), acc[m]);
+            }
+        }
+        for (; i < nb; i++) { /* the blocks past the last whole group, as mv_q4_0_zmm takes them */
+            const float dw = _cvtsh_ss(b[i].d);
+            const __m128i q = _mm_loadu_si128((const __m128i *)(const void *)b[i].qs);
+            const __m256i v = _mm256_and_si256(_mm256_setr_m128i(q, _mm_srli_epi16(q, 4)), _mm256_set1_epi8(15));
+            const __m256i dot = ki_udot(v, _mm256_loadu_si256((const __m256i *)(const void *)(xq->qs + (size_t)i * 32)));
+            tail += dw * xq->d[i] * KI_FN(hsum8)(_mm256_cvtepi32_ps(dot));
+            tailm += dw * xq->xs[i];
+        }
+        const __m512 a = _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3]));
+        y[r] = _mm512_reduce_add_ps(_mm512_fmadd_ps(_mm512_zextps256_ps512(accm), _mm512_set1_ps(-8.0f), a)) + (tail - 8.0f * tailm);
+    }
+}
+/* Its prefill: the int8 GEMM, which reads the groups as it packs them (g_block) */
+static int mm_q4_0_r8_vnni(float *y, const float *x, int n, const void *w, int rows, int cols, int r0, int r1,
+                           const kn_xq8 *xq) {
+    (void)x;
+    return KI_GEMM(KN_Q4_0_R8, y, n, w, rows, cols, r0, r1, xq);
+}
 #pragma GCC pop_options
 
-const kn_ops kn_ops_vnni = KN_TABLE_INT8("vnni", KI_FN, quant_x_vnni, 1, peak_int8_vnni);
+const kn_ops kn_ops_vnni = KN_TABLE_INT8("vnni", KI_FN, quant_x_vnni, 1, peak_int8_vnni, mv_q4_0_r8_vnni, mm_q4_0_r8_vnni);
 
 /* ---- avx512-bf16: the avx512 table with bf16 prefill on vdpbf16ps ----
  * These functions alone carry the AVX512_BF16 target, as the VNNI ones do. */
@@ -371,7 +460,8 @@ const kn_ops kn_ops_amx = {
            [BENCH_Q2_K] = mm_amx_q2_k, [BENCH_Q3_K] = mm_amx_q3_k, [BENCH_Q4_K] = mm_amx_q4_k, [BENCH_Q5_K] = mm_amx_q5_k,
            [BENCH_Q6_K] = mm_amx_q6_k},
     .triad = KN_FN(triad), .read = KN_FN(read), .read_pf = KN_FN(read_pf), .peak_f32 = KN_FN(peak_f32),
-    .split_dts = KN_SPLIT_DTS, .split_x = KN_SPLIT_X, /* decode is avx512's */
+    .split_dts = KN_SPLIT_DTS, .split_x = KN_SPLIT_X, .mv_q4_0_r8 = KN_MV_R8, /* decode is avx512's */
+    .mm_r8_prefill = mm_amx_q4_0_r8,
     .named_only = 1,
 };
 #endif

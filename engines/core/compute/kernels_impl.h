@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels.h"
+
 #include "engines/abi/dtype.h"
 
 /* The one platform switch: x86-64 builds carry the AVX2 and AVX-512 tables
@@ -62,12 +64,17 @@ typedef struct kn_xq8 {
  * X = p0 2^14 + p1 2^7 + p2 is an integer, and the weights' integer dot with X is exact in
  * int32. Bytes in vpdpbusd's lane order, [a 0..31, b 0..31]; c8 and c4 are what the Q8_0
  * (w + 128: 128 x) and Q4_0 (a low nibble: 8 x, a high nibble taken as 16 v: 128 x) forms
- * subtract per lane, times the sum of the lane's 4 X. */
+ * subtract per lane, times the sum of the lane's 4 X; c4r the same for rearranged Q4_0. */
 typedef struct __attribute__((aligned(64))) kn_xsplit_pair {
     int8_t p[3][64];
     int32_t c8[16];
     int32_t c4[16];
+    int32_t c4r[16];  /* Q4_0 rearranged (KN_Q4_0_R8): a's lanes 8 x, b's (16 v) 128 x */
 } kn_xsplit_pair;
+
+/* The dtype whose rows a kernel's dtype lays out: Q4_0 for rearranged Q4_0 (the same bytes
+ * per row), else itself. */
+static inline bench_dtype kn_base_dt(int dt) { return dt == (int)KN_Q4_0_R8 ? BENCH_Q4_0 : (bench_dtype)dt; }
 
 /* Rows per prefill panel of the tallest table (kernels_gemm.inc: KN_MV x VL,
  * 64 on AVX-512): kernels.c splits a prefill's rows among threads in whole
@@ -125,6 +132,15 @@ typedef struct kn_ops {
      * where the CPU has AVX512-VNNI; the kernel widens the weights to f32 without it */
     unsigned split_dts;
     kn_split_x_fn split_x;
+    /* (optional) decode (n == 1) of Q4_0 rows rearranged by kn_repack_rows (KN_Q4_0_R8), with
+     * x prepared as for mm[BENCH_Q4_0]; NULL: kernels.c puts the rows back in the file's
+     * layout for mm[BENCH_Q4_0] (correct, and slower) */
+    kn_mm_fn mv_q4_0_r8;
+    /* (optional) prefill (n > 1) of rearranged Q4_0, its GEMM reading the groups as it packs
+     * them; returns 0, or -1 having written nothing (its buffers could not be had). NULL, or
+     * -1: the rows put back first, as above */
+    int (*mm_r8_prefill)(float *y, const float *x, int n, const void *w, int rows, int cols, int r0, int r1,
+                         const kn_xq8 *xq);
     /* 1: exact, but not one auto picks among (neither by default nor by measurement): run
      * only when named (amx: docs/PERFORMANCE.md says why) */
     int named_only;

@@ -19,6 +19,7 @@
 #include "modreg.h"
 #include "engines/core/compute/threadpool.h"
 #include "engines/core/compute/transformer.h"
+#include "repack.h"
 
 #ifndef PR_SET_VMA
 #define PR_SET_VMA 0x53564d41
@@ -44,8 +45,7 @@ struct engine {
     bench_tensor_ref *refs;     /* (n_tensors) */
     const void **data;          /* (n_tensors) tensor bytes, owned by the loader */
     tf_weights w;
-    int repacked;               /* matrices rearranged at load (engine_spec.no_repack) */
-    uint64_t repacked_bytes;
+    repack rp;                  /* the Q4_0 matrices rearranged at load (engine_spec.no_repack) */
     tf_ctx tf;
     float *logits;              /* (max_seqs, vocab) */
     tf_span *spans;             /* (max_seqs) a batched decode's */
@@ -258,6 +258,12 @@ int engine_create(const engine_spec *spec, engine **out, char *err, size_t errle
     rc = -BENCH_ERR_FAIL;
     if (tf_bind(e->m, e->data, &e->w, err, errlen)) goto err;
     if (!e->dev && kn_auto_active()) engine_tune_kernels(e);
+    if (!e->dev && !spec->no_repack) { /* after the tuning, which measures the file's layout */
+        repack_weights(&e->w, c->n_layers, &e->host, &e->rp);
+        if (e->rp.skipped)
+            fprintf(stderr, "bench: note: %d Q4_0 matrices keep the file's layout: their memory could be neither "
+                            "written nor copied\n", e->rp.skipped);
+    }
 
     uint64_t pool_bytes = 0;
     e->kv_pooled = kv_is_pooled(e->kv_mod.mod);
@@ -286,6 +292,7 @@ void engine_destroy(engine *e) {
     if (!e) return;
     if (e->kv.iface && e->kv.ctx) e->kv.iface->destroy(e->kv.ctx);
     tf_unbind(&e->w);
+    repack_release(&e->rp);
     if (e->loader && e->loader_ctx) e->loader->close(e->loader_ctx);
     char terr[256];
     if (at_recorder_close(e->trace, terr, sizeof(terr))) fprintf(stderr, "bench: %s\n", terr);
@@ -309,8 +316,9 @@ void engine_destroy(engine *e) {
 }
 
 const model *engine_model(const engine *e) { return e->m; }
-int engine_repacked_matrices(const engine *e) { return e->repacked; }
-uint64_t engine_repacked_bytes(const engine *e) { return e->repacked_bytes; }
+int engine_repacked_matrices(const engine *e) { return e->rp.matrices; }
+uint64_t engine_repacked_bytes(const engine *e) { return e->rp.bytes; }
+uint64_t engine_repacked_copied_bytes(const engine *e) { return e->rp.copied; }
 const tokenizer *engine_tokenizer(const engine *e) { return e->tok; }
 
 int engine_max_seqs(const engine *e) { return e->max_seqs; }

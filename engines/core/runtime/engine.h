@@ -75,9 +75,12 @@ int engine_create(const engine_spec *spec, engine **out, char *err, size_t errle
 void engine_destroy(engine *e);                 /* e may be NULL */
 
 const model *engine_model(const engine *e);
-/* The matrices rearranged at load (engine_spec.no_repack) and their bytes; 0 where none were. */
+/* The matrices rearranged at load (engine_spec.no_repack), their bytes, and of those the bytes
+ * rearranged into anonymous copies (where the loader's memory was shared: mmap's default); 0
+ * where none were. */
 int engine_repacked_matrices(const engine *e);
 uint64_t engine_repacked_bytes(const engine *e);
+uint64_t engine_repacked_copied_bytes(const engine *e);
 const tokenizer *engine_tokenizer(const engine *e);   /* NULL when the model has no vocabulary */
 
 /* Runs tokens at positions pos0 .. pos0+n-1 of sequence seq (0 for one sequence)

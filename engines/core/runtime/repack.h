@@ -1,0 +1,35 @@
+/* Rearranging Q4_0 matrices at load for the CPU kernels in use (kernels.h KN_Q4_0_R8), as
+ * llama.cpp repacks Q4_0: a loader-independent step between binding the weights and the first
+ * forward pass. Where the loader's memory is private (pread's buffer, a MAP_PRIVATE file) the
+ * rows are rearranged in place: pread's costs nothing more, a private file mapping's pages
+ * become anonymous copies (copy on write). Where it is shared (mmap's default MAP_SHARED) the
+ * matrix is rearranged into anonymous memory named as weights, and the file's pages it was
+ * read from are dropped from the process (MADV_DONTNEED; they stay in the page cache). Either
+ * way an mmap'd model's rearranged matrices end up anonymous: what mmap buys changes, and the
+ * memory figures (RssAnon, the bench:weights region) show by how much. */
+#ifndef BENCH_REPACK_H
+#define BENCH_REPACK_H
+
+#include <stdint.h>
+
+#include "engines/abi/module.h"
+#include "engines/core/compute/transformer.h"
+
+typedef struct repack {
+    int matrices;       /* rearranged */
+    uint64_t bytes;     /* their bytes */
+    uint64_t copied;    /* of which rearranged into anonymous copies (shared mappings) */
+    int skipped;        /* Q4_0 matrices left as they were: memory neither private nor a copy */
+    void **copies;      /* owned: the copies' mappings, munmap'd by repack_release */
+    size_t *copy_len;
+    int n_copies;
+} repack;
+
+/* Rearranges w's Q4_0 matrices (not the token embedding, nor a classifier tied to it) when
+ * kn_repacks(BENCH_Q4_0) says the kernel family in use decodes them natively; each one's dtype
+ * becomes KN_Q4_0_R8, and a copied one's data points at its copy. host names the copies
+ * (BENCH_REGION_WEIGHTS) and shares the work over its pool. */
+void repack_weights(tf_weights *w, int n_layers, const bench_host *host, repack *r);
+void repack_release(repack *r);
+
+#endif
