@@ -42,6 +42,56 @@ static int setup(void **state) {
     return 0;
 }
 
+/* Q4_0 rearranged at load (repack.c): on llama.cpp's k256-q4_0.gguf, with pread (in place),
+ * mmap shared (into anonymous copies) and mmap private (in place, copy on write), the logits
+ * of a 20-token prefill and 8 decode steps are the same bits as with --no-repack, and the
+ * engine says what it rearranged: every layer's 7 matrices where the kernels decode the
+ * rearranged layout (kn_repacks), none with no_repack. */
+static void test_repack_engine(void **state) {
+    (void)state;
+    char model[512];
+    if (!tu_shared("thirdparty/k256/k256-q4_0.gguf", model, sizeof(model))) skip();
+    enum { N = 28, P = 20 };
+    int tokens[N];
+    for (int i = 0; i < N; i++) tokens[i] = 1 + (i * 37) % 500;
+    const bench_opt private_map[] = {{.key = "mode", .value = "private"}};
+    const struct { const char *loader; bench_opts opts; int copies; } cases[] = {
+        {"pread", {0, NULL}, 0}, {"mmap", {0, NULL}, 1}, {"mmap", {1, private_map}, 0}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        float *out[2] = {NULL, NULL};
+        int vocab = 0, layers = 0;
+        for (int no = 0; no < 2; no++) {
+            engine_spec s = {.model_path = model, .loader = cases[c].loader, .loader_opts = cases[c].opts, .kv = "prealloc",
+                             .threads = 2, .module_dir = tu_module_dir(), .no_repack = no};
+            char err[512];
+            engine *e;
+            assert_int_equal(engine_create(&s, &e, err, sizeof(err)), 0);
+            vocab = engine_model(e)->cfg.vocab_size;
+            layers = engine_model(e)->cfg.n_layers;
+            if (no || !kn_repacks(BENCH_Q4_0)) {
+                assert_int_equal(engine_repacked_matrices(e), 0);
+                assert_true(engine_repacked_bytes(e) == 0);
+            } else {
+                assert_int_equal(engine_repacked_matrices(e), 7 * layers);
+                assert_true(engine_repacked_bytes(e) > 0);
+                assert_true(engine_repacked_copied_bytes(e) == (cases[c].copies ? engine_repacked_bytes(e) : 0));
+            }
+            out[no] = malloc(sizeof(float) * N * (size_t)vocab);
+            assert_non_null(out[no]);
+            assert_int_equal(engine_forward_all(e, 0, tokens, P, 0, out[no], err, sizeof(err)), 0);
+            for (int i = P; i < N; i++)
+                assert_int_equal(engine_forward_all(e, 0, &tokens[i], 1, i, out[no] + (size_t)i * vocab, err, sizeof(err)), 0);
+            engine_destroy(e);
+        }
+        if (memcmp(out[0], out[1], sizeof(float) * N * (size_t)vocab))
+            fail_msg("loader %s%s: the logits with Q4_0 rearranged differ from the file's layout's", cases[c].loader,
+                     cases[c].opts.n ? " mode=private" : "");
+        if (!kn_repacks(BENCH_Q4_0)) print_message("[ SKIP     ] repack: the kernels in use do not rearrange Q4_0 here\n");
+        free(out[0]);
+        free(out[1]);
+    }
+}
+
 static int teardown(void **state) {
     fixture *f = *state;
     if (f) tu_rmtree(f->tmp);
@@ -453,6 +503,7 @@ int main(void) {
         cmocka_unit_test(test_reduced_precision),
         cmocka_unit_test(test_oracle_every_kernels),
         cmocka_unit_test(test_q8_int8_logits_error),
+        cmocka_unit_test(test_repack_engine),
     };
     /* the SDK test runs only the conformance part on an out-of-tree module (tests/test_sdk.c) */
     if (getenv("BENCH_TEST_FILTER")) cmocka_set_test_filter(getenv("BENCH_TEST_FILTER"));
