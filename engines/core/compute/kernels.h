@@ -6,6 +6,7 @@
 #include "engines/abi/dtype.h"
 #include <stddef.h>
 
+#include "q4r8.h"
 #include "threadpool.h"
 
 /* Kernel families (tables), best first:
@@ -36,21 +37,10 @@ int kn_isa_auto_candidate(const char *isa);
 int kn_q8_int8(void);                   /* 1: the family in use runs Q8_0 on int8 activations */
 int kn_x_int8(bench_dtype dt);          /* 1: the family in use rounds x to int8 for dt's matmuls */
 int kn_bf16_dot(void);                  /* 1: the family in use rounds x to bf16 for bf16 prefill */
-/* Q4_0 rows rearranged for the decode kernels (kn_repack_rows), an internal dtype that no file
- * holds: kn_matmul and kn_matmul_multi take it as the weights' dtype, and every family runs
- * it (the ones without a decode of their own put the rows back first). Per row, each group of
- * 8 blocks becomes its 8 f16 scales, then for each pair of blocks a, b 32 bytes: byte j of the
- * first 16 holds a's weight j in its low nibble and b's weight j in its high one, byte j of
- * the next 16 the same for weights 16 + j; blocks past the last whole group stay as they
- * were. The same bytes per row as Q4_0. */
-#define KN_Q4_0_R8 ((bench_dtype)BENCH_DTYPE_COUNT)
 /* 1: the family in use (auto's choice for dt's decode where auto is on) decodes dt rearranged
  * with a kernel of its own, so rearranging at load pays (Q4_0: avx512 with the split decode,
  * avx512-bf16, amx and vnni) */
 int kn_repacks(bench_dtype dt);
-/* rows Q4_0 rows of cols (a multiple of 32) rearranged in place, and back (dst may be src) */
-void kn_repack_rows(void *w, int rows, int cols);
-void kn_unrepack_rows(const void *src, void *dst, int rows, int cols);
 /* 1: the family in use decodes dt on x split into int8 parts, exactly (Q8_0, Q4_0 on avx512
  * where the CPU has AVX512-VNNI and $BENCH_EXACT_SPLIT is not 0) */
 int kn_x_split(bench_dtype dt);

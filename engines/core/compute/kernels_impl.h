@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels.h"
+#include "q4r8.h"
 
 #include "engines/abi/dtype.h"
 
