@@ -146,6 +146,23 @@ KN_INLINE __m512 kx_dot_q4(const bench_block_q4_0 *b, const float *x, __m512 tab
     return _mm512_fmadd_ps(hi, _mm512_loadu_ps(x + 16), _mm512_mul_ps(lo, _mm512_loadu_ps(x)));
 }
 
+/* Blocks [i, nb) of a row (the ones past the last whole step of 8) added into acc, one at a
+ * time, each block's scale applied once. */
+KN_INLINE __m512 kx_tail(int q4, const char *row, const float *x, int i, int nb, __m512 acc) {
+    const size_t bb = q4 ? sizeof(bench_block_q4_0) : sizeof(bench_block_q8_0);
+    const __m512 tab = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
+    for (; i < nb; i++) {
+        const char *c = row + (size_t)i * bb;
+        const float *xb = x + (size_t)i * BENCH_QK;
+        uint16_t h;
+        memcpy(&h, c, 2);
+        const __m512 t = q4 ? kx_dot_q4((const bench_block_q4_0 *)(const void *)c, xb, tab)
+                            : kx_dot_q8((const bench_block_q8_0 *)(const void *)c, xb);
+        acc = _mm512_fmadd_ps(_mm512_set1_ps(_cvtsh_ss(h)), t, acc);
+    }
+    return acc;
+}
+
 KN_INLINE void kx_mv_q(int q4, float *y, const float *x, const void *w, int cols, int r0, int r1) {
     const int nb = cols / BENCH_QK;
     const size_t bb = q4 ? sizeof(bench_block_q4_0) : sizeof(bench_block_q8_0);
@@ -171,15 +188,7 @@ KN_INLINE void kx_mv_q(int q4, float *y, const float *x, const void *w, int cols
                 a[k % 4] = _mm512_fmadd_ps(_mm512_set1_ps(s[k]), t, a[k % 4]);
             }
         }
-        for (; i < nb; i++) {
-            const char *c = row + (size_t)i * bb;
-            const float *xb = x + (size_t)i * BENCH_QK;
-            uint16_t h;
-            memcpy(&h, c, 2);
-            const __m512 t = q4 ? kx_dot_q4((const bench_block_q4_0 *)(const void *)c, xb, tab)
-                                : kx_dot_q8((const bench_block_q8_0 *)(const void *)c, xb);
-            a[0] = _mm512_fmadd_ps(_mm512_set1_ps(_cvtsh_ss(h)), t, a[0]);
-        }
+        a[0] = kx_tail(q4, row, x, i, nb, a[0]);
         y[r] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a[0], a[1]), _mm512_add_ps(a[2], a[3])));
     }
 }
@@ -252,7 +261,6 @@ static void kx_mv_split(int form, float *y, const float *x, const void *w, int c
     const int q4 = form != KX_Q8;
     const int nb = cols / BENCH_QK;
     const size_t bb = q4 ? sizeof(bench_block_q4_0) : sizeof(bench_block_q8_0);
-    const __m512 tab = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
     const __m512i flip = _mm512_set1_epi8((char)0x80);
     const __m512i nib = _mm512_setr_epi64(0x0f0f0f0f0f0f0f0fLL, 0x0f0f0f0f0f0f0f0fLL, (long long)0xf0f0f0f0f0f0f0f0ULL,
                                           (long long)0xf0f0f0f0f0f0f0f0ULL, 0x0f0f0f0f0f0f0f0fLL, 0x0f0f0f0f0f0f0f0fLL,
@@ -301,15 +309,7 @@ static void kx_mv_split(int form, float *y, const float *x, const void *w, int c
                 a[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_permutexvar_ps(idx[m], s16), a[m]);
             }
         }
-        for (; i < nb; i++) {
-            const char *c = row + (size_t)i * bb;
-            const float *xb = x + (size_t)i * BENCH_QK;
-            uint16_t h;
-            memcpy(&h, c, 2);
-            const __m512 t = q4 ? kx_dot_q4((const bench_block_q4_0 *)(const void *)c, xb, tab)
-                                : kx_dot_q8((const bench_block_q8_0 *)(const void *)c, xb);
-            a[0] = _mm512_fmadd_ps(_mm512_set1_ps(_cvtsh_ss(h)), t, a[0]);
-        }
+        a[0] = kx_tail(q4, row, x, i, nb, a[0]);
         y[r] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a[0], a[1]), _mm512_add_ps(a[2], a[3])));
     }
 }
