@@ -126,6 +126,9 @@ int cmd_list(int argc, char **argv) {
                         : kn_isa_exact(name) && !kn_isa_auto_candidate(name) ? "runs here (named only)" : "runs here";
         printf("  %-12s %s\n", name, how);
     }
+    printf("  auto here decodes Q8_0 and Q4_0 %s; Q4_0 matrices are %s at load (repack; --no-repack keeps the file's)\n",
+           kn_x_split(BENCH_Q8_0) ? "on x split into three int8 parts (exact, AVX512-VNNI)" : "with the weights widened to f32",
+           kn_repacks(BENCH_Q4_0) ? "rearranged" : "not rearranged");
     list_tuned();
     modreg_close(&r);
     return 0;
