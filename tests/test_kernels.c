@@ -38,7 +38,7 @@
 
 #define KN_TEST_RTOL 2e-5
 
-static const char *const isas[] = {"portable", "avx2", "avx2-int8", "avx512", "avx512-bf16", "amx", "vnni"};
+static const char *const isas[] = {"portable", "avx2", "avx2-int8", "avx512", "avx512-wide", "avx512-bf16", "amx", "vnni"};
 
 /* Selects family i for a test; says so once when this CPU cannot run it. */
 static int use_isa(size_t i) {

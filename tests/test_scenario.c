@@ -476,7 +476,7 @@ static void test_kernels_axis(void **state) {
     assert_string_equal(sc_pick(s, &s->variants[0], SC_AX_KERNELS)->name, "portable");
     sc_free(s);
     parse_fails("{" BASE ", \"cache\": \"warm\", \"matrix\": {\"kernels\": [\"portable\", \"avx9\"]}}",
-                ".matrix.kernels[1]: expected a kernel family (auto, vnni, avx512-bf16, amx, avx512, avx2-int8, avx2, portable", "\"avx9\"", NULL);
+                ".matrix.kernels[1]: expected a kernel family (auto, vnni, avx512-bf16, amx, avx512, avx512-wide, avx2-int8, avx2, portable", "\"avx9\"", NULL);
     parse_fails("{" BASE ", \"cache\": \"warm\", \"kernels\": 3}", ".kernels: expected a kernel family", "got a number", NULL);
     parse_fails("{" BASE ", \"cache\": \"warm\", \"kernels\": \"portable\", \"matrix\": {\"kernels\": [\"auto\"]}}",
                 "kernels is given twice", NULL);

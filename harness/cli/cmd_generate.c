@@ -54,7 +54,7 @@ static void usage(FILE *f) {
             "                   bound it sets (read bytes/s / weight bytes per token); the STREAM triad (64 MiB\n"
             "                   arrays) is printed beside it. With --device cuda: a triad on the GPU.\n"
             "  --kernels NAME   the CPU kernel family: auto (default: the best exact one this CPU runs), vnni,\n"
-            "                   avx512-bf16, amx, avx512, avx2-int8, avx2 or portable (bench list shows which run\n"
+            "                   avx512-bf16, amx, avx512, avx512-wide, avx2-int8, avx2 or portable (bench list shows which run\n"
             "                   here); the int8 families (vnni, avx2-int8) quantise x to int8 for Q8_0,\n"
             "                   Q4_0, Q4_K and Q6_K weights and avx512-bf16 rounds x to bf16 for bf16 weights\n"
             "                   in prefill: faster, with logits a little off (docs/PERFORMANCE.md); the\n"

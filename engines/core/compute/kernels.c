@@ -42,7 +42,7 @@ static int kn_supported(const kn_ops *ops) {
     int avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                  __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
     if (ops == &kn_ops_avx2 || ops == &kn_ops_avx2_int8) return avx2;
-    if (ops == &kn_ops_avx512) return avx512;
+    if (ops == &kn_ops_avx512 || ops == &kn_ops_avx512_wide) return avx512;
     if (ops == &kn_ops_vnni) return avx512 && __builtin_cpu_supports("avx512vnni");
     if (ops == &kn_ops_avx512_bf16) return avx512 && __builtin_cpu_supports("avx512bf16");
     if (ops == &kn_ops_amx) return avx512 && kn_amx_usable();
@@ -60,6 +60,7 @@ static const kn_ops *const kn_tables[] = {
     &kn_ops_avx512_bf16,
     &kn_ops_amx,
     &kn_ops_avx512,
+    &kn_ops_avx512_wide,
     &kn_ops_avx2_int8,
     &kn_ops_avx2,
 #endif
@@ -88,7 +89,7 @@ static void kn_init_once(void) {
     const char *env = getenv("BENCH_ISA");
     if (env && *env) {
         const kn_ops *want = kn_find(env);
-        if (!want) fprintf(stderr, "%s: BENCH_ISA=%s is not one of vnni|avx512-bf16|amx|avx512|avx2-int8|avx2|portable|auto; using %s\n", __func__, env, best->name);
+        if (!want) fprintf(stderr, "%s: BENCH_ISA=%s is not one of vnni|avx512-bf16|amx|avx512|avx512-wide|avx2-int8|avx2|portable|auto; using %s\n", __func__, env, best->name);
         else if (!kn_supported(want)) fprintf(stderr, "%s: BENCH_ISA=%s: this CPU lacks it; using %s\n", __func__, env, best->name);
         else {
             best = want;

@@ -354,6 +354,24 @@ static void kx_mv_q4_0_r8(float *y, const float *x, int n, const void *w, int ro
 
 const kn_ops kn_ops_avx512 = KN_TABLE("avx512");
 
+/* avx512-wide: avx512 with Q8_0 and Q4_0 decoded by widening the weights to f32, as before the
+ * split x (and so no Q4_0 rearranged for it). Exact, and a family auto measures: where
+ * vpdpbusd is slow (a core that double-pumps 512-bit integer work, say) widening may decode
+ * faster, and the flags cannot say so. */
+#undef KN_SPLIT_X
+#undef KN_SPLIT_DTS
+#undef KN_MV_R8
+#define KN_SPLIT_X NULL
+#define KN_SPLIT_DTS 0u
+#define KN_MV_R8 NULL
+const kn_ops kn_ops_avx512_wide = KN_TABLE("avx512-wide");
+#undef KN_SPLIT_X
+#undef KN_SPLIT_DTS
+#undef KN_MV_R8
+#define KN_SPLIT_X kx_split_x
+#define KN_SPLIT_DTS (1u << BENCH_Q8_0 | 1u << BENCH_Q4_0)
+#define KN_MV_R8 kx_mv_q4_0_r8
+
 /* ---- vnni: the avx512 table with Q8_0 on vpdpbusd ----
  * vpdpbusd multiplies unsigned by signed bytes into int32 without saturation.
  * The weight goes in as w + 128 (w ^ 0x80, one op per weight block), so each

@@ -151,6 +151,7 @@ extern const kn_ops kn_ops_portable;
 extern const kn_ops kn_ops_avx2;
 extern const kn_ops kn_ops_avx2_int8;
 extern const kn_ops kn_ops_avx512;
+extern const kn_ops kn_ops_avx512_wide;
 extern const kn_ops kn_ops_vnni;
 extern const kn_ops kn_ops_avx512_bf16;
 extern const kn_ops kn_ops_amx;

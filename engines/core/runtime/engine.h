@@ -26,7 +26,7 @@ typedef struct engine_spec {
      * ("cuda": device_cuda.so), with the loader and KV modules built for that device. */
     const char *device;
     bench_opts device_opts;
-    /* The CPU kernel family (kernels.h: vnni, avx512-bf16, amx, avx512, avx2-int8, avx2, portable); NULL or
+    /* The CPU kernel family (kernels.h: vnni, avx512-bf16, amx, avx512, avx512-wide, avx2-int8, avx2, portable); NULL or
      * "auto": the best this CPU runs. Process-wide: the last engine created sets it. */
     const char *kernels;
     /* The KV cache's element types (engines/abi/dtype.h), as llama.cpp's -ctk/-ctv: BENCH_F32
