@@ -112,12 +112,12 @@ static const kn_ops *kn_ops_now(void) {
 
 const char *kn_isa(void) { return kn_ops_now()->name; }
 
-/* Runs the table's kernel for dt, or quant.c's exact one where the table has none
- * (the portable table: no block type but Q8_0). xq: x quantised where the table
- * takes it for dt (kn_takes_xq), else NULL. */
 static void kn_mm_r8(const kn_ops *ops, float *y, const float *x, int n, const void *w, int rows, int cols,
                      int r0, int r1, const kn_xq8 *xq);
 
+/* Runs the table's kernel for dt, or quant.c's exact one where the table has none
+ * (the portable table: no block type but Q8_0). xq: x quantised where the table
+ * takes it for dt (kn_takes_xq), or split (kn_takes_split), else NULL. */
 static void kn_mm_call(const kn_ops *ops, bench_dtype dt, float *y, const float *x, int n, const void *w,
                        int rows, int cols, int r0, int r1, const kn_xq8 *xq) {
     if (dt == KN_Q4_0_R8) kn_mm_r8(ops, y, x, n, w, rows, cols, r0, r1, xq);
@@ -149,7 +149,6 @@ static void kn_mm_r8(const kn_ops *ops, float *y, const float *x, int n, const v
     kn_mm_call(ops, BENCH_Q4_0, y + r0, x, n, tmp, rows, cols, 0, r1 - r0, xq);
     free(tmp);
 }
-
 
 /* The table that runs dt's matmuls of n rows of x: auto's measured choice where auto is in use
  * and one was made (kernels_tune.h), else ops. Resolved once a job, before x is quantised:
@@ -272,7 +271,8 @@ int kn_repacks(bench_dtype dt) {
 
 /* ======================= quantised x for the integer tables ======================= */
 
-/* Room for decode's x on the stack (up to ~7000 columns); prefill's goes to the heap. */
+/* Room for decode's x on the stack (quantised: up to ~7000 columns; split, 6 bytes a column:
+ * up to ~2700); prefill's, and a wider decode's, go to the heap. */
 #define KN_XQ_STACK (16u << 10)
 
 typedef struct kn_xq_buf {
