@@ -96,7 +96,8 @@ static void test_generate_usage_errors(void **state) {
 }
 
 /* --no-repack: listed in --help, taken, and a near miss answered with it. An f32 model has no
- * Q4_0 matrix to rearrange, so no "repacked" line either way. */
+ * Q4_0 matrix to rearrange, so no "repacked" line either way; a Q4_0 one has it exactly where
+ * bench list says this CPU rearranges, and never with --no-repack. */
 static void test_generate_no_repack(void **state) {
     (void)state;
     char model[512], tok[512], args[1200];
@@ -120,6 +121,24 @@ static void test_generate_no_repack(void **state) {
     t = err_text();
     assert_non_null(strstr(t, "did you mean --no-repack?"));
     free(t);
+    /* a Q4_0 model: rearranged where bench list says auto rearranges Q4_0 here (a CPU with
+     * AVX512-VNNI), as the "repacked" line says; never with --no-repack */
+    char q4[512];
+    if (!tu_shared("thirdparty/k256/k256-q4_0.gguf", q4, sizeof(q4))) return;
+    assert_int_equal(tu_bench(out, "list"), 0);
+    char *list = err_text(); /* tu_bench wrote list's output there */
+    const int here = strstr(list, "Q4_0 matrices are rearranged at load") != NULL;
+    assert_true(here || strstr(list, "Q4_0 matrices are not rearranged at load"));
+    free(list);
+    for (int no = 0; no < 2; no++) {
+        snprintf(args, sizeof(args), "generate --model '%s' --tokenizer '%s' --steps 4 --prompt-tokens 2%s", q4, tok,
+                 no ? " --no-repack" : "");
+        assert_int_equal(bench_err(args), 0);
+        t = err_text();
+        if (here && !no) assert_non_null(strstr(t, "repacked     14 Q4_0 matrices"));
+        else assert_null(strstr(t, "repacked"));
+        free(t);
+    }
 }
 
 static void test_other_commands_same_status(void **state) {
