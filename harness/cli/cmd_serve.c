@@ -19,7 +19,8 @@ static void usage(FILE *f) {
             "usage: bench serve --model FILE [--tokenizer FILE] [--host ADDR] [--port N] [--port-file FILE]\n"
             "                   [--name ID] [--threads N] [--ctx N] [--loader NAME] [--loader-opt k=v,...]\n"
             "                   [--kv NAME] [--kv-opt k=v,...] [--alloc NAME] [--alloc-opt k=v,...]\n"
-            "                   [--kernels NAME] [--cache-type T[/T]] [--device cpu|cuda] [--device-opt k=v,...]\n\n"
+            "                   [--kernels NAME] [--no-repack] [--cache-type T[/T]] [--device cpu|cuda]\n"
+            "                   [--device-opt k=v,...]\n\n"
             "Serves one engine (the modules as bench generate takes them) over an OpenAI-compatible API\n"
             "until SIGINT or SIGTERM:\n"
             "  POST /v1/completions  prompt as text or token ids; max_tokens, stream (server-sent events),\n"
@@ -74,6 +75,7 @@ int cmd_serve(int argc, char **argv) {
         else if (ARG("--device")) spec.device = v;
         else if (ARG("--device-opt")) dopt = v;
         else if (ARG("--kernels")) spec.kernels = v;
+        else if (!strcmp(a, "--no-repack")) spec.no_repack = 1;
         else if (ARG("--modules")) spec.module_dir = v;
         else if (ARG("--cache-type")) {
             char e1[256];
@@ -95,7 +97,7 @@ int cmd_serve(int argc, char **argv) {
             static const char *const known[] = {
                 "--model", "--tokenizer", "--host", "--port", "--port-file", "--name", "--threads", "--ctx", "--loader",
                 "--kv", "--alloc", "--loader-opt", "--kv-opt", "--alloc-opt", "--device", "--device-opt", "--kernels",
-                "--modules", "--cache-type", "--help", NULL};
+                "--modules", "--cache-type", "--no-repack", "--help", NULL};
             return cli_bad_arg(stderr, "serve", a, known);
         }
 #undef ARG
