@@ -125,19 +125,16 @@ static void kn_mm_call(const kn_ops *ops, bench_dtype dt, float *y, const float 
     else qn_exact_mm(dt)(y, x, n, w, rows, cols, r0, r1);
 }
 
-/* Rearranged Q4_0: the table's own decode or prefill where it has one; else (the int8 tables'
- * prefill, or a family without a decode of it) rows [r0, r1) put back in the file's layout,
+/* Rearranged Q4_0: the table's own decode or prefill where it has one and takes the call; else
+ * (a family without one, or x that could not be split) rows [r0, r1) put back in the file's layout,
  * then its Q4_0 kernel, which reads y's rows only through the stride rows, so y + r0 takes
  * them from 0. That costs a copy of the share of the matrix a call: for a prefill, a few per
  * cent of a 128-token GEMM; for a decode, a token's worth of reading, which kn_repacks keeps
  * from happening where rearranging is chosen. */
 static void kn_mm_r8(const kn_ops *ops, float *y, const float *x, int n, const void *w, int rows, int cols,
                      int r0, int r1, const kn_xq8 *xq) {
-    if (n == 1 && ops->mv_q4_0_r8) {
-        ops->mv_q4_0_r8(y, x, n, w, rows, cols, r0, r1, xq);
-        return;
-    }
-    if (n > 1 && ops->mm_r8_prefill && ops->mm_r8_prefill(y, x, n, w, rows, cols, r0, r1, xq) == 0) return;
+    const kn_mm_try_fn own = n == 1 ? ops->mv_q4_0_r8 : ops->mm_r8_prefill;
+    if (own && own(y, x, n, w, rows, cols, r0, r1, xq) == 0) return;
     const size_t rb = bench_dtype_row_bytes(BENCH_Q4_0, cols);
     unsigned char *tmp = malloc((size_t)(r1 - r0) * rb);
     if (!tmp) { /* out of memory: NaN rows, which the forward pass reports as non-finite logits */

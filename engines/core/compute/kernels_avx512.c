@@ -134,6 +134,25 @@ KN_INLINE __m256 kx_scales8(const void *c, int q4) {
     return _mm256_cvtph_ps(h);
 }
 
+/* Rearranged Q4_0 (KN_Q4_0_R8), pair m of the group at c: vpdpbusd's unsigned bytes in one
+ * 32-byte broadcast and one AND, [a 0..15, a 16..31, b 0..15 as 16 v, b 16..31 as 16 v], the
+ * order of x's two blocks as stored; and the lanes of its scales in s16 = [8 block scales,
+ * the same / 16]: [a x8, b / 16 x8]. Both the split and the vnni decode take it. */
+KN_INLINE __m512i kx_r8_pair(const char *c, int m) {
+    const __m512i lo_hi = _mm512_setr_epi64(0x0f0f0f0f0f0f0f0fLL, 0x0f0f0f0f0f0f0f0fLL, 0x0f0f0f0f0f0f0f0fLL,
+                                            0x0f0f0f0f0f0f0f0fLL, (long long)0xf0f0f0f0f0f0f0f0ULL, (long long)0xf0f0f0f0f0f0f0f0ULL,
+                                            (long long)0xf0f0f0f0f0f0f0f0ULL, (long long)0xf0f0f0f0f0f0f0f0ULL);
+    return _mm512_and_si512(_mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(const void *)(c + 16 + 32 * m))), lo_hi);
+}
+KN_INLINE __m512i kx_r8_idx(int m) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi32(2 * m)), _mm256_set1_epi32(2 * m + 9), 1);
+}
+/* A step's 8 scales of the rearranged layout (its first 16 bytes) times x's, and / 16 */
+KN_INLINE __m512 kx_r8_s16(const char *c, const float *xs) {
+    const __m256 s8 = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)c)), _mm256_loadu_ps(xs));
+    return _mm512_insertf32x8(_mm512_castps256_ps512(s8), _mm256_mul_ps(s8, _mm256_set1_ps(1.0f / 16)), 1);
+}
+
 /* Block k's 32 products with x, unscaled: two vectors of 16 lanes summed. */
 KN_INLINE __m512 kx_dot_q8(const bench_block_q8_0 *b, const float *x) {
     const __m512 lo = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)b->qs)));
@@ -265,17 +284,14 @@ static void kx_mv_split(int form, float *y, const float *x, const void *w, int c
     const __m512i nib = _mm512_setr_epi64(0x0f0f0f0f0f0f0f0fLL, 0x0f0f0f0f0f0f0f0fLL, (long long)0xf0f0f0f0f0f0f0f0ULL,
                                           (long long)0xf0f0f0f0f0f0f0f0ULL, 0x0f0f0f0f0f0f0f0fLL, 0x0f0f0f0f0f0f0f0fLL,
                                           (long long)0xf0f0f0f0f0f0f0f0ULL, (long long)0xf0f0f0f0f0f0f0f0ULL);
-    const __m512i nibr = _mm512_setr_epi64(0x0f0f0f0f0f0f0f0fLL, 0x0f0f0f0f0f0f0f0fLL, 0x0f0f0f0f0f0f0f0fLL,
-                                           0x0f0f0f0f0f0f0f0fLL, (long long)0xf0f0f0f0f0f0f0f0ULL, (long long)0xf0f0f0f0f0f0f0f0ULL,
-                                           (long long)0xf0f0f0f0f0f0f0f0ULL, (long long)0xf0f0f0f0f0f0f0f0ULL);
     /* pair m's scale lanes in s16 = [8 block scales, the same / 16]: Q8_0 [a x8, b x8];
      * Q4_0 [a, a / 16, b, b / 16] x4, its lanes' order [a low, a high, b low, b high];
-     * rearranged [a x8, b / 16 x8] */
+     * rearranged as kx_r8_idx */
     __m512i idx[4];
     for (int m = 0; m < 4; m++) {
         const int a = 2 * m, b = 2 * m + 1;
         idx[m] = form == KX_Q4    ? _mm512_setr_epi32(a, a, a, a, a + 8, a + 8, a + 8, a + 8, b, b, b, b, b + 8, b + 8, b + 8, b + 8)
-                 : form == KX_Q4R ? _mm512_setr_epi32(a, a, a, a, a, a, a, a, b + 8, b + 8, b + 8, b + 8, b + 8, b + 8, b + 8, b + 8)
+                 : form == KX_Q4R ? kx_r8_idx(m)
                                   : _mm512_setr_epi32(a, a, a, a, a, a, a, a, b, b, b, b, b, b, b, b);
     }
     for (int r = r0; r < r1; r++) {
@@ -292,7 +308,7 @@ static void kx_mv_split(int form, float *y, const float *x, const void *w, int c
 #pragma GCC unroll 4
             for (int m = 0; m < 4; m++) {
                 __m512i u;
-                if (form == KX_Q4R) u = _mm512_and_si512(_mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(const void *)(c + 16 + 32 * m))), nibr);
+                if (form == KX_Q4R) u = kx_r8_pair(c, m);
                 else if (q4) {
                     const bench_block_q4_0 *ba = (const bench_block_q4_0 *)(const void *)(c + 2 * m * bb);
                     const __m128i qa = _mm_loadu_si128((const __m128i *)(const void *)ba[0].qs);
@@ -323,25 +339,15 @@ static void kx_mv_q4_0(float *y, const float *x, const void *w, int cols, int r0
     if (xq && xq->sp) kx_mv_split(KX_Q4, y, x, w, cols, r0, r1, xq);
     else kx_mv_q(1, y, x, w, cols, r0, r1);
 }
-/* Rearranged Q4_0 (KN_Q4_0_R8): the split decode; where x could not be split, each row is put
- * back in the file's layout and widened as kx_mv_q does. */
-static void kx_mv_q4_0_r8(float *y, const float *x, int n, const void *w, int rows, int cols, int r0, int r1,
-                          const kn_xq8 *xq) {
+/* Rearranged Q4_0 (KN_Q4_0_R8): the split decode; declined where x could not be split
+ * (kernels.c then puts the rows back for the widening kernel). */
+static int kx_mv_q4_0_r8(float *y, const float *x, int n, const void *w, int rows, int cols, int r0, int r1,
+                         const kn_xq8 *xq) {
     (void)n;
     (void)rows;
-    if (xq && xq->sp) {
-        kx_mv_split(KX_Q4R, y, x, w, cols, r0, r1, xq);
-        return;
-    }
-    const size_t rb = bench_dtype_row_bytes(BENCH_Q4_0, cols);
-    unsigned char stack[16384], *buf = rb <= sizeof stack ? stack : malloc(rb);
-    for (int r = r0; r < r1 && buf; r++) {
-        kn_unrepack_rows((const char *)w + (size_t)r * rb, buf, 1, cols);
-        kx_mv_q(1, y + r, x, buf, cols, 0, 1);
-    }
-    if (!buf) /* out of memory: each row's NaN says so */
-        for (int r = r0; r < r1; r++) y[r] = NAN;
-    if (buf != stack) free(buf);
+    if (!xq || !xq->sp) return -1;
+    kx_mv_split(KX_Q4R, y, x, w, cols, r0, r1, xq);
+    return 0;
 }
 #define KN_MV_Q8_0 kx_mv_q8_0
 #define KN_MV_Q4_0 kx_mv_q4_0
@@ -358,19 +364,7 @@ const kn_ops kn_ops_avx512 = KN_TABLE("avx512");
  * split x (and so no Q4_0 rearranged for it). Exact, and a family auto measures: where
  * vpdpbusd is slow (a core that double-pumps 512-bit integer work, say) widening may decode
  * faster, and the flags cannot say so. */
-#undef KN_SPLIT_X
-#undef KN_SPLIT_DTS
-#undef KN_MV_R8
-#define KN_SPLIT_X NULL
-#define KN_SPLIT_DTS 0u
-#define KN_MV_R8 NULL
-const kn_ops kn_ops_avx512_wide = KN_TABLE("avx512-wide");
-#undef KN_SPLIT_X
-#undef KN_SPLIT_DTS
-#undef KN_MV_R8
-#define KN_SPLIT_X kx_split_x
-#define KN_SPLIT_DTS (1u << BENCH_Q8_0 | 1u << BENCH_Q4_0)
-#define KN_MV_R8 kx_mv_q4_0_r8
+const kn_ops kn_ops_avx512_wide = KN_TABLE_DECODE("avx512-wide", NULL, 0u, NULL);
 
 /* ---- vnni: the avx512 table with Q8_0 on vpdpbusd ----
  * vpdpbusd multiplies unsigned by signed bytes into int32 without saturation.
@@ -398,52 +392,14 @@ KN_INLINE __m256i ki_udot(__m256i u, __m256i q) { return _mm256_dpbusd_epi32(_mm
 #define KI_GEMM KI_FN(gemm)
 #include "kernels_int8.inc"
 
-/* Rearranged Q4_0 (KN_Q4_0_R8) on vpdpbusd: mv_q4_0_zmm with a pair's nibbles in one 32-byte
- * load and one AND, where mv_q4_0_zmm loads, broadcasts and shifts (b's lanes hold 16 v, and
- * their scales are divided by 16: the same products, so the same bits). */
-static void mv_q4_0_r8_vnni(float *y, const float *x, int n, const void *w, int rows, int cols, int r0, int r1,
-                            const kn_xq8 *xq) {
+/* Rearranged Q4_0 (KN_Q4_0_R8) on vpdpbusd: mv_q4_0_zmm's loop, a pair one load and one AND */
+static int mv_q4_0_r8_vnni(float *y, const float *x, int n, const void *w, int rows, int cols, int r0, int r1,
+                           const kn_xq8 *xq) {
     (void)x;
     (void)n;
     (void)rows;
-    const int nb = cols / BENCH_QK;
-    const __m512i nibr = _mm512_setr_epi64(0x0f0f0f0f0f0f0f0fLL, 0x0f0f0f0f0f0f0f0fLL, 0x0f0f0f0f0f0f0f0fLL,
-                                           0x0f0f0f0f0f0f0f0fLL, (long long)0xf0f0f0f0f0f0f0f0ULL, (long long)0xf0f0f0f0f0f0f0f0ULL,
-                                           (long long)0xf0f0f0f0f0f0f0f0ULL, (long long)0xf0f0f0f0f0f0f0f0ULL);
-    __m512i idx[4];
-    for (int m = 0; m < 4; m++) idx[m] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi32(2 * m)), _mm256_set1_epi32(2 * m + 9), 1);
-    for (int r = r0; r < r1; r++) {
-        const bench_block_q4_0 *b = (const bench_block_q4_0 *)w + (size_t)r * nb;
-        __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-        __m256 accm = _mm256_setzero_ps();
-        float tail = 0.0f, tailm = 0.0f;
-        int i = 0;
-        for (; i + 8 <= nb; i += 8) {
-            const char *c = (const char *)(b + i);
-            for (int o = 0; o < 8 * (int)sizeof *b; o += 64) __builtin_prefetch(c + KN_PF_Q8 + o);
-            const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)c));
-            accm = _mm256_fmadd_ps(dw, _mm256_loadu_ps(xq->xs + i), accm);
-            const __m256 sc8 = _mm256_mul_ps(dw, _mm256_loadu_ps(xq->d + i));
-            const __m512 s16 = _mm512_insertf32x8(_mm512_castps256_ps512(sc8), _mm256_mul_ps(sc8, _mm256_set1_ps(1.0f / 16)), 1);
-#pragma GCC unroll 4
-            for (int m = 0; m < 4; m++) {
-                const __m512i u = _mm512_and_si512(_mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(const void *)(c + 16 + 32 * m))), nibr);
-                const __m512i xv = _mm512_loadu_si512((const void *)(xq->qs + (size_t)(i + 2 * m) * 32));
-                const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, xv);
-                acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_permutexvar_ps(idx[m], s16), acc[m]);
-            }
-        }
-        for (; i < nb; i++) { /* the blocks past the last whole group, as mv_q4_0_zmm takes them */
-            const float dw = _cvtsh_ss(b[i].d);
-            const __m128i q = _mm_loadu_si128((const __m128i *)(const void *)b[i].qs);
-            const __m256i v = _mm256_and_si256(_mm256_setr_m128i(q, _mm_srli_epi16(q, 4)), _mm256_set1_epi8(15));
-            const __m256i dot = ki_udot(v, _mm256_loadu_si256((const __m256i *)(const void *)(xq->qs + (size_t)i * 32)));
-            tail += dw * xq->d[i] * KI_FN(hsum8)(_mm256_cvtepi32_ps(dot));
-            tailm += dw * xq->xs[i];
-        }
-        const __m512 a = _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3]));
-        y[r] = _mm512_reduce_add_ps(_mm512_fmadd_ps(_mm512_zextps256_ps512(accm), _mm512_set1_ps(-8.0f), a)) + (tail - 8.0f * tailm);
-    }
+    KI_FN(mv_q4_0_zmm_any)(1, y, w, cols, r0, r1, xq);
+    return 0;
 }
 /* Its prefill: the int8 GEMM, which reads the groups as it packs them (g_block) */
 static int mm_q4_0_r8_vnni(float *y, const float *x, int n, const void *w, int rows, int cols, int r0, int r1,

@@ -87,6 +87,9 @@ static inline bench_dtype kn_base_dt(int dt) { return dt == (int)KN_Q4_0_R8 ? BE
  * table's xq_dts, else NULL. */
 typedef void (*kn_mm_fn)(float *y, const float *x, int n, const void *w,
                          int rows, int cols, int r0, int r1, const kn_xq8 *xq);
+/* As kn_mm_fn, for a path that may decline: 0 done, or -1 having written nothing */
+typedef int (*kn_mm_try_fn)(float *y, const float *x, int n, const void *w,
+                            int rows, int cols, int r0, int r1, const kn_xq8 *xq);
 
 /* Quantises x (n, cols) into xq (cols a multiple of 32). */
 typedef void (*kn_quant_x_fn)(const float *x, int n, int cols, const kn_xq8 *xq);
@@ -133,14 +136,12 @@ typedef struct kn_ops {
     unsigned split_dts;
     kn_split_x_fn split_x;
     /* (optional) decode (n == 1) of Q4_0 rows rearranged by kn_repack_rows (KN_Q4_0_R8), with
-     * x prepared as for mm[BENCH_Q4_0]; NULL: kernels.c puts the rows back in the file's
-     * layout for mm[BENCH_Q4_0] (correct, and slower) */
-    kn_mm_fn mv_q4_0_r8;
-    /* (optional) prefill (n > 1) of rearranged Q4_0, its GEMM reading the groups as it packs
-     * them; returns 0, or -1 having written nothing (its buffers could not be had). NULL, or
-     * -1: the rows put back first, as above */
-    int (*mm_r8_prefill)(float *y, const float *x, int n, const void *w, int rows, int cols, int r0, int r1,
-                         const kn_xq8 *xq);
+     * x prepared as for mm[BENCH_Q4_0], and prefill (n > 1), its GEMM reading the groups as it
+     * packs them. Either may decline (-1: x could not be split, or no buffers); where it does,
+     * or is NULL, kernels.c puts the rows back in the file's layout for mm[BENCH_Q4_0]
+     * (correct, and slower) */
+    kn_mm_try_fn mv_q4_0_r8;
+    kn_mm_try_fn mm_r8_prefill;
     /* 1: exact, but not one auto picks among (neither by default nor by measurement): run
      * only when named (amx: docs/PERFORMANCE.md says why) */
     int named_only;
