@@ -147,11 +147,6 @@ KN_INLINE __m512i kx_r8_pair(const char *c, int m) {
 KN_INLINE __m512i kx_r8_idx(int m) {
     return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi32(2 * m)), _mm256_set1_epi32(2 * m + 9), 1);
 }
-/* A step's 8 scales of the rearranged layout (its first 16 bytes) times x's, and / 16 */
-KN_INLINE __m512 kx_r8_s16(const char *c, const float *xs) {
-    const __m256 s8 = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)c)), _mm256_loadu_ps(xs));
-    return _mm512_insertf32x8(_mm512_castps256_ps512(s8), _mm256_mul_ps(s8, _mm256_set1_ps(1.0f / 16)), 1);
-}
 
 /* Block k's 32 products with x, unscaled: two vectors of 16 lanes summed. */
 KN_INLINE __m512 kx_dot_q8(const bench_block_q8_0 *b, const float *x) {
