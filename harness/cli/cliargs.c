@@ -6,6 +6,7 @@
 
 #include "harness/report/locations.h"
 #include "harness/spec/confine.h"
+#include "harness/spec/launch.h"
 
 /* Levenshtein distance, capped: options are short */
 static int cli_dist(const char *a, const char *b) {
@@ -63,5 +64,19 @@ int cli_allow_read(const char *cmd, const char *dir) {
     char e[PATH_MAX + 256];
     if (!cf_allow(dir, e, sizeof(e))) return 0;
     fprintf(stderr, "bench %s: %s\n", cmd, e);
+    return CLI_EXIT_USAGE;
+}
+
+int cli_launch_gate(const char *cmd, const struct scenario *s, int flag) {
+    ln_set set;
+    char why[4096];
+    if (ln_collect(s, &set, why, sizeof(why))) {
+        fprintf(stderr, "bench %s: %s\n", cmd, why);
+        return CLI_EXIT_USAGE;
+    }
+    int rc = ln_check(&set, flag, why, sizeof(why));
+    ln_free(&set);
+    if (!rc) return 0;
+    fprintf(stderr, "bench %s: %s: %s\n", cmd, s->file, why);
     return CLI_EXIT_USAGE;
 }

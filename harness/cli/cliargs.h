@@ -20,4 +20,10 @@ void cli_allow_model_cache(void);
 /* --allow-read DIR of bench CMD: 0, or CLI_EXIT_USAGE after printing why. */
 int cli_allow_read(const char *cmd, const char *dir);
 
+/* The launch gate (harness/spec/launch.h) for bench CMD on s's selected variants: 0 when
+ * nothing launches or it is allowed (flag: --allow-launch given); else CLI_EXIT_USAGE after
+ * printing what would start and how to allow it. */
+struct scenario;
+int cli_launch_gate(const char *cmd, const struct scenario *s, int flag);
+
 #endif

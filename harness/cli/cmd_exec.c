@@ -24,7 +24,7 @@
 static void ex_usage(FILE *f) {
     fprintf(f,
             "usage: bench exec SCENARIO.json [--variant key=val,...] [--kernels NAME] [--loop N] [--callgrind] [--which]\n"
-            "                  [--allow-read DIR]...\n\n"
+            "                  [--allow-read DIR]... [--allow-launch]\n\n"
             "Runs exactly one repetition of one variant of the scenario in this process: the\n"
             "same code as `bench run`'s workers, with no fork and no sampler thread, so that\n"
             "perf and valgrind can be put in front of it. The phases and their times go to\n"
@@ -43,7 +43,9 @@ static void ex_usage(FILE *f) {
             "  --which            print the scenario's name and the variant's key, tab-separated,\n"
             "                     and run nothing (the wrapper scripts name their folders by it)\n"
             "  --allow-read DIR   let the scenario read files under DIR too, as in `bench run`\n"
-            "                     (repeatable; or $BENCH_ALLOW_READ=DIR1:DIR2)\n\n"
+            "                     (repeatable; or $BENCH_ALLOW_READ=DIR1:DIR2)\n"
+            "  --allow-launch     let the variant's http target start the server it launches, as in\n"
+            "                     `bench run` (docs/reliability.md)\n\n"
             "examples:\n"
             "  bench exec scenarios/ci.json --variant loader=pread,kv=dynamic\n"
             "  perf record -g -- bench exec scenarios/mmap_vs_pread.json --variant loader=mmap,cache=warm --loop 20\n"
@@ -116,7 +118,7 @@ static int ex_pick(scenario *s, const char *want, char *err, size_t errlen) {
 int cmd_exec(int argc, char **argv) {
     const char *file = NULL, *want = NULL;
     worker_opts wo = {.loop = 1};
-    int which = 0;
+    int which = 0, allow_launch = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { ex_usage(stdout); return 0; }
@@ -136,9 +138,11 @@ int cmd_exec(int argc, char **argv) {
         else if (!strcmp(a, "--callgrind")) wo.callgrind = 1;
         else if (!strcmp(a, "--kernels") && v) wo.kernels = argv[++i];
         else if (!strcmp(a, "--which")) which = 1;
+        else if (!strcmp(a, "--allow-launch")) allow_launch = 1;
         else if (a[0] != '-' && !file) file = a;
         else {
-            static const char *const known[] = {"--variant", "--loop", "--callgrind", "--which", "--allow-read", "--help", NULL};
+            static const char *const known[] = {"--variant", "--loop", "--callgrind", "--which", "--allow-read",
+                                                "--allow-launch", "--help", NULL};
             return cli_bad_arg(stderr, "exec", a, known);
         }
     }
@@ -176,6 +180,9 @@ int cmd_exec(int argc, char **argv) {
         rc = 0;
         goto out;
     }
+    /* the launch gate asks about this variant's target alone */
+    for (int i = 0; i < s->n_variants; i++) s->variants[i].selected = i == vi;
+    if ((rc = cli_launch_gate("exec", s, allow_launch))) goto out;
     rc = 1;
     char cache[PATH_MAX];
     const char *cache_why;

@@ -7,13 +7,14 @@
 #include "commands.h"
 #include "harness/cli/cliargs.h"
 #include "harness/report/results.h"
+#include "harness/spec/launch.h"
 #include "harness/spec/scenario.h"
 #include "harness/spec/shard.h"
 
 static void plan_usage(FILE *f) {
     fprintf(f,
             "usage: bench plan SCENARIO.json --shards N [--only key=val,...] [--repeat N] [--quick]\n"
-            "                  [--device cpu|cuda] [--allow-read DIR]... [--out FILE]\n\n"
+            "                  [--device cpu|cuda] [--allow-read DIR]... [--allow-launch] [--out FILE]\n\n"
             "Splits the scenario's matrix, variants x repetitions, into N shards for N machines and\n"
             "prints the plan as JSON: every shard's cells (variant, repetition), its warm-ups and the\n"
             "`bench run ... --shard i/N` line that runs it. The split is deterministic (the same on every\n"
@@ -24,42 +25,53 @@ static void plan_usage(FILE *f) {
             "  --shards N   the number of shards (machines, or Slurm array tasks)\n"
             "  --out FILE   write the plan to FILE instead of stdout\n"
             "  --allow-read DIR  let the scenario read files under DIR too, as in `bench run`; each\n"
-            "               shard's command line carries it\n\n"
+            "               shard's command line carries it\n"
+            "  --allow-launch  the shards' command lines carry --allow-launch: the programs the\n"
+            "               scenario starts (an http target's launch), which the plan lists under\n"
+            "               \"launches\" with whether your allow-list allows each (docs/reliability.md)\n\n"
             "Exit status: 0 done; 2 bad arguments or scenario, or more shards than cells.\n\n"
             "examples:\n"
             "  bench plan scenarios/mmap_vs_pread.json --shards 3\n"
             "  sbatch --array=0-2 scripts/slurm/bench-array.sbatch scenarios/mmap_vs_pread.json  (docs/cluster.md)\n");
 }
 
-/* Appends " word" to buf, shell-quoted when it needs it: inside '...' nothing is
- * special but ' itself, written '\'' (close, an escaped quote, reopen). A word that
- * does not fit marks the line too long (*full) rather than leave a quote open. */
-static void plan_arg(char *buf, size_t len, const char *word, int *full) {
-    size_t n = strlen(buf);
-    int plain = word[0] != 0 && strspn(word, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_./=,:") == strlen(word);
-    size_t need = 1 + strlen(word) + (plain ? 0 : 2);
-    for (const char *c = word; !plain && *c; c++) need += *c == '\'' ? 3 : 0;
-    if (*full || n + need + 1 > len) {
-        *full = 1;
-        return;
+/* "launches" in the plan: each program the scenario would start, its argv as written and
+ * what allows it ("--allow-launch", "allow-list", or false); a note on stderr for each that
+ * nothing allows, since every shard's bench run would refuse it. 0, or -1 with err. */
+static int plan_launches(const scenario *s, cJSON *plan, int allow_launch, char *err, size_t errlen) {
+    ln_set set;
+    if (ln_collect(s, &set, err, errlen)) return -1;
+    cJSON *arr = cJSON_AddArrayToObject(plan, "launches");
+    int rc = arr ? 0 : -1;
+    for (int i = 0; i < set.n && !rc; i++) {
+        char why[1024], line[2048];
+        int listed = ln_listed(&set, i, why, sizeof(why));
+        cJSON *o = cJSON_CreateObject();
+        if (!o || !cJSON_AddItemToArray(arr, o)) {
+            cJSON_Delete(o);
+            rc = -1;
+            break;
+        }
+        cJSON *argv = cJSON_AddArrayToObject(o, "argv");
+        rc |= !argv || !cJSON_AddStringToObject(o, "target", set.v[i].target);
+        for (int w = 0; !rc && set.v[i].http.launch[w]; w++)
+            rc |= !cJSON_AddItemToArray(argv, cJSON_CreateString(set.v[i].http.launch[w]));
+        const char *by = allow_launch ? "--allow-launch" : listed == 1 ? "allow-list" : NULL;
+        rc |= by ? !cJSON_AddStringToObject(o, "allowed_by", by) : !cJSON_AddFalseToObject(o, "allowed_by");
+        ln_argv_line(line, sizeof(line), set.v[i].http.launch);
+        if (!by)
+            fprintf(stderr, "bench plan: target %s starts %s: every shard's bench run needs --allow-launch "
+                    "(bench plan --allow-launch puts it in their command lines) or an allow-list line%s%s\n",
+                    set.v[i].target, line, listed < 0 ? "; " : "", listed < 0 ? why : "");
     }
-    char *o = buf + n;
-    *o++ = ' ';
-    if (!plain) *o++ = '\'';
-    for (const char *c = word; *c; c++) {
-        if (*c == '\'' && !plain) {
-            memcpy(o, "'\\''", 4);
-            o += 4;
-        } else
-            *o++ = *c;
-    }
-    if (!plain) *o++ = '\'';
-    *o = 0;
+    ln_free(&set);
+    if (rc) snprintf(err, errlen, "out of memory");
+    return rc;
 }
 
 int cmd_plan(int argc, char **argv) {
     const char *file = NULL, *out = NULL, *only = NULL, *device = NULL;
-    int shards = 0, repeat = 0, quick = 0;
+    int shards = 0, repeat = 0, quick = 0, allow_launch = 0;
     char run_cmd[8192] = "bench run";
     int full = 0; /* the command line did not fit in run_cmd */
     const char *allow[32];
@@ -84,10 +96,11 @@ int cmd_plan(int argc, char **argv) {
             *(a[2] == 's' ? &shards : &repeat) = (int)n;
         }
         else if (!strcmp(a, "--quick")) quick = 1;
+        else if (!strcmp(a, "--allow-launch")) allow_launch = 1;
         else if (a[0] != '-' && !file) file = a;
         else {
             static const char *const known[] = {"--out", "--only", "--device", "--shards", "--repeat", "--quick", "--allow-read",
-                                                "--help", NULL};
+                                                "--allow-launch", "--help", NULL};
             return cli_bad_arg(stderr, "plan", a, known);
         }
     }
@@ -120,25 +133,30 @@ int cmd_plan(int argc, char **argv) {
         goto out;
     }
     /* the command line of each shard: what was given here, less --shards and --out */
-    plan_arg(run_cmd, sizeof(run_cmd), file, &full);
-    if (only) { plan_arg(run_cmd, sizeof(run_cmd), "--only", &full); plan_arg(run_cmd, sizeof(run_cmd), only, &full); }
-    if (device) { plan_arg(run_cmd, sizeof(run_cmd), "--device", &full); plan_arg(run_cmd, sizeof(run_cmd), device, &full); }
+    ln_append_word(run_cmd, sizeof(run_cmd), file, &full);
+    if (only) { ln_append_word(run_cmd, sizeof(run_cmd), "--only", &full); ln_append_word(run_cmd, sizeof(run_cmd), only, &full); }
+    if (device) { ln_append_word(run_cmd, sizeof(run_cmd), "--device", &full); ln_append_word(run_cmd, sizeof(run_cmd), device, &full); }
     if (repeat) {
         char n[16];
         snprintf(n, sizeof(n), "%d", repeat);
-        plan_arg(run_cmd, sizeof(run_cmd), "--repeat", &full);
-        plan_arg(run_cmd, sizeof(run_cmd), n, &full);
+        ln_append_word(run_cmd, sizeof(run_cmd), "--repeat", &full);
+        ln_append_word(run_cmd, sizeof(run_cmd), n, &full);
     }
-    if (quick) plan_arg(run_cmd, sizeof(run_cmd), "--quick", &full);
+    if (quick) ln_append_word(run_cmd, sizeof(run_cmd), "--quick", &full);
+    if (allow_launch) ln_append_word(run_cmd, sizeof(run_cmd), "--allow-launch", &full);
     for (int i = 0; i < n_allow; i++) {
-        plan_arg(run_cmd, sizeof(run_cmd), "--allow-read", &full);
-        plan_arg(run_cmd, sizeof(run_cmd), allow[i], &full);
+        ln_append_word(run_cmd, sizeof(run_cmd), "--allow-read", &full);
+        ln_append_word(run_cmd, sizeof(run_cmd), allow[i], &full);
     }
     if (full) {
         fprintf(stderr, "bench plan: the shards' command line is longer than %zu bytes\n", sizeof(run_cmd) - 1);
         goto out;
     }
     j = sh_plan_json(s, &p, run_cmd);
+    if (j && plan_launches(s, j, allow_launch, err, sizeof(err))) {
+        fprintf(stderr, "bench plan: %s\n", err);
+        goto out;
+    }
     text = j ? cJSON_Print(j) : NULL;
     if (!text) {
         fprintf(stderr, "bench plan: out of memory\n");

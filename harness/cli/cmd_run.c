@@ -34,7 +34,8 @@ static void run_on_signal(int sig) {
 static void run_usage(FILE *f) {
     fprintf(f,
             "usage: bench run SCENARIO.json [--out DIR [--force]] [--only key=val,...] [--repeat N] [--quick]\n"
-            "                 [--device cpu|cuda] [--json] [--fail-fast] [--shard i/N] [--allow-read DIR]...\n\n"
+            "                 [--device cpu|cuda] [--json] [--fail-fast] [--shard i/N] [--allow-read DIR]...\n"
+            "                 [--allow-launch]\n\n"
             "Runs every variant of a scenario's matrix, each repetition in a fresh `bench worker`\n"
             "process, interleaved (A B A B ...). Measures load time, TTFT, TPOT, inter-token latency,\n"
             "RSS/PSS timelines and per-region memory (weights, KV, scratch, model file), faults per\n"
@@ -59,7 +60,11 @@ static void run_usage(FILE *f) {
             "                   $BENCH_ALLOW_READ=DIR1:DIR2). The model, tokenizer, lengths and trace files\n"
             "                   a scenario names must resolve (symlinks and .. followed) under its own\n"
             "                   folder or the current directory (neither counts when it holds ~), or\n"
-            "                   the model cache; else nothing runs (docs/scenarios.md)\n\n"
+            "                   the model cache; else nothing runs (docs/scenarios.md)\n"
+            "  --allow-launch   let the scenario start the programs its http targets launch\n"
+            "                   (target.http.launch; `bench plan` lists them). Without it, or a line\n"
+            "                   for each in ~/.config/bench/allow-launch, nothing runs\n"
+            "                   (docs/reliability.md)\n\n"
             "Exit status: 0 all repetitions ok; 1 some failed or were invalid (see results.json);\n"
             "2 bad arguments or scenario; 130 interrupted (the finished repetitions are written).\n\n"
             "Where things go, from any directory:\n"
@@ -144,7 +149,7 @@ static int run_keep(void *user, int variant, int rep) {
 
 typedef struct run_args {
     const char *file, *out, *only, *device, *shard_arg;
-    int repeat, quick, json, fail_fast, force;
+    int repeat, quick, json, fail_fast, force, allow_launch;
 } run_args;
 
 /* The command line into a: -1 to go on, or the exit status to return now (0 for --help). */
@@ -173,10 +178,12 @@ static int run_parse(int argc, char **argv, run_args *a) {
         else if (!strcmp(arg, "--json")) a->json = 1;
         else if (!strcmp(arg, "--fail-fast")) a->fail_fast = 1;
         else if (!strcmp(arg, "--force")) a->force = 1;
+        else if (!strcmp(arg, "--allow-launch")) a->allow_launch = 1;
         else if (arg[0] != '-' && !a->file) a->file = arg;
         else {
             static const char *const known[] = {"--out", "--only", "--repeat", "--quick", "--device", "--json",
-                                                "--fail-fast", "--force", "--shard", "--allow-read", "--help", NULL};
+                                                "--fail-fast", "--force", "--shard", "--allow-read", "--allow-launch",
+                                                "--help", NULL};
             return cli_bad_arg(stderr, "run", arg, known);
         }
     }
@@ -324,6 +331,9 @@ int cmd_run(int argc, char **argv) {
             if (!sh_variant_cells(&sh.plan, sh.index, vi)) s->variants[vi].selected = 0;
         shard_json = sh_shard_json(&sh.plan, sh.index);
     }
+    /* before any folder, model or process is made: a refusal leaves nothing behind */
+    if ((rc = cli_launch_gate("run", s, a.allow_launch))) goto out;
+    rc = 1;
     char dir[PATH_MAX];
     int drc = run_results_dir(&a, s, &sh, n_shards, dir, sizeof(dir), &lock_fd, &locked);
     if (drc) {

@@ -31,6 +31,56 @@ static int tg_is_key(const char *k, const char *const *keys) {
 static const char *const tg_http_keys[] = {"url", "launch", "health", "ready_timeout_s", "request_timeout_s",
                                            "stop_timeout_s", "pid", "model", "concurrency", "ignore_eos", NULL};
 
+static const char *const tg_placeholders[] = {"bench", "model", "tokenizer", "port", NULL};
+
+/* The first {name} in word whose name is a placeholder bench does not know, into bad
+ * (empty: none). Only {lowercase_name} counts: other braces (a JSON argument) pass. */
+static void tg_unknown_placeholder(const char *word, char *bad, size_t len) {
+    bad[0] = 0;
+    for (const char *o = strchr(word, '{'); o; o = strchr(o + 1, '{')) {
+        size_t n = strspn(o + 1, "abcdefghijklmnopqrstuvwxyz_");
+        if (!n || o[1 + n] != '}') continue;
+        int known = 0;
+        for (int i = 0; tg_placeholders[i]; i++) known |= strlen(tg_placeholders[i]) == n && !strncmp(o + 1, tg_placeholders[i], n);
+        if (!known) {
+            snprintf(bad, len, "%.*s", (int)(n + 2 < 64 ? n + 2 : 64), o);
+            return;
+        }
+    }
+}
+
+/* launch: a list of words, each one argument of execvp (no shell: a scenario is data, and
+ * a placeholder's value is never split or read as shell syntax). The errors' count. */
+static int tg_check_launch(const cJSON *launch, const char *q, tg_err_fn fn, void *user) {
+    if (cJSON_IsString(launch)) {
+        tg_err(fn, user, q, "expected the command as a list of words, e.g. [\"{bench}\", \"serve\", \"--model\", \"{model}\", "
+               "\"--port\", \"{port}\"]: a command line string would need a shell, and nothing in a scenario runs through one");
+        return 1;
+    }
+    if (!cJSON_IsArray(launch) || cJSON_GetArraySize(launch) < 1) {
+        tg_err(fn, user, q, "expected a non-empty list of words (the program, then its arguments), got %s",
+               cJSON_IsArray(launch) ? "an empty list" : tg_type(launch));
+        return 1;
+    }
+    int bad = 0, i = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, launch) {
+        char w[320], unknown[72];
+        snprintf(w, sizeof(w), "%.300s[%d]", q, i++);
+        if (!cJSON_IsString(it) || !it->valuestring[0]) {
+            tg_err(fn, user, w, "expected a non-empty string (one argument), got %s", cJSON_IsString(it) ? "\"\"" : tg_type(it));
+            bad++;
+            continue;
+        }
+        tg_unknown_placeholder(it->valuestring, unknown, sizeof(unknown));
+        if (unknown[0]) {
+            tg_err(fn, user, w, "unknown placeholder %s (have: {bench}, {model}, {tokenizer}, {port})", unknown);
+            bad++;
+        }
+    }
+    return bad;
+}
+
 /* Every check of an http object; returns the count of errors. */
 static int tg_check_http(const cJSON *h, const char *p, tg_err_fn fn, void *user) {
     char q[300];
@@ -59,15 +109,7 @@ static int tg_check_http(const cJSON *h, const char *p, tg_err_fn fn, void *user
     }
     if (launch) {
         snprintf(q, sizeof(q), "%.200s.launch", p);
-        int ok = cJSON_IsString(launch) && launch->valuestring[0];
-        if (cJSON_IsArray(launch) && cJSON_GetArraySize(launch) > 0) {
-            ok = 1;
-            cJSON_ArrayForEach(it, launch) ok &= cJSON_IsString(it) && it->valuestring[0];
-        }
-        if (!ok) {
-            tg_err(fn, user, q, "expected a command line (a string, run by /bin/sh) or a list of its words, non-empty");
-            bad++;
-        }
+        bad += tg_check_launch(launch, q, fn, user);
         if (pid) {
             snprintf(q, sizeof(q), "%.200s.pid", p);
             tg_err(fn, user, q, "a launched server's pid is the one bench starts: give launch or pid, not both");
@@ -83,9 +125,12 @@ static int tg_check_http(const cJSON *h, const char *p, tg_err_fn fn, void *user
     static const char *const secs[] = {"ready_timeout_s", "request_timeout_s", "stop_timeout_s"};
     for (int i = 0; i < 3; i++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(h, secs[i]);
-        if (v && (!cJSON_IsNumber(v) || !(v->valuedouble > 0 && v->valuedouble <= 86400))) {
+        /* from 1 ms: below it the client's millisecond timeout would round to 0, which curl
+         * reads as no timeout at all */
+        if (v && (!cJSON_IsNumber(v) || !(v->valuedouble >= 0.001 && v->valuedouble <= 86400))) {
             snprintf(q, sizeof(q), "%.200s.%s", p, secs[i]);
-            tg_err(fn, user, q, "expected seconds, a number in (0, 86400]");
+            tg_err(fn, user, q, "expected seconds, a number from 0.001 to 86400, got %s",
+                   cJSON_IsNumber(v) ? "a number out of range" : tg_type(v));
             bad++;
         }
     }
@@ -187,23 +232,7 @@ int tg_read(const char *text, tg_http *h, char *err, size_t errlen) {
     h->health = strdup(cJSON_IsString(health) ? health->valuestring : "/health");
     h->model = cJSON_IsString(model) ? strdup(model->valuestring) : NULL;
     int oom = !h->url || !h->health || (cJSON_IsString(model) && !h->model);
-    if (cJSON_IsString(launch)) {
-        /* a command line: the shell splits it, and exec makes the server the pid bench watches */
-        size_t n = strlen(launch->valuestring) + 8;
-        char *cmd = malloc(n);
-        h->launch = calloc(4, sizeof(char *));
-        if (cmd && h->launch) {
-            snprintf(cmd, n, "exec %s", launch->valuestring);
-            h->launch[0] = strdup("/bin/sh");
-            h->launch[1] = strdup("-c");
-            h->launch[2] = cmd;
-            cmd = NULL;
-            oom |= !h->launch[0] || !h->launch[1];
-        } else {
-            oom = 1;
-        }
-        free(cmd);
-    } else if (cJSON_IsArray(launch)) {
+    if (cJSON_IsArray(launch)) {
         int n = cJSON_GetArraySize(launch), i = 0;
         h->launch = calloc((size_t)n + 1, sizeof(char *));
         const cJSON *it;

@@ -5,15 +5,18 @@
  *   {"label": "bench-serve",       a server behind an OpenAI-compatible API
  *    "http": {
  *      "url": "http://127.0.0.1:{port}",        required; where the requests go, and only there
- *      "launch": "{bench} serve --model {model} --port {port}"   (or an argv list)
- *                                  started for every repetition, stopped after it; its memory
- *                                  is read from /proc as a worker's. Placeholders: {bench} this
- *                                  bench binary, {model} {tokenizer} the scenario's files (so the
- *                                  cache axis applies to the file the server reads), {port} a
- *                                  free loopback port
+ *      "launch": ["{bench}", "serve", "--model", "{model}", "--port", "{port}"]
+ *                                  the server's argv (no shell: a string is refused), started
+ *                                  for every repetition, stopped after it; its memory is read
+ *                                  from /proc as a worker's. Only with the user's leave:
+ *                                  `bench run --allow-launch` or an allow-list (launch.h).
+ *                                  Placeholders, each filled inside its one word (never split):
+ *                                  {bench} this bench binary, {model} {tokenizer} the scenario's
+ *                                  files (so the cache axis applies to the file the server
+ *                                  reads), {port} a free loopback port
  *      "health": "/health",        the readiness path, polled until it answers 200
  *      "ready_timeout_s": 120,     a launched server not ready by then fails the repetition
- *      "request_timeout_s": 300,   each request's whole time at most
+ *      "request_timeout_s": 300,   each request's whole time at most (every timeout: 0.001 to 86400 s)
  *      "stop_timeout_s": 10,       SIGTERM, then SIGKILL after this
  *      "pid": 1234,                without launch: the server's pid, whose memory is read;
  *                                  neither launch nor pid: latency only
@@ -41,7 +44,7 @@ int tg_parse(const cJSON *j, const char *path, char **name, char **label, char *
 /* The http settings, defaults applied (from a choice's opts text). */
 typedef struct tg_http {
     char *url, *health, *model;
-    char **launch;          /* NULL-terminated argv; NULL: not launched. A string is run by /bin/sh -c "exec ..." */
+    char **launch;          /* NULL-terminated argv as written (placeholders unfilled); NULL: not launched */
     double ready_timeout_s, request_timeout_s, stop_timeout_s;
     int pid;                /* 0: none */
     int concurrency;
