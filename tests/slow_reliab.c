@@ -179,7 +179,7 @@ static void test_memory_limit_recorded_as_oom(void **state) {
     snprintf(big, sizeof(big), "%s/big.gguf", f->tmp);
     /* 219 MB of f16 weights against a 150 MB address-space limit; bench itself needs < 120 MB */
     char cmd[2400];
-    snprintf(cmd, sizeof(cmd), "BENCH_MODULE_PATH=build/modules build/bench model synth --shape llama-110m --dtype f16 "
+    snprintf(cmd, sizeof(cmd), "BENCH_MODULE_PATH=\"$PWD/build/modules\" build/bench model synth --shape llama-110m --dtype f16 "
              "--format gguf -o '%s' >/dev/null 2>&1", big);
     assert_int_equal(system(cmd), 0);
     snprintf(sc, sizeof(sc), "%s/oom.json", f->tmp);
@@ -190,7 +190,7 @@ static void test_memory_limit_recorded_as_oom(void **state) {
     fclose(o);
     snprintf(out, sizeof(out), "%s/out_oom", f->tmp);
     snprintf(log, sizeof(log), "%s/oom.log", f->tmp);
-    snprintf(cmd, sizeof(cmd), "ulimit -v 150000 && BENCH_MODULE_PATH=build/modules build/bench run '%s' --out '%s' >/dev/null 2>'%s'",
+    snprintf(cmd, sizeof(cmd), "ulimit -v 150000 && BENCH_MODULE_PATH=\"$PWD/build/modules\" build/bench run '%s' --out '%s' >/dev/null 2>'%s'",
              sc, out, log);
     int rc = system(cmd);
     assert_true(WIFEXITED(rc));

@@ -516,6 +516,27 @@ static void expect_in(const char *log, const char *want) {
     free(msg);
 }
 
+/* A relative folder in $BENCH_MODULE_PATH (".", set once in a shell profile) would load the
+ * kv_*.so of any folder one cd's into: every command refuses it, naming the entry, before
+ * any module is opened; absolute folders work as before. */
+static void test_module_path_relative_refused(void **state) {
+    fx *f = *state;
+    char log[800], good[1024];
+    snprintf(log, sizeof(log), "%s/modpath.log", f->tmp);
+    snprintf(good, sizeof(good), "%s", tu_module_dir());
+    static const char *const bad[] = {".", "mods:/usr/lib", "/usr/lib::./x"};
+    static const char *const named[] = {"folder 1, \".\"", "folder 1, \"mods\"", "folder 3, \"./x\""};
+    for (int i = 0; i < 3; i++) {
+        setenv("BENCH_MODULE_PATH", bad[i], 1);
+        int rc = tu_bench("/dev/null", "list 2>'%s'", log);
+        expect_in(log, named[i]);
+        expect_in(log, "is relative");
+        assert_int_equal(rc, 2);
+    }
+    setenv("BENCH_MODULE_PATH", good, 1);
+    assert_int_equal(tu_bench("/dev/null", "list 2>'%s'", log), 0);
+}
+
 /* A scenario whose model is a symlink, beside it, to a file elsewhere: bench run, exec
  * and plan refuse it before anything runs, with one line naming the scenario, the JSON
  * path, the resolved file, the roots and the flag; --allow-read lets it run. */
@@ -1071,6 +1092,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_mmap_verify_sees_replaced_model),
         cmocka_unit_test(test_alloc_failure_every_n),
         cmocka_unit_test(test_scenario_cannot_run_commands),
+        cmocka_unit_test(test_module_path_relative_refused),
         cmocka_unit_test(test_scenario_size_limit),
         cmocka_unit_test(test_scenario_read_paths_confined),
         cmocka_unit_test(test_fifo_refused),

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "engines/core/runtime/modreg.h"
 #include "harness/cli/cliargs.h"
 #include "kinds.h"
 
@@ -77,6 +78,11 @@ static void main_static_tls(char **argv) {
 int main(int argc, char **argv) {
     main_static_tls(argv);
     bench_kinds_use();
+    char err[512];
+    if (modreg_check_env(err, sizeof(err))) {
+        fprintf(stderr, "bench: %s\n", err);
+        return 2;
+    }
     if (argc < 2) {
         usage(stderr);
         return 2;

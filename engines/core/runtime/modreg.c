@@ -32,10 +32,43 @@
 
 static int is_cpu(const char *device) { return !device || !*device || !strcmp(device, "cpu"); }
 
+int modreg_check_env(char *err, size_t errlen) {
+    const char *env = getenv("BENCH_MODULE_PATH");
+    int k = 0;
+    for (const char *p = env ? env : ""; *p; k++) {
+        size_t len = strcspn(p, ":");
+        int shown = (int)(len < 200 ? len : 200);
+        if (len && p[0] != '/') {
+            snprintf(err, errlen, "BENCH_MODULE_PATH: folder %d, \"%.*s\", is relative: it would load modules from "
+                     "whatever directory bench runs in; give absolute folders (e.g. $PWD/%.*s)", k + 1, shown, p, shown, p);
+            return -1;
+        }
+        p += len + (p[len] == ':');
+    }
+    return 0;
+}
+
+/* $BENCH_MODULE_PATH's absolute folders (modreg_check_env), malloc'd; "" when it has none. */
+static char *env_module_path(const char *env) {
+    char *out = malloc(strlen(env) + 1), *o = out;
+    if (!out) return NULL;
+    for (const char *p = env; *p;) {
+        size_t len = strcspn(p, ":");
+        if (len && p[0] == '/') {
+            if (o != out) *o++ = ':';
+            memcpy(o, p, len);
+            o += len;
+        }
+        p += len + (p[len] == ':');
+    }
+    *o = 0;
+    return out;
+}
+
 char *modreg_default_dir(const char *dir) {
     if (dir && *dir) return strdup(dir);
     const char *env = getenv("BENCH_MODULE_PATH");
-    if (env && *env) return strdup(env);
+    if (env && *env) return env_module_path(env);
     char exe[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
     if (n <= 0) return strdup("modules");

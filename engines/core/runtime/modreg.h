@@ -23,6 +23,13 @@ typedef struct modreg {
  * malloc'd string. */
 char *modreg_default_dir(const char *dir);
 
+/* $BENCH_MODULE_PATH checked: every folder in it absolute. A relative one (".", "mods")
+ * would be resolved against whatever directory bench runs in, so that a path set once in a
+ * shell profile loads the kv_*.so of any downloaded folder one cd's into. 0, or -1 with err
+ * naming the entry. modreg_default_dir leaves relative entries out whatever the caller did;
+ * the command line refuses them first (harness/cli/main.c), so none is dropped unsaid. */
+int modreg_check_env(char *err, size_t errlen);
+
 /* The path of the modules built for device: the module path itself for the CPU (device
  * NULL or "cpu"), each folder's <dir>/<device> for another ("cuda"). Returns a malloc'd string. */
 char *modreg_device_dir(const char *dir, const char *device);
