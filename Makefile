@@ -276,6 +276,17 @@ LIBDIR  ?= $(PREFIX)/lib
 INCDIR  ?= $(PREFIX)/include
 MODDIR  := $(LIBDIR)/bench/modules
 PCDIR   ?= $(LIBDIR)/pkgconfig
+# The paths go into shell words ('...') and bench.pc; a quote, backtick or backslash would
+# break those words half way through an install, and a ':' the moduledir that
+# BENCH_MODULE_PATH (':'-separated) must hold: refused before anything is built or copied.
+# Spaces are fine (quoted here, and Cflags quotes includedir for pkg-config).
+INSTALL_PATHS = $(DESTDIR)|$(PREFIX)|$(BINDIR)|$(LIBDIR)|$(INCDIR)|$(PCDIR)
+INSTALL_BAD = $(or $(findstring ',$(INSTALL_PATHS)),$(findstring ",$(INSTALL_PATHS)),$(findstring `,$(INSTALL_PATHS)),$(findstring \,$(INSTALL_PATHS)),$(findstring :,$(INSTALL_PATHS)))
+ifneq ($(filter install,$(MAKECMDGOALS)),)
+  ifneq ($(INSTALL_BAD),)
+    $(error make install: PREFIX, DESTDIR, BINDIR, LIBDIR, INCDIR and PCDIR may not hold a quote, backtick, backslash or ':' (found $(INSTALL_BAD)); nothing was installed)
+  endif
+endif
 install: all
 	install -d '$(DESTDIR)$(BINDIR)' '$(DESTDIR)$(MODDIR)' '$(DESTDIR)$(INCDIR)/bench' '$(DESTDIR)$(PCDIR)'
 	install -m 755 $(BUILD)/bench '$(DESTDIR)$(BINDIR)/bench'
@@ -284,7 +295,7 @@ install: all
 	install -m 644 engines/abi/*.h '$(DESTDIR)$(INCDIR)/bench/'
 	printf '%s\n' 'prefix=$(PREFIX)' 'includedir=$(INCDIR)' 'libdir=$(LIBDIR)' 'moduledir=$(MODDIR)' '' \
 	  'Name: bench' 'Description: module ABI of bench, the LLM inference benchmarking harness (docs/modules.md)' \
-	  'Version: 0.3.0' 'Cflags: -I$${includedir}' > '$(DESTDIR)$(PCDIR)/bench.pc'
+	  'Version: 0.3.0' 'Cflags: -I"$${includedir}"' > '$(DESTDIR)$(PCDIR)/bench.pc'
 	@echo "installed bench in $(DESTDIR)$(BINDIR), its modules in $(DESTDIR)$(MODDIR), the ABI headers in $(DESTDIR)$(INCDIR)/bench"
 
 clean:

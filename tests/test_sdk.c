@@ -137,9 +137,49 @@ static void test_out_of_tree_module_builds_and_passes_conformance(void **state) 
     assert_int_equal(system(cmd), 0);
 }
 
+/* A prefix with a space installs an SDK the skeleton builds against (bench.pc quotes its
+ * include folder); one with a quote or a ':' is refused before anything is built or copied,
+ * naming the character, where it used to half install and then fail in the shell. */
+static void test_install_prefix_spaces_and_quotes(void **state) {
+    fx *f = *state;
+    struct stat st;
+    if (stat("build/bench", &st) || system("command -v pkg-config >/dev/null 2>&1")) {
+        fprintf(stderr, "skip: build/bench (make all) or pkg-config is missing\n");
+        skip();
+    }
+    char cmd[16384], log[800], prefix[800], skel[800], so[900];
+    snprintf(log, sizeof(log), "%s/log2", f->tmp);
+    snprintf(prefix, sizeof(prefix), "%s/with space/pre fix", f->tmp);
+    snprintf(skel, sizeof(skel), "%s/skel dir", f->tmp);
+    const char *clean = "env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS";
+    snprintf(cmd, sizeof(cmd), "cd '%s' && %s make -s install PREFIX=\"%s\" >'%s' 2>&1", f->repo, clean, prefix, log);
+    assert_int_equal(system(cmd), 0);
+    snprintf(cmd, sizeof(cmd), "cp -r '%s/examples/module-skeleton' \"%s\" && %s make -C \"%s\" clean >/dev/null && "
+             "%s make -C \"%s\" PKG_CONFIG_PATH=\"%s/lib/pkgconfig\" >'%s' 2>&1", f->repo, skel, clean, skel, clean, skel, prefix, log);
+    int rc = system(cmd);
+    if (rc) {
+        snprintf(cmd, sizeof(cmd), "cat '%s' >&2", log);
+        if (system(cmd)) {}
+    }
+    assert_int_equal(rc, 0);
+    snprintf(so, sizeof(so), "%s/kv_skeleton.so", skel);
+    assert_int_equal(stat(so, &st), 0);
+    static const char *const bad[] = {"it's", "a:b", "back\\slash"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(prefix, sizeof(prefix), "%s/%s", f->tmp, bad[i]);
+        /* the prefix inside double quotes: the shell passes ' and : as they are */
+        snprintf(cmd, sizeof(cmd), "cd '%s' && %s make install PREFIX=\"%s\" >'%s' 2>&1", f->repo, clean, prefix, log);
+        assert_int_not_equal(system(cmd), 0);
+        assert_true(has(log, "may not hold a quote, backtick, backslash or ':'"));
+        assert_true(has(log, "nothing was installed"));
+        assert_int_not_equal(stat(prefix, &st), 0);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_out_of_tree_module_builds_and_passes_conformance),
+        cmocka_unit_test(test_install_prefix_spaces_and_quotes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
