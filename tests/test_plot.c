@@ -680,6 +680,51 @@ static void test_plot_bad_input(void **state) {
     free(e);
 }
 
+/* A results.json edited to carry terminal escapes where a message quotes it (a metric's
+ * name in a bad declaration): bench show, plot, compare, merge and history print the
+ * message with ESC, BEL and CSI escaped as \xHH, and no raw control byte reaches stderr. */
+static void test_error_messages_escaped(void **state) {
+    (void)state;
+    if (!g->ran) skip();
+    char dir[800], res[900], src[900], log[900];
+    snprintf(dir, sizeof(dir), "%s/tampered/run1", g->tmp);
+    snprintf(res, sizeof(res), "%s/results.json", dir);
+    snprintf(src, sizeof(src), "%s/results.json", g->run);
+    snprintf(log, sizeof(log), "%s/tampered.log", g->tmp);
+    char cmd[2000];
+    snprintf(cmd, sizeof(cmd), "mkdir -p '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+    char *text = slurp(src);
+    cJSON *doc = cJSON_Parse(text);
+    free(text);
+    assert_non_null(doc);
+    cJSON *metrics = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(doc, "summary"), 0), "metrics");
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(m, "class", "bogus");
+    cJSON_AddItemToObject(metrics, "x\x1b]0;owned\x07\x1b[2J\xc2\x9b" "31m", m);
+    text = cJSON_Print(doc);
+    cJSON_Delete(doc);
+    FILE *o = fopen(res, "w");
+    assert_non_null(o);
+    fputs(text, o);
+    fclose(o);
+    free(text);
+    static const char *const cmds[] = {"show '%s'", "plot '%s'", "compare '%s' '%s'", "merge '%s' --out '%s/m'", "history '%s/..'"};
+    for (int i = 0; i < 5; i++) {
+        char args[2000];
+        snprintf(args, sizeof(args), cmds[i], dir, dir);
+        assert_int_not_equal(tu_bench("/dev/null", "%s 2>'%s'", args, log), 0);
+        char *e = slurp(log);
+        assert_non_null(e);
+        if (!strstr(e, "metrics.x\\x1b]0;owned\\x07\\x1b[2J\\xc2\\x9b31m"))
+            fail_msg("bench %s: the metric's name is not quoted escaped:\n%s", cmds[i], e);
+        for (const unsigned char *c = (const unsigned char *)e; *c; c++)
+            if ((*c < 0x20 && *c != '\n') || *c == 0x7f || (c[0] == 0xc2 && c[1] >= 0x80 && c[1] <= 0x9f))
+                fail_msg("bench %s: a raw control byte 0x%02x on stderr", cmds[i], *c);
+        free(e);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_figures_written_by_run),
@@ -688,6 +733,7 @@ int main(void) {
         cmocka_unit_test(test_kv_figure_skipped_when_identical),
         cmocka_unit_test(test_alloc_figure),
         cmocka_unit_test(test_plot_bad_input),
+        cmocka_unit_test(test_error_messages_escaped),
         cmocka_unit_test(test_hostile_text_escaped),
         cmocka_unit_test(test_show_busy_noise),
     };

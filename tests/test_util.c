@@ -17,6 +17,7 @@
 #include "util/ut_buf.h"
 #include "util/ut_clock.h"
 #include "util/ut_fs.h"
+#include "util/ut_term.h"
 #include "util/ut_vec.h"
 
 static char tmpdir[512];
@@ -189,6 +190,24 @@ static void test_vec(void **state) {
     assert_int_equal(ut_vec_next_cap(0, SIZE_MAX), 0);
 }
 
+/* es_term: C0, DEL and C1 controls escaped, in UTF-8 (C2 80..C2 9F) and as stray bytes;
+ * printable UTF-8 whose continuation bytes fall in 0x80..0x9f kept whole; cut whole. */
+static void test_term_escape(void **state) {
+    (void)state;
+    char out[256];
+    assert_string_equal(es_term(out, sizeof(out), "a\x1b[31mb\x07\x7f"), "a\\x1b[31mb\\x07\\x7f");
+    assert_string_equal(es_term(out, sizeof(out), "\xc2\x9b" "2J"), "\\xc2\\x9b2J");
+    assert_string_equal(es_term(out, sizeof(out), "x\x9by"), "x\\x9by");
+    /* é (C3 A9), € (E2 82 AC), 😀 (F0 9F 98 80), non-breaking space (C2 A0): as they are */
+    assert_string_equal(es_term(out, sizeof(out), "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xc2\xa0"),
+                        "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xc2\xa0");
+    assert_string_equal(es_term(out, sizeof(out), "l1\nl2\t"), "l1\\x0al2\\x09");
+    assert_string_equal(es_term_lines(out, sizeof(out), "l1\nl2\t\x1b"), "l1\nl2\t\\x1b");
+    /* an escape that does not fit is left out whole, never cut to "\x1" */
+    assert_string_equal(es_term(out, 6, "ab\x1b"), "ab");
+    assert_string_equal(es_term(out, sizeof(out), NULL), "");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mkdirs_nested_and_existing),
@@ -198,6 +217,7 @@ int main(void) {
         cmocka_unit_test(test_clock_monotonic),
         cmocka_unit_test(test_buf),
         cmocka_unit_test(test_vec),
+        cmocka_unit_test(test_term_escape),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -11,14 +11,15 @@ static size_t ut_put_hex(char *dst, size_t o, size_t len, unsigned char c) {
     return 4;
 }
 
-char *es_term(char *dst, size_t len, const char *src) {
+static char *es_term_keep(char *dst, size_t len, const char *src, int keep_lines) {
     if (!len) return dst;
     size_t o = 0;
     int pending = 0; /* continuation bytes still due to the last UTF-8 lead byte */
     for (const unsigned char *s = (const unsigned char *)(src ? src : ""); *s; s++) {
         unsigned char c = *s;
         int cont = c >= 0x80 && c <= 0xbf;
-        int control = c < 0x20 || c == 0x7f || (cont && !pending && c <= 0x9f);
+        int kept = keep_lines && (c == '\n' || c == '\t');
+        int control = (c < 0x20 && !kept) || c == 0x7f || (cont && !pending && c <= 0x9f);
         /* U+0080..U+009F are C2 80..C2 9F: a terminal in UTF-8 mode reads them as one C1
          * control (U+009B is CSI), so both bytes are escaped */
         int c1_pair = c == 0xc2 && s[1] >= 0x80 && s[1] <= 0x9f;
@@ -38,3 +39,7 @@ char *es_term(char *dst, size_t len, const char *src) {
     dst[o] = 0;
     return dst;
 }
+
+char *es_term(char *dst, size_t len, const char *src) { return es_term_keep(dst, len, src, 0); }
+
+char *es_term_lines(char *dst, size_t len, const char *src) { return es_term_keep(dst, len, src, 1); }

@@ -12,5 +12,8 @@
  * that take it) as \xHH, so that ESC, CSI or BEL neither moves the cursor, recolours the
  * screen nor rings; everything else as it is. NULL is "". Returns dst. */
 char *es_term(char *dst, size_t len, const char *src);
+/* The same for a message of several lines: line feeds and tabs kept, every other control
+ * escaped. For error messages that quote a file's text (a results.json anyone may edit). */
+char *es_term_lines(char *dst, size_t len, const char *src);
 
 #endif

@@ -2,11 +2,13 @@
 #include "harness/cli/cliargs.h"
 
 #include <limits.h>
+#include <stdarg.h>
 #include <string.h>
 
 #include "harness/report/locations.h"
 #include "harness/spec/confine.h"
 #include "harness/spec/launch.h"
+#include "util/ut_term.h"
 
 /* Levenshtein distance, capped: options are short */
 static int cli_dist(const char *a, const char *b) {
@@ -79,4 +81,13 @@ int cli_launch_gate(const char *cmd, const struct scenario *s, int flag) {
     if (!rc) return 0;
     fprintf(stderr, "bench %s: %s: %s\n", cmd, s->file, why);
     return CLI_EXIT_USAGE;
+}
+
+void cli_say(const char *cmd, const char *fmt, ...) {
+    char raw[8192], safe[4 * sizeof(raw)];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(raw, sizeof(raw), fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "bench %s: %s\n", cmd, es_term_lines(safe, sizeof(safe), raw));
 }

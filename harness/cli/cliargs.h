@@ -20,6 +20,11 @@ void cli_allow_model_cache(void);
 /* --allow-read DIR of bench CMD: 0, or CLI_EXIT_USAGE after printing why. */
 int cli_allow_read(const char *cmd, const char *dir);
 
+/* "bench CMD: message\n" on stderr, the message's control characters escaped (line feeds
+ * kept): a message may quote a results.json, a scenario or a server, which anyone may have
+ * written, and an ESC in it must not reach the terminal. */
+void cli_say(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* The launch gate (harness/spec/launch.h) for bench CMD on s's selected variants: 0 when
  * nothing launches or it is allowed (flag: --allow-launch given); else CLI_EXIT_USAGE after
  * printing what would start and how to allow it. */

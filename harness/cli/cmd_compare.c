@@ -141,7 +141,7 @@ int cmd_compare(int argc, char **argv) {
             }
         } else if (!strcmp(x, "--ratio") && v) {
             if (cmp_parse_ratio(argv[++i], &ratios[nratios], err, sizeof(err))) {
-                fprintf(stderr, "bench compare: %s\n", err);
+                cli_say("compare", "%s", err);
                 goto out;
             }
             nratios++;
@@ -162,7 +162,7 @@ int cmd_compare(int argc, char **argv) {
     if (ab) {
         err[0] = 0;
         if (pa || (na = ab_load(ab, "a", &ra, err, sizeof(err))) < 0 || (nb = ab_load(ab, "b", &rb, err, sizeof(err))) < 0) {
-            fprintf(stderr, "bench compare: %s\n", pa ? "--ab DIR takes no other runs (bench compare --ab DIR)" : err);
+            cli_say("compare", "%s", pa ? "--ab DIR takes no other runs (bench compare --ab DIR)" : err);
             goto out;
         }
         if (na != nb) {
@@ -171,7 +171,7 @@ int cmd_compare(int argc, char **argv) {
             goto out;
         }
         if (cmp_paired(ra, rb, na, &o, &rep, err, sizeof(err))) {
-            fprintf(stderr, "bench compare: %s\n", err);
+            cli_say("compare", "%s", err);
             goto out;
         }
         cmp_print(stdout, &rep, fmt, show, &o);
@@ -184,11 +184,11 @@ int cmd_compare(int argc, char **argv) {
         goto out;
     }
     if (rr_load(pa, &a, err, sizeof(err)) || rr_load(pb, &b, err, sizeof(err))) {
-        fprintf(stderr, "bench compare: %s\n", err);
+        cli_say("compare", "%s", err);
         goto out;
     }
     if (cmp_docs(&a, &b, &o, &rep, err, sizeof(err))) {
-        fprintf(stderr, "bench compare: %s\n", err);
+        cli_say("compare", "%s", err);
         goto out;
     }
     for (int i = 0; i < nratios; i++)

@@ -254,7 +254,7 @@ int cmd_history(int argc, char **argv) {
         if (!nr) break;
         runs = nr;
         if (rr_load(p, &runs[n].d, err, sizeof(err))) {
-            fprintf(stderr, "bench history: skipping %s\n", err);
+            cli_say("history", "skipping %s", err);
             continue;
         }
         runs[n].partial = hist_is_partial(&runs[n].d);
@@ -312,13 +312,13 @@ int cmd_history(int argc, char **argv) {
         }
         int draw = pl_gnuplot_found(NULL);
         if (hist_plot(runs, n, metrics[q], outdir, draw, err, sizeof(err))) {
-            fprintf(stderr, "bench history: %s\n", err);
+            cli_say("history", "%s", err);
             rc = 1;
             continue;
         }
         drawn += draw;
     }
-    fprintf(stderr, "bench history: %d run%s of %s, %d figure%s in %s\n", n, n == 1 ? "" : "s", runs[0].d.scenario, drawn,
+    cli_say("history", "%d run%s of %s, %d figure%s in %s", n, n == 1 ? "" : "s", runs[0].d.scenario, drawn,
             drawn == 1 ? "" : "s", outdir);
 out:
     for (int i = 0; i < n; i++) rr_free(&runs[i].d);

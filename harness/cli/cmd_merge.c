@@ -64,7 +64,7 @@ int cmd_merge(int argc, char **argv) {
     rc = 1;
     mg_info info;
     if (mg_merge(in, n, &o, &doc, &info, err, sizeof(err))) {
-        fprintf(stderr, "bench merge: %s\nbench merge: nothing was written\n", err);
+        cli_say("merge", "%s\nbench merge: nothing was written", err);
         goto out;
     }
     char dir[PATH_MAX];
@@ -79,7 +79,7 @@ int cmd_merge(int argc, char **argv) {
         snprintf(dir, sizeof(dir), "results/%s/%s-merged", doc.scenario[0] ? doc.scenario : "merged", stamp);
     }
     if (mg_write(&doc, dir, err, sizeof(err))) {
-        fprintf(stderr, "bench merge: %s\n", err);
+        cli_say("merge", "%s", err);
         goto out;
     }
     fprintf(stderr, "bench merge: %d input%s, %d shard%s, %d record%s, %d machine type%s -> %s "

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "harness/cli/cliargs.h"
 #include "harness/report/plot.h"
 
 static void plot_usage(FILE *f) {
@@ -45,7 +46,7 @@ int cmd_plot(int argc, char **argv) {
     rr_doc d;
     char err[1024];
     if (rr_load(dir, &d, err, sizeof(err))) {
-        fprintf(stderr, "bench plot: %s\n", err);
+        cli_say("plot", "%s", err);
         return 2;
     }
     const char *term;
@@ -53,7 +54,7 @@ int cmd_plot(int argc, char **argv) {
     if (!found) fprintf(stderr, "bench plot: gnuplot not found (install gnuplot-nox); writing report.html without figures\n");
     else if (strcmp(term, "pngcairo")) fprintf(stderr, "bench plot: gnuplot has no pngcairo terminal; using png\n");
     int rc = pl_results(&d, &n, err, sizeof(err));
-    if (rc) fprintf(stderr, "bench plot: %s\n", err);
+    if (rc) cli_say("plot", "%s", err);
     else fprintf(stderr, "bench plot: %d figure%s in %s/plots, report in %s/report.html\n", n, n == 1 ? "" : "s", d.dir, d.dir);
     rr_free(&d);
     return rc ? 1 : 0;

@@ -42,7 +42,7 @@ int cmd_show(int argc, char **argv) {
     rr_doc d;
     char err[1024];
     if (rr_load(dir, &d, err, sizeof(err))) {
-        fprintf(stderr, "bench show: %s\n", err);
+        cli_say("show", "%s", err);
         return CLI_EXIT_USAGE;
     }
     sh_print(stdout, &d, all);
