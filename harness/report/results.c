@@ -839,7 +839,10 @@ void rs_print_table(FILE *f, const rs_input *in, const rm_model *sum) {
             const char *why = r->invalid_reason;
             for (int pi = 0; pi < r->nproc && !r->ok; pi++)
                 if (!r->procs[pi].ok) { why = r->procs[pi].reason; break; }
-            fprintf(f, "; rep %d %s: %s", r->rep - sum->warmup + 1, r->ok ? "invalid" : r->status, why);
+            /* a reason may quote a server's error body or a worker's last line: escaped */
+            char st[64], reason[2048];
+            fprintf(f, "; rep %d %s: %s", r->rep - sum->warmup + 1, r->ok ? "invalid" : es_term(st, sizeof(st), r->status),
+                    es_term(reason, sizeof(reason), why));
             break;
         }
         fputc('\n', f);
