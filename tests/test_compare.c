@@ -20,6 +20,7 @@
 #include "harness/report/compare.h"
 #include "harness/spec/stats.h"
 #include "tests/lib/testutil.h"
+#include "util/ut_fs.h"
 
 typedef struct fx {
     char tmp[512];
@@ -736,6 +737,43 @@ static void test_history_marks_step(void **state) {
     assert_true(file_has(gp, " #4 "));
 }
 
+/* The number a run's table advises ("run with --repeat K or more") is the number bench
+ * compare then asks for ("too few repetitions (n+n, need K+K)"): one function for both,
+ * for one variant (r3) and for four (a). */
+static int number_after(const char *path, const char *marker) {
+    char err[256];
+    char *t = ut_slurp(path, 1 << 22, NULL, err, sizeof(err));
+    if (!t) fail_msg("%s", err);
+    /* the table folds its notes at 100 columns */
+    for (char *c = t; *c; c++) *c = *c == '\n' ? ' ' : *c;
+    const char *at = strstr(t, marker);
+    int k = at ? atoi(at + strlen(marker)) : -1;
+    if (k < 0) fail_msg("no \"%s\" in %s:\n%s", marker, path, t);
+    free(t);
+    return k;
+}
+
+static void test_advice_matches_compare(void **state) {
+    (void)state;
+    if (!g) skip();
+    char same_dir[800], out[800];
+    snprintf(same_dir, sizeof(same_dir), "%s/r3_advice", g->tmp);
+    snprintf(out, sizeof(out), "%s/advice.txt", g->tmp);
+    edit_copy(g->r3, same_dir, "tpot_ms", same);
+    const char *pairs[2][2] = {{g->r3, same_dir}, {g->a, g->a2}};
+    int advised[2];
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(tu_bench(out, "show '%s' 2>&1", pairs[i][0]), 0);
+        advised[i] = number_after(out, "run with --repeat ");
+        assert_int_equal(tu_bench(out, "compare '%s' '%s' 2>&1", pairs[i][0], pairs[i][1]), CMP_EXIT_NOT_JUDGED);
+        char want[64];
+        snprintf(want, sizeof(want), "need %d+%d)", advised[i], advised[i]);
+        if (!file_has(out, want)) fail_msg("advised --repeat %d, but bench compare does not say \"%s\"", advised[i], want);
+    }
+    /* four variants' timed metrics are a larger family than one's: more repetitions */
+    assert_true(advised[1] > advised[0]);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_time_in_alloc_is_a_time),
@@ -749,6 +787,7 @@ int main(void) {
         cmocka_unit_test(test_injected_regression_caught),
         cmocka_unit_test(test_edited_copy),
         cmocka_unit_test(test_three_repetitions_never_pass),
+        cmocka_unit_test(test_advice_matches_compare),
         cmocka_unit_test(test_bad_arguments),
         cmocka_unit_test(test_history_marks_step),
     };

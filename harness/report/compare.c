@@ -165,6 +165,16 @@ int cmp_reps_needed(double level) {
     return 64;
 }
 
+int cmp_reps_to_compare(const rm_model *sum) {
+    int m = 0;
+    for (int i = 0; i < sum->n; i++)
+        for (int j = 0; j < sum->v[i].n; j++) {
+            const rm_metric *x = &sum->v[i].m[j];
+            m += x->n > 0 && cmp_of(cmp_decl(x, x, x->name, x->unit).cls) == CMP_TIMED;
+        }
+    return cmp_reps_needed(CMP_ALPHA / (m > 0 ? m : 1));
+}
+
 void cmp_holm(const double *p, int n, double *adj) {
     int m = 0;
     for (int i = 0; i < n; i++) {

@@ -167,6 +167,10 @@ int cmp_exit_status(const cmp_report *r);
 void cmp_holm(const double *p, int n, double *adj);
 /* The fewest repetitions a side whose most extreme ranking reaches p <= level (two-sided). */
 int cmp_reps_needed(double level);
+/* The repetitions a side that bench compare needs to test the times of a run like sum
+ * against another like it: its timed metrics over all variants are one Holm family of m,
+ * so cmp_reps_needed(0.05 / m), what the verdict "too few repetitions (need N+N)" says. */
+int cmp_reps_to_compare(const rm_model *sum);
 
 typedef enum cmp_format { CMP_FMT_TABLE, CMP_FMT_MARKDOWN, CMP_FMT_JSON } cmp_format;
 /* Which rows: */

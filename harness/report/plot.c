@@ -1,4 +1,5 @@
 /* Figures by gnuplot, and report.html. See plot.h for what each figure shows. */
+#include "harness/report/compare.h"
 #include "harness/report/plot.h"
 
 #include <cJSON.h>
@@ -963,7 +964,7 @@ static void pl_html_summary(FILE *f, const rr_doc *d) {
     fprintf(f, "</table>\n%s", named < nm ? "</details>\n" : "");
     if (d->n && min_reps != INT_MAX) {
         char note[512];
-        rs_repetitions_note(note, sizeof(note), min_reps);
+        rs_repetitions_note(note, sizeof(note), min_reps, cmp_reps_to_compare(d));
         fprintf(f, "<p id=\"repetitions-note\">");
         pl_html_text(f, note);
         fprintf(f, "</p>\n");

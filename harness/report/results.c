@@ -22,6 +22,7 @@
 #include "harness/parent/perfev.h"
 #include "harness/report/serve_report.h"
 #include "harness/report/http_report.h"
+#include "harness/report/compare.h"
 #include "harness/report/escape.h"
 #include "harness/report/locations.h"
 #include "util/ut_vec.h"
@@ -738,24 +739,24 @@ void rs_fmt_value(char *buf, size_t len, double v, double half, int n, const cha
     else snprintf(buf, len, "%.*f", prec, v);
 }
 
-void rs_repetitions_note(char *buf, size_t len, int reps) {
+void rs_repetitions_note(char *buf, size_t len, int reps, int need) {
     if (reps <= 0)
         snprintf(buf, len,
                  "No repetition was counted (the run was interrupted before one finished, or every one failed): "
                  "there are no medians to show, and no figures to draw.");
-    else if (reps >= 4)
+    else if (reps >= need)
         snprintf(buf, len,
-                 "%d repetitions per variant: bench compare can test times between two such runs "
-                 "(Mann-Whitney over all timed metrics together, Holm-adjusted: 4 + 4 for one metric, 8 + 8 for a "
-                 "hundred; it says how many it needs); more repetitions (--repeat N) narrow the CIs.",
-                 reps);
+                 "%d repetitions per variant: bench compare can test times between two such runs (Mann-Whitney "
+                 "over this run's timed metrics together, Holm-adjusted: %d + %d needed); more repetitions "
+                 "(--repeat N) narrow the CIs.",
+                 reps, need, need);
     else
         snprintf(buf, len,
                  "%d repetition%s per variant: enough for the medians and the deterministic figures (faults, "
-                 "memory, counters), not for bench compare to test times (it needs 4 + 4 for one timed metric, "
-                 "more for many, and below that flags only changes > 50%% with the ranges apart). For times, run "
-                 "with --repeat 5 or more.",
-                 reps, reps == 1 ? "" : "s");
+                 "memory, counters), not for bench compare to test times (with this run's timed metrics tested "
+                 "together it needs %d + %d, and below that flags only changes > 50%% with the ranges apart). "
+                 "For times, run with --repeat %d or more.",
+                 reps, reps == 1 ? "" : "s", need, need, need);
 }
 
 void rs_print_folded(FILE *f, const char *note) {
@@ -823,7 +824,7 @@ void rs_print_table(FILE *f, const rs_input *in, const rm_model *sum) {
     int reps = INT_MAX;
     for (int i = 0; i < sum->n; i++) reps = sum->v[i].counted < reps ? sum->v[i].counted : reps;
     char note[512];
-    rs_repetitions_note(note, sizeof(note), reps);
+    rs_repetitions_note(note, sizeof(note), reps, cmp_reps_to_compare(sum));
     rs_print_folded(f, note);
     /* and whether the machine was quiet while they ran */
     rm_busy_note(sum, note, sizeof(note));

@@ -64,8 +64,10 @@ const char *rs_metric_title_at(int rank); /* NULL past the last row */
 /* A median and half its CI as the table prints them: digits by magnitude, counts whole,
  * never an exponent. */
 void rs_fmt_value(char *buf, size_t len, double median, double half, int n, const char *unit);
-/* One sentence: what `reps` counted repetitions per variant can and cannot show, and how to get more. */
-void rs_repetitions_note(char *buf, size_t len, int reps);
+/* One sentence: what `reps` counted repetitions per variant can and cannot show, and how to get
+ * more: `need` repetitions a side let bench compare test this run's times against another
+ * like it (cmp_reps_to_compare), the number its "too few repetitions" verdict would ask for. */
+void rs_repetitions_note(char *buf, size_t len, int reps, int need);
 
 /* One sentence warning that `busy` of `counted` repetitions ran on a busy machine (other
  * processes up to `others` of the `cpus` CPUs, the hypervisor up to `steal`, load average up

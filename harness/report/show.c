@@ -1,4 +1,5 @@
 /* bench show's table (show.h): bench run's rows and digits, read back from results.json. */
+#include "harness/report/compare.h"
 #include "harness/report/show.h"
 
 #include <limits.h>
@@ -83,7 +84,7 @@ void sh_print(FILE *f, const rr_doc *d, int all) {
     if (others && !all) fprintf(f, "(%d more metric%s: bench show --all %s)\n", others, others == 1 ? "" : "s", d->dir);
     (void)shown;
     char note[512];
-    rs_repetitions_note(note, sizeof(note), min_reps == INT_MAX ? 0 : min_reps);
+    rs_repetitions_note(note, sizeof(note), min_reps == INT_MAX ? 0 : min_reps, cmp_reps_to_compare(d));
     rs_print_folded(f, note);
     rm_busy_note(d, note, sizeof(note));
     if (note[0]) rs_print_folded(f, note);
