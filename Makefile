@@ -87,6 +87,11 @@ TESTS        := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 SLOW_TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(SLOW_SRC))
 TESTLIB_OBJ  := $(call obj,$(TESTLIB_SRC))
 
+# make run, test and test-slow build with one job per core unless -j was given (make 4.3
+# cannot raise the jobs of the make already running, only of the sub-makes it starts)
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+SUBMAKE_J = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(JOBS))
+
 .PHONY: all test test-slow run debug asan valgrind clean deps deps-run tests-build slow-tests-build tools archgraph install FORCE
 all: $(BUILD)/bench $(MODULES)
 
@@ -231,8 +236,8 @@ $(BUILD)/tools/%: $(call obj,tools/%.c) $(BUILD)/libbench.a
 
 # The test suite runs on the sanitizer build.
 test: deps
-	@$(MAKE) --no-print-directory BUILD=build/asan SAN=1 OPT=-O1 tests-build
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory $(SUBMAKE_J) BUILD=build/asan SAN=1 OPT=-O1 tests-build
+	@$(MAKE) --no-print-directory $(SUBMAKE_J) all
 	@bash scripts/depcheck.sh build/asan
 	@bash scripts/funclen.sh
 	@BENCH_SHARED=$(SHARED) bash tests/run.sh build/asan
@@ -240,12 +245,16 @@ test: deps
 # The slow tests (tests/slow_*.c, a few minutes: docs/reliability.md), which CI runs after make test.
 slow-tests-build: $(BUILD)/bench $(MODULES) $(SLOW_TESTS)
 test-slow: deps
-	@$(MAKE) --no-print-directory BUILD=build/asan SAN=1 OPT=-O1 slow-tests-build
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory $(SUBMAKE_J) BUILD=build/asan SAN=1 OPT=-O1 slow-tests-build
+	@$(MAKE) --no-print-directory $(SUBMAKE_J) all
 	@BENCH_SHARED=$(SHARED) BENCH_TEST_GLOB='slow_*' bash tests/run.sh build/asan
 
 # The main job: release build, the default model (synth llama-110m, cached), the mmap vs pread scenario.
-run: deps-run all
+# The build is a sub-make, read after deps-run has installed pkg-config and the -dev packages:
+# this make's flags were computed before (without pkg-config's -I flags), and a stamp written
+# from them would make the next `make test` rebuild every object.
+run: deps-run
+	@$(MAKE) --no-print-directory $(SUBMAKE_J) all
 	$(BUILD)/bench run scenarios/mmap_vs_pread.json
 
 debug:
