@@ -10,12 +10,14 @@
 #include <cmocka.h>
 
 #include <cJSON.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
@@ -27,6 +29,7 @@
 #include "tests/lib/harness_jsonschema.h"
 #include "harness/parent/memcg.h"
 #include "tests/lib/testutil.h"
+#include "util/ut_fs.h"
 
 typedef struct fx {
     char tmp[512];
@@ -493,6 +496,73 @@ static void test_multiprocess_pss(void **state) {
     cJSON_Delete(doc);
 }
 
+/* Another bench on the same model file (two runs at once spoil each other's page-cache
+ * states): a live process named bench with a mark in the model cache's in-use folder is
+ * named on stderr; a stale mark (its process gone) is removed and says nothing; the run's
+ * own mark is gone when it ends. */
+static void test_other_bench_on_model_named(void **state) {
+    TU_NEED(*state);
+    fx *f = *state;
+    char cache[700], inuse[800], log[800], out[800], mark[1000], stale[1000];
+    snprintf(cache, sizeof(cache), "%s/cache_inuse", f->tmp);
+    snprintf(inuse, sizeof(inuse), "%s/in-use", cache);
+    snprintf(log, sizeof(log), "%s/inuse.log", f->tmp);
+    assert_int_equal(ut_mkdirs(inuse), 0);
+    struct stat st;
+    assert_int_equal(stat(f->model, &st), 0);
+    /* a stand-in for the other run: a live process whose name is bench */
+    int ready[2];
+    assert_int_equal(pipe(ready), 0);
+    pid_t other = fork();
+    assert_true(other >= 0);
+    if (other == 0) {
+        prctl(PR_SET_NAME, "bench", 0, 0, 0);
+        if (write(ready[1], "x", 1) != 1) _exit(1);
+        for (int i = 0; i < 600; i++) sleep(1);
+        _exit(0);
+    }
+    char c;
+    assert_int_equal(read(ready[0], &c, 1), 1);
+    close(ready[0]);
+    close(ready[1]);
+    /* and a mark left by a run killed long ago: a pid that is no process */
+    pid_t gone = fork();
+    if (gone == 0) _exit(0);
+    waitpid(gone, NULL, 0);
+    snprintf(mark, sizeof(mark), "%s/%llx-%llx.%d", inuse, (unsigned long long)st.st_dev, (unsigned long long)st.st_ino, (int)other);
+    snprintf(stale, sizeof(stale), "%s/%llx-%llx.%d", inuse, (unsigned long long)st.st_dev, (unsigned long long)st.st_ino, (int)gone);
+    FILE *o = fopen(mark, "w");
+    assert_non_null(o);
+    fclose(o);
+    o = fopen(stale, "w");
+    assert_non_null(o);
+    fclose(o);
+    const char *sc = scenario_file(f, "inuse", "\"workload\": {\"prompt_tokens\": 4, \"generate\": 2}, \"repetitions\": 1,"
+                                   " \"warmup\": 0, \"cache\": \"warm\"");
+    snprintf(out, sizeof(out), "%s/out_inuse", f->tmp);
+    setenv("BENCH_MODEL_CACHE", cache, 1);
+    int rc = tu_bench("/dev/null", "run '%s' --out '%s' 2>'%s'", sc, out, log);
+    unsetenv("BENCH_MODEL_CACHE");
+    char want[200];
+    snprintf(want, sizeof(want), "another bench (pid %d) uses", (int)other);
+    char err[256];
+    char *text = ut_slurp(log, 1 << 20, NULL, err, sizeof(err));
+    kill(other, SIGKILL);
+    waitpid(other, NULL, 0);
+    assert_non_null(text);
+    if (!strstr(text, want)) fail_msg("no \"%s\" in:\n%s", want, text);
+    free(text);
+    assert_int_equal(rc, 0);
+    /* the stale mark went, and the run's own: only the stand-in's is left */
+    assert_int_not_equal(stat(stale, &st), 0);
+    DIR *d = opendir(inuse);
+    assert_non_null(d);
+    int n = 0;
+    for (struct dirent *de; (de = readdir(d));) n += de->d_name[0] != '.';
+    closedir(d);
+    assert_int_equal(n, 1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_child_segfaults),
@@ -503,6 +573,7 @@ int main(void) {
         cmocka_unit_test(test_interrupt_keeps_finished_runs),
         cmocka_unit_test(test_residency_evict_and_warm),
         cmocka_unit_test(test_cold_and_warm_runs),
+        cmocka_unit_test(test_other_bench_on_model_named),
         cmocka_unit_test(test_results_validate_against_schema),
         cmocka_unit_test(test_multiprocess_pss),
         cmocka_unit_test(test_kv_timeline_steps),

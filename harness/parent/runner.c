@@ -68,6 +68,8 @@ static int rn_pin(const char *path, char **resolved, unsigned long long *dev, un
     return 0;
 }
 
+static void rn_mark_use(const scenario *s, const char *cache_dir, rn_model_files *mf);
+
 int rn_prepare_model(scenario *s, const char *cache_dir, rn_model_files *mf, char *err, size_t errlen) {
     memset(mf, 0, sizeof(*mf));
     if (s->synth && !s->model_path) {
@@ -117,10 +119,27 @@ int rn_prepare_model(scenario *s, const char *cache_dir, rn_model_files *mf, cha
     }
     mf->bytes = model_weight_bytes(m);
     model_free(m);
+    rn_mark_use(s, cache_dir, mf);
     return 0;
 }
 
+/* This run's mark on the model file, and a word when another bench uses it now. */
+static void rn_mark_use(const scenario *s, const char *cache_dir, rn_model_files *mf) {
+    char dir[PATH_MAX], e[PATH_MAX + 128];
+    snprintf(dir, sizeof(dir), "%s/in-use", cache_dir);
+    if (mu_enter(dir, s->model_dev, s->model_ino, &mf->use, e, sizeof(e))) {
+        fprintf(stderr, "bench: note: cannot mark the model in use (%s): another bench on it would go unnoticed\n", e);
+        return;
+    }
+    int other = mu_other(&mf->use);
+    if (other)
+        fprintf(stderr, "bench: note: another bench (pid %d) uses %s now: its cold repetitions evict the pages the "
+                "warm ones read, and the other way round; run one at a time for page-cache figures\n", other,
+                s->model_resolved);
+}
+
 void rn_model_files_free(rn_model_files *mf) {
+    mu_leave(&mf->use);
     for (int i = 0; i < mf->n; i++) free(mf->path[i]);
     free(mf->path);
     memset(mf, 0, sizeof(*mf));
@@ -571,7 +590,15 @@ static void rn_cache(const scenario *s, const rn_model_files *mf, const sc_varia
         run->total_pages += t;
     }
     double pct = run->total_pages ? 100.0 * (double)run->resident_pages / (double)run->total_pages : 0;
-    if (cold && pct > RN_COLD_MAX_PCT) {
+    int other = (cold && pct > RN_COLD_MAX_PCT) || (!cold && pct < RN_WARM_MIN_PCT) ? mu_other(&mf->use) : 0;
+    if (other) {
+        /* another bench's reads or evictions, not this machine's memory, moved the pages */
+        run->cache_ok = 0;
+        rn_setf(run->invalid_reason, sizeof(run->invalid_reason),
+                 "%s cache: %.1f%% of the model's pages resident (want %s %.0f%%), and another bench (pid %d) uses "
+                 "the model file now: run one at a time", cold ? "cold" : "warm", pct, cold ? "<=" : ">=",
+                 cold ? RN_COLD_MAX_PCT : RN_WARM_MIN_PCT, other);
+    } else if (cold && pct > RN_COLD_MAX_PCT) {
         run->cache_ok = 0;
         rn_setf(run->invalid_reason, sizeof(run->invalid_reason),
                  "cold cache: %.1f%% of the model's pages still resident after POSIX_FADV_DONTNEED (want <= %.0f%%); "

@@ -30,6 +30,7 @@
 #include "harness/parent/sysload.h"
 #include "harness/parent/perfev.h"
 #include "harness/parent/memcg.h"
+#include "harness/parent/modeluse.h"
 #include "harness/parent/procmem.h"
 #include "harness/spec/scenario.h"
 #include "harness/parent/accuracy_run.h"
@@ -170,6 +171,7 @@ typedef struct rn_model_files {
     int n;
     char **path;                    /* canonical (realpath) paths: what smaps prints */
     uint64_t bytes;                 /* weights bytes of the model */
+    mu_mark use;                    /* this run's mark on the model file (modeluse.h) */
 } rn_model_files;
 
 typedef struct rn_opts {
@@ -197,7 +199,9 @@ typedef struct rn_result {
 } rn_result;
 
 /* Makes the model ready: a synth spec is generated into cache_dir (once) and
- * s->model_path set; then the model's headers are read for its files. */
+ * s->model_path set; then the model's headers are read for its files. Leaves this run's
+ * mark on the model file in cache_dir/in-use (modeluse.h), and says on stderr when another
+ * bench uses the same file now. */
 int rn_prepare_model(scenario *s, const char *cache_dir, rn_model_files *mf, char *err, size_t errlen);
 void rn_model_files_free(rn_model_files *mf);
 
