@@ -100,6 +100,28 @@ static int hs_bool(const cJSON *root, const char *key, int *out, char *err, size
     return 0;
 }
 
+/* The text prompt into r->ids (room for max_new more); the count, or -1 with err. The
+ * prompt may take max_pos - max_new + 1 ids (BOS included): a text too long for that is
+ * refused before it is encoded (tokenizer_max_text_bytes), and the encoding stops there,
+ * so a megabytes-long prompt costs its bytes, not the merges' memory and seconds. */
+static int hs_encode(const tokenizer *tok, const char *text, int max_pos, hs_req *r, char *err, size_t errlen) {
+    int max_ids = max_pos - r->max_new + 1;     /* >= 1: max_tokens <= max_pos */
+    size_t len = strlen(text), max_len = tokenizer_max_text_bytes(tok, max_ids - 1);
+    if (len > max_len)
+        return hs_errf(err, errlen, "prompt: %zu bytes of text + max_tokens (%d) - 1 exceed the context (%d positions): "
+                       "more than %zu bytes cannot encode to the %d tokens left", len, r->max_new, max_pos, max_len, max_ids);
+    r->ids = malloc(((size_t)max_ids + (size_t)r->max_new) * sizeof(int));
+    if (!r->ids) return hs_errf(err, errlen, "out of memory");
+    char e2[256];
+    int n = tokenizer_encode(tok, text, 1, 0, r->ids, max_ids, e2, sizeof(e2));
+    /* the tokenizer's words for "more than max_ids" (tokenizer.c, bpe.c); any other failure is the text's own */
+    if (n < 0 && strstr(e2, "needs more than"))
+        return hs_errf(err, errlen, "prompt: the text needs more than %d tokens (BOS included): prompt + max_tokens (%d) - 1 exceed the context "
+                       "(%d positions)", max_ids, r->max_new, max_pos);
+    if (n < 0) return hs_errf(err, errlen, "prompt: %s", e2);
+    return n;
+}
+
 /* The body into r; every error names the field and what was expected. */
 static int hs_parse(hs_server *s, const char *body, size_t len, hs_req *r, char *err, size_t errlen) {
     memset(r, 0, sizeof(*r));
@@ -154,18 +176,7 @@ static int hs_parse(hs_server *s, const char *body, size_t len, hs_req *r, char 
             hs_errf(err, errlen, "prompt: the model has no vocabulary: give the prompt as token ids");
             goto bad;
         }
-        size_t cap = strlen(v->valuestring) + 8;
-        r->ids = malloc((cap + (size_t)r->max_new) * sizeof(int));
-        if (!r->ids) {
-            hs_errf(err, errlen, "out of memory");
-            goto bad;
-        }
-        char e2[256];
-        n = tokenizer_encode(tok, v->valuestring, 1, 0, r->ids, (int)cap, e2, sizeof(e2));
-        if (n < 0) {
-            hs_errf(err, errlen, "prompt: %s", e2);
-            goto bad;
-        }
+        if ((n = hs_encode(tok, v->valuestring, max_pos, r, err, errlen)) < 0) goto bad;
     } else if (cJSON_IsArray(v)) {
         int count = cJSON_GetArraySize(v);
         if (count < 1 || count > max_pos) {

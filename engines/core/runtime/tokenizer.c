@@ -50,6 +50,7 @@ struct tokenizer {
     uint32_t mask;          /* capacity - 1; capacity a power of two >= 2n */
 
     int32_t byte_id[256];   /* id of <0xNN>, -1 when absent */
+    uint32_t max_piece;     /* bytes of normalised text one id stands for, at most: the longest piece, or 4 (a character) */
 
     /* decoding: what each id prints */
     char *dec;              /* NUL-separated decoded texts */
@@ -195,8 +196,12 @@ int tokenizer_create_ex(const model_vocab *v, unsigned flags, tokenizer **out, c
     for (int b = 0; b < 256; b++) t->byte_id[b] = -1;
 
     size_t pos = 0;
+    t->max_piece = 4;     /* <unk> stands for one character, at most 4 bytes */
     for (int i = 0; i < n; i++) {
         size_t l = strlen(v->tokens[i]);
+        /* every piece, not only those encoding can make: a bound, never short (a byte-level
+         * piece stands for at most as many bytes as it has; <0xNN> for one) */
+        if (l > t->max_piece) t->max_piece = (uint32_t)l;
         memcpy(t->blob + pos, v->tokens[i], l + 1);
         t->off[i] = (uint32_t)pos;
         t->len[i] = (uint32_t)l;
@@ -265,6 +270,29 @@ int tokenizer_eos(const tokenizer *t) { return t->eos; }
 int tokenizer_vocab_size(const tokenizer *t) { return t->n; }
 
 /* ---- encoding ---- */
+
+/* How many bytes of the caller's text one byte of the normalised text stands for, at most.
+ * SentencePiece: a space becomes U+2581 or stays, never shorter; where the pieces spell
+ * spaces ' ', a U+2581 in the text (3 bytes) becomes 1. A Unicode normalizer deletes no
+ * character and composes at most 4 code points (the longest canonical decomposition) into
+ * one, each from a character of at most 4 bytes: 16 bytes into at least 1. */
+static size_t text_per_norm_byte(const tokenizer *t) {
+    size_t f = !t->bpe && !t->space_sym ? 3 : 1;
+    return t->normalize != MODEL_NORM_NONE ? 16 * f : f;
+}
+
+size_t tokenizer_max_text_bytes(const tokenizer *t, int n_tokens) {
+    if (n_tokens <= 0) return 0;
+    size_t per_id = t->max_piece * text_per_norm_byte(t);
+    return (size_t)n_tokens > SIZE_MAX / per_id ? SIZE_MAX : (size_t)n_tokens * per_id;
+}
+
+/* 1 when nl bytes of normalised text need more than room ids: each id stands for at most
+ * max_piece bytes. Checked before the merges, so an over-long text costs one pass, not the
+ * merges' memory (about 70 bytes a byte) and time. */
+static int norm_too_long(const tokenizer *t, size_t nl, int room) {
+    return room < 0 || nl / t->max_piece + (nl % t->max_piece != 0) > (size_t)room;
+}
 
 typedef struct {
     uint32_t start;         /* byte offset in the normalised text */
@@ -348,6 +376,11 @@ int tokenizer_encode(const tokenizer *t, const char *text, int bos, int eos,
     if (bos) EMIT(t->bos);
 
     size_t tl = strlen(text);
+    int room = max_ids - n_ids - (eos != 0);     /* ids left for the text */
+    if (norm_too_long(t, tl / text_per_norm_byte(t), room)) {
+        bench_errf(err, errlen, "tokenizer: the text needs more than %d tokens", max_ids);
+        goto err;
+    }
     /* 0: tokenizer.json's normalizer (NFC for Qwen2), before anything splits the text, as
      * Hugging Face's tokenizers does */
     if (t->normalize != MODEL_NORM_NONE && tl > 0) {
@@ -373,6 +406,10 @@ int tokenizer_encode(const tokenizer *t, const char *text, int bos, int eos,
         tl = (size_t)ul;
     }
     if (t->bpe) {
+        if (norm_too_long(t, tl, room)) {
+            bench_errf(err, errlen, "tokenizer: the text needs more than %d tokens", max_ids);
+            goto err;
+        }
         if (bpe_encode(t->bpe, text, tl, ids, &n_ids, max_ids, err, errlen)) goto err;
     } else if (tl > 0) {
         if (tl > (UINT32_MAX - 3) / 3 - 1) {
@@ -402,6 +439,10 @@ int tokenizer_encode(const tokenizer *t, const char *text, int bos, int eos,
                 i += 2;
             } else
                 norm[nl++] = text[i];
+        }
+        if (norm_too_long(t, nl, room)) {
+            bench_errf(err, errlen, "tokenizer: the text needs more than %d tokens", max_ids);
+            goto err;
         }
 
         /* 3: one symbol per UTF-8 character. A malformed sequence is cut at the first
