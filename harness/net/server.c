@@ -151,7 +151,7 @@ static int hs_encode(const tokenizer *tok, const char *text, int max_pos, hs_req
     size_t len = strlen(text), max_len = tokenizer_max_text_bytes(tok, max_ids - 1);
     if (len > max_len)
         return hs_errf(err, errlen, "prompt: %zu bytes of text + max_tokens (%d) - 1 exceed the context (%d positions): "
-                       "more than %zu bytes cannot encode to the %d tokens left", len, r->max_new, max_pos, max_len, max_ids);
+                       "more than %zu bytes cannot encode to the %d tokens left after BOS", len, r->max_new, max_pos, max_len, max_ids - 1);
     r->ids = malloc(((size_t)max_ids + (size_t)r->max_new) * sizeof(int));
     if (!r->ids) return hs_errf(err, errlen, "out of memory");
     char e2[256];

@@ -355,6 +355,25 @@ static uint32_t utf8_len(unsigned char c) {
     return c < 0xc0 ? 1 : c < 0xe0 ? 2 : c < 0xf0 ? 3 : c < 0xf8 ? 4 : 1;
 }
 
+/* text (*tl bytes) in the vocabulary's Unicode form: *out (utf8proc's malloc) and its *tl. */
+static int unicode_normalize(const tokenizer *t, const char *text, size_t *tl, utf8proc_uint8_t **out, char *err, size_t errlen) {
+    int opt = UTF8PROC_STABLE;
+    switch (t->normalize) {
+    case MODEL_NORM_NFC: opt |= UTF8PROC_COMPOSE; break;
+    case MODEL_NORM_NFD: opt |= UTF8PROC_DECOMPOSE; break;
+    case MODEL_NORM_NFKC: opt |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT; break;
+    case MODEL_NORM_NFKD: opt |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT; break;
+    case MODEL_NORM_NONE: break;
+    }
+    if (*tl > (size_t)PTRDIFF_MAX / 8) return bench_errf(err, errlen, "tokenizer: text of %zu bytes is too long", *tl);
+    utf8proc_ssize_t ul = utf8proc_map((const utf8proc_uint8_t *)text, (utf8proc_ssize_t)*tl, out, (utf8proc_option_t)opt);
+    if (ul < 0)
+        return bench_errf(err, errlen, "tokenizer: the vocabulary's %s normalizer needs UTF-8 text: %s", model_norm_name(t->normalize),
+                          utf8proc_errmsg(ul));
+    *tl = (size_t)ul;
+    return 0;
+}
+
 int tokenizer_encode(const tokenizer *t, const char *text, int bos, int eos,
                      int *ids, int max_ids, char *err, size_t errlen) {
     int n_ids = 0;
@@ -384,26 +403,8 @@ int tokenizer_encode(const tokenizer *t, const char *text, int bos, int eos,
     /* 0: tokenizer.json's normalizer (NFC for Qwen2), before anything splits the text, as
      * Hugging Face's tokenizers does */
     if (t->normalize != MODEL_NORM_NONE && tl > 0) {
-        int opt = UTF8PROC_STABLE;
-        switch (t->normalize) {
-        case MODEL_NORM_NFC: opt |= UTF8PROC_COMPOSE; break;
-        case MODEL_NORM_NFD: opt |= UTF8PROC_DECOMPOSE; break;
-        case MODEL_NORM_NFKC: opt |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT; break;
-        case MODEL_NORM_NFKD: opt |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT; break;
-        case MODEL_NORM_NONE: break;
-        }
-        if (tl > (size_t)PTRDIFF_MAX / 8) {
-            bench_errf(err, errlen, "tokenizer: text of %zu bytes is too long", tl);
-            goto err;
-        }
-        utf8proc_ssize_t ul = utf8proc_map((const utf8proc_uint8_t *)text, (utf8proc_ssize_t)tl, &uni, (utf8proc_option_t)opt);
-        if (ul < 0) {
-            bench_errf(err, errlen, "tokenizer: the vocabulary's %s normalizer needs UTF-8 text: %s", model_norm_name(t->normalize),
-                       utf8proc_errmsg(ul));
-            goto err;
-        }
+        if (unicode_normalize(t, text, &tl, &uni, err, errlen)) goto err;
         text = (const char *)uni;
-        tl = (size_t)ul;
     }
     if (t->bpe) {
         if (norm_too_long(t, tl, room)) {
