@@ -36,7 +36,8 @@ typedef struct hs_opts {
     /* (test hook; NULL: none) misbehave on purpose, for the http target's fault tests:
      * "refuse" 503 to every completion; "close-early" a stream cut after 2 tokens;
      * "malformed" a stream whose second event is not JSON; "never-ready" /health 503;
-     * "die" the process exits in the middle of the first stream */
+     * "die" the process exits in the middle of the first stream; "slow" 50 ms a token, so that
+     * requests queue behind the one running */
     const char *fault;
     /* limits (0: the default in brackets) */
     int header_timeout_s;       /* [60] request line and headers complete within this (nginx client_header_timeout) */
