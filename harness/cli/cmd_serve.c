@@ -9,6 +9,7 @@
 
 #include "util/ut_clock.h"
 #include "commands.h"
+#include "harness/child/mapguard.h"
 #include "harness/cli/cliargs.h"
 #include "harness/net/server.h"
 #include "engines/core/runtime/engine.h"
@@ -20,7 +21,8 @@ static void usage(FILE *f) {
             "                   [--name ID] [--threads N] [--ctx N] [--loader NAME] [--loader-opt k=v,...]\n"
             "                   [--kv NAME] [--kv-opt k=v,...] [--alloc NAME] [--alloc-opt k=v,...]\n"
             "                   [--kernels NAME] [--no-repack] [--cache-type T[/T]] [--device cpu|cuda]\n"
-            "                   [--device-opt k=v,...]\n\n"
+            "                   [--device-opt k=v,...] [--header-timeout S] [--body-timeout S]\n"
+            "                   [--max-connections N] [--max-per-ip N]\n\n"
             "Serves one engine (the modules as bench generate takes them) over an OpenAI-compatible API\n"
             "until SIGINT or SIGTERM:\n"
             "  POST /v1/completions  prompt as text or token ids; max_tokens, stream (server-sent events),\n"
@@ -30,11 +32,21 @@ static void usage(FILE *f) {
             "  GET  /v1/models       the model's id (--name, default: bench) and context\n"
             "One request runs at a time; the others wait their turn.\n\n"
             "  --host ADDR       the IPv4 address to listen on (default 127.0.0.1: this machine only)\n"
-            "  --port N          default 8080; 0: any free port, written to --port-file FILE once listening\n\n"
-            "Exit status: 0 stopped by a signal; 1 the model, the engine or the address failed; 2 a usage error.\n\n"
+            "  --port N          default 8080; 0: any free port, written to --port-file FILE once listening\n"
+            "  --header-timeout S  a client's request line and headers must arrive within S seconds, however\n"
+            "                    slowly they trickle (default %d, as nginx's client_header_timeout)\n"
+            "  --body-timeout S  its body within S seconds after them (default %d)\n"
+            "  --max-connections N  connections at once (default %d); more are closed as they come\n"
+            "  --max-per-ip N    connections at once from one client address (default %d)\n"
+            "On SIGINT or SIGTERM the requests waiting their turn get 503, the one running ends at its next\n"
+            "token, and the server exits. A model file truncated or rewritten while mapped (--loader mmap)\n"
+            "fails the request reading it (500, naming the file) and stops the server.\n\n"
+            "Exit status: 0 stopped by a signal; 1 the model, the engine or the address failed; 2 a usage error;\n"
+            "%d the model file changed under its mapping while serving.\n\n"
             "example:\n"
             "  bench serve --model ../shared/models/stories260K.bin --tokenizer ../shared/models/tok512.bin --port 8080\n"
-            "  curl -N localhost:8080/v1/completions -d '{\"prompt\": \"The little dog\", \"max_tokens\": 32, \"stream\": true}'\n");
+            "  curl -N localhost:8080/v1/completions -d '{\"prompt\": \"The little dog\", \"max_tokens\": 32, \"stream\": true}'\n",
+            HS_HEADER_TIMEOUT_S, HS_BODY_TIMEOUT_S, HS_MAX_CONNECTIONS, HS_MAX_PER_IP, MG_EXIT_CHANGED);
 }
 
 static int sv_int(const char *opt, const char *v, long lo, long hi, int *out) {
@@ -64,6 +76,10 @@ int cmd_serve(int argc, char **argv) {
         else if (ARG("--port")) { if (sv_int(a, v, 0, 65535, &ho.port)) return CLI_EXIT_USAGE; }
         else if (ARG("--port-file")) port_file = v;
         else if (ARG("--name")) ho.model_name = v;
+        else if (ARG("--header-timeout")) { if (sv_int(a, v, 1, 86400, &ho.header_timeout_s)) return CLI_EXIT_USAGE; }
+        else if (ARG("--body-timeout")) { if (sv_int(a, v, 1, 86400, &ho.body_timeout_s)) return CLI_EXIT_USAGE; }
+        else if (ARG("--max-connections")) { if (sv_int(a, v, 1, 1000000, &ho.max_connections)) return CLI_EXIT_USAGE; }
+        else if (ARG("--max-per-ip")) { if (sv_int(a, v, 1, 1000000, &ho.max_per_ip)) return CLI_EXIT_USAGE; }
         else if (ARG("--threads")) { if (sv_int(a, v, 1, 1024, &spec.threads)) return CLI_EXIT_USAGE; }
         else if (ARG("--ctx")) { if (sv_int(a, v, 1, 1L << 24, &spec.max_pos)) return CLI_EXIT_USAGE; }
         else if (ARG("--loader")) spec.loader = v;
@@ -97,7 +113,8 @@ int cmd_serve(int argc, char **argv) {
             static const char *const known[] = {
                 "--model", "--tokenizer", "--host", "--port", "--port-file", "--name", "--threads", "--ctx", "--loader",
                 "--kv", "--alloc", "--loader-opt", "--kv-opt", "--alloc-opt", "--device", "--device-opt", "--kernels",
-                "--modules", "--cache-type", "--no-repack", "--help", NULL};
+                "--modules", "--cache-type", "--no-repack", "--header-timeout", "--body-timeout", "--max-connections",
+                "--max-per-ip", "--help", NULL};
             return cli_bad_arg(stderr, "serve", a, known);
         }
 #undef ARG
@@ -126,6 +143,10 @@ int cmd_serve(int argc, char **argv) {
         rc = CLI_EXIT_USAGE;
         goto out;
     }
+    /* a mapped model truncated or rewritten while serving: the request reading it fails,
+     * naming the file, and the server stops (not a bare "Bus error") */
+    mg_install_recover("bench serve");
+    ho.model_fault = mg_changed;
     int64_t t0 = ut_now_ns();
     if (engine_create(&spec, &e, err, sizeof(err))) {
         fprintf(stderr, "bench serve: %s\n", err);
@@ -149,10 +170,18 @@ int cmd_serve(int argc, char **argv) {
     fprintf(stderr, "bench serve: %s loaded in %.3f s; listening on http://%s:%d\n", spec.model_path,
             (double)(t1 - t0) * 1e-9, ho.host ? ho.host : "127.0.0.1",
             hs_port(srv));
-    int sig = 0;
-    sigwait(&stop, &sig);
-    fprintf(stderr, "bench serve: %s: stopping\n", strsignal(sig));
-    rc = 0;
+    /* a signal, or the model failed under a request (checked every tick) */
+    const struct timespec tick = {.tv_sec = 0, .tv_nsec = 250 * 1000000};
+    const char *failed = NULL;
+    int sig = -1;
+    while (sig < 0 && !(failed = hs_failed(srv))) sig = sigtimedwait(&stop, NULL, &tick);
+    if (failed) {
+        fprintf(stderr, "bench serve: stopping: %s\n", failed);
+        rc = MG_EXIT_CHANGED;
+    } else {
+        fprintf(stderr, "bench serve: %s: stopping\n", strsignal(sig));
+        rc = 0;
+    }
 out:
     hs_stop(srv);
     engine_destroy(e);

@@ -12,14 +12,27 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "engines/core/runtime/sampler.h"
 #include "harness/net/netlib.h"
+#include "util/ut_clock.h"
 
 /* A request body larger than this is refused (413): a prompt of ids is ~7 bytes an id. */
 #define HS_MAX_BODY (8u << 20)
+/* Idle connections (nothing sent, nothing read) are closed after this; MHD's own timer. */
+#define HS_IDLE_TIMEOUT_S 120
+/* hs_stop lets the answers still owed go out for this long; then it cuts the connections
+ * (under the http target's stop_timeout_s, 10 s, after which it kills the server) */
+#define HS_STOP_GRACE_NS (5 * 1000000000LL)
+/* The watchdog's period: a late connection is shut this long after its deadline, at most. */
+#define HS_GUARD_TICK_NS (250 * 1000000LL)
+/* It logs the connections it shut at most this often (a flood must not flood the log). */
+#define HS_GUARD_LOG_NS (10 * 1000000000LL)
+
+typedef struct hs_sock hs_sock;
 
 struct hs_server {
     struct MHD_Daemon *d;
@@ -27,12 +40,23 @@ struct hs_server {
     int port;
     char model_name[256];
     char fault[32];
-    /* the engine's one sequence, lent to one request at a time */
+    int header_timeout_s, body_timeout_s;
+    int (*model_fault)(char *msg, size_t len);
+    /* all below under mu */
     pthread_mutex_t mu;
-    pthread_cond_t cv;
+    pthread_cond_t cv;              /* the engine is free (hs_release) or the server stops */
+    pthread_cond_t ev_cv;           /* CLOCK_MONOTONIC: a request answered, or the server stops */
     int busy, stopping;
+    int waiting;                    /* requests waiting for the engine */
+    int active;                     /* requests received whole and not yet answered to the end */
+    char failed[1024];              /* "" or why the server takes no more requests (model_fault) */
     uint64_t next_id;               /* completion ids, "cmpl-<n>" */
     int died_once;                  /* fault "die": only the first stream */
+    hs_sock *socks;                 /* the open connections, for their deadlines */
+    pthread_t guard;                /* hs_guard: shuts the connections past their deadline */
+    int guard_started;
+    uint64_t cut;                   /* connections shut since the last log line */
+    int64_t cut_logged_ns;
 };
 
 /* ======================================================================
@@ -41,7 +65,9 @@ struct hs_server {
 
 static int hs_acquire(hs_server *s) {
     pthread_mutex_lock(&s->mu);
+    s->waiting++;
     while (s->busy && !s->stopping) pthread_cond_wait(&s->cv, &s->mu);
+    s->waiting--;
     int ok = !s->stopping;
     if (ok) s->busy = 1;
     pthread_mutex_unlock(&s->mu);
@@ -57,9 +83,25 @@ static void hs_release(hs_server *s) {
 
 static int hs_stopping(hs_server *s) {
     pthread_mutex_lock(&s->mu);
-    int st = s->stopping;
+    int st = s->stopping || s->failed[0];
     pthread_mutex_unlock(&s->mu);
     return st;
+}
+
+static int hs_is_fault(const hs_server *s, const char *f) { return !strcmp(s->fault, f); }
+
+/* The model can no longer be trusted: no more requests (the caller stops the server). */
+static void hs_fail(hs_server *s, const char *why) {
+    pthread_mutex_lock(&s->mu);
+    if (!s->failed[0]) snprintf(s->failed, sizeof(s->failed), "%s", why);
+    pthread_mutex_unlock(&s->mu);
+}
+
+const char *hs_failed(hs_server *s) {
+    pthread_mutex_lock(&s->mu);
+    const char *f = s->failed[0] ? s->failed : NULL;
+    pthread_mutex_unlock(&s->mu);
+    return f;
 }
 
 /* ======================================================================
@@ -98,6 +140,28 @@ static int hs_bool(const cJSON *root, const char *key, int *out, char *err, size
     if (!cJSON_IsBool(v)) return hs_errf(err, errlen, "%s: expected true or false", key);
     *out = cJSON_IsTrue(v);
     return 0;
+}
+
+/* The text prompt into r->ids (room for max_new more); the count, or -1 with err. The
+ * prompt may take max_pos - max_new + 1 ids (BOS included): a text too long for that is
+ * refused before it is encoded (tokenizer_max_text_bytes), and the encoding stops there,
+ * so a megabytes-long prompt costs its bytes, not the merges' memory and seconds. */
+static int hs_encode(const tokenizer *tok, const char *text, int max_pos, hs_req *r, char *err, size_t errlen) {
+    int max_ids = max_pos - r->max_new + 1;     /* >= 1: max_tokens <= max_pos */
+    size_t len = strlen(text), max_len = tokenizer_max_text_bytes(tok, max_ids - 1);
+    if (len > max_len)
+        return hs_errf(err, errlen, "prompt: %zu bytes of text + max_tokens (%d) - 1 exceed the context (%d positions): "
+                       "more than %zu bytes cannot encode to the %d tokens left after BOS", len, r->max_new, max_pos, max_len, max_ids - 1);
+    r->ids = malloc(((size_t)max_ids + (size_t)r->max_new) * sizeof(int));
+    if (!r->ids) return hs_errf(err, errlen, "out of memory");
+    char e2[256];
+    int n = tokenizer_encode(tok, text, 1, 0, r->ids, max_ids, e2, sizeof(e2));
+    /* the tokenizer's words for "more than max_ids" (tokenizer.c, bpe.c); any other failure is the text's own */
+    if (n < 0 && strstr(e2, "needs more than"))
+        return hs_errf(err, errlen, "prompt: the text needs more than %d tokens (BOS included): prompt + max_tokens (%d) - 1 exceed the context "
+                       "(%d positions)", max_ids, r->max_new, max_pos);
+    if (n < 0) return hs_errf(err, errlen, "prompt: %s", e2);
+    return n;
 }
 
 /* The body into r; every error names the field and what was expected. */
@@ -154,18 +218,7 @@ static int hs_parse(hs_server *s, const char *body, size_t len, hs_req *r, char 
             hs_errf(err, errlen, "prompt: the model has no vocabulary: give the prompt as token ids");
             goto bad;
         }
-        size_t cap = strlen(v->valuestring) + 8;
-        r->ids = malloc((cap + (size_t)r->max_new) * sizeof(int));
-        if (!r->ids) {
-            hs_errf(err, errlen, "out of memory");
-            goto bad;
-        }
-        char e2[256];
-        n = tokenizer_encode(tok, v->valuestring, 1, 0, r->ids, (int)cap, e2, sizeof(e2));
-        if (n < 0) {
-            hs_errf(err, errlen, "prompt: %s", e2);
-            goto bad;
-        }
+        if ((n = hs_encode(tok, v->valuestring, max_pos, r, err, errlen)) < 0) goto bad;
     } else if (cJSON_IsArray(v)) {
         int count = cJSON_GetArraySize(v);
         if (count < 1 || count > max_pos) {
@@ -221,11 +274,12 @@ typedef struct hs_gen {
     int held;               /* holds the engine */
     int state;              /* HS_G_* */
     int finish_stop;        /* ended at EOS */
+    int refused;            /* never ran: the server stopped while it waited (503) */
     uint64_t id;
     long created;
     char *out;              /* (out_cap) bytes to send */
     size_t out_len, out_off, out_cap;
-    char fail[256];         /* an engine failure, sent as an error event */
+    char fail[1024];        /* an engine failure, sent as an error event */
 } hs_gen;
 
 static void hs_gen_free(hs_gen *g) {
@@ -260,7 +314,10 @@ static int hs_next(hs_gen *g) {
     float *logits;
     int rc;
     if (g->state == HS_G_START) {
-        if (hs_acquire(g->s)) return hs_errf(g->fail, sizeof(g->fail), "the server is stopping");
+        if (hs_acquire(g->s)) {
+            g->refused = 1;
+            return hs_errf(g->fail, sizeof(g->fail), "the server is stopping: the request was not run");
+        }
         g->held = 1;
         engine_reset(e, 0);
         rc = engine_forward(e, 0, g->r.ids, g->r.n_prompt, 0, &logits, err, sizeof(err));
@@ -269,6 +326,11 @@ static int hs_next(hs_gen *g) {
         rc = engine_forward(e, 0, &g->r.ids[g->n - 1], 1, g->n - 1, &logits, err, sizeof(err));
     }
     if (rc) return hs_errf(g->fail, sizeof(g->fail), "engine: %s", err);
+    if (g->s->model_fault && g->s->model_fault(err, sizeof(err))) {
+        hs_fail(g->s, err);
+        return hs_errf(g->fail, sizeof(g->fail), "%s", err);
+    }
+    if (hs_is_fault(g->s, "slow")) usleep(50 * 1000);
     g->r.ids[g->n++] = engine_sample(e, g->smp, logits);
     return 0;
 }
@@ -356,8 +418,6 @@ static int hs_tail(hs_gen *g) {
     return hs_out(g, "data: [DONE]\n\n");
 }
 
-static int hs_is_fault(const hs_server *s, const char *f) { return !strcmp(s->fault, f); }
-
 /* MHD's content reader: one event a call, made when the last is sent. */
 static ssize_t hs_stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
     hs_gen *g = cls;
@@ -423,7 +483,102 @@ typedef struct hs_conn {
     char *body;             /* (cap) the request body so far */
     size_t len, cap;
     int too_big;
+    int counted;            /* received whole: counted in s->active until it completes */
 } hs_conn;
+
+/* ======================================================================
+ * Connections: deadlines and limits
+ *
+ * MHD's own timeout is an idle timeout: a client that sends one header byte every few
+ * seconds would hold its connection (and, a thousand of them, every connection) forever.
+ * So each connection owes, by a deadline, its headers (from its start, or from the end of
+ * its last request when kept alive) and then its body; hs_guard shuts the late ones. While
+ * a request waits for the engine, runs or streams, it owes nothing.
+ * ====================================================================== */
+
+enum { HS_P_HEADERS, HS_P_BODY, HS_P_BUSY, HS_P_CUT };
+
+struct hs_sock {
+    int fd;                 /* MHD's; shut (never closed) here, while MHD has not closed it */
+    int phase;              /* HS_P_*: what the connection owes */
+    int64_t deadline_ns;    /* the headers or the body whole by then */
+    hs_sock *prev, *next;
+};
+
+/* Called by MHD around each connection; the socket is closed after CLOSED returns, so a
+ * hs_sock in s->socks always names an open socket of that connection. */
+static void hs_sock_track(hs_server *s, void **socket_ctx, enum MHD_ConnectionNotificationCode code, int fd) {
+    hs_sock *k = *socket_ctx;
+    if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        if (!k) return;
+        pthread_mutex_lock(&s->mu);
+        if (k->prev) k->prev->next = k->next;
+        else s->socks = k->next;
+        if (k->next) k->next->prev = k->prev;
+        pthread_mutex_unlock(&s->mu);
+        free(k);
+        *socket_ctx = NULL;
+        return;
+    }
+    if (!(k = calloc(1, sizeof(*k)))) return;      /* untracked: MHD's idle timeout still applies */
+    k->fd = fd;
+    k->phase = HS_P_HEADERS;
+    k->deadline_ns = ut_now_ns() + (int64_t)s->header_timeout_s * 1000000000;
+    pthread_mutex_lock(&s->mu);
+    k->next = s->socks;
+    if (s->socks) s->socks->prev = k;
+    s->socks = k;
+    pthread_mutex_unlock(&s->mu);
+    *socket_ctx = k;
+}
+
+/* What connection c owes now (HS_P_*), and its deadline for it. */
+static void hs_sock_phase(hs_server *s, struct MHD_Connection *c, int phase) {
+    const union MHD_ConnectionInfo *ci = nl_m.get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    hs_sock *k = ci ? ci->socket_context : NULL;
+    if (!k) return;
+    int64_t secs = phase == HS_P_HEADERS ? s->header_timeout_s : s->body_timeout_s;
+    pthread_mutex_lock(&s->mu);
+    if (k->phase != HS_P_CUT) {
+        k->phase = phase;
+        k->deadline_ns = ut_now_ns() + secs * 1000000000;
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void hs_ev_wait(hs_server *s, int64_t until_ns) {
+    struct timespec ts = {.tv_sec = (time_t)(until_ns / 1000000000), .tv_nsec = (long)(until_ns % 1000000000)};
+    pthread_cond_timedwait(&s->ev_cv, &s->mu, &ts);
+}
+
+/* The watchdog: shuts every connection past its deadline. MHD's thread then reads the end
+ * of the stream and closes the connection, and its slot is free for the next client. */
+static void hs_guard_log(hs_server *s, int64_t now) {
+    fprintf(stderr, "bench serve: closed %llu connection%s that did not send a whole request in time "
+            "(headers within %d s, body within %d s)\n", (unsigned long long)s->cut, s->cut == 1 ? "" : "s",
+            s->header_timeout_s, s->body_timeout_s);
+    s->cut = 0;
+    s->cut_logged_ns = now;
+}
+
+static void *hs_guard(void *arg) {
+    hs_server *s = arg;
+    pthread_mutex_lock(&s->mu);
+    while (!s->stopping) {
+        int64_t now = ut_now_ns();
+        for (hs_sock *k = s->socks; k; k = k->next) {
+            if ((k->phase != HS_P_HEADERS && k->phase != HS_P_BODY) || now < k->deadline_ns) continue;
+            shutdown(k->fd, SHUT_RDWR);
+            k->phase = HS_P_CUT;
+            s->cut++;
+        }
+        if (s->cut && (!s->cut_logged_ns || now - s->cut_logged_ns >= HS_GUARD_LOG_NS)) hs_guard_log(s, now);
+        hs_ev_wait(s, now + HS_GUARD_TICK_NS);
+    }
+    if (s->cut) hs_guard_log(s, ut_now_ns());       /* those not yet told */
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
 
 static enum MHD_Result hs_send(struct MHD_Connection *c, unsigned code, const char *type, char *text) {
     struct MHD_Response *r = nl_m.create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
@@ -484,7 +639,7 @@ static enum MHD_Result hs_complete_once(struct MHD_Connection *c, hs_gen *g) {
     while (!last) {
         if (hs_next(g)) {
             hs_finish(g);
-            enum MHD_Result rc = hs_error(c, 500, "server_error", g->fail);
+            enum MHD_Result rc = g->refused ? hs_error(c, 503, "unavailable_error", g->fail) : hs_error(c, 500, "server_error", g->fail);
             hs_gen_free(g);
             return rc;
         }
@@ -532,6 +687,13 @@ static enum MHD_Result hs_completions(hs_server *s, struct MHD_Connection *c, hs
         return hs_error(c, 413, "invalid_request_error", msg);
     }
     if (hs_is_fault(s, "refuse")) return hs_error(c, 503, "server_error", "test hook: refusing every completion");
+    if (hs_stopping(s)) {
+        char msg[1200];
+        pthread_mutex_lock(&s->mu);
+        snprintf(msg, sizeof(msg), "the server is stopping%s%s", s->failed[0] ? ": " : "", s->failed);
+        pthread_mutex_unlock(&s->mu);
+        return hs_error(c, 503, "unavailable_error", msg);
+    }
     hs_req r;
     char err[512];
     if (hs_parse(s, k->body ? k->body : "", k->len, &r, err, sizeof(err)))
@@ -560,6 +722,7 @@ static enum MHD_Result hs_access(void *cls, struct MHD_Connection *c, const char
     if (!k) {       /* the headers: the body, if any, comes in the calls after */
         if (!(k = calloc(1, sizeof(*k)))) return MHD_NO;
         *con_cls = k;
+        hs_sock_phase(s, c, HS_P_BODY);
         return MHD_YES;
     }
     if (*upload_size) {
@@ -582,12 +745,24 @@ static enum MHD_Result hs_access(void *cls, struct MHD_Connection *c, const char
         k->body[k->len] = 0;
         return MHD_YES;
     }
+    if (!k->counted) {      /* the request is whole: it owes nothing now, and hs_stop waits for its answer */
+        k->counted = 1;
+        hs_sock_phase(s, c, HS_P_BUSY);
+        pthread_mutex_lock(&s->mu);
+        s->active++;
+        pthread_mutex_unlock(&s->mu);
+    }
     int get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
     if (!strcmp(url, "/health")) {
         if (!get) return hs_error(c, 405, "invalid_request_error", "/health: use GET");
         if (hs_is_fault(s, "never-ready")) return hs_error(c, 503, "unavailable_error", "test hook: never ready");
+        if (hs_stopping(s)) return hs_error(c, 503, "unavailable_error", "the server is stopping");
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "status", "ok");
+        pthread_mutex_lock(&s->mu);
+        cJSON_AddNumberToObject(o, "running", s->busy);
+        cJSON_AddNumberToObject(o, "waiting", s->waiting);
+        pthread_mutex_unlock(&s->mu);
         return hs_json(c, 200, o);
     }
     if (!strcmp(url, "/v1/models")) {
@@ -613,22 +788,32 @@ static enum MHD_Result hs_access(void *cls, struct MHD_Connection *c, const char
 /* Each token is its own small write: without TCP_NODELAY, Nagle's algorithm holds one back
  * until the client acknowledges the last, and the client's ITL would measure that. */
 static void hs_connection(void *cls, struct MHD_Connection *c, void **socket_ctx, enum MHD_ConnectionNotificationCode code) {
-    (void)cls;
-    (void)socket_ctx;
-    if (code != MHD_CONNECTION_NOTIFY_STARTED) return;
+    hs_server *s = cls;
+    if (code != MHD_CONNECTION_NOTIFY_STARTED) {
+        hs_sock_track(s, socket_ctx, code, -1);
+        return;
+    }
     const union MHD_ConnectionInfo *ci = nl_m.get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!ci) return;
     int one = 1;
-    if (ci) setsockopt(ci->connect_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    setsockopt(ci->connect_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    hs_sock_track(s, socket_ctx, code, ci->connect_fd);
 }
 
 static void hs_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode why) {
-    (void)cls;
-    (void)c;
+    hs_server *s = cls;
     (void)why;
     hs_conn *k = *con_cls;
+    if (k && k->counted) {
+        pthread_mutex_lock(&s->mu);
+        s->active--;
+        pthread_cond_broadcast(&s->ev_cv);
+        pthread_mutex_unlock(&s->mu);
+    }
     if (k) free(k->body);
     free(k);
     *con_cls = NULL;
+    hs_sock_phase(s, c, HS_P_HEADERS);     /* kept alive: the next request's headers are owed from now */
 }
 
 int hs_start(engine *e, const hs_opts *o, hs_server **out, char *err, size_t errlen) {
@@ -642,22 +827,46 @@ int hs_start(engine *e, const hs_opts *o, hs_server **out, char *err, size_t err
     sa.sin_port = htons((uint16_t)port);
     if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
         return hs_errf(err, errlen, "host \"%s\": expected a dotted IPv4 address such as 127.0.0.1", host);
+    hs_opts dflt = {0};
+    if (!o) o = &dflt;
+    int header_s = o->header_timeout_s ? o->header_timeout_s : HS_HEADER_TIMEOUT_S;
+    int body_s = o->body_timeout_s ? o->body_timeout_s : HS_BODY_TIMEOUT_S;
+    int max_conn = o->max_connections ? o->max_connections : HS_MAX_CONNECTIONS;
+    int max_ip = o->max_per_ip ? o->max_per_ip : HS_MAX_PER_IP;
+    if (header_s < 0 || body_s < 0 || max_conn < 0 || max_ip < 0)
+        return hs_errf(err, errlen, "limits: expected whole numbers > 0 (header %d s, body %d s, connections %d, per address %d)",
+                       header_s, body_s, max_conn, max_ip);
     if (nl_mhd_load(err, errlen)) return -1;   /* loaded here, not linked (netlib.h) */
     hs_server *s = calloc(1, sizeof(*s));
     if (!s) return hs_errf(err, errlen, "out of memory");
     s->e = e;
-    snprintf(s->model_name, sizeof(s->model_name), "%s", o && o->model_name ? o->model_name : "bench");
-    snprintf(s->fault, sizeof(s->fault), "%s", o && o->fault ? o->fault : "");
+    snprintf(s->model_name, sizeof(s->model_name), "%s", o->model_name ? o->model_name : "bench");
+    snprintf(s->fault, sizeof(s->fault), "%s", o->fault ? o->fault : "");
+    s->header_timeout_s = header_s;
+    s->body_timeout_s = body_s;
+    s->model_fault = o->model_fault;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);     /* the deadlines are ut_now_ns */
+    pthread_cond_init(&s->ev_cv, &ca);
+    pthread_condattr_destroy(&ca);
     s->d = nl_m.start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL, 0, NULL, NULL,
                             hs_access, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_NOTIFY_COMPLETED,
-                            hs_completed, s, MHD_OPTION_NOTIFY_CONNECTION, hs_connection, s, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120, MHD_OPTION_END);
+                            hs_completed, s, MHD_OPTION_NOTIFY_CONNECTION, hs_connection, s, MHD_OPTION_CONNECTION_TIMEOUT,
+                            (unsigned)HS_IDLE_TIMEOUT_S, MHD_OPTION_CONNECTION_LIMIT, (unsigned)max_conn,
+                            MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)max_ip, MHD_OPTION_END);
     if (!s->d) {
         int p = port;
         hs_stop(s);
         return hs_errf(err, errlen, "cannot listen on %s:%d (taken, or not an address of this machine)", host, p);
     }
+    if (pthread_create(&s->guard, NULL, hs_guard, s)) {
+        hs_stop(s);
+        return hs_errf(err, errlen, "cannot start the connection watchdog thread");
+    }
+    s->guard_started = 1;
     const union MHD_DaemonInfo *di = nl_m.get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
     s->port = di ? di->port : port;
     *out = s;
@@ -671,8 +880,20 @@ void hs_stop(hs_server *s) {
     pthread_mutex_lock(&s->mu);
     s->stopping = 1;
     pthread_cond_broadcast(&s->cv);
+    pthread_cond_broadcast(&s->ev_cv);
+    /* The requests waiting for the engine answer 503 and the one running ends at its next
+     * token; MHD_stop_daemon would cut their connections before the answers are out. */
+    int64_t end = ut_now_ns() + HS_STOP_GRACE_NS;
+    while (s->d && s->active > 0 && ut_now_ns() < end) hs_ev_wait(s, end);
     pthread_mutex_unlock(&s->mu);
+    if (s->guard_started) pthread_join(s->guard, NULL);
     if (s->d) nl_m.stop_daemon(s->d);
+    while (s->socks) {      /* none: MHD said CLOSED for each; kept honest all the same */
+        hs_sock *k = s->socks;
+        s->socks = k->next;
+        free(k);
+    }
+    pthread_cond_destroy(&s->ev_cv);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
     free(s);

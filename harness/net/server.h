@@ -7,7 +7,7 @@
  *                          stream: server-sent events, one token a chunk, each choice
  *                          carrying "tokens": [id] (an extension: the ids, exactly), the
  *                          last with finish_reason, then usage when asked, then [DONE]
- *   GET  /health           200 {"status": "ok"}
+ *   GET  /health           200 {"status": "ok", "running": 0|1, "waiting": N}; 503 once stopping
  *   GET  /v1/models        the one model
  * A bad request gets 400 and {"error": {"message", "type", "code"}}; the message names the
  * field and what was expected.
@@ -15,6 +15,12 @@
  * One request runs at a time (the engine holds one sequence): the others wait their turn
  * in their connection's thread. Batching across HTTP requests is not done; what HTTP
  * costs is measured against the in-process run of one sequence at a time (docs).
+ *
+ * Hostile and slow clients: a connection must send its request line and headers within
+ * header_timeout_s and its body within body_timeout_s of them, however slowly the bytes
+ * trickle (a watchdog thread shuts the late ones down); connections are capped in all and
+ * per client address. hs_stop answers the requests still waiting for the engine with 503
+ * and lets the stream in flight end before it closes the connections.
  */
 #ifndef BENCH_SERVER_H
 #define BENCH_SERVER_H
@@ -30,9 +36,24 @@ typedef struct hs_opts {
     /* (test hook; NULL: none) misbehave on purpose, for the http target's fault tests:
      * "refuse" 503 to every completion; "close-early" a stream cut after 2 tokens;
      * "malformed" a stream whose second event is not JSON; "never-ready" /health 503;
-     * "die" the process exits in the middle of the first stream */
+     * "die" the process exits in the middle of the first stream; "slow" 50 ms a token, so that
+     * requests queue behind the one running */
     const char *fault;
+    /* limits (0: the default in brackets) */
+    int header_timeout_s;       /* [60] request line and headers complete within this (nginx client_header_timeout) */
+    int body_timeout_s;         /* [60] the body complete within this after the headers (nginx client_body_timeout) */
+    int max_connections;        /* [1020] connections at once, MHD's own default; more are closed on accept */
+    int max_per_ip;             /* [256] connections at once from one client address */
+    /* (optional) called after every forward pass: nonzero when the model can no longer be
+     * trusted (its mapped file changed under it), with msg saying why. The request fails
+     * (500, msg) and the server takes no more (503); hs_failed says so. */
+    int (*model_fault)(char *msg, size_t len);
 } hs_opts;
+
+#define HS_HEADER_TIMEOUT_S 60
+#define HS_BODY_TIMEOUT_S 60
+#define HS_MAX_CONNECTIONS 1020
+#define HS_MAX_PER_IP 256
 
 typedef struct hs_server hs_server;
 
@@ -40,6 +61,8 @@ typedef struct hs_server hs_server;
  * own threads. Returns 0, or -1 with err (the address is taken, a bad host). */
 int hs_start(engine *e, const hs_opts *o, hs_server **out, char *err, size_t errlen);
 int hs_port(const hs_server *s);
+/* NULL, or why the server stopped taking requests (opts.model_fault's message). */
+const char *hs_failed(hs_server *s);
 /* Stops accepting, ends the requests in flight, joins the threads. s may be NULL. */
 void hs_stop(hs_server *s);
 

@@ -50,6 +50,7 @@ struct tokenizer {
     uint32_t mask;          /* capacity - 1; capacity a power of two >= 2n */
 
     int32_t byte_id[256];   /* id of <0xNN>, -1 when absent */
+    uint32_t max_piece;     /* bytes of normalised text one id stands for, at most: the longest piece, or 4 (a character) */
 
     /* decoding: what each id prints */
     char *dec;              /* NUL-separated decoded texts */
@@ -195,8 +196,12 @@ int tokenizer_create_ex(const model_vocab *v, unsigned flags, tokenizer **out, c
     for (int b = 0; b < 256; b++) t->byte_id[b] = -1;
 
     size_t pos = 0;
+    t->max_piece = 4;     /* <unk> stands for one character, at most 4 bytes */
     for (int i = 0; i < n; i++) {
         size_t l = strlen(v->tokens[i]);
+        /* every piece, not only those encoding can make: a bound, never short (a byte-level
+         * piece stands for at most as many bytes as it has; <0xNN> for one) */
+        if (l > t->max_piece) t->max_piece = (uint32_t)l;
         memcpy(t->blob + pos, v->tokens[i], l + 1);
         t->off[i] = (uint32_t)pos;
         t->len[i] = (uint32_t)l;
@@ -266,6 +271,29 @@ int tokenizer_vocab_size(const tokenizer *t) { return t->n; }
 
 /* ---- encoding ---- */
 
+/* How many bytes of the caller's text one byte of the normalised text stands for, at most.
+ * SentencePiece: a space becomes U+2581 or stays, never shorter; where the pieces spell
+ * spaces ' ', a U+2581 in the text (3 bytes) becomes 1. A Unicode normalizer deletes no
+ * character and composes at most 4 code points (the longest canonical decomposition) into
+ * one, each from a character of at most 4 bytes: 16 bytes into at least 1. */
+static size_t text_per_norm_byte(const tokenizer *t) {
+    size_t f = !t->bpe && !t->space_sym ? 3 : 1;
+    return t->normalize != MODEL_NORM_NONE ? 16 * f : f;
+}
+
+size_t tokenizer_max_text_bytes(const tokenizer *t, int n_tokens) {
+    if (n_tokens <= 0) return 0;
+    size_t per_id = t->max_piece * text_per_norm_byte(t);
+    return (size_t)n_tokens > SIZE_MAX / per_id ? SIZE_MAX : (size_t)n_tokens * per_id;
+}
+
+/* 1 when nl bytes of normalised text need more than room ids: each id stands for at most
+ * max_piece bytes. Checked before the merges, so an over-long text costs one pass, not the
+ * merges' memory (about 70 bytes a byte) and time. */
+static int norm_too_long(const tokenizer *t, size_t nl, int room) {
+    return room < 0 || nl / t->max_piece + (nl % t->max_piece != 0) > (size_t)room;
+}
+
 typedef struct {
     uint32_t start;         /* byte offset in the normalised text */
     uint32_t len;           /* bytes; 0 once merged into its left neighbour */
@@ -327,6 +355,25 @@ static uint32_t utf8_len(unsigned char c) {
     return c < 0xc0 ? 1 : c < 0xe0 ? 2 : c < 0xf0 ? 3 : c < 0xf8 ? 4 : 1;
 }
 
+/* text (*tl bytes) in the vocabulary's Unicode form: *out (utf8proc's malloc) and its *tl. */
+static int unicode_normalize(const tokenizer *t, const char *text, size_t *tl, utf8proc_uint8_t **out, char *err, size_t errlen) {
+    int opt = UTF8PROC_STABLE;
+    switch (t->normalize) {
+    case MODEL_NORM_NFC: opt |= UTF8PROC_COMPOSE; break;
+    case MODEL_NORM_NFD: opt |= UTF8PROC_DECOMPOSE; break;
+    case MODEL_NORM_NFKC: opt |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT; break;
+    case MODEL_NORM_NFKD: opt |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT; break;
+    case MODEL_NORM_NONE: break;
+    }
+    if (*tl > (size_t)PTRDIFF_MAX / 8) return bench_errf(err, errlen, "tokenizer: text of %zu bytes is too long", *tl);
+    utf8proc_ssize_t ul = utf8proc_map((const utf8proc_uint8_t *)text, (utf8proc_ssize_t)*tl, out, (utf8proc_option_t)opt);
+    if (ul < 0)
+        return bench_errf(err, errlen, "tokenizer: the vocabulary's %s normalizer needs UTF-8 text: %s", model_norm_name(t->normalize),
+                          utf8proc_errmsg(ul));
+    *tl = (size_t)ul;
+    return 0;
+}
+
 int tokenizer_encode(const tokenizer *t, const char *text, int bos, int eos,
                      int *ids, int max_ids, char *err, size_t errlen) {
     int n_ids = 0;
@@ -348,31 +395,22 @@ int tokenizer_encode(const tokenizer *t, const char *text, int bos, int eos,
     if (bos) EMIT(t->bos);
 
     size_t tl = strlen(text);
+    int room = max_ids - n_ids - (eos != 0);     /* ids left for the text */
+    if (norm_too_long(t, tl / text_per_norm_byte(t), room)) {
+        bench_errf(err, errlen, "tokenizer: the text needs more than %d tokens", max_ids);
+        goto err;
+    }
     /* 0: tokenizer.json's normalizer (NFC for Qwen2), before anything splits the text, as
      * Hugging Face's tokenizers does */
     if (t->normalize != MODEL_NORM_NONE && tl > 0) {
-        int opt = UTF8PROC_STABLE;
-        switch (t->normalize) {
-        case MODEL_NORM_NFC: opt |= UTF8PROC_COMPOSE; break;
-        case MODEL_NORM_NFD: opt |= UTF8PROC_DECOMPOSE; break;
-        case MODEL_NORM_NFKC: opt |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT; break;
-        case MODEL_NORM_NFKD: opt |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT; break;
-        case MODEL_NORM_NONE: break;
-        }
-        if (tl > (size_t)PTRDIFF_MAX / 8) {
-            bench_errf(err, errlen, "tokenizer: text of %zu bytes is too long", tl);
-            goto err;
-        }
-        utf8proc_ssize_t ul = utf8proc_map((const utf8proc_uint8_t *)text, (utf8proc_ssize_t)tl, &uni, (utf8proc_option_t)opt);
-        if (ul < 0) {
-            bench_errf(err, errlen, "tokenizer: the vocabulary's %s normalizer needs UTF-8 text: %s", model_norm_name(t->normalize),
-                       utf8proc_errmsg(ul));
-            goto err;
-        }
+        if (unicode_normalize(t, text, &tl, &uni, err, errlen)) goto err;
         text = (const char *)uni;
-        tl = (size_t)ul;
     }
     if (t->bpe) {
+        if (norm_too_long(t, tl, room)) {
+            bench_errf(err, errlen, "tokenizer: the text needs more than %d tokens", max_ids);
+            goto err;
+        }
         if (bpe_encode(t->bpe, text, tl, ids, &n_ids, max_ids, err, errlen)) goto err;
     } else if (tl > 0) {
         if (tl > (UINT32_MAX - 3) / 3 - 1) {
@@ -402,6 +440,10 @@ int tokenizer_encode(const tokenizer *t, const char *text, int bos, int eos,
                 i += 2;
             } else
                 norm[nl++] = text[i];
+        }
+        if (norm_too_long(t, nl, room)) {
+            bench_errf(err, errlen, "tokenizer: the text needs more than %d tokens", max_ids);
+            goto err;
         }
 
         /* 3: one symbol per UTF-8 character. A malformed sequence is cut at the first

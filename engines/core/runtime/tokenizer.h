@@ -29,6 +29,15 @@ void tokenizer_free(tokenizer *t);      /* t may be NULL */
 int tokenizer_encode(const tokenizer *t, const char *text, int bos, int eos,
                      int *ids, int max_ids, char *err, size_t errlen);
 
+/* The most bytes a text can have and still encode to n_tokens ids or fewer (BOS and EOS not
+ * counted); a longer text needs more, so a caller can refuse it without encoding it (and
+ * tokenizer_encode itself refuses a text past max_ids this way, before its merges). An
+ * upper bound, not the exact count: every id stands for at most the longest piece's bytes
+ * of the normalised text (a character for <unk>, one byte for a byte token), and the text
+ * is at most a fixed factor longer than its normalised form (normalised_bytes_bound).
+ * SIZE_MAX when that overflows. */
+size_t tokenizer_max_text_bytes(const tokenizer *t, int n_tokens);
+
 /* Text of token id following token prev: byte tokens become their byte, U+2581
  * becomes a space, and the leading space after BOS is dropped (as llama2.c prints).
  * Byte-level BPE: the piece's bytes (a token may hold part of a UTF-8 character),
