@@ -725,6 +725,51 @@ static void test_error_messages_escaped(void **state) {
     }
 }
 
+/* bench show on a scenario's folder (results/SCENARIO holds runs): the runs listed newest
+ * first by the time written, whatever their names; a folder without runs is an error. */
+static void test_show_lists_runs(void **state) {
+    (void)state;
+    if (!g->ran) skip();
+    char scen[800], src[900], log[900];
+    snprintf(scen, sizeof(scen), "%s/scenario_folder", g->tmp);
+    snprintf(src, sizeof(src), "%s/results.json", g->run);
+    snprintf(log, sizeof(log), "%s/list.txt", g->tmp);
+    char *text = slurp(src);
+    assert_non_null(text);
+    /* names in one order, times in the other: the time decides */
+    static const char *const names[] = {"20990101T000000Z-old", "20000101T000000Z-new"};
+    static const char *const times[] = {"2026-01-01T00:00:00Z", "2026-06-01T00:00:00Z"};
+    for (int i = 0; i < 2; i++) {
+        cJSON *doc = cJSON_Parse(text);
+        assert_non_null(doc);
+        cJSON_ReplaceItemInObjectCaseSensitive(doc, "written", cJSON_CreateString(times[i]));
+        char dir[1000], res[1100], cmd[2200];
+        snprintf(dir, sizeof(dir), "%s/%s", scen, names[i]);
+        snprintf(cmd, sizeof(cmd), "mkdir -p '%s'", dir);
+        assert_int_equal(system(cmd), 0);
+        snprintf(res, sizeof(res), "%s/results.json", dir);
+        char *out = cJSON_Print(doc);
+        FILE *o = fopen(res, "w");
+        assert_non_null(o);
+        fputs(out, o);
+        fclose(o);
+        free(out);
+        cJSON_Delete(doc);
+    }
+    free(text);
+    assert_int_equal(tu_bench(log, "show '%s' 2>&1", scen), 0);
+    char *list = slurp(log);
+    assert_non_null(list);
+    const char *newer = strstr(list, names[1]), *older = strstr(list, names[0]);
+    if (!strstr(list, "holds 2 runs, newest first") || !newer || !older || newer > older)
+        fail_msg("not the two runs newest first:\n%s", list);
+    free(list);
+    char empty[900];
+    snprintf(empty, sizeof(empty), "%s/empty_folder", g->tmp);
+    mkdir(empty, 0755);
+    assert_int_equal(tu_bench("/dev/null", "show '%s' 2>/dev/null", empty), 2);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_figures_written_by_run),
@@ -733,6 +778,7 @@ int main(void) {
         cmocka_unit_test(test_kv_figure_skipped_when_identical),
         cmocka_unit_test(test_alloc_figure),
         cmocka_unit_test(test_plot_bad_input),
+        cmocka_unit_test(test_show_lists_runs),
         cmocka_unit_test(test_error_messages_escaped),
         cmocka_unit_test(test_hostile_text_escaped),
         cmocka_unit_test(test_show_busy_noise),

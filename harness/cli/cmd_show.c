@@ -1,6 +1,7 @@
 /* bench show RESULTS_DIR: the summary table of a results directory. */
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "commands.h"
 #include "harness/cli/cliargs.h"
@@ -8,7 +9,8 @@
 
 static void show_usage(FILE *f) {
     fprintf(f,
-            "usage: bench show RESULTS_DIR [--all]\n\n"
+            "usage: bench show RESULTS_DIR [--all]\n"
+            "       bench show results/SCENARIO       (its runs, newest first)\n\n"
             "Prints the summary table of a results directory (or a results.json) as `bench run` prints\n"
             "it at its end: a column per variant, median ± half the 95%% CI of the mean of each metric,\n"
             "the repetitions counted, what they can show, and a warning when the machine was busy.\n"
@@ -40,9 +42,15 @@ int cmd_show(int argc, char **argv) {
         return CLI_EXIT_USAGE;
     }
     rr_doc d;
-    char err[1024];
+    char err[1024], e2[1024];
     if (rr_load(dir, &d, err, sizeof(err))) {
-        cli_say("show", "%s", err);
+        /* a scenario's folder holds runs, not a run: list them */
+        struct stat st;
+        char rj[4200];
+        snprintf(rj, sizeof(rj), "%s/results.json", dir);
+        int listed = !stat(dir, &st) && S_ISDIR(st.st_mode) && stat(rj, &st) ? sh_list_runs(stdout, dir, e2, sizeof(e2)) : 0;
+        if (listed > 0) return 0;
+        cli_say("show", "%s", listed < 0 ? e2 : err);
         return CLI_EXIT_USAGE;
     }
     sh_print(stdout, &d, all);

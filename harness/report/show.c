@@ -2,10 +2,14 @@
 #include "harness/report/compare.h"
 #include "harness/report/show.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness/report/escape.h"
 #include "harness/report/results.h"
@@ -88,4 +92,68 @@ void sh_print(FILE *f, const rr_doc *d, int all) {
     rs_print_folded(f, note);
     rm_busy_note(d, note, sizeof(note));
     if (note[0]) rs_print_folded(f, note);
+}
+
+/* ---- a scenario's folder: its runs ---- */
+
+typedef struct sh_run_line {
+    char name[256];
+    char line[512];
+    char written[32];
+} sh_run_line;
+
+static int sh_newest_first(const void *a, const void *b) {
+    const sh_run_line *x = a, *y = b;
+    int c = strcmp(y->written, x->written);
+    return c ? c : strcmp(y->name, x->name);
+}
+
+/* One run's line, from its results.json; 0, or -1 when it has none or it cannot be read. */
+static int sh_run_line_of(const char *dir, const char *name, sh_run_line *out) {
+    char path[PATH_MAX + 300], err[512];
+    snprintf(path, sizeof(path), "%s/%s/results.json", dir, name);
+    rr_doc d;
+    if (access(path, R_OK) || rr_load(path, &d, err, sizeof(err))) return -1;
+    int counted = INT_MAX;
+    for (int i = 0; i < d.n; i++) counted = d.v[i].counted < counted ? d.v[i].counted : counted;
+    char n[256], st[64], wr[64];
+    es_term(n, sizeof(n), name);
+    es_term(st, sizeof(st), d.status);
+    es_term(wr, sizeof(wr), d.written);
+    snprintf(out->name, sizeof(out->name), "%s", name);
+    snprintf(out->written, sizeof(out->written), "%s", d.written ? d.written : "");
+    snprintf(out->line, sizeof(out->line), "  %-40s %-11s %2d variant%s x %d repetition%s  %s", n, st, d.n, d.n == 1 ? " " : "s",
+             counted == INT_MAX ? 0 : counted, counted == 1 ? " " : "s", wr[0] ? wr : "(not written)");
+    rr_free(&d);
+    return 0;
+}
+
+int sh_list_runs(FILE *f, const char *dir, char *err, size_t errlen) {
+    DIR *dd = opendir(dir);
+    if (!dd) return snprintf(err, errlen, "%s: %s", dir, strerror(errno)), -1;
+    int n = 0, cap = 0;
+    sh_run_line *v = NULL;
+    for (struct dirent *de; (de = readdir(dd));) {
+        if (de->d_name[0] == '.') continue;
+        if (n == cap) {
+            sh_run_line *g = realloc(v, sizeof(*v) * (size_t)(cap = cap ? 2 * cap : 16));
+            if (!g) {
+                free(v);
+                closedir(dd);
+                return snprintf(err, errlen, "out of memory"), -1;
+            }
+            v = g;
+        }
+        n += !sh_run_line_of(dir, de->d_name, &v[n]);
+    }
+    closedir(dd);
+    if (n) qsort(v, (size_t)n, sizeof(*v), sh_newest_first);
+    if (n) {
+        char d[PATH_MAX];
+        fprintf(f, "%s holds %d run%s, newest first (bench show %s/RUN shows one):\n", es_term(d, sizeof(d), dir), n,
+                n == 1 ? "" : "s", d);
+    }
+    for (int i = 0; i < n; i++) fprintf(f, "%s\n", v[i].line);
+    free(v);
+    return n;
 }

@@ -11,4 +11,10 @@
  * summary when `all`), the repetitions note and the busy-machine warning. */
 void sh_print(FILE *f, const rr_doc *d, int all);
 
+/* A scenario's folder (results/<scenario>, which holds runs, not a run): each run below it
+ * that has a results.json, newest first (by the time written, then by name), one line each
+ * with its status, variants, counted repetitions and time. Returns the count of runs listed
+ * (0: the folder holds none), or -1 with err when dir cannot be read. */
+int sh_list_runs(FILE *f, const char *dir, char *err, size_t errlen);
+
 #endif
