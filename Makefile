@@ -260,8 +260,9 @@ run: deps-run
 debug:
 	@$(MAKE) --no-print-directory BUILD=build/debug OPT=-O0 all
 
-asan:
-	@$(MAKE) --no-print-directory BUILD=build/asan SAN=1 OPT=-O1 tests-build
+# the test binaries link cmocka: the test set of packages first
+asan: deps
+	@$(MAKE) --no-print-directory $(SUBMAKE_J) BUILD=build/asan SAN=1 OPT=-O1 tests-build
 
 valgrind: all
 	@BENCH_SHARED=$(SHARED) bash tests/valgrind.sh $(BUILD)

@@ -25,6 +25,7 @@ RUN=(
   gnuplot-nox         # the figures of bench run and bench plot (found at run time)
   libmicrohttpd-dev   # bench serve's HTTP server (harness/net/server.c)
   libcurl4-openssl-dev  # the http target's client (harness/net/httpc.c)
+  curl                # bench serve --help's examples talk to the server with it
 )
 TEST=(
   libcmocka-dev       # unit-test framework
