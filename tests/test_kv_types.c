@@ -293,6 +293,9 @@ static void test_engine_budget_and_refusal_by_type(void **state) {
     assert_true(k == BENCH_Q4_0 && v == BENCH_Q4_0);
     assert_true(engine_parse_cache_type("q6_k", &k, &v, err, sizeof(err)) < 0);
     assert_non_null(strstr(err, "expected f32, f16, bf16, q8_0 or q4_0"));
+    char names[128];
+    engine_cache_type_names(names, sizeof names, ", "); /* harness/spec/scenario.c's form */
+    assert_string_equal(names, "f32, f16, bf16, q8_0, q4_0");
 }
 
 /* Every row of the KV element type table, this test's made-up one included: its name parses
@@ -302,7 +305,7 @@ static void test_engine_budget_and_refusal_by_type(void **state) {
  * the type's load gives back for each stored value. */
 static void check_row(const kvq_type *r) {
     char names[256];
-    kvq_type_names(names, sizeof names, SIZE_MAX);
+    kvq_type_names(names, sizeof names, SIZE_MAX, " or ");
     assert_non_null(strstr(names, kvq_type_name(r)));
     assert_int_equal(kvq_type_parse(kvq_type_name(r), strlen(kvq_type_name(r))), r->id);
     assert_int_equal(kvq_bytes(r->id, 64 * r->block_elems), 64 * r->block_bytes);

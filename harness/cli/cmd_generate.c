@@ -77,7 +77,7 @@ static void usage(FILE *f) {
             "                   anonymous copies of a shared mapping): with the mmap loader they become anonymous\n"
             "                   memory. CPU only\n");
     char types[256];
-    engine_cache_type_names(types, sizeof types);
+    engine_cache_type_names(types, sizeof types, " or ");
     fprintf(f,
             "  --cache-type T   the KV cache's element type, K and V alike: %s (f32, the default, is\n"
             "                   exact); K/V apart as q8_0/f16, or with --cache-type-k T and --cache-type-v T\n"

@@ -346,7 +346,7 @@ static int cache_type_one(const char *s, size_t len, bench_dtype *out) {
     return 0;
 }
 
-void engine_cache_type_names(char *buf, size_t len) { kvq_type_names(buf, len, SIZE_MAX); }
+void engine_cache_type_names(char *buf, size_t len, const char *last) { kvq_type_names(buf, len, SIZE_MAX, last); }
 
 int engine_parse_cache_type(const char *text, bench_dtype *k, bench_dtype *v, char *err, size_t errlen) {
     const char *slash = text ? strchr(text, '/') : NULL;
@@ -354,7 +354,7 @@ int engine_parse_cache_type(const char *text, bench_dtype *k, bench_dtype *v, ch
         cache_type_one(text, slash ? (size_t)(slash - text) : strlen(text), k) ||
         cache_type_one(slash ? slash + 1 : text, slash ? strlen(slash + 1) : strlen(text), v)) {
         char names[256];
-        engine_cache_type_names(names, sizeof names);
+        engine_cache_type_names(names, sizeof names, " or ");
         return bench_errc(err, errlen, BENCH_ERR_INVALID, "KV cache type \"%s\": expected %s, or K/V as in q8_0/f16",
                           text ? text : "", names);
     }

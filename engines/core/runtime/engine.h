@@ -126,8 +126,9 @@ uint64_t engine_kv_token_bytes(const engine *e);
 int engine_parse_cache_type(const char *text, bench_dtype *k, bench_dtype *v, char *err, size_t errlen);
 /* The text engine_parse_cache_type reads back: "f16", or "q8_0/f16" where they differ. */
 void engine_cache_type_name(bench_dtype k, bench_dtype v, char *buf, size_t n);
-/* "f32, f16, bf16, q8_0 or q4_0": every KV cache type, for help texts and messages. */
-void engine_cache_type_names(char *buf, size_t len);
+/* Every KV cache type, for help texts and messages, with last between the last two: " or "
+ * gives "f32, f16, bf16, q8_0 or q4_0", ", " gives "f32, f16, bf16, q8_0, q4_0". */
+void engine_cache_type_names(char *buf, size_t len, const char *last);
 
 /* The cache types the engine runs with. */
 bench_dtype engine_kv_k_type(const engine *e);

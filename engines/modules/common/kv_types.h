@@ -256,15 +256,16 @@ static inline int kvq_type_within(bench_dtype t, size_t max_block) {
 }
 
 /* "f32, f16, bf16, q8_0 or q4_0" into buf (truncated to len), for help and messages: the types
- * whose blocks hold at most max_block values (SIZE_MAX: every type; 1: those without blocks). */
-static inline void kvq_type_names(char *buf, size_t len, size_t max_block) {
+ * whose blocks hold at most max_block values (SIZE_MAX: every type; 1: those without blocks),
+ * last between the last two (" or "). */
+static inline void kvq_type_names(char *buf, size_t len, size_t max_block, const char *last) {
     size_t used = 0, n = 0, total = 0;
     for (size_t t = 0; t < KVQ_N_IDS; t++) total += (size_t)kvq_type_within((bench_dtype)t, max_block);
     if (len) buf[0] = 0;
     for (size_t t = 0; t < KVQ_N_IDS; t++) {
         const kvq_type *r = kvq_type_of((bench_dtype)t);
         if (!kvq_type_within((bench_dtype)t, max_block)) continue;
-        const char *sep = !n ? "" : n + 1 == total ? " or " : ", ";
+        const char *sep = !n ? "" : n + 1 == total ? last : ", ";
         int w = snprintf(buf + used, used < len ? len - used : 0, "%s%s", sep, kvq_type_name(r));
         if (w > 0) used += (size_t)w;
         n++;
@@ -289,7 +290,7 @@ static inline int kvq_check_shape(const bench_kv_shape *s, uint32_t types, const
                               r ? kvq_type_name(r) : bench_dtype_name(t[i]));
         if (s->head_dim % (int)r->block_elems) {
             char whole[128];
-            kvq_type_names(whole, sizeof whole, 1);
+            kvq_type_names(whole, sizeof whole, 1, " or ");
             return bench_errc(err, errlen, BENCH_ERR_REFUSED, "%s: a %s %s cache needs head_dim a multiple of %zu; "
                               "this model's is %d (use %s)", mod, kvq_type_name(r), i ? "V" : "K", r->block_elems,
                               s->head_dim, whole);
