@@ -79,8 +79,8 @@ static void usage(FILE *f) {
     char types[256];
     engine_cache_type_names(types, sizeof types, " or ");
     fprintf(f,
-            "  --cache-type T   the KV cache's element type, K and V alike: %s (f32, the default, is\n"
-            "                   exact); K/V apart as q8_0/f16, or with --cache-type-k T and --cache-type-v T\n"
+            "  --cache-type T   the KV cache's element type, K and V alike: %s (f32, the default,\n"
+            "                   is exact); K/V apart as q8_0/f16, or with --cache-type-k T and --cache-type-v T\n"
             "                   (llama.cpp's -ctk/-ctv). A block type needs head_dim a whole number of its blocks\n",
             types);
     fprintf(f,
