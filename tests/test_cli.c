@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engines/core/compute/kernels.h"
+#include "engines/core/runtime/engine.h"
 #include "harness/cli/cliargs.h"
 #include "harness/report/rmodel.h"
 #include "tests/lib/testutil.h"
@@ -93,6 +95,29 @@ static void test_generate_usage_errors(void **state) {
     free(t);
     /* and a model that is not there is not a usage error */
     assert_int_equal(bench_err("generate --model /nonexistent/model.bin --steps 4"), 1);
+}
+
+/* The names the help and bench list show are the tables' (kernels.c kn_families, kv_types.h
+ * kvq_types): generate --help has a line per kernel family with its name and every cache type
+ * in one list, and bench list a line per family. */
+static void test_help_reads_the_tables(void **state) {
+    (void)state;
+    assert_int_equal(tu_bench(out, "generate --help"), 0);
+    char *help = err_text(), types[256], want[300];
+    engine_cache_type_names(types, sizeof types, " or ");
+    snprintf(want, sizeof want, "alike: %s (f32", types);
+    assert_non_null(strstr(help, want));
+    assert_int_equal(tu_bench(out, "list"), 0);
+    char *list = err_text();
+    for (int i = 0; i < kn_isa_count(); i++) {
+        char line[256];
+        snprintf(line, sizeof line, "  %-12s %s", kn_isa_name(i, NULL), kn_isa_about(kn_isa_name(i, NULL)));
+        if (!strstr(help, line)) fail_msg("generate --help has no line \"%s\"", line);
+        snprintf(line, sizeof line, "\n  %-12s ", kn_isa_name(i, NULL));
+        if (!strstr(list, line)) fail_msg("bench list has no line for kernels %s", kn_isa_name(i, NULL));
+    }
+    free(help);
+    free(list);
 }
 
 /* --no-repack: listed in --help, taken, and a near miss answered with it. An f32 model has no
@@ -206,6 +231,7 @@ int main(void) {
         cmocka_unit_test(test_nearest),
         cmocka_unit_test(test_run_did_you_mean),
         cmocka_unit_test(test_generate_usage_errors),
+        cmocka_unit_test(test_help_reads_the_tables),
         cmocka_unit_test(test_generate_no_repack),
         cmocka_unit_test(test_other_commands_same_status),
         cmocka_unit_test(test_vocab_only_gguf),

@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "engines/core/compute/kernels.h"
+#include "engines/core/compute/kernels_impl.h"
 #include "engines/core/compute/kernels_tune.h"
 #include "engines/abi/vexpf.h"
 
@@ -38,14 +39,22 @@
 
 #define KN_TEST_RTOL 2e-5
 
-static const char *const isas[] = {"portable", "avx2", "avx2-int8", "avx512", "avx512-wide", "avx512-bf16", "amx", "vnni"};
+/* A family that only wraps portable's entry points, added in main: what adding a family takes
+ * is one row like this and its code (here none). Every check below walks the families through
+ * kn_isa_count and kn_isa_name, so it runs this one too, with no list edited (docs/extending.md). */
+static const kn_family test_family = {.name = "test-portable", .ops = &kn_ops_portable,
+                                      .about = "portable's kernels under another name (tests/test_kernels.c)"};
+
+/* The families, best first, as kernels.c's table (and kn_family_add) has them. */
+#define N_ISAS ((size_t)kn_isa_count())
+static const char *isa(size_t i) { return kn_isa_name((int)i, NULL); }
 
 /* Selects family i for a test; says so once when this CPU cannot run it. */
 static int use_isa(size_t i) {
-    static int told[sizeof isas / sizeof isas[0]];
-    if (kn_set_isa(isas[i]) == 0) return 1;
-    if (!told[i]) print_message("[ SKIP     ] kernels %s: this CPU cannot run it\n", isas[i]);
-    told[i] = 1;
+    static int told[64];
+    if (kn_set_isa(isa(i)) == 0) return 1;
+    if (i < 64 && !told[i]) print_message("[ SKIP     ] kernels %s: this CPU cannot run it\n", isa(i));
+    if (i < 64) told[i] = 1;
     return 0;
 }
 
@@ -112,7 +121,7 @@ static void check_matmul(bench_dtype dt, int n, int rows, int cols, tp_pool *con
             mag[(size_t)t * rows + r] = m;
             xb[(size_t)t * rows + r] = e;
         }
-    for (size_t ii = 0; ii < sizeof isas / sizeof isas[0]; ii++) {
+    for (size_t ii = 0; ii < N_ISAS; ii++) {
         if (!use_isa(ii)) continue;
         const int xround = kn_x_int8(dt);
         const int bround = dt == BENCH_BF16 && kn_bf16_dot() && n > 1;
@@ -125,7 +134,7 @@ static void check_matmul(bench_dtype dt, int n, int rows, int cols, tp_pool *con
                                (bround ? ldexp(mag[i], -8) * (1 + KN_TEST_RTOL) : 0) + 1e-30;
                 if (!(err <= bound)) {
                     fail_msg("%s %s n=%d rows=%d cols=%d threads=%d: y[%zu]=%.9g ref=%.9g err=%.3g bound=%.3g",
-                             isas[ii], bench_dtype_name(dt), n, rows, cols, tp_threads(pools[p]), i,
+                             isa(ii), bench_dtype_name(dt), n, rows, cols, tp_threads(pools[p]), i,
                              (double)y[i], ref[i], err, bound);
                 }
             }
@@ -178,13 +187,13 @@ static void check_split_x(bench_dtype dt, const float *x, int cols, const char *
     }
     assert_int_equal(kn_set_isa("portable"), 0);
     kn_matmul(NULL, yp, x, 1, w, dt, ROWS, cols);
-    for (size_t ii = 0; ii < sizeof isas / sizeof isas[0]; ii++) {
-        if (!use_isa(ii) || !kn_isa_exact(isas[ii])) continue;
+    for (size_t ii = 0; ii < N_ISAS; ii++) {
+        if (!use_isa(ii) || !kn_isa_exact(isa(ii))) continue;
         kn_matmul(NULL, y, x, 1, w, dt, ROWS, cols);
         for (int r = 0; r < ROWS; r++) {
             if (!isfinite(yp[r]) || !isfinite(y[r])) {
                 if (isfinite(yp[r]) != isfinite(y[r]) || isnan(yp[r]) != isnan(y[r]))
-                    fail_msg("%s %s %s: row %d is %g, the portable family's %g", isas[ii], bench_dtype_name(dt), what, r,
+                    fail_msg("%s %s %s: row %d is %g, the portable family's %g", isa(ii), bench_dtype_name(dt), what, r,
                              (double)y[r], (double)yp[r]);
                 continue;
             }
@@ -195,7 +204,7 @@ static void check_split_x(bench_dtype dt, const float *x, int cols, const char *
                 m += fabs(p);
             }
             if (!(fabs(y[r] - s) <= KN_TEST_RTOL * m + 1e-38))
-                fail_msg("%s %s %s: row %d y=%.9g ref=%.9g err=%.3g bound=%.3g", isas[ii], bench_dtype_name(dt), what, r,
+                fail_msg("%s %s %s: row %d y=%.9g ref=%.9g err=%.3g bound=%.3g", isa(ii), bench_dtype_name(dt), what, r,
                          (double)y[r], s, fabs(y[r] - s), KN_TEST_RTOL * m);
         }
     }
@@ -258,12 +267,12 @@ static void check_repack(int n, int rows, int cols, tp_pool *pool) {
     else assert_memory_equal(wr, w, (size_t)rows * rb);
     kn_unrepack_rows(wr, back, rows, cols);
     assert_memory_equal(back, w, (size_t)rows * rb);
-    for (size_t ii = 0; ii < sizeof isas / sizeof isas[0]; ii++) {
+    for (size_t ii = 0; ii < N_ISAS; ii++) {
         if (!use_isa(ii)) continue;
         kn_matmul(pool, y, x, n, w, BENCH_Q4_0, rows, cols);
         kn_matmul(pool, yr, x, n, wr, KN_Q4_0_R8, rows, cols);
         if (memcmp(y, yr, (size_t)n * rows * sizeof(float)))
-            fail_msg("%s n=%d rows=%d cols=%d threads=%d: rearranged Q4_0 gives other bits than Q4_0", isas[ii], n, rows,
+            fail_msg("%s n=%d rows=%d cols=%d threads=%d: rearranged Q4_0 gives other bits than Q4_0", isa(ii), n, rows,
                      cols, tp_threads(pool));
         kn_mm_out outs[2] = {{yr, wr, KN_Q4_0_R8, rows}, {y2, w, BENCH_Q4_0, rows}};
         kn_matmul_multi(pool, x, n, cols, outs, 2);
@@ -318,7 +327,7 @@ static void check_int8_integer_x(bench_dtype dt) {
     for (int i = 0; i < N * COLS; i++) x[i] = (float)((int)(rnd_unit() * 127.0f));
     for (int i = 0; i < N * COLS; i += 32) x[i + (i / 32) % 32] = (i / 32) % 2 ? 127.0f : -127.0f;
     int ran = 0;
-    for (size_t ii = 0; ii < sizeof isas / sizeof isas[0]; ii++) {
+    for (size_t ii = 0; ii < N_ISAS; ii++) {
         if (!use_isa(ii)) continue;
         for (int n = 1; n <= N; n += N - 1) {
             kn_matmul(pool, y, x, n, w, dt, ROWS, COLS);
@@ -332,7 +341,7 @@ static void check_int8_integer_x(bench_dtype dt) {
                     }
                     double err = fabs(y[t * ROWS + r] - s);
                     if (!(err <= KN_TEST_RTOL * m + 1e-30))
-                        fail_msg("%s %s n=%d t=%d r=%d: y=%.9g ref=%.9g err=%.3g", isas[ii], bench_dtype_name(dt), n, t, r,
+                        fail_msg("%s %s n=%d t=%d r=%d: y=%.9g ref=%.9g err=%.3g", isa(ii), bench_dtype_name(dt), n, t, r,
                                  (double)y[t * ROWS + r], s, err);
                 }
         }
@@ -366,15 +375,15 @@ static void test_int8_tiny_block(void **state) {
             x[k] = (k % 3 ? 1e-37f : -1.5e-37f) * (1.0f + (float)k / (2 * COLS));
             xn[k] = -x[k];
         }
-        for (size_t ii = 0; ii < sizeof isas / sizeof isas[0]; ii++) {
+        for (size_t ii = 0; ii < N_ISAS; ii++) {
             if (!use_isa(ii) || !kn_x_int8(dt)) continue;
             kn_matmul(NULL, y, x, 1, w, dt, ROWS, COLS);
             kn_matmul(NULL, yn, xn, 1, w, dt, ROWS, COLS);
             for (int r = 0; r < ROWS; r++) {
                 if (!isfinite(y[r]) || y[r] != -yn[r])
-                    fail_msg("%s %s row %d: y(x) = %g, y(-x) = %g: the sign of a tiny block was lost", isas[ii], bench_dtype_name(dt),
+                    fail_msg("%s %s row %d: y(x) = %g, y(-x) = %g: the sign of a tiny block was lost", isa(ii), bench_dtype_name(dt),
                              r, (double)y[r], (double)yn[r]);
-                if (y[r] != 0.0f) fail_msg("%s %s row %d: y = %g for a row of tiny blocks, expected 0", isas[ii], bench_dtype_name(dt), r, (double)y[r]);
+                if (y[r] != 0.0f) fail_msg("%s %s row %d: y = %g for a row of tiny blocks, expected 0", isa(ii), bench_dtype_name(dt), r, (double)y[r]);
             }
             /* the first block normal, the second tiny: as if the second were zero */
             for (int k = 0; k < 32; k++) x[k] = rnd_unit() * 4.0f;
@@ -500,14 +509,14 @@ static void test_matmul_multi(void **state) {
         free(wf);
         outs[k] = (kn_mm_out){got[k], w[k], dts[k], rows[k]};
     }
-    for (size_t ii = 0; ii < sizeof isas / sizeof isas[0]; ii++) {
+    for (size_t ii = 0; ii < N_ISAS; ii++) {
         if (!use_isa(ii)) continue;
         for (int n = 1; n <= N; n += N - 1) {
             for (int k = 0; k < K; k++) kn_matmul(p3, want[k], x, n, w[k], dts[k], rows[k], COLS);
             kn_matmul_multi(p3, x, n, COLS, outs, K);
             for (int k = 0; k < K; k++)
                 if (memcmp(want[k], got[k], (size_t)n * rows[k] * sizeof(float)))
-                    fail_msg("%s n=%d matrix %d (%s, %d rows): kn_matmul_multi differs from kn_matmul", isas[ii], n, k,
+                    fail_msg("%s n=%d matrix %d (%s, %d rows): kn_matmul_multi differs from kn_matmul", isa(ii), n, k,
                              bench_dtype_name(dts[k]), rows[k]);
         }
     }
@@ -526,15 +535,15 @@ static void check_all_halves(bench_dtype dt) {
     assert_non_null(w); assert_non_null(y);
     for (int i = 0; i < N; i++) w[i] = (uint16_t)i;
     const float one = 1.0f;
-    for (size_t ii = 0; ii < sizeof isas / sizeof isas[0]; ii++) {
+    for (size_t ii = 0; ii < N_ISAS; ii++) {
         if (!use_isa(ii)) continue;
         kn_matmul(NULL, y, &one, 1, w, dt, N, 1);
         for (int i = 0; i < N; i++) {
             float want = dt == BENCH_F16 ? bench_f16_to_f32((uint16_t)i) : bench_bf16_to_f32((uint16_t)i);
             if (isnan(want)) {
-                if (!isnan(y[i])) fail_msg("%s %s 0x%04x: want NaN, got %g", isas[ii], bench_dtype_name(dt), i, (double)y[i]);
+                if (!isnan(y[i])) fail_msg("%s %s 0x%04x: want NaN, got %g", isa(ii), bench_dtype_name(dt), i, (double)y[i]);
             } else if (y[i] != want) {
-                fail_msg("%s %s 0x%04x: want %a, got %a", isas[ii], bench_dtype_name(dt), i, (double)want, (double)y[i]);
+                fail_msg("%s %s 0x%04x: want %a, got %a", isa(ii), bench_dtype_name(dt), i, (double)want, (double)y[i]);
             }
         }
     }
@@ -710,7 +719,7 @@ static void check_blocks_x(bench_dtype dt, int n, int rows, int cols, tp_pool *p
     for (size_t i = 0; i < (size_t)n * cols; i++) x[i] = int_x ? (float)(int)(rnd_unit() * 127.0f) : rnd_unit();
     if (int_x)
         for (size_t i = 0; i < (size_t)n * cols; i += 32) x[i + (i / 32) % 32] = (i / 32) % 2 ? 127.0f : -127.0f;
-    for (size_t ii = 0; ii < sizeof isas / sizeof isas[0]; ii++) {
+    for (size_t ii = 0; ii < N_ISAS; ii++) {
         if (!use_isa(ii)) continue;
         for (size_t i = 0; i < (size_t)n * rows; i++) y[i] = NAN;
         kn_matmul(pool, y, x, n, w, dt, rows, cols);
@@ -729,7 +738,7 @@ static void check_blocks_x(bench_dtype dt, int n, int rows, int cols, tp_pool *p
                 const double got = y[(size_t)t * rows + r];
                 const double bound = KN_TEST_RTOL * m + (xround ? e * (1 + KN_TEST_RTOL) : 0) + 1e-30;
                 if (!(fabs(got - s) <= bound))
-                    fail_msg("%s %s n=%d rows=%d cols=%d threads=%d: y[%d][%d]=%.9g ref=%.9g bound=%.3g", isas[ii],
+                    fail_msg("%s %s n=%d rows=%d cols=%d threads=%d: y[%d][%d]=%.9g ref=%.9g bound=%.3g", isa(ii),
                              bench_dtype_name(dt), n, rows, cols, tp_threads(pool), t, r, got, s, bound);
             }
     }
@@ -781,19 +790,19 @@ static void test_block_types_bit_exact(void **state) {
         const bench_dtype dt = block_types[d];
         float *wd;
         unsigned char *w = random_blocks(dt, ROWS, COLS, &wd);
-        for (size_t ii = 0; ii < sizeof isas / sizeof isas[0]; ii++) {
+        for (size_t ii = 0; ii < N_ISAS; ii++) {
             if (!use_isa(ii) || kn_x_int8(dt)) continue;
             kn_matmul(NULL, y, x, COLS, w, dt, ROWS, COLS);
             for (int t = 0; t < COLS; t++)
                 for (int r = 0; r < ROWS; r++)
                     if (y[(size_t)t * ROWS + r] != wd[(size_t)r * COLS + t])
-                        fail_msg("%s %s prefill: W[%d][%d] = %.9g, want %.9g", isas[ii], bench_dtype_name(dt), r, t,
+                        fail_msg("%s %s prefill: W[%d][%d] = %.9g, want %.9g", isa(ii), bench_dtype_name(dt), r, t,
                                  (double)y[(size_t)t * ROWS + r], (double)wd[(size_t)r * COLS + t]);
             for (int k = 0; k < COLS; k += 1 + k % 5) {
                 kn_matmul(NULL, y, x + (size_t)k * COLS, 1, w, dt, ROWS, COLS);
                 for (int r = 0; r < ROWS; r++)
                     if (y[r] != wd[(size_t)r * COLS + k])
-                        fail_msg("%s %s decode: W[%d][%d] = %.9g, want %.9g", isas[ii], bench_dtype_name(dt), r, k,
+                        fail_msg("%s %s decode: W[%d][%d] = %.9g, want %.9g", isa(ii), bench_dtype_name(dt), r, k,
                                  (double)y[r], (double)wd[(size_t)r * COLS + k]);
             }
         }
@@ -815,10 +824,13 @@ static void test_isa_selection(void **state) {
     assert_int_equal(kn_set_isa("no-such-isa"), -1);
     assert_string_equal(kn_isa(), "portable");
     assert_int_equal(kn_set_isa(NULL), -1);
-    for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++)
-        if (kn_set_isa(isas[i]) == 0) assert_string_equal(kn_isa(), isas[i]);
-    /* the list names every family above, best first, and "auto" is the first exact one this CPU runs */
-    assert_int_equal(kn_isa_count(), (int)(sizeof isas / sizeof isas[0]));
+    for (size_t i = 0; i < N_ISAS; i++)
+        if (kn_set_isa(isa(i)) == 0) assert_string_equal(kn_isa(), isa(i));
+    /* the list names every family once, best first, and "auto" is the first exact one this CPU runs */
+    char all[1024];
+    assert_int_equal(kn_isa_list(all, sizeof all, KN_LIST_ALL), kn_isa_count());
+    for (int i = 0; i < kn_isa_count(); i++)
+        for (int j = 0; j < i; j++) assert_string_not_equal(kn_isa_name(i, NULL), kn_isa_name(j, NULL));
     const char *first = NULL;
     for (int i = 0; i < kn_isa_count(); i++) {
         int here = -1;
@@ -839,6 +851,32 @@ static void test_isa_selection(void **state) {
         assert_int_equal(kn_bf16_dot(), 1);
         assert_int_equal(kn_q8_int8(), 0);
     }
+    assert_int_equal(kn_set_isa("portable"), 0);
+}
+
+/* The family main added is a family like the table's: named, listed, exact, run here, but not
+ * auto's (its auto_score is 0), with portable's bits; a name taken, or "auto", is refused. */
+static void test_family_added(void **state) {
+    (void)state;
+    char list[1024];
+    const kn_list kinds[] = {KN_LIST_ALL, KN_LIST_RUNNABLE, KN_LIST_NAMED_ONLY};
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        kn_isa_list(list, sizeof list, kinds[k]);
+        assert_non_null(strstr(list, test_family.name));
+    }
+    kn_isa_list(list, sizeof list, KN_LIST_X_INT8);
+    assert_null(strstr(list, test_family.name));
+    assert_true(kn_isa_known(test_family.name) && kn_isa_exact(test_family.name));
+    assert_false(kn_isa_auto_candidate(test_family.name));
+    assert_string_equal(kn_isa_about(test_family.name), test_family.about);
+    assert_null(kn_isa_about("auto"));
+    assert_string_equal(kn_isa_name(kn_isa_count() - 1, NULL), test_family.name);
+    assert_int_equal(kn_family_add(&test_family), -1);
+    const kn_family named_auto = {.name = "auto", .ops = &kn_ops_portable};
+    assert_int_equal(kn_family_add(&named_auto), -1);
+    assert_int_equal(kn_set_isa(test_family.name), 0);
+    assert_string_equal(kn_isa(), test_family.name);
+    assert_int_equal(kn_set_tuned(BENCH_F32, 0, test_family.name), -1); /* not auto's to choose */
     assert_int_equal(kn_set_isa("portable"), 0);
 }
 
@@ -1058,7 +1096,7 @@ static void test_triad(void **state) {
     (void)state;
     tp_pool *pool = tp_create(2);
     assert_non_null(pool);
-    for (size_t ii = 0; ii < sizeof isas / sizeof isas[0]; ii++) {
+    for (size_t ii = 0; ii < N_ISAS; ii++) {
         if (!use_isa(ii)) continue;
         double a = kn_triad_bandwidth(NULL, 1 << 16, 3);
         double b = kn_triad_bandwidth(pool, (1 << 16) + 12, 2); /* not a multiple of the vector */
@@ -1075,7 +1113,7 @@ static void test_read_bandwidth(void **state) {
     (void)state;
     tp_pool *pool = tp_create(3);
     assert_non_null(pool);
-    for (size_t ii = 0; ii < sizeof isas / sizeof isas[0]; ii++) {
+    for (size_t ii = 0; ii < N_ISAS; ii++) {
         if (!use_isa(ii)) continue;
         double a = kn_read_bandwidth(NULL, 1 << 16, 3);
         double b = kn_read_bandwidth(pool, (1 << 16) + 12, 2); /* uneven split, a scalar tail */
@@ -1094,7 +1132,7 @@ static void test_peak(void **state) {
     (void)state;
     tp_pool *pool = tp_create(2);
     assert_non_null(pool);
-    for (size_t ii = 0; ii < sizeof isas / sizeof isas[0]; ii++) {
+    for (size_t ii = 0; ii < N_ISAS; ii++) {
         if (!use_isa(ii)) continue;
         double f = kn_peak_gops(pool, 0), i8 = kn_peak_gops(NULL, 1);
         assert_true(isfinite(f) && f > 0);
@@ -1105,8 +1143,13 @@ static void test_peak(void **state) {
 }
 
 int main(void) {
+    if (kn_family_add(&test_family)) {
+        fprintf(stderr, "test_kernels: kn_family_add(%s) refused\n", test_family.name);
+        return 1;
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_isa_selection),
+        cmocka_unit_test(test_family_added),
         cmocka_unit_test(test_auto_tuned),
         cmocka_unit_test(test_swiglu_bitwise),
         cmocka_unit_test(test_vexpf_bitwise),

@@ -1,5 +1,5 @@
-/* The KV cache types (f16, bf16, q8_0, q4_0; engines/modules/common/kv_types.h) beyond the
- * contract (test_kv_contract runs that in every type):
+/* The KV cache types (engines/modules/common/kv_types.h's table, and a made-up row of this
+ * test's) beyond the contract (test_kv_contract runs that in every type):
  *   - exact bytes: a position costs 2 x layers x kv_heads x head_dim x the type's size, block
  *     scales included, in the memory slot and in the engine's token bytes and KV budget;
  *   - bit identity: a cache of type T attends exactly (memcmp) as an f32 cache fed the values
@@ -13,9 +13,31 @@
 #include <cmocka.h>
 
 #include <libgen.h>
+#include <math.h>
+
+/* A made-up KV element type, in this test only: int8 scaled by 1/16, no blocks ("i8s"). What
+ * adding a type takes is a row like this one and its two conversions (docs/extending.md, "A KV
+ * element type"); test_every_row walks the table, so it runs this type with no list edited.
+ * Its id is one no bench_dtype has. */
+#define KVT_I8S ((bench_dtype)(BENCH_DTYPE_COUNT + 3))
+static void i8s_store(const float *src, void *dst, size_t n) {
+    for (size_t i = 0; i < n; i++) ((int8_t *)dst)[i] = (int8_t)fmaxf(-127.0f, fminf(127.0f, roundf(src[i] * 16.0f)));
+}
+static void i8s_load(const void *src, float *dst, size_t n) {
+    for (size_t i = 0; i < n; i++) dst[i] = (float)((const int8_t *)src)[i] / 16.0f;
+}
+#define KVQ_TEST_ROWS(ROW)                                                                               \
+    ROW(KVT_I8S, KVQ_READ_CPU, .name = "i8s", .block_elems = 1, .block_bytes = 1, .store = i8s_store,   \
+        .load = i8s_load)
 
 #include "engines/modules/common/kv_attn.h"
 #include "engines/modules/common/kv_types.h"
+/* the contiguous layout's store and attention, compiled here so that they read this table;
+ * under names of the test's own, so that no module's object seems to call into the test */
+#define kvc_bytes kvt_contig_bytes
+#define kvc_store kvt_contig_store
+#define kvc_attend kvt_contig_attend
+#include "engines/modules/common/kv_contig.c"
 #include "tests/lib/kv_test.h"
 
 /* 2 layers, 2 KV heads of 32: kv_dim 64 */
@@ -66,22 +88,23 @@ static void test_bytes_per_position(void **state) {
 static const bench_kv_shape wide_shape = {.n_layers = 1, .n_heads = 12, .n_kv_heads = 6, .head_dim = 32,
                                           .max_pos = 40, .max_seqs = 2};
 
+/* Every typed row of the table the modules hold (bench's own types, not this test's) */
 static void check_typed_attention(const bench_kv_shape *shape) {
-    static const bench_dtype types[] = {BENCH_F16, BENCH_BF16, BENCH_Q8_0, BENCH_Q4_0};
     const char *const *kvs;
     int nk = tu_modules("kv", &kvs);
     const int kv_dim = shape->n_kv_heads * shape->head_dim, q_dim = shape->n_heads * shape->head_dim;
-    for (size_t ti = 0; ti < sizeof(types) / sizeof(types[0]); ti++)
+    for (bench_dtype ti = BENCH_F16; ti < BENCH_DTYPE_COUNT; ti++) {
+        if (!kvq_type_of(ti)) continue;
         for (int k = 0; k < nk; k++) {
             bench_kv_shape s = *shape, f = *shape;
-            s.k_type = s.v_type = types[ti];
+            s.k_type = s.v_type = ti;
             data d, r;
             data_make(&d, &s, 11);
             data_make(&r, &s, 11);
             size_t rows = (size_t)s.max_seqs * s.n_layers * s.max_pos;
             for (size_t i = 0; i < rows; i++) {
-                kvt_round(types[ti], r.k + i * kv_dim, (size_t)kv_dim);
-                kvt_round(types[ti], r.v + i * kv_dim, (size_t)kv_dim);
+                kvt_round(ti, r.k + i * kv_dim, (size_t)kv_dim);
+                kvt_round(ti, r.v + i * kv_dim, (size_t)kv_dim);
             }
             kvt typed, plain;
             char err[512];
@@ -103,7 +126,7 @@ static void check_typed_attention(const bench_kv_shape *shape) {
                     plain.kv->attend(plain.ctx, 0, l, cases[c][0], cases[c][1], d.q, d.out2);
                     if (memcmp(d.out, d.out2, (size_t)cases[c][1] * q_dim * sizeof(float)))
                         fail_msg("kv %s, %s cache: attention at %d+%d differs from an f32 cache holding the core's %s values",
-                                 kvs[k], bench_dtype_name(types[ti]), cases[c][0], cases[c][1], bench_dtype_name(types[ti]));
+                                 kvs[k], bench_dtype_name(ti), cases[c][0], cases[c][1], bench_dtype_name(ti));
                 }
             }
             kvt_close(&typed);
@@ -111,6 +134,7 @@ static void check_typed_attention(const bench_kv_shape *shape) {
             data_free(&d);
             data_free(&r);
         }
+    }
 }
 
 static void test_typed_attention_is_f32_attention_of_the_stored_values(void **state) {
@@ -273,11 +297,77 @@ static void test_engine_budget_and_refusal_by_type(void **state) {
     assert_true(k == BENCH_Q4_0 && v == BENCH_Q4_0);
     assert_true(engine_parse_cache_type("q6_k", &k, &v, err, sizeof(err)) < 0);
     assert_non_null(strstr(err, "expected f32, f16, bf16, q8_0 or q4_0"));
+    char names[128];
+    engine_cache_type_names(names, sizeof names, ", "); /* harness/spec/scenario.c's form */
+    assert_string_equal(names, "f32, f16, bf16, q8_0, q4_0");
+}
+
+/* Every row of the KV element type table, this test's made-up one included: its name parses
+ * back to it and is listed, a row costs its blocks' bytes (bench's own types: as dtype.h
+ * sizes them), a head that is not a whole number of blocks is refused, and a contiguous cache
+ * of the type (kv_contig.c, compiled in above) attends bitwise as an f32 cache holding what
+ * the type's load gives back for each stored value. */
+static void check_row(const kvq_type *r) {
+    char names[256];
+    kvq_type_names(names, sizeof names, SIZE_MAX, " or ");
+    assert_non_null(strstr(names, kvq_type_name(r)));
+    assert_int_equal(kvq_type_parse(kvq_type_name(r), strlen(kvq_type_name(r))), r->id);
+    assert_int_equal(kvq_bytes(r->id, 64 * r->block_elems), 64 * r->block_bytes);
+    if (r->id < BENCH_DTYPE_COUNT) assert_int_equal(kvq_bytes(r->id, 64 * r->block_elems), bench_kv_row_bytes(r->id, 64 * (int)r->block_elems));
+    bench_kv_shape s = typed_shape, f = typed_shape;
+    s.k_type = s.v_type = r->id;
+    char err[256];
+    assert_int_equal(kvq_check_shape(&s, KVQ_CPU_TYPES, "kv test", err, sizeof err), 0);
+    s.head_dim = 8;
+    assert_int_equal(kvq_check_shape(&s, KVQ_CPU_TYPES, "kv test", err, sizeof err),
+                     r->block_elems > 8 ? -BENCH_ERR_REFUSED : 0);
+    s.head_dim = typed_shape.head_dim;
+    enum { N = 33 };
+    const size_t kv_dim = (size_t)s.n_kv_heads * s.head_dim, q_dim = (size_t)s.n_heads * s.head_dim;
+    float *k = malloc(N * kv_dim * sizeof(float)), *v = malloc(N * kv_dim * sizeof(float)), *q = malloc(N * q_dim * sizeof(float));
+    float *out = malloc(N * q_dim * sizeof(float)), *out2 = malloc(N * q_dim * sizeof(float));
+    unsigned char *row = malloc(kvq_bytes(r->id, kv_dim));
+    float *scratch = malloc(kvq_scores_per_task(&s) * sizeof(float));
+    kvc_seq typed = {.cap = s.max_pos}, plain = {.cap = s.max_pos};
+    typed.mem = malloc(kvc_bytes(&s, typed.cap));
+    plain.mem = malloc(kvc_bytes(&f, plain.cap));
+    unsigned seed = 7;
+    for (size_t i = 0; i < N * q_dim; i++) q[i] = kvt_rand(&seed);
+    for (int l = 0; l < s.n_layers; l++) {
+        for (size_t i = 0; i < N * kv_dim; i++) k[i] = kvt_rand(&seed), v[i] = kvt_rand(&seed);
+        kvc_store(&s, &typed, l, 0, N, k, v);
+        for (int p = 0; p < N; p++)
+            for (float *x = k; x; x = x == k ? v : NULL) { /* K, then V: what the type gives back */
+                kvq_store_row(r->id, x + (size_t)p * kv_dim, row, kv_dim);
+                kvq_load_row(r->id, row, x + (size_t)p * kv_dim, kv_dim);
+            }
+        kvc_store(&f, &plain, l, 0, N, k, v);
+        kvc_attend(&s, NULL, kvc_k(&s, &typed, l), kvc_v(&s, &typed, l), 0, N, q, out, scratch);
+        kvc_attend(&f, NULL, kvc_k(&f, &plain, l), kvc_v(&f, &plain, l), 0, N, q, out2, scratch);
+        if (memcmp(out, out2, N * q_dim * sizeof(float)))
+            fail_msg("%s cache, layer %d: attention differs from an f32 cache holding its values", kvq_type_name(r), l);
+    }
+    free(k), free(v), free(q), free(out), free(out2), free(row), free(scratch), free(typed.mem), free(plain.mem);
+}
+
+static void test_every_row(void **state) {
+    (void)state;
+    int made_up = 0;
+    for (size_t t = 0; t < KVQ_N_IDS; t++) {
+        const kvq_type *r = kvq_type_of((bench_dtype)t);
+        if (!r) continue;
+        check_row(r);
+        made_up |= r->id == KVT_I8S;
+    }
+    assert_true(made_up);
+    assert_true(KVQ_CPU_TYPES >> KVT_I8S & 1u);
+    assert_false(KVQ_CUDA_TYPES >> KVT_I8S & 1u); /* attn.cu has no reader of it */
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bytes_per_position),
+        cmocka_unit_test(test_every_row),
         cmocka_unit_test(test_typed_attention_is_f32_attention_of_the_stored_values),
         cmocka_unit_test(test_heads_per_unit),
         cmocka_unit_test(test_dots_keep_the_tree_order),

@@ -13,6 +13,7 @@
 #define BENCH_CUDA_KVC_H
 
 #include "engines/abi/kv.h"
+#include "engines/modules/common/kv_types.h"
 
 typedef struct kvcc {
     bench_kv_shape shape;
@@ -28,7 +29,7 @@ int kvcc_open(kvcc *k, const bench_kv_shape *s, const bench_host *host, const ch
 void kvcc_close(kvcc *k);   /* k may be zeroed */
 
 /* The cache types the CUDA KV modules store (their iface's cache_types), as the CPU's do. */
-#define KVC_CUDA_TYPES ((1u << BENCH_F32) | (1u << BENCH_F16) | (1u << BENCH_BF16) | (1u << BENCH_Q8_0) | (1u << BENCH_Q4_0))
+#define KVC_CUDA_TYPES KVQ_CUDA_TYPES /* kv_types.h: the rows attn.cu reads */
 
 /* B of one layer's K (V) row of one position, in its cache type. */
 static inline size_t kvcc_k_row(const bench_kv_shape *s) {

@@ -31,6 +31,22 @@ static void dev_figure(void *user, const char *name, const char *unit, double v)
     else if (!strcmp(name, "device.share_weights")) f->share_w = v;
 }
 
+/* --kernels' help: a line per family of kernels.c's table. */
+static void usage_kernels(FILE *f) {
+    char int8[256], bf16[256];
+    kn_isa_list(int8, sizeof int8, KN_LIST_X_INT8);
+    kn_isa_list(bf16, sizeof bf16, KN_LIST_X_BF16);
+    fprintf(f, "  --kernels NAME   the CPU kernel family (bench list shows which run here): auto (default: the best\n"
+               "                   exact one this CPU runs), or one of\n");
+    for (int i = 0; i < kn_isa_count(); i++) {
+        const char *name = kn_isa_name(i, NULL);
+        fprintf(f, "                     %-12s %s\n", name, kn_isa_about(name));
+    }
+    fprintf(f, "                   The int8 families (%s) quantise x to int8 for Q8_0, Q4_0, Q4_K and Q6_K\n"
+               "                   weights and the bf16 ones (%s) round x to bf16 for bf16 weights in prefill:\n"
+               "                   faster, with logits a little off (docs/PERFORMANCE.md); the others are exact\n", int8, bf16);
+}
+
 static void usage(FILE *f) {
     fprintf(f,
             "usage: bench generate --model FILE [--tokenizer FILE] [--prompt TEXT] [--steps N]\n"
@@ -52,22 +68,22 @@ static void usage(FILE *f) {
             "  --bandwidth      also measure, on the same threads, a read-only stream over a buffer as large as\n"
             "                   the weights decode reads per token, and report decode as a fraction of the\n"
             "                   bound it sets (read bytes/s / weight bytes per token); the STREAM triad (64 MiB\n"
-            "                   arrays) is printed beside it. With --device cuda: a triad on the GPU.\n"
-            "  --kernels NAME   the CPU kernel family: auto (default: the best exact one this CPU runs), vnni,\n"
-            "                   avx512-bf16, amx, avx512, avx512-wide, avx2-int8, avx2 or portable (bench list shows which run\n"
-            "                   here); the int8 families (vnni, avx2-int8) quantise x to int8 for Q8_0,\n"
-            "                   Q4_0, Q4_K and Q6_K weights and avx512-bf16 rounds x to bf16 for bf16 weights\n"
-            "                   in prefill: faster, with logits a little off (docs/PERFORMANCE.md); the\n"
-            "                   others are exact. amx runs prefill on AMX tiles with x and the weights split\n"
-            "                   into three bf16 parts (exact); auto never picks it\n"
+            "                   arrays) is printed beside it. With --device cuda: a triad on the GPU.\n");
+    usage_kernels(f);
+    fprintf(f,
             "  --no-repack      keep every Q4_0 matrix in the file's layout; by default, where the kernel family\n"
             "                   decodes a rearranged Q4_0 natively (avx512 on a CPU with AVX512-VNNI, vnni), the\n"
             "                   matrices are rearranged at load, as llama.cpp repacks Q4_0 (in place, or into\n"
             "                   anonymous copies of a shared mapping): with the mmap loader they become anonymous\n"
-            "                   memory. CPU only\n"
-            "  --cache-type T   the KV cache's element type, K and V alike: f32 (default, exact), f16, bf16, q8_0,\n"
-            "                   q4_0; K/V apart as q8_0/f16, or with --cache-type-k T and --cache-type-v T\n"
-            "                   (llama.cpp's -ctk/-ctv). q8_0 and q4_0 need head_dim a multiple of 32\n"
+            "                   memory. CPU only\n");
+    char types[256];
+    engine_cache_type_names(types, sizeof types, " or ");
+    fprintf(f,
+            "  --cache-type T   the KV cache's element type, K and V alike: %s (f32, the default,\n"
+            "                   is exact); K/V apart as q8_0/f16, or with --cache-type-k T and --cache-type-v T\n"
+            "                   (llama.cpp's -ctk/-ctv). A block type needs head_dim a whole number of its blocks\n",
+            types);
+    fprintf(f,
             "  --accuracy       after the timed run, untimed: this configuration's logits at every position of\n"
             "                   the run (the prompt's, then each decode step's, fed the reference's greedy tokens)\n"
             "                   against the exact kernels with an f32 cache on the same file: mean and max KL\n"

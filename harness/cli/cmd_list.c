@@ -117,8 +117,10 @@ int cmd_list(int argc, char **argv) {
         }
     }
     /* the kernels are built in, not modules, but are chosen the same way (--kernels, a scenario axis) */
-    printf("\nkernels (CPU, built in; auto: the first exact one this CPU runs; the int8 and bf16 ones round x, and amx is\n"
-           "exact but for measuring: those run only when named):\n");
+    char named_only[256];
+    kn_isa_list(named_only, sizeof named_only, KN_LIST_NAMED_ONLY);
+    printf("\nkernels (CPU, built in; auto: the first exact one this CPU runs; the int8 and bf16 ones round x, and %s %s\n"
+           "exact but for measuring: those run only when named):\n", named_only, strchr(named_only, ',') ? "are" : "is");
     for (int i = 0; i < kn_isa_count(); i++) {
         int here = 0;
         const char *name = kn_isa_name(i, &here);

@@ -2,9 +2,10 @@
  * thread pool, row conversions and the STREAM triad.
  *
  * Dispatch: the per-ISA tables (kernels_portable.c, kernels_avx2.c,
- * kernels_avx512.c, all instances of kernels_simd.inc) are chosen here and
- * nowhere else, once, by kn_init: the best one __builtin_cpu_supports allows,
- * unless BENCH_ISA names another. The build has no -march flags.
+ * kernels_avx512.c, all instances of kernels_simd.inc) are named by the family
+ * table kn_families here and chosen nowhere else, once, by kn_init: auto's
+ * choice among those this CPU runs, unless BENCH_ISA names another. The build
+ * has no -march flags.
  */
 #include "kernels.h"
 #include "kernels_impl.h"
@@ -24,73 +25,112 @@
 
 /* ======================= instruction-set dispatch ======================= */
 
-static _Atomic(const kn_ops *) kn_cur;   /* NULL until kn_init */
+/* The CPU features each family needs (libgcc's __builtin_cpu_supports also checks that the OS
+ * saves the registers: XCR0). */
+#if KN_HAVE_X86
+static int kn_cpu_avx2(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+}
+static int kn_cpu_avx512(void) {
+    return kn_cpu_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+}
+static int kn_cpu_vnni(void) { return kn_cpu_avx512() && __builtin_cpu_supports("avx512vnni"); }
+static int kn_cpu_avx512_bf16(void) { return kn_cpu_avx512() && __builtin_cpu_supports("avx512bf16"); }
+static int kn_cpu_amx(void) { return kn_cpu_avx512() && kn_amx_usable(); }
+#endif
+
+/* The kernel families, best first: the order of every list of them. auto takes the exact one
+ * this CPU runs with the highest auto_score. The int8 families round x for Q8_0 (an error of
+ * about 1e-2 of the logits, far past what the k256 acceptance test allows) and avx512-bf16
+ * rounds x to bf16 for bf16 weights, so they run only when named; so does amx, exact but
+ * slower than avx512 where its tiles are not busy. docs/extending.md says how to add a row. */
+static const kn_family kn_families[] = {
+#if KN_HAVE_X86
+    {.name = "vnni", .ops = &kn_ops_vnni, .runs_here = kn_cpu_vnni,
+     .about = "avx512 with Q8_0, Q4_0 (and Q4_K, Q6_K decode) on AVX512-VNNI vpdpbusd over x rounded to int8"},
+    {.name = "avx512-bf16", .ops = &kn_ops_avx512_bf16, .runs_here = kn_cpu_avx512_bf16,
+     .about = "avx512 with bf16 prefill on AVX512_BF16 vdpbf16ps over x rounded to bf16"},
+    {.name = "amx", .ops = &kn_ops_amx, .runs_here = kn_cpu_amx,
+     .about = "avx512 with prefill (16 tokens or more) on AMX-BF16 tiles, x and the weights split into three "
+              "bf16 parts: exact, but auto never picks it"},
+    {.name = "avx512", .ops = &kn_ops_avx512, .runs_here = kn_cpu_avx512, .auto_score = 40,
+     .about = "AVX-512 F/BW/VL/DQ, every dtype exact (Q8_0 and Q4_0 decode on x split into int8 parts "
+              "where the CPU has AVX512-VNNI)"},
+    {.name = "avx512-wide", .ops = &kn_ops_avx512_wide, .runs_here = kn_cpu_avx512, .auto_score = 30,
+     .about = "avx512 with Q8_0 and Q4_0 decode on the weights widened to f32 (exact)"},
+    {.name = "avx2-int8", .ops = &kn_ops_avx2_int8, .runs_here = kn_cpu_avx2,
+     .about = "avx2 with Q8_0, Q4_0 (and Q4_K, Q6_K decode) on maddubs over x rounded to int8"},
+    {.name = "avx2", .ops = &kn_ops_avx2, .runs_here = kn_cpu_avx2, .auto_score = 20, .about = "AVX2 + FMA + F16C, exact"},
+#endif
+    {.name = "portable", .ops = &kn_ops_portable, .auto_score = 10, .about = "plain C, exact: the reference"},
+};
+#define KN_NBUILTIN ((int)(sizeof kn_families / sizeof kn_families[0]))
+
+/* Rows added by kn_family_add, after the built-in ones; a row is written before the count
+ * that shows it. */
+static const kn_family *kn_added[KN_MAX_ADDED];
+static atomic_int kn_n_added;
+
+static int kn_nfamilies(void) { return KN_NBUILTIN + atomic_load_explicit(&kn_n_added, memory_order_acquire); }
+
+static const kn_family *kn_family_at(int i) { return i < KN_NBUILTIN ? &kn_families[i] : kn_added[i - KN_NBUILTIN]; }
+
+static _Atomic(const kn_family *) kn_cur;   /* NULL until kn_init */
 static pthread_once_t kn_once = PTHREAD_ONCE_INIT;
 /* 1: kn_cur is "auto" (not a family asked by name), so that its per-dtype choices by
  * measurement apply (kn_set_tuned, kernels_tune.c): [dt][0 decode, 1 prefill], NULL where
- * none was made (auto's table runs it). */
+ * none was made (auto's family runs it). */
 static atomic_int kn_auto_on = 1;
-static _Atomic(const kn_ops *) kn_tuned[BENCH_DTYPE_COUNT][2];
+static _Atomic(const kn_family *) kn_tuned[BENCH_DTYPE_COUNT][2];
 
-/* Whether this CPU (and OS: libgcc checks XCR0) can run a table. */
-static int kn_supported(const kn_ops *ops) {
-    if (ops == &kn_ops_portable) return 1;
-#if KN_HAVE_X86
-    __builtin_cpu_init();
-    int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-               __builtin_cpu_supports("f16c");
-    int avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                 __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-    if (ops == &kn_ops_avx2 || ops == &kn_ops_avx2_int8) return avx2;
-    if (ops == &kn_ops_avx512 || ops == &kn_ops_avx512_wide) return avx512;
-    if (ops == &kn_ops_vnni) return avx512 && __builtin_cpu_supports("avx512vnni");
-    if (ops == &kn_ops_avx512_bf16) return avx512 && __builtin_cpu_supports("avx512bf16");
-    if (ops == &kn_ops_amx) return avx512 && kn_amx_usable();
-#endif
-    return 0;
+static int kn_supported(const kn_family *f) { return !f->runs_here || f->runs_here(); }
+
+static int kn_exact(const kn_family *f) { return !f->ops->q8_int8 && !f->ops->bf16_dot; }
+
+/* Whether auto may run a family (by default or by measurement). */
+static int kn_auto_ok(const kn_family *f) { return f->auto_score > 0 && kn_exact(f); }
+
+static const kn_family *kn_best(void) {
+    const kn_family *best = &kn_families[KN_NBUILTIN - 1]; /* portable: every CPU runs it */
+    for (int i = 0; i < kn_nfamilies(); i++) {
+        const kn_family *f = kn_family_at(i);
+        if (kn_auto_ok(f) && f->auto_score > best->auto_score && kn_supported(f)) best = f;
+    }
+    return best;
 }
 
-/* Best first. kn_init and "auto" take the first exact table this CPU runs: the
- * integer tables round x for Q8_0 (an error of about 1e-2 of the logits, far
- * past what the k256 acceptance test allows) and avx512-bf16 rounds x to bf16
- * for bf16 weights, so they are chosen by name only. */
-static const kn_ops *const kn_tables[] = {
-#if KN_HAVE_X86
-    &kn_ops_vnni,
-    &kn_ops_avx512_bf16,
-    &kn_ops_amx,
-    &kn_ops_avx512,
-    &kn_ops_avx512_wide,
-    &kn_ops_avx2_int8,
-    &kn_ops_avx2,
-#endif
-    &kn_ops_portable,
-};
-#define KN_NTABLES (sizeof kn_tables / sizeof kn_tables[0])
-
-/* Whether auto may run a table (by default or by measurement): exact, and not named-only. */
-static int kn_auto_ok(const kn_ops *ops) { return !ops->q8_int8 && !ops->bf16_dot && !ops->named_only; }
-
-static const kn_ops *kn_best(void) {
-    for (size_t i = 0; i < KN_NTABLES; i++)
-        if (kn_auto_ok(kn_tables[i]) && kn_supported(kn_tables[i])) return kn_tables[i];
-    return &kn_ops_portable;
-}
-
-static const kn_ops *kn_find(const char *isa) {
+static const kn_family *kn_find(const char *isa) {
     if (strcmp(isa, "auto") == 0) return kn_best();
-    for (size_t i = 0; i < KN_NTABLES; i++)
-        if (strcmp(kn_tables[i]->name, isa) == 0) return kn_tables[i];
+    for (int i = 0; i < kn_nfamilies(); i++)
+        if (strcmp(kn_family_at(i)->name, isa) == 0) return kn_family_at(i);
     return NULL;
 }
 
+int kn_family_add(const kn_family *f) {
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&lock);
+    const int n = atomic_load(&kn_n_added);
+    const int ok = n < KN_MAX_ADDED && f->name && strcmp(f->name, "auto") && !kn_find(f->name);
+    if (ok) {
+        kn_added[n] = f;
+        atomic_store_explicit(&kn_n_added, n + 1, memory_order_release);
+    }
+    pthread_mutex_unlock(&lock);
+    return ok ? 0 : -1;
+}
+
 static void kn_init_once(void) {
-    const kn_ops *best = kn_best();
+    const kn_family *best = kn_best();
     const char *env = getenv("BENCH_ISA");
     if (env && *env) {
-        const kn_ops *want = kn_find(env);
-        if (!want) fprintf(stderr, "%s: BENCH_ISA=%s is not one of vnni|avx512-bf16|amx|avx512|avx512-wide|avx2-int8|avx2|portable|auto; using %s\n", __func__, env, best->name);
-        else if (!kn_supported(want)) fprintf(stderr, "%s: BENCH_ISA=%s: this CPU lacks it; using %s\n", __func__, env, best->name);
+        const kn_family *want = kn_find(env);
+        if (!want) {
+            char names[512];
+            kn_isa_list(names, sizeof names, KN_LIST_ALL);
+            fprintf(stderr, "%s: BENCH_ISA=%s is not one of %s or auto; using %s\n", __func__, env, names, best->name);
+        } else if (!kn_supported(want)) fprintf(stderr, "%s: BENCH_ISA=%s: this CPU lacks it; using %s\n", __func__, env, best->name);
         else {
             best = want;
             atomic_store(&kn_auto_on, strcmp(env, "auto") == 0);
@@ -101,16 +141,18 @@ static void kn_init_once(void) {
 
 void kn_init(void) { pthread_once(&kn_once, kn_init_once); }
 
-static const kn_ops *kn_ops_now(void) {
-    const kn_ops *ops = atomic_load_explicit(&kn_cur, memory_order_acquire);
-    if (!ops) {
+static const kn_family *kn_family_now(void) {
+    const kn_family *f = atomic_load_explicit(&kn_cur, memory_order_acquire);
+    if (!f) {
         kn_init();
-        ops = atomic_load(&kn_cur);
+        f = atomic_load(&kn_cur);
     }
-    return ops;
+    return f;
 }
 
-const char *kn_isa(void) { return kn_ops_now()->name; }
+static const kn_ops *kn_ops_now(void) { return kn_family_now()->ops; }
+
+const char *kn_isa(void) { return kn_family_now()->name; }
 
 static void kn_mm_r8(const kn_ops *ops, float *y, const float *x, int n, const void *w, int rows, int cols,
                      int r0, int r1, const kn_xq8 *xq);
@@ -147,38 +189,38 @@ static void kn_mm_r8(const kn_ops *ops, float *y, const float *x, int n, const v
     free(tmp);
 }
 
-/* The table that runs dt's matmuls of n rows of x: auto's measured choice where auto is in use
+/* The family that runs dt's matmuls of n rows of x: auto's measured choice where auto is in use
  * and one was made (kernels_tune.h), else ops. Resolved once a job, before x is quantised:
- * every table a choice names is exact and takes no quantised x. */
+ * every family a choice names is exact and takes no quantised x. */
 static const kn_ops *kn_for(const kn_ops *ops, bench_dtype dt, int n) {
     if (!atomic_load_explicit(&kn_auto_on, memory_order_relaxed)) return ops;
-    const kn_ops *t = atomic_load_explicit(&kn_tuned[dt][n > 1], memory_order_relaxed);
-    return t ? t : ops;
+    const kn_family *t = atomic_load_explicit(&kn_tuned[dt][n > 1], memory_order_relaxed);
+    return t ? t->ops : ops;
 }
 
 int kn_set_isa(const char *isa) {
     kn_init(); /* so that a later kn_init cannot undo this choice */
-    const kn_ops *ops = isa ? kn_find(isa) : NULL;
-    if (!ops || !kn_supported(ops)) return -1;
-    atomic_store(&kn_cur, ops);
+    const kn_family *f = isa ? kn_find(isa) : NULL;
+    if (!f || !kn_supported(f)) return -1;
+    atomic_store(&kn_cur, f);
     atomic_store(&kn_auto_on, strcmp(isa, "auto") == 0);
     return 0;
 }
 
 int kn_set_tuned(bench_dtype dt, int prefill, const char *family) {
     if ((unsigned)dt >= BENCH_DTYPE_COUNT) return -1;
-    const kn_ops *ops = NULL;
+    const kn_family *f = NULL;
     if (family) {
-        ops = kn_find(family);
-        if (!ops || strcmp(family, "auto") == 0 || !kn_auto_ok(ops) || !kn_supported(ops)) return -1;
+        f = kn_find(family);
+        if (!f || strcmp(family, "auto") == 0 || !kn_auto_ok(f) || !kn_supported(f)) return -1;
     }
-    atomic_store(&kn_tuned[dt][prefill ? 1 : 0], ops);
+    atomic_store(&kn_tuned[dt][prefill ? 1 : 0], f);
     return 0;
 }
 
 const char *kn_auto_family(bench_dtype dt, int prefill) {
     if ((unsigned)dt >= BENCH_DTYPE_COUNT) return NULL;
-    const kn_ops *t = atomic_load(&kn_tuned[dt][prefill ? 1 : 0]);
+    const kn_family *t = atomic_load(&kn_tuned[dt][prefill ? 1 : 0]);
     return t ? t->name : kn_best()->name;
 }
 
@@ -187,38 +229,55 @@ int kn_auto_active(void) {
     return atomic_load(&kn_auto_on);
 }
 
-int kn_isa_count(void) { return (int)KN_NTABLES; }
+int kn_isa_count(void) { return kn_nfamilies(); }
 
 const char *kn_isa_name(int i, int *runs_here) {
-    if (i < 0 || i >= (int)KN_NTABLES) return NULL;
-    if (runs_here) *runs_here = kn_supported(kn_tables[i]);
-    return kn_tables[i]->name;
+    if (i < 0 || i >= kn_nfamilies()) return NULL;
+    if (runs_here) *runs_here = kn_supported(kn_family_at(i));
+    return kn_family_at(i)->name;
+}
+
+const char *kn_isa_about(const char *isa) {
+    const kn_family *f = isa && strcmp(isa, "auto") ? kn_find(isa) : NULL;
+    return f ? f->about : NULL;
 }
 
 int kn_isa_known(const char *isa) { return isa && kn_find(isa) != NULL; }
 
 int kn_isa_exact(const char *isa) {
-    const kn_ops *ops = kn_find(isa && *isa ? isa : "auto");
-    return ops && !ops->q8_int8 && !ops->bf16_dot;
+    const kn_family *f = kn_find(isa && *isa ? isa : "auto");
+    return f && kn_exact(f);
 }
 
 int kn_isa_auto_candidate(const char *isa) {
-    const kn_ops *ops = isa ? kn_find(isa) : NULL;
-    return ops && strcmp(isa, "auto") && kn_auto_ok(ops);
+    const kn_family *f = isa ? kn_find(isa) : NULL;
+    return f && strcmp(isa, "auto") && kn_auto_ok(f);
 }
 
 const char *kn_isa_resolve(const char *isa) {
-    const kn_ops *ops = kn_find(isa && *isa ? isa : "auto");
-    return ops && kn_supported(ops) ? ops->name : NULL;
+    const kn_family *f = kn_find(isa && *isa ? isa : "auto");
+    return f && kn_supported(f) ? f->name : NULL;
 }
 
-int kn_isa_list(char *buf, size_t len, int runnable_only) {
+/* Whether a family belongs in a list of kind which (kernels.h kn_list). */
+static int kn_listed(const kn_family *f, kn_list which) {
+    switch (which) {
+    case KN_LIST_RUNNABLE: return kn_supported(f);
+    case KN_LIST_X_INT8: return f->ops->q8_int8;
+    case KN_LIST_X_BF16: return f->ops->bf16_dot;
+    case KN_LIST_NAMED_ONLY: return kn_exact(f) && !kn_auto_ok(f);
+    default: return 1;
+    }
+}
+
+int kn_isa_list(char *buf, size_t len, kn_list which) {
     size_t used = 0;
     int n = 0;
     if (len) buf[0] = 0;
-    for (size_t i = 0; i < KN_NTABLES; i++) {
-        if (runnable_only && !kn_supported(kn_tables[i])) continue;
-        int w = snprintf(buf + used, used < len ? len - used : 0, "%s%s", n ? ", " : "", kn_tables[i]->name);
+    for (int i = 0; i < kn_nfamilies(); i++) {
+        const kn_family *f = kn_family_at(i);
+        if (!kn_listed(f, which)) continue;
+        int w = snprintf(buf + used, used < len ? len - used : 0, "%s%s", n ? ", " : "", f->name);
         if (w > 0) used += (size_t)w;
         n++;
     }
@@ -405,7 +464,7 @@ static void kn_mm_task(void *arg, int task, int n_tasks) {
 
 void kn_matmul(tp_pool *pool, float *y, const float *x, int n, const void *w, bench_dtype dt,
                int rows, int cols) {
-    const bench_dtype bdt = dt == KN_Q4_0_R8 ? BENCH_Q4_0 : dt; /* what the tables and x go by */
+    const bench_dtype bdt = kn_base_dt(dt); /* what the tables and x go by */
     assert((unsigned)bdt < BENCH_DTYPE_COUNT);
     assert(cols % (int)bench_dtype_block_elems(bdt) == 0);
     if (n <= 0 || rows <= 0 || cols <= 0) return;
@@ -437,7 +496,7 @@ typedef struct kn_mm_multi_job {
 
 /* Output o's kernel: the table's, or the exact portable one where xq could not be made. */
 static void kn_mm_one(const kn_mm_multi_job *j, const kn_mm_out *o, int r0, int r1) {
-    const bench_dtype bdt = o->dt == KN_Q4_0_R8 ? BENCH_Q4_0 : o->dt;
+    const bench_dtype bdt = kn_base_dt(o->dt);
     const kn_ops *ops = kn_for(j->ops, bdt, j->n);
     const kn_xq8 *xq = NULL;
     if (kn_takes_xq(ops, bdt)) {
@@ -466,7 +525,7 @@ void kn_matmul_multi(tp_pool *pool, const float *x, int n, int cols, const kn_mm
     int any_xq = 0;
     const kn_ops *split_ops = NULL; /* a table that takes x split for one of the outputs */
     for (int k = 0; k < count; k++) {
-        const bench_dtype bdt = outs[k].dt == KN_Q4_0_R8 ? BENCH_Q4_0 : outs[k].dt;
+        const bench_dtype bdt = kn_base_dt(outs[k].dt);
         assert((unsigned)bdt < BENCH_DTYPE_COUNT);
         assert(cols % (int)bench_dtype_block_elems(bdt) == 0);
         macs += (int64_t)outs[k].rows * cols * n;

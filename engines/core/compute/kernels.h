@@ -9,21 +9,12 @@
 #include "q4r8.h"
 #include "threadpool.h"
 
-/* Kernel families (tables), best first:
- *   vnni       avx512 with Q8_0, Q4_0 (and Q4_K, Q6_K decode) on AVX512-VNNI vpdpbusd
- *              over x quantised to int8
- *   avx512-bf16  avx512 with bf16 prefill on AVX512_BF16 vdpbf16ps over x rounded to bf16
- *   amx        avx512 with prefill (16 tokens or more) on AMX-BF16 tiles, x and the weights split
- *              into three bf16 parts: exact, but named only (auto never picks it)
- *   avx512     AVX-512 F/BW/VL/DQ, every dtype exact (weights dequantised to f32)
- *   avx2-int8  avx2 with the same types on maddubs over x quantised to int8
- *   avx2       AVX2 + FMA + F16C, exact
- *   portable   plain C, exact: the reference
- * "auto" is the first exact family this CPU runs. The int8 families differ from
- * their exact siblings only in those types, where x's rounding to int8 adds an error
- * bounded in kernels_int8.inc, and avx512-bf16 from avx512 only in bf16 prefill,
- * where x's rounding to bf16 adds one bounded in kernels_bf16.inc; they run only
- * when named. kn_init picks auto; BENCH_ISA=NAME forces one. */
+/* Kernel families: the rows of kernels.c's kn_families, best first (bench list and kn_isa_about
+ * say what each runs on; docs/extending.md how to add one). "auto" is the exact family this CPU
+ * runs that the table scores highest. The int8 families differ from their exact siblings only
+ * in the block types, where x's rounding to int8 adds an error bounded in kernels_int8.inc, and
+ * the bf16 one from avx512 only in bf16 prefill, where x's rounding to bf16 adds one bounded in
+ * kernels_bf16.inc; they run only when named. kn_init picks auto; BENCH_ISA=NAME forces one. */
 void kn_init(void);
 const char *kn_isa(void);               /* the family in use */
 int kn_set_isa(const char *isa);        /* a family or "auto"; 0 on success, -1 if unknown or the CPU lacks it */
@@ -53,8 +44,18 @@ const char *kn_isa_resolve(const char *isa);
 int kn_set_tuned(bench_dtype dt, int prefill, const char *family);
 const char *kn_auto_family(bench_dtype dt, int prefill);   /* what auto runs for dt now */
 int kn_auto_active(void);               /* 1: "auto" is in use (not a family asked by name) */
-/* "vnni, avx512, ..." into buf: every family, or only those this CPU runs; returns how many. */
-int kn_isa_list(char *buf, size_t len, int runnable_only);
+/* One line on what a family runs on and what it rounds (--kernels' help); NULL: not a family. */
+const char *kn_isa_about(const char *isa);
+/* Which families kn_isa_list names. */
+typedef enum kn_list {
+    KN_LIST_ALL = 0,
+    KN_LIST_RUNNABLE,       /* those this CPU runs */
+    KN_LIST_X_INT8,         /* those that round x to int8 for the block types */
+    KN_LIST_X_BF16,         /* those that round x to bf16 for bf16 prefill */
+    KN_LIST_NAMED_ONLY,     /* exact, but auto never picks them */
+} kn_list;
+/* "vnni, avx512, ..." into buf, best first: the families of kind which; returns how many. */
+int kn_isa_list(char *buf, size_t len, kn_list which);
 
 /* y (n, rows) = x (n, cols) . W^T, W (rows, cols) row-major in dtype dt.
  * n == 1 is decode (matrix-vector); n > 1 is batched prefill (matrix-matrix).

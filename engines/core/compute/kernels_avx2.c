@@ -104,7 +104,7 @@ KN_INLINE __m128i kq_bits16(unsigned bits) {
 #include "kernels_quant.inc"
 #include "kernels_simd.inc"
 
-const kn_ops kn_ops_avx2 = KN_TABLE("avx2");
+const kn_ops kn_ops_avx2 = KN_TABLE();
 
 /* ---- avx2-int8: Q8_0 on maddubs ----
  * maddubs multiplies unsigned by signed bytes and saturates pairs to int16, so
@@ -128,5 +128,5 @@ KN_INLINE __m256i ki_udot(__m256i u, __m256i q) {
 #define KI_NSUM 0
 #include "kernels_int8.inc"
 
-const kn_ops kn_ops_avx2_int8 = KN_TABLE_INT8("avx2-int8", KI_FN, quant_x_avx2_int8, 0, peak_int8_avx2_int8, NULL, NULL);
+const kn_ops kn_ops_avx2_int8 = KN_TABLE_INT8(KI_FN, quant_x_avx2_int8, 0, peak_int8_avx2_int8, NULL, NULL);
 #endif

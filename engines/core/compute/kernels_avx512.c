@@ -353,13 +353,13 @@ static int kx_mv_q4_0_r8(float *y, const float *x, int n, const void *w, int row
 #include "kernels_quant.inc"
 #include "kernels_simd.inc"
 
-const kn_ops kn_ops_avx512 = KN_TABLE("avx512");
+const kn_ops kn_ops_avx512 = KN_TABLE();
 
 /* avx512-wide: avx512 with Q8_0 and Q4_0 decoded by widening the weights to f32, as before the
  * split x (and so no Q4_0 rearranged for it). Exact, and a family auto measures: where
  * vpdpbusd is slow (a core that double-pumps 512-bit integer work, say) widening may decode
  * faster, and the flags cannot say so. */
-const kn_ops kn_ops_avx512_wide = KN_TABLE_DECODE("avx512-wide", NULL, 0u, NULL);
+const kn_ops kn_ops_avx512_wide = KN_TABLE_DECODE(NULL, 0u, NULL);
 
 /* ---- vnni: the avx512 table with Q8_0 on vpdpbusd ----
  * vpdpbusd multiplies unsigned by signed bytes into int32 without saturation.
@@ -404,7 +404,7 @@ static int mm_q4_0_r8_vnni(float *y, const float *x, int n, const void *w, int r
 }
 #pragma GCC pop_options
 
-const kn_ops kn_ops_vnni = KN_TABLE_INT8("vnni", KI_FN, quant_x_vnni, 1, peak_int8_vnni, mv_q4_0_r8_vnni, mm_q4_0_r8_vnni);
+const kn_ops kn_ops_vnni = KN_TABLE_INT8(KI_FN, quant_x_vnni, 1, peak_int8_vnni, mv_q4_0_r8_vnni, mm_q4_0_r8_vnni);
 
 /* ---- avx512-bf16: the avx512 table with bf16 prefill on vdpbf16ps ----
  * These functions alone carry the AVX512_BF16 target, as the VNNI ones do. */
@@ -413,7 +413,7 @@ const kn_ops kn_ops_vnni = KN_TABLE_INT8("vnni", KI_FN, quant_x_vnni, 1, peak_in
 #include "kernels_bf16.inc"
 #pragma GCC pop_options
 
-const kn_ops kn_ops_avx512_bf16 = KN_TABLE_BF16("avx512-bf16", mm_bf16_dot_avx512);
+const kn_ops kn_ops_avx512_bf16 = KN_TABLE_BF16(mm_bf16_dot_avx512);
 
 /* ---- amx: the avx512 table with prefill on AMX tiles, exact (kernels_amx.inc) ----
  * These functions alone carry the AMX and AVX512_BF16 targets. */
@@ -423,7 +423,6 @@ const kn_ops kn_ops_avx512_bf16 = KN_TABLE_BF16("avx512-bf16", mm_bf16_dot_avx51
 #pragma GCC pop_options
 
 const kn_ops kn_ops_amx = {
-    .name = "amx",
     .mm = {[BENCH_F32] = mm_amx_f32, [BENCH_F16] = mm_amx_f16, [BENCH_BF16] = mm_amx_bf16, [BENCH_Q8_0] = mm_amx_q8_0,
            [BENCH_Q4_0] = mm_amx_q4_0, [BENCH_Q4_1] = mm_amx_q4_1, [BENCH_Q5_0] = mm_amx_q5_0, [BENCH_Q5_1] = mm_amx_q5_1,
            [BENCH_Q2_K] = mm_amx_q2_k, [BENCH_Q3_K] = mm_amx_q3_k, [BENCH_Q4_K] = mm_amx_q4_k, [BENCH_Q5_K] = mm_amx_q5_k,
@@ -431,6 +430,5 @@ const kn_ops kn_ops_amx = {
     .triad = KN_FN(triad), .read = KN_FN(read), .read_pf = KN_FN(read_pf), .peak_f32 = KN_FN(peak_f32),
     .split_dts = KN_SPLIT_DTS, .split_x = KN_SPLIT_X, .mv_q4_0_r8 = KN_MV_R8, /* decode is avx512's */
     .mm_r8_prefill = mm_amx_q4_0_r8,
-    .named_only = 1,
 };
 #endif

@@ -72,10 +72,6 @@ typedef struct __attribute__((aligned(64))) kn_xsplit_pair {
     int32_t c4r[16];  /* Q4_0 rearranged (KN_Q4_0_R8): a's lanes 8 x, b's (16 v) 128 x */
 } kn_xsplit_pair;
 
-/* The dtype whose rows a kernel's dtype lays out: Q4_0 for rearranged Q4_0 (the same bytes
- * per row), else itself. */
-static inline bench_dtype kn_base_dt(int dt) { return dt == (int)KN_Q4_0_R8 ? BENCH_Q4_0 : (bench_dtype)dt; }
-
 /* Rows per prefill panel of the tallest table (kernels_gemm.inc: KN_MV x VL,
  * 64 on AVX-512): kernels.c splits a prefill's rows among threads in whole
  * multiples of it, so only the last panel of a matrix can be partial. */
@@ -112,8 +108,8 @@ typedef double (*kn_peak_fn)(long iters, float *sink);
 typedef void (*kn_triad_fn)(float *restrict a, const float *restrict b, const float *restrict c,
                             float s, size_t n);
 
+/* An ISA file's entry points; kernels.c's family table (kn_family) names them. */
 typedef struct kn_ops {
-    const char *name;                       /* "portable", "avx2", "avx2-int8", "avx512", "avx512-bf16", "vnni" */
     kn_mm_fn mm[BENCH_DTYPE_COUNT];         /* indexed by bench_dtype */
     kn_triad_fn triad;
     kn_read_fn read;
@@ -142,10 +138,30 @@ typedef struct kn_ops {
      * (correct, and slower) */
     kn_mm_try_fn mv_q4_0_r8;
     kn_mm_try_fn mm_r8_prefill;
-    /* 1: exact, but not one auto picks among (neither by default nor by measurement): run
-     * only when named (amx: docs/PERFORMANCE.md says why) */
-    int named_only;
 } kn_ops;
+
+/* A kernel family: one row of kernels.c's kn_families (docs/extending.md, "A CPU kernel
+ * family"), from which every name list, help text and message about families is made. It is
+ * exact where its ops round no x (q8_int8 and bf16_dot 0): every dtype then computes as the
+ * portable reference does, within f32 summation. */
+typedef struct kn_family {
+    const char *name;           /* what --kernels, BENCH_ISA, a scenario and bench list call it */
+    const char *about;          /* one line for --kernels' help: what it runs on, what it rounds */
+    const kn_ops *ops;          /* its entry points */
+    /* Whether this CPU (and OS) has the features it needs; NULL: every CPU. Asked each time a
+     * family is chosen or listed, so it must be cheap (cache what the OS is asked). */
+    int (*runs_here)(void);
+    /* auto's preference among the exact families this CPU runs: the highest wins, by default,
+     * and every one above 0 is a candidate auto measures (kernels_tune.h); 0: run only when
+     * named (an inexact family, or amx: docs/PERFORMANCE.md says why) */
+    int auto_score;
+} kn_family;
+
+/* Adds a family after kernels.c's own rows, for tests (tests/test_kernels.c's wrapper of
+ * portable): from then on it is listed, named and checked like any other. f must outlive the
+ * process's use of the kernels. 0, or -1 where the name is taken or KN_MAX_ADDED are in. */
+#define KN_MAX_ADDED 4
+int kn_family_add(const kn_family *f);
 
 extern const kn_ops kn_ops_portable;
 #if KN_HAVE_X86

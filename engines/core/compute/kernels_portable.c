@@ -27,4 +27,4 @@ KN_INLINE void v_tr(const float *const *src, int k, float *dst, size_t ds) { (vo
 
 #include "kernels_simd.inc"
 
-const kn_ops kn_ops_portable = KN_TABLE("portable");
+const kn_ops kn_ops_portable = KN_TABLE();

@@ -5,14 +5,28 @@
 
 #include "engines/abi/dtype.h"
 
-/* Q4_0 rows rearranged for the decode kernels (kn_repack_rows), an internal dtype that no file
- * holds: kn_matmul and kn_matmul_multi take it as the weights' dtype, and every family runs
- * it (the ones without a decode of their own put the rows back first). Per row, each group of
- * 8 blocks becomes its 8 f16 scales, then for each pair of blocks a, b 32 bytes: byte j of the
- * first 16 holds a's weight j in its low nibble and b's weight j in its high one, byte j of
- * the next 16 the same for weights 16 + j; blocks past the last whole group stay as they
- * were. The same bytes per row as Q4_0. */
-#define KN_Q4_0_R8 ((bench_dtype)BENCH_DTYPE_COUNT)
+/* Q4_0 rows rearranged for the decode kernels (kn_repack_rows), an internal layout that no file
+ * holds: each group of 8 blocks of a row becomes one kn_block_q4_0x8; blocks past the last
+ * whole group stay as they were, so a row has the same bytes as in Q4_0. Pair m of a group
+ * takes blocks a = 2m and b = 2m + 1: byte j of qs[m] holds a's weight j in its low nibble and
+ * b's weight j in its high one, byte 16 + j the same for weights 16 + j. */
+#define KN_Q4_0_R8_GROUP 8 /* blocks a group */
+typedef struct kn_block_q4_0x8 {
+    uint16_t d[KN_Q4_0_R8_GROUP];                       /* the 8 blocks' f16 scales */
+    uint8_t qs[KN_Q4_0_R8_GROUP / 2][2 * BENCH_QK / 2]; /* a pair of blocks' nibbles, as above */
+} kn_block_q4_0x8;
+BENCH_STATIC_ASSERT(sizeof(kn_block_q4_0x8) == KN_Q4_0_R8_GROUP * sizeof(bench_block_q4_0),
+                    "a rearranged group must take the bytes of the 8 Q4_0 blocks it holds");
+
+/* The dtype tag kn_matmul and kn_matmul_multi take for weights in that layout (every family runs
+ * it; the ones without a decode of their own put the rows back first). Not a bench_dtype: no
+ * file, module or ABI sees it, so it sits just past the enum, where no bench_dtype can be. */
+enum { KN_Q4_0_R8_TAG = BENCH_DTYPE_COUNT };
+#define KN_Q4_0_R8 ((bench_dtype)KN_Q4_0_R8_TAG)
+
+/* The dtype whose rows a kernel's dtype lays out: Q4_0 for rearranged Q4_0 (the same bytes
+ * per row), else itself. */
+static inline bench_dtype kn_base_dt(int dt) { return dt == KN_Q4_0_R8_TAG ? BENCH_Q4_0 : (bench_dtype)dt; }
 
 /* rows Q4_0 rows of cols (a multiple of 32) rearranged in place, and back (dst may be src) */
 void kn_repack_rows(void *w, int rows, int cols);

@@ -1,6 +1,7 @@
 #include "engine.h"
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include "engines/abi/alloc.h"
 #include "engines/abi/kv.h"
 #include "engines/abi/loader.h"
+#include "engines/modules/common/kv_types.h" /* the KV element types: names, and what each costs */
 #include "engines/core/runtime/alloc_trace.h"
 #include "engines/core/runtime/alloc_fault.h"
 #include "devhost.h"
@@ -167,12 +169,12 @@ int engine_create(const engine_spec *spec, engine **out, char *err, size_t errle
     if (spec->kernels && *spec->kernels) {
         char have[160];
         if (!kn_isa_known(spec->kernels)) {
-            kn_isa_list(have, sizeof(have), 0);
+            kn_isa_list(have, sizeof(have), KN_LIST_ALL);
             bench_errf(err, errlen, "unknown kernels \"%s\" (have: auto, %s)", spec->kernels, have);
             goto err;
         }
         if (kn_set_isa(spec->kernels)) {
-            kn_isa_list(have, sizeof(have), 1);
+            kn_isa_list(have, sizeof(have), KN_LIST_RUNNABLE);
             bench_errf(err, errlen, "kernels %s: this CPU cannot run them (it runs: %s)", spec->kernels, have);
             goto err;
         }
@@ -336,22 +338,26 @@ uint64_t engine_kv_token_bytes(const engine *e) {
     return (uint64_t)c->n_layers * (bench_kv_row_bytes(e->k_type, (int)kv_dim) + bench_kv_row_bytes(e->v_type, (int)kv_dim));
 }
 
+/* One name of the KV element type table (kv_types.h). */
 static int cache_type_one(const char *s, size_t len, bench_dtype *out) {
-    static const bench_dtype ok[] = {BENCH_F32, BENCH_F16, BENCH_BF16, BENCH_Q8_0, BENCH_Q4_0};
-    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
-        const char *n = bench_dtype_name(ok[i]);
-        if (strlen(n) == len && !strncmp(n, s, len)) { *out = ok[i]; return 0; }
-    }
-    return -1;
+    const int t = kvq_type_parse(s, len);
+    if (t < 0) return -1;
+    *out = (bench_dtype)t;
+    return 0;
 }
+
+void engine_cache_type_names(char *buf, size_t len, const char *last) { kvq_type_names(buf, len, SIZE_MAX, last); }
 
 int engine_parse_cache_type(const char *text, bench_dtype *k, bench_dtype *v, char *err, size_t errlen) {
     const char *slash = text ? strchr(text, '/') : NULL;
     if (!text || !*text ||
         cache_type_one(text, slash ? (size_t)(slash - text) : strlen(text), k) ||
-        cache_type_one(slash ? slash + 1 : text, slash ? strlen(slash + 1) : strlen(text), v))
-        return bench_errc(err, errlen, BENCH_ERR_INVALID, "KV cache type \"%s\": expected f32, f16, bf16, q8_0 or q4_0, "
-                          "or K/V as in q8_0/f16", text ? text : "");
+        cache_type_one(slash ? slash + 1 : text, slash ? strlen(slash + 1) : strlen(text), v)) {
+        char names[256];
+        engine_cache_type_names(names, sizeof names, " or ");
+        return bench_errc(err, errlen, BENCH_ERR_INVALID, "KV cache type \"%s\": expected %s, or K/V as in q8_0/f16",
+                          text ? text : "", names);
+    }
     return 0;
 }
 

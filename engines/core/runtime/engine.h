@@ -26,13 +26,13 @@ typedef struct engine_spec {
      * ("cuda": device_cuda.so), with the loader and KV modules built for that device. */
     const char *device;
     bench_opts device_opts;
-    /* The CPU kernel family (kernels.h: vnni, avx512-bf16, amx, avx512, avx512-wide, avx2-int8, avx2, portable); NULL or
-     * "auto": the best this CPU runs. Process-wide: the last engine created sets it. */
+    /* The CPU kernel family (kernels.h, kn_isa_list: bench list names them); NULL or "auto": the
+     * best this CPU runs. Process-wide: the last engine created sets it. */
     const char *kernels;
     /* The KV cache's element types (engines/abi/dtype.h), as llama.cpp's -ctk/-ctv: BENCH_F32
-     * (0, the exact reference), BENCH_F16, BENCH_BF16, BENCH_Q8_0 or BENCH_Q4_0, for K and V
-     * apart. The kv module must declare the type (kv.h cache_types), else engine_create
-     * refuses it naming what the module stores. */
+     * (0, the exact reference) or another row of kv_types.h's table, for K and V apart. The kv
+     * module must declare the type (kv.h cache_types), else engine_create refuses it naming
+     * what the module stores. */
     bench_dtype kv_k_type, kv_v_type;
     int threads;                    /* 0: all online CPUs */
     int max_pos;                    /* 0: the model's context length */
@@ -121,11 +121,14 @@ int engine_max_pos(const engine *e);
 /* Bytes of K and V of one position over all layers (f32). */
 uint64_t engine_kv_token_bytes(const engine *e);
 /* Parses a KV cache type as scenarios and the command line give it: "q8_0" (K and V alike)
- * or "q8_0/f16" (K, then V); each of f32, f16, bf16, q8_0, q4_0. Returns 0, or -1 with err
- * saying what was expected. */
+ * or "q8_0/f16" (K, then V); each a name of the KV element type table (kv_types.h kvq_types).
+ * Returns 0, or -1 with err saying what was expected. */
 int engine_parse_cache_type(const char *text, bench_dtype *k, bench_dtype *v, char *err, size_t errlen);
 /* The text engine_parse_cache_type reads back: "f16", or "q8_0/f16" where they differ. */
 void engine_cache_type_name(bench_dtype k, bench_dtype v, char *buf, size_t n);
+/* Every KV cache type, for help texts and messages, with last between the last two: " or "
+ * gives "f32, f16, bf16, q8_0 or q4_0", ", " gives "f32, f16, bf16, q8_0, q4_0". */
+void engine_cache_type_names(char *buf, size_t len, const char *last);
 
 /* The cache types the engine runs with. */
 bench_dtype engine_kv_k_type(const engine *e);

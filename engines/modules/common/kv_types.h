@@ -1,7 +1,7 @@
-/* The cache types of the CPU KV modules: rows of K or V stored as f32, f16, bf16, q8_0 or
- * q4_0 (bench_kv_shape.k_type, v_type), written from the f32 rows the forward pass gives,
- * and read back a chunk of rows at a time for attention. Static: each module compiles its
- * own copy (modules link nothing of the core's).
+/* The KV cache's element types, one row each of kvq_types below (bench_kv_shape.k_type,
+ * v_type): rows of K or V written from the f32 rows the forward pass gives, and read back a
+ * chunk of rows at a time for attention. Static: each module compiles its own copy (modules
+ * link nothing of the core's); the engine reads the same table for the names it takes.
  *
  * The conversions are the core's own (engines/abi/blockquant.h, dtype.h; tests/test_kv_types.c
  * checks the result), so a cache of type T stores what an f32 file converted to T would: f16
@@ -15,15 +15,13 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engines/abi/blockquant.h"
 #include "engines/abi/dtype.h"
 #include "engines/abi/kv.h"
-
-/* The types every CPU KV module stores (kv.h cache_types). */
-#define KVQ_CPU_TYPES ((1u << BENCH_F32) | (1u << BENCH_F16) | (1u << BENCH_BF16) | (1u << BENCH_Q8_0) | (1u << BENCH_Q4_0))
 
 /* Values converted per chunk of attention (16 KiB of stack). */
 #define KVQ_CHUNK_FLOATS 4096
@@ -38,54 +36,6 @@
 static inline size_t kvq_scores_per_task(const bench_kv_shape *s) {
     int typed = s->k_type != BENCH_F32 || s->v_type != BENCH_F32;
     return (size_t)(typed ? KVQ_QBLOCK * (s->n_heads / s->n_kv_heads) : 1) * (size_t)s->max_pos;
-}
-
-/* Bytes of n values of type t (n a whole number of its blocks). */
-static inline size_t kvq_bytes(bench_dtype t, size_t n) {
-    return n / bench_dtype_block_elems(t) * bench_dtype_block_bytes(t);
-}
-
-/* Refuses a shape the module's types cannot hold: a block-quantised K or V needs each
- * head's row a whole number of blocks, so that attention reads one head without its
- * neighbours. Returns 0, or -BENCH_ERR_REFUSED with err naming the module. */
-static inline int kvq_check_shape(const bench_kv_shape *s, uint32_t types, const char *mod, char *err, size_t errlen) {
-    const bench_dtype t[2] = {s->k_type, s->v_type};
-    for (int i = 0; i < 2; i++) {
-        if ((unsigned)t[i] >= 32 || !(types >> t[i] & 1u))
-            return bench_errc(err, errlen, BENCH_ERR_REFUSED, "%s: cannot store %s as %s", mod, i ? "V" : "K",
-                              bench_dtype_name(t[i]));
-        size_t be = bench_dtype_block_elems(t[i]);
-        if (s->head_dim % (int)be)
-            return bench_errc(err, errlen, BENCH_ERR_REFUSED, "%s: a %s %s cache needs head_dim a multiple of %zu; "
-                              "this model's is %d (use f32, f16 or bf16)", mod, bench_dtype_name(t[i]), i ? "V" : "K", be,
-                              s->head_dim);
-    }
-    return 0;
-}
-
-/* dst (n values of type t) from src (n floats). */
-static inline void kvq_store_row(bench_dtype t, const float *src, void *dst, size_t n) {
-    switch (t) {
-    case BENCH_F16: {
-        uint16_t *h = dst;
-        for (size_t i = 0; i < n; i++) h[i] = bench_f32_to_f16(src[i]);
-        break;
-    }
-    case BENCH_BF16: {
-        uint16_t *h = dst;
-        for (size_t i = 0; i < n; i++) h[i] = bench_f32_to_bf16(src[i]);
-        break;
-    }
-    case BENCH_Q8_0:
-        for (size_t i = 0; i < n / BENCH_Q8_0_BLOCK; i++) bench_quant_block_q8_0(src + i * BENCH_Q8_0_BLOCK, (bench_block_q8_0 *)dst + i);
-        break;
-    case BENCH_Q4_0:
-        for (size_t i = 0; i < n / BENCH_QK; i++) bench_quant_block_q4_0(src + i * BENCH_QK, (bench_block_q4_0 *)dst + i);
-        break;
-    default:
-        memcpy(dst, src, n * sizeof(float));
-        break;
-    }
 }
 
 /* dst (n floats) from n f16 values. The conversion is F16C's vcvtph2ps where the CPU has it,
@@ -179,38 +129,185 @@ static inline int kvq_avx2(void) {
 #endif
 }
 
-static inline void kvq_load_row(bench_dtype t, const void *src, float *dst, size_t n) {
+/* ---- each type's conversions, f32 -> the type (store) and back (load), n values ---- */
+
+static inline void kvq_store_f32(const float *src, void *dst, size_t n) { memcpy(dst, src, n * sizeof(float)); }
+static inline void kvq_load_f32(const void *src, float *dst, size_t n) { memcpy(dst, src, n * sizeof(float)); }
+
+static inline void kvq_store_f16(const float *src, void *dst, size_t n) {
+    uint16_t *h = dst;
+    for (size_t i = 0; i < n; i++) h[i] = bench_f32_to_f16(src[i]);
+}
+static inline void kvq_load_f16_row(const void *src, float *dst, size_t n) { kvq_load_f16(src, dst, n); }
+
+static inline void kvq_store_bf16(const float *src, void *dst, size_t n) {
+    uint16_t *h = dst;
+    for (size_t i = 0; i < n; i++) h[i] = bench_f32_to_bf16(src[i]);
+}
+static inline void kvq_load_bf16(const void *src, float *dst, size_t n) {
 #if defined(__x86_64__)
     if (kvq_avx2()) {
-        switch (t) {
-        case BENCH_Q8_0: kvq_load_q8_0_avx2(src, dst, n / BENCH_Q8_0_BLOCK); return;
-        case BENCH_Q4_0: kvq_load_q4_0_avx2(src, dst, n / BENCH_QK); return;
-        case BENCH_BF16: kvq_load_bf16_avx2(src, dst, n); return;
-        default: break;
-        }
+        kvq_load_bf16_avx2(src, dst, n);
+        return;
     }
 #endif
-    switch (t) {
-    case BENCH_F16: kvq_load_f16(src, dst, n); break;
-    case BENCH_BF16: {
-        const uint16_t *h = src;
-        for (size_t i = 0; i < n; i++) {
-            uint32_t bits = (uint32_t)h[i] << 16;
-            memcpy(&dst[i], &bits, sizeof(float));
+    const uint16_t *h = src;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t bits = (uint32_t)h[i] << 16;
+        memcpy(&dst[i], &bits, sizeof(float));
+    }
+}
+
+static inline void kvq_store_q8_0(const float *src, void *dst, size_t n) {
+    for (size_t i = 0; i < n / BENCH_Q8_0_BLOCK; i++) bench_quant_block_q8_0(src + i * BENCH_Q8_0_BLOCK, (bench_block_q8_0 *)dst + i);
+}
+static inline void kvq_load_q8_0(const void *src, float *dst, size_t n) {
+#if defined(__x86_64__)
+    if (kvq_avx2()) {
+        kvq_load_q8_0_avx2(src, dst, n / BENCH_Q8_0_BLOCK);
+        return;
+    }
+#endif
+    for (size_t i = 0; i < n / BENCH_Q8_0_BLOCK; i++)
+        bench_dequant_block_q8_0((const bench_block_q8_0 *)src + i, dst + i * BENCH_Q8_0_BLOCK);
+}
+
+static inline void kvq_store_q4_0(const float *src, void *dst, size_t n) {
+    for (size_t i = 0; i < n / BENCH_QK; i++) bench_quant_block_q4_0(src + i * BENCH_QK, (bench_block_q4_0 *)dst + i);
+}
+static inline void kvq_load_q4_0(const void *src, float *dst, size_t n) {
+#if defined(__x86_64__)
+    if (kvq_avx2()) {
+        kvq_load_q4_0_avx2(src, dst, n / BENCH_QK);
+        return;
+    }
+#endif
+    for (size_t i = 0; i < n / BENCH_QK; i++) bench_dequant_block_q4_0((const bench_block_q4_0 *)src + i, dst + i * BENCH_QK);
+}
+
+/* ---- the table ---- */
+
+/* Which attention reads a type (kvq_type.readers), and so which KV modules store it. */
+#define KVQ_READ_CPU 1u     /* kv_attn.h: f32 in place, any other type through its row's load */
+#define KVQ_READ_CUDA 2u    /* engines/cuda/attn.cu, whose element switches read it (KVC_CUDA_TYPES) */
+
+/* A KV element type. How to add one: docs/extending.md, "A KV element type". */
+typedef struct kvq_type {
+    bench_dtype id;         /* what bench_kv_shape, kv.h cache_types and engine_spec call it */
+    const char *name;       /* what --cache-type and a scenario's kv_cache take; NULL: bench_dtype_name(id) */
+    unsigned readers;       /* KVQ_READ_*: the attention kernels that read it */
+    size_t block_elems;     /* values a block (1: no blocks); a head's row is a whole number of them */
+    size_t block_bytes;     /* bytes a block, scales included */
+    void (*store)(const float *src, void *dst, size_t n);   /* n values (whole blocks) from f32 */
+    void (*load)(const void *src, float *dst, size_t n);    /* and back to f32 */
+} kvq_type;
+
+/* The rows, in the order every list of them takes: ROW(id, readers, the other fields). A
+ * test may add rows of its own by defining KVQ_TEST_ROWS(ROW) before including this header
+ * (tests/test_kv_types.c); ids are bench_dtype values below 32 (cache_types is a 32-bit mask). */
+#ifndef KVQ_TEST_ROWS
+#define KVQ_TEST_ROWS(ROW)
+#endif
+#define KVQ_ROWS(ROW)                                                                                        \
+    ROW(BENCH_F32, KVQ_READ_CPU | KVQ_READ_CUDA, .block_elems = 1, .block_bytes = sizeof(float),             \
+        .store = kvq_store_f32, .load = kvq_load_f32)                                                        \
+    ROW(BENCH_F16, KVQ_READ_CPU | KVQ_READ_CUDA, .block_elems = 1, .block_bytes = sizeof(uint16_t),          \
+        .store = kvq_store_f16, .load = kvq_load_f16_row)                                                    \
+    ROW(BENCH_BF16, KVQ_READ_CPU | KVQ_READ_CUDA, .block_elems = 1, .block_bytes = sizeof(uint16_t),         \
+        .store = kvq_store_bf16, .load = kvq_load_bf16)                                                      \
+    ROW(BENCH_Q8_0, KVQ_READ_CPU | KVQ_READ_CUDA, .block_elems = BENCH_Q8_0_BLOCK,                           \
+        .block_bytes = sizeof(bench_block_q8_0), .store = kvq_store_q8_0, .load = kvq_load_q8_0)             \
+    ROW(BENCH_Q4_0, KVQ_READ_CPU | KVQ_READ_CUDA, .block_elems = BENCH_QK,                                   \
+        .block_bytes = sizeof(bench_block_q4_0), .store = kvq_store_q4_0, .load = kvq_load_q4_0)             \
+    KVQ_TEST_ROWS(ROW)
+
+#define KVQ_ROW(ID, READERS, ...) [ID] = {.id = ID, .readers = READERS, __VA_ARGS__},
+/* Indexed by id; the ids no row names are zero (no store). */
+static const kvq_type kvq_types[] = {KVQ_ROWS(KVQ_ROW)};
+#define KVQ_N_IDS (sizeof kvq_types / sizeof kvq_types[0])
+
+/* The types the attention of `readers` reads, as a kv.h cache_types mask (a constant, for a
+ * module's iface). */
+#define KVQ_BIT_CPU(ID, READERS, ...) | ((READERS) & KVQ_READ_CPU ? 1u << (ID) : 0u)
+#define KVQ_BIT_CUDA(ID, READERS, ...) | ((READERS) & KVQ_READ_CUDA ? 1u << (ID) : 0u)
+#define KVQ_CPU_TYPES (0u KVQ_ROWS(KVQ_BIT_CPU))   /* what every CPU KV module stores */
+#define KVQ_CUDA_TYPES (0u KVQ_ROWS(KVQ_BIT_CUDA))
+
+/* t's row; NULL where no row names t. */
+static inline const kvq_type *kvq_type_of(bench_dtype t) {
+    return (unsigned)t < KVQ_N_IDS && kvq_types[t].store ? &kvq_types[t] : NULL;
+}
+
+static inline const char *kvq_type_name(const kvq_type *r) { return r->name ? r->name : bench_dtype_name(r->id); }
+
+/* The type of a name len bytes long, or -1. */
+static inline int kvq_type_parse(const char *s, size_t len) {
+    for (size_t t = 0; t < KVQ_N_IDS; t++) {
+        const kvq_type *r = kvq_type_of((bench_dtype)t);
+        if (r && strlen(kvq_type_name(r)) == len && !strncmp(kvq_type_name(r), s, len)) return (int)t;
+    }
+    return -1;
+}
+
+/* Whether a row has blocks of at most max_block values. */
+static inline int kvq_type_within(bench_dtype t, size_t max_block) {
+    const kvq_type *r = kvq_type_of(t);
+    return r && r->block_elems <= max_block;
+}
+
+/* "f32, f16, bf16, q8_0 or q4_0" into buf (truncated to len), for help and messages: the types
+ * whose blocks hold at most max_block values (SIZE_MAX: every type; 1: those without blocks),
+ * last between the last two (" or "). */
+static inline void kvq_type_names(char *buf, size_t len, size_t max_block, const char *last) {
+    size_t used = 0, n = 0, total = 0;
+    for (size_t t = 0; t < KVQ_N_IDS; t++) total += (size_t)kvq_type_within((bench_dtype)t, max_block);
+    if (len) buf[0] = 0;
+    for (size_t t = 0; t < KVQ_N_IDS; t++) {
+        const kvq_type *r = kvq_type_of((bench_dtype)t);
+        if (!kvq_type_within((bench_dtype)t, max_block)) continue;
+        const char *sep = !n ? "" : n + 1 == total ? last : ", ";
+        int w = snprintf(buf + used, used < len ? len - used : 0, "%s%s", sep, kvq_type_name(r));
+        if (w > 0) used += (size_t)w;
+        n++;
+    }
+}
+
+/* Bytes of n values of type t (n a whole number of its blocks); 0 for a type no row names. */
+static inline size_t kvq_bytes(bench_dtype t, size_t n) {
+    const kvq_type *r = kvq_type_of(t);
+    return r ? n / r->block_elems * r->block_bytes : 0;
+}
+
+/* Refuses a shape the module's types cannot hold: a block type needs each head's row a whole
+ * number of blocks, so that attention reads one head without its neighbours. Returns 0, or
+ * -BENCH_ERR_REFUSED with err naming the module. */
+static inline int kvq_check_shape(const bench_kv_shape *s, uint32_t types, const char *mod, char *err, size_t errlen) {
+    const bench_dtype t[2] = {s->k_type, s->v_type};
+    for (int i = 0; i < 2; i++) {
+        const kvq_type *r = kvq_type_of(t[i]);
+        if (!r || (unsigned)t[i] >= 32 || !(types >> t[i] & 1u))
+            return bench_errc(err, errlen, BENCH_ERR_REFUSED, "%s: cannot store %s as %s", mod, i ? "V" : "K",
+                              r ? kvq_type_name(r) : bench_dtype_name(t[i]));
+        if (s->head_dim % (int)r->block_elems) {
+            char whole[128];
+            kvq_type_names(whole, sizeof whole, 1, " or ");
+            return bench_errc(err, errlen, BENCH_ERR_REFUSED, "%s: a %s %s cache needs head_dim a multiple of %zu; "
+                              "this model's is %d (use %s)", mod, kvq_type_name(r), i ? "V" : "K", r->block_elems,
+                              s->head_dim, whole);
         }
-        break;
     }
-    case BENCH_Q8_0:
-        for (size_t i = 0; i < n / BENCH_Q8_0_BLOCK; i++)
-            bench_dequant_block_q8_0((const bench_block_q8_0 *)src + i, dst + i * BENCH_Q8_0_BLOCK);
-        break;
-    case BENCH_Q4_0:
-        for (size_t i = 0; i < n / BENCH_QK; i++) bench_dequant_block_q4_0((const bench_block_q4_0 *)src + i, dst + i * BENCH_QK);
-        break;
-    default:
-        memcpy(dst, src, n * sizeof(float));
-        break;
-    }
+    return 0;
+}
+
+/* dst (n values of type t) from src (n floats), and back; a type no row names is taken as f32. */
+static inline void kvq_store_row(bench_dtype t, const float *src, void *dst, size_t n) {
+    const kvq_type *r = kvq_type_of(t);
+    (r ? r : &kvq_types[BENCH_F32])->store(src, dst, n);
+}
+
+static inline void kvq_load_row(bench_dtype t, const void *src, float *dst, size_t n) {
+    const kvq_type *r = kvq_type_of(t);
+    (r ? r : &kvq_types[BENCH_F32])->load(src, dst, n);
 }
 
 #endif
