@@ -1,6 +1,6 @@
 /* Writing strings from results.json (labels from a scenario, module counters' names), which
  * anyone may have written, into the three places a run's figures go: a terminal, a CSV file
- * and HTML (plot.c's pl_html_text). */
+ * and HTML (report_html.h's rh_text). */
 #ifndef BENCH_ESCAPE_H
 #define BENCH_ESCAPE_H
 

@@ -46,7 +46,7 @@ int pl_results(rr_doc *d, int *n_figures, char *err, size_t errlen);
  * pl_results: call it after the last write. */
 int pl_after_run(rr_doc *d);
 
-/* The figures' file stems, NULL-terminated, in report order. */
-extern const char *const pl_figure_names[];
+/* The figures' file stems: figures.h's pl_figure_name(k). report.html: report_html.h. */
+#include "harness/report/figures.h"
 
 #endif
