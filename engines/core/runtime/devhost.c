@@ -24,7 +24,8 @@ int devhost_open(const char *module_dir, const char *name, const bench_opts *opt
         return bench_errf(err, errlen, "out of memory");
     }
     char e[768];
-    if (modreg_load(module_dir, "device", name, &d->mod, e, sizeof(e)) && strncmp(e, "unknown ", 8)) {
+    int lrc = modreg_load(module_dir, "device", name, &d->mod, e, sizeof(e));
+    if (lrc && lrc != -BENCH_ERR_NOTFOUND) {
         /* the module is there but refused (its interface version, a broken file): say why */
         bench_errf(err, errlen, "%s", e);
         goto fail;
