@@ -36,6 +36,7 @@
 #include "harness/child/serve.h"
 #include "harness/spec/confine.h"
 #include "harness/spec/traffic.h"
+#include "harness/spec/worker_spec.h"
 #include "tests/lib/harness_jsonschema.h"
 #include "tests/lib/testutil.h"
 
@@ -305,6 +306,60 @@ static void test_hash_ids_are_blocks(void **state) {
     assert_true(shared_pairs > 100);    /* id 0 starts most conversation rows */
     sv_reqs_free(&r);
     sc_free(s);
+}
+
+/* A Mooncake trace of rows far longer than max_prompt: the hash ids past the blocks the
+ * capped prompt reaches are dropped as read (they were all carried into the worker spec:
+ * 1,000 rows of 2^24 tokens made a 218 MB spec); the prompts are what they were. */
+static void test_hash_ids_bounded_by_max_prompt(void **state) {
+    fx *f = *state;
+    TU_NEED(f);
+    char path[700], err[512], rq[2048];
+    snprintf(path, sizeof(path), "%s/long.jsonl", f->tmp);
+    FILE *o = fopen(path, "w");
+    assert_non_null(o);
+    enum { ROWS = 100, INPUT = 1 << 20, IDS = INPUT / TR_MOONCAKE_BLOCK };  /* 2048 ids a row: ~1.3 MB in all */
+    for (int i = 0; i < ROWS; i++) {
+        fprintf(o, "{\"timestamp\": %d, \"input_length\": %d, \"output_length\": 4, \"hash_ids\": [", i * 10, INPUT);
+        for (int k = 0; k < IDS; k++) fprintf(o, "%s%d", k ? "," : "", k < 3 ? k : i * IDS + k);
+        fputs("]}\n", o);
+    }
+    fclose(o);
+    assert_int_equal(cf_allow(f->tmp, err, sizeof(err)), 0);
+    /* 0.125: 64 tokens an id; 200 tokens reach ceil(200 / 64) = 4 ids */
+    snprintf(rq, sizeof(rq), "{\"trace\": {\"file\": \"%s\", \"format\": \"mooncake\", \"length_scale\": 0.125, \"max_prompt\": 200, "
+                             "\"max_output\": 8}, \"kv_budget\": {\"tokens\": 4096}}", path);
+    assert_int_equal(tf_hash_needed(200, 0.125), 4);
+    scenario *s = parse_ok(f, rq);
+    const tr_trace *t = s->requests->traffic->trace;
+    assert_int_equal(t->n, ROWS);
+    assert_int_equal(t->n_hash, (size_t)ROWS * 4);
+    for (int i = 0; i < ROWS; i++) {
+        assert_int_equal(t->r[i].n_hash, 4);
+        assert_int_equal(t->hash[t->r[i].hash_at + 3], i * IDS + 3);     /* the first ones, in order */
+    }
+    /* the prompts: capped, and block 3 (tokens 192 ..) the id kept for it */
+    sv_reqs r;
+    assert_int_equal(sv_make_requests(s->requests, 512, 1, 5, &r, err, sizeof(err)), 0);
+    assert_int_equal(r.n, ROWS);
+    for (int i = 0; i < ROWS; i++) assert_int_equal(r.r[i].n_prompt, 200);
+    assert_memory_equal(r.r[0].prompt, r.r[1].prompt, 192 * sizeof(int));     /* ids 0, 1, 2 shared */
+    assert_memory_not_equal(r.r[0].prompt + 192, r.r[1].prompt + 192, 8 * sizeof(int));
+    sv_reqs_free(&r);
+    /* the worker spec: the bound holds, and it is small (the ids of every block made ~1.3 MB) */
+    cJSON *spec = cJSON_CreateObject();
+    sv_spec_add(spec, s);
+    char *text = cJSON_Print(spec);
+    assert_non_null(text);
+    size_t bytes = strlen(text);
+    assert_true(bytes <= tf_trace_spec_bytes(t));
+    assert_true(bytes < 64 * 1024);
+    free(text);
+    cJSON_Delete(spec);
+    sc_free(s);
+    /* the bound's count: each id at most 17 digits and ", " */
+    tr_trace big = {.n = 1, .n_hash = 3, .hash = (int64_t[]){0, 123, (int64_t)1 << 53}};
+    assert_int_equal(tf_trace_spec_bytes(&big), 1024 + 56 + 3 + 5 + 18);
 }
 
 /* ---- end to end ---- */
@@ -695,6 +750,7 @@ int main(void) {
         cmocka_unit_test(test_malformed_trace_runs_nothing),
         cmocka_unit_test(test_each_format),
         cmocka_unit_test(test_hash_ids_are_blocks),
+        cmocka_unit_test(test_hash_ids_bounded_by_max_prompt),
         cmocka_unit_test(test_trace_prefix_hits),
         cmocka_unit_test(test_timestamps_honoured),
         cmocka_unit_test(test_sessions),

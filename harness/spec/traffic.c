@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "engines/abi/module.h"
 #include "harness/spec/confine.h"
@@ -135,6 +136,27 @@ int tf_block_tokens(const tr_trace *t, double scale) {
     return b < 1 ? 1 : (int)b;
 }
 
+int tf_hash_needed(int max_prompt, double length_scale) {
+    long long bt = llround(TR_MOONCAKE_BLOCK * length_scale), cap = max_prompt > 0 ? max_prompt : TR_MAX_TOKENS;
+    if (bt < 1) bt = 1;
+    return (int)((cap + bt - 1) / bt);
+}
+
+/* Decimal digits of v >= 0 as cJSON prints it: at most 17 significant ones ("%1.17g"). */
+static size_t tf_digits(double v) {
+    size_t n = 1;
+    for (; v >= 10 && n < 17; v /= 10) n++;
+    return n;
+}
+
+size_t tf_trace_spec_bytes(const tr_trace *t) {
+    /* a row: t_s (up to 17 digits, a point and an exponent: 24) and three ints (8 digits
+     * each, TR_MAX_TOKENS), each with ", " */
+    size_t b = 1024 + (size_t)t->n * (26 + 3 * 10);
+    for (size_t k = 0; k < t->n_hash; k++) b += tf_digits((double)t->hash[k]) + 2;
+    return b;
+}
+
 int tf_has_trace(const cJSON *j) { return cJSON_GetObjectItemCaseSensitive(j, "trace") != NULL; }
 
 static void tf_parse_trace(tf_ctx *c, const cJSON *j, sc_requests *r, tf_traffic *t) {
@@ -167,15 +189,21 @@ static void tf_parse_trace(tf_ctx *c, const cJSON *j, sc_requests *r, tf_traffic
     t->max_output = (int)mo;
     if (c->errs->n > n0) return;
     t->trace_file = strdup(f->valuestring);
-    char e[2048];
-    if (cf_check(c->file, f->valuestring, e, sizeof(e))) {
+    char e[2048], what[64];
+    /* checked and opened by one call: nothing swapped in between is read (confine.h) */
+    snprintf(what, sizeof(what), "a %s trace", tr_format_name((tr_format)fmt));
+    int fd = cf_open_checked(c->file, f->valuestring, what, e, sizeof(e));
+    if (fd < 0) {
         tf_err(c, ".workload.requests.trace.file", "%s", e);
         return;
     }
     /* the worker spec carries the requests: at most as many as a scenario may have (one
      * more read to tell a longer trace) */
-    tr_window w = {.max_requests = nreq > 0 ? (int)nreq : TF_MAX_REQUESTS + 1, .max_seconds = secs};
-    if (tr_read(f->valuestring, (tr_format)fmt, &w, &t->trace, e, sizeof(e))) {
+    tr_window w = {.max_requests = nreq > 0 ? (int)nreq : TF_MAX_REQUESTS + 1, .max_seconds = secs,
+                   .max_hash = tf_hash_needed(t->max_prompt, t->length_scale)};
+    int rc = tr_read_fd(fd, f->valuestring, (tr_format)fmt, &w, &t->trace, e, sizeof(e));
+    close(fd);
+    if (rc) {
         tf_err(c, ".workload.requests.trace.file", "%s", e);
         return;
     }
@@ -183,6 +211,13 @@ static void tf_parse_trace(tf_ctx *c, const cJSON *j, sc_requests *r, tf_traffic
     if (tr->n > TF_MAX_REQUESTS) {
         tf_err(c, ".workload.requests.trace", "%s has more than %d requests%s: give a window, \"requests\": N or \"seconds\": S",
                f->valuestring, TF_MAX_REQUESTS, secs > 0 ? " within the seconds given" : "");
+        return;
+    }
+    size_t bytes = tf_trace_spec_bytes(tr);
+    if (bytes > TF_MAX_SPEC_BYTES) {
+        tf_err(c, ".workload.requests.trace", "%s: %d rows and %zu hash ids make about %zu MiB of worker spec: expected at most %llu "
+               "MiB (give \"max_prompt\", which drops the hash ids past it, or a window, \"requests\": N or \"seconds\": S)",
+               f->valuestring, tr->n, tr->n_hash, bytes >> 20, TF_MAX_SPEC_BYTES >> 20);
         return;
     }
     r->count = tr->n;
