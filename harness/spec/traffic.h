@@ -111,6 +111,20 @@ size_t tf_trace_spec_bytes(const tr_trace *t);
  * ceil(cap / tokens per id). The worker's prompt never reaches a block past them. */
 int tf_hash_needed(int max_prompt, double length_scale);
 
+/* ---- sweep points: the scenario's lists and bench sweep's --rates, --concurrency alike ---- */
+
+#define TF_MAX_SWEEP_RATE 1e6       /* requests/s of a sweep point, at most */
+#define TF_MAX_SWEEP_CONC 100000    /* requests in flight of a sweep point, at most */
+
+/* Whether v may follow prev (the list's previous point; first: none) in a list of rates
+ * (conc 0: [AR_MIN_RATE, TF_MAX_SWEEP_RATE], finite) or of concurrency caps (conc 1: whole
+ * numbers 1 .. TF_MAX_SWEEP_CONC), ascending. 0, or -1 with why: "expected ...". */
+int tf_point_check(double v, double prev, int first, int conc, char *why, size_t len);
+/* A comma-separated list of such points ("0.5,1,2"): 1 .. TF_MAX_RATES of them, each
+ * checked by tf_point_check. 0 with v[0 .. *n), or -1 with err naming the entry and its text,
+ * or the count and the limit. */
+int tf_points_parse(const char *text, int conc, double *v, int *n, char *err, size_t errlen);
+
 /* A trace length scaled and capped: max(1, min(cap, round(len x scale))); cap 0: none. */
 int tf_scale_len(int len, double scale, int cap);
 /* Prompt tokens per hash id of a scaled trace: max(1, round(block_tokens x scale)). */
