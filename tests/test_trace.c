@@ -6,7 +6,9 @@
  *   - BurstGPT's failed rows (0 tokens) dropped and counted;
  *   - the window: the first N rows, the first S seconds;
  *   - malformed rows, one per failure class: the file, the line, the column and the field
- *     in the message, and no trace.
+ *     in the message, and no trace;
+ *   - calendar dates (days per month, leap years), lone-CR line ends read as lines, and
+ *     timestamps past TR_MAX_SECONDS refused where they are read.
  * Skips, naming the file, without the shared samples. */
 #include <stdarg.h>
 #include <stddef.h>
