@@ -524,7 +524,7 @@ static int tr_slurp(int fd, const char *name, char **buf, size_t *len, char *err
 int tr_read_fd(int fd, const char *name, tr_format f, const tr_window *w, tr_trace **out, char *err, size_t errlen) {
     *out = NULL;
     char *buf;
-    size_t len;
+    size_t len = 0;
     if (tr_slurp(fd, name, &buf, &len, err, errlen)) return -1;
     int rc = tr_parse(name, buf, len, f, w, out, err, errlen);
     free(buf);
