@@ -15,6 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "engines/core/runtime/modreg.h"
@@ -1032,6 +1035,153 @@ static void test_parent_loads_each_module_once(void **state) {
     sc_free(s);
 }
 
+/* ---- issue 39: files the parser reads, checked and opened at once ---- */
+
+/* Runs $BENCH_BIN with argv (argv[0] ignored), stdout and stderr into out; kills it after
+ * limit_s s (a hang fails the test instead of blocking the suite). Returns its exit status,
+ * or -1 when it had to be killed. */
+static int run_bounded(const char *out, int limit_s, char **argv) {
+    const char *bin = getenv("BENCH_BIN");
+    argv[0] = (char *)(bin ? bin : "build/asan/bench");
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (!pid) {
+        FILE *o = freopen(out, "w", stdout);
+        if (!o || dup2(fileno(stdout), 2) < 0) _exit(126);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    int st = 0;
+    for (int waited_ms = 0; waited_ms < limit_s * 1000; waited_ms += 50) {
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        if (r == pid) return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        usleep(50 * 1000);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &st, 0);
+    return -1;
+}
+
+static char *slurp_text(const char *path) {
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char *buf = calloc(1, 1 << 16);
+    assert_non_null(buf);
+    size_t n = fread(buf, 1, (1 << 16) - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    return buf;
+}
+
+/* A FIFO as a lengths file or a trace: bench plan and bench run said nothing and waited
+ * for a writer forever (fopen blocks on a FIFO); now both refuse it at once, by name. */
+static void test_fifo_inputs_refused(void **state) {
+    (void)state;
+    TU_NEED(model_path[0]);
+    char tmp[512], dir[PATH_MAX], fifo[PATH_MAX + 16], scen[PATH_MAX + 16], out[PATH_MAX + 16], res[PATH_MAX + 16];
+    assert_non_null(tu_tmpdir(tmp, sizeof(tmp)));
+    assert_non_null(realpath(tmp, dir));
+    snprintf(fifo, sizeof(fifo), "%s/pipe", dir);
+    snprintf(scen, sizeof(scen), "%s/s.json", dir);
+    snprintf(out, sizeof(out), "%s/out.txt", dir);
+    snprintf(res, sizeof(res), "%s/res", dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    char mdir[512];
+    snprintf(mdir, sizeof(mdir), "%s", model_path);
+    *strrchr(mdir, '/') = 0;
+    static const char *const reqs[] = {
+        SERVE("\"count\": 8, \"prompt_len\": {\"file\": \"%s\"}, \"output_len\": {\"fixed\": 8}, \"kv_budget\": {\"tokens\": 512}"),
+        SERVE("\"trace\": {\"file\": \"%s\", \"format\": \"burstgpt\", \"requests\": 4}, \"kv_budget\": {\"tokens\": 512}"),
+    };
+    static const char *const where[] = {".workload.requests.prompt_len.file", ".workload.requests.trace.file"};
+    for (int k = 0; k < 2; k++) {
+        char *t = subst(reqs[k]), text[4096];
+        snprintf(text, sizeof(text), t, fifo);
+        free(t);
+        write_text(scen, text);
+        char want[2 * PATH_MAX + 256];
+        snprintf(want, sizeof(want), "%s: %s: %s: is a FIFO, expected a regular file", scen, where[k], fifo);
+        char *plan[] = {NULL, "plan", scen, "--shards", "1", "--allow-read", mdir, NULL};
+        char *run[] = {NULL, "run", scen, "--out", res, "--allow-read", mdir, NULL};
+        char **cmds[] = {plan, run};
+        for (int c = 0; c < 2; c++) {
+            int rc = run_bounded(out, 120, cmds[c]);
+            char *e = slurp_text(out);
+            if (rc < 0) fail_msg("bench %s hung on a FIFO as %s", cmds[c][1], where[k]);
+            if (rc == 0 || !strstr(e, want)) fail_msg("bench %s exit %d, no \"%s\" in: %s", cmds[c][1], rc, want, e);
+            free(e);
+        }
+    }
+    tu_rmtree(tmp);
+}
+
+/* The open half of cf_open_checked, deterministically: what the race would plant between
+ * the check and the open (a symlink, another file under the name) is refused, and so is
+ * what is not a regular file. */
+static void test_open_identical_refuses(void **state) {
+    (void)state;
+    char tmp[512], dir[PATH_MAX], a[PATH_MAX + 8], b[PATH_MAX + 8], l[PATH_MAX + 8], d[PATH_MAX + 8], err[2048];
+    assert_non_null(tu_tmpdir(tmp, sizeof(tmp)));
+    assert_non_null(realpath(tmp, dir));
+    snprintf(a, sizeof(a), "%s/a", dir);
+    snprintf(b, sizeof(b), "%s/b", dir);
+    snprintf(l, sizeof(l), "%s/l", dir);
+    snprintf(d, sizeof(d), "%s/d", dir);
+    write_text(a, "1 2\n");
+    write_text(b, "secret\n");
+    struct stat sa, sb;
+    assert_int_equal(stat(a, &sa), 0);
+    assert_int_equal(stat(b, &sb), 0);
+    /* the file checked: opened, blocking */
+    int fd = cf_open_identical("a", a, (unsigned long long)sa.st_dev, (unsigned long long)sa.st_ino, err, sizeof(err));
+    if (fd < 0) fail_msg("%s", err);
+    assert_false(fcntl(fd, F_GETFL) & O_NONBLOCK);
+    close(fd);
+    /* another file where the checked one was */
+    assert_int_equal(rename(b, a), 0);
+    assert_int_equal(cf_open_identical("a", a, (unsigned long long)sa.st_dev, (unsigned long long)sa.st_ino, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "is not the file that was checked"));
+    assert_non_null(strstr(err, "not read"));
+    /* a symlink to the very file checked: still refused (a link is what a swap plants) */
+    assert_int_equal(symlink(a, l), 0);
+    assert_int_equal(cf_open_identical("l", l, (unsigned long long)sb.st_dev, (unsigned long long)sb.st_ino, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "a symlink appeared"));
+    assert_int_equal(mkdir(d, 0700), 0);
+    /* not a regular file: a folder, a FIFO (at once, not waiting for a writer) */
+    struct stat sd;
+    assert_int_equal(stat(d, &sd), 0);
+    assert_int_equal(cf_open_identical("d", d, (unsigned long long)sd.st_dev, (unsigned long long)sd.st_ino, err, sizeof(err)), -1);
+    assert_string_equal(err, "d: is a directory, expected a regular file");
+    /* cf_open_checked, the whole: outside the roots (the current directory does not hold
+     * tmp), then inside once tmp is allowed */
+    if (!getenv("BENCH_ALLOW_READ")) {
+        assert_int_equal(cf_open_checked(NULL, a, "a test file", err, sizeof(err)), -1);
+        assert_non_null(strstr(err, "outside the folders a scenario may read from"));
+    }
+    assert_int_equal(cf_allow(dir, err, sizeof(err)), 0);
+    char fifo[PATH_MAX + 8];
+    snprintf(fifo, sizeof(fifo), "%s/p", dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    assert_int_equal(cf_open_checked(NULL, fifo, "a test file", err, sizeof(err)), -1);
+    char want[PATH_MAX + 64];
+    snprintf(want, sizeof(want), "%s: is a FIFO, expected a regular file (a test file)", fifo);
+    assert_string_equal(err, want);
+    fd = cf_open_checked(NULL, a, "a test file", err, sizeof(err));
+    if (fd < 0) fail_msg("%s", err);
+    char buf[16] = "";
+    assert_int_equal(read(fd, buf, sizeof(buf) - 1), 7);
+    assert_string_equal(buf, "secret\n");
+    close(fd);
+    fd = cf_open_checked(NULL, l, "a test file", err, sizeof(err));    /* a link is resolved, then checked */
+    if (fd < 0) fail_msg("%s", err);
+    close(fd);
+    snprintf(want, sizeof(want), "%s/none", dir);
+    assert_int_equal(cf_open_checked(NULL, want, "a test file", err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "No such file or directory (a test file)"));
+    cf_reset();
+    tu_rmtree(tmp);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_minimal_defaults),
@@ -1071,6 +1221,8 @@ int main(void) {
         cmocka_unit_test(test_worker_spec_bad_option_type),
         cmocka_unit_test(test_typed_options_exact),
         cmocka_unit_test(test_parent_loads_each_module_once),
+        cmocka_unit_test(test_fifo_inputs_refused),
+        cmocka_unit_test(test_open_identical_refuses),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

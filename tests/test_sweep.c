@@ -22,6 +22,7 @@
 
 #include "harness/report/sweep.h"
 #include "harness/spec/arrival.h"
+#include "harness/spec/traffic.h"
 
 #define S_MS 10.0       /* service time: capacity 100 requests/s */
 #define N_REQ 400
@@ -178,6 +179,50 @@ static void test_bad_search(void **state) {
     assert_int_equal(s.calls, 0);
 }
 
+/* The sweep points' parser (tf_points_parse), shared by the scenario's lists and bench
+ * sweep's --rates: counts, non-numbers, inf, nan, too small, not ascending. */
+static void test_points_parse(void **state) {
+    (void)state;
+    double v[TF_MAX_RATES];
+    int n = 0;
+    char err[256];
+    assert_int_equal(tf_points_parse("0.5,1,2e3", 0, v, &n, err, sizeof(err)), 0);
+    assert_int_equal(n, 3);
+    assert_true(v[0] == 0.5 && v[2] == 2000);
+    assert_int_equal(tf_points_parse("0.001", 0, v, &n, err, sizeof(err)), 0);     /* the bound itself */
+    static const struct { const char *text; int conc; const char *want; } bad[] = {
+        {"1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33", 0, "33 rates: expected at most 32"},
+        {"inf", 0, "entry 1, \"inf\": expected a rate 0.001 .. 1e+06 requests/s"},
+        {"1,-inf", 0, "entry 2, \"-inf\": expected a rate"},
+        {"nan", 0, "entry 1, \"nan\": expected a rate"},
+        {"1e-300", 0, "entry 1, \"1e-300\": expected a rate 0.001"},
+        {"0", 0, "entry 1, \"0\": expected a rate"},
+        {"1e7", 0, "entry 1, \"1e7\": expected a rate 0.001 .. 1e+06"},
+        {"1,1", 0, "entry 2, \"1\": expected more than the previous one, 1"},
+        {"1x", 0, "entry 1, \"1x\": expected a number"},
+        {"", 0, "entry 1, \"\": expected a number"},
+        {"2,", 0, "entry 2, \"\": expected a number"},
+        {"2.5", 1, "entry 1, \"2.5\": expected a whole number of requests in flight, 1 .. 100000"},
+        {"0", 1, "expected a whole number"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        err[0] = 0;
+        assert_int_equal(tf_points_parse(bad[i].text, bad[i].conc, v, &n, err, sizeof(err)), -1);
+        if (!strstr(err, bad[i].want)) fail_msg("\"%s\": no \"%s\" in \"%s\"", bad[i].text, bad[i].want, err);
+    }
+}
+
+/* Arrival offsets past AR_MAX_SECONDS are refused, not cast to int64 ns out of range. */
+static void test_arrivals_bounded(void **state) {
+    (void)state;
+    double t[4];
+    ar_spec a = {.kind = AR_CONSTANT, .rate = 1e-300};
+    assert_int_equal(ar_times(&a, 4, 1, t), -1);
+    a.rate = AR_MIN_RATE;
+    assert_int_equal(ar_times(&a, 4, 1, t), 0);
+    assert_true(fabs(t[3] - 4000) < 1e-6);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_knee_constant),
@@ -185,6 +230,8 @@ int main(void) {
         cmocka_unit_test(test_verdicts),
         cmocka_unit_test(test_itl),
         cmocka_unit_test(test_bad_search),
+        cmocka_unit_test(test_points_parse),
+        cmocka_unit_test(test_arrivals_bounded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

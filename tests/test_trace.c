@@ -6,7 +6,9 @@
  *   - BurstGPT's failed rows (0 tokens) dropped and counted;
  *   - the window: the first N rows, the first S seconds;
  *   - malformed rows, one per failure class: the file, the line, the column and the field
- *     in the message, and no trace.
+ *     in the message, and no trace;
+ *   - calendar dates (days per month, leap years), lone-CR line ends read as lines, and
+ *     timestamps past TR_MAX_SECONDS refused where they are read.
  * Skips, naming the file, without the shared samples. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -224,6 +226,88 @@ static void test_malformed(void **state) {
     assert_string_equal(tr_format_name(TR_BURSTGPT), "burstgpt");
 }
 
+/* Dates are calendar dates: days per month, leap years (2023-02-31 was read as 3 March). */
+static void test_calendar(void **state) {
+    (void)state;
+    const char *hd = "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-02-01 00:00:00,10,2\n";
+    char buf[256];
+    snprintf(buf, sizeof(buf), "%s2023-02-31 00:00:00,10,2\n", hd);
+    bad(TR_AZURE, buf, "t.csv:3:1:", "column \"TIMESTAMP\" (field 1)", "a day 01 .. 28 (2023-02 has 28 days)", "\"2023-02-31 00:00:00\"", NULL);
+    snprintf(buf, sizeof(buf), "%s2023-02-29 00:00:00,10,2\n", hd);
+    bad(TR_AZURE, buf, "t.csv:3:1:", "2023-02 has 28 days", NULL);
+    snprintf(buf, sizeof(buf), "%s2023-04-31 00:00:00,10,2\n", hd);
+    bad(TR_AZURE, buf, "t.csv:3:1:", "2023-04 has 30 days", NULL);
+    snprintf(buf, sizeof(buf), "%s2023-13-01 00:00:00,10,2\n", hd);
+    bad(TR_AZURE, buf, "t.csv:3:1:", "month 01 .. 12", NULL);
+    snprintf(buf, sizeof(buf), "%s2023-02-00 00:00:00,10,2\n", hd);
+    bad(TR_AZURE, buf, "t.csv:3:1:", "a day 01 .. 28", NULL);
+    /* leap years: 2024 and 2000 have 29 February, 1900 and 2100 do not */
+    const char *leap[] = {"2024", "2000"}, *plain[] = {"1900", "2100"};
+    for (int i = 0; i < 2; i++) {
+        char err[512];
+        tr_trace *t = NULL;
+        snprintf(buf, sizeof(buf), "TIMESTAMP,ContextTokens,GeneratedTokens\n%s-02-28 23:59:59,10,2\n%s-02-29 00:00:01,10,2\n"
+                 "%s-03-01 00:00:01,10,2\n", leap[i], leap[i], leap[i]);
+        assert_int_equal(tr_parse("t.csv", buf, strlen(buf), TR_AZURE, NULL, &t, err, sizeof(err)), 0);
+        assert_int_equal(t->n, 3);
+        assert_true(fabs(t->r[1].t_s - 2) < 1e-9);
+        assert_true(fabs(t->r[2].t_s - 86402) < 1e-9);     /* a day after 29 February */
+        tr_free(t);
+        snprintf(buf, sizeof(buf), "TIMESTAMP,ContextTokens,GeneratedTokens\n%s-02-28 23:59:59,10,2\n%s-02-29 00:00:01,10,2\n",
+                 plain[i], plain[i]);
+        bad(TR_AZURE, buf, "t.csv:3:1:", "has 28 days", NULL);
+    }
+}
+
+/* A lone CR ends a line, as LF and CR LF do (it gave "no column GeneratedTokens": the
+ * whole file was one header line). */
+static void test_cr_line_ends(void **state) {
+    (void)state;
+    const char *cr = "TIMESTAMP,ContextTokens,GeneratedTokens\r2023-11-16 18:17:03.5,4808,10\r2023-11-16 18:17:04,31,8\r";
+    char err[512] = "";
+    tr_trace *t = NULL;
+    int rc = tr_parse("t.csv", cr, strlen(cr), TR_AZURE, NULL, &t, err, sizeof(err));
+    if (rc) fprintf(stderr, "%s\n", err);
+    assert_int_equal(rc, 0);
+    assert_int_equal(t->n, 2);
+    assert_int_equal(t->r[1].input, 31);
+    assert_int_equal(t->r[1].line, 3);
+    assert_true(fabs(t->r[1].t_s - 0.5) < 1e-9);
+    tr_free(t);
+    /* line numbers count CR lines, mixed with CR LF and LF */
+    bad(TR_BURSTGPT, "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\r\n1,a,2,3,5,x\r2,a,2,3,5,x\n3,a,x,3,5,x\r",
+        "t.csv:4:5:", "column \"Request tokens\"", NULL);
+    const char *mc = "{\"timestamp\": 0, \"input_length\": 6, \"output_length\": 5, \"hash_ids\": [0]}\r"
+                     "{\"timestamp\": 9, \"input_length\": 7, \"output_length\": 5, \"hash_ids\": [1]}\r";
+    assert_int_equal(tr_parse("t.jsonl", mc, strlen(mc), TR_MOONCAKE, NULL, &t, err, sizeof(err)), 0);
+    assert_int_equal(t->n, 2);
+    assert_int_equal(t->r[1].input, 7);
+    tr_free(t);
+}
+
+/* A timestamp past TR_MAX_SECONDS fails where it is read, with the file, line and column
+ * (1e12 s passed bench plan and failed in the worker; 1e10 s would overflow int64 ns
+ * once scaled). */
+static void test_time_bound(void **state) {
+    (void)state;
+    char buf[512];
+    const char *ok = "{\"timestamp\": 0, \"input_length\": 6, \"output_length\": 5, \"hash_ids\": [0]}\n";
+    snprintf(buf, sizeof(buf), "%s{\"timestamp\": 1e15, \"input_length\": 6, \"output_length\": 5, \"hash_ids\": [0]}\n", ok);
+    bad(TR_MOONCAKE, buf, "t.csv:2:2:", "field \"timestamp\": 1e+15 ms", "at most 1e+12 ms", NULL);
+    /* the bound itself is a timestamp */
+    snprintf(buf, sizeof(buf), "%s{\"timestamp\": 1e12, \"input_length\": 6, \"output_length\": 5, \"hash_ids\": [0]}\n", ok);
+    char err[512];
+    tr_trace *t = NULL;
+    assert_int_equal(tr_parse("t.csv", buf, strlen(buf), TR_MOONCAKE, NULL, &t, err, sizeof(err)), 0);
+    assert_true(t->r[1].t_s == TR_MAX_SECONDS);
+    tr_free(t);
+    const char *bg = "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n5,ChatGPT,472,18,490,x\n";
+    snprintf(buf, sizeof(buf), "%s1e12,ChatGPT,472,18,490,x\n", bg);
+    bad(TR_BURSTGPT, buf, "t.csv:3:1:", "column \"Timestamp\" (field 1)", "\"1e12\" is 1e+12 s", "at most 1e+09 s", NULL);
+    snprintf(buf, sizeof(buf), "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03,48,10\n9999-11-16 18:17:04,31,8\n");
+    bad(TR_AZURE, buf, "t.csv:3:1:", "column \"TIMESTAMP\"", "from the first row's day", "at most 1e+09 s", NULL);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mooncake),
@@ -232,6 +316,9 @@ int main(void) {
         cmocka_unit_test(test_sharegpt),
         cmocka_unit_test(test_window),
         cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_calendar),
+        cmocka_unit_test(test_cr_line_ends),
+        cmocka_unit_test(test_time_bound),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -36,6 +36,7 @@
 #include "harness/child/serve.h"
 #include "harness/spec/confine.h"
 #include "harness/spec/traffic.h"
+#include "harness/spec/worker_spec.h"
 #include "tests/lib/harness_jsonschema.h"
 #include "tests/lib/testutil.h"
 
@@ -305,6 +306,76 @@ static void test_hash_ids_are_blocks(void **state) {
     assert_true(shared_pairs > 100);    /* id 0 starts most conversation rows */
     sv_reqs_free(&r);
     sc_free(s);
+}
+
+/* A Mooncake trace of rows far longer than max_prompt: the hash ids past the blocks the
+ * capped prompt reaches are dropped as read (they were all carried into the worker spec:
+ * 1,000 rows of 2^24 tokens made a 218 MB spec); the prompts are what they were. */
+static void test_hash_ids_bounded_by_max_prompt(void **state) {
+    fx *f = *state;
+    TU_NEED(f);
+    char path[700], err[512], rq[2048];
+    snprintf(path, sizeof(path), "%s/long.jsonl", f->tmp);
+    FILE *o = fopen(path, "w");
+    assert_non_null(o);
+    enum { ROWS = 100, INPUT = 1 << 20, IDS = INPUT / TR_MOONCAKE_BLOCK };  /* 2048 ids a row: ~1.3 MB in all */
+    for (int i = 0; i < ROWS; i++) {
+        fprintf(o, "{\"timestamp\": %d, \"input_length\": %d, \"output_length\": 4, \"hash_ids\": [", i * 10, INPUT);
+        for (int k = 0; k < IDS; k++) fprintf(o, "%s%d", k ? "," : "", k < 3 ? k : i * IDS + k);
+        fputs("]}\n", o);
+    }
+    fclose(o);
+    assert_int_equal(cf_allow(f->tmp, err, sizeof(err)), 0);
+    /* 0.125: 64 tokens an id; 200 tokens reach ceil(200 / 64) = 4 ids */
+    snprintf(rq, sizeof(rq), "{\"trace\": {\"file\": \"%s\", \"format\": \"mooncake\", \"length_scale\": 0.125, \"max_prompt\": 200, "
+                             "\"max_output\": 8}, \"kv_budget\": {\"tokens\": 4096}}", path);
+    assert_int_equal(tf_hash_needed(200, 0.125), 4);
+    scenario *s = parse_ok(f, rq);
+    const tr_trace *t = s->requests->traffic->trace;
+    assert_int_equal(t->n, ROWS);
+    assert_int_equal(t->n_hash, (size_t)ROWS * 4);
+    for (int i = 0; i < ROWS; i++) {
+        assert_int_equal(t->r[i].n_hash, 4);
+        assert_int_equal(t->hash[t->r[i].hash_at + 3], i * IDS + 3);     /* the first ones, in order */
+    }
+    /* the prompts: capped, and block 3 (tokens 192 ..) the id kept for it */
+    sv_reqs r;
+    assert_int_equal(sv_make_requests(s->requests, 512, 1, 5, &r, err, sizeof(err)), 0);
+    assert_int_equal(r.n, ROWS);
+    for (int i = 0; i < ROWS; i++) assert_int_equal(r.r[i].n_prompt, 200);
+    assert_memory_equal(r.r[0].prompt, r.r[1].prompt, 192 * sizeof(int));     /* ids 0, 1, 2 shared */
+    assert_memory_not_equal(r.r[0].prompt + 192, r.r[1].prompt + 192, 8 * sizeof(int));
+    sv_reqs_free(&r);
+    /* the worker spec: the bound holds, and it is small (the ids of every block made ~1.3 MB) */
+    cJSON *spec = cJSON_CreateObject();
+    sv_spec_add(spec, s);
+    char *text = cJSON_Print(spec);
+    assert_non_null(text);
+    size_t bytes = strlen(text);
+    assert_true(bytes <= tf_trace_spec_bytes(t));
+    assert_true(bytes < 64 * 1024);
+    free(text);
+    cJSON_Delete(spec);
+    sc_free(s);
+    /* the bound's count: each id at most 17 digits and ", " */
+    tr_trace big = {.n = 1, .n_hash = 3, .hash = (int64_t[]){0, 123, (int64_t)1 << 53}};
+    assert_int_equal(tf_trace_spec_bytes(&big), 1024 + 56 + 3 + 5 + 18);
+}
+
+/* A replay time past TR_MAX_SECONDS once divided by time_scale fails the scenario (it
+ * overflowed the worker's int64 ns); at the bound itself it parses. */
+static void test_scaled_time_bounded(void **state) {
+    fx *f = *state;
+    TU_NEED(f);
+    char rq[2048];
+    /* BurstGPT's first 400 rows span 37,269 s: at time_scale 1e-5, 3.7e9 s */
+    snprintf(rq, sizeof(rq), "{\"trace\": {\"file\": \"%s/BurstGPT_1.head400.csv\", \"format\": \"burstgpt\", \"time_scale\": 1e-5, "
+                             "\"length_scale\": 0.05, \"max_prompt\": 64, \"max_output\": 16}, \"kv_budget\": {\"tokens\": 2048}}", f->traces);
+    parse_bad(f, rq, ".workload.requests.trace.time_scale: 1e-05: the row at ", "BurstGPT_1.head400.csv:401", "would arrive 3.7269e+09 s in",
+              "expected at most 1e+09 s", NULL);
+    snprintf(rq, sizeof(rq), "{\"trace\": {\"file\": \"%s/BurstGPT_1.head400.csv\", \"format\": \"burstgpt\", \"time_scale\": 1e-4, "
+                             "\"length_scale\": 0.05, \"max_prompt\": 64, \"max_output\": 16}, \"kv_budget\": {\"tokens\": 2048}}", f->traces);
+    sc_free(parse_ok(f, rq));
 }
 
 /* ---- end to end ---- */
@@ -686,7 +757,64 @@ static void test_sweep_command(void **state) {
               ".workload.requests.sweep: needs \"targets\"", NULL);
     parse_bad(f, "{\"count\": 2, \"prompt_len\": {\"fixed\": 4}, \"output_len\": {\"fixed\": 4}, \"kv_budget\": {\"tokens\": 512}, "
                  "\"targets\": {\"ttft_ms\": 5}, \"sweep\": {\"rates\": [2, 1]}}",
-              ".workload.requests.sweep.rates: [1]: expected a rate above 0 and above the previous one", NULL);
+              ".workload.requests.sweep.rates: [1]: 1: expected more than the previous one, 2 (ascending)", NULL);
+}
+
+/* bench sweep's --rates, --concurrency and --knee take the scenario's bounds and messages:
+ * 10,000 rates were cut to the first 32 without a word, inf failed inside bench run ("got
+ * null"), 1e-300 with an arrival of -2^63 ns. Each is refused before anything runs. */
+static void test_sweep_points_bounded(void **state) {
+    fx *f = *state;
+    TU_NEED(f);
+    const char *rq = "{\"count\": 12, \"prompt_len\": {\"fixed\": 8}, \"output_len\": {\"fixed\": 6}, \"kv_budget\": {\"tokens\": 4096}, "
+                     "\"targets\": {\"ttft_ms\": 500}, \"sweep\": {\"rates\": [20, 200]}}";
+    char sc[700], out[700], text[8192], log[800];
+    snprintf(sc, sizeof(sc), "%s/points.json", f->tmp);
+    snprintf(out, sizeof(out), "%s/out_points", f->tmp);
+    snprintf(log, sizeof(log), "%s/points.log", f->tmp);
+    scenario_text(f, text, sizeof(text), rq, "[\"token\"]");
+    FILE *o = fopen(sc, "w");
+    assert_non_null(o);
+    fputs(text, o);
+    fclose(o);
+    /* 10,000 rates: through a file, past the length of tu_bench's command line */
+    char many[800];
+    snprintf(many, sizeof(many), "%s/many.txt", f->tmp);
+    o = fopen(many, "w");
+    assert_non_null(o);
+    for (int i = 1; i <= 10000; i++) fprintf(o, "%s%d", i > 1 ? "," : "", i);
+    fclose(o);
+    char many_arg[900];
+    snprintf(many_arg, sizeof(many_arg), "\"$(cat '%s')\"", many);
+    const struct { const char *flag, *arg, *want; } bad[] = {
+        {"--rates", many_arg, "--rates: 10000 rates: expected at most 32"},
+        {"--rates", "'1,inf'", "--rates: entry 2, \"inf\": expected a rate 0.001 .. 1e+06 requests/s"},
+        {"--rates", "'nan'", "--rates: entry 1, \"nan\": expected a rate 0.001"},
+        {"--rates", "'1e-300'", "--rates: entry 1, \"1e-300\": expected a rate 0.001"},
+        {"--rates", "'2,1'", "--rates: entry 2, \"1\": expected more than the previous one, 2"},
+        {"--rates", "'1,,2'", "--rates: entry 2, \"\": expected a number"},
+        {"--concurrency", "'1.5'", "--concurrency: entry 1, \"1.5\": expected a whole number of requests in flight, 1 .. 100000"},
+        {"--knee", "'0:inf'", "--knee 0:inf: entry 1, \"0\": expected a rate 0.001"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(tu_bench(NULL, "sweep '%s' --out '%s' --allow-read '%s' %s %s >/dev/null 2>'%s'", sc, out, f->shared, bad[i].flag,
+                                  bad[i].arg, log), 2);
+        read_text(log, text, sizeof(text));
+        if (!strstr(text, bad[i].want)) fail_msg("%s %.40s: no \"%s\" in: %s", bad[i].flag, bad[i].arg, bad[i].want, text);
+    }
+    struct stat st;
+    assert_int_not_equal(stat(out, &st), 0);   /* nothing ran */
+    /* the scenario's lists: the same bounds */
+    parse_bad(f, "{\"count\": 2, \"prompt_len\": {\"fixed\": 4}, \"output_len\": {\"fixed\": 4}, \"kv_budget\": {\"tokens\": 512}, "
+                 "\"targets\": {\"ttft_ms\": 5}, \"sweep\": {\"rates\": [1e-300, 1]}}",
+              ".workload.requests.sweep.rates: [0]: 1e-300: expected a rate 0.001 .. 1e+06 requests/s", NULL);
+    parse_bad(f, "{\"count\": 2, \"prompt_len\": {\"fixed\": 4}, \"output_len\": {\"fixed\": 4}, \"kv_budget\": {\"tokens\": 512}, "
+                 "\"targets\": {\"ttft_ms\": 5}, \"sweep\": {\"rates\": [1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,"
+                 "25,26,27,28,29,30,31,32,33]}}",
+              ".workload.requests.sweep.rates: 33 entries: expected a list of 1 .. 32 rates", NULL);
+    parse_bad(f, "{\"count\": 2, \"prompt_len\": {\"fixed\": 4}, \"output_len\": {\"fixed\": 4}, \"kv_budget\": {\"tokens\": 512}, "
+                 "\"arrival\": {\"process\": \"poisson\", \"rate\": 1e-300}}",
+              ".workload.requests.arrival.rate: expected a number 0.001 .. 1e+09, got 1e-300", NULL);
 }
 
 int main(void) {
@@ -695,12 +823,15 @@ int main(void) {
         cmocka_unit_test(test_malformed_trace_runs_nothing),
         cmocka_unit_test(test_each_format),
         cmocka_unit_test(test_hash_ids_are_blocks),
+        cmocka_unit_test(test_hash_ids_bounded_by_max_prompt),
+        cmocka_unit_test(test_scaled_time_bounded),
         cmocka_unit_test(test_trace_prefix_hits),
         cmocka_unit_test(test_timestamps_honoured),
         cmocka_unit_test(test_sessions),
         cmocka_unit_test(test_concurrency_cap),
         cmocka_unit_test(test_turn_is_the_conversation),
         cmocka_unit_test(test_sweep_command),
+        cmocka_unit_test(test_sweep_points_bounded),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

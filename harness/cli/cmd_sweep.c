@@ -418,19 +418,25 @@ static int swc_table(swc *c, const double *x, int n, int conc) {
     return rc;
 }
 
-static int swc_rates(const char *arg, double *r, int *n) {
-    *n = 0;
-    const char *p = arg;
-    while (*p && *n < TF_MAX_RATES) {
-        char *end;
-        double v = strtod(p, &end);
-        if (end == p || !(v > 0) || (*n && v <= r[*n - 1])) return -1;
-        r[(*n)++] = v;
-        if (*end == ',') end++;
-        else if (*end) return -1;
-        p = end;
+/* --knee LO:HI, each a rate as the scenario's knee.lo and knee.hi are; 0, or -1 said. */
+static int swc_knee_arg(const char *arg, double *lo, double *hi) {
+    double v[2];
+    int n = 0;
+    char text[128], err[256];
+    snprintf(text, sizeof(text), "%s", arg);
+    char *colon = strchr(text, ':');
+    if (!colon || strchr(colon + 1, ':') || strchr(text, ',')) {
+        fprintf(stderr, "bench sweep: --knee %s: expected LO:HI, %g <= LO < HI <= %g (requests/s)\n", arg, AR_MIN_RATE, TF_MAX_SWEEP_RATE);
+        return -1;
     }
-    return *n ? 0 : -1;
+    *colon = ',';
+    if (tf_points_parse(text, 0, v, &n, err, sizeof(err))) {     /* one colon, no comma: two entries */
+        fprintf(stderr, "bench sweep: --knee %s: %s (LO:HI, LO < HI)\n", arg, err);
+        return -1;
+    }
+    *lo = v[0];
+    *hi = v[1];
+    return 0;
 }
 
 int cmd_sweep(int argc, char **argv) {
@@ -482,32 +488,26 @@ int cmd_sweep(int argc, char **argv) {
                         "with \"targets\" (docs/serving.md)\n", c.file);
         goto out;
     }
+    /* the command line's points: the scenario's bounds and messages (tf_points_parse) */
     double r[TF_MAX_RATES];
     int nr = c.tf->n_rates;
     memcpy(r, c.tf->rates, sizeof(r));
-    if (rates && swc_rates(rates, r, &nr)) {
-        fprintf(stderr, "bench sweep: --rates %s: expected ascending rates above 0, comma-separated (at most %d)\n", rates, TF_MAX_RATES);
+    char perr[256];
+    if (rates && tf_points_parse(rates, 0, r, &nr, perr, sizeof(perr))) {
+        fprintf(stderr, "bench sweep: --rates: %s (ascending rates, comma-separated)\n", perr);
         rc = CLI_EXIT_USAGE;
         goto out;
     }
     double cc[TF_MAX_RATES];
     int nc = c.tf->n_conc;
     for (int i = 0; i < nc; i++) cc[i] = c.tf->conc[i];
-    if (conc && swc_rates(conc, cc, &nc)) {
-        fprintf(stderr, "bench sweep: --concurrency %s: expected ascending counts of 1 or more, comma-separated (at most %d)\n", conc,
-                TF_MAX_RATES);
+    if (conc && tf_points_parse(conc, 1, cc, &nc, perr, sizeof(perr))) {
+        fprintf(stderr, "bench sweep: --concurrency: %s (ascending caps, comma-separated)\n", perr);
         rc = CLI_EXIT_USAGE;
         goto out;
     }
-    for (int i = 0; i < nc; i++)
-        if (cc[i] != floor(cc[i]) || cc[i] > 1e5) {
-            fprintf(stderr, "bench sweep: concurrency %g: expected a whole number of requests 1 .. 100000\n", cc[i]);
-            rc = CLI_EXIT_USAGE;
-            goto out;
-        }
     double klo = c.tf->knee_lo, khi = c.tf->knee_hi;
-    if (knee && (sscanf(knee, "%lf:%lf", &klo, &khi) != 2 || !(klo > 0 && khi > klo))) {
-        fprintf(stderr, "bench sweep: --knee %s: expected LO:HI, 0 < LO < HI (requests/s)\n", knee);
+    if (knee && swc_knee_arg(knee, &klo, &khi)) {
         rc = CLI_EXIT_USAGE;
         goto out;
     }

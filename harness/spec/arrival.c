@@ -62,6 +62,7 @@ int ar_times(const ar_spec *a, int n, uint64_t seed, double *t) {
         default: break;
         }
         at += gap;
+        if (!(at <= AR_MAX_SECONDS)) return -1;
         t[i] = at;
     }
     return 0;

@@ -32,8 +32,18 @@ typedef struct ar_spec {
 int ar_kind_from_name(const char *name);
 const char *ar_kind_name(ar_kind k);
 
+/* Offered rates, requests/s, at least and at most. At AR_MIN_RATE a request arrives every
+ * 1000 s on average, and 100,000 of them (a scenario's most) end ~1e8 s in, a tenth of
+ * AR_MAX_SECONDS; 1e-300 gave gaps no int64 of ns holds. */
+#define AR_MIN_RATE 1e-3
+#define AR_MAX_RATE 1e9
+/* s of an arrival offset, at most: 1e18 ns, a ninth of what an int64 of ns holds (the
+ * bound of a trace's timestamps, TR_MAX_SECONDS, for the same reason). */
+#define AR_MAX_SECONDS 1e9
+
 /* t[0 .. n): non-decreasing arrival offsets in s, deterministic in seed. Returns 0, or -1
- * when the spec is out of range (a rate <= 0, a burstiness <= 0). */
+ * when the spec is out of range (a rate <= 0, a burstiness <= 0) or an offset would pass
+ * AR_MAX_SECONDS. */
 int ar_times(const ar_spec *a, int n, uint64_t seed, double *t);
 
 /* One gamma draw of shape k > 0 and scale 1 (Marsaglia and Tsang), from *state. */

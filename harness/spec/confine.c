@@ -172,8 +172,8 @@ static void cf_collect(cf_roots *r, const char *scenario_file) {
     }
 }
 
-int cf_check(const char *scenario_file, const char *path, char *err, size_t errlen) {
-    char res[PATH_MAX];
+/* cf_check, leaving in res the path it resolved to (what was checked). */
+static int cf_check_resolved(const char *scenario_file, const char *path, char res[PATH_MAX], char *err, size_t errlen) {
     if (!*path) return bench_errf(err, errlen, "an empty path");
     if (cf_resolve(path, res)) return bench_errf(err, errlen, "%s: cannot be resolved (too long, or more than %d symlinks)", path, CF_MAX_LINKS);
     cf_roots *r = malloc(sizeof(*r));
@@ -198,6 +198,11 @@ int cf_check(const char *scenario_file, const char *path, char *err, size_t errl
                path, res, r->n ? roots : "none", dir, dir);
     free(r);
     return -1;
+}
+
+int cf_check(const char *scenario_file, const char *path, char *err, size_t errlen) {
+    char res[PATH_MAX];
+    return cf_check_resolved(scenario_file, path, res, err, errlen);
 }
 
 int cf_check_folder(const char *scenario_file, const char *dir, char *err, size_t errlen) {
@@ -249,4 +254,48 @@ int cf_same_file(const char *resolved, unsigned long long dev, unsigned long lon
         return bench_errf(err, errlen, "%s is not the file bench run checked (device %llu inode %llu then, device %llu inode %llu "
                           "now): it was replaced since; not read", resolved, dev, ino, d, i);
     return 0;
+}
+
+/* ---- checked and opened at once: the lengths file, the trace ---- */
+
+const char *cf_kind(mode_t mode) {
+    return S_ISDIR(mode) ? "a directory" : S_ISFIFO(mode) ? "a FIFO" : S_ISCHR(mode) ? "a character device"
+         : S_ISBLK(mode) ? "a block device" : S_ISSOCK(mode) ? "a socket" : S_ISLNK(mode) ? "a symlink" : "not a regular file";
+}
+
+int cf_open_identical(const char *path, const char *resolved, unsigned long long dev, unsigned long long ino, char *err,
+                      size_t errlen) {
+    unsigned long long d, i;
+    char e[PATH_MAX + 256];
+    int fd = cf_open_exact(resolved, &d, &i, e, sizeof(e));
+    if (fd < 0) return bench_errf(err, errlen, "%s: %s", path, e);
+    struct stat st;
+    const char *why = NULL;
+    if (fstat(fd, &st)) why = strerror(errno);
+    else if (!S_ISREG(st.st_mode)) why = cf_kind(st.st_mode);
+    if (why) {
+        close(fd);
+        return bench_errf(err, errlen, "%s: is %s, expected a regular file", path, why);
+    }
+    if (d != dev || i != ino) {
+        close(fd);
+        return bench_errf(err, errlen, "%s (%s) is not the file that was checked (device %llu inode %llu then, device %llu inode %llu "
+                          "now): it was replaced since; not read", path, resolved, dev, ino, d, i);
+    }
+    /* O_NONBLOCK was for the open (a FIFO); reads of a regular file ignore it, but the
+     * stdio stream made over fd should not inherit a surprise */
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    return fd;
+}
+
+int cf_open_checked(const char *scenario_file, const char *path, const char *what, char *err, size_t errlen) {
+    char res[PATH_MAX];
+    if (cf_check_resolved(scenario_file, path, res, err, errlen)) return -1;
+    /* the identity of what was checked: lstat, so that a link planted since is itself
+     * what is compared (and refused), never its target */
+    struct stat st;
+    if (lstat(res, &st)) return bench_errf(err, errlen, "%s: %s (%s)", path, strerror(errno), what);
+    if (!S_ISREG(st.st_mode)) return bench_errf(err, errlen, "%s: is %s, expected a regular file (%s)", path, cf_kind(st.st_mode), what);
+    return cf_open_identical(path, res, (unsigned long long)st.st_dev, (unsigned long long)st.st_ino, err, errlen);
 }

@@ -19,6 +19,7 @@
 #define BENCH_CONFINE_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 /* Adds DIR to the roots for the rest of the process (--allow-read). It must exist.
  * Returns 0, or -1 with err. */
@@ -55,5 +56,28 @@ int cf_check_folder(const char *scenario_file, const char *dir, char *err, size_
 int cf_open_exact(const char *resolved, unsigned long long *dev, unsigned long long *ino, char *err, size_t errlen);
 /* Whether resolved is still the file (dev, ino): 0, or -1 with err saying what it is now. */
 int cf_same_file(const char *resolved, unsigned long long dev, unsigned long long ino, char *err, size_t errlen);
+
+/* ---- checked and opened at once (a file read where the scenario is parsed) ----
+ *
+ * A file the parser reads itself (a lengths file, a trace) is checked and opened by one
+ * call, so that nothing can be swapped between the two: cf_check's resolution, the
+ * identity (st_dev, st_ino) of the file the resolved path names then, and an open of that
+ * path as cf_open_exact does it (no symlink followed, a FIFO never waited on). */
+
+/* What a file of this st_mode is, for "PATH: is %s, expected a regular file": "a FIFO",
+ * "a directory", "a character device", ... */
+const char *cf_kind(mode_t mode);
+
+/* Opens path to read, as cf_check allows it: cf_check's message when it is outside the
+ * roots; "PATH: is a FIFO, expected a regular file" (a directory, a device, a socket) for
+ * what is not a regular file; and a refusal for a file that is not the one checked. what
+ * says what the file is for ("a mooncake trace"), appended to a "not found" message.
+ * Returns a blocking descriptor of a regular file (the caller closes it), or -1 with err. */
+int cf_open_checked(const char *scenario_file, const char *path, const char *what, char *err, size_t errlen);
+/* The open half, for a path already resolved and the identity noted when it was checked:
+ * path names the file in messages. Refuses a symlink anywhere in resolved, what is not a
+ * regular file, and a file whose (dev, ino) is not (dev, ino). A descriptor or -1 with err. */
+int cf_open_identical(const char *path, const char *resolved, unsigned long long dev, unsigned long long ino, char *err,
+                      size_t errlen);
 
 #endif

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "engines/abi/device.h"
 #include "engines/core/runtime/engine.h"
@@ -298,16 +299,28 @@ static void sc_parse_model(sc_ctx *c, scenario *s, const cJSON *j) {
 
 /* A file of lengths: integers separated by white space, each in [lo, hi]. */
 static void sc_read_lengths(sc_ctx *c, const char *p, const char *file, int lo, int hi, sc_dist *d) {
-    FILE *f = fopen(file, "r");
+    char e[1800];
+    /* checked and opened by one call: nothing swapped in between is read (confine.h) */
+    int fd = cf_open_checked(c->file, file, "a file of lengths, one integer per token count, relative to the current directory",
+                             e, sizeof(e));
+    FILE *f = fd < 0 ? NULL : fdopen(fd, "r");
     if (!f) {
-        sc_err(c, p, "%s: %s (a file of lengths, one integer per token count, relative to the current directory)",
-               file, strerror(errno));
+        if (fd >= 0) {
+            snprintf(e, sizeof(e), "%s: %s", file, strerror(errno));
+            close(fd);
+        }
+        sc_err(c, p, "%s", e);
         return;
     }
     int line = 1, cap = 0, ch, bad = 0;
     for (;;) {
-        while ((ch = fgetc(f)) == ' ' || ch == '\t' || ch == '\r' || ch == '\n')
-            if (ch == '\n') line++;
+        while ((ch = fgetc(f)) == ' ' || ch == '\t' || ch == '\r' || ch == '\n') {
+            if (ch == '\r') {      /* CR LF is one line end, a lone CR another (universal newlines) */
+                int nx = fgetc(f);
+                if (nx != '\n' && nx != EOF) ungetc(nx, f);
+            }
+            if (ch == '\n' || ch == '\r') line++;
+        }
         if (ch == EOF) break;
         ungetc(ch, f);
         char word[64], *end;
@@ -385,7 +398,7 @@ static void sc_parse_dist(sc_ctx *c, const cJSON *obj, const char *key, const ch
             return;
         }
         d->file = strdup(v->valuestring);
-        if (!sc_confined(c, q, v->valuestring)) sc_read_lengths(c, q, v->valuestring, lo, hi, d);
+        sc_read_lengths(c, q, v->valuestring, lo, hi, d);
     }
 }
 

@@ -3,11 +3,16 @@
 
 #include <cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness/spec/confine.h"
 
 static const char *const tr_names[TR_FORMAT_COUNT] = {"mooncake", "azure", "burstgpt", "sharegpt"};
 
@@ -167,6 +172,11 @@ static int tr_mooncake_row(tr_rd *rd, const char *ls, size_t n) {
         goto out;
     }
     ts = v->valuedouble;
+    if (ts * 1e-3 > TR_MAX_SECONDS) {
+        tr_fail(rd, tr_key_at(ls, n, "timestamp"), "field \"timestamp\": %.6g ms: expected at most %.0e ms (%.0e s, about 31 years "
+                "from the trace's start)", ts, TR_MAX_SECONDS * 1e3, TR_MAX_SECONDS);
+        goto out;
+    }
     static const char *const lens[] = {"input_length", "output_length"};
     for (int k = 0; k < 2; k++) {
         v = cJSON_GetObjectItemCaseSensitive(j, lens[k]);
@@ -188,7 +198,8 @@ static int tr_mooncake_row(tr_rd *rd, const char *ls, size_t n) {
                 nh, in, in, TR_MOONCAKE_BLOCK, want);
         goto out;
     }
-    ids = malloc(((size_t)nh + 1) * sizeof(*ids));
+    int keep = rd->w && rd->w->max_hash > 0 && rd->w->max_hash < nh ? rd->w->max_hash : nh;
+    ids = malloc(((size_t)keep + 1) * sizeof(*ids));
     if (!ids) {
         tr_fail(rd, NULL, "out of memory");
         goto out;
@@ -201,9 +212,10 @@ static int tr_mooncake_row(tr_rd *rd, const char *ls, size_t n) {
             tr_fail(rd, hat, "field \"hash_ids\"[%d]: expected an integer >= 0, got %s", k, tr_json_type(it));
             goto out;
         }
-        ids[k++] = (int64_t)id;
+        if (k < keep) ids[k] = (int64_t)id;
+        k++;
     }
-    rc = tr_keep(rd, ts * 1e-3, (int)in, (int)out, ids, nh, ls);
+    rc = tr_keep(rd, ts * 1e-3, (int)in, (int)out, ids, keep, ls);
 out:
     free(ids);
     cJSON_Delete(j);
@@ -292,32 +304,47 @@ static long long tr_days(long long y, unsigned m, unsigned d) {
     return era * 146097 + (long long)doe - 719468;
 }
 
-/* Azure's "YYYY-MM-DD HH:MM:SS[.fraction]" as s since 0:00 of the first row's day (the
+static int tr_leap(long long y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
+
+static int tr_month_days(long long y, int m) {
+    static const int days[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    return days[m - 1] + (m == 2 && tr_leap(y));
+}
+
+/* Azure's "YYYY-MM-DD HH:MM:SS[.fraction]" as *t, s since 0:00 of the first row's day (the
  * zone does not matter: only differences are used; counting from that day rather than
- * 1970 keeps the 100 ns digits, which a double of 1.7e9 s would round to 240 ns). -1 when
- * it is not one. *day0: the first row's day, set by it (-1 until then). */
-static double tr_azure_time(const char *s, size_t n, long long *day0) {
+ * 1970 keeps the 100 ns digits, which a double of 1.7e9 s would round to 240 ns). *day0:
+ * the first row's day, set by it (-1 until then). NULL, or what was expected instead (in
+ * why, or a constant). */
+static const char *tr_azure_time(const char *s, size_t n, long long *day0, double *t, char *why, size_t whylen) {
+    const char *shape_want = "a time \"YYYY-MM-DD HH:MM:SS[.fraction]\"";
     char buf[64];
-    if (n < 19 || n >= sizeof(buf)) return NAN;
+    if (n < 19 || n >= sizeof(buf)) return shape_want;
     memcpy(buf, s, n);
     buf[n] = 0;
     static const char shape[] = "dddd-dd-dd dd:dd:dd";
     for (int i = 0; i < 19; i++)
-        if (shape[i] == 'd' ? (buf[i] < '0' || buf[i] > '9') : buf[i] != shape[i]) return NAN;
+        if (shape[i] == 'd' ? (buf[i] < '0' || buf[i] > '9') : buf[i] != shape[i]) return shape_want;
     double frac = 0;
     if (n > 19) {
-        if (buf[19] != '.' || n == 20) return NAN;
+        if (buf[19] != '.' || n == 20) return shape_want;
         double scale = 0.1;
         for (size_t i = 20; i < n; i++, scale *= 0.1) {
-            if (buf[i] < '0' || buf[i] > '9') return NAN;
+            if (buf[i] < '0' || buf[i] > '9') return shape_want;
             frac += (buf[i] - '0') * scale;
         }
     }
     int y = atoi(buf), mo = atoi(buf + 5), d = atoi(buf + 8), h = atoi(buf + 11), mi = atoi(buf + 14), sec = atoi(buf + 17);
-    if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60) return NAN;
+    if (y < 1 || mo < 1 || mo > 12) return "a date of year 0001 .. 9999 and month 01 .. 12 (YYYY-MM-DD)";
+    if (d < 1 || d > tr_month_days(y, mo)) {
+        snprintf(why, whylen, "a day 01 .. %02d (%04d-%02d has %d days)", tr_month_days(y, mo), y, mo, tr_month_days(y, mo));
+        return why;
+    }
+    if (h > 23 || mi > 59 || sec > 60) return "a time of day 00:00:00 .. 23:59:60 (YYYY-MM-DD HH:MM:SS)";
     long long day = tr_days(y, (unsigned)mo, (unsigned)d);
     if (*day0 < 0) *day0 = day;
-    return (double)(day - *day0) * 86400.0 + h * 3600.0 + mi * 60.0 + sec + frac;
+    *t = (double)(day - *day0) * 86400.0 + h * 3600.0 + mi * 60.0 + sec + frac;
+    return NULL;
 }
 
 /* BurstGPT's seconds: a decimal number >= 0. NAN when it is not one. */
@@ -331,6 +358,21 @@ static double tr_seconds(const char *s, size_t n) {
     return *end || errno || !isfinite(v) ? NAN : v;
 }
 
+/* The time column of a CSV row into *t (s); 0 or -1 with the message at the field. */
+static int tr_csv_time(tr_rd *rd, const tr_csv *c, const char *f, size_t n, double *t) {
+    int i = c->col[TR_COL_TIME], az = rd->t->format == TR_AZURE;
+    char why[96];
+    const char *want = az ? tr_azure_time(f, n, &rd->day0, t, why, sizeof(why)) : NULL;
+    if (!az && isnan(*t = tr_seconds(f, n))) want = "seconds (a number >= 0)";
+    char got[64];
+    tr_quote(got, sizeof(got), f, n);
+    if (want) return tr_fail(rd, f, "column \"%s\" (field %d): expected %s, got \"%s\"", c->want[TR_COL_TIME], i + 1, want, got);
+    if (*t > TR_MAX_SECONDS)
+        return tr_fail(rd, f, "column \"%s\" (field %d): \"%s\" is %.6g s from %s: expected at most %.0e s (about 31 years)",
+                       c->want[TR_COL_TIME], i + 1, got, *t, az ? "the first row's day" : "the first day's 0:00", TR_MAX_SECONDS);
+    return 0;
+}
+
 static int tr_csv_row(tr_rd *rd, const tr_csv *c, const char *ls, size_t n) {
     const char *fs[TR_MAX_FIELDS];
     size_t fl[TR_MAX_FIELDS];
@@ -339,17 +381,7 @@ static int tr_csv_row(tr_rd *rd, const tr_csv *c, const char *ls, size_t n) {
         return tr_fail(rd, k > c->n_fields && k <= TR_MAX_FIELDS ? fs[c->n_fields] - 1 : ls + n,
                        "%d fields: expected %d, as the header has (%s)", k, c->n_fields, c->header);
     double t = 0;
-    if (c->want[TR_COL_TIME]) {
-        int i = c->col[TR_COL_TIME];
-        int az = rd->t->format == TR_AZURE;
-        t = az ? tr_azure_time(fs[i], fl[i], &rd->day0) : tr_seconds(fs[i], fl[i]);
-        if (isnan(t)) {
-            char got[64];
-            tr_quote(got, sizeof(got), fs[i], fl[i]);
-            return tr_fail(rd, fs[i], "column \"%s\" (field %d): expected %s, got \"%s\"", c->want[TR_COL_TIME], i + 1,
-                           az ? "a time \"YYYY-MM-DD HH:MM:SS[.fraction]\"" : "seconds (a number >= 0)", got);
-        }
-    }
+    if (c->want[TR_COL_TIME] && tr_csv_time(rd, c, fs[c->col[TR_COL_TIME]], fl[c->col[TR_COL_TIME]], &t)) return -1;
     int in, out;
     if (tr_field_int(rd, c, TR_COL_IN, fs[c->col[TR_COL_IN]], fl[c->col[TR_COL_IN]], &in) ||
         tr_field_int(rd, c, TR_COL_OUT, fs[c->col[TR_COL_OUT]], fl[c->col[TR_COL_OUT]], &out))
@@ -378,6 +410,13 @@ static void tr_csv_shape(tr_format f, tr_csv *c) {
  * The file
  * ====================================================================== */
 
+/* Where the line starting at p ends: at LF, CR LF or a lone CR (as Python's universal
+ * newlines: a file saved with old Mac line ends is lines too), else at e. */
+static const char *tr_line_end(const char *p, const char *e) {
+    while (p < e && *p != '\n' && *p != '\r') p++;
+    return p;
+}
+
 void tr_free(tr_trace *t) {
     if (!t) return;
     free(t->r);
@@ -393,8 +432,9 @@ int tr_parse(const char *name, const char *text, size_t len, tr_format f, const 
         snprintf(err, errlen, "%s: unknown trace format %d: expected one of %s", name, (int)f, tr_format_list());
         return -1;
     }
-    if (w && (w->max_requests < 0 || !(w->max_seconds >= 0))) {
-        snprintf(err, errlen, "%s: window of %d requests, %g s: expected counts >= 0", name, w->max_requests, w->max_seconds);
+    if (w && (w->max_requests < 0 || !(w->max_seconds >= 0) || w->max_hash < 0)) {
+        snprintf(err, errlen, "%s: window of %d requests, %g s, %d hash ids a row: expected counts >= 0", name, w->max_requests,
+                 w->max_seconds, w->max_hash);
         return -1;
     }
     tr_trace *t = rd.t = calloc(1, sizeof(*t));
@@ -411,11 +451,9 @@ int tr_parse(const char *name, const char *text, size_t len, tr_format f, const 
     const char *p = text, *e = text + len;
     while (p < e && !rd.done) {
         rd.line++;
-        const char *nl = memchr(p, '\n', (size_t)(e - p));
-        const char *le = nl ? nl : e;
+        const char *le = tr_line_end(p, e);
         rd.ls = p;
         size_t n = (size_t)(le - p);
-        if (n && p[n - 1] == '\r') n--;
         const char *q = p;
         while (q < p + n && (*q == ' ' || *q == '\t')) q++;
         if (memchr(p, 0, n)) {
@@ -427,7 +465,7 @@ int tr_parse(const char *name, const char *text, size_t len, tr_format f, const 
             if (rc) goto fail;
             header = 0;
         }
-        p = nl ? nl + 1 : e;
+        p = le == e ? e : le + 1 + (*le == '\r' && le + 1 < e && le[1] == '\n');
     }
     if (header) {
         snprintf(err, errlen, "%s: empty: expected a %s header (%s) and rows", name, tr_format_name(f), c.header);
@@ -445,39 +483,63 @@ fail:
     return -1;
 }
 
+static int tr_errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* err = the message; returns -1 */
+static int tr_errf(char *err, size_t errlen, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* The whole of a regular file, up to TR_MAX_FILE bytes, from fd: 0 with *buf (malloc'd,
+ * NUL-terminated) and *len, or -1 with err naming name. */
+static int tr_slurp(int fd, const char *name, char **buf, size_t *len, char *err, size_t errlen) {
+    struct stat st;
+    *buf = NULL;
+    if (fstat(fd, &st)) return tr_errf(err, errlen, "%s: %s", name, strerror(errno));
+    if (!S_ISREG(st.st_mode)) return tr_errf(err, errlen, "%s: is %s, expected a regular file", name, cf_kind(st.st_mode));
+    if ((unsigned long long)st.st_size > TR_MAX_FILE)
+        return tr_errf(err, errlen, "%s: %lld bytes: expected at most %llu (cut the trace, or give a window)", name,
+                        (long long)st.st_size, TR_MAX_FILE);
+    size_t want = (size_t)st.st_size, got = 0;
+    if (!(*buf = malloc(want + 1))) return tr_errf(err, errlen, "%s: out of memory for %zu bytes", name, want);
+    while (got < want) {
+        ssize_t k = read(fd, *buf + got, want - got);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) {
+            snprintf(err, errlen, "%s: read %zu of %zu bytes%s%s", name, got, want, k ? ": " : "", k ? strerror(errno) : "");
+            free(*buf);
+            *buf = NULL;
+            return -1;
+        }
+        got += (size_t)k;
+    }
+    (*buf)[got] = 0;
+    *len = got;
+    return 0;
+}
+
+int tr_read_fd(int fd, const char *name, tr_format f, const tr_window *w, tr_trace **out, char *err, size_t errlen) {
+    *out = NULL;
+    char *buf;
+    size_t len = 0;
+    if (tr_slurp(fd, name, &buf, &len, err, errlen)) return -1;
+    int rc = tr_parse(name, buf, len, f, w, out, err, errlen);
+    free(buf);
+    return rc;
+}
+
 int tr_read(const char *file, tr_format f, const tr_window *w, tr_trace **out, char *err, size_t errlen) {
     *out = NULL;
-    FILE *fp = fopen(file, "rb");
-    if (!fp) {
+    /* O_NONBLOCK: a FIFO would block the open until a writer came; tr_slurp refuses it */
+    int fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
         snprintf(err, errlen, "%s: %s (a %s trace)", file, strerror(errno), tr_format_name(f));
         return -1;
     }
-    char *buf = NULL;
-    size_t len = 0;
-    int rc = -1;
-    if (fseek(fp, 0, SEEK_END) || ftell(fp) < 0) {
-        snprintf(err, errlen, "%s: not a regular file (%s)", file, strerror(errno));
-        goto out;
-    }
-    long sz = ftell(fp);
-    if ((unsigned long long)sz > TR_MAX_FILE) {
-        snprintf(err, errlen, "%s: %ld bytes: expected at most %llu (cut the trace, or give a window)", file, sz, TR_MAX_FILE);
-        goto out;
-    }
-    rewind(fp);
-    buf = malloc((size_t)sz + 1);
-    if (!buf) {
-        snprintf(err, errlen, "%s: out of memory for %ld bytes", file, sz);
-        goto out;
-    }
-    len = fread(buf, 1, (size_t)sz, fp);
-    if (len != (size_t)sz) {
-        snprintf(err, errlen, "%s: read %zu of %ld bytes", file, len, sz);
-        goto out;
-    }
-    rc = tr_parse(file, buf, len, f, w, out, err, errlen);
-out:
-    free(buf);
-    fclose(fp);
+    int rc = tr_read_fd(fd, file, f, w, out, err, errlen);
+    close(fd);
     return rc;
 }

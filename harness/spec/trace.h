@@ -9,12 +9,15 @@
  *              block may be partial); equal ids are equal prefixes (a prefix hash).
  *   azure      CSV (Azure LLM inference trace 2023, code and conv): TIMESTAMP,ContextTokens,
  *              GeneratedTokens; TIMESTAMP is absolute, "YYYY-MM-DD HH:MM:SS[.fraction]"
- *              (time zone unstated: only differences are used). CRLF line ends.
+ *              (time zone unstated: only differences are used); a real calendar date
+ *              (2023-02-29 is not one).
  *   burstgpt   CSV (HPMLL/BurstGPT): Timestamp,Model,Request tokens,Response tokens,
  *              Total tokens,Log Type; Timestamp in s from the first day's 0:00.
  *   sharegpt   CSV (microsoft/sarathi-serve's length files): num_prefill_tokens,
  *              num_decode_tokens[,...]; no timestamps: a length distribution only.
  *
+ * Lines end at LF, CR LF or a lone CR (as Python's universal newlines read them). Every
+ * timestamp is at most TR_MAX_SECONDS from the trace's start.
  * CSV columns are found by their header names (extra columns are ignored, a missing one
  * is an error); every row must have the header's number of fields. Blank lines are
  * skipped. Timestamps must not decrease from one row to the next (the replay is in file
@@ -35,22 +38,31 @@
 #define TR_MOONCAKE_BLOCK 512       /* tokens of prompt per Mooncake hash id */
 #define TR_MAX_TOKENS (1 << 24)     /* tokens of an input or output, at most */
 #define TR_MAX_FILE (1ull << 30)    /* bytes of a trace file, at most */
+/* s of a row's timestamp from the trace's start, at most (Azure: from the first row's
+ * day): about 31.7 years, past any recorded trace, and 1e18 ns, a ninth of what an
+ * int64 of ns holds (9.2e18), so that the replay's offsets, scaled and added to a run's
+ * start, stay far from overflow */
+#define TR_MAX_SECONDS 1e9
 
 typedef enum tr_format { TR_MOONCAKE, TR_AZURE, TR_BURSTGPT, TR_SHAREGPT, TR_FORMAT_COUNT } tr_format;
 
 typedef struct tr_req {
     double t_s;             /* s from the first kept row's timestamp; 0 in a trace without time */
     int input, output;      /* tokens of prompt, tokens generated */
-    int n_hash;             /* mooncake: hash ids of the prompt's blocks; 0 otherwise */
+    int n_hash;             /* mooncake: hash ids of the prompt's first blocks (all, or
+                             * tr_window.max_hash); 0 otherwise */
     size_t hash_at;         /* its first id in tr_trace.hash */
     int line;               /* where it is in the file (1-based), for messages */
 } tr_req;
 
 /* Which rows to keep: the first max_requests, and those within max_seconds of the first;
- * 0: no limit. Reading stops at the first row past the window. */
+ * 0: no limit. Reading stops at the first row past the window. max_hash: a row's first
+ * max_hash ids are kept, the rest (blocks past what a prompt cap keeps) dropped as read,
+ * though each is still checked; 0: all. */
 typedef struct tr_window {
     int max_requests;
     double max_seconds;
+    int max_hash;
 } tr_window;
 
 typedef struct tr_trace {
@@ -73,6 +85,9 @@ const char *tr_format_list(void);
 /* Reads file as format f. Returns 0 with *out (free with tr_free), or -1 with err and
  * *out NULL. w may be NULL (every row). */
 int tr_read(const char *file, tr_format f, const tr_window *w, tr_trace **out, char *err, size_t errlen);
+/* The same from fd, a regular file opened by the caller (cf_open_checked); name names it
+ * in messages. fd stays open. */
+int tr_read_fd(int fd, const char *name, tr_format f, const tr_window *w, tr_trace **out, char *err, size_t errlen);
 /* The same over text[0 .. len); name only names it in messages. */
 int tr_parse(const char *name, const char *text, size_t len, tr_format f, const tr_window *w, tr_trace **out,
              char *err, size_t errlen);

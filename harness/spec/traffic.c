@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "engines/abi/module.h"
 #include "harness/spec/confine.h"
@@ -135,6 +136,27 @@ int tf_block_tokens(const tr_trace *t, double scale) {
     return b < 1 ? 1 : (int)b;
 }
 
+int tf_hash_needed(int max_prompt, double length_scale) {
+    long long bt = llround(TR_MOONCAKE_BLOCK * length_scale), cap = max_prompt > 0 ? max_prompt : TR_MAX_TOKENS;
+    if (bt < 1) bt = 1;
+    return (int)((cap + bt - 1) / bt);
+}
+
+/* Decimal digits of v >= 0 as cJSON prints it: at most 17 significant ones ("%1.17g"). */
+static size_t tf_digits(double v) {
+    size_t n = 1;
+    for (; v >= 10 && n < 17; v /= 10) n++;
+    return n;
+}
+
+size_t tf_trace_spec_bytes(const tr_trace *t) {
+    /* a row: t_s (up to 17 digits, a point and an exponent: 24) and three ints (8 digits
+     * each, TR_MAX_TOKENS), each with ", " */
+    size_t b = 1024 + (size_t)t->n * (26 + 3 * 10);
+    for (size_t k = 0; k < t->n_hash; k++) b += tf_digits((double)t->hash[k]) + 2;
+    return b;
+}
+
 int tf_has_trace(const cJSON *j) { return cJSON_GetObjectItemCaseSensitive(j, "trace") != NULL; }
 
 static void tf_parse_trace(tf_ctx *c, const cJSON *j, sc_requests *r, tf_traffic *t) {
@@ -167,15 +189,21 @@ static void tf_parse_trace(tf_ctx *c, const cJSON *j, sc_requests *r, tf_traffic
     t->max_output = (int)mo;
     if (c->errs->n > n0) return;
     t->trace_file = strdup(f->valuestring);
-    char e[2048];
-    if (cf_check(c->file, f->valuestring, e, sizeof(e))) {
+    char e[2048], what[64];
+    /* checked and opened by one call: nothing swapped in between is read (confine.h) */
+    snprintf(what, sizeof(what), "a %s trace", tr_format_name((tr_format)fmt));
+    int fd = cf_open_checked(c->file, f->valuestring, what, e, sizeof(e));
+    if (fd < 0) {
         tf_err(c, ".workload.requests.trace.file", "%s", e);
         return;
     }
     /* the worker spec carries the requests: at most as many as a scenario may have (one
      * more read to tell a longer trace) */
-    tr_window w = {.max_requests = nreq > 0 ? (int)nreq : TF_MAX_REQUESTS + 1, .max_seconds = secs};
-    if (tr_read(f->valuestring, (tr_format)fmt, &w, &t->trace, e, sizeof(e))) {
+    tr_window w = {.max_requests = nreq > 0 ? (int)nreq : TF_MAX_REQUESTS + 1, .max_seconds = secs,
+                   .max_hash = tf_hash_needed(t->max_prompt, t->length_scale)};
+    int rc = tr_read_fd(fd, f->valuestring, (tr_format)fmt, &w, &t->trace, e, sizeof(e));
+    close(fd);
+    if (rc) {
         tf_err(c, ".workload.requests.trace.file", "%s", e);
         return;
     }
@@ -183,6 +211,20 @@ static void tf_parse_trace(tf_ctx *c, const cJSON *j, sc_requests *r, tf_traffic
     if (tr->n > TF_MAX_REQUESTS) {
         tf_err(c, ".workload.requests.trace", "%s has more than %d requests%s: give a window, \"requests\": N or \"seconds\": S",
                f->valuestring, TF_MAX_REQUESTS, secs > 0 ? " within the seconds given" : "");
+        return;
+    }
+    /* rows are in time order: the last is the latest; scaled, it must still fit in ns */
+    if (tr->timed && tr->r[tr->n - 1].t_s / t->time_scale > TR_MAX_SECONDS) {
+        tf_err(c, ".workload.requests.trace.time_scale", "%g: the row at %s:%d, %.6g s from the first, would arrive %.6g s in: "
+               "expected at most %.0e s (a larger time_scale)", t->time_scale, f->valuestring, tr->r[tr->n - 1].line,
+               tr->r[tr->n - 1].t_s, tr->r[tr->n - 1].t_s / t->time_scale, TR_MAX_SECONDS);
+        return;
+    }
+    size_t bytes = tf_trace_spec_bytes(tr);
+    if (bytes > TF_MAX_SPEC_BYTES) {
+        tf_err(c, ".workload.requests.trace", "%s: %d rows and %zu hash ids make about %zu MiB of worker spec: expected at most %llu "
+               "MiB (give \"max_prompt\", which drops the hash ids past it, or a window, \"requests\": N or \"seconds\": S)",
+               f->valuestring, tr->n, tr->n_hash, bytes >> 20, TF_MAX_SPEC_BYTES >> 20);
         return;
     }
     r->count = tr->n;
@@ -214,15 +256,51 @@ static void tf_parse_arrival(tf_ctx *c, const cJSON *j, tf_traffic *t) {
     }
     t->has_arrival = 1;
     t->arrival = (ar_spec){.kind = (ar_kind)k, .burstiness = 1};
-    tf_num(c, j, "rate", p, k != AR_ALL, 0, 1, 1e9, 0, &t->arrival.rate);
+    tf_num(c, j, "rate", p, k != AR_ALL, AR_MIN_RATE, 0, AR_MAX_RATE, 0, &t->arrival.rate);
     if (k == AR_GAMMA) tf_num(c, j, "burstiness", p, 0, 0, 1, 1e6, 0, &t->arrival.burstiness);
     else if (cJSON_GetObjectItemCaseSensitive(j, "burstiness"))
         tf_err(c, ".workload.requests.arrival.burstiness", "only with \"process\": \"gamma\"");
-    if (k == AR_RAMP) tf_num(c, j, "rate_end", p, 1, 0, 1, 1e9, 0, &t->arrival.rate_end);
+    if (k == AR_RAMP) tf_num(c, j, "rate_end", p, 1, AR_MIN_RATE, 0, AR_MAX_RATE, 0, &t->arrival.rate_end);
     else if (cJSON_GetObjectItemCaseSensitive(j, "rate_end"))
         tf_err(c, ".workload.requests.arrival.rate_end", "only with \"process\": \"ramp\"");
     if (k == AR_ALL && cJSON_GetObjectItemCaseSensitive(j, "rate"))
         tf_err(c, ".workload.requests.arrival.rate", "not with \"process\": \"all\" (every request at 0)");
+}
+
+int tf_point_check(double v, double prev, int first, int conc, char *why, size_t len) {
+    int ok = conc ? v >= 1 && v <= TF_MAX_SWEEP_CONC && v == floor(v) : v >= AR_MIN_RATE && v <= TF_MAX_SWEEP_RATE;
+    if (!ok) {
+        if (conc) snprintf(why, len, "expected a whole number of requests in flight, 1 .. %d", TF_MAX_SWEEP_CONC);
+        else snprintf(why, len, "expected a rate %g .. %g requests/s (below %g, arrival times overflow)", AR_MIN_RATE, TF_MAX_SWEEP_RATE,
+                      AR_MIN_RATE);
+        return -1;
+    }
+    if (!first && v <= prev) {
+        snprintf(why, len, "expected more than the previous one, %g (ascending)", prev);
+        return -1;
+    }
+    return 0;
+}
+
+int tf_points_parse(const char *text, int conc, double *v, int *n, char *err, size_t errlen) {
+    int count = 1;
+    for (const char *p = text; *p; p++) count += *p == ',';
+    if (count > TF_MAX_RATES)
+        return bench_errf(err, errlen, "%d %s: expected at most %d", count, conc ? "caps" : "rates", TF_MAX_RATES);
+    *n = 0;
+    for (const char *p = text;; p++) {
+        size_t k = strcspn(p, ",");
+        char word[64], *end, why[160];
+        snprintf(word, sizeof(word), "%.*s", (int)(k < sizeof(word) - 1 ? k : sizeof(word) - 1), p);
+        double x = strtod(word, &end);
+        if (!k || k >= sizeof(word) || end == word || *end)
+            return bench_errf(err, errlen, "entry %d, \"%.*s\": expected a number", *n + 1, (int)(k > 40 ? 40 : k), p);
+        if (tf_point_check(x, *n ? v[*n - 1] : 0, !*n, conc, why, sizeof(why)))
+            return bench_errf(err, errlen, "entry %d, \"%s\": %s", *n + 1, word, why);
+        v[(*n)++] = x;
+        p += k;
+        if (!*p) return 0;
+    }
 }
 
 static void tf_parse_sessions(tf_ctx *c, const cJSON *j, tf_traffic *t) {
@@ -239,6 +317,35 @@ static void tf_parse_sessions(tf_ctx *c, const cJSON *j, tf_traffic *t) {
     t->turns_hi = (int)b;
     tf_range(c, j, "think_ms", p, 0, 3.6e6, 0, &t->think_lo_ms, &t->think_hi_ms);
     t->sessions = 1;
+}
+
+/* A JSON list of sweep points (tf_point_check) into v[0 .. *n); 0, or -1 after an error. */
+static int tf_parse_points(tf_ctx *c, const cJSON *j, const char *p, int conc, double *v, int *n) {
+    int count = cJSON_GetArraySize(j);
+    const char *what = conc ? "caps (requests in flight, ascending)" : "rates (requests/s, ascending)";
+    *n = 0;
+    if (!cJSON_IsArray(j)) {
+        tf_err(c, p, "expected a list of 1 .. %d %s, got %s", TF_MAX_RATES, what, tf_type(j));
+        return -1;
+    }
+    if (count < 1 || count > TF_MAX_RATES) {
+        tf_err(c, p, "%d entries: expected a list of 1 .. %d %s", count, TF_MAX_RATES, what);
+        return -1;
+    }
+    const cJSON *it;
+    cJSON_ArrayForEach(it, j) {
+        char why[160];
+        if (!cJSON_IsNumber(it)) {
+            tf_err(c, p, "[%d]: expected a number, got %s", *n, tf_type(it));
+            return -1;
+        }
+        if (tf_point_check(it->valuedouble, *n ? v[*n - 1] : 0, !*n, conc, why, sizeof(why))) {
+            tf_err(c, p, "[%d]: %g: %s", *n, it->valuedouble, why);
+            return -1;
+        }
+        v[(*n)++] = it->valuedouble;
+    }
+    return 0;
 }
 
 static void tf_parse_sweep(tf_ctx *c, const cJSON *j, const cJSON *req, tf_traffic *t) {
@@ -261,41 +368,10 @@ static void tf_parse_sweep(tf_ctx *c, const cJSON *j, const cJSON *req, tf_traff
     const cJSON *conc = cJSON_GetObjectItemCaseSensitive(j, "concurrency");
     if (!rates && !knee && !conc)
         tf_err(c, p, "expected \"rates\" (a list of requests/s), \"concurrency\" (a list of caps), \"knee\" ({\"lo\": R, \"hi\": R}) or several");
-    if (conc) {
-        int n = cJSON_GetArraySize(conc);
-        if (!cJSON_IsArray(conc) || n < 1 || n > TF_MAX_RATES) {
-            tf_err(c, ".workload.requests.sweep.concurrency", "expected a list of 1 .. %d caps (requests in flight, ascending), got %s",
-                   TF_MAX_RATES, tf_type(conc));
-        } else {
-            const cJSON *it;
-            cJSON_ArrayForEach(it, conc) {
-                double v = cJSON_IsNumber(it) ? it->valuedouble : -1;
-                if (!(v >= 1 && v <= 1e5) || v != floor(v) || (t->n_conc && v <= t->conc[t->n_conc - 1])) {
-                    tf_err(c, ".workload.requests.sweep.concurrency", "[%d]: expected a whole number 1 .. 100000 above the previous one",
-                           t->n_conc);
-                    break;
-                }
-                t->conc[t->n_conc++] = (int)v;
-            }
-        }
-    }
-    if (rates) {
-        int n = cJSON_GetArraySize(rates);
-        if (!cJSON_IsArray(rates) || n < 1 || n > TF_MAX_RATES) {
-            tf_err(c, ".workload.requests.sweep.rates", "expected a list of 1 .. %d rates (requests/s, ascending), got %s", TF_MAX_RATES,
-                   tf_type(rates));
-        } else {
-            const cJSON *it;
-            cJSON_ArrayForEach(it, rates) {
-                double v = cJSON_IsNumber(it) ? it->valuedouble : -1;
-                if (!(v > 0 && v <= 1e6) || (t->n_rates && v <= t->rates[t->n_rates - 1])) {
-                    tf_err(c, ".workload.requests.sweep.rates", "[%d]: expected a rate above 0 and above the previous one", t->n_rates);
-                    break;
-                }
-                t->rates[t->n_rates++] = v;
-            }
-        }
-    }
+    double cv[TF_MAX_RATES];
+    if (conc && !tf_parse_points(c, conc, ".workload.requests.sweep.concurrency", 1, cv, &t->n_conc))
+        for (int i = 0; i < t->n_conc; i++) t->conc[i] = (int)cv[i];
+    if (rates) tf_parse_points(c, rates, ".workload.requests.sweep.rates", 0, t->rates, &t->n_rates);
     if (knee) {
         const char *kp = ".workload.requests.sweep.knee";
         static const char *const kk[] = {"lo", "hi", "resolution", "points", "max_repetitions", NULL};
@@ -304,8 +380,8 @@ static void tf_parse_sweep(tf_ctx *c, const cJSON *j, const cJSON *req, tf_traff
         } else {
             tf_keys(c, knee, kp, kk, "lo, hi, resolution, points, max_repetitions");
             double pts = t->knee_points, mr = t->knee_max_reps;
-            tf_num(c, knee, "lo", kp, 1, 0, 1, 1e6, 0, &t->knee_lo);
-            tf_num(c, knee, "hi", kp, 1, 0, 1, 1e6, 0, &t->knee_hi);
+            tf_num(c, knee, "lo", kp, 1, AR_MIN_RATE, 0, TF_MAX_SWEEP_RATE, 0, &t->knee_lo);
+            tf_num(c, knee, "hi", kp, 1, AR_MIN_RATE, 0, TF_MAX_SWEEP_RATE, 0, &t->knee_hi);
             tf_num(c, knee, "resolution", kp, 0, 0, 1, 10, 0, &t->knee_resolution);
             tf_num(c, knee, "points", kp, 0, 2, 0, 32, 1, &pts);
             tf_num(c, knee, "max_repetitions", kp, 0, 1, 0, 256, 1, &mr);

@@ -8,7 +8,8 @@
  *                                                    trace of more than TF_MAX_REQUESTS rows needs one
  *             "time_scale": X,                       replay X times faster (default 1)
  *             "length_scale": X,                     prompt and output lengths times X (default 1)
- *             "max_prompt": N, "max_output": N}      caps after scaling
+ *             "max_prompt": N, "max_output": N}      caps after scaling (Mooncake hash ids of
+ *                                                    blocks past max_prompt are dropped as read)
  *       Replaces count, prompt_len, output_len and shared_prefix: the requests are the
  *       trace's rows, at their timestamps (an "arrival" process given as well replaces the
  *       timestamps; a trace without timestamps, sharegpt, arrives as "arrival" says, all
@@ -51,6 +52,13 @@ struct cJSON;
 
 #define TF_MAX_RATES 32
 #define TF_MAX_REQUESTS 100000      /* a trace's requests, at most (a scenario's count's limit) */
+/* Bytes of a trace in the worker spec, at most (its rows and hash ids as JSON numbers).
+ * The parent writes the spec and every worker parses it whole into a cJSON tree of about
+ * 64 bytes a number, ~5x the text: 64 MiB of text is ~300 MiB in each. The whole Mooncake
+ * conversation trace (12,031 rows, 13.7k prompt tokens a row on average: ~27 ids) makes
+ * ~3 MB; the bound leaves 20x that, and refuses the 218 MB spec of 1,000 rows of 2^24
+ * tokens given without max_prompt. */
+#define TF_MAX_SPEC_BYTES (64ull << 20)
 
 typedef struct tf_traffic {
     int has_arrival;            /* 1: arrival was given as {"process": ...} */
@@ -95,6 +103,27 @@ void tf_free(tf_traffic *t);    /* t may be NULL */
 /* The positions of the longest request r can make (its prompt, its output but the last
  * token), for the check against the context. */
 long long tf_longest(const sc_requests *r);
+
+/* Bytes of trace t in the worker spec (tf_spec_add's "trace"), an upper bound: each
+ * number at its most digits and its separator. */
+size_t tf_trace_spec_bytes(const tr_trace *t);
+/* Hash ids a row needs at most, with the prompt cap and scale given (cap 0: TR_MAX_TOKENS):
+ * ceil(cap / tokens per id). The worker's prompt never reaches a block past them. */
+int tf_hash_needed(int max_prompt, double length_scale);
+
+/* ---- sweep points: the scenario's lists and bench sweep's --rates, --concurrency alike ---- */
+
+#define TF_MAX_SWEEP_RATE 1e6       /* requests/s of a sweep point, at most */
+#define TF_MAX_SWEEP_CONC 100000    /* requests in flight of a sweep point, at most */
+
+/* Whether v may follow prev (the list's previous point; first: none) in a list of rates
+ * (conc 0: [AR_MIN_RATE, TF_MAX_SWEEP_RATE], finite) or of concurrency caps (conc 1: whole
+ * numbers 1 .. TF_MAX_SWEEP_CONC), ascending. 0, or -1 with why: "expected ...". */
+int tf_point_check(double v, double prev, int first, int conc, char *why, size_t len);
+/* A comma-separated list of such points ("0.5,1,2"): 1 .. TF_MAX_RATES of them, each
+ * checked by tf_point_check. 0 with v[0 .. *n), or -1 with err naming the entry and its text,
+ * or the count and the limit. */
+int tf_points_parse(const char *text, int conc, double *v, int *n, char *err, size_t errlen);
 
 /* A trace length scaled and capped: max(1, min(cap, round(len x scale))); cap 0: none. */
 int tf_scale_len(int len, double scale, int cap);

@@ -147,8 +147,8 @@ typedef struct {
 typedef struct {
     inst *code;
     int n;
-    cclass *cls;
-    int ncls;
+    cclass *cls;        /* (ncls, capacity capcls) */
+    int ncls, capcls;
     char *src;          /* the pattern, for messages */
 } prog;
 
@@ -253,11 +253,13 @@ static int add_kid(parser *ps, node *nd, node *k) {
 }
 
 static int new_class(parser *ps) {
-    cclass *c = realloc(ps->p->cls, (size_t)(ps->p->ncls + 1) * sizeof(*c));
-    if (!c) return perr(ps, "out of memory");
-    ps->p->cls = c;
-    memset(&c[ps->p->ncls], 0, sizeof(*c));
-    return ps->p->ncls++;
+    /* grown by doubling: a realloc per class copied the array every time, quadratic in a
+     * pattern's literals (32k alternatives of one literal each: minutes under ASan, whose
+     * realloc always moves) */
+    prog *p = ps->p;
+    if (UT_VEC_RESERVE(p->cls, p->capcls, p->ncls + 1)) return perr(ps, "out of memory");
+    memset(&p->cls[p->ncls], 0, sizeof(*p->cls));
+    return p->ncls++;
 }
 
 static int add_range1(parser *ps, cclass *c, uint32_t lo, uint32_t hi) {
