@@ -285,11 +285,40 @@ static void test_launch_fields_checked(void **state) {
     assert_int_equal(bench_in_tmp(f, "plan", sc, "--shards 1", log), 0);
 }
 
+/* bench sweep runs a bench run per point: it refuses a launching scenario once, before any
+ * point, without --allow-launch; with it every point's run may start the server. */
+static void test_sweep_gate(void **state) {
+    fx *f = *state;
+    NEED(f);
+    char sc[700], log[700];
+    snprintf(sc, sizeof(sc), "%s/sweep.json", f->tmp);
+    FILE *o = fopen(sc, "w");
+    assert_non_null(o);
+    fprintf(o,
+            "{\"name\": \"sweep\", \"model\": {\"path\": \"%s\", \"tokenizer\": \"%s\"}, \"cache\": \"warm\",\n"
+            " \"repetitions\": 1, \"warmup\": 0, \"threads\": 1, \"timeout_s\": 60,\n"
+            " \"workload\": {\"requests\": {\"count\": 2, \"prompt_len\": {\"fixed\": 4}, \"output_len\": {\"fixed\": 2},\n"
+            "   \"kv_budget\": {\"tokens\": 512}, \"targets\": {\"ttft_ms\": 500}, \"sweep\": {\"rates\": [1, 2]}}},\n"
+            " \"target\": {\"label\": \"srv\", \"http\": {\"url\": \"http://127.0.0.1:{port}\", \"ready_timeout_s\": 20,\n"
+            "   \"launch\": [\"/bin/sh\", \"-c\", \"echo x >> SWEPT\"]}}}\n",
+            strrchr(f->model, '/') + 1, f->tok);
+    fclose(o);
+    snprintf(log, sizeof(log), "%s/sweep.log", f->tmp);
+    assert_int_equal(bench_in_tmp(f, "sweep", sc, "--out out_sweep", log), 2);
+    expect_in(log, "target srv would start a program");
+    assert_false(exists_in(f, "SWEPT"));
+    assert_false(exists_in(f, "out_sweep"));
+    /* allowed: the points run (each fails: the "server" exits), and the launch ran */
+    bench_in_tmp(f, "sweep", sc, "--out out_sweep2 --allow-launch", log);
+    assert_true(exists_in(f, "SWEPT"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_string_launch_refused), cmocka_unit_test(test_launch_needs_leave),
         cmocka_unit_test(test_allow_list),            cmocka_unit_test(test_placeholder_is_one_word),
         cmocka_unit_test(test_plan_lists_launches),   cmocka_unit_test(test_launch_fields_checked),
+        cmocka_unit_test(test_sweep_gate),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

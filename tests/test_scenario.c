@@ -303,7 +303,9 @@ static void test_requests_errors(void **state) {
                 ".workload.requests.shared_prefix.fraction: required", NULL);
     parse_fails(SERVE(REQ_MIN ", \"arrival\": \"burst\""), ".workload.requests.arrival: unknown arrival \"burst\"", NULL);
     parse_fails(SERVE(REQ_MIN ", \"arrival\": {\"poisson_rate\": 0}"),
-                ".workload.requests.arrival.poisson_rate: 0 is out of range: expected more than 0", NULL);
+                ".workload.requests.arrival.poisson_rate: 0 is out of range: expected 0.001 .. 1e+09", NULL);
+    parse_fails(SERVE(REQ_MIN ", \"arrival\": {\"poisson_rate\": 1e-300}"),
+                ".workload.requests.arrival.poisson_rate: 1e-300 is out of range: expected 0.001 .. 1e+09", NULL);
     parse_fails(SERVE(REQ_MIN ", \"arrival\": {}"), ".workload.requests.arrival.poisson_rate: required", NULL);
     parse_fails(SERVE(REQ_MIN ", \"targets\": {}"), ".workload.requests.targets: empty", NULL);
     parse_fails(SERVE(REQ_MIN ", \"targets\": {\"ttft\": 5}"), ".workload.requests.targets.ttft: unknown key", NULL);

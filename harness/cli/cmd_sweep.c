@@ -26,6 +26,8 @@
 #include <unistd.h>
 
 #include "harness/cli/cliargs.h"
+#include "util/ut_fs.h"
+#include "harness/report/locations.h"
 #include "harness/cli/commands.h"
 #include "harness/parent/subproc.h"
 #include "harness/report/rmodel.h"
@@ -45,6 +47,7 @@ typedef struct swc {
     const char *allow[16];
     int n_allow;
     const char *only;
+    int allow_launch;               /* --allow-launch: passed to every point's bench run */
     int reps;
     sw_rules rules;
     FILE *csv;
@@ -58,26 +61,16 @@ typedef struct swc {
 
 static void swc_usage(FILE *f) {
     fprintf(f, "usage: bench sweep SCENARIO.json [--out DIR] [--rates R,R,...] [--concurrency N,N,...] [--knee LO:HI] [--repeat N]\n"
-               "                   [--only key=val,...] [--allow-read DIR]...\n\n"
+               "                   [--only key=val,...] [--allow-read DIR]... [--allow-launch]\n\n"
                "Runs a serving scenario at each offered rate of its workload.requests.sweep (or --rates),\n"
                "each point a bench run of its own with N repetitions, and reports per rate and variant the\n"
                "throughput, TTFT/TPOT percentiles with 95%% intervals, goodput and a VALID/INVALID verdict;\n"
                "with a knee (sweep.knee or --knee) it searches, variant by variant, the highest rate whose\n"
                "goodput stays at the target; with concurrency levels (sweep.concurrency or --concurrency) it\n"
-               "also runs the closed loop at each: every request due at once, N in flight. docs/serving.md.\n");
-}
-
-/* mkdir -p */
-static int swc_mkdirs(const char *path) {
-    char p[PATH_MAX];
-    snprintf(p, sizeof(p), "%s", path);
-    for (char *s = p + 1; *s; s++)
-        if (*s == '/') {
-            *s = 0;
-            if (mkdir(p, 0755) && errno != EEXIST) return -1;
-            *s = '/';
-        }
-    return mkdir(p, 0755) && errno != EEXIST ? -1 : 0;
+               "also runs the closed loop at each: every request due at once, N in flight. docs/serving.md.\n"
+               "--allow-launch lets the points start the servers the scenario's http targets launch, as\n"
+               "`bench run --allow-launch` does (docs/reliability.md). Results: --out DIR, else\n"
+               "RESULTS/<scenario>-sweep/<UTC time>-<commit> (RESULTS as for bench run).\n");
 }
 
 /* Runs the scenario at rate with reps repetitions in points/<tag>; returns its results.json
@@ -88,7 +81,7 @@ static rm_model *swc_point(swc *c, double rate, int reps, const char *tag, char 
     snprintf(sc, sizeof(sc), "%s/scenario.json", dir);
     snprintf(res, PATH_MAX + 96, "%s/results", dir);
     snprintf(log, sizeof(log), "%s/run.log", dir);
-    if (swc_mkdirs(dir)) {
+    if (ut_mkdirs(dir)) {
         fprintf(stderr, "bench sweep: %s: %s\n", dir, strerror(errno));
         return NULL;
     }
@@ -140,6 +133,7 @@ static rm_model *swc_point(swc *c, double rate, int reps, const char *tag, char 
         argv[a++] = "--only";
         argv[a++] = (char *)c->only;
     }
+    if (c->allow_launch) argv[a++] = "--allow-launch";
     argv[a] = NULL;
     fprintf(stderr, "bench sweep: %g %s, %d repetition%s (%s)\n", rate, c->conc ? "in flight" : "requests/s", reps, reps > 1 ? "s" : "",
             log);
@@ -440,7 +434,8 @@ static int swc_knee_arg(const char *arg, double *lo, double *hi) {
 }
 
 int cmd_sweep(int argc, char **argv) {
-    static const char *const known[] = {"--out", "--rates", "--concurrency", "--knee", "--repeat", "--only", "--allow-read", "--help", NULL};
+    static const char *const known[] = {"--out", "--rates", "--concurrency", "--knee", "--repeat", "--only", "--allow-read",
+                                        "--allow-launch", "--help", NULL};
     swc c = {0};
     const char *out = NULL, *rates = NULL, *knee = NULL, *conc = NULL;
     int repeat = 0;
@@ -465,7 +460,8 @@ int cmd_sweep(int argc, char **argv) {
         else if (!strcmp(a, "--allow-read") && v && c.n_allow < 16) {
             if (cli_allow_read("sweep", argv[++i])) return CLI_EXIT_USAGE;
             c.allow[c.n_allow++] = argv[i];
-        } else if (a[0] != '-' && !c.file) c.file = a;
+        } else if (!strcmp(a, "--allow-launch")) c.allow_launch = 1;
+        else if (a[0] != '-' && !c.file) c.file = a;
         else return cli_bad_arg(stderr, "sweep", a, known);
     }
     if (!c.file) {
@@ -519,6 +515,9 @@ int cmd_sweep(int argc, char **argv) {
             goto out;
         }
     }
+    /* every point is a bench run that would refuse the launch: refuse it once, before any */
+    if ((rc = cli_launch_gate("sweep", c.s, c.allow_launch))) goto out;
+    rc = 1;
     c.reps = repeat ? repeat : c.s->repetitions;
     c.rules = (sw_rules){.warmup = c.tf->warmup_requests, .min_requests = c.tf->min_requests, .min_seconds = c.tf->min_seconds,
                          .windows = c.tf->windows, .steady_tol = c.tf->steady_tolerance, .ttft_ms = rq->ttft_ms, .tpot_ms = rq->tpot_ms};
@@ -538,10 +537,18 @@ int cmd_sweep(int argc, char **argv) {
         char stamp[32];
         time_t now = time(NULL);
         strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", gmtime(&now));
-        snprintf(c.out, sizeof(c.out), "results/%s-sweep/%s", c.s->name, stamp);
+        /* where bench run puts its folders, named as they are: time, then the commit */
+        char root[PATH_MAX], sha[64];
+        const char *why;
+        loc_results_root(root, sizeof(root), &why);
+        loc_commit_short(sha, sizeof(sha));
+        if (snprintf(c.out, sizeof(c.out), "%s/%s-sweep/%s-%s", root, c.s->name, stamp, sha) >= (int)sizeof(c.out)) {
+            fprintf(stderr, "bench sweep: results folder name too long under %s\n", root);
+            goto out;
+        }
     }
     char abs[PATH_MAX];
-    if (swc_mkdirs(c.out) || !realpath(c.out, abs)) {
+    if (ut_mkdirs(c.out) || !realpath(c.out, abs)) {
         fprintf(stderr, "bench sweep: %s: %s\n", c.out, strerror(errno));
         goto out;
     }

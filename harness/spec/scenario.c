@@ -18,6 +18,7 @@
 #include "engines/core/runtime/sampler.h"
 #include "engines/core/synth/synth.h"
 #include "harness/spec/alloc_spec.h"
+#include "harness/spec/arrival.h"
 #include "harness/spec/confine.h"
 #include "harness/spec/kind.h"
 #include "harness/spec/target.h"
@@ -472,7 +473,9 @@ static void sc_parse_requests(sc_ctx *c, scenario *s, const cJSON *j) {
         sc_check_keys(c, ar, ap, ak);
         if (!cJSON_GetObjectItemCaseSensitive(ar, "poisson_rate"))
             sc_err(c, ".workload.requests.arrival.poisson_rate", "required: requests per second, more than 0");
-        sc_get_num(c, ar, "poisson_rate", ap, 0, 1, 1e9, &r->poisson_rate);
+        /* from AR_MIN_RATE: a slower rate puts the last arrival past what the worker's
+         * nanosecond clock holds (arrival.h) */
+        sc_get_num(c, ar, "poisson_rate", ap, AR_MIN_RATE, 0, 1e9, &r->poisson_rate);
     } else if (ar && !cJSON_IsString(ar) && !cJSON_IsObject(ar)) {
         sc_err(c, ap, "expected \"all\", {\"poisson_rate\": requests per second} or {\"process\": ...}, got %s", sc_type_name(ar));
     }
@@ -792,9 +795,10 @@ static int sc_parse_choice(sc_ctx *c, int axis, const cJSON *j, const char *p, s
         /* the KV cache's element types: every kv choice is checked against it when the
          * variant's engine is made (a module that does not store the type refuses it) */
         bench_dtype k, v;
-        char e1[256];
+        char e1[256], names[128];
         if (!cJSON_IsString(j) || engine_parse_cache_type(j->valuestring, &k, &v, e1, sizeof(e1))) {
-            sc_err(c, p, "expected a KV cache type (f32, f16, bf16, q8_0, q4_0, or K/V as q8_0/f16), got %s%s%s",
+            engine_cache_type_names(names, sizeof(names), ", ");
+            sc_err(c, p, "expected a KV cache type (%s, or K/V as q8_0/f16), got %s%s%s", names,
                    cJSON_IsString(j) ? "\"" : "", cJSON_IsString(j) ? j->valuestring : sc_type_name(j), cJSON_IsString(j) ? "\"" : "");
             return -1;
         }
