@@ -345,7 +345,7 @@ static void test_encode_bos_eos_and_limits(void **state) {
     int want[] = {1, 15043, 3186, 2};
     assert_memory_equal(ids, want, sizeof(want));
     /* too small an output: an error, never a write past max_ids */
-    assert_int_equal(tokenizer_encode(t, "Hello world", 1, 1, ids, 3, err, sizeof(err)), -1);
+    assert_int_equal(tokenizer_encode(t, "Hello world", 1, 1, ids, 3, err, sizeof(err)), -TOK_ERR_TOO_MANY);
     assert_non_null(strstr(err, "more than 3 tokens"));
     /* control pieces typed in the text are text, not control tokens */
     int n = tokenizer_encode(t, "<s>", 0, 0, ids, 8, err, sizeof(err));

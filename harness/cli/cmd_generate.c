@@ -411,7 +411,7 @@ int cmd_generate(int argc, char **argv) {
     } else {
         n_prompt = tokenizer_encode(tok, g.prompt, 1, 0, ids, steps + 1, err, sizeof(err));
     }
-    if (n_prompt < 0 && strstr(err, "needs more than")) {
+    if (n_prompt == -TOK_ERR_TOO_MANY) {
         /* the ids buffer holds --steps + 1: the limit the tokenizer met is --steps' */
         fprintf(stderr, "bench generate: --steps %d: the prompt needs more than %d tokens, and --steps counts the prompt's "
                         "positions too; raise --steps\n", steps, steps + 1);

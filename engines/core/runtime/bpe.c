@@ -329,7 +329,7 @@ static void try_pair(const bpe *b, scratch *sc, int l, int r) {
 #define EMIT(x)                                                                                   \
     do {                                                                                          \
         if (*n >= max_ids)                                                                        \
-            return bench_errf(err, errlen, "tokenizer: the text needs more than %d tokens", max_ids); \
+            return tok_too_many(err, errlen, max_ids);                                            \
         ids[(*n)++] = (x);                                                                        \
     } while (0)
 
@@ -390,7 +390,10 @@ static int encode_word(const bpe *b, scratch *sc, const char *word, size_t wl, i
         const sym *s = &sc->s[i];
         int id = tok_lookup(b, sc->w + s->start, s->len);
         if (id >= 0) EMIT(id);
-        else if (emit_bytes(b, sc->w + s->start, s->len, ids, n, max_ids, err, errlen)) return -1;
+        else {
+            int erc = emit_bytes(b, sc->w + s->start, s->len, ids, n, max_ids, err, errlen);
+            if (erc) return erc;
+        }
     }
     return 0;
 }
@@ -419,7 +422,11 @@ static int encode_fragment(const bpe *b, scratch *sc, const char *text, size_t l
     for (size_t k = 0; k < n_pieces; k++) {
         size_t from = at[c], to = at[c + lens[k]];
         c += lens[k];
-        if (encode_word(b, sc, text + from, to - from, ids, n, max_ids, err, errlen)) goto out;
+        int wrc = encode_word(b, sc, text + from, to - from, ids, n, max_ids, err, errlen);
+        if (wrc) {
+            rc = wrc;
+            goto out;
+        }
     }
     rc = 0;
 out:
@@ -542,10 +549,14 @@ int bpe_encode(const bpe *b, const char *text, size_t len, int *ids, int *n, int
     if (find_user_tokens(b, text, len, &o, &no, err, errlen)) return -1;
     for (size_t k = 0; k <= no; k++) {
         size_t next = k < no ? o[k].pos : len;
-        if (encode_fragment(b, &sc, text + pos, next - pos, ids, n, max_ids, err, errlen)) goto out;
+        int frc = encode_fragment(b, &sc, text + pos, next - pos, ids, n, max_ids, err, errlen);
+        if (frc) {
+            rc = frc;
+            goto out;
+        }
         if (k == no) break;
         if (*n >= max_ids) {
-            bench_errf(err, errlen, "tokenizer: the text needs more than %d tokens", max_ids);
+            rc = tok_too_many(err, errlen, max_ids);
             goto out;
         }
         ids[(*n)++] = b->user[o[k].rank];

@@ -21,6 +21,7 @@
 
 #include <stddef.h>
 
+#include "engines/abi/module.h"
 #include "engines/core/model/model.h"
 
 typedef struct bpe bpe;
@@ -32,8 +33,16 @@ typedef struct bpe bpe;
 int bpe_create(const model_vocab *v, int fallback, bpe **out, char *warn, size_t warnlen, char *err, size_t errlen);
 void bpe_free(bpe *b); /* b may be NULL */
 
-/* Appends the ids of text[0..len) to ids[*n..max_ids); -1 with err when they do not fit
- * or a byte has no token and there is no <unk>. */
+/* A text needing more ids than the caller has room for. Every encoder of the tokenizer chain
+ * (this one, tokenizer.h's) returns -TOK_ERR_TOO_MANY for it and nothing else, so that a
+ * caller tells it from any other failure by the code, not by the message. */
+#define TOK_ERR_TOO_MANY BENCH_ERR_REFUSED
+static inline int tok_too_many(char *err, size_t errlen, int max_ids) {
+    return bench_errc(err, errlen, TOK_ERR_TOO_MANY, "tokenizer: the text needs more than %d tokens", max_ids);
+}
+
+/* Appends the ids of text[0..len) to ids[*n..max_ids); -TOK_ERR_TOO_MANY with err when they
+ * do not fit, -1 when a byte has no token and there is no <unk>. */
 int bpe_encode(const bpe *b, const char *text, size_t len, int *ids, int *n, int max_ids, char *err, size_t errlen);
 
 /* The bytes a byte-level piece stands for, written to out (at least len bytes; the

@@ -376,11 +376,11 @@ static int unicode_normalize(const tokenizer *t, const char *text, size_t *tl, u
 
 int tokenizer_encode(const tokenizer *t, const char *text, int bos, int eos,
                      int *ids, int max_ids, char *err, size_t errlen) {
-    int n_ids = 0;
+    int n_ids = 0, rc = -1;
 #define EMIT(x)                                                                                          \
     do {                                                                                                 \
         if (n_ids >= max_ids) {                                                                          \
-            bench_errf(err, errlen, "tokenizer: the text needs more than %d tokens", max_ids);           \
+            rc = tok_too_many(err, errlen, max_ids);                                                     \
             goto err;                                                                                    \
         }                                                                                                \
         ids[n_ids++] = (x);                                                                              \
@@ -397,7 +397,7 @@ int tokenizer_encode(const tokenizer *t, const char *text, int bos, int eos,
     size_t tl = strlen(text);
     int room = max_ids - n_ids - (eos != 0);     /* ids left for the text */
     if (norm_too_long(t, tl / text_per_norm_byte(t), room)) {
-        bench_errf(err, errlen, "tokenizer: the text needs more than %d tokens", max_ids);
+        rc = tok_too_many(err, errlen, max_ids);
         goto err;
     }
     /* 0: tokenizer.json's normalizer (NFC for Qwen2), before anything splits the text, as
@@ -408,10 +408,14 @@ int tokenizer_encode(const tokenizer *t, const char *text, int bos, int eos,
     }
     if (t->bpe) {
         if (norm_too_long(t, tl, room)) {
-            bench_errf(err, errlen, "tokenizer: the text needs more than %d tokens", max_ids);
+            rc = tok_too_many(err, errlen, max_ids);
             goto err;
         }
-        if (bpe_encode(t->bpe, text, tl, ids, &n_ids, max_ids, err, errlen)) goto err;
+        int brc = bpe_encode(t->bpe, text, tl, ids, &n_ids, max_ids, err, errlen);
+        if (brc) {
+            rc = brc;
+            goto err;
+        }
     } else if (tl > 0) {
         if (tl > (UINT32_MAX - 3) / 3 - 1) {
             bench_errf(err, errlen, "tokenizer: text of %zu bytes is too long", tl);
@@ -442,7 +446,7 @@ int tokenizer_encode(const tokenizer *t, const char *text, int bos, int eos,
                 norm[nl++] = text[i];
         }
         if (norm_too_long(t, nl, room)) {
-            bench_errf(err, errlen, "tokenizer: the text needs more than %d tokens", max_ids);
+            rc = tok_too_many(err, errlen, max_ids);
             goto err;
         }
 
@@ -515,7 +519,7 @@ err:
     free(norm);
     free(sym);
     free(h.v);
-    return -1;
+    return rc;
 #undef EMIT
 }
 

@@ -9,6 +9,7 @@
 #define BENCH_TOKENIZER_H
 
 #include "engines/core/model/model.h"
+#include "engines/core/runtime/bpe.h"  /* TOK_ERR_TOO_MANY */
 
 typedef struct tokenizer tokenizer;
 
@@ -23,7 +24,8 @@ const char *tokenizer_kind(const tokenizer *t);
 void tokenizer_free(tokenizer *t);      /* t may be NULL */
 
 /* Encodes text. bos/eos: prepend/append those tokens. Writes at most max_ids ids;
- * returns the number of ids, or -1 (with err) if they do not fit. Leading space
+ * returns the number of ids, -TOK_ERR_TOO_MANY (bpe.h) with err if they do not fit, or
+ * another negative value with err (no BOS in the vocabulary, out of memory). Leading space
  * handling: SentencePiece style (a space is prepended to non-empty text), as
  * llama2.c and llama.cpp do for these vocabularies. */
 int tokenizer_encode(const tokenizer *t, const char *text, int bos, int eos,
