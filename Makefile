@@ -207,7 +207,7 @@ $(BUILD)/tests/test_cuda_host: $(call obj,$(CUDAHOST_SRC))
 
 # Modules only the tests load: a family interface version no bench takes (tests/modules/badver.c),
 # and modules that test the ABI's declared rules (tests/modules/broken.c, tests/test_abi.c).
-RULE_MODULES := kv_v1 kv_nomem kv_pooled kv_capnoslot kv_slotnocap kv_nomemslot alloc_badopt alloc_baddefault loader_wrongcap
+RULE_MODULES := kv_v1 kv_nomem kv_pooled kv_capnoslot kv_slotnocap kv_nomemslot alloc_badopt alloc_baddefault loader_wrongcap loader_v2
 TEST_MODULES := $(BUILD)/test-modules/kv_badver.so $(BUILD)/test-modules/alloc_badver.so \
                 $(RULE_MODULES:%=$(BUILD)/test-modules/%.so)
 $(BUILD)/test-modules/%_badver.so: tests/modules/badver.c $(FLAGS_STAMP)

@@ -28,6 +28,7 @@
 #include <cJSON.h>
 
 #include "engines/abi/kv.h"
+#include "engines/abi/loader.h"
 #include "engines/core/runtime/engine.h"
 #include "engines/core/runtime/modreg.h"
 #include "harness/spec/scenario.h"
@@ -91,6 +92,20 @@ static void test_rule_breakers_refused_at_load(void **state) {
     }
     assert_true(have_nomem && have_prealloc);   /* both folders of the path */
     modreg_close(&r);
+}
+
+/* A version 2 loader (before the optional memory_kind slot) still loads, and the host takes
+ * the slot's default for it without reading past its shorter vtable: memory it cannot say
+ * anything of, so the engine rearranges none of its matrices in place (repack.c). */
+static void test_loader_v2_loads_with_defaults(void **state) {
+    fx *f = *state;
+    modreg_entry e;
+    char err[1024] = "";
+    if (modreg_load(f->testmods, "loader", "v2", &e, err, sizeof(err)) < 0) fail_msg("loader_v2 refused: %s", err);
+    const bench_loader l = {e.mod->iface, NULL};
+    int byte = 0;
+    assert_int_equal(bench_loader_memory_kind(&l, &byte, sizeof(byte)), BENCH_LOADER_MEM_UNKNOWN);
+    modreg_entry_close(&e);
 }
 
 static int open_engine(fx *f, const char *kv, const char *kv_opts, uint64_t budget, engine **e, char *err, size_t errlen) {
@@ -286,6 +301,7 @@ static void test_list_shows_capabilities_and_options(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rule_breakers_refused_at_load),
+        cmocka_unit_test(test_loader_v2_loads_with_defaults),
         cmocka_unit_test(test_list_shows_capabilities_and_options),
         cmocka_unit_test(test_shared_pool_by_capability),
         cmocka_unit_test(test_error_codes),

@@ -13,8 +13,22 @@
 #include "module.h"
 #include "dtype.h"
 
-/* Version 2 (module API 2): open takes the module's filled options struct. */
-#define BENCH_LOADER_IFACE_VERSION 2u
+/* Version 3: the optional memory_kind slot (a version 2 module, which has none, still loads,
+ * and the host takes the slot's default for it). Version 2 (module API 2): open takes the
+ * module's filled options struct. */
+#define BENCH_LOADER_IFACE_VERSION 3u
+#define BENCH_LOADER_IFACE_MIN_VERSION 2u
+
+/* How the memory behind a loaded tensor is held: whether the host may rewrite it in place
+ * (repack.c rearranges Q4_0 matrices at load) or must copy it first. */
+typedef enum bench_loader_memory {
+    BENCH_LOADER_MEM_UNKNOWN = 0,   /* the host neither writes it nor drops its pages (the default) */
+    BENCH_LOADER_MEM_PRIVATE,       /* this process's own and writable: pread's buffer, an aligned copy */
+    BENCH_LOADER_MEM_PRIVATE_RO,    /* this process's own, mapped read-only (MAP_PRIVATE file pages):
+                                     * writable after mprotect, a write makes an anonymous copy of a page */
+    BENCH_LOADER_MEM_SHARED,        /* shared with the page cache and other processes (MAP_SHARED):
+                                     * never written; the host copies what it rewrites */
+} bench_loader_memory;
 
 typedef struct bench_tensor_ref {
     const char *name;
@@ -33,6 +47,9 @@ struct bench_loader_iface {
     /* (optional) bytes read, bytes copied, zero-copy tensors, ... */
     void (*counters)(void *ctx, const bench_counter_sink *sink);
     void (*close)(void *ctx);   /* ctx may be NULL; unmaps/frees everything */
+    /* (optional, version 3) how [p, p + len), within one tensor load returned, is held: a
+     * bench_loader_memory. Default (no slot, or a version 2 module): BENCH_LOADER_MEM_UNKNOWN. */
+    int  (*memory_kind)(void *ctx, const void *p, size_t len);
 };
 
 /* A loader instance: its vtable and context (bench_allocator's pattern), with a wrapper for
@@ -45,6 +62,13 @@ typedef struct bench_loader {
 /* counters, default: none */
 static inline void bench_loader_counters(const bench_loader *l, const bench_counter_sink *sink) {
     if (l->iface->counters) l->iface->counters(l->ctx, sink);
+}
+
+/* memory_kind, default: BENCH_LOADER_MEM_UNKNOWN. A version 2 vtable ends before the slot:
+ * its version is read first, so the slot is never read past its end. */
+static inline bench_loader_memory bench_loader_memory_kind(const bench_loader *l, const void *p, size_t len) {
+    if (l->iface->version < 3 || !l->iface->memory_kind) return BENCH_LOADER_MEM_UNKNOWN;
+    return (bench_loader_memory)l->iface->memory_kind(l->ctx, p, len);
 }
 
 #endif

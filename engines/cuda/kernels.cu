@@ -340,14 +340,16 @@ __device__ __forceinline__ float row_dot(const T *w, const float *x, int cols, i
     return warp_sum(acc);
 }
 
-template <typename T, bool VEC>
-__global__ void gemv_kernel(gemv_args a) {
+/* The decode GEMV, whatever the rows' type: warp w computes one output, either silu(gate row
+ * w . x) * (up row w . x) (swiglu: jobs 0 and 1 into job 0's y), or row w of the job it falls
+ * in. dot(w, row, lane) is the warp's sum of row `row` of matrix w times x. */
+template <typename Dot>
+__device__ __forceinline__ void gemv_rows(const gemv_args &a, Dot dot) {
     int warp = (int)((blockIdx.x * (size_t)blockDim.x + threadIdx.x) >> 5), lane = threadIdx.x & 31;
     if (a.swiglu) {
         if (warp >= a.job[0].rows) return;
-        size_t off = (size_t)warp * a.cols;
-        float g = row_dot<T, VEC>((const T *)a.job[0].w + off, a.x, a.cols, lane);
-        float u = row_dot<T, VEC>((const T *)a.job[1].w + off, a.x, a.cols, lane);
+        float g = dot(a.job[0].w, (size_t)warp, lane);
+        float u = dot(a.job[1].w, (size_t)warp, lane);
         if (lane == 0) {
             g *= 1.0f / (1.0f + expf(-g));
             a.job[0].y[warp] = g * u;
@@ -368,11 +370,20 @@ __global__ void gemv_kernel(gemv_args a) {
             if (a.n_jobs < 3 || r >= a.job[2].rows) return;
         }
     }
-    float s = row_dot<T, VEC>((const T *)job.w + (size_t)r * a.cols, a.x, a.cols, lane);
+    float s = dot(job.w, (size_t)r, lane);
     if (lane == 0) {
         if (job.accumulate) job.y[r] += s;
         else job.y[r] = s;
     }
+}
+
+template <typename T, bool VEC>
+__global__ void gemv_kernel(gemv_args a) {
+    const float *x = a.x;
+    const int cols = a.cols;
+    gemv_rows(a, [=](const void *w, size_t row, int lane) {
+        return row_dot<T, VEC>((const T *)w + row * cols, x, cols, lane);
+    });
 }
 
 /* Block-quantised rows, dequantised on the fly one element per lane step: consecutive lanes
@@ -385,35 +396,11 @@ __device__ __forceinline__ float row_dot_q(const uint8_t *w, bench_dtype dt, con
 }
 
 __global__ void gemv_q_kernel(gemv_args a, bench_dtype dt, size_t row_bytes) {
-    int warp = (int)((blockIdx.x * (size_t)blockDim.x + threadIdx.x) >> 5), lane = threadIdx.x & 31;
-    if (a.swiglu) {
-        if (warp >= a.job[0].rows) return;
-        size_t off = (size_t)warp * row_bytes;
-        float g = row_dot_q((const uint8_t *)a.job[0].w + off, dt, a.x, a.cols, lane);
-        float u = row_dot_q((const uint8_t *)a.job[1].w + off, dt, a.x, a.cols, lane);
-        if (lane == 0) {
-            g *= 1.0f / (1.0f + expf(-g));
-            a.job[0].y[warp] = g * u;
-        }
-        return;
-    }
-    int r = warp;
-    cuk_gemv_job job = a.job[0];
-    if (r >= a.job[0].rows) {
-        r -= a.job[0].rows;
-        job = a.job[1];
-        if (a.n_jobs < 2) return;
-        if (r >= a.job[1].rows) {
-            r -= a.job[1].rows;
-            job = a.job[2];
-            if (a.n_jobs < 3 || r >= a.job[2].rows) return;
-        }
-    }
-    float s = row_dot_q((const uint8_t *)job.w + (size_t)r * row_bytes, dt, a.x, a.cols, lane);
-    if (lane == 0) {
-        if (job.accumulate) job.y[r] += s;
-        else job.y[r] = s;
-    }
+    const float *x = a.x;
+    const int cols = a.cols;
+    gemv_rows(a, [=](const void *w, size_t row, int lane) {
+        return row_dot_q((const uint8_t *)w + row * row_bytes, dt, x, cols, lane);
+    });
 }
 
 template <typename T>

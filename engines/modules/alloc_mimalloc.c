@@ -4,86 +4,46 @@
  * below reach mimalloc. */
 #include <mimalloc.h>
 
-#include "allocators/alloc_common.h"
-#include "engines/abi/alloc.h"
+#include "common/alloc_mod.h"
 
 typedef struct mi_opts {
     int timing;
 } mi_opts;
 
 static const bench_option mi_options[] = {
-    BENCH_OPTION_BOOL(mi_opts, timing, "0", "time every call with clock_gettime (costs ~2x20 ns per call)"),
+    BENCH_OPTION_ALLOC_TIMING(mi_opts),
     BENCH_OPTION_END,
 };
 
-typedef struct mi_ctx {
-    int timing;
-    uint64_t allocs, frees, bytes_live, bytes_peak, ns;
-} mi_ctx;
-
 static int mi_create(const void *opts, void **out, char *err, size_t errlen) {
-    int timing = ((const mi_opts *)opts)->timing;
-    mi_ctx *c = calloc(1, sizeof(*c));
+    alloc_mod *c = calloc(1, sizeof(*c));
     if (!c) return bench_errc(err, errlen, BENCH_ERR_NOMEM, "alloc mimalloc: out of memory");
-    c->timing = timing;
+    c->timing = ((const mi_opts *)opts)->timing;
     *out = c;
     return 0;
 }
 
-/* The counts every call makes (the module's counters). */
-static inline void mi_mod_count_alloc(mi_ctx *c, size_t size) {
-    c->allocs++;
-    c->bytes_live += size;
-    if (c->bytes_live > c->bytes_peak) c->bytes_peak = c->bytes_live;
+static void *mi_op_alloc(void *ctx, size_t size, size_t align) {
+    (void)ctx;
+    return mi_malloc_aligned(size, align);
 }
-
-/* The timed variants are out of line, so an untimed call (the default) pays one test of
- * c->timing, and a free is a tail call into the allocator. */
-__attribute__((noinline, cold)) static void *mi_alloc_timed(mi_ctx *c, size_t size, size_t align) {
-    uint64_t t0 = alloc_now_ns();
-    void *p = mi_malloc_aligned(size, align);
-    c->ns += alloc_now_ns() - t0;
-    if (p) mi_mod_count_alloc(c, size);
-    return p;
-}
-
-static void *mi_alloc(void *ctx, size_t size, size_t align) {
-    mi_ctx *c = ctx;
-    if (__builtin_expect(c->timing, 0)) return mi_alloc_timed(c, size, align);
-    void *p = mi_malloc_aligned(size, align);
-    if (p) mi_mod_count_alloc(c, size);
-    return p;
-}
-
-__attribute__((noinline, cold)) static void mi_free_cb_timed(mi_ctx *c, void *p) {
-    uint64_t t0 = alloc_now_ns();
-    mi_free(p);
-    c->ns += alloc_now_ns() - t0;
-}
-
-static void mi_free_cb(void *ctx, void *p, size_t size) {
-    mi_ctx *c = ctx;
-    if (!p) return;
-    c->frees++;
-    c->bytes_live -= size;
-    if (__builtin_expect(c->timing, 0)) {
-        mi_free_cb_timed(c, p);
-        return;
-    }
+static void mi_op_free(void *ctx, void *p, size_t size) {
+    (void)ctx, (void)size;
     mi_free(p);
 }
+static const alloc_mod_ops mi_ops = {.alloc = mi_op_alloc, .free = mi_op_free, .counts = 1};
+
+static void *mi_alloc(void *ctx, size_t size, size_t align) { return alloc_mod_alloc(ctx, &mi_ops, size, align); }
+static void mi_free_cb(void *ctx, void *p, size_t size) { alloc_mod_free(ctx, &mi_ops, p, size); }
 
 static void mi_counters(void *ctx, const bench_counter_sink *s) {
-    mi_ctx *c = ctx;
-    bench_emit_as(s, "allocs", "count", BENCH_CTR_EXACT, BENCH_BETTER_LOWER, (double)c->allocs);
-    bench_emit_as(s, "frees", "count", BENCH_CTR_EXACT, BENCH_BETTER_LOWER, (double)c->frees);
-    bench_emit(s, "bytes_live", "B", (double)c->bytes_live);
-    bench_emit(s, "bytes_peak", "B", (double)c->bytes_peak);
+    alloc_mod *c = ctx;
+    alloc_mod_emit_counts(s, &c->counted);
     /* mimalloc's committed memory, process-wide (only this module uses mimalloc). */
     size_t commit = 0, peak_commit = 0;
     mi_process_info(NULL, NULL, NULL, NULL, NULL, &commit, &peak_commit, NULL);
     bench_emit(s, "bytes_reserved", "B", (double)commit);
-    if (c->timing) bench_emit(s, "time_in_alloc", "ns", (double)c->ns);
+    alloc_mod_emit_time(c, s);
 }
 
 static void mi_destroy(void *ctx) { free(ctx); }

@@ -1,7 +1,7 @@
 /* alloc "slab": 40 size classes (16 B .. 32 KiB) with per-thread caches; larger
  * requests go to mmap, with freed mappings cached for reuse. */
 #include "allocators/slab.h"
-#include "engines/abi/alloc.h"
+#include "common/alloc_mod.h"
 
 typedef struct slab_opts {
     uint64_t region, large_cache;
@@ -11,23 +11,21 @@ typedef struct slab_opts {
 static const bench_option slab_options[] = {
     BENCH_OPTION_SIZE(slab_opts, region, "1g", SLAB_BYTES, 1ll << 46, "address space reserved for slabs (MAP_NORESERVE: pages are touched on use)"),
     BENCH_OPTION_SIZE(slab_opts, large_cache, "64m", 0, 1ll << 46, "bytes of freed mappings above 32 KiB kept for reuse (0: munmap at once)"),
-    BENCH_OPTION_BOOL(slab_opts, timing, "0", "time every call with clock_gettime (costs ~2x20 ns per call)"),
+    BENCH_OPTION_ALLOC_TIMING(slab_opts),
     BENCH_OPTION_END,
 };
 
 typedef struct slab_mod {
+    alloc_mod base;     /* first: the shared calls and counters take the context as one */
     slab *s;
-    int timing;
-    uint64_t ns;   /* in slab_alloc/slab_free, when timing (callers on one thread) */
 } slab_mod;
 
 static int slab_mod_create(const void *opts, void **out, char *err, size_t errlen) {
     const slab_opts *o = opts;
     uint64_t region = o->region, cache = o->large_cache;
-    int timing = o->timing;
     slab_mod *m = calloc(1, sizeof(*m));
     if (!m) return bench_errc(err, errlen, BENCH_ERR_NOMEM, "alloc slab: out of memory");
-    m->timing = timing;
+    m->base.timing = o->timing;
     m->s = slab_create((size_t)region, (size_t)cache);
     if (!m->s) {
         free(m);
@@ -37,54 +35,26 @@ static int slab_mod_create(const void *opts, void **out, char *err, size_t errle
     return 0;
 }
 
-/* The timed variants are out of line, so the untimed calls (the default) are a test
- * of m->timing and a tail call: no stack frame of their own. */
-__attribute__((noinline, cold)) static void *slab_mod_alloc_timed(slab_mod *m, size_t size, size_t align) {
-    uint64_t t0 = alloc_now_ns();
-    void *p = slab_alloc(m->s, size, align);
-    m->ns += alloc_now_ns() - t0;
-    return p;
-}
+static void *slab_op_alloc(void *ctx, size_t size, size_t align) { return slab_alloc(((slab_mod *)ctx)->s, size, align); }
+static void slab_op_free(void *ctx, void *p, size_t size) { slab_free(((slab_mod *)ctx)->s, p, size); }
+static const alloc_mod_ops slab_ops = {.alloc = slab_op_alloc, .free = slab_op_free};
 
-static void *slab_mod_alloc(void *ctx, size_t size, size_t align) {
-    slab_mod *m = ctx;
-    if (__builtin_expect(m->timing, 0)) return slab_mod_alloc_timed(m, size, align);
-    return slab_alloc(m->s, size, align);
-}
-
-__attribute__((noinline, cold)) static void slab_mod_free_timed(slab_mod *m, void *p, size_t size) {
-    uint64_t t0 = alloc_now_ns();
-    slab_free(m->s, p, size);
-    m->ns += alloc_now_ns() - t0;
-}
-
-static void slab_mod_free(void *ctx, void *p, size_t size) {
-    slab_mod *m = ctx;
-    if (__builtin_expect(m->timing, 0)) {
-        slab_mod_free_timed(m, p, size);
-        return;
-    }
-    slab_free(m->s, p, size);
-}
+static void *slab_mod_alloc(void *ctx, size_t size, size_t align) { return alloc_mod_alloc(ctx, &slab_ops, size, align); }
+static void slab_mod_free(void *ctx, void *p, size_t size) { alloc_mod_free(ctx, &slab_ops, p, size); }
 
 static void slab_mod_counters(void *ctx, const bench_counter_sink *s) {
     slab_mod *m = ctx;
     alloc_stats st;
     slab_get_stats(m->s, &st);
+    alloc_mod_emit_stats(s, &st);
     if (BENCH_ALLOC_STATS) {
-        bench_emit_as(s, "allocs", "count", BENCH_CTR_EXACT, BENCH_BETTER_LOWER, (double)st.allocs);
-        bench_emit_as(s, "frees", "count", BENCH_CTR_EXACT, BENCH_BETTER_LOWER, (double)st.frees);
-        bench_emit(s, "bytes_live", "B", (double)st.bytes_live);
-        bench_emit(s, "bytes_peak", "B", (double)st.bytes_peak);
-        bench_emit(s, "bytes_reserved", "B", (double)st.bytes_reserved);
         bench_emit_as(s, "large_allocs", "count", BENCH_CTR_EXACT, BENCH_BETTER_LOWER, (double)st.large_allocs);
-        bench_emit(s, "failed", "count", (double)st.failed);
         uint64_t refills, flushes;
         slab_get_trips(m->s, &refills, &flushes);
         bench_emit(s, "central_refills", "count", (double)refills);
         bench_emit(s, "central_flushes", "count", (double)flushes);
     }
-    if (m->timing) bench_emit(s, "time_in_alloc", "ns", (double)m->ns);
+    alloc_mod_emit_time(&m->base, s);
 }
 
 static void slab_mod_destroy(void *ctx) {

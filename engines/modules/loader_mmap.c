@@ -150,6 +150,22 @@ static void mmap_counters(void *ctx, const bench_counter_sink *s) {
     bench_emit(s, "bytes_copied", "B", (double)c->bytes_copied);
 }
 
+/* A tensor in a file's mapping is the file's pages, mapped read-only: shared with the page
+ * cache (mode=shared), or this process's own until written (mode=private). A misaligned
+ * tensor's aligned copy is this process's heap. */
+static int mmap_memory_kind(void *ctx, const void *p, size_t len) {
+    const mmap_ctx *c = ctx;
+    const uintptr_t at = (uintptr_t)p;
+    for (int i = 0; i < c->n_maps; i++) {
+        const uintptr_t lo = (uintptr_t)c->maps[i].addr;
+        if (at >= lo && at - lo < c->maps[i].len && len <= c->maps[i].len - (at - lo))
+            return c->shared ? BENCH_LOADER_MEM_SHARED : BENCH_LOADER_MEM_PRIVATE_RO;
+    }
+    for (int i = 0; i < c->n_copies; i++)
+        if (c->copies[i] == p) return BENCH_LOADER_MEM_PRIVATE;
+    return BENCH_LOADER_MEM_UNKNOWN;
+}
+
 static void mmap_close(void *ctx) {
     mmap_ctx *c = ctx;
     if (!c) return;
@@ -170,6 +186,7 @@ static const struct bench_loader_iface mmap_iface = {
     .load = mmap_load,
     .counters = mmap_counters,
     .close = mmap_close,
+    .memory_kind = mmap_memory_kind,
 };
 
 static const bench_module mmap_module = {

@@ -150,6 +150,12 @@ static void pread_counters(void *ctx, const bench_counter_sink *s) {
     if (c->direct) bench_emit(s, "direct_fallbacks", "count", (double)c->direct_fallbacks);
 }
 
+/* Every tensor lies in the one anonymous region, mapped read-write. */
+static int pread_memory_kind(void *ctx, const void *p, size_t len) {
+    (void)ctx, (void)p, (void)len;
+    return BENCH_LOADER_MEM_PRIVATE;
+}
+
 static void pread_close(void *ctx) {
     pread_ctx *c = ctx;
     if (!c) return;
@@ -163,6 +169,7 @@ static const struct bench_loader_iface pread_iface = {
     .load = pread_load,
     .counters = pread_counters,
     .close = pread_close,
+    .memory_kind = pread_memory_kind,
 };
 
 static const bench_module pread_module = {

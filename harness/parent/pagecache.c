@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,40 +9,31 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int pc_errf(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int pc_errf(char *err, size_t n, const char *fmt, ...) {
-    if (err && n) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, n, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
+#include "engines/abi/module.h"
 
 int pc_evict(const char *path, char *err, size_t errlen) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return pc_errf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    if (fd < 0) return bench_errf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
     /* dirty pages are not dropped by DONTNEED: write them back first */
     if (fdatasync(fd) && errno != EINVAL) {
         int e = errno;
         close(fd);
-        return pc_errf(err, errlen, "%s: fdatasync: %s", path, strerror(e));
+        return bench_errf(err, errlen, "%s: fdatasync: %s", path, strerror(e));
     }
     int rc = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
     close(fd);
-    if (rc) return pc_errf(err, errlen, "%s: posix_fadvise(DONTNEED): %s", path, strerror(rc));
+    if (rc) return bench_errf(err, errlen, "%s: posix_fadvise(DONTNEED): %s", path, strerror(rc));
     return 0;
 }
 
 int pc_warm(const char *path, char *err, size_t errlen) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return pc_errf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    if (fd < 0) return bench_errf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
     size_t len = 1u << 20;
     char *buf = malloc(len);
     if (!buf) {
         close(fd);
-        return pc_errf(err, errlen, "out of memory");
+        return bench_errf(err, errlen, "out of memory");
     }
     ssize_t r;
     while ((r = read(fd, buf, len)) != 0) {
@@ -52,7 +42,7 @@ int pc_warm(const char *path, char *err, size_t errlen) {
             int e = errno;
             free(buf);
             close(fd);
-            return pc_errf(err, errlen, "%s: read: %s", path, strerror(e));
+            return bench_errf(err, errlen, "%s: read: %s", path, strerror(e));
         }
     }
     free(buf);
@@ -67,12 +57,12 @@ int pc_warm_reread(const char *path, char *err, size_t errlen) {
 int pc_residency(const char *path, uint64_t *resident, uint64_t *total, char *err, size_t errlen) {
     *resident = *total = 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return pc_errf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    if (fd < 0) return bench_errf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
     if (fstat(fd, &st)) {
         int e = errno;
         close(fd);
-        return pc_errf(err, errlen, "%s: fstat: %s", path, strerror(e));
+        return bench_errf(err, errlen, "%s: fstat: %s", path, strerror(e));
     }
     if (st.st_size == 0) {
         close(fd);
@@ -83,18 +73,18 @@ int pc_residency(const char *path, uint64_t *resident, uint64_t *total, char *er
     /* mapping the file does not read it: mincore only looks at the page cache */
     void *m = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
     close(fd);
-    if (m == MAP_FAILED) return pc_errf(err, errlen, "%s: mmap: %s", path, strerror(errno));
+    if (m == MAP_FAILED) return bench_errf(err, errlen, "%s: mmap: %s", path, strerror(errno));
     unsigned char *vec = malloc(pages);
     if (!vec) {
         munmap(m, len);
-        return pc_errf(err, errlen, "out of memory");
+        return bench_errf(err, errlen, "out of memory");
     }
     int rc = mincore(m, len, vec);
     int e = errno;
     munmap(m, len);
     if (rc) {
         free(vec);
-        return pc_errf(err, errlen, "%s: mincore: %s", path, strerror(e));
+        return bench_errf(err, errlen, "%s: mincore: %s", path, strerror(e));
     }
     for (size_t i = 0; i < pages; i++) *resident += vec[i] & 1;
     *total = pages;

@@ -99,6 +99,9 @@ static void ld_close(void *ctx) { (void)ctx; }
 static const struct bench_loader_iface ld_iface = {
     .version = BENCH_LOADER_IFACE_VERSION, .open = ld_open, .load = ld_load, .close = ld_close,
 };
+/* loader_v2: a vtable built before memory_kind (version 3), which ends before that slot: the
+ * shorter struct a version 2 module was compiled with */
+static const struct { uint32_t version; void *slots[4]; } ld_iface_v2 = {2, {(void *)ld_open, (void *)ld_load, NULL, (void *)ld_close}};
 
 typedef struct opts { int64_t level; } opts;
 /* alloc_badopt: an offset past the struct; alloc_baddefault: a default outside its range */
@@ -138,6 +141,8 @@ BENCH_MODULE_EXPORT const bench_module *bench_module_init(void) {
     } else if (IS("alloc_baddefault")) {
         mod.family = "alloc", mod.name = "baddefault", mod.iface = &al_iface;
         mod.options = opts_bad_default, mod.opts_size = sizeof(opts);
+    } else if (IS("loader_v2")) {
+        mod.family = "loader", mod.name = "v2", mod.iface = &ld_iface_v2;
     } else if (IS("loader_wrongcap")) {
         mod.family = "loader", mod.name = "wrongcap", mod.iface = &ld_iface, mod.caps = BENCH_CAP_KV_SHARED_POOL;
     }

@@ -1,6 +1,7 @@
 #include "transformer.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,13 @@
 #include "kernels.h"
 
 /* ---- binding ---- */
+
+const tf_matrix_slot tf_layer_matrices[TF_LAYER_MATRICES] = {
+    {"attn_q", offsetof(tf_layer, wq)},     {"attn_k", offsetof(tf_layer, wk)},
+    {"attn_v", offsetof(tf_layer, wv)},     {"attn_output", offsetof(tf_layer, wo)},
+    {"ffn_gate", offsetof(tf_layer, w1)},   {"ffn_down", offsetof(tf_layer, w2)},
+    {"ffn_up", offsetof(tf_layer, w3)},
+};
 
 static int bind_matrix(const model *m, const void *const *data, const char *name, tf_matrix *out,
                        char *err, size_t errlen) {
@@ -44,13 +52,9 @@ int tf_bind(const model *m, const void *const *data, tf_weights *w, char *err, s
     }
     for (int l = 0; l < m->cfg.n_layers; l++) {
         tf_layer *L = &w->layers[l];
-        struct { const char *n; tf_matrix *dst; } mats[] = {
-            {"attn_q", &L->wq}, {"attn_k", &L->wk}, {"attn_v", &L->wv}, {"attn_output", &L->wo},
-            {"ffn_gate", &L->w1}, {"ffn_down", &L->w2}, {"ffn_up", &L->w3},
-        };
-        for (size_t i = 0; i < sizeof(mats) / sizeof(mats[0]); i++) {
-            snprintf(name, sizeof(name), "blk.%d.%s.weight", l, mats[i].n);
-            if (bind_matrix(m, data, name, mats[i].dst, err, errlen)) goto err;
+        for (int i = 0; i < TF_LAYER_MATRICES; i++) {
+            snprintf(name, sizeof(name), "blk.%d.%s.weight", l, tf_layer_matrices[i].name);
+            if (bind_matrix(m, data, name, tf_layer_matrix(L, i), err, errlen)) goto err;
         }
         snprintf(name, sizeof(name), "blk.%d.attn_norm.weight", l);
         if (bind_matrix(m, data, name, &norm, err, errlen)) goto err;

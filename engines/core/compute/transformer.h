@@ -17,6 +17,21 @@
 typedef bench_dev_matrix tf_matrix;
 typedef bench_dev_layer tf_layer;
 
+/* A layer's weight matrices, named once: the file's tensor (blk.<layer>.<name>.weight) and
+ * the tf_layer field it binds to. tf_bind binds them from it, and whatever walks every
+ * matrix (repack.c) reads it: a new matrix is a row here and a field in bench_dev_layer. */
+typedef struct tf_matrix_slot {
+    const char *name;   /* GGUF's: "attn_q", ... "ffn_up" */
+    size_t offset;      /* offsetof(tf_layer, the field) */
+} tf_matrix_slot;
+enum { TF_LAYER_MATRICES = 7 };
+extern const tf_matrix_slot tf_layer_matrices[TF_LAYER_MATRICES];
+
+/* Matrix i (a row of tf_layer_matrices) of layer L. */
+static inline tf_matrix *tf_layer_matrix(tf_layer *L, int i) {
+    return (tf_matrix *)((char *)L + tf_layer_matrices[i].offset);
+}
+
 typedef struct tf_weights {
     tf_matrix tok_embd;         /* (vocab, dim) */
     const float *out_norm;      /* (dim) */

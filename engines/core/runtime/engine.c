@@ -261,10 +261,10 @@ int engine_create(const engine_spec *spec, engine **out, char *err, size_t errle
     if (tf_bind(e->m, e->data, &e->w, err, errlen)) goto err;
     if (!e->dev && kn_auto_active()) engine_tune_kernels(e);
     if (!e->dev && !spec->no_repack) { /* after the tuning, which measures the file's layout */
-        repack_weights(&e->w, c->n_layers, &e->host, &e->rp);
+        repack_weights(&e->w, c->n_layers, &(bench_loader){e->loader, e->loader_ctx}, &e->host, &e->rp);
         if (e->rp.skipped)
-            fprintf(stderr, "bench: note: %d Q4_0 matrices keep the file's layout: their memory could be neither "
-                            "written nor copied\n", e->rp.skipped);
+            fprintf(stderr, "bench: note: %d Q4_0 matrices keep the file's layout: the loader does not say how their "
+                            "memory is held, or it could be neither written nor copied\n", e->rp.skipped);
     }
 
     uint64_t pool_bytes = 0;

@@ -1,36 +1,11 @@
 #include "repack.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "engines/core/compute/kernels.h"
-
-enum { RP_SHARED, RP_PRIVATE, RP_PRIVATE_RO, RP_UNKNOWN };
-
-/* How [p, p + len) is mapped, from /proc/self/maps: private (writable already, or read-only),
- * shared, or unknown (a gap, or the maps unreadable). Read per matrix: mprotect below splits
- * mappings as it goes. */
-static int rp_mapping(const void *p, size_t len) {
-    FILE *f = fopen("/proc/self/maps", "r");
-    if (!f) return RP_UNKNOWN;
-    uintptr_t at = (uintptr_t)p, end = at + len;
-    int kind = RP_PRIVATE;
-    char line[512];
-    while (at < end && fgets(line, sizeof line, f)) {
-        unsigned long lo, hi;
-        char perms[8];
-        if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3 || hi <= at) continue;
-        if (lo > at || perms[0] != 'r') { kind = RP_UNKNOWN; break; }
-        if (perms[3] != 'p') kind = RP_SHARED;
-        else if (perms[1] != 'w' && kind == RP_PRIVATE) kind = RP_PRIVATE_RO;
-        at = hi;
-    }
-    fclose(f);
-    return at >= end ? kind : RP_UNKNOWN;
-}
 
 typedef struct rp_job {
     const void *src;
@@ -80,24 +55,26 @@ static int rp_copy(tf_matrix *m, size_t bytes, const bench_host *host, repack *r
 }
 
 /* One matrix: in place where its memory is private (made writable for it where read-only, and
- * read-only again), into a copy where shared. */
-static void rp_matrix(tf_matrix *m, const bench_host *host, repack *r) {
+ * read-only again), into a copy where shared; as it is where the loader does not say
+ * (loader.h memory_kind). */
+static void rp_matrix(tf_matrix *m, const bench_loader *loader, const bench_host *host, repack *r) {
     const size_t bytes = (size_t)m->rows * bench_dtype_row_bytes(BENCH_Q4_0, m->cols);
-    const int kind = rp_mapping(m->data, bytes);
+    const bench_loader_memory kind = bench_loader_memory_kind(loader, m->data, bytes);
     const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
     const uintptr_t lo = (uintptr_t)m->data & ~(page - 1), hi = ((uintptr_t)m->data + bytes + page - 1) & ~(page - 1);
-    if (kind == RP_SHARED) {
+    if (kind == BENCH_LOADER_MEM_SHARED) {
         if (rp_copy(m, bytes, host, r)) {
             r->skipped++;
             return;
         }
-    } else if (kind == RP_UNKNOWN || (kind == RP_PRIVATE_RO && mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE))) {
+    } else if (kind == BENCH_LOADER_MEM_UNKNOWN ||
+               (kind == BENCH_LOADER_MEM_PRIVATE_RO && mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE))) {
         r->skipped++;
         return;
     } else {
         rp_job j = {m->data, (void *)(uintptr_t)m->data, m->rows, m->cols};
         rp_run(host, &j);
-        if (kind == RP_PRIVATE_RO) (void)mprotect((void *)lo, hi - lo, PROT_READ); /* as the loader left it */
+        if (kind == BENCH_LOADER_MEM_PRIVATE_RO) (void)mprotect((void *)lo, hi - lo, PROT_READ); /* as the loader left it */
     }
     m->dtype = KN_Q4_0_R8;
     r->matrices++;
@@ -113,34 +90,30 @@ static int rp_wanted(const tf_weights *w, const tf_matrix *m) {
 /* After m was rearranged: any other matrix bound to the same bytes (a file may bind one tensor
  * twice) now reads them as m does, and is not rearranged a second time. */
 static void rp_follow(tf_weights *w, int n_layers, const void *old, const tf_matrix *m) {
-    for (int l = 0; l < n_layers; l++) {
-        tf_layer *L = &w->layers[l];
-        tf_matrix *o[7] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w1, &L->w2, &L->w3};
-        for (int k = 0; k < 7; k++)
-            if (o[k] != m && o[k]->data == old) *o[k] = *m;
-    }
+    for (int l = 0; l < n_layers; l++)
+        for (int i = 0; i < TF_LAYER_MATRICES; i++) {
+            tf_matrix *o = tf_layer_matrix(&w->layers[l], i);
+            if (o != m && o->data == old) *o = *m;
+        }
     if (&w->output != m && w->output.data == old) w->output = *m;
 }
 
-void repack_weights(tf_weights *w, int n_layers, const bench_host *host, repack *r) {
+/* m, where it is worth it; any matrix bound to the same bytes follows it. */
+static void rp_one(tf_weights *w, int n_layers, tf_matrix *m, const bench_loader *loader, const bench_host *host,
+                   repack *r) {
+    if (!rp_wanted(w, m)) return;
+    const void *old = m->data;
+    rp_matrix(m, loader, host, r);
+    if (m->dtype == KN_Q4_0_R8) rp_follow(w, n_layers, old, m);
+}
+
+void repack_weights(tf_weights *w, int n_layers, const bench_loader *loader, const bench_host *host, repack *r) {
     memset(r, 0, sizeof *r);
     if (!kn_repacks(BENCH_Q4_0)) return;
-    for (int l = 0; l <= n_layers; l++) {
-        tf_matrix *mats[7] = {&w->output};
-        int n = 1;
-        if (l < n_layers) {
-            tf_layer *L = &w->layers[l];
-            tf_matrix *lm[7] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w1, &L->w2, &L->w3};
-            memcpy(mats, lm, sizeof lm);
-            n = 7;
-        }
-        for (int i = 0; i < n; i++) {
-            if (!rp_wanted(w, mats[i])) continue;
-            const void *old = mats[i]->data;
-            rp_matrix(mats[i], host, r);
-            if (mats[i]->dtype == KN_Q4_0_R8) rp_follow(w, n_layers, old, mats[i]);
-        }
-    }
+    for (int l = 0; l < n_layers; l++)
+        for (int i = 0; i < TF_LAYER_MATRICES; i++)
+            rp_one(w, n_layers, tf_layer_matrix(&w->layers[l], i), loader, host, r);
+    rp_one(w, n_layers, &w->output, loader, host, r);
 }
 
 void repack_release(repack *r) {

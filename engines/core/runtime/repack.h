@@ -12,6 +12,7 @@
 
 #include <stdint.h>
 
+#include "engines/abi/loader.h"
 #include "engines/abi/module.h"
 #include "engines/core/compute/transformer.h"
 
@@ -19,7 +20,7 @@ typedef struct repack {
     int matrices;       /* rearranged */
     uint64_t bytes;     /* their bytes */
     uint64_t copied;    /* of which rearranged into anonymous copies (shared mappings) */
-    int skipped;        /* Q4_0 matrices left as they were: memory neither private nor a copy */
+    int skipped;        /* Q4_0 matrices left as they were: memory neither writable nor copied (unknown) */
     void **copies;      /* owned: the copies' mappings, munmap'd by repack_release */
     size_t *copy_len;
     int n_copies;
@@ -27,9 +28,10 @@ typedef struct repack {
 
 /* Rearranges w's Q4_0 matrices (not the token embedding, nor a classifier tied to it) when
  * kn_repacks(BENCH_Q4_0) says the kernel family in use decodes them natively; each one's dtype
- * becomes KN_Q4_0_R8, and a copied one's data points at its copy. host names the copies
- * (BENCH_REGION_WEIGHTS) and shares the work over its pool. */
-void repack_weights(tf_weights *w, int n_layers, const bench_host *host, repack *r);
+ * becomes KN_Q4_0_R8, and a copied one's data points at its copy. loader, which loaded w's
+ * bytes, says how each matrix's memory is held (bench_loader_memory_kind); host names the
+ * copies (BENCH_REGION_WEIGHTS) and shares the work over its pool. */
+void repack_weights(tf_weights *w, int n_layers, const bench_loader *loader, const bench_host *host, repack *r);
 void repack_release(repack *r);
 
 #endif
