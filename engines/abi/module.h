@@ -286,31 +286,4 @@ static inline int bench_errc(char *err, size_t n, int code, const char *fmt, ...
     return code > 0 && code <= BENCH_ERR_MAX ? -code : -BENCH_ERR_FAIL;
 }
 
-/* Parses a size such as 4096, 64k, 2m, 1g (also 64KiB, 2MB). Returns 0 on success. */
-static inline int bench_parse_size(const char *s, uint64_t *out) {
-    if (!s || !*s) return -1;
-    errno = 0;
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s || *s == '-') return -1;
-    uint64_t mul = 1;
-    switch (*end) {
-    case 'k': case 'K': mul = 1ull << 10; end++; break;
-    case 'm': case 'M': mul = 1ull << 20; end++; break;
-    case 'g': case 'G': mul = 1ull << 30; end++; break;
-    default: break;
-    }
-    if (*end == 'i' || *end == 'B') { if (*end == 'i') end++; if (*end == 'B') end++; }
-    if (*end || (mul > 1 && v > UINT64_MAX / mul)) return -1;
-    *out = (uint64_t)v * mul;
-    return 0;
-}
-
-static inline int bench_parse_bool(const char *s, int *out) {
-    if (!s) return -1;
-    if (!strcmp(s, "1") || !strcmp(s, "true") || !strcmp(s, "yes") || !strcmp(s, "on")) { *out = 1; return 0; }
-    if (!strcmp(s, "0") || !strcmp(s, "false") || !strcmp(s, "no") || !strcmp(s, "off")) { *out = 0; return 0; }
-    return -1;
-}
-
 #endif

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/ut_parse.h"
 #include "commands.h"
 #include "engines/abi/module.h"
 #include "engines/core/compute/kernels.h"
@@ -412,7 +413,7 @@ static int model_convert(int argc, char **argv) {
         return 2;
     }
     uint64_t shard = 0;
-    if (shard_s && bench_parse_size(shard_s, &shard)) {
+    if (shard_s && ut_parse_size(shard_s, &shard)) {
         fprintf(stderr, "bench model convert: --shard %s: expected a size such as 2g or 500m\n", shard_s);
         return 2;
     }

@@ -1,3 +1,4 @@
+#include "util/ut_parse.h"
 #include "scenario.h"
 
 #include <cJSON.h>
@@ -500,7 +501,7 @@ static void sc_parse_requests(sc_ctx *c, scenario *s, const cJSON *j) {
             uint64_t b = 0;
             if (cJSON_IsNumber(v)) {
                 if (!sc_int_value(c, v, q, 1, 1ll << 50, &n)) r->kv_budget_bytes = (uint64_t)n;
-            } else if (!cJSON_IsString(v) || bench_parse_size(v->valuestring, &b) || b == 0) {
+            } else if (!cJSON_IsString(v) || ut_parse_size(v->valuestring, &b) || b == 0) {
                 sc_err(c, q, "expected a size in bytes: an integer or a string such as \"8m\", \"512k\", \"1g\"%s%s%s",
                        cJSON_IsString(v) ? ", got \"" : "", cJSON_IsString(v) ? v->valuestring : "", cJSON_IsString(v) ? "\"" : "");
             } else {

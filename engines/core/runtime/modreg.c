@@ -1,3 +1,4 @@
+#include "util/ut_parse.h"
 #include "modreg.h"
 
 #include "engines/abi/alloc.h"
@@ -562,7 +563,7 @@ static int parse_value(const bench_option *d, const char *v, void *slot, char *w
     switch (d->type) {
     case BENCH_OPT_BOOL: {
         int b;
-        if (bench_parse_bool(v, &b)) return snprintf(why, n, "a bool (0/1/true/false)"), -1;
+        if (ut_parse_bool(v, &b)) return snprintf(why, n, "a bool (0/1/true/false)"), -1;
         memcpy(slot, &b, sizeof(b));
         return 0;
     }
@@ -583,7 +584,7 @@ static int parse_value(const bench_option *d, const char *v, void *slot, char *w
     case BENCH_OPT_SIZE: {
         uint64_t u;
         int ranged = d->min < d->max;
-        if (bench_parse_size(v, &u) || (ranged && (u < (uint64_t)d->min || u > (uint64_t)d->max))) {
+        if (ut_parse_size(v, &u) || (ranged && (u < (uint64_t)d->min || u > (uint64_t)d->max))) {
             if (ranged) snprintf(why, n, "a size (e.g. 4096, 64k, 1m) in %lld..%lld", (long long)d->min, (long long)d->max);
             else snprintf(why, n, "a size (e.g. 4096, 64k, 1m)");
             return -1;
