@@ -84,7 +84,7 @@ static int hc_grow(void **arr, int n, size_t sz) {
     return 0;
 }
 
-/* One token-bearing event at t: count tokens, ids (n_ids of them, NULL for none). */
+/* One token-bearing event at t: count tokens, and ids, the event's "tokens" array (NULL: text only). */
 static int hc_push(hc_result *r, int64_t t, const cJSON *ids, int count) {
     if (hc_grow((void **)&r->arrival_ns, r->n_arrivals, sizeof(*r->arrival_ns))) return hc_fail(r, HC_ERR_OTHER, "out of memory");
     r->arrival_ns[r->n_arrivals++] = t;
@@ -250,7 +250,7 @@ static size_t hc_write(char *p, size_t size, size_t nmemb, void *user) {
         x->errbody[x->errlen] = 0;
         return n;
     }
-    if (x->r->err) return CURL_WRITEFUNC_ERROR;
+    if (x->r->err || x->done) return CURL_WRITEFUNC_ERROR;
     int rc = sse_feed(&x->sse, p, n, hc_on_event, x);
     if (rc == 0) return n;
     /* [DONE]: stop reading here, whether or not the server closes the connection (a
