@@ -17,6 +17,8 @@
 #include "engines/core/compute/kernels.h"
 #include "engines/core/compute/quant.h"
 #include "engines/core/compute/threadpool.h"
+#include "harness/net/httpc.h"
+#include "harness/net/sse.h"
 #include "harness/report/compare.h"
 #include "harness/spec/scenario.h"
 #include "harness/spec/trace.h"
@@ -358,6 +360,69 @@ static inline int fzt_trace(const uint8_t *data, size_t size, char *err, size_t 
     if (ids != t->n_hash) abort();
     tr_free(t);
     return 0;
+}
+
+/* The http client's event path (harness/net/sse.h, httpc.h): a streamed /v1/completions
+ * answer's body through the SSE parser into hc_chunk, then hc_verify at [DONE], as the client
+ * reads it. Input: byte 0 max_tokens - 1 (mod 64), byte 1 the size of the pieces the body is
+ * fed in (0: whole), the rest the body. The same body fed whole and in pieces must read the
+ * same; whatever is read must hold together: never more tokens than max_tokens, ids only
+ * with tokens, a success has a token and usage within [tokens, max_tokens] (exactly the
+ * tokens when every event carried ids), a failure has a message with no control byte in it
+ * (a server's text is escaped). A violation aborts. err: the failure's message ("" when the
+ * body was accepted). */
+typedef struct fzt_sse_ctx {
+    hc_result r;
+    int max_tokens, done, events;
+} fzt_sse_ctx;
+
+static inline int fzt_sse_event(void *user, const char *data, size_t len) {
+    fzt_sse_ctx *c = user;
+    int rc = hc_chunk(&c->r, data, len, ++c->events, c->max_tokens);
+    if (rc == 1) c->done = 1;
+    return rc;
+}
+
+/* The body fed in pieces of step bytes (0: whole), read to [DONE] or the first failure. */
+static inline void fzt_sse_read(const uint8_t *body, size_t n, size_t step, int max_tokens, fzt_sse_ctx *c) {
+    memset(c, 0, sizeof(*c));
+    c->r.usage_prompt = c->r.usage_completion = -1;
+    c->max_tokens = max_tokens;
+    sse_parser p;
+    sse_init(&p);
+    int rc = 0;
+    for (size_t at = 0; at < n && !rc; at += step ? step : n)
+        rc = sse_feed(&p, (const char *)body + at, step && n - at > step ? step : n - at, fzt_sse_event, c);
+    if (rc < 0 && !c->r.err) c->r.err = HC_ERR_MALFORMED, snprintf(c->r.msg, sizeof(c->r.msg), "a line or event too long");
+    if (c->done) hc_verify(&c->r);
+    else if (!c->r.err) c->r.err = HC_ERR_CLOSED, snprintf(c->r.msg, sizeof(c->r.msg), "the stream ended before [DONE]");
+    sse_free(&p);
+}
+
+static inline int fzt_sse(const uint8_t *data, size_t size, char *err, size_t errlen) {
+    if (err && errlen) err[0] = 0;
+    if (size < 2) return 0;
+    int max_tokens = 1 + data[0] % 64;
+    fzt_sse_ctx whole, cut;
+    fzt_sse_read(data + 2, size - 2, 0, max_tokens, &whole);
+    fzt_sse_read(data + 2, size - 2, data[1], max_tokens, &cut);
+    const hc_result *r = &whole.r;
+    if (r->err != cut.r.err || r->n_tokens != cut.r.n_tokens || r->n_ids != cut.r.n_ids || r->usage_completion != cut.r.usage_completion)
+        abort();    /* the events depend on the bytes, not on how they were cut */
+    if (r->n_tokens > max_tokens || r->n_ids > r->n_tokens || r->n_arrivals > r->n_tokens || (r->n_tokens && !r->n_arrivals)) abort();
+    if (!r->err) {
+        int u = r->usage_completion;
+        if (!r->n_tokens || u > max_tokens || (u >= 0 && (u < r->n_tokens || (r->n_ids == r->n_tokens && u != r->n_tokens)))) abort();
+    } else {
+        for (const unsigned char *m = (const unsigned char *)r->msg; *m; m++)
+            if (*m < 0x20 || *m == 0x7f) abort();
+    }
+    fz_say("sse", r->err ? r->msg : NULL);
+    if (err && r->err) snprintf(err, errlen, "%s", r->msg);
+    int bad = r->err && !r->msg[0];
+    hc_results_free(&whole.r, 1);
+    hc_results_free(&cut.r, 1);
+    return bad ? -1 : 0;
 }
 
 #endif

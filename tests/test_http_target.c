@@ -8,6 +8,11 @@
  *   - the faults, each a bench serve that misbehaves on purpose (--fault, a test hook):
  *     refuses, cuts the stream, sends a malformed event, never becomes ready, dies mid-run:
  *     each a failed repetition with its reason, and the healthy one beside them still ok;
+ *   - servers that lie (tests/lib/script_server.h: scripted bytes on loopback): usage of 1e12,
+ *     [DONE] alone, more tokens than asked, usage below the tokens that came, text after an
+ *     event's JSON, text/html, a redirect, an empty 200, terminal escapes in an error body:
+ *     each a failed request of its kind, counted in results.json, the repetition failed; a
+ *     server that keeps the connection open after [DONE] is a success;
  *   - the scenario's target field validated, every error naming the field; bench serve's usage errors.
  * Every wait is bounded (ready_timeout_s, request_timeout_s, the scenario's timeout_s). */
 #include <stdarg.h>
@@ -30,6 +35,7 @@
 
 #include "harness/spec/scenario.h"
 #include "tests/lib/harness_jsonschema.h"
+#include "tests/lib/script_server.h"
 #include "tests/lib/testutil.h"
 
 typedef struct fx {
@@ -85,7 +91,7 @@ static cJSON *run_soft(fx *f, const char *name, int *rc, const char *fmt, ...) {
     fprintf(o, "{\"name\": \"%s\", \"model\": {\"path\": \"%s\", \"tokenizer\": \"%s\"}, \"cache\": \"warm\", "
                "\"repetitions\": 1, \"warmup\": 0, \"threads\": 1, \"timeout_s\": 120, %s}", name, f->model, f->tok, body);
     fclose(o);
-    *rc = tu_bench(NULL, "run '%s' --out '%s' --allow-read '%s' >/dev/null 2>'%s.log'", sc, out, f->dir, out);
+    *rc = tu_bench(NULL, "run '%s' --out '%s' --allow-read '%s' >'%s.stdout' 2>'%s.log'", sc, out, f->dir, out, out);
     char p[800];
     snprintf(p, sizeof(p), "%s/results.json", out);
     cJSON *doc = hjs_load(p);
@@ -321,6 +327,124 @@ static void test_faults(void **state) {
     cJSON_Delete(doc);
 }
 
+/* Servers that lie, each scripted on loopback: every lie a failed request of its kind in
+ * results.json, the repetition failed with the kind in its reason; the truthful ones ok. */
+#define SSE_HEAD "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+#define TEXT_EVENT "data: {\"choices\": [{\"index\": 0, \"text\": \"a\"}]}\n\n"
+#define USAGE_EVENT(n) "data: {\"choices\": [], \"usage\": {\"prompt_tokens\": 8, \"completion_tokens\": " n "}}\n\n"
+#define DONE_EVENT "data: [DONE]\n\n"
+#define TEXT4 TEXT_EVENT TEXT_EVENT TEXT_EVENT TEXT_EVENT
+
+typedef struct liar {
+    const char *label, *kind, *needle;  /* kind NULL: a truthful server, the repetition ok */
+    int hold;
+    char *reply;
+    size_t len;
+    ss_server *s;
+} liar;
+
+static void test_lying_servers(void **state) {
+    fx *f = *state;
+    NEED(f);
+    liar l[] = {
+        {"usage_1e12", "too_many_tokens", "1e+12", 0, NULL, 0, NULL},
+        {"done_only", "no_tokens", "no token came before [DONE]", 0, NULL, 0, NULL},
+        {"tokens_160", "too_many_tokens", "more than the 12 tokens asked for", 0, NULL, 0, NULL},
+        {"usage_low", "usage_mismatch", "usage.completion_tokens is 2, but 4 events", 0, NULL, 0, NULL},
+        {"garbage", "malformed", "text after the JSON object", 0, NULL, 0, NULL},
+        {"html", "content_type", "text/html", 0, NULL, 0, NULL},
+        {"redirect", "redirect", "a redirect to http://elsewhere.invalid/", 0, NULL, 0, NULL},
+        {"empty", "closed", "ended before [DONE]", 0, NULL, 0, NULL},
+        {"escapes", "http", "HTTP 500: \\x1b[31mboom\\x07", 0, NULL, 0, NULL},
+        {"keep_open", NULL, NULL, 1, NULL, 0, NULL},
+        {"merged", NULL, NULL, 0, NULL, 0, NULL},
+    };
+    const char *script[] = {
+        SSE_HEAD TEXT4 USAGE_EVENT("1e12") DONE_EVENT,
+        SSE_HEAD DONE_EVENT,
+        NULL,       /* 160 events, made below */
+        SSE_HEAD TEXT4 USAGE_EVENT("2") DONE_EVENT,
+        SSE_HEAD "data: {\"choices\": [{\"text\": \"a\"}]} GARBAGE ]]]\n\n" DONE_EVENT,
+        "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nConnection: close\r\n\r\n<html>" TEXT4 DONE_EVENT,
+        "HTTP/1.1 302 Found\r\nLocation: http://elsewhere.invalid/v1/completions\r\nContent-Length: 0\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: 0\r\n\r\n",
+        "HTTP/1.1 500 Oops\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n\x1b[31mboom\x07\x1b[0m",
+        /* a complete answer, then the connection held open (SS_HOLD_S at most, past request_timeout_s) */
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n" TEXT4 USAGE_EVENT("4") DONE_EVENT,
+        /* 4 text events that the server says were 6 tokens: a merge, allowed */
+        SSE_HEAD TEXT4 USAGE_EVENT("6") DONE_EVENT,
+    };
+    enum { N = sizeof(l) / sizeof(l[0]) };
+    _Static_assert(sizeof(script) / sizeof(script[0]) == N, "a script per server");
+    char targets[6000] = "";
+    size_t at = 0;
+    for (int i = 0; i < N; i++) {
+        if (script[i]) ss_append(&l[i].reply, &l[i].len, "%s", script[i]);
+        else {
+            ss_append(&l[i].reply, &l[i].len, "%s", SSE_HEAD);
+            for (int k = 0; k < 160; k++) ss_append(&l[i].reply, &l[i].len, "%s", TEXT_EVENT);
+            ss_append(&l[i].reply, &l[i].len, "%s", DONE_EVENT);
+        }
+        l[i].s = ss_start(l[i].reply, l[i].len, l[i].hold);
+        assert_non_null(l[i].s);
+        at += (size_t)snprintf(targets + at, sizeof(targets) - at, "%s{\"label\": \"%s\", \"http\": {\"url\": \"http://127.0.0.1:%d\", "
+                               "\"ready_timeout_s\": 30, \"request_timeout_s\": 20}}", i ? ", " : "", l[i].label, ss_port(l[i].s));
+    }
+    int rc;
+    cJSON *doc = run_soft(f, "liars", &rc, "\"workload\": {\"prompt_tokens\": 8, \"generate\": 12}, \"matrix\": {\"target\": [%s]}",
+                          targets);
+    for (int i = 0; i < N; i++) {
+        ss_stop(l[i].s);
+        free(l[i].reply);
+    }
+    if (!doc) fail_msg("liars: no valid results.json (bench run exited %d)", rc);
+    assert_int_equal(rc, 1);    /* some repetitions failed */
+    for (int i = 0; i < N; i++) {
+        const cJSON *r = run_of(doc, l[i].label), *p = proc0(r);
+        const char *st = cJSON_GetObjectItemCaseSensitive(r, "status")->valuestring;
+        const char *why = cJSON_GetObjectItemCaseSensitive(p, "reason")->valuestring;
+        const cJSON *h = cJSON_GetObjectItemCaseSensitive(p, "http");
+        const cJSON *failed = cJSON_GetObjectItemCaseSensitive(h, "failed"), *by = cJSON_GetObjectItemCaseSensitive(h, "failed_by_kind");
+        if (!l[i].kind) {
+            if (strcmp(st, "ok") || cJSON_GetArraySize(failed)) fail_msg("%s: status %s (%s), want ok", l[i].label, st, why);
+            continue;
+        }
+        char kinds[64];
+        snprintf(kinds, sizeof(kinds), "(1 %s)", l[i].kind);
+        if (!strcmp(st, "ok") || !strstr(why, kinds))
+            fail_msg("%s: status %s, reason \"%s\" (want a failure naming %s)", l[i].label, st, why, kinds);
+        assert_int_equal(cJSON_GetArraySize(failed), 1);
+        const cJSON *f0 = cJSON_GetArrayItem(failed, 0);
+        assert_string_equal(cJSON_GetObjectItemCaseSensitive(f0, "kind")->valuestring, l[i].kind);
+        const char *msg = cJSON_GetObjectItemCaseSensitive(f0, "message")->valuestring;
+        if (!strstr(msg, l[i].needle)) fail_msg("%s: message \"%s\" lacks \"%s\"", l[i].label, msg, l[i].needle);
+        /* counted under its kind, and under no other */
+        int total = 0;
+        const cJSON *k;
+        cJSON_ArrayForEach(k, by) total += k->valueint;
+        assert_int_equal(cJSON_GetObjectItemCaseSensitive(by, l[i].kind)->valueint, 1);
+        assert_int_equal(total, 1);
+    }
+    /* what bench run printed, on either stream, holds no terminal escape from the server:
+     * the summary's line "escapes: 1 failed ... HTTP 500: \\x1b[31mboom\\x07..." */
+    for (int k = 0; k < 2; k++) {
+        char log[800];
+        snprintf(log, sizeof(log), "%s/out_liars.%s", f->tmp, k ? "log" : "stdout");
+        FILE *lf = fopen(log, "r");
+        assert_non_null(lf);
+        int c, esc = 0, boom = 0;
+        char line[4096];
+        while (fgets(line, sizeof(line), lf)) {
+            boom += strstr(line, "boom") != NULL;
+            for (const char *q = line; (c = (unsigned char)*q); q++) esc += c == 0x1b || c == 0x07;
+        }
+        fclose(lf);
+        if (esc) fail_msg("%s: %d raw escape bytes", log, esc);
+        if (!k) assert_true(boom > 0);   /* the summary (stdout) names the failure, escaped */
+    }
+    cJSON_Delete(doc);
+}
+
 /* The target field's errors, each naming its path. */
 static void test_target_validation(void **state) {
     fx *f = *state;
@@ -390,6 +514,7 @@ int main(void) {
         cmocka_unit_test(test_serving_workload),
         cmocka_unit_test(test_running_server),
         cmocka_unit_test(test_faults),
+        cmocka_unit_test(test_lying_servers),
     };
     return cmocka_run_group_tests_name("http target", tests, setup, teardown);
 }

@@ -24,6 +24,7 @@
 #include "harness/net/httpc.h"
 #include "harness/net/server.h"
 #include "harness/net/sse.h"
+#include "tests/lib/script_server.h"
 #include "tests/lib/testutil.h"
 
 /* ======================================================================
@@ -130,10 +131,11 @@ static void test_chunk_parse(void **state) {
     const char *c1 = "{\"choices\": [{\"text\": \" a\", \"tokens\": [17], \"finish_reason\": null}]}";
     const char *c2 = "{\"choices\": [{\"text\": \"b\", \"finish_reason\": \"length\"}]}";
     const char *c3 = "{\"choices\": [], \"usage\": {\"prompt_tokens\": 4, \"completion_tokens\": 2}}";
-    assert_int_equal(hc_chunk(&r, c1, strlen(c1), 100), 0);
-    assert_int_equal(hc_chunk(&r, c2, strlen(c2), 250), 0);
-    assert_int_equal(hc_chunk(&r, c3, strlen(c3), 300), 0);
-    assert_int_equal(hc_chunk(&r, "[DONE]", 6, 400), 1);
+    assert_int_equal(hc_chunk(&r, c1, strlen(c1), 100, 16), 0);
+    assert_int_equal(hc_chunk(&r, c2, strlen(c2), 250, 16), 0);
+    assert_int_equal(hc_chunk(&r, c3, strlen(c3), 300, 16), 0);
+    assert_int_equal(hc_chunk(&r, "[DONE]", 6, 400, 16), 1);
+    assert_int_equal(hc_verify(&r), 0);
     assert_int_equal(r.err, HC_OK);
     assert_int_equal(r.n_tokens, 2);
     assert_int_equal(r.n_arrivals, 2);
@@ -146,14 +148,77 @@ static void test_chunk_parse(void **state) {
     assert_string_equal(r.finish, "length");
     hc_results_free(&r, 1);
 
-    const char *bad[] = {"{\"choices\": [ {\"text\": ", "[1, 2]", "{\"id\": 3}", "{\"choices\": [{\"tokens\": [\"x\"]}]}",
-                         "{\"error\": {\"message\": \"boom\"}}"};
-    const int kind[] = {HC_ERR_MALFORMED, HC_ERR_MALFORMED, HC_ERR_MALFORMED, HC_ERR_MALFORMED, HC_ERR_HTTP};
-    for (int i = 0; i < 5; i++) {
+    /* each refused as its kind, with a message; max_tokens 4 */
+    struct { const char *event, *kind; } bad[] = {
+        {"{\"choices\": [ {\"text\": ", "malformed"},
+        {"[1, 2]", "malformed"},
+        {"{\"id\": 3}", "malformed"},
+        {"{\"choices\": [{\"tokens\": [\"x\"]}]}", "malformed"},
+        {"{\"choices\": [{\"tokens\": [1.5]}]}", "malformed"},
+        {"{\"choices\": [{\"tokens\": {\"a\": 1}}]}", "malformed"},
+        {"{\"choices\": [{\"text\": 7}]}", "malformed"},
+        {"{\"error\": {\"message\": \"boom\"}}", "http"},
+        /* the JSON parse must reach the event's end: text after the object is not an event */
+        {"{\"choices\": [{\"text\": \"a\"}]} GARBAGE ]]]", "malformed"},
+        {"{\"choices\": []}{\"choices\": []}", "malformed"},
+        /* usage: a whole number from 0 to max_tokens, never a saturated int */
+        {"{\"usage\": {\"completion_tokens\": 1e12}}", "too_many_tokens"},
+        {"{\"usage\": {\"completion_tokens\": 1e300}}", "too_many_tokens"},
+        {"{\"usage\": {\"completion_tokens\": 5}}", "too_many_tokens"},
+        {"{\"usage\": {\"completion_tokens\": 2.5}}", "malformed"},
+        {"{\"usage\": {\"completion_tokens\": -1}}", "malformed"},
+        {"{\"usage\": {\"completion_tokens\": \"3\"}}", "malformed"},
+        {"{\"usage\": {\"prompt_tokens\": 1e300}}", "malformed"},
+        /* more tokens in one event than were asked for */
+        {"{\"choices\": [{\"tokens\": [1, 2, 3, 4, 5]}]}", "too_many_tokens"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         memset(&r, 0, sizeof(r));
-        assert_int_equal(hc_chunk(&r, bad[i], strlen(bad[i]), 1), -1);
-        assert_int_equal(r.err, kind[i]);
-        assert_true(r.msg[0] != 0);
+        r.usage_prompt = r.usage_completion = -1;
+        int rc = hc_chunk(&r, bad[i].event, strlen(bad[i].event), 1, 4);
+        if (rc != -1 || strcmp(hc_err_name(r.err), bad[i].kind) || !r.msg[0])
+            fail_msg("%s: rc %d, kind %s (%s), want %s", bad[i].event, rc, hc_err_name(r.err), r.msg, bad[i].kind);
+        assert_int_equal(r.n_tokens, 0);
+        hc_results_free(&r, 1);
+    }
+    /* trailing blanks are JSON's own */
+    memset(&r, 0, sizeof(r));
+    r.usage_prompt = r.usage_completion = -1;
+    const char *blanks = "{\"choices\": [{\"text\": \"a\"}]} \r\n\t";
+    assert_int_equal(hc_chunk(&r, blanks, strlen(blanks), 1, 4), 0);
+    assert_int_equal(r.n_tokens, 1);
+    hc_results_free(&r, 1);
+}
+
+/* The answer after [DONE], against itself: a token at least, usage that agrees. */
+static void test_verify(void **state) {
+    (void)state;
+    struct { const char *events[4]; const char *kind; int usage; } cases[] = {
+        {{NULL}, "no_tokens", -1},
+        {{"{\"choices\": [], \"usage\": {\"completion_tokens\": 3}}"}, "no_tokens", 3},
+        /* text only: an event may carry several tokens, never less than one */
+        {{"{\"choices\": [{\"text\": \"a\"}]}", "{\"choices\": [{\"text\": \"b\"}]}",
+          "{\"choices\": [], \"usage\": {\"completion_tokens\": 3}}"}, "ok", 3},
+        {{"{\"choices\": [{\"text\": \"a\"}]}", "{\"choices\": [{\"text\": \"b\"}]}",
+          "{\"choices\": [], \"usage\": {\"completion_tokens\": 1}}"}, "usage_mismatch", 1},
+        /* ids: the count is exact */
+        {{"{\"choices\": [{\"tokens\": [4]}]}", "{\"choices\": [{\"tokens\": [5, 6]}]}",
+          "{\"choices\": [], \"usage\": {\"completion_tokens\": 3}}"}, "ok", 3},
+        {{"{\"choices\": [{\"tokens\": [4]}]}", "{\"choices\": [{\"tokens\": [5]}]}",
+          "{\"choices\": [], \"usage\": {\"completion_tokens\": 3}}"}, "usage_mismatch", 3},
+        /* no usage: nothing to compare */
+        {{"{\"choices\": [{\"text\": \"a\"}]}"}, "ok", -1},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        hc_result r;
+        memset(&r, 0, sizeof(r));
+        r.usage_prompt = r.usage_completion = -1;
+        for (int e = 0; e < 4 && cases[i].events[e]; e++)
+            assert_int_equal(hc_chunk(&r, cases[i].events[e], strlen(cases[i].events[e]), e + 1, 16), 0);
+        assert_int_equal(hc_chunk(&r, "[DONE]", 6, 9, 16), 1);
+        hc_verify(&r);
+        if (strcmp(hc_err_name(r.err), cases[i].kind)) fail_msg("case %zu: %s (%s), want %s", i, hc_err_name(r.err), r.msg, cases[i].kind);
+        assert_int_equal(r.usage_completion, cases[i].usage);
         hc_results_free(&r, 1);
     }
 }
@@ -413,13 +478,163 @@ static void test_client_no_server(void **state) {
     close(fd);
 }
 
+/* ======================================================================
+ * The client against servers that lie (tests/lib/script_server.h)
+ * ====================================================================== */
+
+#define SSE_HEAD "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+#define TEXT_EVENT "data: {\"choices\": [{\"index\": 0, \"text\": \"a\", \"finish_reason\": null}]}\n\n"
+#define USAGE_EVENT(n) "data: {\"choices\": [], \"usage\": {\"prompt_tokens\": 2, \"completion_tokens\": " n "}}\n\n"
+#define DONE_EVENT "data: [DONE]\n\n"
+
+/* One request of max_tokens to a server answering reply (held open with hold); its result. */
+static hc_result scripted(const char *reply, size_t len, int hold, int max_tokens, double timeout_s) {
+    ss_server *s = ss_start(reply, len, hold);
+    assert_non_null(s);
+    char url[64], err[256];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", ss_port(s));
+    int ids[2] = {1, 5};
+    hc_req q = {.prompt = ids, .n_prompt = 2, .max_tokens = max_tokens};
+    hc_opts o = {.url = url, .timeout_s = timeout_s};
+    hc_result r;
+    if (hc_run(&o, &q, 1, &r, err, sizeof(err))) fail_msg("hc_run: %s", err);
+    ss_stop(s);
+    return r;
+}
+
+/* The request's failure must be kind, its message holding needle. */
+static void expect_scripted(const char *what, const char *reply, size_t len, int max_tokens, const char *kind, const char *needle) {
+    hc_result r = scripted(reply, len, 0, max_tokens, 30);
+    if (strcmp(hc_err_name(r.err), kind) || !strstr(r.msg, needle))
+        fail_msg("%s: got %s (%s), want %s naming \"%s\"", what, hc_err_name(r.err), r.msg, kind, needle);
+    hc_results_free(&r, 1);
+}
+#define EXPECT(what, reply, max, kind, needle) expect_scripted(what, reply, sizeof(reply) - 1, max, kind, needle)
+
+/* usage.completion_tokens is believed only when it is a whole number within max_tokens that
+ * agrees with the tokens that came: no rate of 1e12 tok/s, no INT_MAX. */
+static void test_client_usage_checked(void **state) {
+    (void)state;
+    EXPECT("1e12", SSE_HEAD TEXT_EVENT TEXT_EVENT USAGE_EVENT("1e12") DONE_EVENT, 16, "too_many_tokens", "1e+12");
+    EXPECT("1e300", SSE_HEAD TEXT_EVENT TEXT_EVENT USAGE_EVENT("1e300") DONE_EVENT, 16, "too_many_tokens", "max_tokens");
+    EXPECT("fewer than came", SSE_HEAD TEXT_EVENT TEXT_EVENT TEXT_EVENT USAGE_EVENT("2") DONE_EVENT, 16, "usage_mismatch",
+           "3 events carried tokens");
+    EXPECT("fraction", SSE_HEAD TEXT_EVENT USAGE_EVENT("1.5") DONE_EVENT, 16, "malformed", "usage.completion_tokens");
+    /* a text event may carry several tokens: more usage than events is a server's merge */
+    hc_result r = scripted(SSE_HEAD TEXT_EVENT TEXT_EVENT USAGE_EVENT("5") DONE_EVENT, sizeof(SSE_HEAD TEXT_EVENT TEXT_EVENT
+                           USAGE_EVENT("5") DONE_EVENT) - 1, 0, 16, 30);
+    if (r.err) fail_msg("merged tokens: %s (%s)", hc_err_name(r.err), r.msg);
+    assert_int_equal(r.n_tokens, 2);
+    assert_int_equal(r.usage_completion, 5);
+    hc_results_free(&r, 1);
+}
+
+/* A stream of only [DONE] is no answer: no token, no TTFT. */
+static void test_client_no_tokens(void **state) {
+    (void)state;
+    EXPECT("only [DONE]", SSE_HEAD DONE_EVENT, 16, "no_tokens", "no token");
+    EXPECT("usage, no token", SSE_HEAD USAGE_EVENT("4") DONE_EVENT, 16, "no_tokens", "no token");
+}
+
+/* More tokens than max_tokens, streamed: refused at the first one too many, not read to the end. */
+static void test_client_too_many_tokens(void **state) {
+    (void)state;
+    for (int n = 160; n <= 64000; n = n == 160 ? 64000 : 64001) {
+        char *reply = NULL;
+        size_t len = 0;
+        ss_append(&reply, &len, "%s", SSE_HEAD);
+        for (int i = 0; i < n; i++) ss_append(&reply, &len, "%s", TEXT_EVENT);
+        ss_append(&reply, &len, "%s", DONE_EVENT);
+        hc_result r = scripted(reply, len, 0, 16, 30);
+        free(reply);
+        if (r.err != HC_ERR_TOO_MANY_TOKENS || !strstr(r.msg, "16 tokens asked for"))
+            fail_msg("%d tokens for 16: %s (%s)", n, hc_err_name(r.err), r.msg);
+        assert_int_equal(r.n_tokens, 16);
+        hc_results_free(&r, 1);
+    }
+}
+
+/* What is not an event stream is refused by name: text after an event's JSON, another
+ * Content-Type, a redirect (with its Location), an empty 200 or a stream without [DONE]. */
+static void test_client_not_a_stream(void **state) {
+    (void)state;
+    EXPECT("garbage", SSE_HEAD "data: {\"choices\": [{\"text\": \"a\"}]} GARBAGE ]]]\n\n" DONE_EVENT, 16, "malformed",
+           "text after the JSON object: GARBAGE ]]]");
+    EXPECT("html", "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nConnection: close\r\n\r\n<html>" TEXT_EVENT DONE_EVENT, 16,
+           "content_type", "text/html, not text/event-stream");
+    EXPECT("json", "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n" TEXT_EVENT DONE_EVENT, 16,
+           "content_type", "application/json");
+    EXPECT("no type", "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" TEXT_EVENT DONE_EVENT, 16, "content_type", "missing");
+    EXPECT("charset", "HTTP/1.1 200 OK\r\nContent-Type: Text/Event-Stream; charset=utf-8\r\nConnection: close\r\n\r\n"
+           "data: {\"choices\": [{\"text\": \"a\"}]} GARBAGE\n\n", 16, "malformed", "GARBAGE");   /* the type passed */
+    EXPECT("redirect", "HTTP/1.1 302 Found\r\nLocation: http://elsewhere.invalid/v1/completions\r\nContent-Length: 0\r\n\r\n",
+           16, "redirect", "HTTP 302, a redirect to http://elsewhere.invalid/v1/completions");
+    EXPECT("redirect with a body", "HTTP/1.1 307 Temporary Redirect\r\nLocation: /v2\r\nContent-Length: 5\r\n\r\nmoved",
+           16, "redirect", "HTTP 307, a redirect to http://127.0.0.1:");
+    EXPECT("empty 200", "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: 0\r\n\r\n", 16, "closed",
+           "ended before [DONE], after 0 tokens");
+    EXPECT("no [DONE]", SSE_HEAD TEXT_EVENT TEXT_EVENT, 16, "closed", "ended before [DONE], after 2 tokens");
+}
+
+/* [DONE] ends the request: a server that keeps the connection open after it is not waited for. */
+static void test_client_done_keep_open(void **state) {
+    (void)state;
+    static const char reply[] = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n" TEXT_EVENT TEXT_EVENT USAGE_EVENT("2")
+        DONE_EVENT;
+    /* held open SS_HOLD_S (60 s) at most, past the request's 20 s: the old client timed out */
+    hc_result r = scripted(reply, sizeof(reply) - 1, 1, 16, 20);
+    if (r.err) fail_msg("[DONE] then held open: %s (%s)", hc_err_name(r.err), r.msg);
+    assert_int_equal(r.n_tokens, 2);
+    assert_int_equal(r.usage_completion, 2);
+    hc_results_free(&r, 1);
+}
+
+/* A time-out below a millisecond is still a time-out (curl's 0 is "none"). */
+static void test_client_small_timeout(void **state) {
+    (void)state;
+    /* a server that reads the request and never answers, for SS_HOLD_S at most */
+    hc_result r = scripted(NULL, 0, 1, 16, 0.0004);
+    if (r.err != HC_ERR_TIMEOUT) fail_msg("timeout_s 0.0004: %s (%s), want timeout", hc_err_name(r.err), r.msg);
+    hc_results_free(&r, 1);
+}
+
+/* A server's text in a message is cut and escaped: no terminal escape reaches the summary. */
+static void test_client_escapes_server_text(void **state) {
+    (void)state;
+    char *reply = NULL;
+    size_t len = 0;
+    ss_append(&reply, &len, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n"
+                            "\x1b[2J\x1b]0;owned\x07\xc2\x9b" "31m ");
+    for (int i = 0; i < 5000; i++) ss_append(&reply, &len, "A");
+    hc_result r = scripted(reply, len, 0, 16, 30);
+    free(reply);
+    assert_int_equal(r.err, HC_ERR_HTTP);
+    if (!strstr(r.msg, "HTTP 503: \\x1b[2J\\x1b]0;owned\\x07\\xc2\\x9b31m AAA")) fail_msg("not escaped: %s", r.msg);
+    for (const unsigned char *p = (const unsigned char *)r.msg; *p; p++)
+        if (*p < 0x20 || *p == 0x7f) fail_msg("a control byte 0x%02x in the message: %s", *p, r.msg);
+    assert_true(strlen(r.msg) < 200);
+    hc_results_free(&r, 1);
+    /* an error event's message and a Location too */
+    EXPECT("error event", SSE_HEAD "data: {\"error\": {\"message\": \"\\u001b[31mred\"}}\n\n", 16, "http", "\\x1b[31mred");
+    EXPECT("location", "HTTP/1.1 301 Moved\r\nLocation: http://h/\x1b[5mx\r\nContent-Length: 0\r\n\r\n", 16, "redirect",
+           "a redirect to http");
+}
+
 int main(void) {
     const struct CMUnitTest sse[] = {
         cmocka_unit_test(test_bench_links_no_http_library),
         cmocka_unit_test(test_sse_every_split),
         cmocka_unit_test(test_sse_cut_and_overlong),
         cmocka_unit_test(test_chunk_parse),
+        cmocka_unit_test(test_verify),
         cmocka_unit_test(test_client_no_server),
+        cmocka_unit_test(test_client_usage_checked),
+        cmocka_unit_test(test_client_no_tokens),
+        cmocka_unit_test(test_client_too_many_tokens),
+        cmocka_unit_test(test_client_not_a_stream),
+        cmocka_unit_test(test_client_done_keep_open),
+        cmocka_unit_test(test_client_small_timeout),
+        cmocka_unit_test(test_client_escapes_server_text),
     };
     const struct CMUnitTest server[] = {
         cmocka_unit_test(test_serve_endpoints),

@@ -261,6 +261,7 @@ static void hw_on_done(void *user, int i, const hc_result *r) {
         hw_send(k, BENCH_EV_REQ_FAIL, 0, r->end_ns, i, r->err, r->msg);
         return;
     }
+    /* hc_verify held usage to the tokens that came (at least one), so it is the output length */
     int n_out = r->usage_completion >= 0 ? r->usage_completion : r->n_tokens;
     if (c->inference) {
         hw_send(k, BENCH_EV_PREFILL_START, 0, r->sent_ns, 0, 0, NULL);
@@ -282,7 +283,7 @@ static void hw_on_done(void *user, int i, const hc_result *r) {
     ev.b = n_out;
     ev.x[BENCH_RQ_ARRIVAL_NS] = c->t0 + c->reqs[i].arrival_ns;
     ev.x[BENCH_RQ_ADMIT_NS] = r->sent_ns;
-    ev.x[BENCH_RQ_FIRST_NS] = r->first_ns ? r->first_ns : r->end_ns;
+    ev.x[BENCH_RQ_FIRST_NS] = r->first_ns;      /* a request without a token failed (no_tokens) */
     ev.x[BENCH_RQ_PROMPT] = c->reqs[i].n_prompt;
     ev.x[BENCH_RQ_PREFILLED] = c->reqs[i].n_prompt;
     k->send(k->user, &ev);

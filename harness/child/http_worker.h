@@ -17,8 +17,11 @@
  * and REQ_TOKEN for every arrival, REQ_FAIL for every failed request. None of those waits
  * for an ack: a snapshot in the middle of a stream would delay the tokens behind it.
  *
- * A repetition fails (ERROR, exit 1), with the reason, when any request failed, when a
- * launched server never became ready or exited before the end.
+ * A repetition fails (ERROR, exit 1), with the reason, when any request failed (of any kind
+ * of httpc.h: an answer that contradicts itself or the request, e.g. no token, more tokens
+ * than max_tokens, usage that disagrees, fails as surely as a refused connection; the kinds
+ * and their counts lead the reason: "3 of 16 requests failed (2 no_tokens, 1 redirect)"),
+ * when a launched server never became ready or exited before the end.
  */
 #ifndef BENCH_HTTP_WORKER_H
 #define BENCH_HTTP_WORKER_H

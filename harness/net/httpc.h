@@ -9,13 +9,25 @@
  * "tokens" (ids, an extension bench serve and llama-server send): one arrival, as many
  * tokens as ids (one without ids). The stream ends at "data: [DONE]".
  *
- * Failures, one per request, never dropped: the connection refused or lost (HC_ERR_CONNECT),
- * an HTTP status other than 200 (HC_ERR_HTTP, with the server's message), no answer within
- * the time-out (HC_ERR_TIMEOUT), an event that is not the JSON of a completion chunk
- * (HC_ERR_MALFORMED), the stream closed before [DONE] (HC_ERR_CLOSED).
+ * Failures, one per request, never dropped, each of one kind (hc_err_name, docs/http.md):
+ *   connect          the connection refused, or the host not found
+ *   http             an HTTP status other than 200 and 3xx, or an error event in the stream (the server's message)
+ *   redirect         a 3xx: never followed, named with its Location
+ *   timeout          no whole answer within the time-out
+ *   malformed        an event that is not the JSON of a completion chunk (text after the object, a usage or an
+ *                    id that is not a whole number), or an event or line longer than SSE_MAX_EVENT
+ *   closed           the connection lost, or the stream ended before [DONE] (an empty 200 too)
+ *   content_type     a 200 whose Content-Type is not text/event-stream
+ *   no_tokens        [DONE] with no token before it: no first token, so no TTFT to report
+ *   too_many_tokens  more tokens than max_tokens, streamed or in usage.completion_tokens
+ *   usage_mismatch   usage.completion_tokens disagrees with the tokens that came (hc_verify)
+ *   other            libcurl's other errors, out of memory
+ * A request ends at [DONE]: what follows it, and whether the server then closes the
+ * connection, is not waited for.
  *
  * Requests go to opts.url and nowhere else: no proxy from the environment, no redirect,
- * http and https only.
+ * http and https only. Text a server sent that goes into a message (an error body, a
+ * Location, an event) is cut and escaped for a terminal (es_term, util/ut_term.h).
  */
 #ifndef BENCH_HTTPC_H
 #define BENCH_HTTPC_H
@@ -23,8 +35,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum { HC_OK, HC_ERR_CONNECT, HC_ERR_HTTP, HC_ERR_TIMEOUT, HC_ERR_MALFORMED, HC_ERR_CLOSED, HC_ERR_OTHER, HC_ERR_COUNT };
-const char *hc_err_name(int err);       /* "ok", "connect", "http", "timeout", "malformed", "closed", "other" */
+/* The kinds of failure; the values travel in REQ_FAIL events (events.h): new ones go last. */
+enum { HC_OK, HC_ERR_CONNECT, HC_ERR_HTTP, HC_ERR_TIMEOUT, HC_ERR_MALFORMED, HC_ERR_CLOSED, HC_ERR_OTHER, HC_ERR_REDIRECT,
+       HC_ERR_CONTENT_TYPE, HC_ERR_NO_TOKENS, HC_ERR_TOO_MANY_TOKENS, HC_ERR_USAGE_MISMATCH, HC_ERR_COUNT };
+const char *hc_err_name(int err);       /* "ok", "connect", ... as listed above; "?" out of range */
 
 typedef struct hc_req {
     const int *prompt;      /* (n_prompt) token ids, borrowed */
@@ -39,19 +53,19 @@ typedef struct hc_result {
     char msg[256];          /* what failed, "" when ok */
     long http_status;       /* 0: no answer */
     int64_t sent_ns, first_ns, end_ns;      /* CLOCK_MONOTONIC; first_ns 0: no token came */
-    int n_tokens;           /* tokens received (ids, else one an event) */
+    int n_tokens;           /* tokens received (ids, else one an event), at most max_tokens */
     int n_arrivals;         /* events that carried tokens */
     int64_t *arrival_ns;    /* (n_arrivals) when each came, owned */
     int *ids;               /* (n_ids) the ids, when the server sends them; owned */
     int n_ids;
-    int usage_prompt, usage_completion;     /* the server's usage; -1: it reported none */
+    int usage_prompt, usage_completion;     /* the server's usage, checked (completion <= max_tokens); -1: none */
     char finish[16];        /* the last finish_reason, "" when none */
 } hc_result;
 
 typedef struct hc_opts {
     const char *url;        /* the server's base URL, "http://127.0.0.1:8080" (no trailing /v1) */
     const char *model;      /* the request's "model"; NULL: not sent */
-    double timeout_s;       /* each request's whole time at most; 0: none */
+    double timeout_s;       /* each request's whole time at most, rounded up to whole ms (1 ms at least); 0: none */
     int concurrency;        /* requests in flight at most; 0: no limit */
     double temperature, topp;
     int ignore_eos;         /* 1: send "ignore_eos": true */
@@ -71,8 +85,16 @@ void hc_results_free(hc_result *res, int n);
 int hc_get(const char *url, double timeout_s, long *status, char *err, size_t errlen);
 
 /* Parses one event's data (sse.h) of a completion stream into r: tokens (at t_ns), ids,
- * usage, finish_reason. Returns 1 for "[DONE]", 0 for a chunk, -1 with r->err and
- * r->msg for anything else. Exposed for the tests. */
-int hc_chunk(hc_result *r, const char *data, size_t len, int64_t t_ns);
+ * usage, finish_reason, for a request of max_tokens (>= 1). Returns 1 for "[DONE]", 0 for a
+ * chunk, -1 with r->err and r->msg for anything else. r starts zeroed with usage_* -1.
+ * Exposed for the tests and fuzz/fuzz_sse.c. */
+int hc_chunk(hc_result *r, const char *data, size_t len, int64_t t_ns, int max_tokens);
+/* The answer after [DONE], checked against itself: at least one token, and usage that agrees
+ * with the tokens that came. With ids on every token-bearing event (bench serve's "tokens")
+ * the count is exact and usage must equal it; with text only, an event may carry several
+ * tokens (a server holds back an incomplete UTF-8 character and sends it with the next, or
+ * sends several tokens a step), so usage must be at least the events counted (and at most
+ * max_tokens, checked as it came). Returns 0, or -1 with r->err (the first failure stays). */
+int hc_verify(hc_result *r);
 
 #endif

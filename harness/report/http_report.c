@@ -54,6 +54,12 @@ cJSON *hr_proc_json(const rn_proc *p, int64_t t0) {
         }
         cJSON_AddItemToArray(cur, cJSON_CreateNumber((double)(p->rtok[i].t_ns - t0) * 1e-6));
     }
+    /* every kind, 0 included, so that a reader sees what was checked as well as what failed */
+    int by_kind[HC_ERR_COUNT] = {0};
+    for (int i = 0; i < p->n_rfail; i++)
+        if (p->rfail[i].kind > HC_OK && p->rfail[i].kind < HC_ERR_COUNT) by_kind[p->rfail[i].kind]++;
+    cJSON *kinds = cJSON_AddObjectToObject(o, "failed_by_kind");
+    for (int k = HC_OK + 1; k < HC_ERR_COUNT; k++) cJSON_AddNumberToObject(kinds, hc_err_name(k), by_kind[k]);
     cJSON *failed = cJSON_AddArrayToObject(o, "failed");
     for (int i = 0; i < p->n_rfail; i++) {
         cJSON *f = cJSON_CreateObject();

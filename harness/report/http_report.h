@@ -7,6 +7,7 @@
  * results.json, each process of an http run, "http":
  *   {"memory": "launched" | "pid" | "latency-only", "server_pid": N,
  *    "requests": [{"request": i, "tokens_ms": [arrival, ...]}],   (ms since the process's HELLO)
+ *    "failed_by_kind": {"connect": 0, ..., "usage_mismatch": 0},   (every kind of httpc.h, 0 included)
  *    "failed": [{"request": i, "kind": "closed", "message": "..."}]}
  */
 #ifndef BENCH_HTTP_REPORT_H
