@@ -168,7 +168,9 @@ static void pl_html_summary(FILE *f, const rr_doc *d) {
     int min_reps = INT_MAX;
     for (int i = 0; i < d->n; i++) {
         int n = d->v[i].counted;
-        min_reps = n < min_reps ? n : min_reps;
+        /* a variant whose every repetition failed says so in its own line: the note
+         * speaks of the ones that counted */
+        if (n > 0) min_reps = n < min_reps ? n : min_reps;
         fprintf(f, "<td class=\"n\">%d</td>", n);
     }
     fprintf(f, "</tr>\n");
@@ -248,9 +250,9 @@ static void pl_html_summary(FILE *f, const rr_doc *d) {
     }
     free(order);
     fprintf(f, "</table>\n%s", named < nm ? "</details>\n" : "");
-    if (d->n && min_reps != INT_MAX) {
+    if (d->n) {
         char note[512];
-        rs_repetitions_note(note, sizeof(note), min_reps, cmp_reps_to_compare(d));
+        rs_repetitions_note(note, sizeof(note), min_reps == INT_MAX ? 0 : min_reps, cmp_reps_to_compare(d));
         fprintf(f, "<p id=\"repetitions-note\">");
         rh_text(f, note);
         fprintf(f, "</p>\n");

@@ -822,7 +822,11 @@ void rs_print_table(FILE *f, const rs_input *in, const rm_model *sum) {
     }
     /* what these repetitions can show, where a reader decides whether to trust a difference */
     int reps = INT_MAX;
-    for (int i = 0; i < sum->n; i++) reps = sum->v[i].counted < reps ? sum->v[i].counted : reps;
+    /* a variant whose every repetition failed says so in its own line below: the note speaks
+     * of the ones that counted */
+    for (int i = 0; i < sum->n; i++)
+        if (sum->v[i].counted > 0) reps = sum->v[i].counted < reps ? sum->v[i].counted : reps;
+    if (reps == INT_MAX) reps = 0;
     char note[512];
     rs_repetitions_note(note, sizeof(note), reps, cmp_reps_to_compare(sum));
     rs_print_folded(f, note);

@@ -58,7 +58,9 @@ void sh_print(FILE *f, const rr_doc *d, int all) {
     int min_reps = INT_MAX;
     for (int i = 0; i < d->n; i++) {
         int n = d->v[i].counted;
-        min_reps = n < min_reps ? n : min_reps;
+        /* a variant whose every repetition failed says so in its own line: the note
+         * speaks of the ones that counted */
+        if (n > 0) min_reps = n < min_reps ? n : min_reps;
         fprintf(f, "%*d", colw, n);
     }
     fputc('\n', f);
