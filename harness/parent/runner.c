@@ -302,7 +302,7 @@ static void rn_event(rn_proc *p, const bench_event *ev) {
     case BENCH_EV_COUNTER: {
         if (UT_VEC_RESERVE(p->counters, p->cap_counters, p->n_counters + 1)) break;
         rn_counter *c = &p->counters[p->n_counters++];
-        snprintf(c->name, sizeof(c->name), "%.*s", (int)sizeof(ev->name) - 1, ev->name);
+        snprintf(c->name, sizeof(c->name), "%.*s", (int)sizeof(c->name) - 1, ev->name);
         snprintf(c->unit, sizeof(c->unit), "%.*s", (int)sizeof(ev->unit) - 1, ev->unit);
         c->value = ev->value;
         c->cls = (int)ev->a;

@@ -94,7 +94,7 @@ typedef struct rn_req_token {
 
 typedef struct rn_req_fail {
     int64_t req, kind;      /* kind: harness/net/httpc.h HC_ERR_* */
-    char msg[96];
+    char msg[224];          /* as the event carries it (events.h) */
 } rn_req_fail;
 
 typedef struct rn_counter {

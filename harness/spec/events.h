@@ -108,18 +108,20 @@ typedef struct bench_event {
     double value;           /* COUNTER */
     union {
         struct {
-            char name[96];  /* COUNTER name, ERROR message (NUL-terminated, truncated) */
+            char name[224]; /* COUNTER name, ERROR message (NUL-terminated, truncated): room for a
+                             * failed request's kind and counts and a server's message cut to 160 */
             char unit[16];  /* COUNTER unit */
         };
         int64_t x[14];      /* KV_SAMPLE, REQUEST: the fields above */
     };
-} bench_event;              /* 152 bytes < PIPE_BUF: one write() is atomic */
+} bench_event;              /* 280 bytes < PIPE_BUF: one write() is atomic */
 
 #define BENCH_REQ_TOKENS_PER_EVENT 13     /* x[1 .. 13] of a REQ_TOKENS */
 
 _Static_assert(BENCH_KVS_COUNT <= 14 && BENCH_RQ_COUNT <= 14, "the serving fields fit the event's x[]");
 
 _Static_assert(sizeof(bench_event) <= 512, "an event must stay far below PIPE_BUF");
+_Static_assert(sizeof(bench_event) == 280, "the size the comment above gives");
 
 /* One event as both workers (inference, allocators) build it: zeroed, so the unused
  * bytes that cross the pipe are defined; name and unit truncated to their fields. */
