@@ -25,18 +25,21 @@ case "${1:-}" in
   *) build=${1:-} ;;
 esac
 
-# The layers, top to bottom. A folder depends on its own layer's folders only where the
-# `same:` list allows it (report reads the parent's record of a run), and on lower layers freely.
+# The layers, top to bottom. A folder depends on lower layers freely and on no folder of its
+# own layer: there is no exception. The modules (4) are built on the CUDA device code (3),
+# and both on the code compiled into each module and the CUDA host logic (2).
 layers='
-10 tests tools
-9 harness/cli
-8 harness/report
-7 harness/parent harness/child
-6 harness/spec harness/net
-5 engines/core/runtime engines/core/synth
-4 engines/core/compute
-3 engines/core/model
-2 engines/modules engines/modules/common engines/cuda engines/cuda/host engines/cuda/modules
+12 tests tools
+11 harness/cli
+10 harness/report
+9 harness/parent harness/child
+8 harness/spec harness/net
+7 engines/core/runtime engines/core/synth
+6 engines/core/compute
+5 engines/core/model
+4 engines/modules engines/cuda/modules
+3 engines/cuda
+2 engines/modules/common engines/cuda/host
 1 engines/abi allocators
 0 util
 '
@@ -90,14 +93,6 @@ function folder(f,   d) { d = f; sub(/\/[^\/]*$/, "", d); return d }
 BEGIN {
   n = split(layers, L, "\n")
   for (i = 1; i <= n; i++) { m = split(L[i], w, " "); for (j = 2; j <= m; j++) rank[w[j]] = w[1] + 0 }
-  same["harness/report harness/parent"] = 1   # the report derives its figures from the runner`s record
-  same["engines/modules engines/modules/common"] = 1
-  same["engines/cuda engines/cuda/host"] = 1
-  same["engines/cuda/modules engines/cuda"] = 1
-  same["engines/cuda/modules engines/cuda/host"] = 1
-  same["engines/cuda/modules engines/modules/common"] = 1
-  same["engines/cuda engines/modules/common"] = 1
-  same["tests tools"] = 0
 }
 {
   a = folder($1); b = folder($2)
@@ -108,7 +103,6 @@ BEGIN {
   if (!((a, b) in wit)) wit[a, b] = $1 " -> " $2 " (" $3 ")"
   if (!(a in rank) || !(b in rank)) { if (!(a in rank) && !(a in unk)) unk[a] = $1; if (!(b in rank) && !(b in unk)) unk[b] = $2; next }
   if (rank[a] > rank[b]) next
-  if (rank[a] == rank[b] && ((a " " b) in same) && same[a " " b]) next
   key = a " -> " b
   if (!(key in bad)) bad[key] = $1 " -> " $2 " (" $3 ")"
 }
