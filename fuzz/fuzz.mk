@@ -25,7 +25,11 @@ $(FUZZ_DIR)/obj/engines/core/runtime/unicode.o: FUZZ_CPPFLAGS += -I$(BUILD)/gen
 
 # The kernels use gcc's per-function target pragmas and cpu-feature names, which
 # clang does not take; no parser lives there, so they are built by gcc, uninstrumented.
+# So is the engine, which reads the KV element-type table (kv_types.h asks for "f16c").
 $(FUZZ_DIR)/obj/engines/core/compute/%.o: engines/core/compute/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(FUZZ_CPPFLAGS) -std=c17 -O2 -g -fno-omit-frame-pointer -pthread $(WARN) -c $< -o $@
+$(FUZZ_DIR)/obj/engines/core/runtime/engine.o: engines/core/runtime/engine.c
 	@mkdir -p $(dir $@)
 	$(CC) $(FUZZ_CPPFLAGS) -std=c17 -O2 -g -fno-omit-frame-pointer -pthread $(WARN) -c $< -o $@
 
