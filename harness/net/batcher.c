@@ -97,7 +97,7 @@ struct hb_job {
     int *toks;              /* (max_new) tokens made; the first n_toks published */
     int n_made;             /* engine thread only */
     int ending;             /* engine thread only: its last token made, or dropped unrun (error) */
-    char unfit[640];        /* engine thread only: why the scheduler dropped it unrun */
+    char unfit[800];        /* engine thread only: why the scheduler dropped it unrun */
     int64_t t_arrival, t_first, t_last;     /* ns; t_first/t_last: engine thread until published */
     /* under b->mu */
     int n_toks;
@@ -105,7 +105,7 @@ struct hb_job {
     int gone;               /* the connection let go: cancel it */
     int eos;                /* ended at EOS */
     int code;               /* HB_FAILED: the HTTP status */
-    char msg[1024];         /* HB_FAILED: why */
+    char msg[1400];         /* HB_FAILED: why */
     int slot;               /* HB_LIVE: its scheduler slot */
     hb_job *next;           /* HB_QUEUED: the FIFO */
     pthread_cond_t cv;      /* CLOCK_MONOTONIC: tokens published, or it ended */
