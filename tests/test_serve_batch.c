@@ -10,7 +10,9 @@
  *   - a client that hangs up, streaming or waiting, cancels its request and the next ones
  *     complete;
  *   - stopping answers the waiting requests 503 while the running streams end with [DONE]
- *     (hs_stop, what bench serve's SIGTERM calls; tests/test_serve_limits.c sends the signal).
+ *     (hs_stop, what bench serve's SIGTERM calls; tests/test_serve_limits.c sends the signal);
+ *   - bench serve's --max-batch and --kv-budget: bad values exit 2 naming the option, a
+ *     budget in positions or in bytes sizes the KV pool /metrics reports.
  * The server runs in this process on loopback; the clients are raw HTTP/1.0 sockets (a
  * stream then comes unchunked and the server closes after each answer). */
 #include <stdarg.h>
@@ -27,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -524,6 +527,76 @@ static void test_stop_answers_waiting(void **state) {
     pthread_join(th, NULL);
 }
 
+/* ---- the command's options ---- */
+
+extern char **environ;
+
+/* bench serve with extra args (NULL-terminated), on a free port; its pid, *port set. */
+static pid_t spawn_serve(fx *f, const char *const *extra, int *port) {
+    char pf[700];
+    snprintf(pf, sizeof(pf), "%s/serve.port", f->tmp);
+    unlink(pf);
+    const char *argv[24] = {getenv("BENCH_BIN"), "serve", "--model", f->model, "--tokenizer", f->tok, "--port", "0", "--port-file", pf};
+    int n = 10;
+    while (*extra && n < 23) argv[n++] = *extra++;
+    assert_non_null(argv[0]);
+    pid_t pid;
+    assert_int_equal(posix_spawn(&pid, argv[0], NULL, NULL, (char *const *)argv, environ), 0);
+    *port = 0;
+    for (int tries = 0; !*port; tries++) {      /* the port file appears whole (renamed) once it listens */
+        FILE *fp = fopen(pf, "r");
+        if (fp && fscanf(fp, "%d", port) != 1) *port = 0;
+        if (fp) fclose(fp);
+        if (tries > 2400 || waitpid(pid, NULL, WNOHANG) == pid) fail_msg("bench serve did not start listening");
+        if (!*port) sleep_ms(50);
+    }
+    return pid;
+}
+
+static int stop_serve(pid_t pid) {
+    int st = -1;
+    kill(pid, SIGTERM);
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The KV pool of kv block under --kv-budget in positions and in bytes. */
+static double pool_bytes(fx *f, const char *budget) {
+    const char *extra[] = {"--kv", "block", "--kv-budget", budget, "--max-batch", "2", "--threads", "1", NULL};
+    int port;
+    pid_t pid = spawn_serve(f, extra, &port);
+    double reserved = metric_now(port, "bench:kv_cache_reserved_bytes");
+    assert_int_equal(stop_serve(pid), 0);
+    return reserved;
+}
+
+static void test_serve_options(void **state) {
+    fx *f = *state;
+    TU_NEED(f->served);
+    char log[700], *text;
+    snprintf(log, sizeof(log), "%s/options.txt", f->tmp);
+    static const struct { const char *args, *needle; } bad[] = {
+        {"--kv-budget 12q", "--kv-budget 12q: expected positions"},
+        {"--kv-budget -5", "--kv-budget -5: expected positions"},
+        {"--max-batch 0", "--max-batch 0: expected a whole number from 1"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(tu_bench(NULL, "serve --model '%s' %s 2>'%s'", f->model, bad[i].args, log), 2);
+        FILE *fp = fopen(log, "r");
+        assert_non_null(fp);
+        text = calloc(1, 4096);
+        assert_non_null(text);
+        fread(text, 1, 4095, fp);
+        fclose(fp);
+        if (!strstr(text, bad[i].needle)) fail_msg("%s: want \"%s\", got: %s", bad[i].args, bad[i].needle, text);
+        free(text);
+    }
+    double per_position = (double)engine_kv_token_bytes(f->served);
+    assert_true(pool_bytes(f, "1024") == 1024 * per_position);
+    double mib = pool_bytes(f, "1MiB");
+    assert_true(mib > 0 && mib <= 1048576);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_batched_ids_equal_alone),
@@ -531,6 +604,7 @@ int main(void) {
         cmocka_unit_test(test_metrics_promtool),
         cmocka_unit_test(test_disconnect_frees_slot),
         cmocka_unit_test(test_stop_answers_waiting),
+        cmocka_unit_test(test_serve_options),
     };
     return cmocka_run_group_tests_name("serve_batch", tests, setup, teardown);
 }

@@ -340,6 +340,7 @@ static void hb_step(hb_batcher *b) {
 static void *hb_main(void *arg) {
     hb_batcher *b = arg;
     pthread_mutex_lock(&b->mu);
+    hb_publish(b);      /* the KV gauges before any request */
     for (;;) {
         hb_sweep(b);
         if (b->stopping) {
