@@ -352,8 +352,8 @@ static void check_sample(family *fams, int n_fams, const char *line) {
         if (x < fm->last_bucket) fail_msg("buckets must be cumulative: %s", line);
         fm->last_bucket = x;
         if (!strncmp(line + len, "{le=\"+Inf\"}", 11)) fm->inf = x;
-    } else if (line[len] != ' ') {
-        fail_msg("labels on a sample that takes none: %s", line);
+    } else if (line[len] == '{' && (strcmp(fm->type, "gauge") || !strstr(line, "=\"") || !strstr(line, "\"} "))) {
+        fail_msg("labels other than a gauge's {name=\"value\"}: %s", line);
     }
     if (!strcmp(suffix, "_count") && x != fm->inf) fail_msg("_count %g differs from the +Inf bucket %g: %s", x, fm->inf, line);
 }
@@ -560,12 +560,17 @@ static int stop_serve(pid_t pid) {
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-/* The KV pool of kv block under --kv-budget in positions and in bytes. */
+/* The KV pool of kv block under --kv-budget in positions and in bytes; its blocks counted. */
 static double pool_bytes(fx *f, const char *budget) {
     const char *extra[] = {"--kv", "block", "--kv-budget", budget, "--max-batch", "2", "--threads", "1", NULL};
     int port;
     pid_t pid = spawn_serve(f, extra, &port);
-    double reserved = metric_now(port, "bench:kv_cache_reserved_bytes");
+    char *text = get_body(port, "/metrics");
+    double reserved = metric(text, "bench:kv_cache_reserved_bytes");
+    check_exposition(text);
+    double total = metric(text, "bench:kv_cache_blocks{state=\"total\"}");
+    assert_true(total > 0 && metric(text, "bench:kv_cache_blocks{state=\"free\"}") == total);
+    free(text);
     assert_int_equal(stop_serve(pid), 0);
     return reserved;
 }

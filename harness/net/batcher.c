@@ -53,6 +53,13 @@ static const struct hb_metric {
     {HB_M_FAILED, "bench:request_failure_total", "counter", "Requests refused or failed (stopping, an engine failure, too long for the KV cache)."},
 };
 
+/* A paged kv module's blocks by state (kv block's counters kv.blocks_<state>): read from
+ * engine_counters at most this often, since that reads every module's counters, the
+ * loader's among them. */
+#define HB_COUNTERS_NS 1000000000LL
+static const char *const hb_block_states[] = {"total", "in_use", "cached", "free"};
+enum { HB_BLOCK_STATES = 4 };
+
 #define HB_MAX_BUCKETS 24
 
 typedef struct hb_hist {
@@ -127,6 +134,13 @@ struct hb_batcher {
     char failed[1024];
     double m[HB_M_COUNT];
     hb_hist h[HB_H_COUNT];
+    double blocks[HB_BLOCK_STATES];     /* bench:kv_cache_blocks, when has_blocks */
+    int has_blocks;
+    /* engine thread only: the last engine_counters read */
+    double blocks_read[HB_BLOCK_STATES];
+    int blocks_seen;
+    int64_t counters_ns;
+    int counters_stale;     /* a step ran since the last read */
 };
 
 static void hb_unref(hb_job *j) {
@@ -265,6 +279,29 @@ static void hb_on_done(void *user, const sched_done *d) {
     snprintf(j->unfit, sizeof(j->unfit), "prompt (%d tokens) + max_tokens (%d): %s", j->req.n_prompt, j->req.max_new, d->error);
 }
 
+static void hb_block_emit(void *user, const char *name, const char *unit, double value) {
+    hb_batcher *b = user;
+    (void)unit;
+    if (strncmp(name, "kv.blocks_", 10)) return;
+    for (int i = 0; i < HB_BLOCK_STATES; i++)
+        if (!strcmp(name + 10, hb_block_states[i])) {
+            b->blocks_read[i] = value;
+            b->blocks_seen = 1;
+        }
+}
+
+/* The engine's counters (mu not held: they may take a while), at most once per
+ * HB_COUNTERS_NS unless forced (the engine going idle: its last state stays shown). */
+static void hb_read_counters(hb_batcher *b, int force) {
+    int64_t now = ut_now_ns();
+    b->counters_stale = 1;
+    if (!force && b->counters_ns && now - b->counters_ns < HB_COUNTERS_NS) return;
+    b->counters_ns = now;
+    b->counters_stale = 0;
+    bench_counter_sink sink = {.emit = hb_block_emit, .user = b};
+    engine_counters(b->e, &sink);
+}
+
 /* ---- publish: under mu, after each step ---- */
 
 /* j's new tokens visible; at its end it leaves the scheduler. */
@@ -311,6 +348,8 @@ static void hb_publish(hb_batcher *b) {
     b->m[HB_M_KV_CACHED] = kv.cached;
     b->m[HB_M_KV_WASTED] = kv.wasted;
     b->m[HB_M_KV_USAGE] = kv.reserved > 0 ? kv.live / kv.reserved : 0;
+    memcpy(b->blocks, b->blocks_read, sizeof(b->blocks));
+    b->has_blocks = b->blocks_seen;
 }
 
 /* ---- the engine thread ---- */
@@ -322,6 +361,7 @@ static void hb_step(hb_batcher *b) {
     int rc = sched_advance(b->s, err, sizeof(err));
     /* the model's pages changed under the step: its tokens are garbage, never published */
     int faulted = b->o.model_fault && b->o.model_fault(fault, sizeof(fault));
+    if (!faulted) hb_read_counters(b, 0);
     if (b->o.step_delay_ms) usleep((useconds_t)b->o.step_delay_ms * 1000);
     pthread_mutex_lock(&b->mu);
     if (faulted) {
@@ -339,6 +379,7 @@ static void hb_step(hb_batcher *b) {
 
 static void *hb_main(void *arg) {
     hb_batcher *b = arg;
+    hb_read_counters(b, 1);
     pthread_mutex_lock(&b->mu);
     hb_publish(b);      /* the KV gauges before any request */
     for (;;) {
@@ -351,6 +392,13 @@ static void *hb_main(void *arg) {
         int gathering = b->o.gather && !b->gathered && !b->stopping && b->n_live < b->o.max_batch;
         if (!b->n_live || gathering) {
             if (b->quit && !b->n_live) break;
+            if (b->counters_stale) {
+                pthread_mutex_unlock(&b->mu);
+                hb_read_counters(b, 1);
+                pthread_mutex_lock(&b->mu);
+                hb_publish(b);
+                continue;       /* a job may have come meanwhile */
+            }
             pthread_cond_wait(&b->work, &b->mu);
             continue;
         }
@@ -574,6 +622,11 @@ char *hb_metrics(hb_batcher *b) {
     for (size_t i = 0; i < sizeof(hb_table) / sizeof(hb_table[0]); i++) {
         const struct hb_metric *m = &hb_table[i];
         fprintf(f, "# HELP %s %s\n# TYPE %s %s\n%s %.17g\n", m->name, m->help, m->name, m->type, m->name, b->m[m->id]);
+    }
+    if (b->has_blocks) {
+        fprintf(f, "# HELP bench:kv_cache_blocks KV blocks of a paged kv module (kv block) by state; read at most once a second.\n"
+                "# TYPE bench:kv_cache_blocks gauge\n");
+        for (int i = 0; i < HB_BLOCK_STATES; i++) fprintf(f, "bench:kv_cache_blocks{state=\"%s\"} %.17g\n", hb_block_states[i], b->blocks[i]);
     }
     for (int i = 0; i < HB_H_COUNT; i++) hb_print_hist(f, &b->h[i]);
     pthread_mutex_unlock(&b->mu);
