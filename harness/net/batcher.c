@@ -573,8 +573,6 @@ int hb_job_eos(hb_job *j) {
     return e;
 }
 
-int hb_job_prompt(const hb_job *j) { return j->req.n_prompt; }
-
 void hb_release(hb_job *j) {
     if (!j) return;
     hb_batcher *b = j->b;
