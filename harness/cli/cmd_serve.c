@@ -15,6 +15,12 @@
 #include "engines/core/runtime/engine.h"
 #include "engines/core/runtime/modreg.h"
 
+/* --max-batch's default. A server has no request count to size the batch by (the in-process
+ * kind takes every request up to the workload's max_batch); 8 covers the concurrencies
+ * serving benchmarks compare at (vLLM --max-num-seqs 8 in docs/http.md's example, 4 and 8 in
+ * the acceptance runs), and bounds a per-sequence kv module to 8 caches of the context. */
+#define SV_MAX_BATCH 8
+
 static void usage(FILE *f) {
     fprintf(f,
             "usage: bench serve --model FILE [--tokenizer FILE] [--host ADDR] [--port N] [--port-file FILE]\n"
@@ -22,7 +28,7 @@ static void usage(FILE *f) {
             "                   [--kv NAME] [--kv-opt k=v,...] [--alloc NAME] [--alloc-opt k=v,...]\n"
             "                   [--kernels NAME] [--no-repack] [--cache-type T[/T]] [--device cpu|cuda]\n"
             "                   [--device-opt k=v,...] [--header-timeout S] [--body-timeout S]\n"
-            "                   [--max-connections N] [--max-per-ip N]\n\n"
+            "                   [--max-connections N] [--max-per-ip N] [--max-batch N] [--kv-budget N|SIZE]\n\n"
             "Serves one engine (the modules as bench generate takes them) over an OpenAI-compatible API\n"
             "until SIGINT or SIGTERM:\n"
             "  POST /v1/completions  prompt as text or token ids; max_tokens, stream (server-sent events),\n"
@@ -30,7 +36,12 @@ static void usage(FILE *f) {
             "                        each choice also carries \"tokens\", the ids generated\n"
             "  GET  /health          200 once the model is loaded\n"
             "  GET  /v1/models       the model's id (--name, default: bench) and context\n"
-            "One request runs at a time; the others wait their turn.\n\n"
+            "  GET  /metrics         Prometheus text: requests running and waiting, KV memory, tokens, TTFT/TPOT\n"
+            "Concurrent requests are batched (continuous batching, as the in-process serving kind): one engine\n"
+            "thread admits them as KV room allows and decodes the running ones together.\n\n"
+            "  --max-batch N     requests decoded together at most (default %d; 1: one at a time)\n"
+            "  --kv-budget N|SIZE  the KV memory: N positions, or bytes with a unit (512MiB, 2GiB); with a\n"
+            "                    per-sequence kv module it sets how many sequences fit (engine.h kv_budget)\n"
             "  --host ADDR       the IPv4 address to listen on (default 127.0.0.1: this machine only)\n"
             "  --port N          default 8080; 0: any free port, written to --port-file FILE once listening\n"
             "  --header-timeout S  a client's request line and headers must arrive within S seconds, however\n"
@@ -38,7 +49,7 @@ static void usage(FILE *f) {
             "  --body-timeout S  its body within S seconds after them (default %d)\n"
             "  --max-connections N  connections at once (default %d); more are closed as they come\n"
             "  --max-per-ip N    connections at once from one client address (default %d)\n"
-            "On SIGINT or SIGTERM the requests waiting their turn get 503, the one running ends at its next\n"
+            "On SIGINT or SIGTERM the requests waiting their turn get 503, those running end at their next\n"
             "token, and the server exits. A model file truncated or rewritten while mapped (--loader mmap)\n"
             "fails the request reading it (500, naming the file) and stops the server.\n\n"
             "Exit status: 0 stopped by a signal; 1 the model, the engine or the address failed; 2 a usage error;\n"
@@ -46,7 +57,7 @@ static void usage(FILE *f) {
             "example:\n"
             "  bench serve --model ../shared/models/stories260K.bin --tokenizer ../shared/models/tok512.bin --port 8080\n"
             "  curl -N localhost:8080/v1/completions -d '{\"prompt\": \"The little dog\", \"max_tokens\": 32, \"stream\": true}'\n",
-            HS_HEADER_TIMEOUT_S, HS_BODY_TIMEOUT_S, HS_MAX_CONNECTIONS, HS_MAX_PER_IP, MG_EXIT_CHANGED);
+            SV_MAX_BATCH, HS_HEADER_TIMEOUT_S, HS_BODY_TIMEOUT_S, HS_MAX_CONNECTIONS, HS_MAX_PER_IP, MG_EXIT_CHANGED);
 }
 
 static int sv_int(const char *opt, const char *v, long lo, long hi, int *out) {
@@ -61,8 +72,28 @@ static int sv_int(const char *opt, const char *v, long lo, long hi, int *out) {
     return 0;
 }
 
+/* --kv-budget: positions (a bare number), or bytes with a unit, as a scenario's kv_budget. */
+static int sv_kv_budget(const char *v, engine_spec *spec) {
+    char *end;
+    errno = 0;
+    unsigned long long n = strtoull(v, &end, 10);
+    uint64_t bytes = 0;
+    if (end != v && !*end && !errno && n >= 1 && n <= (1ull << 40) && *v != '-') {
+        spec->kv_budget_tokens = n;
+        return 0;
+    }
+    if (*v != '-' && !bench_parse_size(v, &bytes) && bytes > 0) {
+        spec->kv_budget_bytes = bytes;
+        return 0;
+    }
+    fprintf(stderr, "bench serve: --kv-budget %s: expected positions (a whole number such as 4096) or bytes with a unit "
+            "(such as 512MiB, 2GiB)\n", v);
+    return -1;
+}
+
 int cmd_serve(int argc, char **argv) {
-    engine_spec spec = {.max_seqs = 1};
+    engine_spec spec = {0};
+    int max_batch = 0;
     hs_opts ho = {.port = 8080};
     const char *lopt = NULL, *kopt = NULL, *aopt = NULL, *dopt = NULL, *port_file = NULL;
     for (int i = 1; i < argc; i++) {
@@ -80,6 +111,8 @@ int cmd_serve(int argc, char **argv) {
         else if (ARG("--body-timeout")) { if (sv_int(a, v, 1, 86400, &ho.body_timeout_s)) return CLI_EXIT_USAGE; }
         else if (ARG("--max-connections")) { if (sv_int(a, v, 1, 1000000, &ho.max_connections)) return CLI_EXIT_USAGE; }
         else if (ARG("--max-per-ip")) { if (sv_int(a, v, 1, 1000000, &ho.max_per_ip)) return CLI_EXIT_USAGE; }
+        else if (ARG("--max-batch")) { if (sv_int(a, v, 1, 4096, &max_batch)) return CLI_EXIT_USAGE; }
+        else if (ARG("--kv-budget")) { if (sv_kv_budget(v, &spec)) return CLI_EXIT_USAGE; }
         else if (ARG("--threads")) { if (sv_int(a, v, 1, 1024, &spec.threads)) return CLI_EXIT_USAGE; }
         else if (ARG("--ctx")) { if (sv_int(a, v, 1, 1L << 24, &spec.max_pos)) return CLI_EXIT_USAGE; }
         else if (ARG("--loader")) spec.loader = v;
@@ -114,7 +147,7 @@ int cmd_serve(int argc, char **argv) {
                 "--model", "--tokenizer", "--host", "--port", "--port-file", "--name", "--threads", "--ctx", "--loader",
                 "--kv", "--alloc", "--loader-opt", "--kv-opt", "--alloc-opt", "--device", "--device-opt", "--kernels",
                 "--modules", "--cache-type", "--no-repack", "--header-timeout", "--body-timeout", "--max-connections",
-                "--max-per-ip", "--help", NULL};
+                "--max-per-ip", "--max-batch", "--kv-budget", "--help", NULL};
             return cli_bad_arg(stderr, "serve", a, known);
         }
 #undef ARG
@@ -123,6 +156,10 @@ int cmd_serve(int argc, char **argv) {
         fprintf(stderr, "bench serve: --model is required\n");
         return CLI_EXIT_USAGE;
     }
+    /* a sequence for each request of the batch; the server batches as many as the engine got
+     * (a per-sequence kv module under a budget may get fewer) */
+    spec.max_seqs = max_batch ? max_batch : SV_MAX_BATCH;
+    ho.max_batch = max_batch;
     /* blocked before any thread starts, so every thread inherits the mask and sigwait alone takes them */
     sigset_t stop;
     sigemptyset(&stop);
@@ -167,9 +204,8 @@ int cmd_serve(int argc, char **argv) {
             goto out;
         }
     }
-    fprintf(stderr, "bench serve: %s loaded in %.3f s; listening on http://%s:%d\n", spec.model_path,
-            (double)(t1 - t0) * 1e-9, ho.host ? ho.host : "127.0.0.1",
-            hs_port(srv));
+    fprintf(stderr, "bench serve: %s loaded in %.3f s; listening on http://%s:%d; batching up to %d requests\n",
+            spec.model_path, (double)(t1 - t0) * 1e-9, ho.host ? ho.host : "127.0.0.1", hs_port(srv), hs_max_batch(srv));
     /* a signal, or the model failed under a request (checked every tick) */
     const struct timespec tick = {.tv_sec = 0, .tv_nsec = 250 * 1000000};
     const char *failed = NULL;

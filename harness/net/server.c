@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "engines/core/runtime/sampler.h"
+#include "harness/net/batcher.h"
 #include "harness/net/netlib.h"
 #include "util/ut_clock.h"
 
@@ -41,15 +41,13 @@ struct hs_server {
     char model_name[256];
     char fault[32];
     int header_timeout_s, body_timeout_s;
-    int (*model_fault)(char *msg, size_t len);
+    hb_batcher *b;                  /* the engine thread: batcher.h */
+    int max_batch;                  /* requests decoded together at most */
     /* all below under mu */
     pthread_mutex_t mu;
-    pthread_cond_t cv;              /* the engine is free (hs_release) or the server stops */
     pthread_cond_t ev_cv;           /* CLOCK_MONOTONIC: a request answered, or the server stops */
-    int busy, stopping;
-    int waiting;                    /* requests waiting for the engine */
+    int stopping;
     int active;                     /* requests received whole and not yet answered to the end */
-    char failed[1024];              /* "" or why the server takes no more requests (model_fault) */
     uint64_t next_id;               /* completion ids, "cmpl-<n>" */
     int died_once;                  /* fault "die": only the first stream */
     hs_sock *socks;                 /* the open connections, for their deadlines */
@@ -60,48 +58,23 @@ struct hs_server {
 };
 
 /* ======================================================================
- * The engine, one request at a time
+ * The server's state
  * ====================================================================== */
 
-static int hs_acquire(hs_server *s) {
-    pthread_mutex_lock(&s->mu);
-    s->waiting++;
-    while (s->busy && !s->stopping) pthread_cond_wait(&s->cv, &s->mu);
-    s->waiting--;
-    int ok = !s->stopping;
-    if (ok) s->busy = 1;
-    pthread_mutex_unlock(&s->mu);
-    return ok ? 0 : -1;
-}
-
-static void hs_release(hs_server *s) {
-    pthread_mutex_lock(&s->mu);
-    s->busy = 0;
-    pthread_cond_signal(&s->cv);
-    pthread_mutex_unlock(&s->mu);
-}
+const char *hs_failed(hs_server *s) { return s->b ? hb_failed(s->b) : NULL; }
 
 static int hs_stopping(hs_server *s) {
     pthread_mutex_lock(&s->mu);
-    int st = s->stopping || s->failed[0];
+    int st = s->stopping;
     pthread_mutex_unlock(&s->mu);
-    return st;
+    return st || hs_failed(s);
 }
 
 static int hs_is_fault(const hs_server *s, const char *f) { return !strcmp(s->fault, f); }
 
-/* The model can no longer be trusted: no more requests (the caller stops the server). */
-static void hs_fail(hs_server *s, const char *why) {
-    pthread_mutex_lock(&s->mu);
-    if (!s->failed[0]) snprintf(s->failed, sizeof(s->failed), "%s", why);
-    pthread_mutex_unlock(&s->mu);
-}
-
-const char *hs_failed(hs_server *s) {
-    pthread_mutex_lock(&s->mu);
-    const char *f = s->failed[0] ? s->failed : NULL;
-    pthread_mutex_unlock(&s->mu);
-    return f;
+/* An error's "type" for its HTTP status. */
+static const char *hs_error_type(int code) {
+    return code == 503 ? "unavailable_error" : code == 400 ? "invalid_request_error" : "server_error";
 }
 
 /* ======================================================================
@@ -261,20 +234,21 @@ bad:
 }
 
 /* ======================================================================
- * Generation: one token a step
+ * Generation: the tokens from the engine thread (batcher.h), as they come
  * ====================================================================== */
 
-enum { HS_G_START, HS_G_RUN, HS_G_TAIL, HS_G_DONE, HS_G_CUT };
+enum { HS_G_RUN, HS_G_TAIL, HS_G_DONE };
 
 typedef struct hs_gen {
     hs_server *s;
     hs_req r;
-    sampler *smp;
+    hb_job *job;            /* submitted to the engine thread; released with the gen */
+    int fd;                 /* the client's socket, watched while the job waits; -1: none */
     int n;                  /* ids so far: prompt + generated */
-    int held;               /* holds the engine */
+    int last;               /* the token just taken is the job's last */
     int state;              /* HS_G_* */
     int finish_stop;        /* ended at EOS */
-    int refused;            /* never ran: the server stopped while it waited (503) */
+    int code;               /* a failed job's HTTP status (hb_job_error) */
     uint64_t id;
     long created;
     char *out;              /* (out_cap) bytes to send */
@@ -284,8 +258,7 @@ typedef struct hs_gen {
 
 static void hs_gen_free(hs_gen *g) {
     if (!g) return;
-    if (g->held) hs_release(g->s);
-    sampler_free(g->smp);
+    hb_release(g->job);
     free(g->r.ids);
     free(g->out);
     free(g);
@@ -306,51 +279,24 @@ static int hs_out(hs_gen *g, const char *text) {
     return 0;
 }
 
-/* The next token: the prompt's forward pass first (after taking the engine), then one
- * decode step. Returns 0, or -1 with g->fail. */
+enum { HS_NEXT_TOKEN = 0, HS_NEXT_END = 1, HS_NEXT_GONE = 2, HS_NEXT_FAIL = -1 };
+
+/* The job's next token into g->r.ids (HS_NEXT_TOKEN, g->last set), or the job's end with
+ * no more (HS_NEXT_END), the client gone (HS_NEXT_GONE), or its failure (HS_NEXT_FAIL,
+ * g->code and g->fail). */
 static int hs_next(hs_gen *g) {
-    engine *e = g->s->e;
-    char err[512];
-    float *logits;
-    int rc;
-    if (g->state == HS_G_START) {
-        if (hs_acquire(g->s)) {
-            g->refused = 1;
-            return hs_errf(g->fail, sizeof(g->fail), "the server is stopping: the request was not run");
-        }
-        g->held = 1;
-        engine_reset(e, 0);
-        rc = engine_forward(e, 0, g->r.ids, g->r.n_prompt, 0, &logits, err, sizeof(err));
-        g->state = HS_G_RUN;
-    } else {
-        rc = engine_forward(e, 0, &g->r.ids[g->n - 1], 1, g->n - 1, &logits, err, sizeof(err));
-    }
-    if (rc) return hs_errf(g->fail, sizeof(g->fail), "engine: %s", err);
-    if (g->s->model_fault && g->s->model_fault(err, sizeof(err))) {
-        hs_fail(g->s, err);
-        return hs_errf(g->fail, sizeof(g->fail), "%s", err);
-    }
-    if (hs_is_fault(g->s, "slow")) usleep(50 * 1000);
-    g->r.ids[g->n++] = engine_sample(e, g->smp, logits);
-    return 0;
-}
-
-/* 1 when the token just made is the last. */
-static int hs_last(hs_gen *g) {
-    const tokenizer *tok = engine_tokenizer(g->s->e);
-    int eos = tok ? tokenizer_eos(tok) : engine_model(g->s->e)->vocab.eos;
-    if (!g->r.ignore_eos && eos >= 0 && g->r.ids[g->n - 1] == eos) {
-        g->finish_stop = 1;
-        return 1;
-    }
-    return g->n - g->r.n_prompt >= g->r.max_new || hs_stopping(g->s);
-}
-
-static void hs_finish(hs_gen *g) {
-    if (g->held) {
-        engine_reset(g->s->e, 0);
-        hs_release(g->s);
-        g->held = 0;
+    int tok, last;
+    switch (hb_next(g->job, g->n - g->r.n_prompt, g->fd, &tok, &last)) {
+    case HB_TOKEN:
+        g->r.ids[g->n++] = tok;
+        g->last = last;
+        if (last) g->finish_stop = hb_job_eos(g->job);
+        return HS_NEXT_TOKEN;
+    case HB_END: return HS_NEXT_END;
+    case HB_GONE: return HS_NEXT_GONE;
+    default:
+        g->code = hb_job_error(g->job, g->fail, sizeof(g->fail));
+        return HS_NEXT_FAIL;
     }
 }
 
@@ -383,16 +329,17 @@ static void hs_piece(const hs_gen *g, int i, char *buf, size_t len) {
     if (p != buf) snprintf(buf, len, "%s", p ? p : "");
 }
 
-/* One "data: {...}\n\n" event for the token just made. */
-static int hs_chunk(hs_gen *g, int last) {
-    char piece[256];
-    hs_piece(g, g->n - 1, piece, sizeof(piece));
+/* One "data: {...}\n\n" event for the token just made (with_token), or for none: a job
+ * that ended without another (the server stopping while it was preempted). */
+static int hs_chunk(hs_gen *g, int with_token, int last) {
+    char piece[256] = "";
+    if (with_token) hs_piece(g, g->n - 1, piece, sizeof(piece));
     cJSON *o = hs_envelope(g), *choices = cJSON_AddArrayToObject(o, "choices"), *c = cJSON_CreateObject();
     cJSON_AddItemToArray(choices, c);
     cJSON_AddNumberToObject(c, "index", 0);
     cJSON_AddStringToObject(c, "text", piece);
     cJSON *t = cJSON_AddArrayToObject(c, "tokens");
-    cJSON_AddItemToArray(t, cJSON_CreateNumber(g->r.ids[g->n - 1]));
+    if (with_token) cJSON_AddItemToArray(t, cJSON_CreateNumber(g->r.ids[g->n - 1]));
     cJSON_AddNullToObject(c, "logprobs");
     if (last) cJSON_AddStringToObject(c, "finish_reason", g->finish_stop ? "stop" : "length");
     else cJSON_AddNullToObject(c, "finish_reason");
@@ -418,6 +365,45 @@ static int hs_tail(hs_gen *g) {
     return hs_out(g, "data: [DONE]\n\n");
 }
 
+/* An error event: the stream has begun (200), so the failure goes in it. */
+static int hs_error_event(hs_gen *g) {
+    char msg[1400];
+    cJSON *o = cJSON_CreateObject(), *er = cJSON_AddObjectToObject(o, "error");
+    cJSON_AddStringToObject(er, "message", g->fail);
+    cJSON_AddStringToObject(er, "type", hs_error_type(g->code));
+    cJSON_AddNumberToObject(er, "code", g->code);
+    char *js = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    snprintf(msg, sizeof(msg), "data: %s\n\n", js ? js : "{}");
+    free(js);
+    return hs_out(g, msg);
+}
+
+/* The next event into g->out: a token's, the end's, or an error's. 0, or -1 to cut the stream. */
+static int hs_stream_event(hs_gen *g) {
+    int rc = hs_next(g);
+    if (rc == HS_NEXT_GONE) return -1;      /* the client hung up: hs_gen_free cancels the job */
+    if (rc == HS_NEXT_FAIL) {
+        g->state = HS_G_DONE;
+        return hs_error_event(g);
+    }
+    if (rc == HS_NEXT_END) {
+        g->state = HS_G_TAIL;
+        g->finish_stop = hb_job_eos(g->job);
+        return hs_chunk(g, 0, 1);
+    }
+    int made = g->n - g->r.n_prompt;
+    if (made == 3 && hs_is_fault(g->s, "close-early")) return -1;
+    if (made == 3 && hs_is_fault(g->s, "die") && !g->s->died_once) {
+        g->s->died_once = 1;
+        fprintf(stderr, "bench serve: test hook: dying mid-stream\n");
+        _exit(7);
+    }
+    if (g->last) g->state = HS_G_TAIL;
+    if (made == 2 && hs_is_fault(g->s, "malformed")) return hs_out(g, "data: {\"choices\": [ {\"text\": \n\n");
+    return hs_chunk(g, 1, g->last);
+}
+
 /* MHD's content reader: one event a call, made when the last is sent. */
 static ssize_t hs_stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
     hs_gen *g = cls;
@@ -426,44 +412,12 @@ static ssize_t hs_stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
         g->out_off = g->out_len = 0;
         switch (g->state) {
         case HS_G_DONE: return MHD_CONTENT_READER_END_OF_STREAM;
-        case HS_G_CUT: return MHD_CONTENT_READER_END_WITH_ERROR;
         case HS_G_TAIL:
-            hs_finish(g);
             g->state = HS_G_DONE;
             if (hs_tail(g)) return MHD_CONTENT_READER_END_WITH_ERROR;
             break;
-        default: {
-            if (hs_next(g)) {
-                hs_finish(g);
-                g->state = HS_G_DONE;
-                char msg[400];
-                cJSON *o = cJSON_CreateObject(), *er = cJSON_AddObjectToObject(o, "error");
-                cJSON_AddStringToObject(er, "message", g->fail);
-                cJSON_AddStringToObject(er, "type", "server_error");
-                char *js = cJSON_PrintUnformatted(o);
-                cJSON_Delete(o);
-                snprintf(msg, sizeof(msg), "data: %s\n\n", js ? js : "{}");
-                free(js);
-                if (hs_out(g, msg)) return MHD_CONTENT_READER_END_WITH_ERROR;
-                break;
-            }
-            int last = hs_last(g), made = g->n - g->r.n_prompt;
-            if (made == 3 && hs_is_fault(g->s, "close-early")) {
-                hs_finish(g);
-                return MHD_CONTENT_READER_END_WITH_ERROR;
-            }
-            if (made == 3 && hs_is_fault(g->s, "die") && !g->s->died_once) {
-                g->s->died_once = 1;
-                fprintf(stderr, "bench serve: test hook: dying mid-stream\n");
-                _exit(7);
-            }
-            if (made == 2 && hs_is_fault(g->s, "malformed")) {
-                if (hs_out(g, "data: {\"choices\": [ {\"text\": \n\n")) return MHD_CONTENT_READER_END_WITH_ERROR;
-            } else if (hs_chunk(g, last)) {
-                return MHD_CONTENT_READER_END_WITH_ERROR;
-            }
-            if (last) g->state = HS_G_TAIL;
-        }
+        default:
+            if (hs_stream_event(g)) return MHD_CONTENT_READER_END_WITH_ERROR;
         }
     }
     size_t n = g->out_len - g->out_off;
@@ -614,19 +568,27 @@ static enum MHD_Result hs_error(struct MHD_Connection *c, unsigned code, const c
     return hs_json(c, code, o);
 }
 
-static hs_gen *hs_gen_new(hs_server *s, hs_req *r) {
+/* r (its ids taken) submitted to the engine thread; NULL with *code and msg when refused. */
+static hs_gen *hs_gen_new(hs_server *s, struct MHD_Connection *c, hs_req *r, int *code, char *msg, size_t len) {
     hs_gen *g = calloc(1, sizeof(*g));
-    if (!g) return NULL;
+    if (!g) {
+        *code = 500;
+        snprintf(msg, len, "out of memory");
+        return NULL;
+    }
     g->s = s;
     g->r = *r;
     r->ids = NULL;
     g->n = g->r.n_prompt;
-    g->smp = sampler_create(engine_model(s->e)->cfg.vocab_size, g->r.temperature, g->r.topp, g->r.seed);
+    const union MHD_ConnectionInfo *ci = nl_m.get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    g->fd = ci ? ci->connect_fd : -1;
     pthread_mutex_lock(&s->mu);
     g->id = s->next_id++;
     pthread_mutex_unlock(&s->mu);
     g->created = (long)time(NULL);
-    if (!g->smp) {
+    hb_params p = {.prompt = g->r.ids, .n_prompt = g->r.n_prompt, .max_new = g->r.max_new, .temperature = g->r.temperature,
+                   .topp = g->r.topp, .seed = g->r.seed, .ignore_eos = g->r.ignore_eos};
+    if (!(g->job = hb_submit(s->b, &p, code, msg, len))) {
         hs_gen_free(g);
         return NULL;
     }
@@ -635,17 +597,18 @@ static hs_gen *hs_gen_new(hs_server *s, hs_req *r) {
 
 /* Not streamed: the whole completion in one JSON answer. */
 static enum MHD_Result hs_complete_once(struct MHD_Connection *c, hs_gen *g) {
-    int last = 0;
-    while (!last) {
-        if (hs_next(g)) {
-            hs_finish(g);
-            enum MHD_Result rc = g->refused ? hs_error(c, 503, "unavailable_error", g->fail) : hs_error(c, 500, "server_error", g->fail);
-            hs_gen_free(g);
-            return rc;
-        }
-        last = hs_last(g);
+    int rc;
+    while ((rc = hs_next(g)) == HS_NEXT_TOKEN && !g->last) {}
+    if (rc == HS_NEXT_END) g->finish_stop = hb_job_eos(g->job);
+    if (rc == HS_NEXT_GONE) {       /* nobody to answer: hs_gen_free cancels the job */
+        hs_gen_free(g);
+        return MHD_NO;
     }
-    hs_finish(g);
+    if (rc == HS_NEXT_FAIL) {
+        enum MHD_Result mr = hs_error(c, (unsigned)g->code, hs_error_type(g->code), g->fail);
+        hs_gen_free(g);
+        return mr;
+    }
     size_t tlen = 0, tcap = 256;
     char *text = malloc(tcap), piece[256];
     cJSON *o = hs_envelope(g), *choices = cJSON_AddArrayToObject(o, "choices"), *ch = cJSON_CreateObject();
@@ -689,18 +652,18 @@ static enum MHD_Result hs_completions(hs_server *s, struct MHD_Connection *c, hs
     if (hs_is_fault(s, "refuse")) return hs_error(c, 503, "server_error", "test hook: refusing every completion");
     if (hs_stopping(s)) {
         char msg[1200];
-        pthread_mutex_lock(&s->mu);
-        snprintf(msg, sizeof(msg), "the server is stopping%s%s", s->failed[0] ? ": " : "", s->failed);
-        pthread_mutex_unlock(&s->mu);
+        const char *why = hs_failed(s);
+        snprintf(msg, sizeof(msg), "the server is stopping%s%s", why ? ": " : "", why ? why : "");
         return hs_error(c, 503, "unavailable_error", msg);
     }
     hs_req r;
-    char err[512];
+    char err[1200];
     if (hs_parse(s, k->body ? k->body : "", k->len, &r, err, sizeof(err)))
         return hs_error(c, 400, "invalid_request_error", err);
-    hs_gen *g = hs_gen_new(s, &r);
+    int code;
+    hs_gen *g = hs_gen_new(s, c, &r, &code, err, sizeof(err));
     free(r.ids);
-    if (!g) return hs_error(c, 500, "server_error", "out of memory");
+    if (!g) return hs_error(c, (unsigned)code, hs_error_type(code), err);
     if (!g->r.stream) return hs_complete_once(c, g);
     struct MHD_Response *resp = nl_m.create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, hs_stream_read, g, hs_stream_free);
     if (!resp) {
@@ -757,13 +720,19 @@ static enum MHD_Result hs_access(void *cls, struct MHD_Connection *c, const char
         if (!get) return hs_error(c, 405, "invalid_request_error", "/health: use GET");
         if (hs_is_fault(s, "never-ready")) return hs_error(c, 503, "unavailable_error", "test hook: never ready");
         if (hs_stopping(s)) return hs_error(c, 503, "unavailable_error", "the server is stopping");
+        int running, waiting;
+        hb_load(s->b, &running, &waiting);
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "status", "ok");
-        pthread_mutex_lock(&s->mu);
-        cJSON_AddNumberToObject(o, "running", s->busy);
-        cJSON_AddNumberToObject(o, "waiting", s->waiting);
-        pthread_mutex_unlock(&s->mu);
+        cJSON_AddNumberToObject(o, "running", running);
+        cJSON_AddNumberToObject(o, "waiting", waiting);
         return hs_json(c, 200, o);
+    }
+    if (!strcmp(url, "/metrics")) {
+        if (!get) return hs_error(c, 405, "invalid_request_error", "/metrics: use GET");
+        char *text = hb_metrics(s->b);
+        if (!text) return hs_error(c, 500, "server_error", "out of memory");
+        return hs_send(c, 200, "text/plain; version=0.0.4; charset=utf-8", text);
     }
     if (!strcmp(url, "/v1/models")) {
         if (!get) return hs_error(c, 405, "invalid_request_error", "/v1/models: use GET");
@@ -781,7 +750,7 @@ static enum MHD_Result hs_access(void *cls, struct MHD_Connection *c, const char
         return hs_completions(s, c, k);
     }
     char msg[300];
-    snprintf(msg, sizeof(msg), "%.200s: no such endpoint (have: /v1/completions, /v1/models, /health)", url);
+    snprintf(msg, sizeof(msg), "%.200s: no such endpoint (have: /v1/completions, /v1/models, /health, /metrics)", url);
     return hs_error(c, 404, "not_found_error", msg);
 }
 
@@ -816,6 +785,22 @@ static void hs_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
     hs_sock_phase(s, c, HS_P_HEADERS);     /* kept alive: the next request's headers are owed from now */
 }
 
+/* The engine thread (batcher.h). "slow" serves one request at a time unless max_batch
+ * says otherwise: its tests want requests queued behind the one running. */
+static int hs_start_engine(hs_server *s, engine *e, const hs_opts *o, char *err, size_t errlen) {
+    int seqs = engine_max_seqs(e);
+    int mb = o->max_batch ? o->max_batch : hs_is_fault(s, "slow") ? 1 : seqs;
+    if (mb < 1) return hs_errf(err, errlen, "max_batch %d: expected at least 1", mb);
+    /* a per-sequence kv module under a KV budget may have made fewer sequences than asked */
+    s->max_batch = mb < seqs ? mb : seqs;
+    const tokenizer *tok = engine_tokenizer(e);
+    hb_opts bo = {.max_batch = s->max_batch, .reserve_output = o->reserve_output, .eos = tok ? tokenizer_eos(tok) : engine_model(e)->vocab.eos,
+                  .gather = hs_is_fault(s, "gather"), .step_delay_ms = hs_is_fault(s, "slow") ? 50 : 0, .model_fault = o->model_fault};
+    char e2[512];
+    if (hb_create(e, &bo, &s->b, e2, sizeof(e2))) return hs_errf(err, errlen, "the engine thread: %s", e2);
+    return 0;
+}
+
 int hs_start(engine *e, const hs_opts *o, hs_server **out, char *err, size_t errlen) {
     *out = NULL;
     const char *host = o && o->host ? o->host : "127.0.0.1";
@@ -844,14 +829,16 @@ int hs_start(engine *e, const hs_opts *o, hs_server **out, char *err, size_t err
     snprintf(s->fault, sizeof(s->fault), "%s", o->fault ? o->fault : "");
     s->header_timeout_s = header_s;
     s->body_timeout_s = body_s;
-    s->model_fault = o->model_fault;
     pthread_mutex_init(&s->mu, NULL);
-    pthread_cond_init(&s->cv, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);     /* the deadlines are ut_now_ns */
     pthread_cond_init(&s->ev_cv, &ca);
     pthread_condattr_destroy(&ca);
+    if (hs_start_engine(s, e, o, err, errlen)) {
+        hs_stop(s);
+        return -1;
+    }
     s->d = nl_m.start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL, 0, NULL, NULL,
                             hs_access, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_NOTIFY_COMPLETED,
                             hs_completed, s, MHD_OPTION_NOTIFY_CONNECTION, hs_connection, s, MHD_OPTION_CONNECTION_TIMEOUT,
@@ -875,26 +862,30 @@ int hs_start(engine *e, const hs_opts *o, hs_server **out, char *err, size_t err
 
 int hs_port(const hs_server *s) { return s->port; }
 
+int hs_max_batch(const hs_server *s) { return s->max_batch; }
+
 void hs_stop(hs_server *s) {
     if (!s) return;
     pthread_mutex_lock(&s->mu);
     s->stopping = 1;
-    pthread_cond_broadcast(&s->cv);
     pthread_cond_broadcast(&s->ev_cv);
-    /* The requests waiting for the engine answer 503 and the one running ends at its next
+    pthread_mutex_unlock(&s->mu);
+    /* The requests waiting for the engine answer 503 and those running end at their next
      * token; MHD_stop_daemon would cut their connections before the answers are out. */
+    if (s->b) hb_stop(s->b);
+    pthread_mutex_lock(&s->mu);
     int64_t end = ut_now_ns() + HS_STOP_GRACE_NS;
     while (s->d && s->active > 0 && ut_now_ns() < end) hs_ev_wait(s, end);
     pthread_mutex_unlock(&s->mu);
     if (s->guard_started) pthread_join(s->guard, NULL);
     if (s->d) nl_m.stop_daemon(s->d);
+    hb_destroy(s->b);       /* after the connections: each released its job */
     while (s->socks) {      /* none: MHD said CLOSED for each; kept honest all the same */
         hs_sock *k = s->socks;
         s->socks = k->next;
         free(k);
     }
     pthread_cond_destroy(&s->ev_cv);
-    pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
     free(s);
 }

@@ -7,20 +7,22 @@
  *                          stream: server-sent events, one token a chunk, each choice
  *                          carrying "tokens": [id] (an extension: the ids, exactly), the
  *                          last with finish_reason, then usage when asked, then [DONE]
- *   GET  /health           200 {"status": "ok", "running": 0|1, "waiting": N}; 503 once stopping
+ *   GET  /health           200 {"status": "ok", "running": N, "waiting": N}; 503 once stopping
  *   GET  /v1/models        the one model
+ *   GET  /metrics          Prometheus text 0.0.4: load, KV, tokens, TTFT/TPOT histograms (batcher.c)
  * A bad request gets 400 and {"error": {"message", "type", "code"}}; the message names the
  * field and what was expected.
  *
- * One request runs at a time (the engine holds one sequence): the others wait their turn
- * in their connection's thread. Batching across HTTP requests is not done; what HTTP
- * costs is measured against the in-process run of one sequence at a time (docs).
+ * Requests are batched: one engine thread owns the engine and runs the serving scheduler
+ * (harness/net/batcher.h), up to max_batch requests decoded together; each connection's
+ * thread submits its request and writes the tokens as they come. A client that hangs up
+ * cancels its request (its KV freed).
  *
  * Hostile and slow clients: a connection must send its request line and headers within
  * header_timeout_s and its body within body_timeout_s of them, however slowly the bytes
  * trickle (a watchdog thread shuts the late ones down); connections are capped in all and
  * per client address. hs_stop answers the requests still waiting for the engine with 503
- * and lets the stream in flight end before it closes the connections.
+ * and lets those running end at their next token before it closes the connections.
  */
 #ifndef BENCH_SERVER_H
 #define BENCH_SERVER_H
@@ -36,15 +38,18 @@ typedef struct hs_opts {
     /* (test hook; NULL: none) misbehave on purpose, for the http target's fault tests:
      * "refuse" 503 to every completion; "close-early" a stream cut after 2 tokens;
      * "malformed" a stream whose second event is not JSON; "never-ready" /health 503;
-     * "die" the process exits in the middle of the first stream; "slow" 50 ms a token, so that
-     * requests queue behind the one running */
+     * "die" the process exits in the middle of the first stream; "slow" 50 ms a step and max_batch
+     * 1 unless given, so that requests queue behind the one running; "gather" the first step
+     * waits until max_batch requests are in, so that a test sees them batched on any machine */
     const char *fault;
+    int max_batch;              /* requests decoded together at most; 0: the engine's sequences */
+    double reserve_output;      /* sched_opts.reserve_output (0: admit on the prompt alone, as vLLM) */
     /* limits (0: the default in brackets) */
     int header_timeout_s;       /* [60] request line and headers complete within this (nginx client_header_timeout) */
     int body_timeout_s;         /* [60] the body complete within this after the headers (nginx client_body_timeout) */
     int max_connections;        /* [1020] connections at once, MHD's own default; more are closed on accept */
     int max_per_ip;             /* [256] connections at once from one client address */
-    /* (optional) called after every forward pass: nonzero when the model can no longer be
+    /* (optional) called after every step: nonzero when the model can no longer be
      * trusted (its mapped file changed under it), with msg saying why. The request fails
      * (500, msg) and the server takes no more (503); hs_failed says so. */
     int (*model_fault)(char *msg, size_t len);
@@ -57,10 +62,11 @@ typedef struct hs_opts {
 
 typedef struct hs_server hs_server;
 
-/* Starts serving e (created with at least one sequence; borrowed until hs_stop) on its
+/* Starts serving e (created with at least max_batch sequences; borrowed until hs_stop) on its
  * own threads. Returns 0, or -1 with err (the address is taken, a bad host). */
 int hs_start(engine *e, const hs_opts *o, hs_server **out, char *err, size_t errlen);
 int hs_port(const hs_server *s);
+int hs_max_batch(const hs_server *s);   /* requests decoded together at most */
 /* NULL, or why the server stopped taking requests (opts.model_fault's message). */
 const char *hs_failed(hs_server *s);
 /* Stops accepting, ends the requests in flight, joins the threads. s may be NULL. */

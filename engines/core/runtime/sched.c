@@ -10,7 +10,8 @@
 
 #include "sampler.h"
 
-typedef enum { RQ_PENDING, RQ_WAITING, RQ_RUNNING, RQ_DONE } rq_state;
+/* RQ_FREE: an open scheduler's slot that holds no request */
+typedef enum { RQ_PENDING, RQ_WAITING, RQ_RUNNING, RQ_DONE, RQ_FREE } rq_state;
 
 typedef struct rq {
     const sched_req *in;
@@ -52,6 +53,7 @@ struct sched {
     int step_peak;          /* running requests at most during this step */
     int batch;              /* this step's decode batch */
     uint64_t tokens;        /* positions run so far */
+    int open;               /* sched_open: requests submitted while it runs */
     sched_stats st;
 };
 
@@ -66,11 +68,68 @@ static int by_arrival(const void *a, const void *b, void *reqs) {
     return i - j;
 }
 
+/* A request's lengths and arrival. */
+static int check_lengths(const sched_req *q, int i, char *err, size_t errlen) {
+    if (q->n_prompt >= 1 && q->max_new >= 1 && q->arrival_ns >= 0) return 0;
+    return bench_errf(err, errlen, "sched: request %d: prompt %d tokens, max_new %d, arrival %lld ns: expected >= 1, >= 1, >= 0",
+                      i, q->n_prompt, q->max_new, (long long)q->arrival_ns);
+}
+
+/* A request's positions (cap: its whole prompt at most) within the context, its ids in the vocabulary. */
+static int check_fits(const sched_req *q, int i, int64_t cap, int vocab, int max_pos, char *err, size_t errlen) {
+    /* the last token generated is never fed back */
+    if (cap + q->max_new - 1 > max_pos)
+        return bench_errf(err, errlen, "sched: request %d: prompt %lld + max_new %d - 1 positions exceed the engine's context of %d",
+                          i, (long long)cap, q->max_new, max_pos);
+    for (int k = 0; k < q->n_prompt; k++)
+        if (q->prompt[k] < 0 || q->prompt[k] >= vocab)
+            return bench_errf(err, errlen, "sched: request %d: token %d at position %d is outside the vocabulary of %d",
+                              i, q->prompt[k], k, vocab);
+    return 0;
+}
+
+static int check_opts(const sched_opts *o, char *err, size_t errlen) {
+    if (o->max_batch >= 0 && o->max_inflight >= 0 && o->reserve_output >= 0 && o->reserve_output <= 1) return 0;
+    return bench_errf(err, errlen, "sched: max_batch %d, max_inflight %d, reserve_output %g: expected >= 0, >= 0, 0 .. 1",
+                      o->max_batch, o->max_inflight, o->reserve_output);
+}
+
+/* A scheduler for n requests at once, its arrays allocated and every sequence free; NULL
+ * when out of memory. */
+static sched *sched_alloc(engine *e, int n, const sched_opts *o) {
+    int max_seqs = engine_max_seqs(e);
+    sched *s = calloc(1, sizeof(*s));
+    if (!s) return NULL;
+    s->e = e;
+    s->o = *o;
+    s->n = n;
+    s->vocab = engine_model(e)->cfg.vocab_size;
+    s->max_batch = o->max_batch > 0 && o->max_batch < max_seqs ? o->max_batch : max_seqs;
+    s->r = calloc((size_t)n, sizeof(*s->r));
+    s->reqs = calloc((size_t)n, sizeof(*s->reqs));
+    s->arrival = malloc((size_t)n * sizeof(int));
+    s->queue = malloc((size_t)n * sizeof(int));
+    s->due = malloc((size_t)n * sizeof(int));
+    s->running = malloc((size_t)s->max_batch * sizeof(int));
+    s->free_seqs = malloc((size_t)max_seqs * sizeof(int));
+    s->b_seq = malloc((size_t)s->max_batch * sizeof(int));
+    s->b_tok = malloc((size_t)s->max_batch * sizeof(int));
+    s->b_pos = malloc((size_t)s->max_batch * sizeof(int));
+    if (!s->r || !s->reqs || !s->arrival || !s->queue || !s->due || !s->running || !s->free_seqs || !s->b_seq || !s->b_tok || !s->b_pos) {
+        sched_destroy(s);
+        return NULL;
+    }
+    /* popped from the top: sequence 0 first */
+    for (int q = 0; q < max_seqs; q++) s->free_seqs[q] = max_seqs - 1 - q;
+    s->n_free = max_seqs;
+    return s;
+}
+
 int sched_create(engine *e, const sched_req *reqs, int n, const sched_opts *o, sched **out, char *err, size_t errlen) {
     *out = NULL;
     if (n < 1) return bench_errf(err, errlen, "sched: %d requests: expected at least 1", n);
     const model *m = engine_model(e);
-    int vocab = m->cfg.vocab_size, max_pos = engine_max_pos(e), max_seqs = engine_max_seqs(e);
+    int vocab = m->cfg.vocab_size, max_pos = engine_max_pos(e);
     int64_t *cap = malloc((size_t)n * sizeof(int64_t));
     char *followed = calloc((size_t)n, 1);
     int rc = 0;
@@ -81,11 +140,7 @@ int sched_create(engine *e, const sched_req *reqs, int n, const sched_opts *o, s
     for (int i = 0; i < n && !rc; i++) {
         const sched_req *q = &reqs[i];
         int prev = q->follows - 1;
-        if (q->n_prompt < 1 || q->max_new < 1 || q->arrival_ns < 0) {
-            rc = bench_errf(err, errlen, "sched: request %d: prompt %d tokens, max_new %d, arrival %lld ns: expected >= 1, >= 1, >= 0",
-                            i, q->n_prompt, q->max_new, (long long)q->arrival_ns);
-            break;
-        }
+        if ((rc = check_lengths(q, i, err, errlen))) break;
         if (q->follows && (prev < 0 || prev >= i || followed[prev] || q->think_ns < 0)) {
             rc = bench_errf(err, errlen, "sched: request %d follows %d, think %lld ns: expected an earlier request that no "
                             "other follows, and a think time >= 0", i, prev, (long long)q->think_ns);
@@ -94,48 +149,20 @@ int sched_create(engine *e, const sched_req *reqs, int n, const sched_opts *o, s
         if (q->follows) followed[prev] = 1;
         /* a turn's prompt: the conversation so far, every answer at its longest */
         cap[i] = q->n_prompt + (q->follows ? cap[prev] + reqs[prev].max_new : 0);
-        /* the last token generated is never fed back */
-        if (cap[i] + q->max_new - 1 > max_pos) {
-            rc = bench_errf(err, errlen, "sched: request %d: prompt %lld + max_new %d - 1 positions exceed the engine's context of %d",
-                            i, (long long)cap[i], q->max_new, max_pos);
-            break;
-        }
-        for (int k = 0; k < q->n_prompt && !rc; k++)
-            if (q->prompt[k] < 0 || q->prompt[k] >= vocab)
-                rc = bench_errf(err, errlen, "sched: request %d: token %d at position %d is outside the vocabulary of %d",
-                                i, q->prompt[k], k, vocab);
+        rc = check_fits(q, i, cap[i], vocab, max_pos, err, errlen);
     }
-    if (!rc && (o->max_batch < 0 || o->max_inflight < 0 || !(o->reserve_output >= 0 && o->reserve_output <= 1)))
-        rc = bench_errf(err, errlen, "sched: max_batch %d, max_inflight %d, reserve_output %g: expected >= 0, >= 0, 0 .. 1",
-                        o->max_batch, o->max_inflight, o->reserve_output);
+    if (!rc) rc = check_opts(o, err, errlen);
 checked:
     free(followed);
     if (rc) {
         free(cap);
         return rc;
     }
-    sched *s = calloc(1, sizeof(*s));
+    sched *s = sched_alloc(e, n, o);
     if (!s) {
         free(cap);
         return bench_errf(err, errlen, "sched: out of memory");
     }
-    s->e = e;
-    s->o = *o;
-    s->n = n;
-    s->vocab = vocab;
-    s->max_batch = o->max_batch > 0 && o->max_batch < max_seqs ? o->max_batch : max_seqs;
-    s->r = calloc((size_t)n, sizeof(*s->r));
-    s->reqs = malloc((size_t)n * sizeof(*s->reqs));
-    s->arrival = malloc((size_t)n * sizeof(int));
-    s->queue = malloc((size_t)n * sizeof(int));
-    s->due = malloc((size_t)n * sizeof(int));
-    s->running = malloc((size_t)s->max_batch * sizeof(int));
-    s->free_seqs = malloc((size_t)max_seqs * sizeof(int));
-    s->b_seq = malloc((size_t)s->max_batch * sizeof(int));
-    s->b_tok = malloc((size_t)s->max_batch * sizeof(int));
-    s->b_pos = malloc((size_t)s->max_batch * sizeof(int));
-    if (!s->r || !s->reqs || !s->arrival || !s->queue || !s->due || !s->running || !s->free_seqs || !s->b_seq || !s->b_tok || !s->b_pos)
-        goto oom;
     memcpy(s->reqs, reqs, (size_t)n * sizeof(*reqs));
     for (int i = 0; i < n; i++) {
         rq *r = &s->r[i];
@@ -156,9 +183,6 @@ checked:
     free(cap);
     cap = NULL;
     qsort_r(s->arrival, (size_t)s->n_timed, sizeof(int), by_arrival, s->reqs);
-    /* popped from the top: sequence 0 first */
-    for (int q = 0; q < max_seqs; q++) s->free_seqs[q] = max_seqs - 1 - q;
-    s->n_free = max_seqs;
     *out = s;
     return 0;
 oom:
@@ -232,7 +256,10 @@ static int take_token(sched *s, rq *r, float *logits) {
     r->ids[r->n_prompt + r->n_out++] = tok;
     s->st.output_tokens++;
     if (r->n_out == 1) r->done.first_ns = now;
-    if (r->n_out < r->in->max_new && tok != s->o.eos) return 0;
+    int eos = r->in->ignore_eos ? -1 : s->o.eos;
+    int last = r->n_out >= r->in->max_new || tok == eos;
+    if (s->o.on_token) s->o.on_token(s->o.user, (int)(r - s->r), tok, last);
+    if (!last) return 0;
     r->done.end_ns = now;
     r->done.n_out = r->n_out;
     r->done.token_ns = r->tok_ns;
@@ -268,6 +295,21 @@ static int pool_has_room(const sched *s, const rq *r, int new_positions) {
     return want * (double)engine_kv_token_bytes(s->e) <= m.reserved - m.live - m.wasted;
 }
 
+/* An open scheduler's request that the KV cache cannot hold even alone leaves the queue
+ * unrun, with on_done saying why: the requests behind it go on. */
+static void drop_unfit(sched *s, int i, int n_ids, const char *why) {
+    rq *r = &s->r[i];
+    char msg[640];
+    snprintf(msg, sizeof(msg), "%d positions do not fit the KV cache even alone: %s", n_ids, why);
+    q_pop(s);
+    r->state = RQ_DONE;
+    s->inflight--;
+    r->done.end_ns = sched_now();
+    r->done.error = msg;
+    if (s->o.on_done) s->o.on_done(s->o.user, &r->done);
+    r->done.error = NULL;
+}
+
 /* Admits from the head of the queue while there is a sequence, batch room and KV room. */
 static int admit(sched *s, char *err, size_t errlen) {
     /* memory is contended: a request admitted now would only be preempted again (thrashing) */
@@ -287,13 +329,18 @@ static int admit(sched *s, char *err, size_t errlen) {
         if (engine_reserve(s->e, r->seq, n_ids, why, sizeof(why))) {
             seq_release(s, r);
             /* with nothing running every position is free or evictable: it never fits */
+            if (!s->n_running && s->open) {
+                drop_unfit(s, i, n_ids, why);
+                continue;
+            }
             if (!s->n_running)
                 return bench_errf(err, errlen, "sched: request %d (%d positions) does not fit the KV cache even alone: %s",
                                   i, n_ids, why);
             return 0;
         }
         q_pop(s);
-        if (!r->smp && !(r->smp = sampler_create(s->vocab, s->o.temperature, s->o.topp, r->in->seed)))
+        if (!r->smp && !(r->smp = sampler_create(s->vocab, r->in->own_sampling ? r->in->temperature : s->o.temperature,
+                                                 r->in->own_sampling ? r->in->topp : s->o.topp, r->in->seed)))
             return bench_errf(err, errlen, "sched: out of memory");
         if (!r->done.admit_ns) r->done.admit_ns = sched_now();
         float *logits;
@@ -403,6 +450,22 @@ static void send_req(sched *s, int i, int64_t at) {
     q_push_back(s, i);
 }
 
+/* Admissions, one batched decode, the report. */
+static int one_step(sched *s, char *err, size_t errlen) {
+    s->step_peak = s->n_running;
+    s->batch = 0;
+    if (admit(s, err, errlen) || decode(s, err, errlen)) return -1;
+    /* the requests still queued had to wait for room */
+    for (int k = 0; k < s->q_len; k++) {
+        rq *r = &s->r[s->queue[(s->q_head + k) % s->n]];
+        if (!r->done.waited) s->st.waited++;
+        r->done.waited = 1;
+    }
+    if (s->q_len > s->st.peak_waiting) s->st.peak_waiting = s->q_len;
+    report_step(s);
+    return 0;
+}
+
 int sched_run(sched *s, char *err, size_t errlen) {
     int64_t t0 = sched_now();
     s->t0 = t0;
@@ -422,18 +485,96 @@ int sched_run(sched *s, char *err, size_t errlen) {
             while (nanosleep(&d, &d) && errno == EINTR) {}
             continue;
         }
-        s->step_peak = s->n_running;
-        s->batch = 0;
-        if (admit(s, err, errlen) || decode(s, err, errlen)) return -1;
-        /* the requests still queued had to wait for room */
-        for (int k = 0; k < s->q_len; k++) {
-            rq *r = &s->r[s->queue[(s->q_head + k) % s->n]];
-            if (!r->done.waited) s->st.waited++;
-            r->done.waited = 1;
-        }
-        if (s->q_len > s->st.peak_waiting) s->st.peak_waiting = s->q_len;
-        report_step(s);
+        if (one_step(s, err, errlen)) return -1;
     }
     s->st.t_end_ns = sched_now();
     return 0;
 }
+
+/* ---- an open scheduler (sched.h) ---- */
+
+int sched_open(engine *e, int slots, const sched_opts *o, sched **out, char *err, size_t errlen) {
+    *out = NULL;
+    if (slots < 1) return bench_errf(err, errlen, "sched: %d slots: expected at least 1", slots);
+    if (o->max_inflight) return bench_errf(err, errlen, "sched: an open scheduler takes no max_inflight (its caller sends)");
+    if (check_opts(o, err, errlen)) return -1;
+    sched *s = sched_alloc(e, slots, o);
+    if (!s) return bench_errf(err, errlen, "sched: out of memory");
+    s->open = 1;
+    for (int i = 0; i < slots; i++) s->r[i] = (rq){.in = &s->reqs[i], .seq = -1, .next = -1, .state = RQ_FREE};
+    s->t0 = s->st.t_start_ns = sched_now();
+    *out = s;
+    return 0;
+}
+
+int sched_submit(sched *s, const sched_req *q, char *err, size_t errlen) {
+    if (!s->open) return bench_errf(err, errlen, "sched: sched_submit on a scheduler made by sched_create");
+    int i = 0;
+    while (i < s->n && s->r[i].state != RQ_FREE) i++;
+    if (i == s->n) return bench_errf(err, errlen, "sched: all %d slots hold a request", s->n);
+    if (q->follows) return bench_errf(err, errlen, "sched: request %d follows %d: an open scheduler takes no turns", i, q->follows - 1);
+    if (check_lengths(q, i, err, errlen) || check_fits(q, i, q->n_prompt, s->vocab, engine_max_pos(s->e), err, errlen)) return -1;
+    rq *r = &s->r[i];
+    r->ids = malloc(((size_t)q->n_prompt + (size_t)q->max_new) * sizeof(int));
+    r->tok_ns = s->o.token_times ? malloc((size_t)q->max_new * sizeof(int64_t)) : NULL;
+    if (!r->ids || (s->o.token_times && !r->tok_ns)) {
+        sched_retire(s, i);
+        return bench_errf(err, errlen, "sched: out of memory");
+    }
+    s->reqs[i] = *q;
+    s->reqs[i].prompt = r->ids;     /* the caller's is borrowed only for this call */
+    memcpy(r->ids, q->prompt, (size_t)q->n_prompt * sizeof(int));
+    r->n_prompt = r->cap_prompt = q->n_prompt;
+    r->n_out = 0;
+    r->done = (sched_done){.req = i, .n_prompt = q->n_prompt};
+    send_req(s, i, sched_now());
+    return i;
+}
+
+int sched_advance(sched *s, char *err, size_t errlen) {
+    if (!s->n_running && !s->q_len) return 0;
+    return one_step(s, err, errlen);
+}
+
+/* Takes i out of the waiting queue, keeping the others' order. */
+static void q_remove(sched *s, int i) {
+    int kept = 0;
+    for (int k = 0; k < s->q_len; k++) {
+        int j = s->queue[(s->q_head + k) % s->n];
+        if (j != i) s->queue[(s->q_head + kept++) % s->n] = j;
+    }
+    s->q_len = kept;
+}
+
+void sched_cancel(sched *s, int i) {
+    if (i < 0 || i >= s->n) return;
+    rq *r = &s->r[i];
+    if (r->state == RQ_WAITING) {
+        q_remove(s, i);
+    } else if (r->state == RQ_RUNNING) {
+        int kept = 0;
+        for (int k = 0; k < s->n_running; k++)
+            if (s->running[k] != i) s->running[kept++] = s->running[k];
+        s->n_running = kept;
+        seq_release(s, r);
+    } else {
+        return;
+    }
+    sampler_free(r->smp);
+    r->smp = NULL;
+    r->state = RQ_DONE;
+    s->inflight--;
+    s->hold = 0;        /* its memory is free again, as at a finish */
+}
+
+void sched_retire(sched *s, int i) {
+    if (i < 0 || i >= s->n || s->r[i].state == RQ_WAITING || s->r[i].state == RQ_RUNNING) return;
+    rq *r = &s->r[i];
+    free(r->ids);
+    free(r->tok_ns);
+    sampler_free(r->smp);
+    *r = (rq){.in = &s->reqs[i], .seq = -1, .next = -1, .state = RQ_FREE};
+    s->reqs[i] = (sched_req){0};
+}
+
+int sched_is_running(const sched *s, int i) { return i >= 0 && i < s->n && s->r[i].state == RQ_RUNNING; }

@@ -57,6 +57,10 @@ typedef struct sched_req {
      * its prompt is that request's prompt and tokens followed by these n_prompt ids. */
     int follows;
     int64_t think_ns;
+    /* (optional) its own sampling instead of sched_opts' (bench serve: each HTTP request's) */
+    int own_sampling;       /* 1: temperature and topp below */
+    float temperature, topp;
+    int ignore_eos;         /* 1: finishes at max_new only, whatever sched_opts.eos */
 } sched_req;
 
 /* One step, reported when it ends. */
@@ -81,6 +85,8 @@ typedef struct sched_done {
     int waited;             /* 1: it stayed in the queue at the end of a step at least once */
     const int64_t *token_ns;    /* (n_out) when each token was sampled, with sched_opts.token_times; else
                                  * NULL. Valid during on_done only */
+    const char *error;      /* NULL; an open scheduler's request dropped unrun: why (it does not fit
+                             * the KV cache even alone). Valid during on_done only */
 } sched_done;
 
 typedef struct sched_opts {
@@ -92,9 +98,11 @@ typedef struct sched_opts {
     int max_inflight;       /* closed loop: requests sent and not finished at most; a request due
                              * while that many are in flight is sent when one finishes, and its
                              * arrival_ns is then. 0: open loop */
-    /* (optional) called after every step and at every finished request */
+    /* (optional) called after every step, at every finished request, and at every token
+     * sampled (last: 1 when it finishes the request; on_done follows) */
     void (*on_step)(void *user, const sched_step *st);
     void (*on_done)(void *user, const sched_done *d);
+    void (*on_token)(void *user, int req, int token, int last);
     void *user;
 } sched_opts;
 
@@ -127,5 +135,24 @@ int sched_run(sched *s, char *err, size_t errlen);
 /* The tokens request req generated (*n of them); valid until sched_destroy. */
 const int *sched_output(const sched *s, int req, int *n);
 const sched_stats *sched_get_stats(const sched *s);
+
+/* ---- An open scheduler: requests come and go while it runs (bench serve) ----
+ *
+ * sched_open makes one with room for `slots` requests at once (waiting and running) and
+ * none yet, its clock started. Each arrival is sched_submit'ed (it is then waiting, as a
+ * request of sched_run that arrived; its prompt is copied, follows must be 0) and gets a
+ * slot, which is its index in the callbacks and sched_output. sched_advance runs one step
+ * (nothing when no request waits or runs). sched_cancel drops a waiting or running request
+ * (its sequence and KV given back; no on_done). sched_retire frees a finished or cancelled
+ * request's slot for a later submit. A request that does not fit the KV cache even alone is
+ * dropped at its admission with on_done's error set, instead of failing the step.
+ * Not thread-safe: one thread calls all of these. */
+int sched_open(engine *e, int slots, const sched_opts *o, sched **out, char *err, size_t errlen);
+/* The slot, or -1 with err (no free slot, or the request's own error as sched_create's). */
+int sched_submit(sched *s, const sched_req *r, char *err, size_t errlen);
+int sched_advance(sched *s, char *err, size_t errlen);     /* 0, or -1 with err: an engine failure */
+void sched_cancel(sched *s, int slot);
+void sched_retire(sched *s, int slot);
+int sched_is_running(const sched *s, int slot);          /* 1: it holds a sequence */
 
 #endif
