@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "util/ut_parse.h"
 #include "util/ut_clock.h"
 #include "commands.h"
 #include "harness/child/mapguard.h"
@@ -82,7 +83,7 @@ static int sv_kv_budget(const char *v, engine_spec *spec) {
         spec->kv_budget_tokens = n;
         return 0;
     }
-    if (*v != '-' && !bench_parse_size(v, &bytes) && bytes > 0) {
+    if (*v != '-' && !ut_parse_size(v, &bytes) && bytes > 0) {
         spec->kv_budget_bytes = bytes;
         return 0;
     }

@@ -7,7 +7,6 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "engines/abi/module.h"
 #include "harness/net/batcher.h"
 #include "harness/net/netlib.h"
 #include "util/ut_clock.h"
@@ -89,15 +89,6 @@ typedef struct hs_req {
     uint64_t seed;
 } hs_req;
 
-static int hs_errf(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int hs_errf(char *err, size_t n, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, n, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 /* A JSON number that is a whole number in [lo, hi]. */
 static int hs_whole(const cJSON *v, double lo, double hi, long long *out) {
     if (!cJSON_IsNumber(v)) return -1;
@@ -110,7 +101,7 @@ static int hs_whole(const cJSON *v, double lo, double hi, long long *out) {
 static int hs_bool(const cJSON *root, const char *key, int *out, char *err, size_t errlen) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
     if (!v) return 0;
-    if (!cJSON_IsBool(v)) return hs_errf(err, errlen, "%s: expected true or false", key);
+    if (!cJSON_IsBool(v)) return bench_errf(err, errlen, "%s: expected true or false", key);
     *out = cJSON_IsTrue(v);
     return 0;
 }
@@ -123,17 +114,17 @@ static int hs_encode(const tokenizer *tok, const char *text, int max_pos, hs_req
     int max_ids = max_pos - r->max_new + 1;     /* >= 1: max_tokens <= max_pos */
     size_t len = strlen(text), max_len = tokenizer_max_text_bytes(tok, max_ids - 1);
     if (len > max_len)
-        return hs_errf(err, errlen, "prompt: %zu bytes of text + max_tokens (%d) - 1 exceed the context (%d positions): "
+        return bench_errf(err, errlen, "prompt: %zu bytes of text + max_tokens (%d) - 1 exceed the context (%d positions): "
                        "more than %zu bytes cannot encode to the %d tokens left after BOS", len, r->max_new, max_pos, max_len, max_ids - 1);
     r->ids = malloc(((size_t)max_ids + (size_t)r->max_new) * sizeof(int));
-    if (!r->ids) return hs_errf(err, errlen, "out of memory");
+    if (!r->ids) return bench_errf(err, errlen, "out of memory");
     char e2[256];
     int n = tokenizer_encode(tok, text, 1, 0, r->ids, max_ids, e2, sizeof(e2));
     /* the tokenizer's words for "more than max_ids" (tokenizer.c, bpe.c); any other failure is the text's own */
-    if (n < 0 && strstr(e2, "needs more than"))
-        return hs_errf(err, errlen, "prompt: the text needs more than %d tokens (BOS included): prompt + max_tokens (%d) - 1 exceed the context "
+    if (n == -TOK_ERR_TOO_MANY)
+        return bench_errf(err, errlen, "prompt: the text needs more than %d tokens (BOS included): prompt + max_tokens (%d) - 1 exceed the context "
                        "(%d positions)", max_ids, r->max_new, max_pos);
-    if (n < 0) return hs_errf(err, errlen, "prompt: %s", e2);
+    if (n < 0) return bench_errf(err, errlen, "prompt: %s", e2);
     return n;
 }
 
@@ -146,7 +137,7 @@ static int hs_parse(hs_server *s, const char *body, size_t len, hs_req *r, char 
     cJSON *root = cJSON_ParseWithLength(body, len);
     if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
-        return hs_errf(err, errlen, "the body is not a JSON object");
+        return bench_errf(err, errlen, "the body is not a JSON object");
     }
     const model *m = engine_model(s->e);
     const tokenizer *tok = engine_tokenizer(s->e);
@@ -154,32 +145,32 @@ static int hs_parse(hs_server *s, const char *body, size_t len, hs_req *r, char 
     long long x;
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "max_tokens");
     if (v && hs_whole(v, 1, max_pos, &x)) {
-        hs_errf(err, errlen, "max_tokens: expected a whole number from 1 to %d (the context)", max_pos);
+        bench_errf(err, errlen, "max_tokens: expected a whole number from 1 to %d (the context)", max_pos);
         goto bad;
     }
     if (v) r->max_new = (int)x;
     v = cJSON_GetObjectItemCaseSensitive(root, "temperature");
     if (v && (!cJSON_IsNumber(v) || !(v->valuedouble >= 0 && v->valuedouble <= 100))) {
-        hs_errf(err, errlen, "temperature: expected a number from 0 (greedy) to 100");
+        bench_errf(err, errlen, "temperature: expected a number from 0 (greedy) to 100");
         goto bad;
     }
     if (v) r->temperature = (float)v->valuedouble;
     v = cJSON_GetObjectItemCaseSensitive(root, "top_p");
     if (v && (!cJSON_IsNumber(v) || !(v->valuedouble > 0 && v->valuedouble <= 1))) {
-        hs_errf(err, errlen, "top_p: expected a number in (0, 1]");
+        bench_errf(err, errlen, "top_p: expected a number in (0, 1]");
         goto bad;
     }
     if (v) r->topp = (float)v->valuedouble;
     v = cJSON_GetObjectItemCaseSensitive(root, "seed");
     if (v && hs_whole(v, 0, 9007199254740992.0, &x)) {
-        hs_errf(err, errlen, "seed: expected a whole number >= 0");
+        bench_errf(err, errlen, "seed: expected a whole number >= 0");
         goto bad;
     }
     if (v) r->seed = (uint64_t)x;
     if (hs_bool(root, "stream", &r->stream, err, errlen) || hs_bool(root, "ignore_eos", &r->ignore_eos, err, errlen)) goto bad;
     v = cJSON_GetObjectItemCaseSensitive(root, "stream_options");
     if (v && !cJSON_IsObject(v) && !cJSON_IsNull(v)) {
-        hs_errf(err, errlen, "stream_options: expected an object");
+        bench_errf(err, errlen, "stream_options: expected an object");
         goto bad;
     }
     if (cJSON_IsObject(v) && hs_bool(v, "include_usage", &r->usage, err, errlen)) goto bad;
@@ -188,39 +179,39 @@ static int hs_parse(hs_server *s, const char *body, size_t len, hs_req *r, char 
     int n = 0;
     if (cJSON_IsString(v)) {
         if (!tok) {
-            hs_errf(err, errlen, "prompt: the model has no vocabulary: give the prompt as token ids");
+            bench_errf(err, errlen, "prompt: the model has no vocabulary: give the prompt as token ids");
             goto bad;
         }
         if ((n = hs_encode(tok, v->valuestring, max_pos, r, err, errlen)) < 0) goto bad;
     } else if (cJSON_IsArray(v)) {
         int count = cJSON_GetArraySize(v);
         if (count < 1 || count > max_pos) {
-            hs_errf(err, errlen, "prompt: expected 1 to %d token ids, got %d", max_pos, count);
+            bench_errf(err, errlen, "prompt: expected 1 to %d token ids, got %d", max_pos, count);
             goto bad;
         }
         r->ids = malloc(((size_t)count + (size_t)r->max_new) * sizeof(int));
         if (!r->ids) {
-            hs_errf(err, errlen, "out of memory");
+            bench_errf(err, errlen, "out of memory");
             goto bad;
         }
         const cJSON *it;
         cJSON_ArrayForEach(it, v) {
             if (hs_whole(it, 0, vocab - 1, &x)) {
-                hs_errf(err, errlen, "prompt[%d]: expected a token id from 0 to %d (one prompt a request)", n, vocab - 1);
+                bench_errf(err, errlen, "prompt[%d]: expected a token id from 0 to %d (one prompt a request)", n, vocab - 1);
                 goto bad;
             }
             r->ids[n++] = (int)x;
         }
     } else {
-        hs_errf(err, errlen, "prompt: expected a string or an array of token ids");
+        bench_errf(err, errlen, "prompt: expected a string or an array of token ids");
         goto bad;
     }
     if (n < 1) {
-        hs_errf(err, errlen, "prompt: no tokens");
+        bench_errf(err, errlen, "prompt: no tokens");
         goto bad;
     }
     if (n + r->max_new - 1 > max_pos) {
-        hs_errf(err, errlen, "prompt (%d tokens) + max_tokens (%d) - 1 exceed the context (%d positions)", n, r->max_new, max_pos);
+        bench_errf(err, errlen, "prompt (%d tokens) + max_tokens (%d) - 1 exceed the context (%d positions)", n, r->max_new, max_pos);
         goto bad;
     }
     r->n_prompt = n;
@@ -790,14 +781,14 @@ static void hs_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 static int hs_start_engine(hs_server *s, engine *e, const hs_opts *o, char *err, size_t errlen) {
     int seqs = engine_max_seqs(e);
     int mb = o->max_batch ? o->max_batch : hs_is_fault(s, "slow") ? 1 : seqs;
-    if (mb < 1) return hs_errf(err, errlen, "max_batch %d: expected at least 1", mb);
+    if (mb < 1) return bench_errf(err, errlen, "max_batch %d: expected at least 1", mb);
     /* a per-sequence kv module under a KV budget may have made fewer sequences than asked */
     s->max_batch = mb < seqs ? mb : seqs;
     const tokenizer *tok = engine_tokenizer(e);
     hb_opts bo = {.max_batch = s->max_batch, .reserve_output = o->reserve_output, .eos = tok ? tokenizer_eos(tok) : engine_model(e)->vocab.eos,
                   .gather = hs_is_fault(s, "gather"), .step_delay_ms = hs_is_fault(s, "slow") ? 50 : 0, .model_fault = o->model_fault};
     char e2[512];
-    if (hb_create(e, &bo, &s->b, e2, sizeof(e2))) return hs_errf(err, errlen, "the engine thread: %s", e2);
+    if (hb_create(e, &bo, &s->b, e2, sizeof(e2))) return bench_errf(err, errlen, "the engine thread: %s", e2);
     return 0;
 }
 
@@ -805,13 +796,13 @@ int hs_start(engine *e, const hs_opts *o, hs_server **out, char *err, size_t err
     *out = NULL;
     const char *host = o && o->host ? o->host : "127.0.0.1";
     int port = o ? o->port : 0;
-    if (port < 0 || port > 65535) return hs_errf(err, errlen, "port %d: expected 0 (any free port) to 65535", port);
+    if (port < 0 || port > 65535) return bench_errf(err, errlen, "port %d: expected 0 (any free port) to 65535", port);
     struct sockaddr_in sa;
     memset(&sa, 0, sizeof(sa));
     sa.sin_family = AF_INET;
     sa.sin_port = htons((uint16_t)port);
     if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
-        return hs_errf(err, errlen, "host \"%s\": expected a dotted IPv4 address such as 127.0.0.1", host);
+        return bench_errf(err, errlen, "host \"%s\": expected a dotted IPv4 address such as 127.0.0.1", host);
     hs_opts dflt = {0};
     if (!o) o = &dflt;
     int header_s = o->header_timeout_s ? o->header_timeout_s : HS_HEADER_TIMEOUT_S;
@@ -819,11 +810,11 @@ int hs_start(engine *e, const hs_opts *o, hs_server **out, char *err, size_t err
     int max_conn = o->max_connections ? o->max_connections : HS_MAX_CONNECTIONS;
     int max_ip = o->max_per_ip ? o->max_per_ip : HS_MAX_PER_IP;
     if (header_s < 0 || body_s < 0 || max_conn < 0 || max_ip < 0)
-        return hs_errf(err, errlen, "limits: expected whole numbers > 0 (header %d s, body %d s, connections %d, per address %d)",
+        return bench_errf(err, errlen, "limits: expected whole numbers > 0 (header %d s, body %d s, connections %d, per address %d)",
                        header_s, body_s, max_conn, max_ip);
     if (nl_mhd_load(err, errlen)) return -1;   /* loaded here, not linked (netlib.h) */
     hs_server *s = calloc(1, sizeof(*s));
-    if (!s) return hs_errf(err, errlen, "out of memory");
+    if (!s) return bench_errf(err, errlen, "out of memory");
     s->e = e;
     snprintf(s->model_name, sizeof(s->model_name), "%s", o->model_name ? o->model_name : "bench");
     snprintf(s->fault, sizeof(s->fault), "%s", o->fault ? o->fault : "");
@@ -847,11 +838,11 @@ int hs_start(engine *e, const hs_opts *o, hs_server **out, char *err, size_t err
     if (!s->d) {
         int p = port;
         hs_stop(s);
-        return hs_errf(err, errlen, "cannot listen on %s:%d (taken, or not an address of this machine)", host, p);
+        return bench_errf(err, errlen, "cannot listen on %s:%d (taken, or not an address of this machine)", host, p);
     }
     if (pthread_create(&s->guard, NULL, hs_guard, s)) {
         hs_stop(s);
-        return hs_errf(err, errlen, "cannot start the connection watchdog thread");
+        return bench_errf(err, errlen, "cannot start the connection watchdog thread");
     }
     s->guard_started = 1;
     const union MHD_DaemonInfo *di = nl_m.get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
