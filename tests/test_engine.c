@@ -46,7 +46,7 @@ static int setup(void **state) {
  * mmap shared (into anonymous copies) and mmap private (in place, copy on write), the logits
  * of a 20-token prefill and 8 decode steps are the same bits as with --no-repack, and the
  * engine says what it rearranged: every layer's 7 matrices where the kernels decode the
- * rearranged layout (kn_repacks), none with no_repack. */
+ * rearranged layout (kn_repacks), none with ENGINE_REPACK_OFF. */
 static void test_repack_engine(void **state) {
     (void)state;
     char model[512];
@@ -62,7 +62,7 @@ static void test_repack_engine(void **state) {
         int vocab = 0, layers = 0;
         for (int no = 0; no < 2; no++) {
             engine_spec s = {.model_path = model, .loader = cases[c].loader, .loader_opts = cases[c].opts, .kv = "prealloc",
-                             .threads = 2, .module_dir = tu_module_dir(), .no_repack = no};
+                             .threads = 2, .module_dir = tu_module_dir(), .repack = no ? ENGINE_REPACK_OFF : ENGINE_REPACK_AUTO};
             char err[512];
             engine *e;
             assert_int_equal(engine_create(&s, &e, err, sizeof(err)), 0);

@@ -487,28 +487,28 @@ static void test_kernels_axis(void **state) {
                 "kernels is given twice", NULL);
 }
 
-/* The worker spec's no_repack for variant i of s, as the worker reads it back. */
-static int spec_no_repack(const scenario *s, int i) {
+/* The worker spec's repack for variant i of s, as the worker reads it back. */
+static int spec_repack(const scenario *s, int i) {
     char *text = sc_engine_worker_spec(s, &s->variants[i]);
     assert_non_null(text);
     cJSON *j = cJSON_Parse(text);
     assert_non_null(j);
-    /* written only when set: the default variants' specs are as they were before the field */
-    int written = cJSON_GetObjectItemCaseSensitive(j, "no_repack") != NULL;
+    /* written only when false: the default variants' specs are as they were before the field */
+    int written = cJSON_GetObjectItemCaseSensitive(j, "repack") != NULL;
     ws_engine r;
     char err[256];
     assert_int_equal(ws_engine_read(j, &r, err, sizeof(err)), 0);
-    int no_repack = r.no_repack;
-    assert_int_equal(written, no_repack);
+    int repack = r.repack;
+    assert_int_equal(written, !repack);
     ws_engine_free(&r);
     cJSON_Delete(j);
     free(text);
-    return no_repack;
+    return repack;
 }
 
 /* The repack field: a boolean, true by default, and then in no variant's name (results and
  * baselines from before it keep theirs); false, fixed or crossed, names the variant and reaches
- * the worker as no_repack; --only takes its value or its label; anything but a boolean is
+ * the worker as repack false; --only takes its value or its label; anything but a boolean is
  * refused with the field's path. */
 static void test_repack_axis(void **state) {
     (void)state;
@@ -516,7 +516,7 @@ static void test_repack_axis(void **state) {
     assert_int_equal(sc_pick(s, &s->variants[0], SC_AX_REPACK)->ival, 1);
     assert_false(sc_axis_shown(s, SC_AX_REPACK));
     assert_string_equal(s->variants[0].key, "default");
-    assert_int_equal(spec_no_repack(s, 0), 0);
+    assert_int_equal(spec_repack(s, 0), 1);
     sc_free(s);
     s = parse_ok("{" BASE ", \"cache\": \"warm\", \"matrix\": {\"loader\": [\"pread\", \"mmap\"]}, \"repack\": true}");
     assert_string_equal(s->variants[1].key, "loader=mmap");
@@ -532,7 +532,7 @@ static void test_repack_axis(void **state) {
         assert_true(sc_axis_shown(s, SC_AX_REPACK));
         assert_string_equal(sc_pick(s, &s->variants[0], SC_AX_REPACK)->name, "false");
         assert_string_equal(s->variants[0].key, "repack=no-repack");
-        assert_int_equal(spec_no_repack(s, 0), 1);
+        assert_int_equal(spec_repack(s, 0), 0);
         sc_free(s);
     }
     /* an axis: crossed like any, the last varying fastest */
@@ -541,8 +541,8 @@ static void test_repack_axis(void **state) {
     assert_string_equal(s->variants[0].key, "loader=pread,repack=repack");
     assert_string_equal(s->variants[1].key, "loader=pread,repack=no-repack");
     assert_string_equal(sc_pick(s, &s->variants[1], SC_AX_REPACK)->label, "no-repack");
-    assert_int_equal(spec_no_repack(s, 0), 0);
-    assert_int_equal(spec_no_repack(s, 1), 1);
+    assert_int_equal(spec_repack(s, 0), 1);
+    assert_int_equal(spec_repack(s, 1), 0);
     char err[256];
     assert_int_equal(sc_select(s, "repack=false", err, sizeof(err)), 0);
     assert_true(!s->variants[0].selected && s->variants[1].selected);
@@ -849,7 +849,7 @@ static void test_worker_spec_round_trip(void **state) {
     assert_string_equal(r.device, w.device);
     assert_string_equal(r.kernels, w.kernels);
     assert_string_equal(r.kv_cache, w.kv_cache);
-    assert_int_equal(r.no_repack, w.no_repack);
+    assert_int_equal(r.repack, w.repack);
     assert_string_equal(r.module_dir, w.module_dir);
     assert_true(r.threads == w.threads && r.ctx == w.ctx && r.bandwidth == w.bandwidth);
     assert_true(r.prompt == NULL && r.prompt_tokens == 4 && r.generate == 4);

@@ -413,7 +413,7 @@ static int wk_engine_read_checked(wk_ctx *c, const wk_spec *s, const engine *e) 
     return s->tokenizer ? wk_parsed_checked(c, s->tokenizer, s->tokenizer_id, m->vocab.source_id) : 0;
 }
 
-/* The Q4_0 matrices the engine rearranged at load (engine.h no_repack), sent at every load, 0
+/* The Q4_0 matrices the engine rearranged at load (engine.h engine_repack), sent at every load, 0
  * where none were, so that a variant that stops repacking shows as a change. Exact: they
  * follow from the file and the kernel family, and no direction is better. */
 static void wk_repack_counters(wk_ctx *c, const engine *e) {
@@ -434,7 +434,7 @@ static int wk_run(wk_ctx c, wk_spec s) {
                       .kv = s.module[1], .alloc = s.module[2], .threads = s.threads, .max_pos = s.ctx,
                       .module_dir = s.module_dir, .on_region = wk_region, .region_user = &c, .device = s.device,
                       .kernels = s.kernels, .loader_opts = s.opts[0].v, .kv_opts = s.opts[1].v, .alloc_opts = s.opts[2].v,
-                      .device_opts = s.device_opts.v, .no_repack = s.no_repack};
+                      .device_opts = s.device_opts.v, .repack = s.repack ? ENGINE_REPACK_AUTO : ENGINE_REPACK_OFF};
     /* a serving run: sequences and KV memory for its requests */
     if (s.requests) sv_engine_spec(s.requests, &es);
     if (s.kv_cache && engine_parse_cache_type(s.kv_cache, &es.kv_k_type, &es.kv_v_type, err, sizeof(err))) {

@@ -219,7 +219,7 @@ static int gen_parse(int argc, char **argv, gen_args *g) {
         else if (!strcmp(a, "--quiet")) g->quiet = 1;
         else if (!strcmp(a, "--bandwidth")) g->bandwidth = 1;
         else if (!strcmp(a, "--llama-numerics")) g->spec.llama_numerics = 1;
-        else if (!strcmp(a, "--no-repack")) g->spec.no_repack = 1;
+        else if (!strcmp(a, "--no-repack")) g->spec.repack = ENGINE_REPACK_OFF;
         else if (!strcmp(a, "--accuracy")) g->accuracy = 1;
         else {
             static const char *const known[] = {

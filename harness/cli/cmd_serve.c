@@ -125,7 +125,7 @@ int cmd_serve(int argc, char **argv) {
         else if (ARG("--device")) spec.device = v;
         else if (ARG("--device-opt")) dopt = v;
         else if (ARG("--kernels")) spec.kernels = v;
-        else if (!strcmp(a, "--no-repack")) spec.no_repack = 1;
+        else if (!strcmp(a, "--no-repack")) spec.repack = ENGINE_REPACK_OFF;
         else if (ARG("--modules")) spec.module_dir = v;
         else if (ARG("--cache-type")) {
             char e1[256];

@@ -18,7 +18,7 @@ struct modreg_cache;
 /* SC_AX_KV_CACHE: the KV cache's element types, "f32" by default ("q8_0", or K/V as "q8_0/f16") */
 /* SC_AX_TARGET: what runs the workload, "engine" (in process) by default or an http server (harness/spec/target.h) */
 /* SC_AX_REPACK: whether Q4_0 weights are rearranged at load for the kernels (engine.h
- * no_repack), true by default; last, so that the axes before it keep their order */
+ * engine_repack), true by default; last, so that the axes before it keep their order */
 enum { SC_AX_LOADER, SC_AX_KV, SC_AX_ALLOC, SC_AX_CACHE, SC_AX_THREADS, SC_AX_DEVICE, SC_AX_WORKLOAD, SC_AX_KERNELS, SC_AX_KV_CACHE,
        SC_AX_TARGET, SC_AX_REPACK, SC_AX_COUNT };
 enum { SC_CACHE_COLD, SC_CACHE_WARM };

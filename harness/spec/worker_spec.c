@@ -125,7 +125,7 @@ sc_requests *sv_spec_read(const cJSON *spec, char *err, size_t errlen) {
 typedef enum { WS_STR, WS_INT, WS_NUM, WS_BOOL, WS_REQUESTS, WS_OBJECT, WS_OPTS } ws_type;
 
 enum {
-    WS_IF_SET = 1,      /* written only when set (a string, a number not 0, true); else always */
+    WS_IF_SET = 1,      /* written only when set (a string, a number not 0, a boolean not its def); else always */
     WS_HOOK = 2,        /* a test hook: read only under BENCH_TEST_HOOKS=1 */
 };
 
@@ -155,7 +155,7 @@ static const struct ws_field {
     F("kernels", WS_STR, kernels, 0, 0),
     F("kv_cache", WS_STR, kv_cache, 0, 0),
     /* written only when set: the specs of the default (repacking) variants stay as they were */
-    F("no_repack", WS_BOOL, no_repack, 0, WS_IF_SET),
+    F("repack", WS_BOOL, repack, 1, WS_IF_SET),
     F("http", WS_OBJECT, http, 0, WS_IF_SET),
     F("bandwidth", WS_BOOL, bandwidth, 0, WS_IF_SET),
     F("ctx", WS_INT, ctx, 0, 0),
@@ -188,7 +188,7 @@ void ws_engine_fill(ws_engine *w, const scenario *s, const sc_variant *v) {
     w->device_opts.v = *sc_device_opts(s, v);
     w->kernels = sc_pick(s, v, SC_AX_KERNELS)->name;
     w->kv_cache = sc_pick(s, v, SC_AX_KV_CACHE)->name;
-    w->no_repack = s->axes[SC_AX_REPACK].n && !sc_pick(s, v, SC_AX_REPACK)->ival;
+    w->repack = !s->axes[SC_AX_REPACK].n || sc_pick(s, v, SC_AX_REPACK)->ival;
     w->bandwidth = (s->metrics & SC_M_BANDWIDTH) != 0;
     w->ctx = s->ctx;
     /* an http target: its settings as the scenario gave them (harness/spec/target.h) */
@@ -229,7 +229,7 @@ cJSON *ws_engine_json(const ws_engine *w) {
             if (*(const double *)p != 0 || !(f->flags & WS_IF_SET)) cJSON_AddNumberToObject(j, f->name, *(const double *)p);
             break;
         case WS_BOOL:
-            if (*(const int *)p || !(f->flags & WS_IF_SET)) cJSON_AddBoolToObject(j, f->name, *(const int *)p);
+            if (*(const int *)p != (int)f->def || !(f->flags & WS_IF_SET)) cJSON_AddBoolToObject(j, f->name, *(const int *)p);
             break;
         case WS_REQUESTS:
             if (w->requests_of) sv_spec_add(j, w->requests_of);
@@ -270,7 +270,7 @@ int ws_engine_read(const cJSON *j, ws_engine *w, char *err, size_t errlen) {
         case WS_STR: *(const char **)p = cJSON_IsString(x) ? x->valuestring : NULL; break;
         case WS_INT: *(int *)p = (int)(cJSON_IsNumber(x) ? x->valuedouble : f->def); break;
         case WS_NUM: *(double *)p = cJSON_IsNumber(x) ? x->valuedouble : f->def; break;
-        case WS_BOOL: *(int *)p = cJSON_IsTrue(x); break;
+        case WS_BOOL: *(int *)p = cJSON_IsBool(x) ? cJSON_IsTrue(x) : (int)f->def; break;
         case WS_REQUESTS:
             w->requests = sv_spec_read(j, err, errlen);
             if (!w->requests && err && err[0]) return -1;

@@ -36,7 +36,8 @@ typedef struct ws_engine {
     ws_opts device_opts;
     const char *kernels;                        /* CPU kernel family; NULL: auto */
     const char *kv_cache;                       /* the KV cache types ("q8_0", "q8_0/f16"); NULL: f32 */
-    int no_repack;                              /* 1: Q4_0 weights keep the file's layout (engine.h no_repack) */
+    int repack;                                 /* 1, the default: Q4_0 rearranged at load where the kernels decode it
+                                                 * natively; 0: the file's layout (engine.h engine_repack) */
     /* an http target's settings as JSON text (harness/child/http_worker.h); NULL: the engine.
      * ws_engine_fill points it at the scenario's text; ws_engine_read mallocs it (the reader frees) */
     char *http;

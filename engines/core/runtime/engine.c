@@ -47,7 +47,7 @@ struct engine {
     bench_tensor_ref *refs;     /* (n_tensors) */
     const void **data;          /* (n_tensors) tensor bytes, owned by the loader */
     tf_weights w;
-    repack rp;                  /* the Q4_0 matrices rearranged at load (engine_spec.no_repack) */
+    repack rp;                  /* the Q4_0 matrices rearranged at load (engine_spec.repack) */
     tf_ctx tf;
     float *logits;              /* (max_seqs, vocab) */
     tf_span *spans;             /* (max_seqs) a batched decode's */
@@ -260,7 +260,7 @@ int engine_create(const engine_spec *spec, engine **out, char *err, size_t errle
     rc = -BENCH_ERR_FAIL;
     if (tf_bind(e->m, e->data, &e->w, err, errlen)) goto err;
     if (!e->dev && kn_auto_active()) engine_tune_kernels(e);
-    if (!e->dev && !spec->no_repack) { /* after the tuning, which measures the file's layout */
+    if (!e->dev && spec->repack != ENGINE_REPACK_OFF) { /* after the tuning, which measures the file's layout */
         repack_weights(&e->w, c->n_layers, &(bench_loader){e->loader, e->loader_ctx}, &e->host, &e->rp);
         if (e->rp.skipped)
             fprintf(stderr, "bench: note: %d Q4_0 matrices keep the file's layout: the loader does not say how their "

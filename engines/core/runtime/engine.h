@@ -14,6 +14,10 @@
 #include "engines/abi/dtype.h"
 #include "engines/abi/module.h"
 
+/* Whether Q4_0 weights are rearranged at load (engine_spec.repack): one polarity from the
+ * scenario's "repack" to here, the default being zero so that a zeroed spec rearranges. */
+typedef enum { ENGINE_REPACK_AUTO = 0, ENGINE_REPACK_OFF = 1 } engine_repack;
+
 typedef struct engine_spec {
     const char *model_path;
     const char *tokenizer_path;     /* optional llama2.c tokenizer.bin */
@@ -59,12 +63,13 @@ typedef struct engine_spec {
      * the softmax scaled by 1/sum), and RoPE angles raised by repeated multiplication. CPU
      * only. 0: f32 throughout, RoPE as llama2.c computes it. */
     int llama_numerics;
-    /* 0: Q4_0 matrices are rearranged in place at load for the kernel family in use, where it
-     * decodes the rearranged layout natively (kernels.h kn_repacks), as llama.cpp repacks
-     * Q4_0; 1: every matrix keeps the file's layout. In place, so the pread loader's buffer
-     * costs nothing more, while an mmap'd file's pages become anonymous copies (copy on
-     * write): what mmap buys changes, and engine_repacked_bytes says by how much. CPU only. */
-    int no_repack;
+    /* ENGINE_REPACK_AUTO (0, what a zeroed spec gets): Q4_0 matrices are rearranged in place
+     * at load for the kernel family in use, where it decodes the rearranged layout natively
+     * (kernels.h kn_repacks), as llama.cpp repacks Q4_0; ENGINE_REPACK_OFF: every matrix
+     * keeps the file's layout. In place, so the pread loader's buffer costs nothing more,
+     * while an mmap'd file's pages become anonymous copies (copy on write): what mmap buys
+     * changes, and engine_repacked_bytes says by how much. CPU only. */
+    engine_repack repack;
 } engine_spec;
 
 typedef struct engine engine;
@@ -75,7 +80,7 @@ int engine_create(const engine_spec *spec, engine **out, char *err, size_t errle
 void engine_destroy(engine *e);                 /* e may be NULL */
 
 const model *engine_model(const engine *e);
-/* The matrices rearranged at load (engine_spec.no_repack), their bytes, and of those the bytes
+/* The matrices rearranged at load (engine_spec.repack), their bytes, and of those the bytes
  * rearranged into anonymous copies (where the loader's memory was shared: mmap's default); 0
  * where none were. */
 int engine_repacked_matrices(const engine *e);
