@@ -10,6 +10,7 @@
 
 #include "engines/core/runtime/alloc_trace.h"
 #include "engines/core/runtime/modreg.h"
+#include "harness/spec/jsonval.h"
 #include "harness/spec/confine.h"
 #include "harness/spec/spec_opts.h"
 
@@ -45,31 +46,12 @@ static void aw_err(aw_ctx *c, const char *path, const char *fmt, ...) {
     c->errs->v[c->errs->n++] = d;
 }
 
-static const char *aw_type(const cJSON *j) {
-    return cJSON_IsString(j) ? "a string" : cJSON_IsNumber(j) ? "a number" : cJSON_IsBool(j) ? "a boolean"
-         : cJSON_IsArray(j) ? "an array" : cJSON_IsObject(j) ? "an object" : "null";
-}
-
-static int aw_enum(const char *s, const char *const *names) {
-    for (int i = 0; names[i]; i++)
-        if (!strcmp(s, names[i])) return i;
-    return -1;
-}
-
-static void aw_join(char *buf, size_t len, const char *const *names) {
-    buf[0] = 0;
-    for (int i = 0; names[i]; i++) {
-        if (i) strncat(buf, ", ", len - strlen(buf) - 1);
-        strncat(buf, names[i], len - strlen(buf) - 1);
-    }
-}
-
 static void aw_check_keys(aw_ctx *c, const cJSON *obj, const char *path, const char *const *allowed) {
     for (const cJSON *it = obj->child; it; it = it->next) {
         char p[256], list[512];
         snprintf(p, sizeof(p), "%s.%s", path, it->string);
-        if (aw_enum(it->string, allowed) < 0) {
-            aw_join(list, sizeof(list), allowed);
+        if (jv_enum(it->string, allowed) < 0) {
+            jv_join(list, sizeof(list), allowed);
             aw_err(c, p, "unknown key \"%s\" (allowed: %s)", it->string, list);
             continue;
         }
@@ -89,7 +71,7 @@ static int aw_int(aw_ctx *c, const cJSON *obj, const char *key, const char *path
     char p[256];
     snprintf(p, sizeof(p), "%s.%s", path, key);
     if (!cJSON_IsNumber(j) || j->valuedouble != floor(j->valuedouble)) {
-        aw_err(c, p, "expected an integer, got %s", cJSON_IsNumber(j) ? "a fraction" : aw_type(j));
+        aw_err(c, p, "expected an integer, got %s", cJSON_IsNumber(j) ? "a fraction" : jv_type(j));
         return -1;
     }
     if (j->valuedouble < (double)lo || j->valuedouble > (double)hi) {
@@ -116,7 +98,7 @@ static int aw_parse_workload(aw_ctx *c, const cJSON *j, const char *path, aw_wor
     w->live = 1000;
     char p[256];
     if (!cJSON_IsObject(j)) {
-        aw_err(c, path, "expected an object {\"name\": ..., \"pattern\": ..., ...}, got %s", aw_type(j));
+        aw_err(c, path, "expected an object {\"name\": ..., \"pattern\": ..., ...}, got %s", jv_type(j));
         return -1;
     }
     static const char *const keys[] = {"name", "pattern", "size", "sizes", "live", "ops", "align", "seed",
@@ -124,7 +106,7 @@ static int aw_parse_workload(aw_ctx *c, const cJSON *j, const char *path, aw_wor
     aw_check_keys(c, j, path, keys);
     const cJSON *nm = cJSON_GetObjectItemCaseSensitive(j, "name");
     snprintf(p, sizeof(p), "%s.name", path);
-    if (!cJSON_IsString(nm)) aw_err(c, p, nm ? "expected a string, got %s" : "required: a string%s", nm ? aw_type(nm) : "");
+    if (!cJSON_IsString(nm)) aw_err(c, p, nm ? "expected a string, got %s" : "required: a string%s", nm ? jv_type(nm) : "");
     else {
         int ok = nm->valuestring[0] != 0;
         for (const char *q = nm->valuestring; *q; q++)
@@ -134,12 +116,12 @@ static int aw_parse_workload(aw_ctx *c, const cJSON *j, const char *path, aw_wor
     }
     const cJSON *pt = cJSON_GetObjectItemCaseSensitive(j, "pattern");
     snprintf(p, sizeof(p), "%s.pattern", path);
-    int pat = cJSON_IsString(pt) ? aw_enum(pt->valuestring, aw_pattern_names) : -1;
+    int pat = cJSON_IsString(pt) ? jv_enum(pt->valuestring, aw_pattern_names) : -1;
     if (pat < 0) {
         char list[128];
-        aw_join(list, sizeof(list), aw_pattern_names);
+        jv_join(list, sizeof(list), aw_pattern_names);
         aw_err(c, p, "expected one of %s, got %s%s%s", list, cJSON_IsString(pt) ? "\"" : "",
-               !pt ? "nothing" : cJSON_IsString(pt) ? pt->valuestring : aw_type(pt), cJSON_IsString(pt) ? "\"" : "");
+               !pt ? "nothing" : cJSON_IsString(pt) ? pt->valuestring : jv_type(pt), cJSON_IsString(pt) ? "\"" : "");
         return -1;
     }
     w->pattern = (aw_pattern)pat;
@@ -160,7 +142,7 @@ static int aw_parse_workload(aw_ctx *c, const cJSON *j, const char *path, aw_wor
     const cJSON *tj = cJSON_GetObjectItemCaseSensitive(j, "touch");
     if (tj) {
         snprintf(p, sizeof(p), "%s.touch", path);
-        int t = cJSON_IsString(tj) ? aw_enum(tj->valuestring, aw_touch_names) : -1;
+        int t = cJSON_IsString(tj) ? jv_enum(tj->valuestring, aw_touch_names) : -1;
         if (t < 0) aw_err(c, p, "expected \"none\", \"first\" (one byte per block) or \"pages\" (one byte per 4 KiB)");
         else w->touch = (aw_touch)t;
     }
@@ -175,7 +157,7 @@ static int aw_parse_workload(aw_ctx *c, const cJSON *j, const char *path, aw_wor
         snprintf(p, sizeof(p), "%s.trace", path);
         if (!cJSON_IsString(tr)) {
             aw_err(c, p, tr ? "expected a file name, got %s" : "required: a file made by bench generate --trace-alloc%s",
-                   tr ? aw_type(tr) : "");
+                   tr ? jv_type(tr) : "");
         } else {
             w->trace = strdup(tr->valuestring);
             at_trace t;
@@ -208,7 +190,7 @@ static int aw_parse_workload(aw_ctx *c, const cJSON *j, const char *path, aw_wor
     } else {
         snprintf(p, sizeof(p), "%s.sizes", path);
         if (!cJSON_IsObject(szs)) {
-            aw_err(c, p, "expected an object {\"min\": B, \"max\": B, \"alpha\": a}, got %s", aw_type(szs));
+            aw_err(c, p, "expected an object {\"min\": B, \"max\": B, \"alpha\": a}, got %s", jv_type(szs));
         } else {
             static const char *const sk[] = {"min", "max", "alpha", NULL};
             aw_check_keys(c, szs, p, sk);
@@ -269,10 +251,10 @@ static int aw_parse_alloc(aw_ctx *c, const scenario *s, const cJSON *j, const ch
         }
         ch->name = strdup(n->valuestring);
         snprintf(q, sizeof(q), "%s.label", p);
-        if (l && !cJSON_IsString(l)) aw_err(c, q, "expected a string, got %s", aw_type(l));
+        if (l && !cJSON_IsString(l)) aw_err(c, q, "expected a string, got %s", jv_type(l));
         else if (l) ch->label = strdup(l->valuestring);
         snprintf(q, sizeof(q), "%s.options", p);
-        if (o && !cJSON_IsObject(o)) aw_err(c, q, "expected an object {\"option\": value}, got %s", aw_type(o));
+        if (o && !cJSON_IsObject(o)) aw_err(c, q, "expected an object {\"option\": value}, got %s", jv_type(o));
         for (const cJSON *it = o && cJSON_IsObject(o) ? o->child : NULL; it; it = it->next) {
             char val[128];
             if (cJSON_IsBool(it)) snprintf(val, sizeof(val), "%d", cJSON_IsTrue(it));
@@ -294,7 +276,7 @@ static int aw_parse_alloc(aw_ctx *c, const scenario *s, const cJSON *j, const ch
             snprintf(opts + u, sizeof(opts) - u, "%s%s=%s", u ? "," : "", it->string, val);
         }
     } else {
-        aw_err(c, p, "expected an allocator name or {\"name\": ..., \"options\": {...}, \"label\": ...}, got %s", aw_type(j));
+        aw_err(c, p, "expected an allocator name or {\"name\": ..., \"options\": {...}, \"label\": ...}, got %s", jv_type(j));
         return -1;
     }
     ch->opts = strdup(opts);
@@ -343,7 +325,7 @@ int aw_parse_scenario(scenario *s, const cJSON *root, sc_errors *errs) {
         s->name = strdup(n->valuestring);
     }
     const cJSON *d = cJSON_GetObjectItemCaseSensitive(root, "description");
-    if (d && !cJSON_IsString(d)) aw_err(&c, ".description", "expected a string, got %s", aw_type(d));
+    if (d && !cJSON_IsString(d)) aw_err(&c, ".description", "expected a string, got %s", jv_type(d));
     else if (d) s->description = strdup(d->valuestring);
     long long v;
     s->repetitions = 3;

@@ -18,6 +18,7 @@
 #include "engines/core/runtime/modreg.h"
 #include "engines/core/runtime/sampler.h"
 #include "engines/core/synth/synth.h"
+#include "harness/spec/jsonval.h"
 #include "harness/spec/alloc_spec.h"
 #include "harness/spec/arrival.h"
 #include "harness/spec/confine.h"
@@ -74,16 +75,6 @@ void sc_errors_free(sc_errors *e) {
 
 /* ---- small JSON helpers: each reports its own error and returns -1 ---- */
 
-static const char *sc_type_name(const cJSON *j) {
-    if (cJSON_IsString(j)) return "a string";
-    if (cJSON_IsNumber(j)) return "a number";
-    if (cJSON_IsBool(j)) return "a boolean";
-    if (cJSON_IsNull(j)) return "null";
-    if (cJSON_IsArray(j)) return "an array";
-    if (cJSON_IsObject(j)) return "an object";
-    return "invalid";
-}
-
 /* Paths are truncated rather than refused: they only name a place in messages. */
 static void sc_join(char *buf, size_t len, const char *a, const char *b) {
     if (snprintf(buf, len, "%s.%s", a, b) >= (int)len) buf[len - 1] = 0;
@@ -122,7 +113,7 @@ static int sc_get_string(sc_ctx *c, const cJSON *obj, const char *key, const cha
         return -1;
     }
     if (!cJSON_IsString(j) || !j->valuestring) {
-        sc_err(c, p, "expected a string, got %s", sc_type_name(j));
+        sc_err(c, p, "expected a string, got %s", jv_type(j));
         return -1;
     }
     free(*out);
@@ -133,7 +124,7 @@ static int sc_get_string(sc_ctx *c, const cJSON *obj, const char *key, const cha
 /* An integer in [lo, hi]; *out keeps its default when the key is absent. */
 static int sc_int_value(sc_ctx *c, const cJSON *j, const char *p, long long lo, long long hi, long long *out) {
     if (!cJSON_IsNumber(j) || j->valuedouble != floor(j->valuedouble) || !isfinite(j->valuedouble)) {
-        sc_err(c, p, "expected an integer, got %s", cJSON_IsNumber(j) ? "a fraction" : sc_type_name(j));
+        sc_err(c, p, "expected an integer, got %s", cJSON_IsNumber(j) ? "a fraction" : jv_type(j));
         return -1;
     }
     if (j->valuedouble < (double)lo || j->valuedouble > (double)hi) {
@@ -172,7 +163,7 @@ static int sc_get_num(sc_ctx *c, const cJSON *obj, const char *key, const char *
     sc_join(p, sizeof(p), path, key);
     if (!j) return 0;
     if (!cJSON_IsNumber(j)) {
-        sc_err(c, p, "expected a number, got %s", sc_type_name(j));
+        sc_err(c, p, "expected a number, got %s", jv_type(j));
         return -1;
     }
     double v = j->valuedouble;
@@ -182,20 +173,6 @@ static int sc_get_num(sc_ctx *c, const cJSON *obj, const char *key, const char *
     }
     *out = v;
     return 0;
-}
-
-static int sc_enum(const char *s, const char *const *names) {
-    for (int i = 0; names[i]; i++)
-        if (!strcmp(s, names[i])) return i;
-    return -1;
-}
-
-static void sc_list(char *buf, size_t len, const char *const *names) {
-    buf[0] = 0;
-    for (int i = 0; names[i]; i++) {
-        if (i) strncat(buf, ", ", len - strlen(buf) - 1);
-        strncat(buf, names[i], len - strlen(buf) - 1);
-    }
 }
 
 /* ---- model ---- */
@@ -251,7 +228,7 @@ static void sc_parse_model(sc_ctx *c, scenario *s, const cJSON *j) {
             sc_get_string(c, j, "path", path, 1, &s->model_path);
         } else if (!cJSON_IsObject(syn)) {
             sc_err(c, ".model.synth", "expected an object {\"shape\": ..., \"dtype\": ..., \"format\": ..., \"seed\": ...}, got %s",
-                   sc_type_name(syn));
+                   jv_type(syn));
         } else {
             static const char *const skeys[] = {"shape", "dtype", "format", "seed", NULL};
             const char *sp = ".model.synth";
@@ -270,7 +247,7 @@ static void sc_parse_model(sc_ctx *c, scenario *s, const cJSON *j) {
             }
             if (!sc_get_string(c, syn, "dtype", sp, 0, &s->synth_dtype) && (bench_dtype_parse(s->synth_dtype) < 0 || !bench_dtype_writable((bench_dtype)bench_dtype_parse(s->synth_dtype))))
                 sc_err(c, ".model.synth.dtype", "unknown dtype \"%s\" (have: f32, f16, bf16, q8_0, q4_0)", s->synth_dtype);
-            if (!sc_get_string(c, syn, "format", sp, 0, &s->synth_format) && sc_enum(s->synth_format, sc_formats) < 0)
+            if (!sc_get_string(c, syn, "format", sp, 0, &s->synth_format) && jv_enum(s->synth_format, sc_formats) < 0)
                 sc_err(c, ".model.synth.format", "unknown format \"%s\" (have: gguf, safetensors, llama2c)", s->synth_format);
             if (s->synth_format && s->synth_dtype && !strcmp(s->synth_format, "llama2c") && strcmp(s->synth_dtype, "f32"))
                 sc_err(c, ".model.synth", "format llama2c holds f32 only, not %s", s->synth_dtype);
@@ -278,7 +255,7 @@ static void sc_parse_model(sc_ctx *c, scenario *s, const cJSON *j) {
             s->synth_seed = (uint64_t)seed;
         }
     } else {
-        sc_err(c, path, "expected a path or an object {\"path\": ...} / {\"synth\": {...}}, got %s", sc_type_name(j));
+        sc_err(c, path, "expected a path or an object {\"path\": ...} / {\"synth\": {...}}, got %s", jv_type(j));
         return;
     }
     int model_str = cJSON_IsString(j);
@@ -367,7 +344,7 @@ static void sc_parse_dist(sc_ctx *c, const cJSON *obj, const char *key, const ch
         return;
     }
     if (!cJSON_IsObject(j) || cJSON_GetArraySize(j) != 1) {
-        sc_err(c, p, "expected one of %s, got %s", want, cJSON_IsObject(j) ? "an object without exactly one key" : sc_type_name(j));
+        sc_err(c, p, "expected one of %s, got %s", want, cJSON_IsObject(j) ? "an object without exactly one key" : jv_type(j));
         return;
     }
     static const char *const kinds[] = {"fixed", "uniform", "file", NULL};
@@ -382,7 +359,7 @@ static void sc_parse_dist(sc_ctx *c, const cJSON *obj, const char *key, const ch
     } else if (!strcmp(v->string, "uniform")) {
         d->kind = SC_DIST_UNIFORM;
         if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != 2) {
-            sc_err(c, q, "expected [LO, HI] (two integers, LO <= HI), got %s", sc_type_name(v));
+            sc_err(c, q, "expected [LO, HI] (two integers, LO <= HI), got %s", jv_type(v));
             return;
         }
         char q0[320], q1[320];
@@ -396,7 +373,7 @@ static void sc_parse_dist(sc_ctx *c, const cJSON *obj, const char *key, const ch
     } else if (!strcmp(v->string, "file")) {
         d->kind = SC_DIST_FILE;
         if (!cJSON_IsString(v)) {
-            sc_err(c, q, "expected a path (a string), got %s", sc_type_name(v));
+            sc_err(c, q, "expected a path (a string), got %s", jv_type(v));
             return;
         }
         d->file = strdup(v->valuestring);
@@ -421,7 +398,7 @@ static void sc_parse_requests(sc_ctx *c, scenario *s, const cJSON *j) {
     const char *path = ".workload.requests";
     if (!cJSON_IsObject(j)) {
         sc_err(c, path, "expected an object {\"count\": N, \"prompt_len\": ..., \"output_len\": ..., \"kv_budget\": ...}, got %s",
-               sc_type_name(j));
+               jv_type(j));
         return;
     }
     sc_requests *r = calloc(1, sizeof(*r));
@@ -449,12 +426,12 @@ static void sc_parse_requests(sc_ctx *c, scenario *s, const cJSON *j) {
     sc_get_i(c, j, "max_batch", path, 0, 1, 100000, &r->max_batch);
     sc_get_num(c, j, "reserve_output", path, 0, 0, 1, &r->reserve_output);
     const cJSON *eos = cJSON_GetObjectItemCaseSensitive(j, "stop_at_eos");
-    if (eos && !cJSON_IsBool(eos)) sc_err(c, ".workload.requests.stop_at_eos", "expected true or false, got %s", sc_type_name(eos));
+    if (eos && !cJSON_IsBool(eos)) sc_err(c, ".workload.requests.stop_at_eos", "expected true or false, got %s", jv_type(eos));
     else if (eos) r->stop_at_eos = cJSON_IsTrue(eos);
 
     const cJSON *sp = cJSON_GetObjectItemCaseSensitive(j, "shared_prefix");
     if (sp && !cJSON_IsObject(sp)) {
-        sc_err(c, ".workload.requests.shared_prefix", "expected {\"tokens\": N, \"fraction\": 0..1}, got %s", sc_type_name(sp));
+        sc_err(c, ".workload.requests.shared_prefix", "expected {\"tokens\": N, \"fraction\": 0..1}, got %s", jv_type(sp));
     } else if (sp) {
         const char *pp = ".workload.requests.shared_prefix";
         static const char *const pk[] = {"tokens", "fraction", NULL};
@@ -478,7 +455,7 @@ static void sc_parse_requests(sc_ctx *c, scenario *s, const cJSON *j) {
          * nanosecond clock holds (arrival.h) */
         sc_get_num(c, ar, "poisson_rate", ap, AR_MIN_RATE, 0, 1e9, &r->poisson_rate);
     } else if (ar && !cJSON_IsString(ar) && !cJSON_IsObject(ar)) {
-        sc_err(c, ap, "expected \"all\", {\"poisson_rate\": requests per second} or {\"process\": ...}, got %s", sc_type_name(ar));
+        sc_err(c, ap, "expected \"all\", {\"poisson_rate\": requests per second} or {\"process\": ...}, got %s", jv_type(ar));
     }
 
     const cJSON *kb = cJSON_GetObjectItemCaseSensitive(j, "kv_budget");
@@ -487,7 +464,7 @@ static void sc_parse_requests(sc_ctx *c, scenario *s, const cJSON *j) {
         sc_err(c, kp, "required: {\"bytes\": SIZE} (e.g. \"64m\") or {\"tokens\": N}: the KV memory every backend gets");
     } else if (!cJSON_IsObject(kb) || cJSON_GetArraySize(kb) != 1) {
         sc_err(c, kp, "expected {\"bytes\": SIZE} or {\"tokens\": N} (exactly one), got %s",
-               cJSON_IsObject(kb) ? "an object without exactly one key" : sc_type_name(kb));
+               cJSON_IsObject(kb) ? "an object without exactly one key" : jv_type(kb));
     } else {
         static const char *const bk[] = {"bytes", "tokens", NULL};
         sc_check_keys(c, kb, kp, bk);
@@ -513,7 +490,7 @@ static void sc_parse_requests(sc_ctx *c, scenario *s, const cJSON *j) {
     const cJSON *tg = cJSON_GetObjectItemCaseSensitive(j, "targets");
     const char *tp = ".workload.requests.targets";
     if (tg && !cJSON_IsObject(tg)) {
-        sc_err(c, tp, "expected {\"ttft_ms\": MS, \"tpot_ms\": MS}, got %s", sc_type_name(tg));
+        sc_err(c, tp, "expected {\"ttft_ms\": MS, \"tpot_ms\": MS}, got %s", jv_type(tg));
     } else if (tg) {
         static const char *const tk[] = {"ttft_ms", "tpot_ms", NULL};
         sc_check_keys(c, tg, tp, tk);
@@ -529,7 +506,7 @@ static void sc_parse_workload(sc_ctx *c, scenario *s, const cJSON *w) {
     const char *path = ".workload";
     if (!cJSON_IsObject(w)) {
         sc_err(c, path, "expected an object {\"prompt_tokens\": N | \"prompt\": TEXT, \"generate\": N, ...}, got %s",
-               sc_type_name(w));
+               jv_type(w));
         return;
     }
     static const char *const keys[] = {"prompt", "prompt_tokens", "generate", "seed", "temperature", "topp", "ctx",
@@ -749,7 +726,7 @@ static int sc_parse_repack(sc_ctx *c, const cJSON *j, const char *p, sc_choice *
     if (!cJSON_IsBool(j)) {
         sc_err(c, p, "expected true (rearrange Q4_0 weights at load for the kernels, the default) or false (keep "
                "the file's layout), got %s%s%s", cJSON_IsString(j) ? "\"" : "",
-               cJSON_IsString(j) ? j->valuestring : sc_type_name(j), cJSON_IsString(j) ? "\"" : "");
+               cJSON_IsString(j) ? j->valuestring : jv_type(j), cJSON_IsString(j) ? "\"" : "");
         return -1;
     }
     ch->ival = cJSON_IsTrue(j);
@@ -764,9 +741,9 @@ static int sc_parse_choice(sc_ctx *c, int axis, const cJSON *j, const char *p, s
     if (axis == SC_AX_TARGET) return tg_parse(j, p, &ch->name, &ch->label, &ch->opts, sc_target_err, c);
     if (axis == SC_AX_REPACK) return sc_parse_repack(c, j, p, ch);
     if (axis == SC_AX_CACHE) {
-        if (!cJSON_IsString(j) || (ch->ival = sc_enum(j->valuestring, sc_cache_names)) < 0) {
+        if (!cJSON_IsString(j) || (ch->ival = jv_enum(j->valuestring, sc_cache_names)) < 0) {
             sc_err(c, p, "expected \"cold\" or \"warm\", got %s%s%s", cJSON_IsString(j) ? "\"" : "",
-                   cJSON_IsString(j) ? j->valuestring : sc_type_name(j), cJSON_IsString(j) ? "\"" : "");
+                   cJSON_IsString(j) ? j->valuestring : jv_type(j), cJSON_IsString(j) ? "\"" : "");
             return -1;
         }
         ch->name = strdup(j->valuestring);
@@ -780,7 +757,7 @@ static int sc_parse_choice(sc_ctx *c, int axis, const cJSON *j, const char *p, s
         if (!cJSON_IsString(j) || !kn_isa_known(j->valuestring)) {
             kn_isa_list(have, sizeof(have), 0);
             sc_err(c, p, "expected a kernel family (auto, %s), got %s%s%s", have, cJSON_IsString(j) ? "\"" : "",
-                   cJSON_IsString(j) ? j->valuestring : sc_type_name(j), cJSON_IsString(j) ? "\"" : "");
+                   cJSON_IsString(j) ? j->valuestring : jv_type(j), cJSON_IsString(j) ? "\"" : "");
             return -1;
         }
         if (!kn_isa_resolve(j->valuestring)) {
@@ -800,7 +777,7 @@ static int sc_parse_choice(sc_ctx *c, int axis, const cJSON *j, const char *p, s
         if (!cJSON_IsString(j) || engine_parse_cache_type(j->valuestring, &k, &v, e1, sizeof(e1))) {
             engine_cache_type_names(names, sizeof(names), ", ");
             sc_err(c, p, "expected a KV cache type (%s, or K/V as q8_0/f16), got %s%s%s", names,
-                   cJSON_IsString(j) ? "\"" : "", cJSON_IsString(j) ? j->valuestring : sc_type_name(j), cJSON_IsString(j) ? "\"" : "");
+                   cJSON_IsString(j) ? "\"" : "", cJSON_IsString(j) ? j->valuestring : jv_type(j), cJSON_IsString(j) ? "\"" : "");
             return -1;
         }
         char name[24], label[32];
@@ -835,13 +812,13 @@ static int sc_parse_choice(sc_ctx *c, int axis, const cJSON *j, const char *p, s
         char op[256];
         sc_join(op, sizeof(op), p, "options");
         if (o && !cJSON_IsObject(o)) {
-            sc_err(c, op, "expected an object {\"option\": value, ...}, got %s", sc_type_name(o));
+            sc_err(c, op, "expected an object {\"option\": value, ...}, got %s", jv_type(o));
         } else if (o) {
             for (const cJSON *it = o->child; it; it = it->next) {
                 char v[160], ip[300];
                 snprintf(ip, sizeof(ip), "%s.%s", op, it->string);
                 if (sc_opt_text(it, v, sizeof(v))) {
-                    sc_err(c, ip, "expected a boolean, number or string without ',' and '=', got %s", sc_type_name(it));
+                    sc_err(c, ip, "expected a boolean, number or string without ',' and '=', got %s", jv_type(it));
                     continue;
                 }
                 sc_give(c, it, v, ip);
@@ -851,7 +828,7 @@ static int sc_parse_choice(sc_ctx *c, int axis, const cJSON *j, const char *p, s
         }
     } else {
         sc_err(c, p, "expected a %s name or {\"name\": ..., \"options\": {...}, \"label\": ...}, got %s", family,
-               sc_type_name(j));
+               jv_type(j));
         return -1;
     }
     ch->opts = strdup(opts);
@@ -887,7 +864,7 @@ static void sc_parse_axis(sc_ctx *c, scenario *s, int axis, const cJSON *j, cons
         return;
     }
     if (crossed && !cJSON_IsArray(j)) {
-        sc_err(c, p, "expected a list of choices, got %s (use matrix.fixed for a single value)", sc_type_name(j));
+        sc_err(c, p, "expected a list of choices, got %s (use matrix.fixed for a single value)", jv_type(j));
         return;
     }
     int n = crossed ? cJSON_GetArraySize(j) : 1;
@@ -919,14 +896,14 @@ static void sc_parse_axis(sc_ctx *c, scenario *s, int axis, const cJSON *j, cons
 static void sc_parse_matrix(sc_ctx *c, scenario *s, const cJSON *m) {
     if (!cJSON_IsObject(m)) {
         sc_err(c, ".matrix", "expected an object {\"loader\": [...], \"kv\": [...], \"fixed\": {...}}, got %s",
-               sc_type_name(m));
+               jv_type(m));
         return;
     }
     static const char *const keys[] = {"loader", "kv", "alloc", "cache", "threads", "device", "kernels", "kv_cache", "target",
                                        "repack", "fixed", NULL};
     sc_check_keys(c, m, ".matrix", keys);
     const cJSON *fixed = cJSON_GetObjectItemCaseSensitive(m, "fixed");
-    if (fixed && !cJSON_IsObject(fixed)) sc_err(c, ".matrix.fixed", "expected an object, got %s", sc_type_name(fixed));
+    if (fixed && !cJSON_IsObject(fixed)) sc_err(c, ".matrix.fixed", "expected an object, got %s", jv_type(fixed));
     static const char *const fixed_keys[] = {"loader", "kv", "alloc", "cache", "threads", "device", "kernels", "kv_cache", "target",
                                              "repack", NULL};
     if (fixed && cJSON_IsObject(fixed)) sc_check_keys(c, fixed, ".matrix.fixed", fixed_keys);
@@ -1049,13 +1026,13 @@ int sc_parse(const char *file, const char *text, const char *module_dir, scenari
     }
     s->json = root;
     if (!cJSON_IsObject(root)) {
-        sc_err(&c, ".", "expected an object, got %s", sc_type_name(root));
+        sc_err(&c, ".", "expected an object, got %s", jv_type(root));
         goto fail;
     }
     /* the workload kind (harness/spec/kind.h) parses the rest: "kind": "allocators" has fields of its own */
     const cJSON *kj = cJSON_GetObjectItemCaseSensitive(root, "kind");
     if (kj && !cJSON_IsString(kj)) {
-        sc_err(&c, ".kind", "expected a string, got %s", sc_type_name(kj));
+        sc_err(&c, ".kind", "expected a string, got %s", jv_type(kj));
         goto fail;
     }
     char why[256];
@@ -1102,17 +1079,17 @@ int sc_parse_engine(scenario *s, const cJSON *root, sc_errors *errs) {
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "metrics");
     if (mt) {
         if (!cJSON_IsArray(mt)) {
-            sc_err(&c, ".metrics", "expected a list of metric groups, got %s", sc_type_name(mt));
+            sc_err(&c, ".metrics", "expected a list of metric groups, got %s", jv_type(mt));
         } else {
             s->metrics = 0;
             int i = 0;
             for (const cJSON *it = mt->child; it; it = it->next, i++) {
                 char p[64], list[128];
                 snprintf(p, sizeof(p), ".metrics[%d]", i);
-                int k = cJSON_IsString(it) ? sc_enum(it->valuestring, sc_metric_names) : -1;
-                sc_list(list, sizeof(list), sc_metric_names);
+                int k = cJSON_IsString(it) ? jv_enum(it->valuestring, sc_metric_names) : -1;
+                jv_join(list, sizeof(list), sc_metric_names);
                 if (k < 0) sc_err(&c, p, "expected one of %s, got %s%s%s", list, cJSON_IsString(it) ? "\"" : "",
-                                  cJSON_IsString(it) ? it->valuestring : sc_type_name(it), cJSON_IsString(it) ? "\"" : "");
+                                  cJSON_IsString(it) ? it->valuestring : jv_type(it), cJSON_IsString(it) ? "\"" : "");
                 else s->metrics |= 1u << k;
             }
             if ((s->metrics & SC_M_PSS) && !(s->metrics & SC_M_TIMELINE))
@@ -1126,13 +1103,13 @@ int sc_parse_engine(scenario *s, const cJSON *root, sc_errors *errs) {
         if (!env || strcmp(env, "1")) {
             sc_err(&c, ".test_hooks", "accepted only when BENCH_TEST_HOOKS=1 (it makes workers fail on purpose, for the test suite)");
         } else if (!cJSON_IsObject(th)) {
-            sc_err(&c, ".test_hooks", "expected an object, got %s", sc_type_name(th));
+            sc_err(&c, ".test_hooks", "expected an object, got %s", jv_type(th));
         } else {
             static const char *const hk[] = {"fault", "delay_ms", NULL};
             sc_check_keys(&c, th, ".test_hooks", hk);
-            if (!sc_get_string(&c, th, "fault", ".test_hooks", 0, &s->fault) && sc_enum(s->fault, sc_fault_names) < 0) {
+            if (!sc_get_string(&c, th, "fault", ".test_hooks", 0, &s->fault) && jv_enum(s->fault, sc_fault_names) < 0) {
                 char list[128];
-                sc_list(list, sizeof(list), sc_fault_names);
+                jv_join(list, sizeof(list), sc_fault_names);
                 sc_err(&c, ".test_hooks.fault", "unknown fault \"%s\" (have: %s)", s->fault, list);
             }
             sc_get_i(&c, th, "delay_ms", ".test_hooks", 0, 0, 3600000, &s->delay_ms);
@@ -1315,10 +1292,10 @@ int sc_select(scenario *s, const char *only, char *err, size_t errlen) {
         char *eq = strchr(tok, '=');
         if (!eq) { rc = bench_errf(err, errlen, "--only: \"%s\": expected key=value", tok); break; }
         *eq = 0;
-        int a = sc_enum(tok, sc_axis_names);
+        int a = jv_enum(tok, sc_axis_names);
         if (a < 0) {
             char list[128];
-            sc_list(list, sizeof(list), sc_axis_names);
+            jv_join(list, sizeof(list), sc_axis_names);
             rc = bench_errf(err, errlen, "--only: unknown key \"%s\" (have: %s)", tok, list);
             break;
         }

@@ -1,4 +1,5 @@
 /* A module's options in a worker spec. See spec_opts.h. */
+#include "harness/spec/jsonval.h"
 #include "spec_opts.h"
 
 #include <cJSON.h>
@@ -23,8 +24,7 @@ cJSON *so_opts_json(const bench_opts *o) {
 }
 
 static const char *so_type(const cJSON *x) {
-    return cJSON_IsNumber(x) ? "a number that is not a whole one of at most 2^53" : cJSON_IsArray(x) ? "an array"
-         : cJSON_IsObject(x) ? "an object" : cJSON_IsNull(x) ? "null" : "something else";
+    return cJSON_IsNumber(x) ? "a number that is not a whole one of at most 2^53" : jv_type(x);
 }
 
 int so_opts_read(const cJSON *j, const char *field, bench_opts *out, bench_opt **mem, char *err, size_t errlen) {

@@ -1,4 +1,5 @@
 /* A scenario's target: see target.h. */
+#include "harness/spec/jsonval.h"
 #include "target.h"
 
 #include <cJSON.h>
@@ -15,11 +16,6 @@ static void tg_err(tg_err_fn fn, void *user, const char *path, const char *fmt, 
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     fn(user, path, msg);
-}
-
-static const char *tg_type(const cJSON *j) {
-    return cJSON_IsString(j) ? "a string" : cJSON_IsNumber(j) ? "a number" : cJSON_IsBool(j) ? "a boolean" :
-           cJSON_IsArray(j) ? "a list" : cJSON_IsObject(j) ? "an object" : "null";
 }
 
 static int tg_is_key(const char *k, const char *const *keys) {
@@ -59,7 +55,7 @@ static int tg_check_launch(const cJSON *launch, const char *q, tg_err_fn fn, voi
     }
     if (!cJSON_IsArray(launch) || cJSON_GetArraySize(launch) < 1) {
         tg_err(fn, user, q, "expected a non-empty list of words (the program, then its arguments), got %s",
-               cJSON_IsArray(launch) ? "an empty list" : tg_type(launch));
+               cJSON_IsArray(launch) ? "an empty list" : jv_type(launch));
         return 1;
     }
     int bad = 0, i = 0;
@@ -68,7 +64,7 @@ static int tg_check_launch(const cJSON *launch, const char *q, tg_err_fn fn, voi
         char w[320], unknown[72];
         snprintf(w, sizeof(w), "%.300s[%d]", q, i++);
         if (!cJSON_IsString(it) || !it->valuestring[0]) {
-            tg_err(fn, user, w, "expected a non-empty string (one argument), got %s", cJSON_IsString(it) ? "\"\"" : tg_type(it));
+            tg_err(fn, user, w, "expected a non-empty string (one argument), got %s", cJSON_IsString(it) ? "\"\"" : jv_type(it));
             bad++;
             continue;
         }
@@ -101,7 +97,7 @@ static int tg_check_http(const cJSON *h, const char *p, tg_err_fn fn, void *user
         tg_err(fn, user, q, "required: the server's base URL, e.g. \"http://127.0.0.1:8080\"");
         bad++;
     } else if (!cJSON_IsString(url) || (strncmp(url->valuestring, "http://", 7) && strncmp(url->valuestring, "https://", 8))) {
-        tg_err(fn, user, q, "expected a URL starting http:// or https://, got %s", cJSON_IsString(url) ? url->valuestring : tg_type(url));
+        tg_err(fn, user, q, "expected a URL starting http:// or https://, got %s", cJSON_IsString(url) ? url->valuestring : jv_type(url));
         bad++;
     } else if (strstr(url->valuestring, "{port}") && !launch) {
         tg_err(fn, user, q, "{port} is a free port bench picks for a server it launches: give \"launch\", or the port");
@@ -119,7 +115,7 @@ static int tg_check_http(const cJSON *h, const char *p, tg_err_fn fn, void *user
     if (pid && (!cJSON_IsNumber(pid) || pid->valuedouble < 1 || pid->valuedouble > 4194304 ||
                 pid->valuedouble != (double)(int)pid->valuedouble)) {
         snprintf(q, sizeof(q), "%.200s.pid", p);
-        tg_err(fn, user, q, "expected a process id (a whole number from 1 to 4194304), got %s", tg_type(pid));
+        tg_err(fn, user, q, "expected a process id (a whole number from 1 to 4194304), got %s", jv_type(pid));
         bad++;
     }
     static const char *const secs[] = {"ready_timeout_s", "request_timeout_s", "stop_timeout_s"};
@@ -130,7 +126,7 @@ static int tg_check_http(const cJSON *h, const char *p, tg_err_fn fn, void *user
         if (v && (!cJSON_IsNumber(v) || !(v->valuedouble >= 0.001 && v->valuedouble <= 86400))) {
             snprintf(q, sizeof(q), "%.200s.%s", p, secs[i]);
             tg_err(fn, user, q, "expected seconds, a number from 0.001 to 86400, got %s",
-                   cJSON_IsNumber(v) ? "a number out of range" : tg_type(v));
+                   cJSON_IsNumber(v) ? "a number out of range" : jv_type(v));
             bad++;
         }
     }
@@ -171,7 +167,7 @@ int tg_parse(const cJSON *j, const char *path, char **name, char **label, char *
         return *name && *label ? 0 : -1;
     }
     if (!cJSON_IsObject(j)) {
-        tg_err(fn, user, path, "expected \"engine\" or {\"label\": ..., \"http\": {\"url\": ...}}, got %s", tg_type(j));
+        tg_err(fn, user, path, "expected \"engine\" or {\"label\": ..., \"http\": {\"url\": ...}}, got %s", jv_type(j));
         return -1;
     }
     int bad = 0;
@@ -191,7 +187,7 @@ int tg_parse(const cJSON *j, const char *path, char **name, char **label, char *
     }
     snprintf(q, sizeof(q), "%.200s.http", path);
     if (!cJSON_IsObject(h)) {
-        tg_err(fn, user, q, "required: an object {\"url\": ..., \"launch\": ...}, got %s", h ? tg_type(h) : "nothing");
+        tg_err(fn, user, q, "required: an object {\"url\": ..., \"launch\": ...}, got %s", h ? jv_type(h) : "nothing");
         return -1;
     }
     bad += tg_check_http(h, q, fn, user);

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "harness/spec/jsonval.h"
 #include "harness/spec/confine.h"
 
 static const char *const tr_names[TR_FORMAT_COUNT] = {"mooncake", "azure", "burstgpt", "sharegpt"};
@@ -132,12 +133,7 @@ static int tr_json_int(const cJSON *v, double lo, double hi, double *out) {
 
 static const char *tr_json_type(const cJSON *v) {
     if (!v) return "nothing (the key is missing)";
-    if (cJSON_IsNumber(v)) return "a number out of range or not an integer";
-    if (cJSON_IsString(v)) return "a string";
-    if (cJSON_IsArray(v)) return "a list";
-    if (cJSON_IsObject(v)) return "an object";
-    if (cJSON_IsBool(v)) return "a boolean";
-    return "null";
+    return cJSON_IsNumber(v) ? "a number out of range or not an integer" : jv_type(v);
 }
 
 static int tr_mooncake_row(tr_rd *rd, const char *ls, size_t n) {

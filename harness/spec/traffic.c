@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "engines/abi/module.h"
+#include "harness/spec/jsonval.h"
 #include "harness/spec/confine.h"
 
 /* ======================================================================
@@ -41,15 +42,6 @@ static void tf_err(tf_ctx *c, const char *path, const char *fmt, ...) {
     c->errs->v[c->errs->n++] = line;
 }
 
-static const char *tf_type(const cJSON *j) {
-    if (cJSON_IsNumber(j)) return "a number";
-    if (cJSON_IsString(j)) return "a string";
-    if (cJSON_IsArray(j)) return "a list";
-    if (cJSON_IsObject(j)) return "an object";
-    if (cJSON_IsBool(j)) return "a boolean";
-    return "null";
-}
-
 static void tf_keys(tf_ctx *c, const cJSON *o, const char *path, const char *const *allowed, const char *want) {
     const cJSON *it;
     cJSON_ArrayForEach(it, o) {
@@ -75,7 +67,7 @@ static int tf_num(tf_ctx *c, const cJSON *o, const char *key, const char *path, 
         !(lo_open ? v->valuedouble > lo : v->valuedouble >= lo) || v->valuedouble > hi) {
         char got[64];
         if (cJSON_IsNumber(v)) snprintf(got, sizeof(got), "%g", v->valuedouble);
-        else snprintf(got, sizeof(got), "%s", tf_type(v));
+        else snprintf(got, sizeof(got), "%s", jv_type(v));
         tf_err(c, p, "expected %s %s%g .. %g, got %s", what, lo_open ? "more than " : "", lo, hi, got);
         return -1;
     }
@@ -95,7 +87,7 @@ static void tf_range(tf_ctx *c, const cJSON *o, const char *key, const char *pat
         return;
     }
     if (!cJSON_IsObject(j) || cJSON_GetArraySize(j) != 1) {
-        tf_err(c, p, "expected %s, got %s", want, cJSON_IsObject(j) ? "an object without exactly one key" : tf_type(j));
+        tf_err(c, p, "expected %s, got %s", want, cJSON_IsObject(j) ? "an object without exactly one key" : jv_type(j));
         return;
     }
     const cJSON *v = j->child;
@@ -105,7 +97,7 @@ static void tf_range(tf_ctx *c, const cJSON *o, const char *key, const char *pat
         if (!tf_num(c, j, "fixed", p, 1, lo, 0, hi, integer, a)) *b = *a;
     } else if (!strcmp(v->string, "uniform")) {
         if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != 2 || !cJSON_IsNumber(v->child) || !cJSON_IsNumber(v->child->next)) {
-            tf_err(c, q, "expected [LO, HI] (two numbers, LO <= HI), got %s", tf_type(v));
+            tf_err(c, q, "expected [LO, HI] (two numbers, LO <= HI), got %s", jv_type(v));
             return;
         }
         double x = v->child->valuedouble, y = v->child->next->valuedouble;
@@ -164,7 +156,7 @@ static void tf_parse_trace(tf_ctx *c, const cJSON *j, sc_requests *r, tf_traffic
     static const char *const keys[] = {"file", "format", "requests", "seconds", "time_scale", "length_scale", "max_prompt",
                                        "max_output", NULL};
     if (!cJSON_IsObject(j)) {
-        tf_err(c, p, "expected {\"file\": PATH, \"format\": \"mooncake\" | ..., ...}, got %s", tf_type(j));
+        tf_err(c, p, "expected {\"file\": PATH, \"format\": \"mooncake\" | ..., ...}, got %s", jv_type(j));
         return;
     }
     int n0 = c->errs->n;
@@ -250,7 +242,7 @@ static void tf_parse_arrival(tf_ctx *c, const cJSON *j, tf_traffic *t) {
     int k = cJSON_IsString(pr) ? ar_kind_from_name(pr->valuestring) : -1;
     if (k < 0) {
         tf_err(c, ".workload.requests.arrival.process", "%s%s%s: expected \"poisson\", \"gamma\", \"constant\", \"ramp\" or \"all\"",
-               cJSON_IsString(pr) ? "unknown process \"" : "expected a string, got ", cJSON_IsString(pr) ? pr->valuestring : tf_type(pr),
+               cJSON_IsString(pr) ? "unknown process \"" : "expected a string, got ", cJSON_IsString(pr) ? pr->valuestring : jv_type(pr),
                cJSON_IsString(pr) ? "\"" : "");
         return;
     }
@@ -306,7 +298,7 @@ int tf_points_parse(const char *text, int conc, double *v, int *n, char *err, si
 static void tf_parse_sessions(tf_ctx *c, const cJSON *j, tf_traffic *t) {
     const char *p = ".workload.requests.sessions";
     if (!cJSON_IsObject(j)) {
-        tf_err(c, p, "expected {\"turns\": {\"uniform\": [LO, HI]}, \"think_ms\": {\"fixed\": MS}}, got %s", tf_type(j));
+        tf_err(c, p, "expected {\"turns\": {\"uniform\": [LO, HI]}, \"think_ms\": {\"fixed\": MS}}, got %s", jv_type(j));
         return;
     }
     static const char *const keys[] = {"turns", "think_ms", NULL};
@@ -325,7 +317,7 @@ static int tf_parse_points(tf_ctx *c, const cJSON *j, const char *p, int conc, d
     const char *what = conc ? "caps (requests in flight, ascending)" : "rates (requests/s, ascending)";
     *n = 0;
     if (!cJSON_IsArray(j)) {
-        tf_err(c, p, "expected a list of 1 .. %d %s, got %s", TF_MAX_RATES, what, tf_type(j));
+        tf_err(c, p, "expected a list of 1 .. %d %s, got %s", TF_MAX_RATES, what, jv_type(j));
         return -1;
     }
     if (count < 1 || count > TF_MAX_RATES) {
@@ -336,7 +328,7 @@ static int tf_parse_points(tf_ctx *c, const cJSON *j, const char *p, int conc, d
     cJSON_ArrayForEach(it, j) {
         char why[160];
         if (!cJSON_IsNumber(it)) {
-            tf_err(c, p, "[%d]: expected a number, got %s", *n, tf_type(it));
+            tf_err(c, p, "[%d]: expected a number, got %s", *n, jv_type(it));
             return -1;
         }
         if (tf_point_check(it->valuedouble, *n ? v[*n - 1] : 0, !*n, conc, why, sizeof(why))) {
@@ -351,7 +343,7 @@ static int tf_parse_points(tf_ctx *c, const cJSON *j, const char *p, int conc, d
 static void tf_parse_sweep(tf_ctx *c, const cJSON *j, const cJSON *req, tf_traffic *t) {
     const char *p = ".workload.requests.sweep";
     if (!cJSON_IsObject(j)) {
-        tf_err(c, p, "expected {\"rates\": [R, ...]} or {\"knee\": {\"lo\": R, \"hi\": R}}, got %s", tf_type(j));
+        tf_err(c, p, "expected {\"rates\": [R, ...]} or {\"knee\": {\"lo\": R, \"hi\": R}}, got %s", jv_type(j));
         return;
     }
     static const char *const keys[] = {"rates", "concurrency", "knee", "target_pct", "warmup_requests", "min_requests", "min_seconds",
@@ -376,7 +368,7 @@ static void tf_parse_sweep(tf_ctx *c, const cJSON *j, const cJSON *req, tf_traff
         const char *kp = ".workload.requests.sweep.knee";
         static const char *const kk[] = {"lo", "hi", "resolution", "points", "max_repetitions", NULL};
         if (!cJSON_IsObject(knee)) {
-            tf_err(c, kp, "expected {\"lo\": R, \"hi\": R, ...}, got %s", tf_type(knee));
+            tf_err(c, kp, "expected {\"lo\": R, \"hi\": R, ...}, got %s", jv_type(knee));
         } else {
             tf_keys(c, knee, kp, kk, "lo, hi, resolution, points, max_repetitions");
             double pts = t->knee_points, mr = t->knee_max_reps;
