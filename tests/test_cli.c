@@ -226,6 +226,27 @@ static void test_vocab_only_gguf(void **state) {
     assert_true(ok);
 }
 
+/* bench generate on a synth model says its weights are random (its words are noise, not a
+ * bug); on a trained model it does not. */
+static void test_generate_synth_says_random(void **state) {
+    (void)state;
+    char model[512], tok[512], synth[800], args[1600];
+    if (!tu_shared("models/stories260K.bin", model, sizeof(model)) || !tu_shared("models/tok512.bin", tok, sizeof(tok))) skip();
+    snprintf(synth, sizeof(synth), "%s/tiny.gguf", tmp);
+    snprintf(args, sizeof(args), "model synth --shape tiny --dtype f32 --format gguf -o '%s'", synth);
+    assert_int_equal(bench_err(args), 0);
+    snprintf(args, sizeof(args), "generate --model '%s' --steps 4", synth);
+    assert_int_equal(bench_err(args), 0);
+    char *t = err_text();
+    if (!strstr(t, "synth-tiny-f32-s0 has random weights")) fail_msg("no note on a synth model:\n%s", t);
+    free(t);
+    snprintf(args, sizeof(args), "generate --model '%s' --tokenizer '%s' --steps 4", model, tok);
+    assert_int_equal(bench_err(args), 0);
+    t = err_text();
+    assert_null(strstr(t, "random weights"));
+    free(t);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nearest),
@@ -233,6 +254,7 @@ int main(void) {
         cmocka_unit_test(test_generate_usage_errors),
         cmocka_unit_test(test_help_reads_the_tables),
         cmocka_unit_test(test_generate_no_repack),
+        cmocka_unit_test(test_generate_synth_says_random),
         cmocka_unit_test(test_other_commands_same_status),
         cmocka_unit_test(test_vocab_only_gguf),
     };

@@ -452,6 +452,11 @@ int cmd_generate(int argc, char **argv) {
         printf("\n");
     }
     fflush(stdout);
+    /* a synth model's weights are random (bench model synth): say so, or its words read as a bug */
+    const char *mname = engine_model(e)->name;
+    if (!g.quiet && !g.print_ids && mname && !strncmp(mname, "synth-", 6))
+        fprintf(stderr, "bench generate: note: %s has random weights (bench model synth): its text is noise, its "
+                        "speed and memory are a real model's of its shape\n", mname);
     if (!g.quiet) gen_print_figures(&g, e, &r);
     if (g.bandwidth && n - n_prompt - 1 > 0) gen_print_bandwidth(&g, e, &r);
     if (g.accuracy && gen_accuracy(&g, &e, ids, &r)) goto out;
