@@ -489,9 +489,12 @@ static void test_multiprocess_pss(void **state) {
                             "engine does not report them): checking the PSS totals instead\n");
         }
     }
-    /* whatever the region naming: four private copies cost about three models more than one shared copy */
+    /* whatever the region naming: four private copies cost about three models more than one
+     * shared copy. The rest of four processes' PSS moves by half a MiB from run to run (shared
+     * libraries split among whoever maps them at the instant), against a 1 MiB model: 2.48
+     * models once for the 3 expected, so the bound is 2, which one shared copy never passes */
     fprintf(stderr, "PSS of 4 processes: mmap %.2f MiB, pread %.2f MiB\n", pss_total[0], pss_total[1]);
-    assert_true(pss_total[1] - pss_total[0] > 2.5 * model_mib);
+    assert_true(pss_total[1] - pss_total[0] > 2.0 * model_mib);
     assert_schema_valid(doc);
     cJSON_Delete(doc);
 }
