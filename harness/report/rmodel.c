@@ -595,15 +595,18 @@ static uint64_t rm_fnv(uint64_t h, const char *p, size_t n) {
 /* FNV-1a of the document's parts less the value of its "written" time, the one field that
  * differs when an unchanged run is written again (a hash, not a copy: the parent's memory is
  * measured too). The records are never changed once appended: their count stands for them. */
-static uint64_t rm_doc_hash(const char *head, int n_runs, const char *summary) {
-    const char *w = strstr(head, "\"written\":"), *q = w ? strchr(w + 10, '"') : NULL, *e = q ? strchr(q + 1, '"') : NULL;
-    uint64_t h = 1469598103934665603ull;
-    if (e) {
-        h = rm_fnv(h, head, (size_t)(q - head));
-        h = rm_fnv(h, e + 1, strlen(e + 1));
-    } else {
-        h = rm_fnv(h, head, strlen(head));
-    }
+/* What results.json would say, less the time it is written at: the head's members but
+ * "written" (a copy without it: the field is left out as a value, not searched for in text),
+ * the count of records (each written once, never changed) and the summary. 0 when out of memory
+ * (then the file is written). */
+static uint64_t rm_doc_hash(const cJSON *head, int n_runs, const char *summary) {
+    cJSON *timeless = cJSON_Duplicate(head, 1);
+    if (timeless) cJSON_DeleteItemFromObjectCaseSensitive(timeless, "written");
+    char *text = timeless ? cJSON_PrintUnformatted(timeless) : NULL;
+    cJSON_Delete(timeless);
+    if (!text) return 0;
+    uint64_t h = rm_fnv(1469598103934665603ull, text, strlen(text));
+    free(text);
     h = rm_fnv(h, (const char *)&n_runs, sizeof(n_runs));
     h = rm_fnv(h, summary, strlen(summary));
     return h ? h : 1;
@@ -621,8 +624,8 @@ int rm_write(rm_model *m, const cJSON *head, const char *dir, char *err, size_t 
         rc = bench_errf(err, errlen, "out of memory building results.json");
         goto out;
     }
-    uint64_t h = rm_doc_hash(htext, m->n_runs, stext);
-    if (m->written_hash == h) goto out; /* results.json already says this */
+    uint64_t h = rm_doc_hash(head, m->n_runs, stext);
+    if (h && m->written_hash == h) goto out; /* results.json already says this */
     /* { head members , "runs": [ record, record ... ], "summary": [...] } */
     while (close > htext && (close[-1] == '\n' || close[-1] == '\t')) close--;
     int k = 0;
