@@ -24,7 +24,9 @@
 #include "harness/report/plot.h"
 #include "harness/report/rmodel.h"
 #include "harness/report/results.h"
+#include "tests/lib/harness_jsonschema.h"
 #include "tests/lib/testutil.h"
+#include "util/ut_fs.h"
 
 typedef struct fx {
     char tmp[512];
@@ -691,24 +693,15 @@ static void test_error_messages_escaped(void **state) {
     snprintf(res, sizeof(res), "%s/results.json", dir);
     snprintf(src, sizeof(src), "%s/results.json", g->run);
     snprintf(log, sizeof(log), "%s/tampered.log", g->tmp);
-    char cmd[2000];
-    snprintf(cmd, sizeof(cmd), "mkdir -p '%s'", dir);
-    assert_int_equal(system(cmd), 0);
-    char *text = slurp(src);
-    cJSON *doc = cJSON_Parse(text);
-    free(text);
+    assert_int_equal(ut_mkdirs(dir), 0);
+    cJSON *doc = hjs_load(src);
     assert_non_null(doc);
     cJSON *metrics = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(doc, "summary"), 0), "metrics");
     cJSON *m = cJSON_CreateObject();
     cJSON_AddStringToObject(m, "class", "bogus");
     cJSON_AddItemToObject(metrics, "x\x1b]0;owned\x07\x1b[2J\xc2\x9b" "31m", m);
-    text = cJSON_Print(doc);
+    assert_int_equal(hjs_save(res, doc), 0);
     cJSON_Delete(doc);
-    FILE *o = fopen(res, "w");
-    assert_non_null(o);
-    fputs(text, o);
-    fclose(o);
-    free(text);
     static const char *const cmds[] = {"show '%s'", "plot '%s'", "compare '%s' '%s'", "merge '%s' --out '%s/m'", "history '%s/..'"};
     for (int i = 0; i < 5; i++) {
         char args[2000];
@@ -743,17 +736,11 @@ static void test_show_lists_runs(void **state) {
         cJSON *doc = cJSON_Parse(text);
         assert_non_null(doc);
         cJSON_ReplaceItemInObjectCaseSensitive(doc, "written", cJSON_CreateString(times[i]));
-        char dir[1000], res[1100], cmd[2200];
+        char dir[1000], res[1100];
         snprintf(dir, sizeof(dir), "%s/%s", scen, names[i]);
-        snprintf(cmd, sizeof(cmd), "mkdir -p '%s'", dir);
-        assert_int_equal(system(cmd), 0);
+        assert_int_equal(ut_mkdirs(dir), 0);
         snprintf(res, sizeof(res), "%s/results.json", dir);
-        char *out = cJSON_Print(doc);
-        FILE *o = fopen(res, "w");
-        assert_non_null(o);
-        fputs(out, o);
-        fclose(o);
-        free(out);
+        assert_int_equal(hjs_save(res, doc), 0);
         cJSON_Delete(doc);
     }
     free(text);

@@ -495,13 +495,8 @@ static void test_scenario_cannot_run_commands(void **state) {
     snprintf(evil, sizeof(evil), "x\"; system(\"touch %s\"); #", mark2);
     cJSON *scn = cJSON_GetObjectItemCaseSensitive(doc, "scenario");
     cJSON_ReplaceItemInObjectCaseSensitive(scn, "name", cJSON_CreateString(evil));
-    char *text = cJSON_Print(doc);
+    assert_int_equal(hjs_save(res, doc), 0);
     cJSON_Delete(doc);
-    FILE *o = fopen(res, "w");
-    assert_non_null(o);
-    fputs(text, o);
-    fclose(o);
-    free(text);
     assert_int_equal(tu_bench("/dev/null", "plot '%s' 2>/dev/null", out), 0);
     setenv("BENCH_GNUPLOT", "/nonexistent/gnuplot", 1);
     if (stat(mark2, &st) == 0) fail_msg("a scenario name in results.json ran a command through gnuplot");

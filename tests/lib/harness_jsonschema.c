@@ -135,3 +135,13 @@ cJSON *hjs_load(const char *path) {
     free(buf);
     return j;
 }
+
+int hjs_save(const char *path, const cJSON *doc) {
+    char *text = cJSON_Print(doc);
+    FILE *o = text ? fopen(path, "w") : NULL;
+    int ok = o && fputs(text, o) >= 0;
+    if (o && fclose(o)) ok = 0;
+    free(text);
+    if (!ok) fprintf(stderr, "hjs_save: %s: cannot write it\n", path);
+    return ok ? 0 : -1;
+}

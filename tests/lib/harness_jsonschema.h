@@ -14,5 +14,8 @@ int hjs_validate(const cJSON *schema, const cJSON *doc, char *err, size_t errlen
 
 /* Reads and parses a JSON file; NULL (with a message on stderr) on failure. */
 cJSON *hjs_load(const char *path);
+/* doc written to path (cJSON_Print's layout); 0, or -1 after printing why. For tests that
+ * tamper with a results.json and write it back. */
+int hjs_save(const char *path, const cJSON *doc);
 
 #endif
