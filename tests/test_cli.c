@@ -105,7 +105,7 @@ static void test_help_reads_the_tables(void **state) {
     assert_int_equal(tu_bench(out, "generate --help"), 0);
     char *help = err_text(), types[256], want[300];
     engine_cache_type_names(types, sizeof types, " or ");
-    snprintf(want, sizeof want, "alike: %s (f32", types);
+    snprintf(want, sizeof want, "alike: %s (default f16", types);
     assert_non_null(strstr(help, want));
     assert_int_equal(tu_bench(out, "list"), 0);
     char *list = err_text();

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "engines/core/runtime/modreg.h"
+#include "util/ut_fs.h"
 #include "harness/parent/runner.h"
 #include "harness/spec/confine.h"
 #include "harness/spec/scenario.h"
@@ -433,13 +434,22 @@ static void test_metrics_rules(void **state) {
     sc_free(s);
 }
 
-/* The kv_cache axis: "f32" by default, K and V alike or apart (q8_0/f16), crossed like any
+/* The kv_cache axis: "f16" by default (production's cache; the default brings no accuracy
+ * metric, a chosen cheaper type does), K and V alike or apart (q8_0/f16), crossed like any
  * axis, labelled for tables, carried to the worker; a type no module stores, or a malformed
  * one, is a validation error naming the field. */
 static void test_kv_cache_axis(void **state) {
     (void)state;
     scenario *s = parse_ok("{" BASE ", \"cache\": \"warm\"}");
+    assert_string_equal(sc_pick(s, &s->variants[0], SC_AX_KV_CACHE)->name, "f16");
+    assert_false(s->metrics & SC_M_ACCURACY);
+    sc_free(s);
+    s = parse_ok("{" BASE ", \"cache\": \"warm\", \"kv_cache\": \"f32\"}");
     assert_string_equal(sc_pick(s, &s->variants[0], SC_AX_KV_CACHE)->name, "f32");
+    assert_false(s->metrics & SC_M_ACCURACY);
+    sc_free(s);
+    s = parse_ok("{" BASE ", \"cache\": \"warm\", \"kv_cache\": \"f16\"}");
+    assert_true(s->metrics & SC_M_ACCURACY);
     sc_free(s);
     s = parse_ok("{" BASE ", \"cache\": \"warm\", \"matrix\": {\"kv_cache\": [\"f16\", \"q8_0/f16\", \"bf16/bf16\"]}}");
     assert_int_equal(s->n_variants, 3);
@@ -816,6 +826,43 @@ static void test_shipped_scenarios_need_no_flag(void **state) {
     globfree(&g);
     if (keep) setenv("BENCH_ALLOW_READ", keep, 1);
     free(keep);
+}
+
+/* Each shipped scenario says in its description what it runs: the synth shape, the weights'
+ * dtype, and every KV cache type (the default, f16, where it names none). */
+static void test_shipped_scenarios_say_what_they_run(void **state) {
+    (void)state;
+    glob_t g;
+    assert_int_equal(glob("scenarios/*.json", 0, NULL, &g), 0);
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+        char err[256];
+        char *text = ut_slurp(g.gl_pathv[i], 1 << 20, NULL, err, sizeof err);
+        assert_non_null(text);
+        cJSON *j = cJSON_Parse(text);
+        assert_non_null(j);
+        const cJSON *d = cJSON_GetObjectItemCaseSensitive(j, "description");
+        const cJSON *synth = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "model"), "synth");
+        if (synth) {
+            assert_true(cJSON_IsString(d));
+            const char *want[16];
+            int n = 0;
+            want[n++] = cJSON_GetObjectItemCaseSensitive(synth, "shape")->valuestring;
+            want[n++] = cJSON_GetObjectItemCaseSensitive(synth, "dtype")->valuestring;
+            const cJSON *mx = cJSON_GetObjectItemCaseSensitive(j, "matrix");
+            const cJSON *kc = cJSON_GetObjectItemCaseSensitive(j, "kv_cache");
+            if (!kc) kc = cJSON_GetObjectItemCaseSensitive(mx, "kv_cache");
+            if (!kc) kc = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(mx, "fixed"), "kv_cache");
+            if (!kc) want[n++] = "f16";
+            else if (cJSON_IsString(kc)) want[n++] = kc->valuestring;
+            else for (const cJSON *it = kc ? kc->child : NULL; it && n < 16; it = it->next) want[n++] = it->valuestring;
+            for (int k = 0; k < n; k++)
+                if (!strcasestr(d->valuestring, want[k]))
+                    fail_msg("%s: the description does not say \"%s\"", g.gl_pathv[i], want[k]);
+        }
+        cJSON_Delete(j);
+        free(text);
+    }
+    globfree(&g);
 }
 
 static void test_missing_file(void **state) {
@@ -1215,6 +1262,7 @@ int main(void) {
         cmocka_unit_test(test_test_hooks_need_env),
         cmocka_unit_test(test_every_error_reported),
         cmocka_unit_test(test_only_selects),
+        cmocka_unit_test(test_shipped_scenarios_say_what_they_run),
         cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_read_paths_confined),
         cmocka_unit_test(test_shipped_scenarios_need_no_flag),

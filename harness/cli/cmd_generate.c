@@ -79,8 +79,8 @@ static void usage(FILE *f) {
     char types[256];
     engine_cache_type_names(types, sizeof types, " or ");
     fprintf(f,
-            "  --cache-type T   the KV cache's element type, K and V alike: %s (f32, the default,\n"
-            "                   is exact); K/V apart as q8_0/f16, or with --cache-type-k T and --cache-type-v T\n"
+            "  --cache-type T   the KV cache's element type, K and V alike: %s (default f16, as\n"
+            "                   llama.cpp's; f32 is exact); K/V apart as q8_0/f16, or with --cache-type-k T and --cache-type-v T\n"
             "                   (llama.cpp's -ctk/-ctv). A block type needs head_dim a whole number of its blocks\n",
             types);
     fprintf(f,
@@ -169,7 +169,8 @@ typedef struct gen_args {
 
 /* The command line into g: -1 to go on, or the exit status to return now (0 for --help). */
 static int gen_parse(int argc, char **argv, gen_args *g) {
-    *g = (gen_args){.prompt = "", .steps = 256, .topp = (float)SAMPLER_DEFAULT_TOPP, .seed = SAMPLER_DEFAULT_SEED};
+    *g = (gen_args){.prompt = "", .steps = 256, .topp = (float)SAMPLER_DEFAULT_TOPP, .seed = SAMPLER_DEFAULT_SEED,
+                    .spec = {.kv_k_type = ENGINE_KV_DEFAULT, .kv_v_type = ENGINE_KV_DEFAULT, .kv_defaulted = 1}};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -209,6 +210,7 @@ static int gen_parse(int argc, char **argv, gen_args *g) {
                         strchr(v, '/') && strcmp(a, "--cache-type") ? "one type here (K/V goes to --cache-type)" : e1);
                 return 2;
             }
+            g->spec.kv_defaulted = 0;
             if (strcmp(a, "--cache-type-v")) g->spec.kv_k_type = k;
             if (strcmp(a, "--cache-type-k")) g->spec.kv_v_type = vt;
         }

@@ -93,7 +93,7 @@ static int sv_kv_budget(const char *v, engine_spec *spec) {
 }
 
 int cmd_serve(int argc, char **argv) {
-    engine_spec spec = {0};
+    engine_spec spec = {.kv_k_type = ENGINE_KV_DEFAULT, .kv_v_type = ENGINE_KV_DEFAULT, .kv_defaulted = 1};
     int max_batch = 0;
     hs_opts ho = {.port = 8080};
     const char *lopt = NULL, *kopt = NULL, *aopt = NULL, *dopt = NULL, *port_file = NULL;
@@ -129,6 +129,7 @@ int cmd_serve(int argc, char **argv) {
         else if (ARG("--modules")) spec.module_dir = v;
         else if (ARG("--cache-type")) {
             char e1[256];
+            spec.kv_defaulted = 0;
             if (engine_parse_cache_type(v, &spec.kv_k_type, &spec.kv_v_type, e1, sizeof(e1))) {
                 fprintf(stderr, "bench serve: --cache-type %s: %s\n", v, e1);
                 return CLI_EXIT_USAGE;

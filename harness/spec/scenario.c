@@ -938,6 +938,14 @@ static void sc_default_axis(sc_ctx *c, scenario *s, int axis, const char *value)
     cJSON_Delete(j);
 }
 
+/* ENGINE_KV_DEFAULT where every kv choice stores it; a module that stores f32 only (an older
+ * out-of-tree one) keeps the whole scenario on f32, which results.json then names. */
+static const char *sc_default_cache_type(const scenario *s) {
+    for (int i = 0; i < s->axes[SC_AX_KV].n; i++)
+        if (s->axes[SC_AX_KV].v[i].kv_types && !(s->axes[SC_AX_KV].v[i].kv_types >> ENGINE_KV_DEFAULT & 1u)) return "f32";
+    return bench_dtype_name(ENGINE_KV_DEFAULT);
+}
+
 static void sc_expand(scenario *s) {
     int n = 1;
     for (int a = 0; a < SC_AX_COUNT; a++) n *= s->axes[a].n > 0 ? s->axes[a].n : 1;
@@ -1137,6 +1145,7 @@ int sc_parse_engine(scenario *s, const cJSON *root, sc_errors *errs) {
                                       (cJSON_GetObjectItemCaseSensitive(mx, "fixed") &&
                                        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(mx, "fixed"), "cache"))))))
         sc_err(&c, ".cache", "required: \"cold\" or \"warm\" (or a matrix axis \"cache\": [\"cold\", \"warm\"])");
+    const int kv_cache_given = s->axes[SC_AX_KV_CACHE].n > 0;
     if (!errs->n) {
         sc_default_axis(&c, s, SC_AX_LOADER, "mmap");
         sc_default_axis(&c, s, SC_AX_KV, "prealloc");
@@ -1144,7 +1153,7 @@ int sc_parse_engine(scenario *s, const cJSON *root, sc_errors *errs) {
         sc_default_axis(&c, s, SC_AX_THREADS, "0");
         sc_default_axis(&c, s, SC_AX_DEVICE, "cpu");
         sc_default_axis(&c, s, SC_AX_KERNELS, "auto");
-        sc_default_axis(&c, s, SC_AX_KV_CACHE, "f32");
+        sc_default_axis(&c, s, SC_AX_KV_CACHE, sc_default_cache_type(s));
         sc_default_axis(&c, s, SC_AX_TARGET, "engine");
         sc_default_axis(&c, s, SC_AX_REPACK, "true");
         /* a serving run's KV budget sizes a shared pool itself (engine.h: kv_budget): an
@@ -1158,7 +1167,9 @@ int sc_parse_engine(scenario *s, const cJSON *root, sc_errors *errs) {
         /* no speed-up without its cost: a cheaper path (a KV cache type, an inexact kernel
          * family) brings the accuracy metric into the default set */
         int cheaper = 0;
-        for (int t = 0; t < s->axes[SC_AX_KV_CACHE].n; t++) cheaper |= strcmp(s->axes[SC_AX_KV_CACHE].v[t].name, "f32") != 0;
+        /* the default cache type is the production one, not a path the scenario chose: it brings no metric */
+        for (int t = 0; kv_cache_given && t < s->axes[SC_AX_KV_CACHE].n; t++)
+            cheaper |= strcmp(s->axes[SC_AX_KV_CACHE].v[t].name, "f32") != 0;
         for (int t = 0; t < s->axes[SC_AX_KERNELS].n; t++) cheaper |= !kn_isa_exact(s->axes[SC_AX_KERNELS].v[t].name);
         if (cheaper && !cJSON_GetObjectItemCaseSensitive(root, "metrics") && !s->requests) s->metrics |= SC_M_ACCURACY;
         if ((s->metrics & SC_M_ACCURACY) && s->requests)

@@ -38,6 +38,10 @@ typedef struct engine_spec {
      * module must declare the type (kv.h cache_types), else engine_create refuses it naming
      * what the module stores. */
     bench_dtype kv_k_type, kv_v_type;
+    /* Nonzero: kv_k_type/kv_v_type are ENGINE_KV_DEFAULT because no one named a type, so a kv
+     * module that does not store them (an older out-of-tree one) runs f32, the type every module
+     * stores, instead of refusing; engine_kv_k_type says which ran. */
+    int kv_defaulted;
     int threads;                    /* 0: all online CPUs */
     int max_pos;                    /* 0: the model's context length */
     int max_seqs;                   /* concurrent sequences, ids 0 .. max_seqs-1; 0: 1 (but see kv_budget_*) */
@@ -134,6 +138,11 @@ void engine_cache_type_name(bench_dtype k, bench_dtype v, char *buf, size_t n);
 /* Every KV cache type, for help texts and messages, with last between the last two: " or "
  * gives "f32, f16, bf16, q8_0 or q4_0", ", " gives "f32, f16, bf16, q8_0, q4_0". */
 void engine_cache_type_names(char *buf, size_t len, const char *last);
+
+/* The KV cache type wherever a scenario or flag names none: f16, as llama.cpp keeps its cache
+ * (vLLM and SGLang keep bf16 or fp8), so default figures are those of a configuration people
+ * serve. f32 (engine_spec's zero value) is the exact reference the oracle tests name. */
+#define ENGINE_KV_DEFAULT BENCH_F16
 
 /* The cache types the engine runs with. */
 bench_dtype engine_kv_k_type(const engine *e);
