@@ -359,7 +359,12 @@ static void swc_figure(swc *c) {
         sep = ", ";
     }
     fprintf(f, "\nunset logscale y\nset ylabel 'goodput (%%)'\nset yrange [0:105]\nset title 'goodput, 95%% interval over the repetitions; "
-               "target %g%%'\nplot %g with lines lc rgb 'gray' dt 2 title 'target'", c->tf->target_pct, c->tf->target_pct);
+               "target %g%%'\n"
+               /* drawn thick, dark and labelled where it meets the axis: a thin gray dashed
+                * line read as one more grid line (issue 40) */
+               "set label 1 'target %g%%' at graph 0.01, first %g offset 0,0.6 tc rgb '#8b0000' front\n"
+               "plot %g with lines lc rgb '#8b0000' lw 2.5 dt (10,5) title 'goodput target'",
+            c->tf->target_pct, c->tf->target_pct, c->tf->target_pct, c->tf->target_pct);
     for (int v = 0; v < c->n_variants; v++)
         if (c->label[v][0])
             fprintf(f, ", '%s/%s-v%d.dat' using 1:6:7:8 with yerrorlines lc %d title '%s'", c->out, c->prefix, v, v + 1, c->label[v]);
