@@ -565,7 +565,8 @@ static int stop_serve(pid_t pid) {
 
 /* The KV pool of kv block under --kv-budget in positions and in bytes; its blocks counted. */
 static double pool_bytes(fx *f, const char *budget) {
-    const char *extra[] = {"--kv", "block", "--kv-budget", budget, "--max-batch", "2", "--threads", "1", NULL};
+    /* f32 named: the positions are counted against the fixture engine's (f32) bytes a position */
+    const char *extra[] = {"--kv", "block", "--kv-budget", budget, "--cache-type", "f32", "--max-batch", "2", "--threads", "1", NULL};
     int port;
     pid_t pid = spawn_serve(f, extra, &port);
     char *text = get_body(port, "/metrics");
