@@ -145,7 +145,7 @@ static void check_matmul(bench_dtype dt, int n, int rows, int cols, tp_pool *con
 
 /* ---- matmul sweeps ---- */
 
-static const int test_ns[] = {1, 3, 17, 128};
+static const int test_ns[] = {1, 3, 6, 17, 128}; /* 3 and 6: the few-rows path (kernels_simd.inc mvn), 6 in two groups */
 static const int test_rows[] = {1, 5, 67, 301};
 /* 544 > the 512-column prefill chunk, so chunked accumulation is exercised */
 static const int test_cols_q8[] = {32, 96, 288, 544};
