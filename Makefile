@@ -7,6 +7,7 @@
 #   make asan       the sanitizer build alone
 #   make valgrind   runs the test suite's memcheck pass on the release build
 #   make archgraph  draws docs/ARCHITECTURE.md's folder graph ($(BUILD)/architecture.svg; needs graphviz)
+#   make openai-client  the openai npm package into build/node_modules, for test_openai (needs npm)
 #   make tools      the standalone benchmarks and investigations of tools/ in $(BUILD)/tools
 #   make fuzz       libFuzzer targets, FUZZ_SECONDS=N each (fuzz/fuzz.mk, docs/reliability.md)
 #   make install   PREFIX=/usr/local DESTDIR=: bench, its modules, include/bench/*.h and bench.pc (docs/modules.md)
@@ -92,7 +93,7 @@ TESTLIB_OBJ  := $(call obj,$(TESTLIB_SRC))
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 SUBMAKE_J = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(JOBS))
 
-.PHONY: all test test-slow run debug asan valgrind clean deps deps-run tests-build slow-tests-build tools archgraph install FORCE
+.PHONY: all test test-slow run debug asan valgrind clean deps deps-run tests-build slow-tests-build tools archgraph install openai-client FORCE
 all: $(BUILD)/bench $(MODULES)
 
 # The flags stamp: every object depends on it, and it is rewritten only when the flags
@@ -201,6 +202,7 @@ $(BUILD)/tests/%: $(call obj,tests/%.c) $(TESTLIB_OBJ) $(BUILD)/libbench.a
 # test_net speaks HTTP to bench serve with libcurl directly, as a client independent of bench's
 test_net_libs := $(shell pkg-config --libs libcurl 2>/dev/null || echo -lcurl)
 $(BUILD)/tests/test_net: LDLIBS += $(test_net_libs)
+$(BUILD)/tests/test_openai: LDLIBS += $(test_net_libs)
 
 # The CUDA modules' host-side logic is plain C: built and tested on every machine.
 $(BUILD)/tests/test_cuda_host: $(call obj,$(CUDAHOST_SRC))
@@ -234,8 +236,19 @@ $(BUILD)/tools/%: $(call obj,tools/%.c) $(BUILD)/libbench.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
+# The openai npm package, for tests/test_openai.c's client test (tests/openai/client.mjs), into
+# build/node_modules (not in git). Needs npm and the npm registry; make test tries it and goes
+# on without it (that test then skips, naming what is missing). Short time-outs: a machine
+# without the registry must not wait npm's five minutes a request.
+OPENAI_NPM = openai@^6
+openai-client:
+	@command -v npm >/dev/null || { echo "openai-client: npm is not installed (Debian: apt-get install nodejs npm)" >&2; exit 1; }
+	@test -f build/node_modules/openai/package.json || timeout 180 npm install --prefix build --no-save --no-audit --no-fund \
+	    --loglevel=error --fetch-timeout=20000 --fetch-retries=1 $(OPENAI_NPM)
+
 # The test suite runs on the sanitizer build.
 test: deps
+	-@$(MAKE) --no-print-directory openai-client || echo "make test: going on without the openai npm package (test_openai's client test will skip)" >&2
 	@$(MAKE) --no-print-directory $(SUBMAKE_J) BUILD=build/asan SAN=1 OPT=-O1 tests-build
 	@$(MAKE) --no-print-directory $(SUBMAKE_J) all
 	@bash scripts/depcheck.sh build/asan

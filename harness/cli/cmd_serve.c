@@ -12,6 +12,8 @@
 #include "commands.h"
 #include "harness/child/mapguard.h"
 #include "harness/cli/cliargs.h"
+#include "harness/net/chat_tmpl.h"
+#include "harness/net/oai_req.h"
 #include "harness/net/server.h"
 #include "engines/core/runtime/engine.h"
 #include "engines/core/runtime/modreg.h"
@@ -23,24 +25,40 @@
 #define SV_MAX_BATCH 8
 
 static void usage(FILE *f) {
+    char names[128];
     fprintf(f,
             "usage: bench serve --model FILE [--tokenizer FILE] [--host ADDR] [--port N] [--port-file FILE]\n"
             "                   [--name ID] [--threads N] [--ctx N] [--loader NAME] [--loader-opt k=v,...]\n"
             "                   [--kv NAME] [--kv-opt k=v,...] [--alloc NAME] [--alloc-opt k=v,...]\n"
             "                   [--kernels NAME] [--no-repack] [--cache-type T[/T]] [--device cpu|cuda]\n"
             "                   [--device-opt k=v,...] [--header-timeout S] [--body-timeout S]\n"
-            "                   [--max-connections N] [--max-per-ip N] [--max-batch N] [--kv-budget N|SIZE]\n\n"
-            "Serves one engine (the modules as bench generate takes them) over an OpenAI-compatible API\n"
-            "until SIGINT or SIGTERM:\n"
-            "  POST /v1/completions  prompt as text or token ids; max_tokens, stream (server-sent events),\n"
-            "                        temperature (0: greedy), top_p, seed, ignore_eos, stream_options.include_usage;\n"
-            "                        each choice also carries \"tokens\", the ids generated\n"
-            "  GET  /health          200 once the model is loaded\n"
-            "  GET  /v1/models       the model's id (--name, default: bench) and context\n"
-            "  GET  /metrics         Prometheus text: requests running and waiting, KV memory, tokens, TTFT/TPOT\n"
+            "                   [--max-connections N] [--max-per-ip N] [--max-batch N] [--kv-budget N|SIZE]\n"
+            "                   [--chat-template NAME] [--lenient]\n\n"
+            "Serves one engine (the modules as bench generate takes them) over OpenAI's completion endpoints\n"
+            "until SIGINT or SIGTERM (docs/http.md says field by field what is honoured):\n"
+            "  POST /v1/completions       prompt as text or token ids; max_tokens (16), stream (server-sent events),\n"
+            "                             n (1 to %d choices, each its own sequence; choice i samples with seed + i),\n"
+            "                             stop (a string or up to %d: the text ends before it, finish_reason \"stop\"),\n"
+            "                             stop_token_ids (vLLM's), temperature (0: greedy), top_p, seed, ignore_eos,\n"
+            "                             stream_options.include_usage; each choice also carries \"tokens\", its ids\n"
+            "  POST /v1/chat/completions  messages (system, developer, user, assistant; text) rendered with the chat\n"
+            "                             template, and the same fields (max_tokens or max_completion_tokens; default:\n"
+            "                             the context left); chat.completion, or chat.completion.chunk events\n"
+            "  GET  /health               200 once the model is loaded\n"
+            "  GET  /v1/models            the model's id (--name, default: bench) and context\n"
+            "  GET  /metrics              Prometheus text: requests running and waiting, KV memory, tokens, TTFT/TPOT\n"
+            "Strict: a request field bench serve does not know is refused (400, naming it); the known ones it does not\n"
+            "do (user, logprobs, penalties, logit_bias, ...) only when they ask for nothing, and the answer names them in\n"
+            "its X-Bench-Ignored-Fields header. Not served: tools, logprobs, images, embeddings, several prompts at once.\n"
             "Concurrent requests are batched (continuous batching, as the in-process serving kind): one engine\n"
             "thread admits them as KV room allows and decodes the running ones together.\n\n"
             "  --max-batch N     requests decoded together at most (default %d; 1: one at a time)\n"
+            "  --chat-template NAME  the chat template, one of %s (default: the model's\n"
+            "                    tokenizer.chat_template when bench recognises it, by its markers: bench runs no Jinja; a\n"
+            "                    template it does not recognise refuses chat until one is named; plain, lines \"ROLE: TEXT\"\n"
+            "                    ending with \"assistant:\", when the model has none). The answer's X-Bench-Chat-Template\n"
+            "                    header and system_fingerprint name the one used\n"
+            "  --lenient         accept unknown request fields (named in X-Bench-Ignored-Fields) instead of refusing them\n"
             "  --kv-budget N|SIZE  the KV memory: N positions, or bytes with a unit (512MiB, 2GiB); with a\n"
             "                    per-sequence kv module it sets how many sequences fit (engine.h kv_budget)\n"
             "  --host ADDR       the IPv4 address to listen on (default 127.0.0.1: this machine only)\n"
@@ -57,8 +75,10 @@ static void usage(FILE *f) {
             "%d the model file changed under its mapping while serving.\n\n"
             "example:\n"
             "  bench serve --model ../shared/models/stories260K.bin --tokenizer ../shared/models/tok512.bin --port 8080\n"
-            "  curl -N localhost:8080/v1/completions -d '{\"prompt\": \"The little dog\", \"max_tokens\": 32, \"stream\": true}'\n",
-            SV_MAX_BATCH, HS_HEADER_TIMEOUT_S, HS_BODY_TIMEOUT_S, HS_MAX_CONNECTIONS, HS_MAX_PER_IP, MG_EXIT_CHANGED);
+            "  curl -N localhost:8080/v1/completions -d '{\"prompt\": \"The little dog\", \"max_tokens\": 32, \"stream\": true}'\n"
+            "  curl localhost:8080/v1/chat/completions -d '{\"messages\": [{\"role\": \"user\", \"content\": \"Tell me a story\"}],\n"
+            "                                              \"max_tokens\": 48, \"stop\": \".\", \"n\": 2, \"temperature\": 0.8}'\n",
+            OR_MAX_N, OR_MAX_STOP, SV_MAX_BATCH, ct_names(names, sizeof(names)), HS_HEADER_TIMEOUT_S, HS_BODY_TIMEOUT_S, HS_MAX_CONNECTIONS, HS_MAX_PER_IP, MG_EXIT_CHANGED);
 }
 
 static int sv_int(const char *opt, const char *v, long lo, long hi, int *out) {
@@ -125,6 +145,15 @@ int cmd_serve(int argc, char **argv) {
         else if (ARG("--device")) spec.device = v;
         else if (ARG("--device-opt")) dopt = v;
         else if (ARG("--kernels")) spec.kernels = v;
+        else if (ARG("--chat-template")) {
+            char names[128];
+            if (!ct_find(v)) {
+                fprintf(stderr, "bench serve: --chat-template %s: expected one of %s\n", v, ct_names(names, sizeof(names)));
+                return CLI_EXIT_USAGE;
+            }
+            ho.chat_template = v;
+        }
+        else if (!strcmp(a, "--lenient")) ho.lenient = 1;
         else if (!strcmp(a, "--no-repack")) spec.repack = ENGINE_REPACK_OFF;
         else if (ARG("--modules")) spec.module_dir = v;
         else if (ARG("--cache-type")) {
@@ -149,7 +178,7 @@ int cmd_serve(int argc, char **argv) {
                 "--model", "--tokenizer", "--host", "--port", "--port-file", "--name", "--threads", "--ctx", "--loader",
                 "--kv", "--alloc", "--loader-opt", "--kv-opt", "--alloc-opt", "--device", "--device-opt", "--kernels",
                 "--modules", "--cache-type", "--no-repack", "--header-timeout", "--body-timeout", "--max-connections",
-                "--max-per-ip", "--max-batch", "--kv-budget", "--help", NULL};
+                "--max-per-ip", "--max-batch", "--kv-budget", "--chat-template", "--lenient", "--help", NULL};
             return cli_bad_arg(stderr, "serve", a, known);
         }
 #undef ARG

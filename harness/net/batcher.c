@@ -48,7 +48,7 @@ static const struct hb_metric {
     {HB_M_PREEMPTIONS, "bench:num_preemptions_total", "counter", "Running requests that gave their KV back for others (recomputed later)."},
     {HB_M_STEPS, "bench:engine_steps_total", "counter", "Scheduler steps: admissions, then one batched decode."},
     {HB_M_DECODE_TOKENS, "bench:decode_tokens_total", "counter", "Tokens of the batched decodes (over engine_steps_total: the mean batch)."},
-    {HB_M_SUCCESS, "bench:request_success_total", "counter", "Requests that ran to their end (max_tokens, EOS, or the server stopping)."},
+    {HB_M_SUCCESS, "bench:request_success_total", "counter", "Sequences that ran to their end (max_tokens, EOS, a stop string or id, or the server stopping); n choices count n."},
     {HB_M_CANCELLED, "bench:request_cancelled_total", "counter", "Requests whose client hung up before their end."},
     {HB_M_FAILED, "bench:request_failure_total", "counter", "Requests refused or failed (stopping, an engine failure, too long for the KV cache)."},
 };
@@ -110,6 +110,7 @@ struct hb_job {
     int n_toks;
     int state;              /* HB_* */
     int gone;               /* the connection let go: cancel it */
+    int finished;           /* with gone: it had what it asked for (a stop string): a success */
     int eos;                /* ended at EOS */
     int code;               /* HB_FAILED: the HTTP status */
     char msg[1400];         /* HB_FAILED: why */
@@ -181,14 +182,14 @@ static void hb_sweep(hb_batcher *b) {
         }
         *p = j->next;
         b->n_queued--;
-        b->m[HB_M_CANCELLED]++;
+        b->m[j->finished ? HB_M_SUCCESS : HB_M_CANCELLED]++;
         hb_unref(j);
     }
     for (int i = 0; i < b->slots; i++) {
         hb_job *j = b->by_slot[i];
         if (!j || !j->gone) continue;
         hb_unslot(b, j);
-        b->m[HB_M_CANCELLED]++;
+        b->m[j->finished ? HB_M_SUCCESS : HB_M_CANCELLED]++;
         hb_unref(j);
     }
 }
@@ -582,6 +583,16 @@ void hb_release(hb_job *j) {
         pthread_cond_signal(&b->work);
     }
     hb_unref(j);
+    pthread_mutex_unlock(&b->mu);
+}
+
+void hb_finish(hb_job *j) {
+    hb_batcher *b = j->b;
+    pthread_mutex_lock(&b->mu);
+    if (j->state == HB_QUEUED || j->state == HB_LIVE) {
+        j->gone = j->finished = 1;
+        pthread_cond_signal(&b->work);
+    }
     pthread_mutex_unlock(&b->mu);
 }
 

@@ -79,6 +79,10 @@ int hb_next(hb_job *j, int k, int fd, int *tok, int *last);
 /* The HTTP status of a failed job (400, 500, 503) and its message. */
 int hb_job_error(hb_job *j, char *msg, size_t len);
 int hb_job_eos(hb_job *j);      /* 1: it ended at EOS (finish_reason "stop") */
+/* The connection has what it asked for before the job's end (a stop string or stop id came):
+ * the job leaves the engine as a cancelled one does (its KV freed), counted a success. The
+ * connection still releases it. */
+void hb_finish(hb_job *j);
 /* The connection is done with j: cancelled when still queued or live. j may be NULL. */
 void hb_release(hb_job *j);
 

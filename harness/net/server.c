@@ -17,7 +17,11 @@
 
 #include "engines/abi/module.h"
 #include "harness/net/batcher.h"
+#include "harness/net/chat_tmpl.h"
+#include "harness/net/oai_req.h"
+#include "harness/net/stopstr.h"
 #include "harness/net/netlib.h"
+#include "util/ut_buf.h"
 #include "util/ut_clock.h"
 
 /* A request body larger than this is refused (413): a prompt of ids is ~7 bytes an id. */
@@ -43,6 +47,11 @@ struct hs_server {
     int header_timeout_s, body_timeout_s;
     hb_batcher *b;                  /* the engine thread: batcher.h */
     int max_batch;                  /* requests decoded together at most */
+    int lenient;                    /* unknown request fields accepted (named in a header), not refused */
+    ct_bound chat;                  /* the chat template; chat.t NULL: chat refused with chat_refusal */
+    char chat_refusal[800];
+    char template_line[160];        /* the X-Bench-Chat-Template header: name and where it came from */
+    char fingerprint[96];           /* a chat answer's system_fingerprint: the same, shorter */
     /* all below under mu */
     pthread_mutex_t mu;
     pthread_cond_t ev_cv;           /* CLOCK_MONOTONIC: a request answered, or the server stops */
@@ -78,167 +87,31 @@ static const char *hs_error_type(int code) {
 }
 
 /* ======================================================================
- * A completion request
- * ====================================================================== */
-
-typedef struct hs_req {
-    int *ids;               /* (n_prompt + max_new) the prompt, then the tokens generated */
-    int n_prompt, max_new;
-    int stream, usage, ignore_eos;
-    float temperature, topp;
-    uint64_t seed;
-} hs_req;
-
-/* A JSON number that is a whole number in [lo, hi]. */
-static int hs_whole(const cJSON *v, double lo, double hi, long long *out) {
-    if (!cJSON_IsNumber(v)) return -1;
-    double x = v->valuedouble;
-    if (x != (double)(long long)x || x < lo || x > hi) return -1;
-    *out = (long long)x;
-    return 0;
-}
-
-static int hs_bool(const cJSON *root, const char *key, int *out, char *err, size_t errlen) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
-    if (!v) return 0;
-    if (!cJSON_IsBool(v)) return bench_errf(err, errlen, "%s: expected true or false", key);
-    *out = cJSON_IsTrue(v);
-    return 0;
-}
-
-/* The text prompt into r->ids (room for max_new more); the count, or -1 with err. The
- * prompt may take max_pos - max_new + 1 ids (BOS included): a text too long for that is
- * refused before it is encoded (tokenizer_max_text_bytes), and the encoding stops there,
- * so a megabytes-long prompt costs its bytes, not the merges' memory and seconds. */
-static int hs_encode(const tokenizer *tok, const char *text, int max_pos, hs_req *r, char *err, size_t errlen) {
-    int max_ids = max_pos - r->max_new + 1;     /* >= 1: max_tokens <= max_pos */
-    size_t len = strlen(text), max_len = tokenizer_max_text_bytes(tok, max_ids - 1);
-    if (len > max_len)
-        return bench_errf(err, errlen, "prompt: %zu bytes of text + max_tokens (%d) - 1 exceed the context (%d positions): "
-                       "more than %zu bytes cannot encode to the %d tokens left after BOS", len, r->max_new, max_pos, max_len, max_ids - 1);
-    r->ids = malloc(((size_t)max_ids + (size_t)r->max_new) * sizeof(int));
-    if (!r->ids) return bench_errf(err, errlen, "out of memory");
-    char e2[256];
-    int n = tokenizer_encode(tok, text, 1, 0, r->ids, max_ids, e2, sizeof(e2));
-    /* the tokenizer's words for "more than max_ids" (tokenizer.c, bpe.c); any other failure is the text's own */
-    if (n == -TOK_ERR_TOO_MANY)
-        return bench_errf(err, errlen, "prompt: the text needs more than %d tokens (BOS included): prompt + max_tokens (%d) - 1 exceed the context "
-                       "(%d positions)", max_ids, r->max_new, max_pos);
-    if (n < 0) return bench_errf(err, errlen, "prompt: %s", e2);
-    return n;
-}
-
-/* The body into r; every error names the field and what was expected. */
-static int hs_parse(hs_server *s, const char *body, size_t len, hs_req *r, char *err, size_t errlen) {
-    memset(r, 0, sizeof(*r));
-    r->max_new = 16;                /* OpenAI's default */
-    r->temperature = 1.0f;
-    r->topp = 1.0f;
-    cJSON *root = cJSON_ParseWithLength(body, len);
-    if (!cJSON_IsObject(root)) {
-        cJSON_Delete(root);
-        return bench_errf(err, errlen, "the body is not a JSON object");
-    }
-    const model *m = engine_model(s->e);
-    const tokenizer *tok = engine_tokenizer(s->e);
-    int vocab = m->cfg.vocab_size, max_pos = engine_max_pos(s->e);
-    long long x;
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "max_tokens");
-    if (v && hs_whole(v, 1, max_pos, &x)) {
-        bench_errf(err, errlen, "max_tokens: expected a whole number from 1 to %d (the context)", max_pos);
-        goto bad;
-    }
-    if (v) r->max_new = (int)x;
-    v = cJSON_GetObjectItemCaseSensitive(root, "temperature");
-    if (v && (!cJSON_IsNumber(v) || !(v->valuedouble >= 0 && v->valuedouble <= 100))) {
-        bench_errf(err, errlen, "temperature: expected a number from 0 (greedy) to 100");
-        goto bad;
-    }
-    if (v) r->temperature = (float)v->valuedouble;
-    v = cJSON_GetObjectItemCaseSensitive(root, "top_p");
-    if (v && (!cJSON_IsNumber(v) || !(v->valuedouble > 0 && v->valuedouble <= 1))) {
-        bench_errf(err, errlen, "top_p: expected a number in (0, 1]");
-        goto bad;
-    }
-    if (v) r->topp = (float)v->valuedouble;
-    v = cJSON_GetObjectItemCaseSensitive(root, "seed");
-    if (v && hs_whole(v, 0, 9007199254740992.0, &x)) {
-        bench_errf(err, errlen, "seed: expected a whole number >= 0");
-        goto bad;
-    }
-    if (v) r->seed = (uint64_t)x;
-    if (hs_bool(root, "stream", &r->stream, err, errlen) || hs_bool(root, "ignore_eos", &r->ignore_eos, err, errlen)) goto bad;
-    v = cJSON_GetObjectItemCaseSensitive(root, "stream_options");
-    if (v && !cJSON_IsObject(v) && !cJSON_IsNull(v)) {
-        bench_errf(err, errlen, "stream_options: expected an object");
-        goto bad;
-    }
-    if (cJSON_IsObject(v) && hs_bool(v, "include_usage", &r->usage, err, errlen)) goto bad;
-
-    v = cJSON_GetObjectItemCaseSensitive(root, "prompt");
-    int n = 0;
-    if (cJSON_IsString(v)) {
-        if (!tok) {
-            bench_errf(err, errlen, "prompt: the model has no vocabulary: give the prompt as token ids");
-            goto bad;
-        }
-        if ((n = hs_encode(tok, v->valuestring, max_pos, r, err, errlen)) < 0) goto bad;
-    } else if (cJSON_IsArray(v)) {
-        int count = cJSON_GetArraySize(v);
-        if (count < 1 || count > max_pos) {
-            bench_errf(err, errlen, "prompt: expected 1 to %d token ids, got %d", max_pos, count);
-            goto bad;
-        }
-        r->ids = malloc(((size_t)count + (size_t)r->max_new) * sizeof(int));
-        if (!r->ids) {
-            bench_errf(err, errlen, "out of memory");
-            goto bad;
-        }
-        const cJSON *it;
-        cJSON_ArrayForEach(it, v) {
-            if (hs_whole(it, 0, vocab - 1, &x)) {
-                bench_errf(err, errlen, "prompt[%d]: expected a token id from 0 to %d (one prompt a request)", n, vocab - 1);
-                goto bad;
-            }
-            r->ids[n++] = (int)x;
-        }
-    } else {
-        bench_errf(err, errlen, "prompt: expected a string or an array of token ids");
-        goto bad;
-    }
-    if (n < 1) {
-        bench_errf(err, errlen, "prompt: no tokens");
-        goto bad;
-    }
-    if (n + r->max_new - 1 > max_pos) {
-        bench_errf(err, errlen, "prompt (%d tokens) + max_tokens (%d) - 1 exceed the context (%d positions)", n, r->max_new, max_pos);
-        goto bad;
-    }
-    r->n_prompt = n;
-    cJSON_Delete(root);
-    return 0;
-bad:
-    free(r->ids);
-    r->ids = NULL;
-    cJSON_Delete(root);
-    return -1;
-}
-
-/* ======================================================================
- * Generation: the tokens from the engine thread (batcher.h), as they come
+ * Generation: each choice's tokens from the engine thread (batcher.h), as they come
  * ====================================================================== */
 
 enum { HS_G_RUN, HS_G_TAIL, HS_G_DONE };
+enum { HS_FIN_NONE, HS_FIN_LENGTH, HS_FIN_STOP };
+
+/* One of a request's n choices: its own job (sequence), ids and text. */
+typedef struct hs_choice {
+    hb_job *job;            /* submitted to the engine thread; released with the gen */
+    int *toks;              /* (max_new) ids generated */
+    int n;                  /* ids so far */
+    int fin;                /* HS_FIN_*: how it ended; NONE while it runs */
+    ut_buf text;            /* decoded so far, cut before a stop string */
+    size_t checked;         /* text searched for stop strings up to here */
+    size_t sent;            /* streamed: bytes of text sent */
+} hs_choice;
 
 typedef struct hs_gen {
     hs_server *s;
-    hs_req r;
-    hb_job *job;            /* submitted to the engine thread; released with the gen */
-    int fd;                 /* the client's socket, watched while the job waits; -1: none */
-    int n;                  /* ids so far: prompt + generated */
-    int last;               /* the token just taken is the job's last */
+    or_req r;
+    hs_choice ch[OR_MAX_N]; /* (r.n) */
+    int fd;                 /* the client's socket, watched while a job waits; -1: none */
     int state;              /* HS_G_* */
-    int finish_stop;        /* ended at EOS */
+    int turn;               /* streamed: the choice whose next token is taken next (round robin) */
+    int opened;             /* streamed chat: the role chunks are out */
     int code;               /* a failed job's HTTP status (hb_job_error) */
     uint64_t id;
     long created;
@@ -249,8 +122,12 @@ typedef struct hs_gen {
 
 static void hs_gen_free(hs_gen *g) {
     if (!g) return;
-    hb_release(g->job);
-    free(g->r.ids);
+    for (int i = 0; i < OR_MAX_N; i++) {
+        hb_release(g->ch[i].job);
+        free(g->ch[i].toks);
+        ut_buf_free(&g->ch[i].text);
+    }
+    or_req_free(&g->r);
     free(g->out);
     free(g);
 }
@@ -270,70 +147,122 @@ static int hs_out(hs_gen *g, const char *text) {
     return 0;
 }
 
+static const char *hs_text(const hs_choice *c) { return c->text.p ? c->text.p : ""; }
+
+/* The text of token id after prev (empty without a vocabulary). */
+static void hs_piece(const hs_gen *g, int prev, int id, char *buf, size_t len) {
+    const tokenizer *tok = engine_tokenizer(g->s->e);
+    buf[0] = 0;
+    if (!tok) return;
+    const char *p = tokenizer_decode(tok, prev, id, buf, len);
+    if (p != buf) snprintf(buf, len, "%s", p ? p : "");
+}
+
+static int hs_is_stop_id(const hs_gen *g, int tok) {
+    for (int i = 0; i < g->r.n_stop_ids; i++)
+        if (g->r.stop_ids[i] == tok) return 1;
+    return 0;
+}
+
 enum { HS_NEXT_TOKEN = 0, HS_NEXT_END = 1, HS_NEXT_GONE = 2, HS_NEXT_FAIL = -1 };
 
-/* The job's next token into g->r.ids (HS_NEXT_TOKEN, g->last set), or the job's end with
- * no more (HS_NEXT_END), the client gone (HS_NEXT_GONE), or its failure (HS_NEXT_FAIL,
- * g->code and g->fail). */
-static int hs_next(hs_gen *g) {
-    int tok, last;
-    switch (hb_next(g->job, g->n - g->r.n_prompt, g->fd, &tok, &last)) {
-    case HB_TOKEN:
-        g->r.ids[g->n++] = tok;
-        g->last = last;
-        if (last) g->finish_stop = hb_job_eos(g->job);
+/* A token just taken into c's text, and whether it ends c: a stop id (its text left out), a
+ * stop string (the text cut before it), or the job's last token. A choice that stops early
+ * gives its job back (hb_finish): the engine makes no more of it. */
+static int hs_add_token(hs_gen *g, hs_choice *c, int tok, int last) {
+    int prev = c->n ? c->toks[c->n - 1] : g->r.ids[g->r.n_prompt - 1];
+    c->toks[c->n++] = tok;
+    if (hs_is_stop_id(g, tok)) {
+        c->fin = HS_FIN_STOP;
+        hb_finish(c->job);
         return HS_NEXT_TOKEN;
-    case HB_END: return HS_NEXT_END;
+    }
+    char piece[256];
+    hs_piece(g, prev, tok, piece, sizeof(piece));
+    if (ut_buf_append(&c->text, piece, strlen(piece))) {
+        g->code = 500;
+        snprintf(g->fail, sizeof(g->fail), "out of memory");
+        return HS_NEXT_FAIL;
+    }
+    long at = stop_find(hs_text(c), c->text.len, c->checked, (const char *const *)g->r.stop, g->r.n_stop);
+    c->checked = c->text.len;
+    if (at >= 0) {
+        c->text.len = (size_t)at;
+        c->text.p[at] = 0;
+        c->fin = HS_FIN_STOP;
+        hb_finish(c->job);
+    } else if (last) {
+        c->fin = hb_job_eos(c->job) ? HS_FIN_STOP : HS_FIN_LENGTH;
+    }
+    return HS_NEXT_TOKEN;
+}
+
+/* Choice c's next token (HS_NEXT_TOKEN; c->fin set when it was its last), or its end with no
+ * more (HS_NEXT_END), the client gone (HS_NEXT_GONE), or its failure (HS_NEXT_FAIL, g->code
+ * and g->fail). */
+static int hs_take(hs_gen *g, hs_choice *c) {
+    int tok, last;
+    switch (hb_next(c->job, c->n, g->fd, &tok, &last)) {
+    case HB_TOKEN: return hs_add_token(g, c, tok, last);
+    case HB_END:
+        c->fin = hb_job_eos(c->job) ? HS_FIN_STOP : HS_FIN_LENGTH;
+        return HS_NEXT_END;
     case HB_GONE: return HS_NEXT_GONE;
     default:
-        g->code = hb_job_error(g->job, g->fail, sizeof(g->fail));
+        g->code = hb_job_error(c->job, g->fail, sizeof(g->fail));
         return HS_NEXT_FAIL;
     }
 }
 
+static const char *hs_finish_reason(const hs_choice *c) { return c->fin == HS_FIN_STOP ? "stop" : "length"; }
+
 static cJSON *hs_usage(const hs_gen *g) {
     cJSON *u = cJSON_CreateObject();
-    int out = g->n - g->r.n_prompt;
+    int out = 0;
+    for (int i = 0; i < g->r.n; i++) out += g->ch[i].n;
     cJSON_AddNumberToObject(u, "prompt_tokens", g->r.n_prompt);
     cJSON_AddNumberToObject(u, "completion_tokens", out);
     cJSON_AddNumberToObject(u, "total_tokens", g->r.n_prompt + out);
     return u;
 }
 
-static cJSON *hs_envelope(const hs_gen *g) {
+static cJSON *hs_envelope(const hs_gen *g, int chunk) {
     cJSON *o = cJSON_CreateObject();
+    int chat = g->r.kind == OR_CHAT;
     char id[48];
-    snprintf(id, sizeof(id), "cmpl-%llu", (unsigned long long)g->id);
+    snprintf(id, sizeof(id), "%s-%llu", chat ? "chatcmpl" : "cmpl", (unsigned long long)g->id);
     cJSON_AddStringToObject(o, "id", id);
-    cJSON_AddStringToObject(o, "object", "text_completion");
+    cJSON_AddStringToObject(o, "object", !chat ? "text_completion" : chunk ? "chat.completion.chunk" : "chat.completion");
     cJSON_AddNumberToObject(o, "created", (double)g->created);
     cJSON_AddStringToObject(o, "model", g->s->model_name);
+    if (chat) cJSON_AddStringToObject(o, "system_fingerprint", g->s->fingerprint);
     return o;
 }
 
-/* The text of token i of ids (empty without a vocabulary). */
-static void hs_piece(const hs_gen *g, int i, char *buf, size_t len) {
-    const tokenizer *tok = engine_tokenizer(g->s->e);
-    buf[0] = 0;
-    if (!tok) return;
-    const char *p = tokenizer_decode(tok, i > 0 ? g->r.ids[i - 1] : -1, g->r.ids[i], buf, len);
-    if (p != buf) snprintf(buf, len, "%s", p ? p : "");
+/* A choice's object: index, the text (chat: in "message" or, streamed, "delta"), the ids
+ * (an extension: exactly the tokens, n_ids of them from first_id), and its finish_reason
+ * when fin (else null). */
+static cJSON *hs_choice_json(const hs_gen *g, int i, const char *text, int first_id, int n_ids, int chunk, int fin) {
+    const hs_choice *c = &g->ch[i];
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "index", i);
+    if (g->r.kind == OR_CHAT) {
+        cJSON *m = cJSON_AddObjectToObject(o, chunk ? "delta" : "message");
+        if (!chunk) cJSON_AddStringToObject(m, "role", "assistant");
+        if (text) cJSON_AddStringToObject(m, "content", text);
+    } else {
+        cJSON_AddStringToObject(o, "text", text ? text : "");
+    }
+    cJSON *t = cJSON_AddArrayToObject(o, "tokens");
+    for (int k = first_id; k < first_id + n_ids; k++) cJSON_AddItemToArray(t, cJSON_CreateNumber(c->toks[k]));
+    cJSON_AddNullToObject(o, "logprobs");
+    if (fin) cJSON_AddStringToObject(o, "finish_reason", hs_finish_reason(c));
+    else cJSON_AddNullToObject(o, "finish_reason");
+    return o;
 }
 
-/* One "data: {...}\n\n" event for the token just made (with_token), or for none: a job
- * that ended without another (the server stopping while it was preempted). */
-static int hs_chunk(hs_gen *g, int with_token, int last) {
-    char piece[256] = "";
-    if (with_token) hs_piece(g, g->n - 1, piece, sizeof(piece));
-    cJSON *o = hs_envelope(g), *choices = cJSON_AddArrayToObject(o, "choices"), *c = cJSON_CreateObject();
-    cJSON_AddItemToArray(choices, c);
-    cJSON_AddNumberToObject(c, "index", 0);
-    cJSON_AddStringToObject(c, "text", piece);
-    cJSON *t = cJSON_AddArrayToObject(c, "tokens");
-    if (with_token) cJSON_AddItemToArray(t, cJSON_CreateNumber(g->r.ids[g->n - 1]));
-    cJSON_AddNullToObject(c, "logprobs");
-    if (last) cJSON_AddStringToObject(c, "finish_reason", g->finish_stop ? "stop" : "length");
-    else cJSON_AddNullToObject(c, "finish_reason");
+/* One "data: {...}\n\n" event of o (consumed). */
+static int hs_event(hs_gen *g, cJSON *o) {
     char *js = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     int rc = !js || hs_out(g, "data: ") || hs_out(g, js) || hs_out(g, "\n\n");
@@ -341,17 +270,46 @@ static int hs_chunk(hs_gen *g, int with_token, int last) {
     return rc ? -1 : 0;
 }
 
+/* The event for choice i after a token (with_token) or its end without one: the text that
+ * can go now (all of it once the choice ended; else what cannot be the start of a stop
+ * string or a part of a character). */
+static int hs_chunk(hs_gen *g, int i, int with_token) {
+    hs_choice *c = &g->ch[i];
+    size_t upto = c->text.len;
+    if (!c->fin) upto -= stop_holdback(hs_text(c), c->text.len, (const char *const *)g->r.stop, g->r.n_stop);
+    if (upto < c->sent) upto = c->sent;     /* a stop string cut below what went: nothing more to send */
+    char *delta = strndup(hs_text(c) + c->sent, upto - c->sent);
+    if (!delta) return -1;
+    c->sent = upto;
+    cJSON *o = hs_envelope(g, 1), *choices = cJSON_AddArrayToObject(o, "choices");
+    cJSON_AddItemToArray(choices, hs_choice_json(g, i, delta, c->n - 1, with_token, 1, c->fin != HS_FIN_NONE));
+    free(delta);
+    return hs_event(g, o);
+}
+
+/* A streamed chat's first events: each choice's role, as OpenAI's streams begin. */
+static int hs_open_chat(hs_gen *g) {
+    for (int i = 0; i < g->r.n; i++) {
+        cJSON *o = hs_envelope(g, 1), *choices = cJSON_AddArrayToObject(o, "choices"), *c = cJSON_CreateObject();
+        cJSON_AddItemToArray(choices, c);
+        cJSON_AddNumberToObject(c, "index", i);
+        cJSON *d = cJSON_AddObjectToObject(c, "delta");
+        cJSON_AddStringToObject(d, "role", "assistant");
+        cJSON_AddStringToObject(d, "content", "");
+        cJSON_AddNullToObject(c, "logprobs");
+        cJSON_AddNullToObject(c, "finish_reason");
+        if (hs_event(g, o)) return -1;
+    }
+    return 0;
+}
+
 /* The stream's end: usage when asked, then [DONE]. */
 static int hs_tail(hs_gen *g) {
     if (g->r.usage) {
-        cJSON *o = hs_envelope(g);
+        cJSON *o = hs_envelope(g, 1);
         cJSON_AddArrayToObject(o, "choices");
         cJSON_AddItemToObject(o, "usage", hs_usage(g));
-        char *js = cJSON_PrintUnformatted(o);
-        cJSON_Delete(o);
-        int rc = !js || hs_out(g, "data: ") || hs_out(g, js) || hs_out(g, "\n\n");
-        free(js);
-        if (rc) return -1;
+        if (hs_event(g, o)) return -1;
     }
     return hs_out(g, "data: [DONE]\n\n");
 }
@@ -370,36 +328,62 @@ static int hs_error_event(hs_gen *g) {
     return hs_out(g, msg);
 }
 
-/* The next event into g->out: a token's, the end's, or an error's. 0, or -1 to cut the stream. */
-static int hs_stream_event(hs_gen *g) {
-    int rc = hs_next(g);
-    if (rc == HS_NEXT_GONE) return -1;      /* the client hung up: hs_gen_free cancels the job */
-    if (rc == HS_NEXT_FAIL) {
-        g->state = HS_G_DONE;
-        return hs_error_event(g);
+/* The choice whose token comes next, round robin over those still running; -1: none. */
+static int hs_next_choice(hs_gen *g) {
+    for (int k = 0; k < g->r.n; k++) {
+        int i = (g->turn + k) % g->r.n;
+        if (!g->ch[i].fin) {
+            g->turn = (i + 1) % g->r.n;
+            return i;
+        }
     }
-    if (rc == HS_NEXT_END) {
-        g->state = HS_G_TAIL;
-        g->finish_stop = hb_job_eos(g->job);
-        return hs_chunk(g, 0, 1);
-    }
-    int made = g->n - g->r.n_prompt;
-    if (made == 3 && hs_is_fault(g->s, "close-early")) return -1;
-    if (made == 3 && hs_is_fault(g->s, "die") && !g->s->died_once) {
+    return -1;
+}
+
+/* The test hooks that cut or spoil a stream after choice 0's tokens; 1 when it must end now. */
+static int hs_stream_fault(hs_gen *g, const hs_choice *c) {
+    if (c != &g->ch[0]) return 0;
+    if (c->n == 3 && hs_is_fault(g->s, "close-early")) return 1;
+    if (c->n == 3 && hs_is_fault(g->s, "die") && !g->s->died_once) {
         g->s->died_once = 1;
         fprintf(stderr, "bench serve: test hook: dying mid-stream\n");
         _exit(7);
     }
-    if (g->last) g->state = HS_G_TAIL;
-    if (made == 2 && hs_is_fault(g->s, "malformed")) return hs_out(g, "data: {\"choices\": [ {\"text\": \n\n");
-    return hs_chunk(g, 1, g->last);
+    return 0;
+}
+
+/* The next event into g->out: a token's, a choice's end, or an error's. 0, or -1 to cut the stream. */
+static int hs_stream_event(hs_gen *g) {
+    if (g->r.kind == OR_CHAT && !g->opened) {
+        g->opened = 1;
+        return hs_open_chat(g);
+    }
+    int i = hs_next_choice(g);
+    if (i < 0) {
+        g->state = HS_G_TAIL;
+        return 0;
+    }
+    hs_choice *c = &g->ch[i];
+    int rc = hs_take(g, c);
+    if (rc == HS_NEXT_GONE) return -1;      /* the client hung up: hs_gen_free cancels the jobs */
+    if (rc == HS_NEXT_FAIL) {
+        g->state = HS_G_DONE;
+        return hs_error_event(g);
+    }
+    int running = 0;
+    for (int k = 0; k < g->r.n; k++) running += !g->ch[k].fin;
+    if (!running) g->state = HS_G_TAIL;
+    if (rc == HS_NEXT_END) return hs_chunk(g, i, 0);
+    if (hs_stream_fault(g, c)) return -1;
+    if (c->n == 2 && i == 0 && hs_is_fault(g->s, "malformed")) return hs_out(g, "data: {\"choices\": [ {\"text\": \n\n");
+    return hs_chunk(g, i, 1);
 }
 
 /* MHD's content reader: one event a call, made when the last is sent. */
 static ssize_t hs_stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
     hs_gen *g = cls;
     (void)pos;
-    if (g->out_off == g->out_len) {
+    while (g->out_off == g->out_len) {
         g->out_off = g->out_len = 0;
         switch (g->state) {
         case HS_G_DONE: return MHD_CONTENT_READER_END_OF_STREAM;
@@ -525,19 +509,29 @@ static void *hs_guard(void *arg) {
     return NULL;
 }
 
-static enum MHD_Result hs_send(struct MHD_Connection *c, unsigned code, const char *type, char *text) {
+
+/* Headers an answer to g carries (g NULL: none): the chat template used, the fields taken
+ * and not acted on. */
+static void hs_headers(struct MHD_Response *r, const hs_gen *g) {
+    if (!g) return;
+    if (g->r.kind == OR_CHAT) nl_m.add_response_header(r, "X-Bench-Chat-Template", g->s->template_line);
+    if (g->r.ignored[0]) nl_m.add_response_header(r, "X-Bench-Ignored-Fields", g->r.ignored);
+}
+
+static enum MHD_Result hs_send(struct MHD_Connection *c, unsigned code, const char *type, char *text, const hs_gen *g) {
     struct MHD_Response *r = nl_m.create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
     if (!r) {
         free(text);
         return MHD_NO;
     }
     nl_m.add_response_header(r, "Content-Type", type);
+    hs_headers(r, g);
     enum MHD_Result rc = nl_m.queue_response(c, code, r);
     nl_m.destroy_response(r);
     return rc;
 }
 
-static enum MHD_Result hs_json(struct MHD_Connection *c, unsigned code, cJSON *o) {
+static enum MHD_Result hs_json(struct MHD_Connection *c, unsigned code, cJSON *o, const hs_gen *g) {
     char *js = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     if (!js) return MHD_NO;
@@ -548,7 +542,7 @@ static enum MHD_Result hs_json(struct MHD_Connection *c, unsigned code, cJSON *o
         return MHD_NO;
     }
     memcpy(t + n, "\n", 2);
-    return hs_send(c, code, "application/json", t);
+    return hs_send(c, code, "application/json", t, g);
 }
 
 static enum MHD_Result hs_error(struct MHD_Connection *c, unsigned code, const char *type, const char *msg) {
@@ -556,42 +550,49 @@ static enum MHD_Result hs_error(struct MHD_Connection *c, unsigned code, const c
     cJSON_AddStringToObject(e, "message", msg);
     cJSON_AddStringToObject(e, "type", type);
     cJSON_AddNumberToObject(e, "code", code);
-    return hs_json(c, code, o);
+    return hs_json(c, code, o, NULL);
 }
 
-/* r (its ids taken) submitted to the engine thread; NULL with *code and msg when refused. */
-static hs_gen *hs_gen_new(hs_server *s, struct MHD_Connection *c, hs_req *r, int *code, char *msg, size_t len) {
+/* r (taken) submitted to the engine thread, one job a choice (choice i seeded seed + i, so
+ * that sampled choices differ and each is reproducible); NULL with *code and msg when refused. */
+static hs_gen *hs_gen_new(hs_server *s, struct MHD_Connection *c, or_req *r, int *code, char *msg, size_t len) {
     hs_gen *g = calloc(1, sizeof(*g));
     if (!g) {
         *code = 500;
         snprintf(msg, len, "out of memory");
+        or_req_free(r);
         return NULL;
     }
     g->s = s;
     g->r = *r;
-    r->ids = NULL;
-    g->n = g->r.n_prompt;
+    memset(r, 0, sizeof(*r));
     const union MHD_ConnectionInfo *ci = nl_m.get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
     g->fd = ci ? ci->connect_fd : -1;
     pthread_mutex_lock(&s->mu);
     g->id = s->next_id++;
     pthread_mutex_unlock(&s->mu);
     g->created = (long)time(NULL);
-    hb_params p = {.prompt = g->r.ids, .n_prompt = g->r.n_prompt, .max_new = g->r.max_new, .temperature = g->r.temperature,
-                   .topp = g->r.topp, .seed = g->r.seed, .ignore_eos = g->r.ignore_eos};
-    if (!(g->job = hb_submit(s->b, &p, code, msg, len))) {
-        hs_gen_free(g);
-        return NULL;
+    for (int i = 0; i < g->r.n; i++) {
+        hb_params p = {.prompt = g->r.ids, .n_prompt = g->r.n_prompt, .max_new = g->r.max_new, .temperature = g->r.temperature,
+                       .topp = g->r.topp, .seed = g->r.seed + (uint64_t)i, .ignore_eos = g->r.ignore_eos};
+        if (!(g->ch[i].toks = malloc((size_t)g->r.max_new * sizeof(int)))) {
+            *code = 500;
+            snprintf(msg, len, "out of memory");
+        }
+        if (!g->ch[i].toks || !(g->ch[i].job = hb_submit(s->b, &p, code, msg, len))) {
+            hs_gen_free(g);
+            return NULL;
+        }
     }
     return g;
 }
 
-/* Not streamed: the whole completion in one JSON answer. */
+/* Not streamed: every choice whole, in one JSON answer. */
 static enum MHD_Result hs_complete_once(struct MHD_Connection *c, hs_gen *g) {
-    int rc;
-    while ((rc = hs_next(g)) == HS_NEXT_TOKEN && !g->last) {}
-    if (rc == HS_NEXT_END) g->finish_stop = hb_job_eos(g->job);
-    if (rc == HS_NEXT_GONE) {       /* nobody to answer: hs_gen_free cancels the job */
+    int rc = HS_NEXT_TOKEN;
+    for (int i = 0; i < g->r.n && (rc == HS_NEXT_TOKEN || rc == HS_NEXT_END); i++)
+        while (!g->ch[i].fin && ((rc = hs_take(g, &g->ch[i])) == HS_NEXT_TOKEN || rc == HS_NEXT_END)) {}
+    if (rc == HS_NEXT_GONE) {       /* nobody to answer: hs_gen_free cancels the jobs */
         hs_gen_free(g);
         return MHD_NO;
     }
@@ -600,41 +601,15 @@ static enum MHD_Result hs_complete_once(struct MHD_Connection *c, hs_gen *g) {
         hs_gen_free(g);
         return mr;
     }
-    size_t tlen = 0, tcap = 256;
-    char *text = malloc(tcap), piece[256];
-    cJSON *o = hs_envelope(g), *choices = cJSON_AddArrayToObject(o, "choices"), *ch = cJSON_CreateObject();
-    cJSON *toks = cJSON_CreateArray();
-    for (int i = g->r.n_prompt; text && i < g->n; i++) {
-        hs_piece(g, i, piece, sizeof(piece));
-        size_t pl = strlen(piece);
-        if (tlen + pl + 1 > tcap) {
-            while (tlen + pl + 1 > tcap) tcap *= 2;
-            char *t = realloc(text, tcap);
-            if (!t) {
-                free(text);
-                text = NULL;
-                break;
-            }
-            text = t;
-        }
-        memcpy(text + tlen, piece, pl);
-        tlen += pl;
-        cJSON_AddItemToArray(toks, cJSON_CreateNumber(g->r.ids[i]));
-    }
-    if (text) text[tlen] = 0;
-    cJSON_AddItemToArray(choices, ch);
-    cJSON_AddNumberToObject(ch, "index", 0);
-    cJSON_AddStringToObject(ch, "text", text ? text : "");
-    cJSON_AddItemToObject(ch, "tokens", toks);
-    cJSON_AddNullToObject(ch, "logprobs");
-    cJSON_AddStringToObject(ch, "finish_reason", g->finish_stop ? "stop" : "length");
+    cJSON *o = hs_envelope(g, 0), *choices = cJSON_AddArrayToObject(o, "choices");
+    for (int i = 0; i < g->r.n; i++) cJSON_AddItemToArray(choices, hs_choice_json(g, i, hs_text(&g->ch[i]), 0, g->ch[i].n, 0, 1));
     cJSON_AddItemToObject(o, "usage", hs_usage(g));
-    free(text);
+    enum MHD_Result mr = hs_json(c, 200, o, g);
     hs_gen_free(g);
-    return hs_json(c, 200, o);
+    return mr;
 }
 
-static enum MHD_Result hs_completions(hs_server *s, struct MHD_Connection *c, hs_conn *k) {
+static enum MHD_Result hs_completions(hs_server *s, struct MHD_Connection *c, hs_conn *k, or_kind kind) {
     if (k->too_big) {
         char msg[128];
         snprintf(msg, sizeof(msg), "the request body is larger than %u bytes", HS_MAX_BODY);
@@ -647,13 +622,17 @@ static enum MHD_Result hs_completions(hs_server *s, struct MHD_Connection *c, hs
         snprintf(msg, sizeof(msg), "the server is stopping%s%s", why ? ": " : "", why ? why : "");
         return hs_error(c, 503, "unavailable_error", msg);
     }
-    hs_req r;
-    char err[1200];
-    if (hs_parse(s, k->body ? k->body : "", k->len, &r, err, sizeof(err)))
+    const model *m = engine_model(s->e);
+    or_ctx ctx = {.tok = engine_tokenizer(s->e), .vocab = m->cfg.vocab_size, .max_pos = engine_max_pos(s->e),
+                  .chat = s->chat.t ? &s->chat : NULL, .chat_refusal = s->chat_refusal, .lenient = s->lenient};
+    or_req r;
+    char err[1600];
+    if (or_parse(&ctx, kind, k->body ? k->body : "", k->len, &r, err, sizeof(err))) {
+        or_req_free(&r);
         return hs_error(c, 400, "invalid_request_error", err);
+    }
     int code;
     hs_gen *g = hs_gen_new(s, c, &r, &code, err, sizeof(err));
-    free(r.ids);
     if (!g) return hs_error(c, (unsigned)code, hs_error_type(code), err);
     if (!g->r.stream) return hs_complete_once(c, g);
     struct MHD_Response *resp = nl_m.create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, hs_stream_read, g, hs_stream_free);
@@ -663,10 +642,12 @@ static enum MHD_Result hs_completions(hs_server *s, struct MHD_Connection *c, hs
     }
     nl_m.add_response_header(resp, "Content-Type", "text/event-stream");
     nl_m.add_response_header(resp, "Cache-Control", "no-cache");
+    hs_headers(resp, g);
     enum MHD_Result rc = nl_m.queue_response(c, 200, resp);
     nl_m.destroy_response(resp);
     return rc;
 }
+
 
 static enum MHD_Result hs_access(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                  const char *version, const char *upload, size_t *upload_size, void **con_cls) {
@@ -717,13 +698,13 @@ static enum MHD_Result hs_access(void *cls, struct MHD_Connection *c, const char
         cJSON_AddStringToObject(o, "status", "ok");
         cJSON_AddNumberToObject(o, "running", running);
         cJSON_AddNumberToObject(o, "waiting", waiting);
-        return hs_json(c, 200, o);
+        return hs_json(c, 200, o, NULL);
     }
     if (!strcmp(url, "/metrics")) {
         if (!get) return hs_error(c, 405, "invalid_request_error", "/metrics: use GET");
         char *text = hb_metrics(s->b);
         if (!text) return hs_error(c, 500, "server_error", "out of memory");
-        return hs_send(c, 200, "text/plain; version=0.0.4; charset=utf-8", text);
+        return hs_send(c, 200, "text/plain; version=0.0.4; charset=utf-8", text, NULL);
     }
     if (!strcmp(url, "/v1/models")) {
         if (!get) return hs_error(c, 405, "invalid_request_error", "/v1/models: use GET");
@@ -734,14 +715,18 @@ static enum MHD_Result hs_access(void *cls, struct MHD_Connection *c, const char
         cJSON_AddStringToObject(m, "object", "model");
         cJSON_AddStringToObject(m, "owned_by", "bench");
         cJSON_AddNumberToObject(m, "max_model_len", engine_max_pos(s->e));
-        return hs_json(c, 200, o);
+        return hs_json(c, 200, o, NULL);
     }
     if (!strcmp(url, "/v1/completions")) {
         if (!post) return hs_error(c, 405, "invalid_request_error", "/v1/completions: use POST");
-        return hs_completions(s, c, k);
+        return hs_completions(s, c, k, OR_COMPLETION);
+    }
+    if (!strcmp(url, "/v1/chat/completions")) {
+        if (!post) return hs_error(c, 405, "invalid_request_error", "/v1/chat/completions: use POST");
+        return hs_completions(s, c, k, OR_CHAT);
     }
     char msg[300];
-    snprintf(msg, sizeof(msg), "%.200s: no such endpoint (have: /v1/completions, /v1/models, /health, /metrics)", url);
+    snprintf(msg, sizeof(msg), "%.200s: no such endpoint (have: /v1/completions, /v1/chat/completions, /v1/models, /health, /metrics)", url);
     return hs_error(c, 404, "not_found_error", msg);
 }
 
@@ -792,6 +777,31 @@ static int hs_start_engine(hs_server *s, engine *e, const hs_opts *o, char *err,
     return 0;
 }
 
+/* The chat template: the one named (hs_opts.chat_template), else the model's recognised,
+ * else "plain" for a model without one. A model's template bench does not recognise leaves
+ * chat refused (with the reason, said once at start-up) and completions served. */
+static int hs_chat_template(hs_server *s, const hs_opts *o, char *err, size_t errlen) {
+    const model_vocab *v = &engine_model(s->e)->vocab;
+    const ct_template *t = NULL;
+    const char *source;
+    if (o->chat_template) {
+        char names[128];
+        if (!(t = ct_find(o->chat_template)))
+            return bench_errf(err, errlen, "chat template \"%s\": expected one of %s", o->chat_template, ct_names(names, sizeof(names)));
+        source = "named by --chat-template";
+    } else if (ct_detect(v->chat_template, &t, s->chat_refusal, sizeof(s->chat_refusal))) {
+        fprintf(stderr, "bench serve: POST /v1/chat/completions will be refused: %s\n", s->chat_refusal);
+        return 0;
+    } else {
+        source = v->chat_template ? "recognised in the model's tokenizer.chat_template" : "fallback: the model has no chat template";
+    }
+    ct_bind(t, v, &s->chat);
+    snprintf(s->template_line, sizeof(s->template_line), "%s (%s)", ct_name(t), source);
+    snprintf(s->fingerprint, sizeof(s->fingerprint), "bench-serve/chat-template=%s%s", ct_name(t),
+             !o->chat_template && !v->chat_template ? "/fallback" : "");
+    return 0;
+}
+
 int hs_start(engine *e, const hs_opts *o, hs_server **out, char *err, size_t errlen) {
     *out = NULL;
     const char *host = o && o->host ? o->host : "127.0.0.1";
@@ -820,13 +830,14 @@ int hs_start(engine *e, const hs_opts *o, hs_server **out, char *err, size_t err
     snprintf(s->fault, sizeof(s->fault), "%s", o->fault ? o->fault : "");
     s->header_timeout_s = header_s;
     s->body_timeout_s = body_s;
+    s->lenient = o->lenient;
     pthread_mutex_init(&s->mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);     /* the deadlines are ut_now_ns */
     pthread_cond_init(&s->ev_cv, &ca);
     pthread_condattr_destroy(&ca);
-    if (hs_start_engine(s, e, o, err, errlen)) {
+    if (hs_chat_template(s, o, err, errlen) || hs_start_engine(s, e, o, err, errlen)) {
         hs_stop(s);
         return -1;
     }

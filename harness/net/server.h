@@ -3,10 +3,17 @@
  *
  *   POST /v1/completions   {"prompt": "text" | [ids], "max_tokens": N, "stream": bool,
  *                          "temperature": T, "top_p": P, "seed": S, "ignore_eos": bool,
- *                          "stream_options": {"include_usage": bool}}
+ *                          "n": N, "stop": "s" | [...], "stop_token_ids": [ids],
+ *                          "stream_options": {"include_usage": bool}} (oai_req.h: the fields)
  *                          stream: server-sent events, one token a chunk, each choice
  *                          carrying "tokens": [id] (an extension: the ids, exactly), the
  *                          last with finish_reason, then usage when asked, then [DONE]
+ *   POST /v1/chat/completions  the same with "messages" for "prompt", rendered with the chat
+ *                          template (chat_tmpl.h); chat.completion / chat.completion.chunk
+ *                          objects ("message" / "delta")
+ * n choices are n jobs (sequences) of the batcher; a stop string or stop id ends its choice
+ * early (the text cut before it, finish_reason "stop") and gives its job back. Streamed,
+ * text that may be the start of a stop string is held back until it is not.
  *   GET  /health           200 {"status": "ok", "running": N, "waiting": N}; 503 once stopping
  *   GET  /v1/models        the one model
  *   GET  /metrics          Prometheus text 0.0.4: load, KV, tokens, TTFT/TPOT histograms (batcher.c)
@@ -43,6 +50,10 @@ typedef struct hs_opts {
      * waits until max_batch requests are in, so that a test sees them batched on any machine */
     const char *fault;
     int max_batch;              /* requests decoded together at most; 0: the engine's sequences */
+    /* POST /v1/chat/completions' template (chat_tmpl.h): a built-in's name; NULL: the model's
+     * tokenizer.chat_template when bench recognises it, "plain" when the model has none */
+    const char *chat_template;
+    int lenient;                /* accept unknown request fields (named in X-Bench-Ignored-Fields) */
     double reserve_output;      /* sched_opts.reserve_output (0: admit on the prompt alone, as vLLM) */
     /* limits (0: the default in brackets) */
     int header_timeout_s;       /* [60] request line and headers complete within this (nginx client_header_timeout) */

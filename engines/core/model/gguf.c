@@ -183,6 +183,11 @@ static int map_vocab_keys(const gguf_file *g, int n, model_vocab *v) {
     v->add_space_prefix = tm && strcmp(tm->str, "llama") == 0;
     const gg_kv *asp = gguf_find(g, "tokenizer.ggml.add_space_prefix");
     if (asp && asp->type == GV_BOOL) v->add_space_prefix = (int)asp->v.u;
+    /* kept as text for bench serve to recognise; a non-string is no template, not an error:
+     * the weights serve without one */
+    const gg_kv *ct = gguf_find(g, "tokenizer.chat_template");
+    if (ct && ct->type == GV_STRING && !(v->chat_template = strdup(ct->str)))
+        return bench_errf(g->r.err, g->r.errlen, "%s: out of memory", g->r.path);
     return 0;
 }
 

@@ -9,7 +9,8 @@
  *   rope.freq_base, attention.layer_norm_rms_epsilon, vocab_size,
  *   rope.scaling.type "linear" and rope.scaling.factor (when the model has linear scaling),
  *   tokenizer.ggml.model "llama", tokens, scores, token_type, bos/eos/unknown
- *   token ids and add_space_prefix (when the model has a vocabulary).
+ *   token ids and add_space_prefix (when the model has a vocabulary), and
+ *   tokenizer.chat_template when the vocabulary has one.
  * Pieces are written with SentencePiece's U+2581 for spaces, as llama.cpp's
  * converter does, whichever the source stored (llama2.c's tokenizer.bin stores ' ').
  * q/k rows are written in the interleaved layout: rows filled in HF's order are
@@ -174,7 +175,8 @@ static void write_header(gw *w, const model_write_src *s) {
     /* general.* 3, llama.* 10, tokenizer.* 5 + the ids there are */
     int scaled = c->rope_linear > 0.0f; /* linear RoPE scaling: type and factor */
     uint64_t n_kv = 3 + (uint64_t)any_q8 + (s->name ? 1 : 0) + 10 + 2 * (uint64_t)scaled +
-                    (v ? 5 + (uint64_t)(v->bos >= 0) + (uint64_t)(v->eos >= 0) + (uint64_t)(v->unk >= 0) : 0);
+                    (v ? 5 + (uint64_t)(v->bos >= 0) + (uint64_t)(v->eos >= 0) + (uint64_t)(v->unk >= 0) +
+                             (uint64_t)(v->chat_template != NULL) : 0);
 
     gw_bytes(w, "GGUF", 4);
     gw_u32(w, 3);
@@ -212,6 +214,7 @@ static void write_header(gw *w, const model_write_src *s) {
         if (v->eos >= 0) kv_u32(w, "tokenizer.ggml.eos_token_id", (uint32_t)v->eos);
         if (v->unk >= 0) kv_u32(w, "tokenizer.ggml.unknown_token_id", (uint32_t)v->unk);
         kv_bool(w, "tokenizer.ggml.add_space_prefix", v->add_space_prefix);
+        if (v->chat_template) kv_str(w, "tokenizer.chat_template", v->chat_template);
     }
 
     uint64_t off = 0;

@@ -313,5 +313,6 @@ void model_vocab_free(model_vocab *v) {
     free(v->pre_patterns);
     free(v->pre_source);
     free(v->unsupported);
+    free(v->chat_template);
     memset(v, 0, sizeof(*v));
 }

@@ -105,6 +105,8 @@ typedef struct model_vocab {
     char *unsupported;      /* what the source asks of the tokenizer that it does not do, or NULL */
     model_norm normalize;   /* tokenizer.json's Unicode normalizer; MODEL_NORM_NONE elsewhere */
     model_file_id source_id;    /* a tokenizer.bin's: the file read ({0, 0} for the others) */
+    char *chat_template;    /* tokenizer.chat_template (Jinja text, never run: bench serve matches
+                             * it to a built-in template, harness/net/chat_tmpl.h); NULL when absent */
 } model_vocab;
 
 typedef struct model {
