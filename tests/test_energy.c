@@ -1,0 +1,319 @@
+/* The energy reader (harness/parent/energy.h) on any machine: powercap against a fake sysfs
+ * tree (two packages, a sub-zone and an mmio zone that must not count, a wrapping counter, a
+ * missing file, a file only root may read), NVML against the fake library the tests build
+ * (tests/modules/fake_nvml.c: a counter, power samples, no driver, no GPU, absent), a
+ * repetition's marks and points, and `bench run` end to end with both fakes. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <cJSON.h>
+#include <libgen.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness/parent/energy.h"
+#include "tests/lib/harness_jsonschema.h"
+#include "tests/lib/testutil.h"
+#include "util/ut_fs.h"
+
+#define SEC 1000000000LL
+
+/* ---- the fake trees ---- */
+
+/* Writes root/class/powercap/zone/file atomically (a reader never sees half a number). */
+static void put(const char *root, const char *zone, const char *file, unsigned long long v) {
+    char dir[1024], path[1200], tmp[1300];
+    snprintf(dir, sizeof(dir), "%s/class/powercap/%s", root, zone);
+    assert_int_equal(ut_mkdirs(dir), 0);
+    snprintf(path, sizeof(path), "%s/%s", dir, file);
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    assert_non_null(f);
+    fprintf(f, "%llu\n", v);
+    assert_int_equal(fclose(f), 0);
+    assert_int_equal(rename(tmp, path), 0);
+}
+
+static void zone(const char *root, const char *name, unsigned long long uj, unsigned long long range) {
+    put(root, name, "energy_uj", uj);
+    put(root, name, "max_energy_range_uj", range);
+}
+
+static const char *fake_nvml(char *buf, size_t len) {
+    char mods[1024];
+    snprintf(mods, sizeof(mods), "%s", tu_module_dir());
+    snprintf(buf, len, "%s/test-modules/nvml/libnvidia-ml.so.1", dirname(mods));
+    assert_int_equal(access(buf, R_OK), 0);
+    return buf;
+}
+
+static void fake_env(const char *devices, int no_energy, int init_fail) {
+    setenv("FAKE_NVML_DEVICES", devices, 1);
+    setenv("FAKE_NVML_NO_ENERGY", no_energy ? "1" : "0", 1);
+    setenv("FAKE_NVML_INIT_FAIL", init_fail ? "1" : "0", 1);
+}
+
+enum { RAPL, NVML };
+
+/* ---- powercap ---- */
+
+static void test_rapl_sums_packages_and_unwraps(void **st) {
+    (void)st;
+    char root[512];
+    assert_non_null(tu_tmpdir(root, sizeof(root)));
+    zone(root, "intel-rapl:0", 9000, 10000);        /* wraps at 10000 µJ */
+    zone(root, "intel-rapl:1", 5000, 1000000);
+    zone(root, "intel-rapl:0:0", 777777, 1000000);  /* the core inside package 0: already counted */
+    zone(root, "intel-rapl-mmio:0", 888888, 1000000); /* package 0's counter again */
+    en_reader *r = en_open(root, "/nonexistent/libnvidia-ml.so.1");
+    assert_non_null(r);
+    assert_true(en_available(r));
+    assert_true(en_source_ok(r, RAPL));
+    assert_false(en_source_ok(r, NVML));
+    assert_string_equal(en_source_method(r, RAPL), "counter");
+    assert_string_equal(en_why(r), "");
+    en_now x;
+    en_read(r, 1 * SEC, NULL, 0, &x);
+    assert_true(x.ok);
+    assert_true(fabs(x.j[RAPL]) < 1e-12);
+    assert_true(isnan(x.j[NVML]));
+    assert_int_equal(x.gpu_used, -1);
+    /* package 0 wraps: 9000 -> 10000 -> 500 is 1500 µJ; package 1 gains 2000 µJ */
+    put(root, "intel-rapl:0", "energy_uj", 500);
+    put(root, "intel-rapl:1", "energy_uj", 7000);
+    put(root, "intel-rapl:0:0", "energy_uj", 999999);
+    en_read(r, 2 * SEC, NULL, 0, &x);
+    assert_true(x.ok);
+    assert_true(fabs(x.j[RAPL] - 0.0035) < 1e-12);
+    /* cumulative: a second step adds to the first */
+    put(root, "intel-rapl:0", "energy_uj", 2500);
+    en_read(r, 3 * SEC, NULL, 0, &x);
+    assert_true(fabs(x.j[RAPL] - 0.0055) < 1e-12);
+    /* a package that vanishes makes the reading unknown, not a smaller sum */
+    char gone[1024];
+    snprintf(gone, sizeof(gone), "%s/class/powercap/intel-rapl:1/energy_uj", root);
+    assert_int_equal(unlink(gone), 0);
+    en_read(r, 4 * SEC, NULL, 0, &x);
+    assert_false(x.ok);
+    assert_true(isnan(x.j[RAPL]));
+    en_close(r);
+    tu_rmtree(root);
+}
+
+static void test_rapl_missing_file(void **st) {
+    (void)st;
+    char root[512];
+    assert_non_null(tu_tmpdir(root, sizeof(root)));
+    zone(root, "intel-rapl:0", 100, 1000);
+    put(root, "intel-rapl:1", "energy_uj", 100); /* no max_energy_range_uj: its wrap is unknown */
+    en_reader *r = en_open(root, "/nonexistent/libnvidia-ml.so.1");
+    assert_non_null(r);
+    assert_false(en_available(r));
+    const char *why = en_source_why(r, RAPL);
+    assert_non_null(strstr(why, "intel-rapl:1/max_energy_range_uj"));
+    assert_non_null(strstr(why, "No such file"));
+    assert_non_null(strstr(en_why(r), "rapl: "));
+    assert_non_null(strstr(en_why(r), "nvml: "));
+    en_close(r);
+    tu_rmtree(root);
+}
+
+static void test_rapl_no_powercap(void **st) {
+    (void)st;
+    char root[512];
+    assert_non_null(tu_tmpdir(root, sizeof(root)));
+    en_reader *r = en_open(root, "/nonexistent/libnvidia-ml.so.1");
+    assert_false(en_available(r));
+    assert_non_null(strstr(en_source_why(r, RAPL), "class/powercap"));
+    assert_non_null(strstr(en_source_why(r, RAPL), "no powercap driver"));
+    en_close(r);
+    /* a powercap folder with only sub-zones has no package to count */
+    zone(root, "intel-rapl:0:0", 1, 10);
+    r = en_open(root, "/nonexistent/libnvidia-ml.so.1");
+    assert_false(en_available(r));
+    assert_non_null(strstr(en_source_why(r, RAPL), "no intel-rapl:N package zone"));
+    en_close(r);
+    tu_rmtree(root);
+}
+
+/* Whether a reader opened on root as an unprivileged user finds RAPL unavailable for want of
+ * permission: 0 yes, 1 no, 2 could not test. Root reads any file, so root drops to nobody
+ * in a child first, inside the tree (the temporary folders above it are root's alone). */
+static int unreadable_as_user(const char *root) {
+    pid_t pid = fork();
+    if (pid < 0) return 2;
+    if (pid == 0) {
+        if (chdir(root) || (geteuid() == 0 && (setgid(65534) || setuid(65534)))) _exit(2);
+        en_reader *r = en_open(".", "/nonexistent/libnvidia-ml.so.1");
+        const char *why = r ? en_source_why(r, RAPL) : "";
+        int ok = r && !en_available(r) && strstr(why, "Permission denied") && strstr(why, "root-only");
+        if (!ok) fprintf(stderr, "why: %s\n", why);
+        _exit(ok ? 0 : 1);
+    }
+    int st;
+    if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st)) return 2;
+    return WEXITSTATUS(st);
+}
+
+static void test_rapl_permission_denied(void **st) {
+    (void)st;
+    char root[512], file[1024];
+    assert_non_null(tu_tmpdir(root, sizeof(root)));
+    zone(root, "intel-rapl:0", 100, 1000);
+    snprintf(file, sizeof(file), "%s/class/powercap/intel-rapl:0/energy_uj", root);
+    /* as the kernel has it since 5.10: the tree is anyone's, energy_uj root's alone */
+    assert_int_equal(chmod(root, 0755), 0);
+    assert_int_equal(chmod(file, 0400), 0);
+    int rc = unreadable_as_user(root);
+    if (rc == 2) {
+        tu_rmtree(root);
+        fprintf(stderr, "skip: cannot run a child as another user here\n");
+        skip();
+    }
+    assert_int_equal(rc, 0);
+    tu_rmtree(root);
+}
+
+/* ---- NVML ---- */
+
+static void test_nvml_absent(void **st) {
+    (void)st;
+    char root[512];
+    assert_non_null(tu_tmpdir(root, sizeof(root)));
+    en_reader *r = en_open(root, "/nonexistent/libnvidia-ml.so.1");
+    assert_false(en_source_ok(r, NVML));
+    assert_non_null(strstr(en_source_why(r, NVML), "/nonexistent/libnvidia-ml.so.1"));
+    en_now x;
+    en_read(r, SEC, NULL, 0, &x);
+    assert_false(x.ok);
+    assert_int_equal(x.gpu_used, -1);
+    assert_int_equal(x.gpu_proc, -1);
+    en_close(r);
+    tu_rmtree(root);
+}
+
+static void test_nvml_counter(void **st) {
+    (void)st;
+    char root[512], lib[1200];
+    assert_non_null(tu_tmpdir(root, sizeof(root)));
+    fake_env("2", 0, 0);
+    en_reader *r = en_open(root, fake_nvml(lib, sizeof(lib)));
+    assert_true(en_source_ok(r, NVML));
+    assert_false(en_source_ok(r, RAPL));
+    assert_string_equal(en_source_method(r, NVML), "counter");
+    /* each GPU's counter grows 500 mJ a read: two GPUs, 1 J a reading */
+    pid_t mine[] = {getpid(), 999999};
+    en_now x;
+    en_read(r, SEC, mine, 2, &x);
+    assert_true(x.ok);
+    assert_true(fabs(x.j[NVML] - 1.0) < 1e-9);
+    en_read(r, 2 * SEC, mine, 2, &x);
+    assert_true(fabs(x.j[NVML] - 2.0) < 1e-9);
+    assert_int_equal(x.gpu_used, 2 * 3 * 1024LL * 1024 * 1024);
+    /* this process's 128 MiB on each GPU; pid 1's GiB is not ours */
+    assert_int_equal(x.gpu_proc, 2 * 128LL * 1024 * 1024);
+    en_read(r, 3 * SEC, NULL, 0, &x);
+    assert_int_equal(x.gpu_proc, 0);
+    en_close(r);
+    tu_rmtree(root);
+}
+
+static void test_nvml_power_samples(void **st) {
+    (void)st;
+    char root[512], lib[1200];
+    assert_non_null(tu_tmpdir(root, sizeof(root)));
+    fake_env("1", 1, 0);
+    en_reader *r = en_open(root, fake_nvml(lib, sizeof(lib)));
+    assert_true(en_source_ok(r, NVML));
+    assert_string_equal(en_source_method(r, NVML), "power samples");
+    en_now x;
+    en_read(r, 1 * SEC, NULL, 0, &x);
+    assert_true(fabs(x.j[NVML]) < 1e-9);
+    /* 100 W for 2 s */
+    en_read(r, 3 * SEC, NULL, 0, &x);
+    assert_true(fabs(x.j[NVML] - 200.0) < 1e-6);
+    en_close(r);
+    tu_rmtree(root);
+}
+
+static void test_nvml_no_driver_no_gpu(void **st) {
+    (void)st;
+    char root[512], lib[1200];
+    assert_non_null(tu_tmpdir(root, sizeof(root)));
+    fake_env("1", 0, 1);
+    en_reader *r = en_open(root, fake_nvml(lib, sizeof(lib)));
+    assert_false(en_available(r));
+    assert_string_equal(en_source_why(r, NVML), "nvmlInit: Driver Not Loaded");
+    en_close(r);
+    fake_env("0", 0, 0);
+    r = en_open(root, lib);
+    assert_false(en_available(r));
+    assert_string_equal(en_source_why(r, NVML), "NVML sees no GPU");
+    en_close(r);
+    tu_rmtree(root);
+}
+
+/* ---- a repetition ---- */
+
+static void test_run_marks_and_points(void **st) {
+    (void)st;
+    char root[512];
+    assert_non_null(tu_tmpdir(root, sizeof(root)));
+    zone(root, "intel-rapl:0", 0, 1000000000);
+    en_reader *r = en_open(root, "/nonexistent/libnvidia-ml.so.1");
+    en_run e;
+    en_run_begin(&e, r);
+    en_run_pid(&e, getpid());
+    en_run_mark(&e, 0, 1 * SEC);
+    put(root, "intel-rapl:0", "energy_uj", 2000000);   /* +2 J */
+    en_run_sample(&e, 2 * SEC);
+    put(root, "intel-rapl:0", "energy_uj", 6000000);   /* +4 J */
+    en_run_mark(&e, 1, 3 * SEC);
+    en_run_mark(&e, 1, 4 * SEC);                         /* a boundary is read once */
+    put(root, "intel-rapl:0", "energy_uj", 7000000);   /* +1 J */
+    en_run_mark(&e, 3, 5 * SEC);                         /* no prefill mark: a serving run's */
+    put(root, "intel-rapl:0", "energy_uj", 9000000);
+    en_run_sample(&e, 6 * SEC);                          /* after the last mark: not the workload */
+    double j, s;
+    assert_int_equal(en_run_between(&e, 0, 1, &j, &s), 0);
+    assert_true(fabs(j - 6.0) < 1e-9 && fabs(s - 2.0) < 1e-9);
+    assert_int_equal(en_run_between(&e, 1, 3, &j, &s), 0);
+    assert_true(fabs(j - 1.0) < 1e-9 && fabs(s - 2.0) < 1e-9);
+    assert_int_equal(en_run_between(&e, 1, 2, &j, &s), -1);
+    assert_int_equal(en_run_between(&e, 2, 3, &j, &s), -1);
+    /* the points: the marks and the sample, watts since the point before */
+    assert_int_equal(e.n_pts, 4);
+    assert_true(isnan(e.pts[0].w));
+    assert_true(fabs(e.pts[1].w - 2.0) < 1e-9);
+    assert_true(fabs(e.pts[2].w - 4.0) < 1e-9);
+    assert_int_equal(e.pts[2].t_ns, 3 * SEC);
+    assert_true(fabs(e.pts[3].w - 0.5) < 1e-9);
+    en_run_free(&e);
+    en_close(r);
+    tu_rmtree(root);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rapl_sums_packages_and_unwraps),
+        cmocka_unit_test(test_rapl_missing_file),
+        cmocka_unit_test(test_rapl_no_powercap),
+        cmocka_unit_test(test_rapl_permission_denied),
+        cmocka_unit_test(test_nvml_absent),
+        cmocka_unit_test(test_nvml_counter),
+        cmocka_unit_test(test_nvml_power_samples),
+        cmocka_unit_test(test_nvml_no_driver_no_gpu),
+        cmocka_unit_test(test_run_marks_and_points),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
