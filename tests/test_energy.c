@@ -303,6 +303,226 @@ static void test_run_marks_and_points(void **st) {
     tu_rmtree(root);
 }
 
+/* ---- bench run end to end ---- */
+
+typedef struct e2e {
+    char tmp[512], model[600], sc[700], out[700];
+} e2e;
+
+static int e2e_setup(e2e *x) {
+    char src[512];
+    if (!tu_shared("models/stories260K.bin", src, sizeof(src))) return -1;
+    assert_non_null(tu_tmpdir(x->tmp, sizeof(x->tmp)));
+    snprintf(x->model, sizeof(x->model), "%s/model.bin", x->tmp);
+    char cmd[2048];
+    snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", src, x->model);
+    assert_int_equal(system(cmd), 0);
+    snprintf(x->sc, sizeof(x->sc), "%s/energy.json", x->tmp);
+    FILE *f = fopen(x->sc, "w");
+    assert_non_null(f);
+    fprintf(f, "{\"name\": \"energy\", \"model\": \"%s\", \"workload\": {\"prompt_tokens\": 4, \"generate\": 6},"
+               " \"cache\": \"warm\", \"repetitions\": 2, \"warmup\": 0}", x->model);
+    fclose(f);
+    snprintf(x->out, sizeof(x->out), "%s/out", x->tmp);
+    return 0;
+}
+
+static cJSON *e2e_results(const e2e *x) {
+    char p[800];
+    snprintf(p, sizeof(p), "%s/results.json", x->out);
+    cJSON *doc = hjs_load(p);
+    assert_non_null(doc);
+    cJSON *schema = hjs_load("docs/results-schema.json");
+    assert_non_null(schema);
+    char err[2048];
+    int n = hjs_validate(schema, doc, err, sizeof(err));
+    if (n) fprintf(stderr, "schema violations (%d):\n%s", n, err);
+    cJSON_Delete(schema);
+    assert_int_equal(n, 0);
+    return doc;
+}
+
+static double num(const cJSON *o, const char *k) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+static const cJSON *get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
+
+/* What every repetition's energy record must hold whatever the source: its phases, the per-token
+ * figures as their quotients, the metrics as the record, a timeline of equal columns. */
+static void check_energy_run(const cJSON *run, const char *source) {
+    const cJSON *en = get(run, "energy"), *met = get(run, "metrics");
+    assert_true(cJSON_IsTrue(get(en, "available")));
+    assert_string_equal(get(cJSON_GetArrayItem(get(en, "sources"), 0), "name")->valuestring, source);
+    const cJSON *ph = get(en, "phases");
+    static const char *const phases[] = {"load", "prefill", "decode"};
+    for (int k = 0; k < 3; k++) {
+        const cJSON *p = get(ph, phases[k]);
+        assert_non_null(p);
+        assert_true(num(p, "j") >= 0 && num(p, "s") > 0);
+        char name[64];
+        snprintf(name, sizeof(name), "energy_%s_j", phases[k]);
+        assert_true(fabs(num(met, name) - num(p, "j")) < 1e-9);
+    }
+    assert_int_equal((int)num(en, "prefill_tokens"), 4);
+    assert_int_equal((int)num(en, "decoded_tokens"), 5);
+    assert_true(fabs(num(en, "j_per_prefill_token") - num(get(ph, "prefill"), "j") / 4) < 1e-9);
+    assert_true(fabs(num(en, "j_per_decoded_token") - num(get(ph, "decode"), "j") / 5) < 1e-9);
+    assert_true(fabs(num(met, "energy_decode_j_per_tok") - num(en, "j_per_decoded_token")) < 1e-9);
+    const cJSON *tl = get(en, "timeline");
+    int n = cJSON_GetArraySize(get(tl, "t_ms"));
+    assert_true(n >= 4); /* the four boundaries at least */
+    assert_int_equal(cJSON_GetArraySize(get(tl, "watts")), n);
+}
+
+static void test_bench_run_fake_nvml(void **st) {
+    (void)st;
+    e2e x;
+    TU_NEED(e2e_setup(&x) == 0);
+    char empty[700], lib[1200];
+    snprintf(empty, sizeof(empty), "%s/sys", x.tmp);
+    assert_int_equal(ut_mkdirs(empty), 0);
+    setenv("BENCH_SYSFS_ROOT", empty, 1);
+    setenv("BENCH_NVML_LIB", fake_nvml(lib, sizeof(lib)), 1);
+    fake_env("1", 0, 0);
+    int rc = tu_bench("/dev/null", "run '%s' --out '%s' 2>/dev/null", x.sc, x.out);
+    unsetenv("BENCH_SYSFS_ROOT");
+    unsetenv("BENCH_NVML_LIB");
+    assert_int_equal(rc, 0);
+    cJSON *doc = e2e_results(&x);
+    const cJSON *run;
+    int runs = 0;
+    cJSON_ArrayForEach(run, get(doc, "runs")) {
+        check_energy_run(run, "nvml");
+        const cJSON *en = get(run, "energy"), *ph = get(en, "phases"), *met = get(run, "metrics");
+        assert_non_null(strstr(get(get(en, "unavailable"), "rapl")->valuestring, "no powercap driver"));
+        /* the fake's counter grows 0.5 J at every read, and a phase has two reads at least:
+         * positive whatever the timing */
+        assert_true(num(get(ph, "prefill"), "j") >= 0.5);
+        assert_true(num(get(ph, "decode"), "j") >= 0.5);
+        assert_true(num(en, "j_per_decoded_token") >= 0.1);
+        /* the worker is bench run's child: 256 MiB of the fake's; the GPU 3 GiB */
+        assert_true(num(met, "gpu_proc_peak_mib") == 256);
+        assert_true(num(met, "gpu_used_peak_mib") == 3072);
+        assert_int_equal(cJSON_GetArraySize(get(get(en, "timeline"), "gpu_proc_mib")),
+                         cJSON_GetArraySize(get(get(en, "timeline"), "t_ms")));
+        runs++;
+    }
+    assert_int_equal(runs, 2);
+    /* the summaries carry them as ordinary metrics, which bench compare reads */
+    const cJSON *sum = cJSON_GetArrayItem(get(doc, "summary"), 0);
+    const cJSON *m = get(get(sum, "metrics"), "energy_decode_j_per_tok");
+    assert_non_null(m);
+    assert_string_equal(get(m, "class")->valuestring, "info");
+    cJSON_Delete(doc);
+    char table[800];
+    snprintf(table, sizeof(table), "%s/compare.txt", x.tmp);
+    tu_bench(table, "compare --all '%s' '%s' 2>/dev/null", x.out, x.out);
+    char *text = ut_slurp(table, 1 << 20, NULL, NULL, 0);
+    assert_non_null(text);
+    assert_non_null(strstr(text, "energy_decode_j_per_tok (J/tok)"));
+    free(text);
+    tu_rmtree(x.tmp);
+}
+
+/* A package counter that a thread advances by 1000 µJ a millisecond, wrapping at 1 J: at most
+ * 1 W, so a phase of s seconds has at most s + 0.001 J whatever the scheduling, and a missed
+ * wrap would show as thousands of joules. */
+typedef struct ticker {
+    const char *root;
+    volatile int stop;
+} ticker;
+
+static void *tick(void *arg) {
+    ticker *t = arg;
+    unsigned long long uj = 0;
+    while (!t->stop) {
+        uj = (uj + 1000) % 1000000;
+        put(t->root, "intel-rapl:0", "energy_uj", uj);
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
+static void test_bench_run_rapl(void **st) {
+    (void)st;
+    e2e x;
+    TU_NEED(e2e_setup(&x) == 0);
+    char root[700];
+    snprintf(root, sizeof(root), "%s/sys", x.tmp);
+    zone(root, "intel-rapl:0", 0, 1000000);
+    ticker t = {.root = root};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, tick, &t), 0);
+    setenv("BENCH_SYSFS_ROOT", root, 1);
+    setenv("BENCH_NVML_LIB", "/nonexistent/libnvidia-ml.so.1", 1);
+    int rc = tu_bench("/dev/null", "run '%s' --out '%s' 2>/dev/null", x.sc, x.out);
+    t.stop = 1;
+    pthread_join(th, NULL);
+    unsetenv("BENCH_SYSFS_ROOT");
+    unsetenv("BENCH_NVML_LIB");
+    assert_int_equal(rc, 0);
+    cJSON *doc = e2e_results(&x);
+    const cJSON *run;
+    cJSON_ArrayForEach(run, get(doc, "runs")) {
+        check_energy_run(run, "rapl");
+        const cJSON *en = get(run, "energy"), *ph = get(en, "phases");
+        double total = 0, secs = 0;
+        static const char *const phases[] = {"load", "prefill", "decode"};
+        for (int k = 0; k < 3; k++) {
+            double j = num(get(ph, phases[k]), "j"), s = num(get(ph, phases[k]), "s");
+            assert_true(j <= s + 0.001 + 1e-9);
+            total += j, secs += s;
+        }
+        /* a repetition (an exec, a model load) lasts far longer than the ticker's millisecond */
+        assert_true(secs > 0.01);
+        assert_true(total > 0);
+        assert_null(get(get(run, "metrics"), "gpu_used_peak_mib"));
+    }
+    cJSON_Delete(doc);
+    tu_rmtree(x.tmp);
+}
+
+/* Where nothing counts energy, results.json says so and why, with no figure of 0; the table too. */
+static void test_bench_run_unavailable(void **st) {
+    (void)st;
+    e2e x;
+    TU_NEED(e2e_setup(&x) == 0);
+    char empty[700], table[800];
+    snprintf(empty, sizeof(empty), "%s/sys", x.tmp);
+    assert_int_equal(ut_mkdirs(empty), 0);
+    setenv("BENCH_SYSFS_ROOT", empty, 1);
+    setenv("BENCH_NVML_LIB", "/nonexistent/libnvidia-ml.so.1", 1);
+    snprintf(table, sizeof(table), "%s/table.txt", x.tmp);
+    int rc = tu_bench(table, "run '%s' --out '%s' 2>/dev/null", x.sc, x.out);
+    unsetenv("BENCH_SYSFS_ROOT");
+    unsetenv("BENCH_NVML_LIB");
+    assert_int_equal(rc, 0);
+    cJSON *doc = e2e_results(&x);
+    const cJSON *run;
+    cJSON_ArrayForEach(run, get(doc, "runs")) {
+        const cJSON *en = get(run, "energy");
+        assert_true(cJSON_IsFalse(get(en, "available")));
+        const char *why = get(en, "why")->valuestring;
+        assert_non_null(strstr(why, "rapl: no "));
+        assert_non_null(strstr(why, "nvml: /nonexistent/libnvidia-ml.so.1"));
+        assert_null(get(en, "phases"));
+        const cJSON *m;
+        cJSON_ArrayForEach(m, get(run, "metrics")) {
+            assert_true(strncmp(m->string, "energy_", 7) != 0);
+            assert_true(strncmp(m->string, "power_", 6) != 0);
+        }
+    }
+    cJSON_Delete(doc);
+    char *text = ut_slurp(table, 1 << 20, NULL, NULL, 0);
+    assert_non_null(text);
+    assert_non_null(strstr(text, "energy: unavailable here (rapl: no "));
+    free(text);
+    tu_rmtree(x.tmp);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rapl_sums_packages_and_unwraps),
@@ -314,6 +534,9 @@ int main(void) {
         cmocka_unit_test(test_nvml_power_samples),
         cmocka_unit_test(test_nvml_no_driver_no_gpu),
         cmocka_unit_test(test_run_marks_and_points),
+        cmocka_unit_test(test_bench_run_fake_nvml),
+        cmocka_unit_test(test_bench_run_rapl),
+        cmocka_unit_test(test_bench_run_unavailable),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -431,7 +431,7 @@ void en_run_mark(en_run *e, int k, int64_t t_ns) {
 }
 
 void en_run_sample(en_run *e, int64_t t_ns) {
-    if (!e->rd || e->mark[EN_MARKS - 1].t_ns) return;
+    if (!e->rd || !e->mark[0].t_ns || e->mark[EN_MARKS - 1].t_ns) return;
     en_now x;
     en_read(e->rd, t_ns, e->pids, e->npids, &x);
     en_point_add(e, &x);

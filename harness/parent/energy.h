@@ -85,8 +85,8 @@ void en_run_begin(en_run *e, en_reader *rd);
 void en_run_pid(en_run *e, pid_t pid);          /* a worker of the repetition */
 /* The reading at boundary k (the first call for k only), which is a point too. */
 void en_run_mark(en_run *e, int k, int64_t t_ns);
-/* A point of the timeline; none after the last mark (what a worker does after DONE is not
- * the workload). */
+/* A point of the timeline; none before the first mark (the workers' exec) nor after the last
+ * (what a worker does after DONE is not the workload). */
 void en_run_sample(en_run *e, int64_t t_ns);
 void en_run_free(en_run *e);
 
