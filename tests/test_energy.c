@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "harness/parent/energy.h"
+#include "harness/report/plot.h"
 #include "tests/lib/harness_jsonschema.h"
 #include "tests/lib/testutil.h"
 #include "util/ut_fs.h"
@@ -423,6 +424,24 @@ static void test_bench_run_fake_nvml(void **st) {
     assert_non_null(text);
     assert_non_null(strstr(text, "energy_decode_j_per_tok (J/tok)"));
     free(text);
+    /* the RSS figure draws the watts and the GPU memory on its time axis (run.sh hides gnuplot) */
+    char *saved = getenv("BENCH_GNUPLOT") ? strdup(getenv("BENCH_GNUPLOT")) : NULL;
+    unsetenv("BENCH_GNUPLOT");
+    if (pl_gnuplot_found(NULL)) {
+        assert_int_equal(tu_bench("/dev/null", "plot '%s' 2>/dev/null", x.out), 0);
+        char gp[800];
+        snprintf(gp, sizeof(gp), "%s/plots/rss_timeline.gp", x.out);
+        char *script = ut_slurp(gp, 1 << 22, NULL, NULL, 0);
+        assert_non_null(script);
+        assert_non_null(strstr(script, "$en0 << EOD"));
+        assert_non_null(strstr(script, "axes x1y2 with fsteps"));
+        assert_non_null(strstr(script, "GPU memory, workers"));
+        free(script);
+    } else {
+        fprintf(stderr, "test_energy: gnuplot not installed; the figure's part skipped\n");
+    }
+    if (saved) setenv("BENCH_GNUPLOT", saved, 1);
+    free(saved);
     tu_rmtree(x.tmp);
 }
 
