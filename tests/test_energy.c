@@ -199,6 +199,16 @@ static void test_nvml_absent(void **st) {
     assert_false(x.ok);
     assert_int_equal(x.gpu_used, -1);
     assert_int_equal(x.gpu_proc, -1);
+    /* a repetition with nothing to read keeps no marks and no points */
+    en_run e;
+    en_run_begin(&e, r);
+    en_run_mark(&e, 0, SEC);
+    en_run_sample(&e, 2 * SEC);
+    en_run_mark(&e, 1, 3 * SEC);
+    double j, s;
+    assert_int_equal(e.n_pts, 0);
+    assert_int_equal(en_run_between(&e, 0, 1, &j, &s), -1);
+    en_run_free(&e);
     en_close(r);
     tu_rmtree(root);
 }

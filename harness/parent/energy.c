@@ -425,13 +425,14 @@ static void en_point_add(en_run *e, const en_now *x) {
 }
 
 void en_run_mark(en_run *e, int k, int64_t t_ns) {
-    if (!e->rd || k < 0 || k >= EN_MARKS || e->mark[k].t_ns) return;
+    /* nothing to read: no marks, no points (the record says why) */
+    if (!en_available(e->rd) || k < 0 || k >= EN_MARKS || e->mark[k].t_ns) return;
     en_read(e->rd, t_ns, e->pids, e->npids, &e->mark[k]);
     en_point_add(e, &e->mark[k]);
 }
 
 void en_run_sample(en_run *e, int64_t t_ns) {
-    if (!e->rd || !e->mark[0].t_ns || e->mark[EN_MARKS - 1].t_ns) return;
+    if (!en_available(e->rd) || !e->mark[0].t_ns || e->mark[EN_MARKS - 1].t_ns) return;
     en_now x;
     en_read(e->rd, t_ns, e->pids, e->npids, &x);
     en_point_add(e, &x);
