@@ -227,6 +227,12 @@ $(BUILD)/test-modules/alloc_libc2.so: engines/modules/alloc_libc.c $(FLAGS_STAMP
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -DALLOC_LIBC_NAME='"libc2"' $(LDFLAGS) -shared $< -o $@
 
+# NVML as the tests script it (tests/modules/fake_nvml.c): the energy reader's GPU path without a GPU
+TEST_MODULES += $(BUILD)/test-modules/nvml/libnvidia-ml.so.1
+$(BUILD)/test-modules/nvml/libnvidia-ml.so.1: tests/modules/fake_nvml.c $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -shared $< -o $@
+
 tests-build: $(BUILD)/bench $(MODULES) $(TESTS) $(TEST_MODULES)
 
 # Standalone programs: benchmarks and investigations (tools/*.c), not tests.

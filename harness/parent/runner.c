@@ -32,6 +32,8 @@
 #define RN_COLD_MAX_PCT 5.0
 #define RN_WARM_MIN_PCT 95.0
 
+_Static_assert(RN_PH_COUNT == EN_MARKS, "an energy mark per phase boundary");
+
 /* Messages are cut to their buffer: a truncated reason is still a reason. */
 static void rn_setf(char *dst, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void rn_setf(char *dst, size_t len, const char *fmt, ...) {
@@ -530,6 +532,7 @@ static void rn_barrier(const scenario *s, const rn_model_files *mf, rn_run *run)
         if (p->waiting < ph) ph = p->waiting;
     }
     if (ph == INT_MAX) return;
+    en_run_mark(&run->energy, ph, rn_now_ns());
     for (int i = 0; i < run->nproc; i++) {
         rn_proc *p = &run->procs[i];
         if (p->eof || p->killed_by_us || p->waiting != ph) continue;
@@ -559,6 +562,7 @@ static void rn_run_free(rn_run *run) {
         free(p->rtok);
         free(p->rfail);
     }
+    en_run_free(&run->energy);
     free(run->procs);
     run->procs = NULL;
     run->nproc = 0;
@@ -629,6 +633,7 @@ static int rn_one(const scenario *s, const rn_model_files *mf, const rn_opts *o,
         p->pm.status_fd = p->pm.rollup_fd = -1;
         snprintf(p->log_path, sizeof(p->log_path), "%s/logs/v%d-r%d-p%d.log", o->out_dir, run->variant, run->rep, i);
         rn_spawn(s, o, p, spec_path);
+        en_run_pid(&run->energy, p->pid);
     }
     int64_t interval = (s->metrics & SC_M_TIMELINE) && s->sample_ms > 0 ? (int64_t)(s->sample_ms * 1e6) : 0;
     int64_t deadline = rn_now_ns() + (int64_t)(s->timeout_s * 1e9);
@@ -651,6 +656,7 @@ static int rn_one(const scenario *s, const rn_model_files *mf, const rn_opts *o,
             /* none after a worker's DONE: what it does then (the bandwidth bound) is not the workload */
             for (int i = 0; i < run->nproc; i++)
                 if (!run->procs[i].snap[RN_PH_END].taken) rn_take_sample(s, &run->procs[i], now);
+            en_run_sample(&run->energy, now);
             next_sample += interval;
             if (next_sample <= now) next_sample = now + interval;
         }
@@ -728,6 +734,8 @@ int rn_execute(const scenario *s, const rn_model_files *mf, const rn_opts *o, rn
     res->runs = calloc((size_t)(res->total_planned > 0 ? res->total_planned : 1), sizeof(*res->runs));
     if (!res->runs) return bench_errf(err, errlen, "out of memory");
     res->cap_runs = res->total_planned;
+    /* once for the run: NVML's start-up is slow, and a counter is read against its last value */
+    if (!(res->energy = en_open(NULL, NULL))) return bench_errf(err, errlen, "out of memory");
     /* a worker that dies between events must not kill bench with SIGPIPE on the ack */
     struct sigaction ign = {.sa_handler = SIG_IGN}, old;
     sigaction(SIGPIPE, &ign, &old);
@@ -742,6 +750,7 @@ int rn_execute(const scenario *s, const rn_model_files *mf, const rn_opts *o, rn
             run->variant = vi;
             run->rep = rep;
             run->warmup = rep < s->warmup;
+            en_run_begin(&run->energy, res->energy);
             snprintf(path, sizeof(path), "%s/specs/v%d.json", o->out_dir, vi);
             if (rn_one(s, mf, o, run, path)) {
                 sigaction(SIGPIPE, &old, NULL);
@@ -793,5 +802,6 @@ void rn_result_free(rn_result *res) {
     free(res->runs);
     free(res->cg);
     free(res->acc);
+    en_close(res->energy);
     memset(res, 0, sizeof(*res));
 }

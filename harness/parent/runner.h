@@ -28,6 +28,7 @@
 #include <sys/types.h>
 
 #include "harness/parent/sysload.h"
+#include "harness/parent/energy.h"
 #include "harness/parent/perfev.h"
 #include "harness/parent/memcg.h"
 #include "harness/parent/modeluse.h"
@@ -165,6 +166,7 @@ typedef struct rn_run {
     int nproc;
     rn_proc *procs;                 /* (nproc) */
     sl_snap load_start, load_end;   /* the machine's load around the repetition (sysload.h) */
+    en_run energy;                  /* the machine's energy at each boundary, and its timeline (energy.h) */
 } rn_run;
 
 typedef struct rn_model_files {
@@ -196,6 +198,7 @@ typedef struct rn_result {
     int total_planned;
     cg_counts *cg;                  /* (scenario n_variants) instructions:callgrind; NULL when not asked */
     ar_figures *acc;                /* (scenario n_variants) the accuracy pass; NULL when not asked */
+    en_reader *energy;              /* the energy sources, open for the run (energy.h) */
 } rn_result;
 
 /* Makes the model ready: a synth spec is generated into cache_dir (once) and

@@ -11,6 +11,7 @@
  *   serve_*  minflt_serve majflt_serve         (a serving run's: harness/child/serve.h)
  * and per repetition (all processes together):
  *   pss_total_end_mib  weights_pss_total_mib  residency_pct
+ *   energy_*_j power_*_w energy_{prefill,decode}_j_per_tok gpu_{used,proc}_peak_mib  (energy_report.h)
  */
 #ifndef BENCH_METRICS_H
 #define BENCH_METRICS_H

@@ -134,6 +134,53 @@ static const rm_proc *pl_first_proc(const rr_doc *d, const rm_variant *v) {
     return &runs[0]->procs[0];
 }
 
+/* The first counted run of a variant, or NULL. */
+static const rm_run *pl_first_run(const rr_doc *d, const rm_variant *v) {
+    const rm_run *runs[1];
+    return rr_counted_runs(d, v, runs, 1) < 1 ? NULL : runs[0];
+}
+
+/* A run's energy timeline (energy_report.h) where it has a number to draw: the machine's watts
+ * or the GPUs' memory; NULL otherwise. */
+static const rm_cols *pl_energy(const rm_run *r) {
+    const rm_col *t = r ? rm_col_of(&r->energy, "t_ms") : NULL;
+    if (!t || t->n < 2) return NULL;
+    static const char *const cols[] = {"watts", "gpu_used_mib", "gpu_proc_mib"};
+    for (int c = 0; c < 3; c++) {
+        const rm_col *x = rm_col_of(&r->energy, cols[c]);
+        for (int k = 0; x && k < x->n; k++)
+            if (isfinite(x->v[k])) return &r->energy;
+    }
+    return NULL;
+}
+
+/* The energy timeline's block, $en<i>: t_s, W, GPU used MiB, the workers' GPU MiB. */
+static void pl_energy_data(FILE *f, int i, const rm_cols *en) {
+    const rm_col *t = rm_col_of(en, "t_ms"), *w = rm_col_of(en, "watts"), *gu = rm_col_of(en, "gpu_used_mib"),
+                 *gp = rm_col_of(en, "gpu_proc_mib");
+    fprintf(f, "$en%d << EOD\n# t_s W gpu_used_MiB gpu_workers_MiB\n", i);
+    for (int k = 0; k < t->n; k++) {
+        pl_num(f, t->v[k] / 1000);
+        pl_num(f, rm_at(w, k));
+        pl_num(f, rm_at(gu, k));
+        pl_num(f, rm_at(gp, k));
+        fputc('\n', f);
+    }
+    fprintf(f, "EOD\n");
+}
+
+/* The energy series of panel i, on the RSS panel's time axis: watts on the right axis (each
+ * value over the interval that ends at its point: fsteps), the GPUs' memory in MiB beside RSS. */
+static void pl_energy_plot(FILE *b, int i, const rm_cols *en) {
+    const rm_col *w = rm_col_of(en, "watts"), *gu = rm_col_of(en, "gpu_used_mib"), *gp = rm_col_of(en, "gpu_proc_mib");
+    int has_w = 0;
+    for (int k = 0; w && k < w->n; k++) has_w |= isfinite(w->v[k]);
+    if (has_w)
+        fprintf(b, ", $en%d using 1:2 axes x1y2 with fsteps lw 1.2 lc rgb \"#ff7f0e\" title \"power (W, machine; right axis)\"", i);
+    if (gu) fprintf(b, ", $en%d using 1:3 with lines lw 1.5 dt 4 lc rgb \"#9467bd\" title \"GPU memory used\"", i);
+    if (gp) fprintf(b, ", $en%d using 1:4 with lines lw 1.5 dt 5 lc rgb \"#8c564b\" title \"GPU memory, workers\"", i);
+}
+
 /* The timeline's standard columns, drawn by name; any other is a per-region column. */
 static int pl_std_col(const char *n) {
     return !strcmp(n, "t_ms") || !strcmp(n, "rss_kib") || !strcmp(n, "anon_kib") || !strcmp(n, "file_kib") ||
@@ -169,6 +216,11 @@ static int pl_fig_rss(const rr_doc *d, FILE *f, FILE *b, int *h) {
         const rm_col *rss = p ? rm_col_of(&p->timeline, "rss_kib") : NULL;
         for (int k = 0; rss && k < rss->n; k++)
             if (isfinite(rss->v[k]) && rss->v[k] / 1024 > ymax) ymax = rss->v[k] / 1024;
+        /* the GPUs' memory shares the MiB axis */
+        const rm_cols *en = pl_energy(pl_first_run(d, &d->v[i]));
+        const rm_col *gu = en ? rm_col_of(en, "gpu_used_mib") : NULL;
+        for (int k = 0; gu && k < gu->n; k++)
+            if (isfinite(gu->v[k]) && gu->v[k] > ymax) ymax = gu->v[k];
     }
     /* headroom above the highest RSS for the phase labels, so no label sits on a curve or a marker */
     fprintf(b, "  set yrange [0:%g]\n", ymax > 0 ? ymax * 1.32 : 1);
@@ -205,6 +257,10 @@ static int pl_fig_rss(const rr_doc *d, FILE *f, FILE *b, int *h) {
         }
         fprintf(f, "EOD\n");
 
+        const rm_cols *en = pl_energy(pl_first_run(d, &d->v[i]));
+        if (en) pl_energy_data(f, i, en);
+        if (en) fprintf(b, "  set ytics nomirror\n  set y2tics\n  set y2label \"W\"\n  set y2range [0:*]\n");
+        else fprintf(b, "  set ytics mirror\n  unset y2tics\n  unset y2label\n");
         fprintf(b, "  unset arrow\n  unset label\n  set title ");
         pl_quote(b, d->v[i].label);
         fprintf(b, "\n");
@@ -240,6 +296,7 @@ static int pl_fig_rss(const rr_doc *d, FILE *f, FILE *b, int *h) {
             fprintf(b, ", $rg%d using 1:%d with points pt %s ps 1.4 lc rgb \"%s\" title \"%s (at phase ends)\"", i, q + 2,
                     pts[q], cols[q], names[q]);
         }
+        if (en) pl_energy_plot(b, i, en);
         fprintf(b, "\n");
         panels++;
     }

@@ -21,6 +21,7 @@
 #include "engines/abi/module.h"
 #include "harness/parent/perfev.h"
 #include "harness/report/serve_report.h"
+#include "harness/report/energy_report.h"
 #include "harness/report/http_report.h"
 #include "harness/report/compare.h"
 #include "harness/report/escape.h"
@@ -468,7 +469,9 @@ static cJSON *rs_run_json(const rs_input *in, int ri, mt_bag *bag, mt_bag *procs
     cJSON_AddBoolToObject(ml, "busy", ld.others > SL_BUSY_OTHERS || ld.steal > SL_BUSY_STEAL);
     cJSON *met = cJSON_AddObjectToObject(o, "metrics");
     mt_run(in->s, r, bag);
+    er_metrics(r, bag);
     for (int k = 0; k < bag->n; k++) cJSON_AddNumberToObject(met, bag->name[k], bag->v[k]);
+    cJSON_AddItemToObject(o, "energy", er_run_json(r));
     cJSON *ps = cJSON_AddArrayToObject(o, "processes");
     for (int i = 0; i < r->nproc; i++) cJSON_AddItemToArray(ps, rs_proc_json(in, r, i, &procs[i]));
     return o;
@@ -693,6 +696,11 @@ static const rs_row rs_rows[] = {
     {"serve_kv_wasted_peak_mib", "KV wasted, peak"},
     {"serve_kv_live_mean_pct", "KV live/reserved, mean"},
     {"serve_kv_wasted_mean_pct", "KV wasted/reserved, mean"},
+    {"energy_prefill_j_per_tok", "energy per prompt token"},
+    {"energy_decode_j_per_tok", "energy per decoded token"},
+    {"power_decode_w", "  power, decode"},
+    {"energy_serve_j", "energy, serving"},
+    {"gpu_proc_peak_mib", "GPU memory, workers' peak"},
     {"residency_pct", "page cache before run"},
     {"accuracy_kl_mean", "KL vs exact f32, mean"},
     {"accuracy_kl_max", "KL vs exact f32, max"},
@@ -832,6 +840,8 @@ void rs_print_table(FILE *f, const rs_input *in, const rm_model *sum) {
     rs_print_folded(f, note);
     /* and whether the machine was quiet while they ran */
     rm_busy_note(sum, note, sizeof(note));
+    if (note[0]) rs_print_folded(f, note);
+    er_note(sum, note, sizeof(note));
     if (note[0]) rs_print_folded(f, note);
     for (int i = 0; i < sum->n; i++) {
         const rm_variant *v = &sum->v[i];

@@ -130,6 +130,8 @@ void rm_run_free(rm_run *r) {
     for (int i = 0; i < r->nproc; i++) rm_proc_free(&r->procs[i]);
     free(r->procs);
     mt_bag_free(&r->metrics);
+    rm_cols_free(&r->energy);
+    free(r->energy_why);
     free(r->status);
     free(r->invalid_reason);
     free(r->text);
@@ -304,6 +306,10 @@ int rm_record(const cJSON *r, rm_run *out) {
                     .invalid_reason = rm_dup(rm_json_str(r, "invalid_reason")), .raw = r};
     rm_load_read(rm_json_get(r, "machine_load"), &out->load);
     rm_bag_of(rm_json_get(r, "metrics"), &out->metrics);
+    const cJSON *en = rm_json_get(r, "energy");
+    const char *en_why = cJSON_IsFalse(rm_json_get(en, "available")) ? rm_json_str(en, "why") : NULL;
+    if (rm_cols_read(rm_json_get(en, "timeline"), &out->energy) || (en_why && !(out->energy_why = strdup(en_why))))
+        return -1;
     const cJSON *ps = rm_json_get(r, "processes");
     int np = cJSON_IsArray(ps) ? cJSON_GetArraySize(ps) : 0;
     out->procs = calloc((size_t)(np ? np : 1), sizeof(*out->procs));

@@ -128,6 +128,8 @@ typedef struct rm_run {
     mt_bag metrics;             /* the run's own (sums over its processes) */
     int nproc;
     rm_proc *procs;             /* (nproc) */
+    rm_cols energy;             /* energy.timeline: t_ms, watts, gpu_used_mib, gpu_proc_mib (energy_report.h) */
+    char *energy_why;           /* energy.why where no source counted energy; NULL where one did, or none was recorded */
     char *text;                 /* written: the record as serialised once, at rm_append */
     const struct cJSON *raw;    /* read: runs[i] of the document */
 } rm_run;
