@@ -141,6 +141,7 @@ int scr_start(const char *http_json, const char *base_url, const char *port, con
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, &ca);
     pthread_condattr_destroy(&ca);
+    for (int i = 0; i < s->spec.n; i++) scr_send(s, ut_now_ns(), i, BENCH_SCR_DECLARE, s->spec.s[i].name, 0);
     int e = pthread_create(&s->th, NULL, scr_main, s);
     if (e) {
         pthread_cond_destroy(&s->cv);

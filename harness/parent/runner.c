@@ -278,6 +278,7 @@ static void rn_scrape_event(rn_scrape *c, const bench_event *ev) {
     int i = (int)ev->a;
     if (i >= (int)(sizeof(c->series) / sizeof(c->series[0])) || i > c->n_series || UT_VEC_RESERVE(c->v, c->cap, c->n + 1)) return;
     if (i == c->n_series) snprintf(c->series[c->n_series++], sizeof(c->series[0]), "%.*s", (int)sizeof(c->series[0]) - 1, ev->name);
+    if (ev->b == BENCH_SCR_DECLARE) return;
     if (i == 0) c->n_reads++;
     c->v[c->n++] = (rn_scrape_sample){.t_ns = ev->t_ns, .series = i, .how = (int)ev->b, .value = ev->value};
 }

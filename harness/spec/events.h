@@ -99,9 +99,10 @@ typedef enum bench_ev_type {
 /* b of a TARGET: whose memory is read. LATENCY: none (a server left running, no pid given) */
 enum { BENCH_TGT_LATENCY, BENCH_TGT_LAUNCHED, BENCH_TGT_PID };
 
-/* b of a SCRAPE: the series by its name, by its fallback (an older server's name), or absent
- * from the body (value NaN) */
-enum { BENCH_SCR_NAME, BENCH_SCR_FALLBACK, BENCH_SCR_ABSENT };
+/* b of a SCRAPE: the series by its name, by its fallback (an older server's name), absent from
+ * the body (value NaN), or its name alone, sent once per series before the first read (so that a
+ * series never read is still reported) */
+enum { BENCH_SCR_NAME, BENCH_SCR_FALLBACK, BENCH_SCR_ABSENT, BENCH_SCR_DECLARE };
 
 /* x[] of a KV_SAMPLE */
 enum { BENCH_KVS_RESERVED, BENCH_KVS_LIVE, BENCH_KVS_CACHED, BENCH_KVS_WASTED, BENCH_KVS_RUNNING, BENCH_KVS_BATCH,
