@@ -18,6 +18,7 @@
 #include "engines/core/compute/quant.h"
 #include "engines/core/compute/threadpool.h"
 #include "harness/net/httpc.h"
+#include "harness/net/prom.h"
 #include "harness/net/sse.h"
 #include "harness/report/compare.h"
 #include "harness/spec/scenario.h"
@@ -423,6 +424,77 @@ static inline int fzt_sse(const uint8_t *data, size_t size, char *err, size_t er
     hc_results_free(&whole.r, 1);
     hc_results_free(&cut.r, 1);
     return bad ? -1 : 0;
+}
+
+/* A /metrics body in Prometheus' text format (harness/net/prom.h), the whole input. An
+ * accepted body must hold together (names and lines as the format says, a family only for a
+ * histogram's or summary's series) and come back the same when its samples are written out
+ * again (names, labels escaped, values, timestamps) and read again; a refused one must say
+ * which line, in printable text. Aborts on a broken invariant. */
+static inline void fzt_prom_write(FILE *f, const prom_sample *s) {
+    fputs(s->name, f);
+    fputc('{', f);
+    for (int k = 0; k < s->n_labels; k++) {
+        fprintf(f, "%s%s=\"", k ? "," : "", s->labels[k].name);
+        for (const char *c = s->labels[k].value; *c; c++) {
+            if (*c == '\\' || *c == '"') fputc('\\', f);
+            if (*c == '\n') fputs("\\n", f);
+            else fputc(*c, f);
+        }
+        fputc('"', f);
+    }
+    fprintf(f, "} %.17g", s->value);
+    if (s->has_ts) fprintf(f, " %lld", (long long)s->ts_ms);
+    fputc('\n', f);
+}
+
+static inline int fzt_prom(const uint8_t *data, size_t size, char *err, size_t errlen) {
+    char e[512] = "";
+    prom_doc d;
+    int rc = prom_parse((const char *)data, size, &d, e, sizeof(e));
+    fz_say("prom", rc ? e : NULL);
+    if (err) snprintf(err, errlen, "%s", e);
+    if (rc) {
+        if (strncmp(e, "line ", 5) && strncmp(e, "the body", 8)) abort();    /* every refusal names its line */
+        for (const unsigned char *m = (const unsigned char *)e; *m; m++)
+            if (*m < 0x20 || *m == 0x7f) abort();
+        return e[0] ? 0 : -1;
+    }
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) abort();
+    for (int i = 0; i < d.n; i++) {
+        const prom_sample *s = &d.s[i];
+        if (!s->name[0] || s->line < 1 || (i && s->line <= d.s[i - 1].line) || s->n_labels > PROM_MAX_LABELS) abort();
+        if (strcmp(s->family, s->name) && s->type != PROM_HISTOGRAM && s->type != PROM_SUMMARY) abort();
+        if (strncmp(s->name, s->family, strlen(s->family))) abort();
+        fzt_prom_write(f, s);
+    }
+    if (fclose(f)) abort();
+    prom_doc b;
+    if (prom_parse(text, len, &b, e, sizeof(e)) || b.n != d.n) abort();
+    for (int i = 0; i < d.n; i++) {
+        const prom_sample *x = &d.s[i], *y = &b.s[i];
+        if (strcmp(x->name, y->name) || x->n_labels != y->n_labels || x->has_ts != y->has_ts || (x->has_ts && x->ts_ms != y->ts_ms))
+            abort();
+        if (!(x->value == y->value || (isnan(x->value) && isnan(y->value)))) abort();
+        for (int k = 0; k < x->n_labels; k++)
+            if (strcmp(x->labels[k].name, y->labels[k].name) || strcmp(x->labels[k].value, y->labels[k].value)) abort();
+        /* each sample is found by its name and its own labels */
+        int at = prom_find(&b, y->name, y->labels, y->n_labels, 0);
+        if (at < 0 || at > i) abort();
+    }
+    /* the first sample's name read as a selector */
+    if (d.n) {
+        prom_doc sel;
+        if (prom_selector(d.s[0].name, &sel, e, sizeof(e)) || strcmp(sel.s[0].name, d.s[0].name)) abort();
+        prom_free(&sel);
+    }
+    prom_free(&b);
+    prom_free(&d);
+    free(text);
+    return 0;
 }
 
 #endif

@@ -141,7 +141,7 @@ static int scenario_target(const uint8_t *d, size_t n, char *err, size_t errlen)
 static const struct { const char *name; fzt_fn fn; } targets[] = {
     {"fuzz_gguf", fzt_gguf}, {"fuzz_llama2c", fzt_llama2c}, {"fuzz_safetensors", fzt_safetensors},
     {"fuzz_scenario", scenario_target}, {"fuzz_results", fzt_results}, {"fuzz_pretok", fzt_pretok},
-    {"fuzz_kernels", fzt_kernels}, {"fuzz_trace", fzt_trace}, {"fuzz_sse", fzt_sse},
+    {"fuzz_kernels", fzt_kernels}, {"fuzz_trace", fzt_trace}, {"fuzz_sse", fzt_sse}, {"fuzz_prom", fzt_prom},
 };
 
 static int has_suffix(const char *s, const char *suf) {

@@ -21,6 +21,7 @@
 #include "engines/abi/module.h"
 #include "engines/core/model/model.h"
 #include "engines/core/runtime/tokenizer.h"
+#include "harness/child/scrape.h"
 #include "harness/net/httpc.h"
 #include "harness/spec/stats.h"
 #include "harness/spec/target.h"
@@ -312,6 +313,7 @@ int hw_run(const hw_params *p, const sv_sink *k, int *code, char *err, size_t er
     hc_result *res = NULL;
     char *url = NULL, *health = NULL, **argv = NULL;
     pid_t pid = 0;
+    scr_scraper *scr = NULL;
     int rc = -1, nargv = 0;
     *code = BENCH_ERR_FAIL;
     if (tg_read(p->http, &h, err, errlen)) return -1;
@@ -364,6 +366,10 @@ int hw_run(const hw_params *p, const sv_sink *k, int *code, char *err, size_t er
     if (hw_wait_ready(pid, health, h.launch ? h.ready_timeout_s : (h.ready_timeout_s < 10 ? h.ready_timeout_s : 10), err, errlen))
         goto out;
     hw_send(k, BENCH_EV_LOAD_END, 1, 0, 0, 0, NULL);
+    if (scr_start(p->http, url, port, k, &scr, err, errlen)) {
+        *code = BENCH_ERR_INVALID;
+        goto out;
+    }
 
     res = calloc((size_t)w.n, sizeof(*res));
     if (!res) goto oom;
@@ -376,6 +382,8 @@ int hw_run(const hw_params *p, const sv_sink *k, int *code, char *err, size_t er
     c.t0 = hw_now();
     if (p->requests) hw_send(k, BENCH_EV_SERVE_START, 0, c.t0, w.n, 0, NULL);
     if (hc_run(&o, w.reqs, w.n, res, err, errlen)) goto out;
+    scr_stop(scr);      /* its last read is the load's end */
+    scr = NULL;
     if (p->requests) hw_send(k, BENCH_EV_SERVE_END, 0, 0, 0, 0, NULL);
 
     hw_itl_counters(k, res, w.n);
@@ -415,6 +423,7 @@ oom:
     *code = BENCH_ERR_NOMEM;
     bench_errf(err, errlen, "out of memory");
 out:
+    scr_stop(scr);
     if (pid) hw_stop(pid, h.stop_timeout_s);
     for (int i = 0; argv && i < nargv; i++) free(argv[i]);
     free(argv);

@@ -490,3 +490,61 @@ int hc_get(const char *url, double timeout_s, long *status, char *err, size_t er
     nl_c.easy_cleanup(h);
     return cc == CURLE_OK ? 0 : -1;
 }
+
+/* A body kept up to its cap: past it the transfer stops (curl's write error). */
+typedef struct hc_sink {
+    char *p;
+    size_t len, cap, max;
+    int over;               /* stopped at max */
+} hc_sink;
+
+static size_t hc_keep(char *p, size_t size, size_t nmemb, void *user) {
+    hc_sink *k = user;
+    size_t n = size * nmemb;
+    if (k->len + n > k->max) {
+        k->over = 1;
+        return 0;
+    }
+    if (k->len + n + 1 > k->cap) {
+        size_t c = k->cap ? k->cap : 16384;
+        while (c < k->len + n + 1) c *= 2;
+        char *q = realloc(k->p, c);
+        if (!q) return 0;
+        k->p = q;
+        k->cap = c;
+    }
+    memcpy(k->p + k->len, p, n);
+    k->len += n;
+    k->p[k->len] = 0;
+    return n;
+}
+
+int hc_fetch(const char *url, double timeout_s, size_t max, long *status, char **body, size_t *len, char *err, size_t errlen) {
+    *body = NULL;
+    *len = 0;
+    *status = 0;
+    pthread_once(&hc_once, hc_global_init);
+    if (hc_init_rc != CURLE_OK)
+        return snprintf(err, errlen, "%s", hc_load_err[0] ? hc_load_err : nl_c.easy_strerror(hc_init_rc)), -1;
+    CURL *h = nl_c.easy_init();
+    if (!h) return snprintf(err, errlen, "out of memory"), -1;
+    char cerr[CURL_ERROR_SIZE] = "";
+    hc_sink k = {.max = max};
+    nl_c.easy_setopt(h, CURLOPT_URL, url);
+    nl_c.easy_setopt(h, CURLOPT_WRITEFUNCTION, hc_keep);
+    nl_c.easy_setopt(h, CURLOPT_WRITEDATA, &k);
+    hc_confine(h, timeout_s, cerr);
+    CURLcode cc = nl_c.easy_perform(h);
+    if (cc == CURLE_OK) nl_c.easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
+    else if (k.over) snprintf(err, errlen, "%s: the body is over %zu bytes", url, max);
+    else snprintf(err, errlen, "%s: %s", url, cerr[0] ? cerr : nl_c.easy_strerror(cc));
+    nl_c.easy_cleanup(h);
+    if (cc != CURLE_OK) {
+        free(k.p);
+        return -1;
+    }
+    if (!k.p && !(k.p = calloc(1, 1))) return snprintf(err, errlen, "out of memory"), -1;
+    *body = k.p;
+    *len = k.len;
+    return 0;
+}

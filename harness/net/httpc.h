@@ -84,6 +84,11 @@ void hc_results_free(hc_result *res, int n);
  * timeout_s (refused, reset, timed out). For readiness probes. */
 int hc_get(const char *url, double timeout_s, long *status, char *err, size_t errlen);
 
+/* GET url into *body (malloc'd, NUL-terminated, *len bytes) and *status, for reading a server's
+ * /metrics: 0, or -1 with err when no answer came within timeout_s or the body passed max
+ * bytes. A status other than 200 is the caller's to judge (the body is kept). */
+int hc_fetch(const char *url, double timeout_s, size_t max, long *status, char **body, size_t *len, char *err, size_t errlen);
+
 /* Parses one event's data (sse.h) of a completion stream into r: tokens (at t_ns), ids,
  * usage, finish_reason, for a request of max_tokens (>= 1). Returns 1 for "[DONE]", 0 for a
  * chunk, -1 with r->err and r->msg for anything else. r starts zeroed with usage_* -1.

@@ -271,6 +271,20 @@ static int rn_push_token(rn_proc *p, int64_t t, int64_t id) {
     return 0;
 }
 
+/* A read of the server's /metrics: a failure, or one series' value. */
+static void rn_scrape_event(rn_scrape *c, const bench_event *ev) {
+    if (ev->a < 0) {
+        if (!c->n_failed++) snprintf(c->first_failure, sizeof(c->first_failure), "%.*s", (int)sizeof(ev->name) - 1, ev->name);
+        return;
+    }
+    int i = (int)ev->a;
+    if (i >= (int)(sizeof(c->series) / sizeof(c->series[0])) || i > c->n_series || UT_VEC_RESERVE(c->v, c->cap, c->n + 1)) return;
+    if (i == c->n_series) snprintf(c->series[c->n_series++], sizeof(c->series[0]), "%.*s", (int)sizeof(c->series[0]) - 1, ev->name);
+    if (ev->b == BENCH_SCR_DECLARE) return;
+    if (i == 0) c->n_reads++;
+    c->v[c->n++] = (rn_scrape_sample){.t_ns = ev->t_ns, .series = i, .how = (int)ev->b, .value = ev->value};
+}
+
 static void rn_event(rn_proc *p, const bench_event *ev) {
     int ph = -1;
     switch ((bench_ev_type)ev->type) {
@@ -385,6 +399,7 @@ static void rn_event(rn_proc *p, const bench_event *ev) {
         snprintf(f->msg, sizeof(f->msg), "%.*s", (int)sizeof(ev->name) - 1, ev->name);
         break;
     }
+    case BENCH_EV_SCRAPE: rn_scrape_event(&p->scrape, ev); break;
     case BENCH_EV_ERROR:
         rn_setf(p->reason, sizeof(p->reason), "worker: %.*s", (int)sizeof(ev->name) - 1, ev->name);
         p->err_code = (int)ev->a;
@@ -561,6 +576,7 @@ static void rn_run_free(rn_run *run) {
         free(p->reqs);
         free(p->rtok);
         free(p->rfail);
+        free(p->scrape.v);
     }
     en_run_free(&run->energy);
     free(run->procs);

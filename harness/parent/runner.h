@@ -98,6 +98,23 @@ typedef struct rn_req_fail {
     char msg[224];          /* as the event carries it (events.h) */
 } rn_req_fail;
 
+/* An http target's reads of the server's /metrics (events.h SCRAPE, harness/child/scrape.h). */
+typedef struct rn_scrape_sample {
+    int64_t t_ns;
+    int series;             /* index into rn_scrape.series */
+    int how;                /* BENCH_SCR_* */
+    double value;           /* NaN when absent */
+} rn_scrape_sample;
+
+typedef struct rn_scrape {
+    int n_series;
+    char series[16][96];    /* the block's series in order (TM_MAX_SERIES, harness/spec/target_metrics.h) */
+    int n, cap;
+    rn_scrape_sample *v;    /* (n) every series of every read, in order */
+    int n_reads, n_failed;  /* reads that answered, and that failed */
+    char first_failure[224];
+} rn_scrape;
+
 typedef struct rn_counter {
     char name[96], unit[16];
     double value;
@@ -138,6 +155,7 @@ typedef struct rn_proc {
     rn_req_token *rtok;             /* (n_rtok) every token's arrival, request by request */
     int n_rfail;
     rn_req_fail *rfail;             /* (n_rfail) */
+    rn_scrape scrape;               /* the target's "metrics" block; n_series 0: none */
     rn_snap snap[RN_PH_COUNT];
     int waiting;                    /* phase whose ack it waits for, or -1 */
     int eof, reaped, killed_by_us;

@@ -5,12 +5,14 @@
 #include <stdlib.h>
 
 #include "harness/net/httpc.h"
+#include "harness/report/scrape_report.h"
 #include "harness/report/serve_report.h"
 #include "harness/spec/events.h"
 #include "harness/spec/stats.h"
 
 void hr_serve_metrics(const scenario *s, const rn_proc *p, mt_bag *b) {
     sv_metrics(s, p, b);
+    sr_metrics(p, b);
     if (!p->mem_source || p->n_rtok < 2) return;
     double *g = malloc((size_t)p->n_rtok * sizeof(*g));
     if (!g) return;
@@ -29,6 +31,7 @@ void hr_serve_metrics(const scenario *s, const rn_proc *p, mt_bag *b) {
 
 void hr_inference_metrics(const scenario *s, const rn_proc *p, mt_bag *b) {
     (void)s;
+    sr_metrics(p, b);
     /* the server's faults while it served, where no prefill snapshot splits them (events.h:
      * an http run's PREFILL_END takes none, a snapshot mid-stream would delay the tokens) */
     const rn_snap *a = &p->snap[RN_PH_LOAD], *z = &p->snap[RN_PH_END];

@@ -189,6 +189,60 @@ static int pl_std_col(const char *n) {
 
 /* ---- figure: RSS over time ---- */
 
+/* The server's /metrics series (an http target's metrics block) a panel draws: those with a
+ * finite value, each over its own peak, so that a ratio, a queue and a byte count share the
+ * right axis. */
+static int pl_server_col(const rm_cols *sm, int c, double *peak) {
+    const rm_col *x = &sm->c[c];
+    int any = 0;
+    *peak = 0;
+    for (int k = 0; strcmp(x->name, "t_ms") && k < x->n; k++)
+        if (isfinite(x->v[k])) {
+            any = 1;
+            if (fabs(x->v[k]) > *peak) *peak = fabs(x->v[k]);
+        }
+    return any;
+}
+
+/* Writes $smI (t_s, then each drawn series over its peak) and sets the right axis; the count drawn. */
+static int pl_server_data(FILE *f, FILE *b, const rm_proc *p, int i) {
+    const rm_cols *sm = &p->server;
+    const rm_col *t = rm_col_of(sm, "t_ms");
+    int drawn = 0;
+    double pk;
+    for (int c = 0; t && c < sm->n; c++) drawn += pl_server_col(sm, c, &pk);
+    if (drawn) {
+        fprintf(f, "$sm%d << EOD\n", i);
+        for (int k = 0; k < t->n; k++) {
+            pl_num(f, t->v[k] / 1000);
+            for (int c = 0; c < sm->n; c++)
+                if (pl_server_col(sm, c, &pk)) pl_num(f, pk > 0 ? rm_at(&sm->c[c], k) / pk : rm_at(&sm->c[c], k));
+            fputc('\n', f);
+        }
+        fprintf(f, "EOD\n");
+        fprintf(b, "  set y2range [0:1.32]\n  set y2tics 0.25 nomirror\n  set ytics nomirror\n"
+                   "  set y2label \"server's /metrics, each over its peak\"\n");
+    } else {
+        fprintf(b, "  unset y2tics\n  unset y2label\n  set ytics mirror\n");
+    }
+    return drawn;
+}
+
+/* The plot clauses of $smI, after the RSS curves. */
+static void pl_server_plot(FILE *b, const rm_proc *p, int i) {
+    static const char *const cols[] = {"#9467bd", "#ff7f0e", "#2ca02c", "#8c564b", "#e377c2", "#17becf"};
+    const rm_cols *sm = &p->server;
+    double pk;
+    for (int c = 0, col = 2; c < sm->n; c++) {
+        if (!pl_server_col(sm, c, &pk)) continue;
+        char title[200];
+        snprintf(title, sizeof(title), "%s (peak %.4g)", sm->c[c].name, pk);
+        fprintf(b, ", $sm%d using 1:%d axes x1y2 with linespoints lw 1.5 pt 7 ps 0.5 lc rgb \"%s\" title ", i, col, cols[(col - 2) % 6]);
+        pl_quote(b, title);
+        col++;
+    }
+}
+
 static int pl_is_region(const char *n) { return strncmp(n, "other_", 6) != 0; }
 
 static int pl_fig_rss(const rr_doc *d, FILE *f, FILE *b, int *h) {
@@ -264,6 +318,7 @@ static int pl_fig_rss(const rr_doc *d, FILE *f, FILE *b, int *h) {
         fprintf(b, "  unset arrow\n  unset label\n  set title ");
         pl_quote(b, d->v[i].label);
         fprintf(b, "\n");
+        pl_server_data(f, b, p, i);
         static const char *const marks[] = {"loaded", "first token", "last token"};
         const double at[] = {p->ev_load_end, p->ev_prefill_end, p->ev_decode_end};
         for (int m = 0; m < 3; m++) {
@@ -283,6 +338,7 @@ static int pl_fig_rss(const rr_doc *d, FILE *f, FILE *b, int *h) {
         for (int c = 0; c < tl->n; c++)
             if (!pl_std_col(tl->c[c].name))
                 fprintf(b, ", '' using 1:%d with lines lw 1 dt 3 title \"%s\"", 5 + extra++, tl->c[c].name);
+        pl_server_plot(b, p, i);
         static const char *const pts[] = {"5", "7", "9", "11", "13", "4", "6", "8"};
         static const char *const cols[] = {"#2ca02c", "#17becf", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22"};
         for (int q = 0; q < nn; q++) {

@@ -20,6 +20,7 @@
 #include "engines/core/compute/kernels_tune.h"
 #include "engines/abi/module.h"
 #include "harness/parent/perfev.h"
+#include "harness/report/scrape_report.h"
 #include "harness/report/serve_report.h"
 #include "harness/report/energy_report.h"
 #include "harness/report/http_report.h"
@@ -363,6 +364,8 @@ static cJSON *rs_proc_json(const rs_input *in, const rn_run *r, int pi, mt_bag *
     if (serve) cJSON_AddItemToObject(o, "serve", serve);
     cJSON *http = hr_proc_json(p, p->t_hello);
     if (http) cJSON_AddItemToObject(o, "http", http);
+    cJSON *scraped = sr_proc_json(p, p->t_hello);
+    if (scraped) cJSON_AddItemToObject(o, "server_metrics", scraped);
     /* one sequence: its KV memory at the decode steps where it changed (a dynamic cache's growth) */
     cJSON *kvt = serve ? NULL : sv_kv_timeline_json(p, p->t_hello);
     if (kvt) cJSON_AddItemToObject(o, "kv_timeline", kvt);
@@ -618,6 +621,16 @@ int rs_write_timelines(const rs_input *in, int ri, char *err, size_t errlen) {
         snprintf(path, sizeof(path), "%s/timelines/v%d-r%d-p%d.csv", in->dir, r->variant, r->rep, pi);
         int rc = rs_write_atomic(path, buf, len, err, errlen);
         free(buf);
+        if (rc) return rc;
+    }
+    /* the server's /metrics reads (scrape_report.h) */
+    for (int pi = 0; pi < r->nproc; pi++) {
+        size_t len;
+        char *csv = sr_timeline_csv(&r->procs[pi], r->procs[pi].t_hello, &len);
+        if (!csv) continue;
+        snprintf(path, sizeof(path), "%s/timelines/v%d-r%d-p%d-server.csv", in->dir, r->variant, r->rep, pi);
+        int rc = rs_write_atomic(path, csv, len, err, errlen);
+        free(csv);
         if (rc) return rc;
     }
     /* the KV memory per scheduler step (serving) or where it changed (one sequence) */

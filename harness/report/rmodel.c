@@ -116,6 +116,7 @@ static void rm_proc_free(rm_proc *p) {
     rm_cols_free(&p->serve_kv);
     rm_cols_free(&p->serve_req);
     rm_cols_free(&p->kv);
+    rm_cols_free(&p->server);
     free(p->tokens.name);
     free(p->tokens.v);
     for (int i = 0; i < p->nph; i++) {
@@ -281,7 +282,8 @@ static int rm_figures_read(const cJSON *p, rm_proc *q) {
     const cJSON *tok = rm_json_get(rm_json_get(p, "tokens"), "t_ms");
     if (cJSON_IsArray(tok) && rm_col_read(tok, "t_ms", &q->tokens)) return -1;
     if (rm_cols_read(rm_json_get(p, "timeline"), &q->timeline) || rm_cols_read(rm_json_get(sv, "kv_timeline"), &q->serve_kv) ||
-        rm_cols_read(rm_json_get(sv, "requests"), &q->serve_req) || rm_cols_read(rm_json_get(p, "kv_timeline"), &q->kv))
+        rm_cols_read(rm_json_get(sv, "requests"), &q->serve_req) || rm_cols_read(rm_json_get(p, "kv_timeline"), &q->kv) ||
+        rm_cols_read(rm_json_get(rm_json_get(p, "server_metrics"), "timeline"), &q->server))
         return -1;
     return rm_phases_read(rm_json_get(p, "phases"), q);
 }

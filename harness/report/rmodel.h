@@ -116,6 +116,7 @@ typedef struct rm_proc {
     rm_cols serve_kv;           /* serve.kv_timeline: t_ms, reserved_bytes, ..., running, waiting */
     rm_cols serve_req;          /* serve.requests: arrival_ms, first_ms, end_ms, output_tokens, ... a request a row */
     rm_cols kv;                 /* kv_timeline of one sequence: tokens, reserved_bytes, live_bytes */
+    rm_cols server;             /* server_metrics.timeline: t_ms, then a column per /metrics series (NaN: absent) */
     const struct cJSON *raw;    /* read: processes[i] of the document; NULL when written */
 } rm_proc;
 

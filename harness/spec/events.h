@@ -49,6 +49,11 @@
  *                           t_ns = when it arrived; every token of every request, in order
  *   REQ_FAIL                a = request index, b = the failure (harness/net/httpc.h HC_ERR_*),
  *                           name = what happened
+ *   SCRAPE                  (the target's "metrics" block, harness/child/scrape.h) a read of the
+ *                           server's /metrics, t_ns when its answer came: per series one event,
+ *                           a = its index in the block, b = BENCH_SCR_* (how it was found),
+ *                           value, name = the series; a failed read one event, a = -1, name =
+ *                           why. Sent from the scraper's thread, between LOAD_END and DONE.
  *
  * [ack]: the event carries BENCH_EV_ACK and the worker then blocks reading one
  * byte from the ack pipe. The parent reads /proc/<pid>/smaps, the fault counts
@@ -88,10 +93,16 @@ typedef enum bench_ev_type {
     BENCH_EV_TARGET,
     BENCH_EV_REQ_TOKEN,
     BENCH_EV_REQ_FAIL,
+    BENCH_EV_SCRAPE,
 } bench_ev_type;
 
 /* b of a TARGET: whose memory is read. LATENCY: none (a server left running, no pid given) */
 enum { BENCH_TGT_LATENCY, BENCH_TGT_LAUNCHED, BENCH_TGT_PID };
+
+/* b of a SCRAPE: the series by its name, by its fallback (an older server's name), absent from
+ * the body (value NaN), or its name alone, sent once per series before the first read (so that a
+ * series never read is still reported) */
+enum { BENCH_SCR_NAME, BENCH_SCR_FALLBACK, BENCH_SCR_ABSENT, BENCH_SCR_DECLARE };
 
 /* x[] of a KV_SAMPLE */
 enum { BENCH_KVS_RESERVED, BENCH_KVS_LIVE, BENCH_KVS_CACHED, BENCH_KVS_WASTED, BENCH_KVS_RUNNING, BENCH_KVS_BATCH,

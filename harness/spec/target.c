@@ -1,5 +1,6 @@
 /* A scenario's target: see target.h. */
 #include "harness/spec/jsonval.h"
+#include "harness/spec/target_metrics.h"
 #include "target.h"
 
 #include <cJSON.h>
@@ -25,7 +26,7 @@ static int tg_is_key(const char *k, const char *const *keys) {
 }
 
 static const char *const tg_http_keys[] = {"url", "launch", "health", "ready_timeout_s", "request_timeout_s",
-                                           "stop_timeout_s", "pid", "model", "concurrency", "ignore_eos", NULL};
+                                           "stop_timeout_s", "pid", "model", "concurrency", "ignore_eos", "metrics", NULL};
 
 static const char *const tg_placeholders[] = {"bench", "model", "tokenizer", "port", NULL};
 
@@ -86,7 +87,7 @@ static int tg_check_http(const cJSON *h, const char *p, tg_err_fn fn, void *user
         if (!tg_is_key(it->string, tg_http_keys)) {
             snprintf(q, sizeof(q), "%.200s.%s", p, it->string);
             tg_err(fn, user, q, "unknown key \"%s\" (allowed: url, launch, health, ready_timeout_s, request_timeout_s, "
-                   "stop_timeout_s, pid, model, concurrency, ignore_eos)", it->string);
+                   "stop_timeout_s, pid, model, concurrency, ignore_eos, metrics)", it->string);
             bad++;
         }
     }
@@ -144,6 +145,12 @@ static int tg_check_http(const cJSON *h, const char *p, tg_err_fn fn, void *user
             tg_err(fn, user, q, i == 0 ? "expected a path starting with /, e.g. \"/health\"" : "expected a string");
             bad++;
         }
+    }
+    /* the server's /metrics read while it serves (target_metrics.h) */
+    v = cJSON_GetObjectItemCaseSensitive(h, "metrics");
+    if (v) {
+        snprintf(q, sizeof(q), "%.200s.metrics", p);
+        bad += tm_check(v, q, fn, user);
     }
     v = cJSON_GetObjectItemCaseSensitive(h, "ignore_eos");
     if (v && !cJSON_IsBool(v)) {

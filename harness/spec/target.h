@@ -22,6 +22,7 @@
  *                                  neither launch nor pid: latency only
  *      "model": "name",            the requests' "model" field (vLLM wants it)
  *      "concurrency": 0,           requests in flight at most (0: the workload's max_batch, else all)
+ *      "metrics": {...},           the server's /metrics read while it serves (target_metrics.h)
  *      "ignore_eos": true}}        send ignore_eos (inference: always; serving: unless stop_at_eos)
  *
  * sc_choice of a target: name "engine" or "http", label as given ("engine", or the http
