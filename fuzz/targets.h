@@ -338,7 +338,7 @@ static inline int fzt_kernels(const uint8_t *data, size_t size, char *err, size_
 }
 
 /* Recorded request traces (harness/spec/trace.h). Input: the first byte picks the
- * format (its value mod 4: mooncake, azure, burstgpt, sharegpt), the rest is the file. A
+ * format (its value mod the number of formats: a row of trace.c's table), the rest is the file. A
  * trace must be read, or refused with a message naming the line; what is read must
  * hold together (lengths >= 1, hash ids within the table, times in order). */
 static inline int fzt_trace(const uint8_t *data, size_t size, char *err, size_t errlen) {
@@ -347,7 +347,7 @@ static inline int fzt_trace(const uint8_t *data, size_t size, char *err, size_t 
     char e[1024] = "";
     tr_trace *t = NULL;
     tr_window w = {.max_requests = 1000};
-    int rc = tr_parse("trace", (const char *)data + 1, size - 1, (tr_format)(data[0] % TR_FORMAT_COUNT), &w, &t, e, sizeof(e));
+    int rc = tr_parse("trace", (const char *)data + 1, size - 1, (tr_format)(data[0] % tr_format_count()), &w, &t, e, sizeof(e));
     fz_say("trace", rc ? e : NULL);
     if (err) snprintf(err, errlen, "%s", e);
     if (rc) return e[0] ? 0 : -1;
