@@ -144,8 +144,8 @@ $(BUILD)/gen/unicode_tab.h: scripts/gen_unicode.awk $(UCD)
 	awk -f scripts/gen_unicode.awk $(UCD) > $@.tmp && mv $@.tmp $@
 $(UCD):
 	@echo "$@ is missing: make deps (scripts/deps.sh) installs Debian's unicode-data" >&2; exit 1
-$(BUILD)/obj/engines/core/runtime/unicode.o: $(BUILD)/gen/unicode_tab.h
-$(BUILD)/obj/engines/core/runtime/unicode.o: CPPFLAGS += -I$(BUILD)/gen
+$(BUILD)/obj/engines/core/tokenizer/unicode.o: $(BUILD)/gen/unicode_tab.h
+$(BUILD)/obj/engines/core/tokenizer/unicode.o: CPPFLAGS += -I$(BUILD)/gen
 
 $(BUILD)/libbench.a: $(LIB_OBJ)
 	@rm -f $@

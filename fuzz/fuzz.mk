@@ -20,8 +20,8 @@ $(FUZZ_DIR)/obj/%.o: %.c
 	$(FUZZ_CC) $(FUZZ_CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
 # the Unicode tables are generated (Makefile): the fuzz build uses the release build's
-$(FUZZ_DIR)/obj/engines/core/runtime/unicode.o: $(BUILD)/gen/unicode_tab.h
-$(FUZZ_DIR)/obj/engines/core/runtime/unicode.o: FUZZ_CPPFLAGS += -I$(BUILD)/gen
+$(FUZZ_DIR)/obj/engines/core/tokenizer/unicode.o: $(BUILD)/gen/unicode_tab.h
+$(FUZZ_DIR)/obj/engines/core/tokenizer/unicode.o: FUZZ_CPPFLAGS += -I$(BUILD)/gen
 
 # The kernels use gcc's per-function target pragmas and cpu-feature names, which
 # clang does not take; no parser lives there, so they are built by gcc, uninstrumented.

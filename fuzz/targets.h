@@ -11,9 +11,9 @@
 #include "fuzz/fz.h"
 #include "engines/core/model/gguf_read.h"
 #include "engines/core/model/model.h"
-#include "engines/core/runtime/pretok.h"
-#include "engines/core/runtime/tokenizer.h"
-#include "engines/core/runtime/unicode.h"
+#include "engines/core/tokenizer/pretok.h"
+#include "engines/core/tokenizer/tokenizer.h"
+#include "engines/core/tokenizer/unicode.h"
 #include "engines/core/compute/kernels.h"
 #include "engines/core/compute/quant.h"
 #include "engines/core/compute/threadpool.h"
@@ -339,7 +339,7 @@ static inline int fzt_kernels(const uint8_t *data, size_t size, char *err, size_
 }
 
 /* Recorded request traces (harness/spec/trace.h). Input: the first byte picks the
- * format (its value mod 4: mooncake, azure, burstgpt, sharegpt), the rest is the file. A
+ * format (its value mod the number of formats: a row of trace.c's table), the rest is the file. A
  * trace must be read, or refused with a message naming the line; what is read must
  * hold together (lengths >= 1, hash ids within the table, times in order). */
 static inline int fzt_trace(const uint8_t *data, size_t size, char *err, size_t errlen) {
@@ -348,7 +348,7 @@ static inline int fzt_trace(const uint8_t *data, size_t size, char *err, size_t 
     char e[1024] = "";
     tr_trace *t = NULL;
     tr_window w = {.max_requests = 1000};
-    int rc = tr_parse("trace", (const char *)data + 1, size - 1, (tr_format)(data[0] % TR_FORMAT_COUNT), &w, &t, e, sizeof(e));
+    int rc = tr_parse("trace", (const char *)data + 1, size - 1, (tr_format)(data[0] % tr_format_count()), &w, &t, e, sizeof(e));
     fz_say("trace", rc ? e : NULL);
     if (err) snprintf(err, errlen, "%s", e);
     if (rc) return e[0] ? 0 : -1;

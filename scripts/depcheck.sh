@@ -35,7 +35,7 @@ layers='
 9 harness/parent harness/child
 8 harness/spec harness/net
 7 engines/core/runtime engines/core/synth
-6 engines/core/compute
+6 engines/core/compute engines/core/tokenizer
 5 engines/core/model
 4 engines/modules engines/cuda/modules
 3 engines/cuda

@@ -1,4 +1,4 @@
-# Generates the general-category table of engines/core/runtime/unicode.c from the
+# Generates the general-category table of engines/core/tokenizer/unicode.c from the
 # Unicode Character Database's UnicodeData.txt (Debian's unicode-data package,
 # /usr/share/unicode/UnicodeData.txt; installed by scripts/deps.sh).
 #   awk -f scripts/gen_unicode.awk /usr/share/unicode/UnicodeData.txt > unicode_tab.h

@@ -16,9 +16,9 @@
 
 #include "engines/core/model/model.h"
 #include "engines/core/model/model_write.h"
-#include "engines/core/runtime/pretok.h"
-#include "engines/core/runtime/tokenizer.h"
-#include "engines/core/runtime/unicode.h"
+#include "engines/core/tokenizer/pretok.h"
+#include "engines/core/tokenizer/tokenizer.h"
+#include "engines/core/tokenizer/unicode.h"
 #include "tests/lib/testutil.h"
 #include "util/ut_fs.h"
 

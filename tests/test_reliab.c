@@ -39,7 +39,7 @@
 
 #include "engines/core/model/model.h"
 #include "engines/core/runtime/engine.h"
-#include "engines/core/runtime/tokenizer.h"
+#include "engines/core/tokenizer/tokenizer.h"
 #include "fuzz/targets.h"
 #include "harness/child/mapguard.h"
 #include "harness/report/plot.h"

@@ -32,7 +32,7 @@
 #include <unistd.h>
 
 #include "engines/core/runtime/engine.h"
-#include "engines/core/runtime/tokenizer.h"
+#include "engines/core/tokenizer/tokenizer.h"
 #include "harness/child/mapguard.h"
 #include "harness/net/server.h"
 #include "tests/lib/testutil.h"

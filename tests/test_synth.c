@@ -19,7 +19,7 @@
 #include "engines/core/compute/kernels.h"
 #include "engines/core/model/model_write.h"
 #include "engines/core/synth/synth.h"
-#include "engines/core/runtime/tokenizer.h"
+#include "engines/core/tokenizer/tokenizer.h"
 #include "tests/lib/testutil.h"
 #include "util/ut_fs.h"
 

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "engines/core/model/model.h"
-#include "engines/core/runtime/tokenizer.h"
+#include "engines/core/tokenizer/tokenizer.h"
 #include "tests/lib/testutil.h"
 #include "util/ut_fs.h"
 

@@ -20,7 +20,7 @@
 
 #include "engines/abi/module.h"
 #include "engines/core/model/model.h"
-#include "engines/core/runtime/tokenizer.h"
+#include "engines/core/tokenizer/tokenizer.h"
 #include "harness/child/scrape.h"
 #include "harness/net/httpc.h"
 #include "harness/spec/stats.h"

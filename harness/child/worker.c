@@ -437,10 +437,8 @@ static int wk_run(wk_ctx c, wk_spec s) {
                       .device_opts = s.device_opts.v, .repack = s.repack ? ENGINE_REPACK_AUTO : ENGINE_REPACK_OFF};
     /* a serving run: sequences and KV memory for its requests */
     if (s.requests) sv_engine_spec(s.requests, &es);
-    if (s.kv_cache && engine_parse_cache_type(s.kv_cache, &es.kv_k_type, &es.kv_v_type, err, sizeof(err))) {
-        wk_failc(&c, BENCH_ERR_INVALID, "%s", err);
-        goto out;
-    }
+    es.kv_k_type = s.kv_types.k;       /* parsed once, by ws_engine_read */
+    es.kv_v_type = s.kv_types.v;
 
     if (c.accuracy_out) {
         /* the files bench run checked, as for a timed repetition */

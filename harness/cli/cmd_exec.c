@@ -31,8 +31,7 @@ static void ex_usage(FILE *f) {
             "stderr. The model is resolved as `bench run` does (synth models cached under\n"
             "$BENCH_MODEL_CACHE, else $XDG_CACHE_HOME/bench or ~/.cache/bench), and the variant's page-cache state\n"
             "(cold: evicted, warm: read) is set up first.\n\n"
-            "  --variant k=v,...  the variant whose axis k (loader, kv, alloc, cache, threads, device,\n"
-            "                     workload, kernels, kv_cache, target, repack) is v, by its label;\n"
+            "  --variant k=v,...  the variant whose axis k (%s) is v, by its label;\n"
             "                     needed unless the scenario has one variant, and must match one\n"
             "  --kernels NAME     run the CPU kernel family NAME instead of the variant's (bench list shows\n"
             "                     those this CPU runs; auto: the best)\n"
@@ -50,7 +49,7 @@ static void ex_usage(FILE *f) {
             "  bench exec scenarios/ci.json --variant loader=pread,kv=dynamic\n"
             "  perf record -g -- bench exec scenarios/mmap_vs_pread.json --variant loader=mmap,cache=warm --loop 20\n"
             "  valgrind --tool=massif --pages-as-heap=yes bench exec scenarios/ci.json --variant loader=mmap,kv=prealloc\n"
-            "  scripts/perf.sh scenarios/ci.json loader=mmap,kv=prealloc     (and scripts/valgrind.sh)\n");
+            "  scripts/perf.sh scenarios/ci.json loader=mmap,kv=prealloc     (and scripts/valgrind.sh)\n", sc_axis_list());
 }
 
 /* Every variant's key, one a line, into buf: what the errors offer to choose from. */
@@ -75,7 +74,7 @@ static int ex_labels_match(const scenario *s, const sc_variant *v, const char *w
         if (!eq) return 0;
         *eq = 0;
         int hit = 0;
-        for (int a = 0; a < SC_AX_COUNT; a++)
+        for (int a = 0; a < sc_axis_count(); a++)
             if (!strcmp(tok, sc_axis_name(a))) hit = s->axes[a].n && !strcmp(sc_pick(s, v, a)->label, eq + 1);
         if (!hit) return 0;
     }

@@ -8,6 +8,7 @@
 #include "engines/core/compute/kernels_tune.h"
 #include "engines/abi/kv.h"
 #include "engines/core/runtime/modreg.h"
+#include "harness/spec/trace.h"
 
 /* The capabilities a module declares, by the names docs/modules.md uses. */
 static void list_caps(const bench_module *m, char *out, size_t n) {
@@ -76,7 +77,8 @@ int cmd_list(int argc, char **argv) {
                    "and a device's modules in the directory of its name there, e.g. modules/cuda/), with its family,\n"
                    "devices, capabilities and options (name, type, range, default). DIR may be several folders\n"
                    "separated by ':', searched in order. A module that cannot run on this machine (a CUDA\n"
-                   "module without a GPU) is marked \"not usable here\".\n");
+                   "module without a GPU) is marked \"not usable here\". Then the built-in kernel families and the\n"
+                   "trace formats a serving scenario reads.\n");
             return 0;
         } else if (!strcmp(argv[i], "--modules") && i + 1 < argc) {
             dir = argv[++i];
@@ -132,6 +134,9 @@ int cmd_list(int argc, char **argv) {
            kn_x_split(BENCH_Q8_0) ? "on x split into three int8 parts (exact, AVX512-VNNI)" : "with the weights widened to f32",
            kn_repacks(BENCH_Q4_0) ? "rearranged" : "not rearranged");
     list_tuned();
+    /* read from the table of formats, as a scenario's trace.format is */
+    printf("\ntrace formats (a serving scenario's workload.requests.trace.format, docs/serving.md):\n");
+    for (int i = 0; i < tr_format_count(); i++) printf("  %-12s %s\n", tr_format_name(i), tr_format_get(i)->about);
     modreg_close(&r);
     return 0;
 }

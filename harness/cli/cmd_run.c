@@ -44,9 +44,8 @@ static void run_usage(FILE *f) {
             "  --out DIR        write the results into DIR (default RESULTS/<scenario>/<UTC time>-<commit>,\n"
             "                   RESULTS below); a folder that holds a run is refused\n"
             "  --force          with --out: empty the folder's earlier run first\n"
-            "  --only k=v,...   run only the variants whose axis k (loader, kv, alloc, cache, threads,\n"
-            "                   device, workload, kernels, kv_cache, target, repack) is v (a label or a\n"
-            "                   name: repack=false); several values of one key are alternatives\n"
+            "  --only k=v,...   run only the variants whose axis k (%s)\n"
+            "                   is v (a label or a name: repack=false); several values of one key are alternatives\n"
             "  --repeat N       N measured repetitions instead of the scenario's\n"
             "  --quick          1 repetition, no warm-up: a smoke test, not a measurement\n"
             "  --device D       run every variant on device D (in place of the scenario's device axis):\n"
@@ -76,7 +75,7 @@ static void run_usage(FILE *f) {
             "  bench run scenarios/mmap_vs_pread.json\n"
             "  bench run scenarios/mmap_vs_pread.json --only loader=mmap,cache=warm --repeat 10\n"
             "  bench run scenarios/ci.json --quick --json > summary.json\n"
-            "  bench run scenarios/kv_prealloc_vs_dynamic.json --device cuda\n");
+            "  bench run scenarios/kv_prealloc_vs_dynamic.json --device cuda\n", sc_axis_list());
 }
 
 typedef struct run_ctx {

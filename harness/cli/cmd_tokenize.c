@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "engines/core/model/model.h"
-#include "engines/core/runtime/tokenizer.h"
+#include "engines/core/tokenizer/tokenizer.h"
 #include "util/ut_fs.h"
 
 static void usage(FILE *f) {

@@ -23,7 +23,7 @@
 #include <stddef.h>
 
 #include "engines/core/model/model.h"
-#include "engines/core/runtime/tokenizer.h"
+#include "engines/core/tokenizer/tokenizer.h"
 
 #define CT_MAX_SPECIALS 6
 

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engines/core/runtime/tokenizer.h"
+#include "engines/core/tokenizer/tokenizer.h"
 #include "harness/net/chat_tmpl.h"
 
 #define OR_MAX_N 8              /* choices a request may ask for ("n") */

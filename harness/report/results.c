@@ -171,7 +171,7 @@ void rs_variant_label(const scenario *s, int variant, char *buf, size_t len) {
     buf[0] = 0;
     const sc_variant *v = &s->variants[variant];
     size_t used = 0;
-    for (int a = 0; a < SC_AX_COUNT; a++) {
+    for (int a = 0; a < sc_axis_count(); a++) {
         if (!sc_axis_shown(s, a)) continue;
         int n = snprintf(buf + used, len - used, "%s%s", used ? "/" : "", sc_pick(s, v, a)->label);
         if (n < 0 || (size_t)n >= len - used) break;

@@ -553,15 +553,52 @@ static void sc_parse_workload(sc_ctx *c, scenario *s, const cJSON *w) {
 
 /* ---- matrix ---- */
 
-static const char *const sc_axis_names[] = {"loader", "kv", "alloc", "cache", "threads", "device", "workload", "kernels", "kv_cache",
-                                            "target", "repack", NULL};
 static const char *const sc_cache_names[] = {"cold", "warm", NULL};
 
-const char *sc_axis_name(int axis) { return axis >= 0 && axis < SC_AX_COUNT ? sc_axis_names[axis] : "?"; }
+/* The table of axes, defined after the parsers its rows name (below sc_parse_repack). */
+static sc_axis_def sc_axes[SC_AX_MAX];
+static int sc_n_axes = SC_AX_COUNT;
+
+int sc_axis_count(void) { return sc_n_axes; }
+
+const sc_axis_def *sc_axis_get(int axis) { return axis >= 0 && axis < sc_n_axes ? &sc_axes[axis] : NULL; }
+
+const char *sc_axis_name(int axis) { return sc_axis_get(axis) ? sc_axes[axis].key : "?"; }
+
+int sc_axis_find(const char *key) {
+    for (int a = 0; key && a < sc_n_axes; a++)
+        if (!strcmp(key, sc_axes[a].key)) return a;
+    return -1;
+}
+
+const char *sc_axis_list(void) {
+    static char list[SC_AX_MAX * 24];
+    size_t used = 0;
+    list[0] = 0;
+    for (int a = 0; a < sc_n_axes && used < sizeof(list); a++)
+        used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s", a ? ", " : "", sc_axes[a].key);
+    return list;
+}
+
+int sc_axis_add(const sc_axis_def *d, char *err, size_t errlen) {
+    const char *why = NULL;
+    if (!d->key || !d->key[0] || strlen(d->key) > 20) why = "expected a key of 1 .. 20 bytes";
+    else if (sc_axis_find(d->key) >= 0 || !strcmp(d->key, "fixed")) why = "the key is taken";
+    else if (d->type == SC_AXT_NONE || !d->def) why = "an added axis needs a type and a default";
+    else if ((d->type == SC_AXT_CUSTOM && !d->parse) || (d->type == SC_AXT_ENUM && !d->choices)) why = "no parse or choices";
+    else if (d->spec[0].name && (d->spec[0].off < offsetof(ws_engine, more) ||
+                                 d->spec[0].off >= offsetof(ws_engine, more) + sizeof(((ws_engine *)0)->more)))
+        why = "its spec field is not in ws_engine.more";
+    else if (sc_n_axes == SC_AX_MAX) why = "the table is full";
+    if (why) return bench_errf(err, errlen, "axis \"%s\": %s", d->key ? d->key : "", why);
+    sc_axes[sc_n_axes] = *d;
+    return sc_n_axes++;
+}
 
 int sc_axis_shown(const scenario *s, int axis) {
     const sc_axis *ax = &s->axes[axis];
-    return ax->crossed || (axis == SC_AX_REPACK && ax->n == 1 && !ax->v[0].ival);
+    const sc_axis_def *d = &sc_axes[axis];
+    return ax->crossed || ((d->flags & SC_AXF_SHOW_NOT_DEF) && ax->n == 1 && strcmp(ax->v[0].name, d->def));
 }
 
 /* An option value as module option text. */
@@ -720,85 +757,148 @@ static int sc_check_device(sc_ctx *c, sc_choice *ch, const char *p) {
 
 static void sc_target_err(void *user, const char *path, const char *msg) { sc_err(user, path, "%s", msg); }
 
-/* repack: a JSON boolean only. "yes" or 0 could be read either way, and a file that means
- * false but is taken as true measures the other layout without a word. */
-static int sc_parse_repack(sc_ctx *c, const cJSON *j, const char *p, sc_choice *ch) {
+/* "got ..." for a message: a string in quotes, else the JSON type. */
+static void sc_got(const cJSON *j, char *buf, size_t len) {
+    if (cJSON_IsString(j)) snprintf(buf, len, "\"%s\"", j->valuestring);
+    else snprintf(buf, len, "%s", jv_type(j));
+}
+
+/* A boolean axis: a JSON boolean only. "yes" or 0 could be read either way, and a file that
+ * means false but is taken as true measures the other setting without a word. */
+static int sc_parse_bool(sc_ctx *c, const sc_axis_def *d, const cJSON *j, const char *p, sc_choice *ch) {
+    char got[160];
+    sc_got(j, got, sizeof(got));
     if (!cJSON_IsBool(j)) {
-        sc_err(c, p, "expected true (rearrange Q4_0 weights at load for the kernels, the default) or false (keep "
-               "the file's layout), got %s%s%s", cJSON_IsString(j) ? "\"" : "",
-               cJSON_IsString(j) ? j->valuestring : jv_type(j), cJSON_IsString(j) ? "\"" : "");
+        sc_err(c, p, "expected %s, got %s", d->expect ? d->expect : "true or false", got);
         return -1;
     }
     ch->ival = cJSON_IsTrue(j);
     ch->name = strdup(ch->ival ? "true" : "false");
     /* the table's column reads "pread/no-repack", not "pread/false" */
-    ch->label = strdup(ch->ival ? "repack" : "no-repack");
+    ch->label = strdup(d->labels[ch->ival] ? d->labels[ch->ival] : ch->name);
     return 0;
 }
 
+static int sc_parse_enum(sc_ctx *c, const sc_axis_def *d, const cJSON *j, const char *p, sc_choice *ch) {
+    if (!cJSON_IsString(j) || (ch->ival = jv_enum(j->valuestring, d->choices)) < 0) {
+        char got[160];
+        sc_got(j, got, sizeof(got));
+        sc_err(c, p, "expected %s, got %s", d->expect, got);
+        return -1;
+    }
+    ch->name = strdup(j->valuestring);
+    ch->label = strdup(j->valuestring);
+    return 0;
+}
+
+static int sc_parse_int(sc_ctx *c, const sc_axis_def *d, const cJSON *j, const char *p, sc_choice *ch) {
+    long long v;
+    if (sc_int_value(c, j, p, d->lo, d->hi, &v)) return -1;
+    char buf[32];
+    snprintf(buf, sizeof(buf), "%lld", v);
+    ch->ival = (int)v;
+    ch->name = strdup(buf);
+    ch->label = strdup(buf);
+    return 0;
+}
+
+static int sc_parse_target(sc_ctx *c, const cJSON *j, const char *p, sc_choice *ch) {
+    return tg_parse(j, p, &ch->name, &ch->label, &ch->opts, sc_target_err, c);
+}
+
+/* A kernel family this CPU cannot run is an error here, not a failed run later: the
+ * message names the ones it does run. */
+static int sc_parse_kernels(sc_ctx *c, const cJSON *j, const char *p, sc_choice *ch) {
+    char have[160], got[160];
+    sc_got(j, got, sizeof(got));
+    if (!cJSON_IsString(j) || !kn_isa_known(j->valuestring)) {
+        kn_isa_list(have, sizeof(have), 0);
+        sc_err(c, p, "expected a kernel family (auto, %s), got %s", have, got);
+        return -1;
+    }
+    if (!kn_isa_resolve(j->valuestring)) {
+        kn_isa_list(have, sizeof(have), 1);
+        sc_err(c, p, "kernels \"%s\": this CPU cannot run them (it runs: auto, %s)", j->valuestring, have);
+        return -1;
+    }
+    ch->name = strdup(j->valuestring);
+    ch->label = strdup(j->valuestring);
+    return 0;
+}
+
+/* The KV cache's element types, parsed here once into ch->cache_type: every kv choice is
+ * checked against them, and the worker spec carries them, typed. */
+static int sc_parse_kv_cache(sc_ctx *c, const cJSON *j, const char *p, sc_choice *ch) {
+    bench_dtype k, v;
+    char e1[256], names[128], got[160];
+    if (!cJSON_IsString(j) || engine_parse_cache_type(j->valuestring, &k, &v, e1, sizeof(e1))) {
+        engine_cache_type_names(names, sizeof(names), ", ");
+        sc_got(j, got, sizeof(got));
+        sc_err(c, p, "expected a KV cache type (%s, or K/V as q8_0/f16), got %s", names, got);
+        return -1;
+    }
+    char name[24], label[32];
+    engine_cache_type_name(k, v, name, sizeof(name));
+    if (k == v) snprintf(label, sizeof(label), "%s", name);
+    else snprintf(label, sizeof(label), "k:%s,v:%s", bench_dtype_name(k), bench_dtype_name(v));
+    ch->cache_type = (sc_cache_type){k, v};
+    ch->name = strdup(name);
+    ch->label = strdup(label);
+    return 0;
+}
+
+#define SC_SPEC(name, type, member, def, flags) {name, type, offsetof(ws_engine, member), def, flags}
+
+/* ENGINE_KV_DEFAULT where every kv choice stores it; a module that stores f32 only (an older
+ * out-of-tree one) keeps the whole scenario on f32, which results.json then names. */
+static const char *sc_default_cache_type(const scenario *s) {
+    for (int i = 0; i < s->axes[SC_AX_KV].n; i++)
+        if (s->axes[SC_AX_KV].v[i].kv_types && !(s->axes[SC_AX_KV].v[i].kv_types >> ENGINE_KV_DEFAULT & 1u)) return "f32";
+    return bench_dtype_name(ENGINE_KV_DEFAULT);
+}
+
+static sc_axis_def sc_axes[SC_AX_MAX] = {
+    [SC_AX_LOADER] = {.key = "loader", .type = SC_AXT_MODULE, .def = "mmap",
+                      .spec = {SC_SPEC("loader", WS_STR, module[0], 0, 0), SC_SPEC("loader_opts", WS_OPTS, opts[0], 0, 0)}},
+    [SC_AX_KV] = {.key = "kv", .type = SC_AXT_MODULE, .def = "prealloc",
+                  .spec = {SC_SPEC("kv", WS_STR, module[1], 0, 0), SC_SPEC("kv_opts", WS_OPTS, opts[1], 0, 0)}},
+    [SC_AX_ALLOC] = {.key = "alloc", .type = SC_AXT_MODULE, .def = "libc",
+                     .spec = {SC_SPEC("alloc", WS_STR, module[2], 0, 0), SC_SPEC("alloc_opts", WS_OPTS, opts[2], 0, 0)}},
+    /* the parent's: the page cache is evicted or not before a repetition */
+    [SC_AX_CACHE] = {.key = "cache", .type = SC_AXT_ENUM, .flags = SC_AXF_TOP, .choices = sc_cache_names,
+                     .expect = "\"cold\" or \"warm\""},
+    [SC_AX_THREADS] = {.key = "threads", .type = SC_AXT_INT, .flags = SC_AXF_TOP, .def = "0", .lo = 0, .hi = 1024,
+                       .spec = {SC_SPEC("threads", WS_INT, threads, 0, 0)}},
+    [SC_AX_DEVICE] = {.key = "device", .type = SC_AXT_DEVICE, .flags = SC_AXF_TOP | SC_AXF_FIRST, .def = "cpu",
+                      .spec = {SC_SPEC("device", WS_STR, device, 0, 0), SC_SPEC("device_opts", WS_OPTS, device_opts, 0, 0)}},
+    [SC_AX_WORKLOAD] = {.key = "workload", .type = SC_AXT_NONE},
+    [SC_AX_KERNELS] = {.key = "kernels", .type = SC_AXT_CUSTOM, .flags = SC_AXF_TOP, .def = "auto", .parse = sc_parse_kernels,
+                       .spec = {SC_SPEC("kernels", WS_STR, kernels, 0, 0)}},
+    [SC_AX_KV_CACHE] = {.key = "kv_cache", .type = SC_AXT_CUSTOM, .flags = SC_AXF_TOP, .def = "f16", .def_of = sc_default_cache_type,
+                        .parse = sc_parse_kv_cache,
+                        .spec = {SC_SPEC("kv_cache", WS_CACHE_TYPE, kv_types, 0, 0)}},
+    /* an http target's settings, as the scenario gave them (harness/spec/target.h) */
+    [SC_AX_TARGET] = {.key = "target", .type = SC_AXT_CUSTOM, .flags = SC_AXF_TOP, .def = "engine", .parse = sc_parse_target,
+                      .spec = {SC_SPEC("http", WS_OBJECT, http, 0, WS_IF_SET)}},
+    /* written only when false: the specs of the default (repacking) variants stay as they were */
+    [SC_AX_REPACK] = {.key = "repack", .type = SC_AXT_BOOL, .flags = SC_AXF_TOP | SC_AXF_SHOW_NOT_DEF, .def = "true",
+                      .expect = "true (rearrange Q4_0 weights at load for the kernels, the default) or false (keep the "
+                                "file's layout)",
+                      .labels = {"no-repack", "repack"}, .spec = {SC_SPEC("repack", WS_BOOL, repack, 1, WS_IF_SET)}},
+};
+#undef SC_SPEC
+
 static int sc_parse_choice(sc_ctx *c, int axis, const cJSON *j, const char *p, sc_choice *ch) {
     memset(ch, 0, sizeof(*ch));
-    if (axis == SC_AX_TARGET) return tg_parse(j, p, &ch->name, &ch->label, &ch->opts, sc_target_err, c);
-    if (axis == SC_AX_REPACK) return sc_parse_repack(c, j, p, ch);
-    if (axis == SC_AX_CACHE) {
-        if (!cJSON_IsString(j) || (ch->ival = jv_enum(j->valuestring, sc_cache_names)) < 0) {
-            sc_err(c, p, "expected \"cold\" or \"warm\", got %s%s%s", cJSON_IsString(j) ? "\"" : "",
-                   cJSON_IsString(j) ? j->valuestring : jv_type(j), cJSON_IsString(j) ? "\"" : "");
-            return -1;
-        }
-        ch->name = strdup(j->valuestring);
-        ch->label = strdup(j->valuestring);
-        return 0;
+    const sc_axis_def *d = &sc_axes[axis];
+    switch (d->type) {
+    case SC_AXT_CUSTOM: return d->parse(c, j, p, ch);
+    case SC_AXT_BOOL: return sc_parse_bool(c, d, j, p, ch);
+    case SC_AXT_ENUM: return sc_parse_enum(c, d, j, p, ch);
+    case SC_AXT_INT: return sc_parse_int(c, d, j, p, ch);
+    case SC_AXT_MODULE: case SC_AXT_DEVICE: case SC_AXT_NONE: break;
     }
-    if (axis == SC_AX_KERNELS) {
-        /* a family this CPU cannot run is an error here, not a failed run later: the
-         * message names the ones it does run */
-        char have[160];
-        if (!cJSON_IsString(j) || !kn_isa_known(j->valuestring)) {
-            kn_isa_list(have, sizeof(have), 0);
-            sc_err(c, p, "expected a kernel family (auto, %s), got %s%s%s", have, cJSON_IsString(j) ? "\"" : "",
-                   cJSON_IsString(j) ? j->valuestring : jv_type(j), cJSON_IsString(j) ? "\"" : "");
-            return -1;
-        }
-        if (!kn_isa_resolve(j->valuestring)) {
-            kn_isa_list(have, sizeof(have), 1);
-            sc_err(c, p, "kernels \"%s\": this CPU cannot run them (it runs: auto, %s)", j->valuestring, have);
-            return -1;
-        }
-        ch->name = strdup(j->valuestring);
-        ch->label = strdup(j->valuestring);
-        return 0;
-    }
-    if (axis == SC_AX_KV_CACHE) {
-        /* the KV cache's element types: every kv choice is checked against it when the
-         * variant's engine is made (a module that does not store the type refuses it) */
-        bench_dtype k, v;
-        char e1[256], names[128];
-        if (!cJSON_IsString(j) || engine_parse_cache_type(j->valuestring, &k, &v, e1, sizeof(e1))) {
-            engine_cache_type_names(names, sizeof(names), ", ");
-            sc_err(c, p, "expected a KV cache type (%s, or K/V as q8_0/f16), got %s%s%s", names,
-                   cJSON_IsString(j) ? "\"" : "", cJSON_IsString(j) ? j->valuestring : jv_type(j), cJSON_IsString(j) ? "\"" : "");
-            return -1;
-        }
-        char name[24], label[32];
-        engine_cache_type_name(k, v, name, sizeof(name));
-        if (k == v) snprintf(label, sizeof(label), "%s", name);
-        else snprintf(label, sizeof(label), "k:%s,v:%s", bench_dtype_name(k), bench_dtype_name(v));
-        ch->name = strdup(name);
-        ch->label = strdup(label);
-        return 0;
-    }
-    if (axis == SC_AX_THREADS) {
-        long long v;
-        if (sc_int_value(c, j, p, 0, 1024, &v)) return -1;
-        char buf[32];
-        snprintf(buf, sizeof(buf), "%lld", v);
-        ch->ival = (int)v;
-        ch->name = strdup(buf);
-        ch->label = strdup(buf);
-        return 0;
-    }
-    const char *family = sc_axis_names[axis];
+    const char *family = d->key;
     char opts[512] = "";
     c->n_given = 0;
     if (cJSON_IsString(j)) {
@@ -837,7 +937,7 @@ static int sc_parse_choice(sc_ctx *c, int axis, const cJSON *j, const char *p, s
         ch->label = malloc(len);
         if (ch->label) snprintf(ch->label, len, "%s%s%s", ch->name, opts[0] ? ":" : "", opts);
     }
-    if (axis == SC_AX_DEVICE) {
+    if (d->type == SC_AXT_DEVICE) {
         if (sc_check_device(c, ch, p)) {
             c->device_failed = 1;
             return -1;
@@ -860,7 +960,7 @@ static void sc_parse_axis(sc_ctx *c, scenario *s, int axis, const cJSON *j, cons
     sc_axis *ax = &s->axes[axis];
     /* v, not n: an axis whose every choice was wrong was still given (and its list is owned) */
     if (ax->v) {
-        sc_err(c, p, "%s is given twice (top level, matrix and matrix.fixed are exclusive)", sc_axis_names[axis]);
+        sc_err(c, p, "%s is given twice (top level, matrix and matrix.fixed are exclusive)", sc_axes[axis].key);
         return;
     }
     if (crossed && !cJSON_IsArray(j)) {
@@ -893,78 +993,102 @@ static void sc_parse_axis(sc_ctx *c, scenario *s, int axis, const cJSON *j, cons
     }
 }
 
+/* Into keys (NULL-terminated; room for SC_AX_MAX, the two lists and 1): before, the axes' keys
+ * where flag says (0: the matrix, every axis an engine scenario reads), then after. The
+ * messages list the allowed keys in this order. */
+static void sc_axis_keys(const char **keys, const char *const *before, unsigned flag, const char *const *after) {
+    int n = 0;
+    for (; before && *before; before++) keys[n++] = *before;
+    for (int a = 0; a < sc_n_axes; a++)
+        if (sc_axes[a].type != SC_AXT_NONE && (!flag || (sc_axes[a].flags & flag))) keys[n++] = sc_axes[a].key;
+    for (; after && *after; after++) keys[n++] = *after;
+    keys[n] = NULL;
+}
+
 static void sc_parse_matrix(sc_ctx *c, scenario *s, const cJSON *m) {
     if (!cJSON_IsObject(m)) {
         sc_err(c, ".matrix", "expected an object {\"loader\": [...], \"kv\": [...], \"fixed\": {...}}, got %s",
                jv_type(m));
         return;
     }
-    static const char *const keys[] = {"loader", "kv", "alloc", "cache", "threads", "device", "kernels", "kv_cache", "target",
-                                       "repack", "fixed", NULL};
+    static const char *const fixed_key[] = {"fixed", NULL};
+    const char *keys[SC_AX_MAX + 2];
+    sc_axis_keys(keys, NULL, 0, fixed_key);
     sc_check_keys(c, m, ".matrix", keys);
     const cJSON *fixed = cJSON_GetObjectItemCaseSensitive(m, "fixed");
     if (fixed && !cJSON_IsObject(fixed)) sc_err(c, ".matrix.fixed", "expected an object, got %s", jv_type(fixed));
-    static const char *const fixed_keys[] = {"loader", "kv", "alloc", "cache", "threads", "device", "kernels", "kv_cache", "target",
-                                             "repack", NULL};
-    if (fixed && cJSON_IsObject(fixed)) sc_check_keys(c, fixed, ".matrix.fixed", fixed_keys);
+    sc_axis_keys(keys, NULL, 0, NULL);
+    if (fixed && cJSON_IsObject(fixed)) sc_check_keys(c, fixed, ".matrix.fixed", keys);
     /* the workload axis belongs to allocator scenarios (harness/spec/alloc_spec.c); the
      * device axis goes first: the loader and kv choices are checked on its devices */
-    static const int order[] = {SC_AX_DEVICE, SC_AX_LOADER, SC_AX_KV, SC_AX_ALLOC, SC_AX_CACHE, SC_AX_THREADS, SC_AX_KERNELS,
-                                SC_AX_KV_CACHE, SC_AX_TARGET, SC_AX_REPACK};
-    for (size_t o = 0; o < sizeof(order) / sizeof(order[0]); o++) {
-        int a = order[o];
-        const cJSON *j = cJSON_GetObjectItemCaseSensitive(m, sc_axis_names[a]);
-        const cJSON *f = fixed && cJSON_IsObject(fixed) ? cJSON_GetObjectItemCaseSensitive(fixed, sc_axis_names[a]) : NULL;
-        char p[128];
-        if (j) {
-            snprintf(p, sizeof(p), ".matrix.%s", sc_axis_names[a]);
-            sc_parse_axis(c, s, a, j, p, 1);
+    for (int pass = 0; pass < 2; pass++)
+        for (int a = 0; a < sc_n_axes; a++) {
+            const sc_axis_def *d = &sc_axes[a];
+            if (d->type == SC_AXT_NONE || ((d->flags & SC_AXF_FIRST) != 0) == pass) continue;
+            const cJSON *j = cJSON_GetObjectItemCaseSensitive(m, d->key);
+            const cJSON *f = fixed && cJSON_IsObject(fixed) ? cJSON_GetObjectItemCaseSensitive(fixed, d->key) : NULL;
+            char p[128];
+            if (j) {
+                snprintf(p, sizeof(p), ".matrix.%s", d->key);
+                sc_parse_axis(c, s, a, j, p, 1);
+            }
+            if (f) {
+                snprintf(p, sizeof(p), ".matrix.fixed.%s", d->key);
+                sc_parse_axis(c, s, a, f, p, 0);
+            }
         }
-        if (f) {
-            snprintf(p, sizeof(p), ".matrix.fixed.%s", sc_axis_names[a]);
-            sc_parse_axis(c, s, a, f, p, 0);
-        }
-    }
 }
 
-static void sc_default_axis(sc_ctx *c, scenario *s, int axis, const char *value) {
+/* The row's default as the file would give it: a number, a boolean or a string by type. */
+static void sc_default_axis(sc_ctx *c, scenario *s, int axis) {
     sc_axis *ax = &s->axes[axis];
-    if (ax->n) return;
-    cJSON *j = axis == SC_AX_THREADS ? cJSON_CreateNumber(atoi(value)) :
-               axis == SC_AX_REPACK  ? cJSON_CreateBool(strcmp(value, "false") != 0) : cJSON_CreateString(value);
+    const sc_axis_def *d = &sc_axes[axis];
+    const char *def = d->def_of ? d->def_of(s) : d->def;
+    if (ax->n || !def || d->type == SC_AXT_NONE) return;
+    cJSON *j = d->type == SC_AXT_INT  ? cJSON_CreateNumber(atoi(def)) :
+               d->type == SC_AXT_BOOL ? cJSON_CreateBool(strcmp(def, "false") != 0) : cJSON_CreateString(def);
     char p[64];
-    snprintf(p, sizeof(p), "(default %s)", sc_axis_names[axis]);
+    snprintf(p, sizeof(p), "(default %s)", d->key);
     if (j) sc_parse_axis(c, s, axis, j, p, 0);
     cJSON_Delete(j);
 }
 
-/* ENGINE_KV_DEFAULT where every kv choice stores it; a module that stores f32 only (an older
- * out-of-tree one) keeps the whole scenario on f32, which results.json then names. */
-static const char *sc_default_cache_type(const scenario *s) {
-    for (int i = 0; i < s->axes[SC_AX_KV].n; i++)
-        if (s->axes[SC_AX_KV].v[i].kv_types && !(s->axes[SC_AX_KV].v[i].kv_types >> ENGINE_KV_DEFAULT & 1u)) return "f32";
-    return bench_dtype_name(ENGINE_KV_DEFAULT);
+/* An axis without a default (cache) must be given: at the top level, or in the matrix. */
+static void sc_required_axes(sc_ctx *c, const cJSON *root, const cJSON *mx) {
+    const cJSON *fixed = cJSON_IsObject(mx) ? cJSON_GetObjectItemCaseSensitive(mx, "fixed") : NULL;
+    for (int a = 0; a < sc_n_axes; a++) {
+        const sc_axis_def *d = &sc_axes[a];
+        if (d->def || d->type == SC_AXT_NONE || ((d->flags & SC_AXF_TOP) && cJSON_GetObjectItemCaseSensitive(root, d->key)) ||
+            (cJSON_IsObject(mx) && cJSON_GetObjectItemCaseSensitive(mx, d->key)) ||
+            (cJSON_IsObject(fixed) && cJSON_GetObjectItemCaseSensitive(fixed, d->key)))
+            continue;
+        char p[64], ex[160] = "";
+        snprintf(p, sizeof(p), ".%s", d->key);
+        for (int i = 0; d->choices && d->choices[i]; i++)
+            snprintf(ex + strlen(ex), sizeof(ex) - strlen(ex), "%s\"%s\"", i ? ", " : "", d->choices[i]);
+        sc_err(c, p, "required: %s (or a matrix axis \"%s\": [%s])", d->expect ? d->expect : "a value", d->key, ex);
+    }
 }
 
 static void sc_expand(scenario *s) {
     int n = 1;
-    for (int a = 0; a < SC_AX_COUNT; a++) n *= s->axes[a].n > 0 ? s->axes[a].n : 1;
+    for (int a = 0; a < sc_n_axes; a++) n *= s->axes[a].n > 0 ? s->axes[a].n : 1;
     s->variants = calloc((size_t)n, sizeof(*s->variants));
     if (!s->variants) return;
     for (int i = 0; i < n; i++) {
         sc_variant *v = &s->variants[i];
         int rest = i;
         /* the last axis varies fastest */
-        for (int a = SC_AX_COUNT - 1; a >= 0; a--) {
+        for (int a = sc_n_axes - 1; a >= 0; a--) {
             int na = s->axes[a].n > 0 ? s->axes[a].n : 1;
             v->pick[a] = rest % na;
             rest /= na;
         }
         char key[512] = "";
-        for (int a = 0; a < SC_AX_COUNT; a++) {
+        for (int a = 0; a < sc_n_axes; a++) {
             if (!sc_axis_shown(s, a)) continue;
             size_t used = strlen(key);
-            snprintf(key + used, sizeof(key) - used, "%s%s=%s", used ? "," : "", sc_axis_names[a],
+            snprintf(key + used, sizeof(key) - used, "%s%s=%s", used ? "," : "", sc_axes[a].key,
                      s->axes[a].v[v->pick[a]].label);
         }
         v->key = strdup(key[0] ? key : "default");
@@ -1061,9 +1185,10 @@ fail:
 
 int sc_parse_engine(scenario *s, const cJSON *root, sc_errors *errs) {
     sc_ctx c = {.file = s->file, .errs = errs, .module_dir = s->module_dir, .s = s};
-    static const char *const keys[] = {"name", "description", "model", "workload", "cache", "repetitions",
-                                       "warmup", "matrix", "threads", "device", "kernels", "kv_cache", "sample_ms", "metrics", "timeout_s",
-                                       "processes", "test_hooks", "target", "repack", NULL};
+    static const char *const own[] = {"name", "description", "model", "workload", "repetitions", "warmup", "matrix",
+                                      "sample_ms", "metrics", "timeout_s", "processes", "test_hooks", NULL};
+    const char *keys[SC_AX_MAX + sizeof(own) / sizeof(own[0])];
+    sc_axis_keys(keys, own, SC_AXF_TOP, NULL);
     sc_check_keys(&c, root, "", keys);
     if (!sc_get_string(&c, root, "name", "", 1, &s->name) && !sc_name_ok(s->name))
         sc_err(&c, ".name", "\"%s\": expected letters, digits, '-', '_' or '.' only (it names the results directory)",
@@ -1124,38 +1249,19 @@ int sc_parse_engine(scenario *s, const cJSON *root, sc_errors *errs) {
         }
     }
 
-    /* axes: top-level cache/threads, then the matrix (which reports a clash), then defaults */
-    const cJSON *ca = cJSON_GetObjectItemCaseSensitive(root, "cache");
-    if (ca) sc_parse_axis(&c, s, SC_AX_CACHE, ca, ".cache", 0);
-    const cJSON *tj = cJSON_GetObjectItemCaseSensitive(root, "threads");
-    if (tj) sc_parse_axis(&c, s, SC_AX_THREADS, tj, ".threads", 0);
-    const cJSON *dj = cJSON_GetObjectItemCaseSensitive(root, "device");
-    if (dj) sc_parse_axis(&c, s, SC_AX_DEVICE, dj, ".device", 0);
-    const cJSON *kj = cJSON_GetObjectItemCaseSensitive(root, "kernels");
-    if (kj) sc_parse_axis(&c, s, SC_AX_KERNELS, kj, ".kernels", 0);
-    const cJSON *kc = cJSON_GetObjectItemCaseSensitive(root, "kv_cache");
-    if (kc) sc_parse_axis(&c, s, SC_AX_KV_CACHE, kc, ".kv_cache", 0);
-    const cJSON *tg = cJSON_GetObjectItemCaseSensitive(root, "target");
-    if (tg) sc_parse_axis(&c, s, SC_AX_TARGET, tg, ".target", 0);
-    const cJSON *rp = cJSON_GetObjectItemCaseSensitive(root, "repack");
-    if (rp) sc_parse_axis(&c, s, SC_AX_REPACK, rp, ".repack", 0);
+    /* axes: the top level's, then the matrix (which reports a clash), then defaults */
+    for (int a = 0; a < sc_n_axes; a++) {
+        const cJSON *j = sc_axes[a].flags & SC_AXF_TOP ? cJSON_GetObjectItemCaseSensitive(root, sc_axes[a].key) : NULL;
+        char p[64];
+        snprintf(p, sizeof(p), ".%s", sc_axes[a].key);
+        if (j) sc_parse_axis(&c, s, a, j, p, 0);
+    }
     const cJSON *mx = cJSON_GetObjectItemCaseSensitive(root, "matrix");
     if (mx) sc_parse_matrix(&c, s, mx);
-    if (!s->axes[SC_AX_CACHE].n && !(ca || (mx && cJSON_IsObject(mx) && (cJSON_GetObjectItemCaseSensitive(mx, "cache") ||
-                                      (cJSON_GetObjectItemCaseSensitive(mx, "fixed") &&
-                                       cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(mx, "fixed"), "cache"))))))
-        sc_err(&c, ".cache", "required: \"cold\" or \"warm\" (or a matrix axis \"cache\": [\"cold\", \"warm\"])");
+    sc_required_axes(&c, root, mx);
     const int kv_cache_given = s->axes[SC_AX_KV_CACHE].n > 0;
     if (!errs->n) {
-        sc_default_axis(&c, s, SC_AX_LOADER, "mmap");
-        sc_default_axis(&c, s, SC_AX_KV, "prealloc");
-        sc_default_axis(&c, s, SC_AX_ALLOC, "libc");
-        sc_default_axis(&c, s, SC_AX_THREADS, "0");
-        sc_default_axis(&c, s, SC_AX_DEVICE, "cpu");
-        sc_default_axis(&c, s, SC_AX_KERNELS, "auto");
-        sc_default_axis(&c, s, SC_AX_KV_CACHE, sc_default_cache_type(s));
-        sc_default_axis(&c, s, SC_AX_TARGET, "engine");
-        sc_default_axis(&c, s, SC_AX_REPACK, "true");
+        for (int a = 0; a < sc_n_axes; a++) sc_default_axis(&c, s, a);
         /* a serving run's KV budget sizes a shared pool itself (engine.h: kv_budget): an
          * option the module declares as sizing its pool (BENCH_OPTF_SIZES_POOL) cannot join it */
         for (int i = 0; s->requests && i < s->axes[SC_AX_KV].n; i++) {
@@ -1178,9 +1284,8 @@ int sc_parse_engine(scenario *s, const cJSON *root, sc_errors *errs) {
         for (int i = 0; i < s->axes[SC_AX_KV].n; i++)
             for (int t = 0; t < s->axes[SC_AX_KV_CACHE].n; t++) {
                 const sc_choice *k = &s->axes[SC_AX_KV].v[i], *ct = &s->axes[SC_AX_KV_CACHE].v[t];
-                bench_dtype kt, vt;
-                char e1[128];
-                if (!k->kv_types || engine_parse_cache_type(ct->name, &kt, &vt, e1, sizeof(e1))) continue;
+                bench_dtype kt = ct->cache_type.k, vt = ct->cache_type.v;
+                if (!k->kv_types) continue;
                 if (!(k->kv_types >> kt & 1u) || !(k->kv_types >> vt & 1u)) {
                     char have[96] = "";
                     for (int d = 0; d < BENCH_DTYPE_COUNT; d++)
@@ -1271,7 +1376,7 @@ void sc_free(scenario *s) {
     sc_requests_free(s->requests);
     free(s->fault);
     free(s->module_dir);
-    for (int a = 0; a < SC_AX_COUNT; a++) {
+    for (int a = 0; a < SC_AX_MAX; a++) {
         for (int i = 0; i < s->axes[a].n; i++) sc_choice_free(&s->axes[a].v[i]);
         free(s->axes[a].v);
     }
@@ -1296,18 +1401,16 @@ int sc_select(scenario *s, const char *only, char *err, size_t errlen) {
     char *copy = strdup(only);
     if (!copy) return bench_errf(err, errlen, "out of memory");
     /* per axis: -1 = not filtered; else a bit mask of the allowed choices */
-    long long allow[SC_AX_COUNT];
-    for (int a = 0; a < SC_AX_COUNT; a++) allow[a] = -1;
+    long long allow[SC_AX_MAX];
+    for (int a = 0; a < SC_AX_MAX; a++) allow[a] = -1;
     int rc = 0;
     for (char *tok = strtok(copy, ","); tok && !rc; tok = strtok(NULL, ",")) {
         char *eq = strchr(tok, '=');
         if (!eq) { rc = bench_errf(err, errlen, "--only: \"%s\": expected key=value", tok); break; }
         *eq = 0;
-        int a = jv_enum(tok, sc_axis_names);
+        int a = sc_axis_find(tok);
         if (a < 0) {
-            char list[128];
-            jv_join(list, sizeof(list), sc_axis_names);
-            rc = bench_errf(err, errlen, "--only: unknown key \"%s\" (have: %s)", tok, list);
+            rc = bench_errf(err, errlen, "--only: unknown key \"%s\" (have: %s)", tok, sc_axis_list());
             break;
         }
         int k;
@@ -1331,7 +1434,7 @@ int sc_select(scenario *s, const char *only, char *err, size_t errlen) {
     if (rc) return rc;
     for (int i = 0; i < s->n_variants; i++) {
         int keep = 1;
-        for (int a = 0; a < SC_AX_COUNT; a++)
+        for (int a = 0; a < sc_n_axes; a++)
             if (allow[a] >= 0 && !(allow[a] & (1ll << s->variants[i].pick[a]))) keep = 0;
         s->variants[i].selected = keep;
     }

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engines/abi/dtype.h"
 #include "engines/abi/module.h"
 
 typedef struct cJSON cJSON;
@@ -19,8 +20,12 @@ struct modreg_cache;
 /* SC_AX_TARGET: what runs the workload, "engine" (in process) by default or an http server (harness/spec/target.h) */
 /* SC_AX_REPACK: whether Q4_0 weights are rearranged at load for the kernels (engine.h
  * engine_repack), true by default; last, so that the axes before it keep their order */
+/* The built-in axes' ids: their rows' places in scenario.c's table of axes (sc_axes), which
+ * holds everything else about them. sc_axis_add appends rows after these (a test's made-up
+ * axis), up to SC_AX_MAX; sc_axis_count() says how many there are. */
 enum { SC_AX_LOADER, SC_AX_KV, SC_AX_ALLOC, SC_AX_CACHE, SC_AX_THREADS, SC_AX_DEVICE, SC_AX_WORKLOAD, SC_AX_KERNELS, SC_AX_KV_CACHE,
        SC_AX_TARGET, SC_AX_REPACK, SC_AX_COUNT };
+#define SC_AX_MAX (SC_AX_COUNT + 4)
 enum { SC_CACHE_COLD, SC_CACHE_WARM };
 
 /* metrics a scenario may ask for (bit mask) */
@@ -41,6 +46,12 @@ enum {
                                    with a KV cache type other than f32 or a kernel family that is not exact */
 };
 
+/* A KV cache's element types, K and V: parsed once from the file's text ("q8_0/f16",
+ * engine_parse_cache_type) and carried typed to the engine. */
+typedef struct sc_cache_type {
+    bench_dtype k, v;
+} sc_cache_type;
+
 typedef struct sc_choice {
     char *name;         /* module name, "cold"/"warm", the thread count as text, the device ("cpu", "cuda"),
                          * or repack's value as the file has it ("true", "false") */
@@ -54,6 +65,7 @@ typedef struct sc_choice {
     char pool_opt[96];  /* kv: "key=value" of a given option that sizes the shared pool, "" when none */
     uint32_t kv_types;  /* kv: the cache types the module stores on every device of the scenario (kv.h
                          * cache_types; bit per bench_dtype), 0 until checked */
+    sc_cache_type cache_type;   /* kv_cache: the pair its name says */
 } sc_choice;
 
 typedef struct sc_axis {
@@ -63,7 +75,7 @@ typedef struct sc_axis {
 } sc_axis;
 
 typedef struct sc_variant {
-    int pick[SC_AX_COUNT];  /* index into each axis */
+    int pick[SC_AX_MAX];    /* index into each axis */
     char *key;              /* "loader=pread,cache=cold": the labels of the axes sc_axis_shown names ("default" if none) */
     int selected;           /* 0: dropped by --only */
 } sc_variant;
@@ -122,7 +134,7 @@ typedef struct scenario {
     int repetitions, warmup, processes;
     double sample_ms, timeout_s;
     unsigned metrics;
-    sc_axis axes[SC_AX_COUNT];
+    sc_axis axes[SC_AX_MAX];
     int n_variants;
     sc_variant *variants;
     /* test-suite hooks (BENCH_TEST_HOOKS=1 only) */

@@ -15,17 +15,67 @@
 #include "harness/spec/jsonval.h"
 #include "harness/spec/confine.h"
 
-static const char *const tr_names[TR_FORMAT_COUNT] = {"mooncake", "azure", "burstgpt", "sharegpt"};
+/* ======================================================================
+ * The formats: one row each
+ * ====================================================================== */
+
+static tr_format_def tr_formats[TR_FORMAT_MAX] = {
+    [TR_MOONCAKE] = {.name = "mooncake", .about = "JSON Lines, kvcache-ai/Mooncake (FAST'25): times in ms, prefix hash ids",
+                     .syntax = TR_JSONL, .col = {"timestamp", "input_length", "output_length", "hash_ids"},
+                     .shape = "{\"timestamp\": MS, \"input_length\": N, \"output_length\": N, \"hash_ids\": [...]}",
+                     .unit = TR_TIME_MS, .block_tokens = TR_MOONCAKE_BLOCK},
+    [TR_AZURE] = {.name = "azure", .about = "CSV, Azure LLM inference trace 2023 (code, conv): dated times",
+                  .syntax = TR_CSV, .col = {"TIMESTAMP", "ContextTokens", "GeneratedTokens"},
+                  .shape = "TIMESTAMP,ContextTokens,GeneratedTokens", .unit = TR_TIME_DATE, .origin = "the first row's day"},
+    [TR_BURSTGPT] = {.name = "burstgpt", .about = "CSV, HPMLL/BurstGPT: times in s",
+                     .syntax = TR_CSV, .col = {"Timestamp", "Request tokens", "Response tokens"},
+                     .shape = "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type", .unit = TR_TIME_S,
+                     .origin = "the first day's 0:00"},
+    [TR_SHAREGPT] = {.name = "sharegpt", .about = "CSV, microsoft/sarathi-serve's length files: no times",
+                     .syntax = TR_CSV, .col = {NULL, "num_prefill_tokens", "num_decode_tokens"},
+                     .shape = "num_prefill_tokens,num_decode_tokens,num_total_tokens,pd_ratio"},
+};
+static int tr_n_formats = TR_FORMAT_BUILTIN;
+
+int tr_format_count(void) { return tr_n_formats; }
+
+const tr_format_def *tr_format_get(tr_format f) { return f >= 0 && (int)f < tr_n_formats ? &tr_formats[f] : NULL; }
 
 int tr_format_from_name(const char *name) {
-    for (int i = 0; name && i < TR_FORMAT_COUNT; i++)
-        if (!strcmp(name, tr_names[i])) return i;
+    for (int i = 0; name && i < tr_n_formats; i++)
+        if (!strcmp(name, tr_formats[i].name)) return i;
     return -1;
 }
 
-const char *tr_format_name(tr_format f) { return f >= 0 && f < TR_FORMAT_COUNT ? tr_names[f] : "?"; }
+const char *tr_format_name(tr_format f) { return tr_format_get(f) ? tr_formats[f].name : "?"; }
 
-const char *tr_format_list(void) { return "mooncake, azure, burstgpt, sharegpt"; }
+const char *tr_format_list(void) {
+    static char list[TR_FORMAT_MAX * 24];
+    size_t used = 0;
+    list[0] = 0;
+    for (int i = 0; i < tr_n_formats && used < sizeof(list); i++)
+        used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s", i ? ", " : "", tr_formats[i].name);
+    return list;
+}
+
+int tr_format_add(const tr_format_def *d, char *err, size_t errlen) {
+    const char *why = NULL;
+    if (!d->name || !d->name[0]) why = "no name";
+    else if (tr_format_from_name(d->name) >= 0) why = "the name is taken";
+    else if (strlen(d->name) > 20) why = "a name longer than 20 bytes";
+    else if (!d->col[TR_COL_IN]) why = "no input column";
+    else if (!d->col[TR_COL_OUT] && d->output_tokens <= 0) why = "no output column and no output_tokens";
+    else if (d->col[TR_COL_HASH] && (d->syntax != TR_JSONL || d->block_tokens <= 0))
+        why = "hash ids are read from JSON Lines, with block_tokens > 0";
+    else if (!d->shape) why = "no shape for messages";
+    else if (tr_n_formats == TR_FORMAT_MAX) why = "the table is full";
+    if (why) {
+        snprintf(err, errlen, "trace format \"%s\": %s", d->name ? d->name : "", why);
+        return -1;
+    }
+    tr_formats[tr_n_formats] = *d;
+    return tr_n_formats++;
+}
 
 /* ======================================================================
  * The reader's state: the rows kept so far, and where it is in the text
@@ -33,6 +83,7 @@ const char *tr_format_list(void) { return "mooncake, azure, burstgpt, sharegpt";
 
 typedef struct tr_rd {
     const char *name;
+    const tr_format_def *f; /* the format's row */
     char *err;
     size_t errlen;
     const tr_window *w;
@@ -44,7 +95,7 @@ typedef struct tr_rd {
     double t0, t_prev;      /* the first kept row's raw time, the previous row's */
     int have_t0, have_prev;
     int done;               /* the window is full */
-    long long day0;         /* azure: the first row's day, -1 before it */
+    long long day0;         /* TR_TIME_DATE: the first row's day, -1 before it */
 } tr_rd;
 
 static int tr_fail(tr_rd *rd, const char *at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -112,7 +163,7 @@ static int tr_keep(tr_rd *rd, double t_raw, int input, int output, const int64_t
 }
 
 /* ======================================================================
- * Mooncake: JSON Lines
+ * JSON Lines: the row's keys name the fields
  * ====================================================================== */
 
 /* Where "key" is in the line (for the column), else the line's start. */
@@ -136,19 +187,67 @@ static const char *tr_json_type(const cJSON *v) {
     return cJSON_IsNumber(v) ? "a number out of range or not an integer" : jv_type(v);
 }
 
-static int tr_mooncake_row(tr_rd *rd, const char *ls, size_t n) {
+/* What a time unit calls its numbers in messages, and s per number. */
+static const char *tr_unit_name(tr_time_unit u) { return u == TR_TIME_MS ? "ms" : "s"; }
+static double tr_unit_s(tr_time_unit u) { return u == TR_TIME_MS ? 1e-3 : 1; }
+static const char *tr_origin(const tr_format_def *f) { return f->origin ? f->origin : "the trace's start"; }
+
+/* The row's time key into *ts (raw, in the format's unit); 0 or -1. A date is a CSV thing:
+ * a JSON Lines row's time is a number. */
+static int tr_jsonl_time(tr_rd *rd, const cJSON *j, const char *ls, size_t n, double *ts) {
+    const tr_format_def *f = rd->f;
+    const char *key = f->col[TR_COL_TIME], *u = tr_unit_name(f->unit);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0) || !isfinite(v->valuedouble))
+        return tr_fail(rd, tr_key_at(ls, n, key), "field \"%s\": expected %s from %s (a number >= 0), got %s", key, u,
+                       tr_origin(f), tr_json_type(v));
+    *ts = v->valuedouble;
+    double scale = tr_unit_s(f->unit);
+    if (*ts * scale > TR_MAX_SECONDS)
+        return tr_fail(rd, tr_key_at(ls, n, key), "field \"%s\": %.6g %s: expected at most %.0e %s (%.0e s, about 31 years "
+                       "from %s)", key, *ts, u, TR_MAX_SECONDS / scale, u, TR_MAX_SECONDS, tr_origin(f));
+    return 0;
+}
+
+/* The row's hash ids key: ceil(in / block) integers, the first max_hash kept in *ids
+ * (malloc'd, the caller frees), *keep of them. 0 or -1. */
+static int tr_jsonl_hash(tr_rd *rd, const cJSON *j, const char *ls, size_t n, double in, int64_t **ids, int *keep) {
+    const tr_format_def *f = rd->f;
+    const char *key = f->col[TR_COL_HASH];
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
+    const char *hat = tr_key_at(ls, n, key);
+    if (!cJSON_IsArray(v))
+        return tr_fail(rd, hat, "field \"%s\": expected a list of block ids (integers >= 0), got %s", key, tr_json_type(v));
+    int nh = cJSON_GetArraySize(v), want = (int)((in + f->block_tokens - 1) / f->block_tokens);
+    if (nh != want)
+        return tr_fail(rd, hat, "field \"%s\": %d ids for %s %.0f: expected ceil(%.0f / %d) = %d, one a block", key, nh,
+                       f->col[TR_COL_IN], in, in, f->block_tokens, want);
+    *keep = rd->w && rd->w->max_hash > 0 && rd->w->max_hash < nh ? rd->w->max_hash : nh;
+    if (!(*ids = malloc(((size_t)*keep + 1) * sizeof(**ids)))) return tr_fail(rd, NULL, "out of memory");
+    int k = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, v) {
+        double id;
+        if (tr_json_int(it, 0, 0x1p53, &id))
+            return tr_fail(rd, hat, "field \"%s\"[%d]: expected an integer >= 0, got %s", key, k, tr_json_type(it));
+        if (k < *keep) (*ids)[k] = (int64_t)id;
+        k++;
+    }
+    return 0;
+}
+
+static int tr_jsonl_row(tr_rd *rd, const char *ls, size_t n) {
+    const tr_format_def *f = rd->f;
     const char *end = NULL;
     cJSON *j = cJSON_ParseWithLengthOpts(ls, n, &end, 0);
     if (!j) {
         const char *at = cJSON_GetErrorPtr();
         if (!at || at < ls || at > ls + n) at = ls;
-        return tr_fail(rd, at, "not a JSON object: expected {\"timestamp\": MS, \"input_length\": N, \"output_length\": N, "
-                       "\"hash_ids\": [...]}");
+        return tr_fail(rd, at, "not a JSON object: expected %s", f->shape);
     }
-    int rc = -1;
+    int rc = -1, keep = 0;
     int64_t *ids = NULL;
-    double ts = 0, in = 0, out = 0;
-    const cJSON *v;
+    double ts = 0, len[2] = {0, f->output_tokens};
     if (!cJSON_IsObject(j)) {
         tr_fail(rd, ls, "expected a JSON object, got %s", tr_json_type(j));
         goto out;
@@ -161,57 +260,19 @@ static int tr_mooncake_row(tr_rd *rd, const char *ls, size_t n) {
             goto out;
         }
     }
-    v = cJSON_GetObjectItemCaseSensitive(j, "timestamp");
-    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0) || !isfinite(v->valuedouble)) {
-        tr_fail(rd, tr_key_at(ls, n, "timestamp"), "field \"timestamp\": expected ms from the trace's start (a number >= 0), got %s",
-                tr_json_type(v));
-        goto out;
-    }
-    ts = v->valuedouble;
-    if (ts * 1e-3 > TR_MAX_SECONDS) {
-        tr_fail(rd, tr_key_at(ls, n, "timestamp"), "field \"timestamp\": %.6g ms: expected at most %.0e ms (%.0e s, about 31 years "
-                "from the trace's start)", ts, TR_MAX_SECONDS * 1e3, TR_MAX_SECONDS);
-        goto out;
-    }
-    static const char *const lens[] = {"input_length", "output_length"};
+    if (f->col[TR_COL_TIME] && tr_jsonl_time(rd, j, ls, n, &ts)) goto out;
     for (int k = 0; k < 2; k++) {
-        v = cJSON_GetObjectItemCaseSensitive(j, lens[k]);
-        if (tr_json_int(v, 0, TR_MAX_TOKENS, k ? &out : &in)) {
-            tr_fail(rd, tr_key_at(ls, n, lens[k]), "field \"%s\": expected an integer 0 .. %d (tokens), got %s", lens[k],
+        const char *key = f->col[TR_COL_IN + k];
+        if (!key) continue;
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
+        if (tr_json_int(v, 0, TR_MAX_TOKENS, &len[k])) {
+            tr_fail(rd, tr_key_at(ls, n, key), "field \"%s\": expected an integer 0 .. %d (tokens), got %s", key,
                     TR_MAX_TOKENS, tr_json_type(v));
             goto out;
         }
     }
-    v = cJSON_GetObjectItemCaseSensitive(j, "hash_ids");
-    const char *hat = tr_key_at(ls, n, "hash_ids");
-    if (!cJSON_IsArray(v)) {
-        tr_fail(rd, hat, "field \"hash_ids\": expected a list of block ids (integers >= 0), got %s", tr_json_type(v));
-        goto out;
-    }
-    int nh = cJSON_GetArraySize(v), want = (int)((in + TR_MOONCAKE_BLOCK - 1) / TR_MOONCAKE_BLOCK);
-    if (nh != want) {
-        tr_fail(rd, hat, "field \"hash_ids\": %d ids for input_length %.0f: expected ceil(%.0f / %d) = %d, one a block",
-                nh, in, in, TR_MOONCAKE_BLOCK, want);
-        goto out;
-    }
-    int keep = rd->w && rd->w->max_hash > 0 && rd->w->max_hash < nh ? rd->w->max_hash : nh;
-    ids = malloc(((size_t)keep + 1) * sizeof(*ids));
-    if (!ids) {
-        tr_fail(rd, NULL, "out of memory");
-        goto out;
-    }
-    int k = 0;
-    const cJSON *it;
-    cJSON_ArrayForEach(it, v) {
-        double id;
-        if (tr_json_int(it, 0, 0x1p53, &id)) {
-            tr_fail(rd, hat, "field \"hash_ids\"[%d]: expected an integer >= 0, got %s", k, tr_json_type(it));
-            goto out;
-        }
-        if (k < keep) ids[k] = (int64_t)id;
-        k++;
-    }
-    rc = tr_keep(rd, ts * 1e-3, (int)in, (int)out, ids, keep, ls);
+    if (f->col[TR_COL_HASH] && tr_jsonl_hash(rd, j, ls, n, len[0], &ids, &keep)) goto out;
+    rc = tr_keep(rd, ts * tr_unit_s(f->unit), (int)len[0], (int)len[1], ids, keep, ls);
 out:
     free(ids);
     cJSON_Delete(j);
@@ -222,11 +283,10 @@ out:
  * CSV: the header names the columns
  * ====================================================================== */
 
-enum { TR_COL_TIME, TR_COL_IN, TR_COL_OUT, TR_NCOL };
 #define TR_MAX_FIELDS 64
 
 typedef struct tr_csv {
-    const char *want[TR_NCOL];  /* header names of the time, input and output columns; time NULL: none */
+    const char *const *want;    /* (TR_NCOL) the format's columns' header names (tr_format_def.col) */
     const char *header;         /* the expected header, for messages */
     int col[TR_NCOL];           /* their indices in the file */
     int n_fields;               /* of the header */
@@ -356,16 +416,17 @@ static double tr_seconds(const char *s, size_t n) {
 
 /* The time column of a CSV row into *t (s); 0 or -1 with the message at the field. */
 static int tr_csv_time(tr_rd *rd, const tr_csv *c, const char *f, size_t n, double *t) {
-    int i = c->col[TR_COL_TIME], az = rd->t->format == TR_AZURE;
+    int i = c->col[TR_COL_TIME], az = rd->f->unit == TR_TIME_DATE;
     char why[96];
     const char *want = az ? tr_azure_time(f, n, &rd->day0, t, why, sizeof(why)) : NULL;
-    if (!az && isnan(*t = tr_seconds(f, n))) want = "seconds (a number >= 0)";
+    if (!az && isnan(*t = tr_seconds(f, n))) want = rd->f->unit == TR_TIME_MS ? "ms (a number >= 0)" : "seconds (a number >= 0)";
+    if (!az) *t *= tr_unit_s(rd->f->unit);
     char got[64];
     tr_quote(got, sizeof(got), f, n);
     if (want) return tr_fail(rd, f, "column \"%s\" (field %d): expected %s, got \"%s\"", c->want[TR_COL_TIME], i + 1, want, got);
     if (*t > TR_MAX_SECONDS)
         return tr_fail(rd, f, "column \"%s\" (field %d): \"%s\" is %.6g s from %s: expected at most %.0e s (about 31 years)",
-                       c->want[TR_COL_TIME], i + 1, got, *t, az ? "the first row's day" : "the first day's 0:00", TR_MAX_SECONDS);
+                       c->want[TR_COL_TIME], i + 1, got, *t, tr_origin(rd->f), TR_MAX_SECONDS);
     return 0;
 }
 
@@ -378,28 +439,11 @@ static int tr_csv_row(tr_rd *rd, const tr_csv *c, const char *ls, size_t n) {
                        "%d fields: expected %d, as the header has (%s)", k, c->n_fields, c->header);
     double t = 0;
     if (c->want[TR_COL_TIME] && tr_csv_time(rd, c, fs[c->col[TR_COL_TIME]], fl[c->col[TR_COL_TIME]], &t)) return -1;
-    int in, out;
+    int in, out = rd->f->output_tokens;
     if (tr_field_int(rd, c, TR_COL_IN, fs[c->col[TR_COL_IN]], fl[c->col[TR_COL_IN]], &in) ||
-        tr_field_int(rd, c, TR_COL_OUT, fs[c->col[TR_COL_OUT]], fl[c->col[TR_COL_OUT]], &out))
+        (c->want[TR_COL_OUT] && tr_field_int(rd, c, TR_COL_OUT, fs[c->col[TR_COL_OUT]], fl[c->col[TR_COL_OUT]], &out)))
         return -1;
     return tr_keep(rd, t, in, out, NULL, 0, ls);
-}
-
-static void tr_csv_shape(tr_format f, tr_csv *c) {
-    memset(c, 0, sizeof(*c));
-    switch (f) {
-    case TR_AZURE:
-        *c = (tr_csv){.want = {"TIMESTAMP", "ContextTokens", "GeneratedTokens"}, .header = "TIMESTAMP,ContextTokens,GeneratedTokens"};
-        break;
-    case TR_BURSTGPT:
-        *c = (tr_csv){.want = {"Timestamp", "Request tokens", "Response tokens"},
-                      .header = "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type"};
-        break;
-    default:
-        *c = (tr_csv){.want = {NULL, "num_prefill_tokens", "num_decode_tokens"},
-                      .header = "num_prefill_tokens,num_decode_tokens,num_total_tokens,pd_ratio"};
-        break;
-    }
 }
 
 /* ======================================================================
@@ -423,8 +467,8 @@ void tr_free(tr_trace *t) {
 int tr_parse(const char *name, const char *text, size_t len, tr_format f, const tr_window *w, tr_trace **out,
              char *err, size_t errlen) {
     *out = NULL;
-    tr_rd rd = {.name = name, .err = err, .errlen = errlen, .w = w, .day0 = -1};
-    if (f < 0 || f >= TR_FORMAT_COUNT) {
+    tr_rd rd = {.name = name, .err = err, .errlen = errlen, .w = w, .day0 = -1, .f = tr_format_get(f)};
+    if (!rd.f) {
         snprintf(err, errlen, "%s: unknown trace format %d: expected one of %s", name, (int)f, tr_format_list());
         return -1;
     }
@@ -439,11 +483,10 @@ int tr_parse(const char *name, const char *text, size_t len, tr_format f, const 
         return -1;
     }
     t->format = f;
-    t->timed = f != TR_SHAREGPT;
-    t->block_tokens = f == TR_MOONCAKE ? TR_MOONCAKE_BLOCK : 0;
-    tr_csv c;
-    tr_csv_shape(f, &c);
-    int header = f != TR_MOONCAKE;
+    t->timed = rd.f->col[TR_COL_TIME] != NULL;
+    t->block_tokens = rd.f->col[TR_COL_HASH] ? rd.f->block_tokens : 0;
+    tr_csv c = {.want = rd.f->col, .header = rd.f->shape};
+    int csv = rd.f->syntax == TR_CSV, header = csv;
     const char *p = text, *e = text + len;
     while (p < e && !rd.done) {
         rd.line++;
@@ -457,7 +500,7 @@ int tr_parse(const char *name, const char *text, size_t len, tr_format f, const 
             goto fail;
         }
         if (q < p + n) {
-            int rc = header ? tr_csv_header(&rd, &c, p, n) : f == TR_MOONCAKE ? tr_mooncake_row(&rd, p, n) : tr_csv_row(&rd, &c, p, n);
+            int rc = header ? tr_csv_header(&rd, &c, p, n) : csv ? tr_csv_row(&rd, &c, p, n) : tr_jsonl_row(&rd, p, n);
             if (rc) goto fail;
             header = 0;
         }

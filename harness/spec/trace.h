@@ -2,7 +2,7 @@
  * published (samples and their provenance: <shared>/thirdparty/traces/README.md).
  * Pure parsing: no engine, no scenario; harness/child/serve.c turns a trace into requests.
  *
- * The formats, one request a row
+ * The built-in formats (trace.c tr_formats has their rows), one request a row
  *   mooncake   JSON Lines (kvcache-ai/Mooncake, FAST'25): {"timestamp": MS, "input_length": N,
  *              "output_length": N, "hash_ids": [ID, ...]}. timestamp: ms from the trace's
  *              start. hash_ids: one per block of TR_MOONCAKE_BLOCK prompt tokens (the last
@@ -44,7 +44,41 @@
  * start, stay far from overflow */
 #define TR_MAX_SECONDS 1e9
 
-typedef enum tr_format { TR_MOONCAKE, TR_AZURE, TR_BURSTGPT, TR_SHAREGPT, TR_FORMAT_COUNT } tr_format;
+/* A format is one row of the table of formats (trace.c tr_formats): its name, how its rows are
+ * written, which column holds what, and the unit of its times. One generic reader reads every
+ * row's format; nothing else names a format. The built-in rows' ids, their places in that
+ * table (a new built-in row takes the next one); tr_format_add appends rows after them. */
+typedef enum tr_format { TR_MOONCAKE, TR_AZURE, TR_BURSTGPT, TR_SHAREGPT, TR_FORMAT_BUILTIN } tr_format;
+#define TR_FORMAT_MAX (TR_FORMAT_BUILTIN + 4)   /* rows at most, the added ones included */
+
+typedef enum tr_syntax {
+    TR_CSV,         /* a header line names the columns (col[] are header names); fields split at ',' */
+    TR_JSONL,       /* one JSON object a line (col[] are its keys) */
+} tr_syntax;
+
+typedef enum tr_time_unit {
+    TR_TIME_S,          /* a decimal number of s >= 0 */
+    TR_TIME_MS,         /* a number of ms >= 0 */
+    TR_TIME_DATE,       /* "YYYY-MM-DD HH:MM:SS[.fraction]", a real calendar date; counted from the first row's day */
+} tr_time_unit;
+
+enum { TR_COL_TIME, TR_COL_IN, TR_COL_OUT, TR_COL_HASH, TR_NCOL };
+
+typedef struct tr_format_def {
+    const char *name;           /* what a scenario's trace.format, the messages and bench list call it */
+    const char *about;          /* one line for bench list: whose trace, where it is published */
+    tr_syntax syntax;
+    /* the time, input tokens, output tokens and hash ids columns (CSV: header names; JSON Lines:
+     * keys). time NULL: no times (a length distribution); out NULL: every request generates
+     * output_tokens; hash NULL: no ids (JSON Lines only: a list of integers >= 0, one a block
+     * of block_tokens prompt tokens) */
+    const char *col[TR_NCOL];
+    const char *shape;          /* CSV: the header as published; JSON Lines: a line's shape (for messages) */
+    tr_time_unit unit;
+    const char *origin;         /* what times count from, for messages; NULL: "the trace's start" */
+    int block_tokens;           /* with hash ids: prompt tokens per id */
+    int output_tokens;          /* without an output column: each request's, > 0 */
+} tr_format_def;
 
 typedef struct tr_req {
     double t_s;             /* s from the first kept row's timestamp; 0 in a trace without time */
@@ -76,11 +110,17 @@ typedef struct tr_trace {
     int dropped;            /* rows of 0 input or 0 output tokens, not kept */
 } tr_trace;
 
-/* "mooncake", "azure", "burstgpt", "sharegpt" -> TR_*, -1 for any other name. */
+/* A format's name -> its id (TR_* for the built-in ones), -1 for any other name. */
 int tr_format_from_name(const char *name);
 const char *tr_format_name(tr_format f);
-/* The format names, comma-separated, for messages. */
+/* The format names, comma-separated in the table's order, for messages. */
 const char *tr_format_list(void);
+int tr_format_count(void);                      /* the rows: ids 0 .. count - 1 */
+const tr_format_def *tr_format_get(tr_format f);   /* NULL for an id out of range */
+/* Appends a row (copied; its strings must outlive the process's use of it): a test's
+ * made-up format, or one read by code outside the tree. Returns its id, or -1 with err
+ * (a name taken, a row the reader cannot read, the table full). */
+int tr_format_add(const tr_format_def *def, char *err, size_t errlen);
 
 /* Reads file as format f. Returns 0 with *out (free with tr_free), or -1 with err and
  * *out NULL. w may be NULL (every row). */

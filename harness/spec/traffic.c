@@ -156,7 +156,7 @@ static void tf_parse_trace(tf_ctx *c, const cJSON *j, sc_requests *r, tf_traffic
     static const char *const keys[] = {"file", "format", "requests", "seconds", "time_scale", "length_scale", "max_prompt",
                                        "max_output", NULL};
     if (!cJSON_IsObject(j)) {
-        tf_err(c, p, "expected {\"file\": PATH, \"format\": \"mooncake\" | ..., ...}, got %s", jv_type(j));
+        tf_err(c, p, "expected {\"file\": PATH, \"format\": FORMAT, ...} (FORMAT: %s), got %s", tr_format_list(), jv_type(j));
         return;
     }
     int n0 = c->errs->n;

@@ -3,7 +3,7 @@
  * runs, carried to the worker in its spec, and turned into requests there
  * (harness/child/traffic_gen.h).
  *
- *   "trace": {"file": PATH, "format": "mooncake" | "azure" | "burstgpt" | "sharegpt",
+ *   "trace": {"file": PATH, "format": NAME,          a row of the trace formats' table (trace.h; bench list)
  *             "requests": N, "seconds": S,           the window: first N rows, first S s; a
  *                                                    trace of more than TF_MAX_REQUESTS rows needs one
  *             "time_scale": X,                       replay X times faster (default 1)

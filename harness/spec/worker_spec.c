@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "engines/abi/module.h"
+#include "engines/core/runtime/engine.h"
 #include "engines/core/runtime/sampler.h"
 #include "harness/spec/spec_opts.h"
 #include "harness/spec/traffic.h"
@@ -122,41 +123,15 @@ sc_requests *sv_spec_read(const cJSON *spec, char *err, size_t errlen) {
 
 /* ---- the engine's worker spec (inference and serving) ---- */
 
-typedef enum { WS_STR, WS_INT, WS_NUM, WS_BOOL, WS_REQUESTS, WS_OBJECT, WS_OPTS } ws_type;
-
-enum {
-    WS_IF_SET = 1,      /* written only when set (a string, a number not 0, a boolean not its def); else always */
-    WS_HOOK = 2,        /* a test hook: read only under BENCH_TEST_HOOKS=1 */
-};
-
-/* The fields, in the order they are written. def: an absent number's value when read (an
- * absent string is NULL). */
-static const struct ws_field {
-    const char *name;
-    ws_type type;
-    size_t off;
-    double def;
-    unsigned flags;
-} ws_fields[] = {
+/* The fields, in the order they are written; the axes' are their rows' (scenario.h
+ * sc_axis_def.spec), written where WS_AXES is. */
+static const ws_field ws_fields[] = {
 #define F(name, type, member, def, flags) {name, type, offsetof(ws_engine, member), def, flags}
     F("model", WS_STR, model, 0, 0),
     F("tokenizer", WS_STR, tokenizer, 0, WS_IF_SET),
     F("model_id", WS_STR, model_id, 0, WS_IF_SET),
     F("tokenizer_id", WS_STR, tokenizer_id, 0, WS_IF_SET),
-    F("loader", WS_STR, module[0], 0, 0),
-    F("loader_opts", WS_OPTS, opts[0], 0, 0),
-    F("kv", WS_STR, module[1], 0, 0),
-    F("kv_opts", WS_OPTS, opts[1], 0, 0),
-    F("alloc", WS_STR, module[2], 0, 0),
-    F("alloc_opts", WS_OPTS, opts[2], 0, 0),
-    F("threads", WS_INT, threads, 0, 0),
-    F("device", WS_STR, device, 0, 0),
-    F("device_opts", WS_OPTS, device_opts, 0, 0),
-    F("kernels", WS_STR, kernels, 0, 0),
-    F("kv_cache", WS_STR, kv_cache, 0, 0),
-    /* written only when set: the specs of the default (repacking) variants stay as they were */
-    F("repack", WS_BOOL, repack, 1, WS_IF_SET),
-    F("http", WS_OBJECT, http, 0, WS_IF_SET),
+    {"(axes)", WS_AXES, 0, 0, 0},
     F("bandwidth", WS_BOOL, bandwidth, 0, WS_IF_SET),
     F("ctx", WS_INT, ctx, 0, 0),
     F("requests", WS_REQUESTS, requests, 0, 0),
@@ -173,27 +148,40 @@ static const struct ws_field {
 };
 #define WS_NFIELDS (sizeof(ws_fields) / sizeof(ws_fields[0]))
 
+/* The choice of an axis into its spec field f of w, by f's type (sc_axis_def.spec). */
+static void ws_fill_axis(ws_engine *w, const ws_field *f, const sc_choice *c) {
+    void *p = (char *)w + f->off;
+    switch (f->type) {
+    case WS_STR: *(const char **)p = c->name; break;
+    case WS_INT: case WS_BOOL: *(int *)p = c->ival; break;
+    case WS_OBJECT: *(char **)p = c->opts; break;
+    case WS_OPTS: ((ws_opts *)p)->v = c->typed; break;
+    case WS_CACHE_TYPE:
+        *(sc_cache_type *)p = c->cache_type;
+        w->kv_cache = c->name;
+        break;
+    case WS_NUM: case WS_REQUESTS: case WS_AXES: break;
+    }
+}
+
 void ws_engine_fill(ws_engine *w, const scenario *s, const sc_variant *v) {
     *w = (ws_engine){0};
     w->model = s->model_resolved ? s->model_resolved : s->model_path ? s->model_path : "";
     if (s->tokenizer_path) w->tokenizer = s->tokenizer_resolved ? s->tokenizer_resolved : s->tokenizer_path;
-    static const int fam[] = {SC_AX_LOADER, SC_AX_KV, SC_AX_ALLOC};
-    for (int i = 0; i < 3; i++) {
-        const sc_choice *c = sc_pick(s, v, fam[i]);
-        w->module[i] = c->name;
-        w->opts[i].v = c->typed;
+    for (int a = 0; a < sc_axis_count(); a++) {
+        const sc_axis_def *d = sc_axis_get(a);
+        for (int k = 0; k < 2 && d->spec[k].name; k++) {
+            /* an axis the scenario has no choice on reads as its field's default */
+            if (!s->axes[a].n) {
+                if (d->spec[k].type == WS_INT || d->spec[k].type == WS_BOOL) *(int *)((char *)w + d->spec[k].off) = (int)d->spec[k].def;
+                continue;
+            }
+            ws_fill_axis(w, &d->spec[k], sc_pick(s, v, a));
+        }
     }
-    w->threads = sc_pick(s, v, SC_AX_THREADS)->ival;
-    w->device = sc_device(s, v);
-    w->device_opts.v = *sc_device_opts(s, v);
-    w->kernels = sc_pick(s, v, SC_AX_KERNELS)->name;
-    w->kv_cache = sc_pick(s, v, SC_AX_KV_CACHE)->name;
-    w->repack = !s->axes[SC_AX_REPACK].n || sc_pick(s, v, SC_AX_REPACK)->ival;
+    if (!s->axes[SC_AX_DEVICE].n) w->device = "cpu";
     w->bandwidth = (s->metrics & SC_M_BANDWIDTH) != 0;
     w->ctx = s->ctx;
-    /* an http target: its settings as the scenario gave them (harness/spec/target.h) */
-    const sc_choice *tgt = s->axes[SC_AX_TARGET].n ? sc_pick(s, v, SC_AX_TARGET) : NULL;
-    if (tgt && tgt->opts) w->http = (char *)tgt->opts;
     if (s->requests) {
         w->requests_of = s;
     } else {
@@ -209,49 +197,109 @@ void ws_engine_fill(ws_engine *w, const scenario *s, const sc_variant *v) {
     w->delay_ms = s->delay_ms;
 }
 
+/* Field f of w into j; -1: out of memory. */
+static int ws_write(cJSON *j, const ws_engine *w, const ws_field *f) {
+    const void *p = (const char *)w + f->off;
+    switch (f->type) {
+    case WS_STR: {
+        const char *x = *(const char *const *)p;
+        if (x || !(f->flags & WS_IF_SET)) cJSON_AddStringToObject(j, f->name, x ? x : "");
+        break;
+    }
+    case WS_INT:
+        if (*(const int *)p || !(f->flags & WS_IF_SET)) cJSON_AddNumberToObject(j, f->name, *(const int *)p);
+        break;
+    case WS_NUM:
+        if (*(const double *)p != 0 || !(f->flags & WS_IF_SET)) cJSON_AddNumberToObject(j, f->name, *(const double *)p);
+        break;
+    case WS_BOOL:
+        if (*(const int *)p != (int)f->def || !(f->flags & WS_IF_SET)) cJSON_AddBoolToObject(j, f->name, *(const int *)p);
+        break;
+    case WS_REQUESTS:
+        if (w->requests_of) sv_spec_add(j, w->requests_of);
+        break;
+    case WS_OBJECT: {
+        const char *x = *(char *const *)p;
+        cJSON *o = x ? cJSON_Parse(x) : NULL;
+        if (o) cJSON_AddItemToObject(j, f->name, o);
+        break;
+    }
+    case WS_OPTS: {
+        cJSON *o = so_opts_json(&((const ws_opts *)p)->v);
+        if (!o) return -1;
+        cJSON_AddItemToObject(j, f->name, o);
+        break;
+    }
+    case WS_CACHE_TYPE: {
+        /* the one writer of the typed pair: its text, which ws_read parses back */
+        const sc_cache_type *ct = p;
+        char name[32];
+        engine_cache_type_name(ct->k, ct->v, name, sizeof(name));
+        cJSON_AddStringToObject(j, f->name, name);
+        break;
+    }
+    case WS_AXES:
+        for (int a = 0; a < sc_axis_count(); a++)
+            for (int k = 0; k < 2 && sc_axis_get(a)->spec[k].name; k++)
+                if (ws_write(j, w, &sc_axis_get(a)->spec[k])) return -1;
+        break;
+    }
+    return 0;
+}
+
 cJSON *ws_engine_json(const ws_engine *w) {
     cJSON *j = cJSON_CreateObject();
     if (!j) return NULL;
-    const char *base = (const char *)w;
-    for (size_t i = 0; i < WS_NFIELDS; i++) {
-        const struct ws_field *f = &ws_fields[i];
-        const void *p = base + f->off;
-        switch (f->type) {
-        case WS_STR: {
-            const char *x = *(const char *const *)p;
-            if (x || !(f->flags & WS_IF_SET)) cJSON_AddStringToObject(j, f->name, x ? x : "");
-            break;
+    for (size_t i = 0; i < WS_NFIELDS; i++)
+        if (ws_write(j, w, &ws_fields[i])) {
+            cJSON_Delete(j);
+            return NULL;
         }
-        case WS_INT:
-            if (*(const int *)p || !(f->flags & WS_IF_SET)) cJSON_AddNumberToObject(j, f->name, *(const int *)p);
-            break;
-        case WS_NUM:
-            if (*(const double *)p != 0 || !(f->flags & WS_IF_SET)) cJSON_AddNumberToObject(j, f->name, *(const double *)p);
-            break;
-        case WS_BOOL:
-            if (*(const int *)p != (int)f->def || !(f->flags & WS_IF_SET)) cJSON_AddBoolToObject(j, f->name, *(const int *)p);
-            break;
-        case WS_REQUESTS:
-            if (w->requests_of) sv_spec_add(j, w->requests_of);
-            break;
-        case WS_OBJECT: {
-            const char *x = *(char *const *)p;
-            cJSON *o = x ? cJSON_Parse(x) : NULL;
-            if (o) cJSON_AddItemToObject(j, f->name, o);
-            break;
-        }
-        case WS_OPTS: {
-            cJSON *o = so_opts_json(&((const ws_opts *)p)->v);
-            if (!o) {
-                cJSON_Delete(j);
-                return NULL;
-            }
-            cJSON_AddItemToObject(j, f->name, o);
-            break;
-        }
-        }
-    }
     return j;
+}
+
+/* Field f of the spec j into w; 0, or -1 with err. */
+static int ws_read(const cJSON *j, ws_engine *w, const ws_field *f, int hooked, char *err, size_t errlen) {
+    void *p = (char *)w + f->off;
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, f->name);
+    if ((f->flags & WS_HOOK) && !hooked) return 0;
+    switch (f->type) {
+    case WS_STR: *(const char **)p = cJSON_IsString(x) ? x->valuestring : NULL; break;
+    case WS_INT: *(int *)p = (int)(cJSON_IsNumber(x) ? x->valuedouble : f->def); break;
+    case WS_NUM: *(double *)p = cJSON_IsNumber(x) ? x->valuedouble : f->def; break;
+    case WS_BOOL: *(int *)p = cJSON_IsBool(x) ? cJSON_IsTrue(x) : (int)f->def; break;
+    case WS_REQUESTS:
+        w->requests = sv_spec_read(j, err, errlen);
+        if (!w->requests && err && err[0]) return -1;
+        break;
+    case WS_OBJECT:
+        if (cJSON_IsObject(x) && !(*(char **)p = cJSON_PrintUnformatted(x))) {
+            snprintf(err, errlen, "out of memory reading %s", f->name);
+            return -1;
+        }
+        break;
+    case WS_OPTS: {
+        ws_opts *o = p;
+        if (so_opts_read(j, f->name, &o->v, &o->mem, err, errlen)) return -1;
+        break;
+    }
+    case WS_CACHE_TYPE: {
+        /* the one reader of the typed pair; absent: an f32 cache */
+        sc_cache_type *ct = p;
+        char e[256];
+        *ct = (sc_cache_type){BENCH_F32, BENCH_F32};
+        w->kv_cache = cJSON_IsString(x) ? x->valuestring : NULL;
+        if (w->kv_cache && engine_parse_cache_type(w->kv_cache, &ct->k, &ct->v, e, sizeof(e)))
+            return bench_errf(err, errlen, "worker spec: %s: %s", f->name, e);
+        break;
+    }
+    case WS_AXES:
+        for (int a = 0; a < sc_axis_count(); a++)
+            for (int k = 0; k < 2 && sc_axis_get(a)->spec[k].name; k++)
+                if (ws_read(j, w, &sc_axis_get(a)->spec[k], hooked, err, errlen)) return -1;
+        break;
+    }
+    return 0;
 }
 
 int ws_engine_read(const cJSON *j, ws_engine *w, char *err, size_t errlen) {
@@ -260,34 +308,8 @@ int ws_engine_read(const cJSON *j, ws_engine *w, char *err, size_t errlen) {
     /* the test hooks act only where the test suite asked for them */
     const char *hooks = getenv("BENCH_TEST_HOOKS");
     int hooked = hooks && !strcmp(hooks, "1");
-    char *base = (char *)w;
-    for (size_t i = 0; i < WS_NFIELDS; i++) {
-        const struct ws_field *f = &ws_fields[i];
-        void *p = base + f->off;
-        const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, f->name);
-        if ((f->flags & WS_HOOK) && !hooked) continue;
-        switch (f->type) {
-        case WS_STR: *(const char **)p = cJSON_IsString(x) ? x->valuestring : NULL; break;
-        case WS_INT: *(int *)p = (int)(cJSON_IsNumber(x) ? x->valuedouble : f->def); break;
-        case WS_NUM: *(double *)p = cJSON_IsNumber(x) ? x->valuedouble : f->def; break;
-        case WS_BOOL: *(int *)p = cJSON_IsBool(x) ? cJSON_IsTrue(x) : (int)f->def; break;
-        case WS_REQUESTS:
-            w->requests = sv_spec_read(j, err, errlen);
-            if (!w->requests && err && err[0]) return -1;
-            break;
-        case WS_OBJECT:
-            if (cJSON_IsObject(x) && !(*(char **)p = cJSON_PrintUnformatted(x))) {
-                snprintf(err, errlen, "out of memory reading %s", f->name);
-                return -1;
-            }
-            break;
-        case WS_OPTS: {
-            ws_opts *o = p;
-            if (so_opts_read(j, f->name, &o->v, &o->mem, err, errlen)) return -1;
-            break;
-        }
-        }
-    }
+    for (size_t i = 0; i < WS_NFIELDS; i++)
+        if (ws_read(j, w, &ws_fields[i], hooked, err, errlen)) return -1;
     return 0;
 }
 

@@ -13,47 +13,9 @@
 #include <stddef.h>
 
 #include "harness/spec/scenario.h"
+#include "harness/spec/ws_types.h"
 
 struct cJSON;
-
-/* A module's options in the spec, typed (spec_opts.h): the scenario's checked values where
- * the parent fills it; where the worker reads it, values pointing into the JSON, in an array
- * the spec owns (mem, freed by ws_engine_free). */
-typedef struct ws_opts {
-    bench_opts v;
-    bench_opt *mem;
-} ws_opts;
-
-/* An engine worker spec, typed. Strings are borrowed: from the scenario where the parent
- * fills it (ws_engine_fill), from the parsed JSON where the worker reads it (ws_engine_read). */
-typedef struct ws_engine {
-    const char *model, *tokenizer;
-    const char *model_id, *tokenizer_id;        /* "dev:ino" bench run read, or NULL (confine.h) */
-    const char *module[3];                      /* loader, kv, alloc */
-    ws_opts opts[3];                            /* their options */
-    int threads;
-    const char *device;                         /* NULL: cpu */
-    ws_opts device_opts;
-    const char *kernels;                        /* CPU kernel family; NULL: auto */
-    const char *kv_cache;                       /* the KV cache types ("q8_0", "q8_0/f16"); NULL: f32 */
-    int repack;                                 /* 1, the default: Q4_0 rearranged at load where the kernels decode it
-                                                 * natively; 0: the file's layout (engine.h engine_repack) */
-    /* an http target's settings as JSON text (harness/child/http_worker.h); NULL: the engine.
-     * ws_engine_fill points it at the scenario's text; ws_engine_read mallocs it (the reader frees) */
-    char *http;
-    int bandwidth;                              /* measure decode's read bound after the run (metric "bandwidth") */
-    int ctx;
-    const char *prompt;                         /* one sequence: prompt, or prompt_tokens; then generate */
-    int prompt_tokens, generate;
-    double seed, temperature, topp;
-    const char *module_dir;
-    const char *fault;                          /* test hooks: read only under BENCH_TEST_HOOKS=1 */
-    int delay_ms;
-    /* a serving run: the scenario's requests where the parent writes ("requests", sv_spec_add),
-     * the spec's where the worker reads (sv_spec_read; owned, sc_requests_free) */
-    const scenario *requests_of;
-    sc_requests *requests;
-} ws_engine;
 
 /* The spec of variant v of s. */
 void ws_engine_fill(ws_engine *w, const scenario *s, const sc_variant *v);

@@ -74,7 +74,7 @@ enum { TOKEN_NORMAL = 1, TOKEN_UNKNOWN = 2, TOKEN_CONTROL = 3, TOKEN_USER = 4, T
 #define MODEL_MAX_LAYERS 1024
 
 /* The Unicode normalization a tokenizer.json's normalizer asks for (NFC, NFD, NFKC, NFKD, or
- * a Sequence of them), applied to the text before it is split (runtime/tokenizer.c). */
+ * a Sequence of them), applied to the text before it is split (tokenizer/tokenizer.c). */
 typedef enum model_norm { MODEL_NORM_NONE = 0, MODEL_NORM_NFC, MODEL_NORM_NFD, MODEL_NORM_NFKC, MODEL_NORM_NFKD } model_norm;
 const char *model_norm_name(model_norm n);     /* "none", "NFC", ... */
 
@@ -92,7 +92,7 @@ typedef struct model_vocab {
     int32_t *types;         /* (n) TOKEN_* (NORMAL when the format has none) */
     int bos, eos, unk;      /* -1 when unknown */
     int add_space_prefix;   /* SentencePiece adds a leading space to the text */
-    /* Which tokenizer (engines/core/runtime/tokenizer.c dispatches on it): */
+    /* Which tokenizer (engines/core/tokenizer/tokenizer.c dispatches on it): */
     char *model;            /* tokenizer.ggml.model: "llama" (SentencePiece), "gpt2" (byte-level
                              * BPE), ...; NULL when the source does not say */
     char *pre;              /* tokenizer.ggml.pre: the BPE pre-tokenizer family; NULL when absent */

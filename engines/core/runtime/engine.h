@@ -10,7 +10,7 @@
 
 #include "engines/core/model/model.h"
 #include "sampler.h"
-#include "tokenizer.h"
+#include "engines/core/tokenizer/tokenizer.h"
 #include "engines/abi/dtype.h"
 #include "engines/abi/module.h"
 

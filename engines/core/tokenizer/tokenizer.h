@@ -9,7 +9,7 @@
 #define BENCH_TOKENIZER_H
 
 #include "engines/core/model/model.h"
-#include "engines/core/runtime/bpe.h"  /* TOK_ERR_TOO_MANY */
+#include "engines/core/tokenizer/bpe.h"  /* TOK_ERR_TOO_MANY */
 
 typedef struct tokenizer tokenizer;
 
