@@ -156,7 +156,8 @@ static const struct ws_field {
     F("kv_cache", WS_STR, kv_cache, 0, 0),
     /* written only when set: the specs of the default (repacking) variants stay as they were */
     F("repack", WS_BOOL, repack, 1, WS_IF_SET),
-    F("http", WS_OBJECT, http, 0, WS_IF_SET),
+    F("target", WS_STR, target, 0, WS_IF_SET),
+    F("target_opts", WS_OBJECT, target_opts, 0, WS_IF_SET),
     F("bandwidth", WS_BOOL, bandwidth, 0, WS_IF_SET),
     F("ctx", WS_INT, ctx, 0, 0),
     F("requests", WS_REQUESTS, requests, 0, 0),
@@ -191,9 +192,10 @@ void ws_engine_fill(ws_engine *w, const scenario *s, const sc_variant *v) {
     w->repack = !s->axes[SC_AX_REPACK].n || sc_pick(s, v, SC_AX_REPACK)->ival;
     w->bandwidth = (s->metrics & SC_M_BANDWIDTH) != 0;
     w->ctx = s->ctx;
-    /* an http target: its settings as the scenario gave them (harness/spec/target.h) */
+    /* the target by name, its settings as the scenario gave them (harness/spec/target.h) */
     const sc_choice *tgt = s->axes[SC_AX_TARGET].n ? sc_pick(s, v, SC_AX_TARGET) : NULL;
-    if (tgt && tgt->opts) w->http = (char *)tgt->opts;
+    if (tgt && strcmp(tgt->name, "engine")) w->target = tgt->name;
+    if (tgt && tgt->opts) w->target_opts = (char *)tgt->opts;
     if (s->requests) {
         w->requests_of = s;
     } else {
@@ -294,8 +296,8 @@ int ws_engine_read(const cJSON *j, ws_engine *w, char *err, size_t errlen) {
 void ws_engine_free(ws_engine *w) {
     sc_requests_free(w->requests);
     w->requests = NULL;
-    free(w->http);
-    w->http = NULL;
+    free(w->target_opts);
+    w->target_opts = NULL;
     for (int i = 0; i < 4; i++) {
         ws_opts *o = i < 3 ? &w->opts[i] : &w->device_opts;
         free(o->mem);

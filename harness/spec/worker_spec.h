@@ -38,9 +38,11 @@ typedef struct ws_engine {
     const char *kv_cache;                       /* the KV cache types ("q8_0", "q8_0/f16"); NULL: f32 */
     int repack;                                 /* 1, the default: Q4_0 rearranged at load where the kernels decode it
                                                  * natively; 0: the file's layout (engine.h engine_repack) */
-    /* an http target's settings as JSON text (harness/child/http_worker.h); NULL: the engine.
+    /* the target (harness/child/targets.h) by name; NULL: "engine", the default, and not written */
+    const char *target;
+    /* its settings as JSON text (an http target's: harness/spec/target.h); NULL: none.
      * ws_engine_fill points it at the scenario's text; ws_engine_read mallocs it (the reader frees) */
-    char *http;
+    char *target_opts;
     int bandwidth;                              /* measure decode's read bound after the run (metric "bandwidth") */
     int ctx;
     const char *prompt;                         /* one sequence: prompt, or prompt_tokens; then generate */
@@ -63,7 +65,7 @@ struct cJSON *ws_engine_json(const ws_engine *w);
  * only under BENCH_TEST_HOOKS=1). 0, or -1 with err (malformed requests or options); free
  * what it read with ws_engine_free, either way. */
 int ws_engine_read(const struct cJSON *j, ws_engine *w, char *err, size_t errlen);
-/* Frees what ws_engine_read allocated (requests, http, the options' arrays) and zeroes them. */
+/* Frees what ws_engine_read allocated (requests, target_opts, the options' arrays) and zeroes them. */
 void ws_engine_free(ws_engine *w);
 
 /* The engine worker spec of one variant (JSON text; the caller frees it). */
