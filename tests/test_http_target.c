@@ -150,6 +150,53 @@ static int has_metric(const cJSON *p, const char *name) {
     return cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(p, "metrics"), name));
 }
 
+/* The per-request export of a run (its variant and repetition, process 0), every line
+ * parsed and checked for the fields every target writes; the lines' count. */
+static int load_requests(fx *f, const char *name, const cJSON *run, const char *target, cJSON **lines, int max) {
+    char p[800];
+    snprintf(p, sizeof(p), "%s/out_%s/timelines/v%d-r%d-p0-requests.jsonl", f->tmp, name,
+             cJSON_GetObjectItemCaseSensitive(run, "variant")->valueint, cJSON_GetObjectItemCaseSensitive(run, "repetition")->valueint);
+    FILE *j = fopen(p, "r");
+    if (!j) fail_msg("%s: no per-request export", p);
+    char *line = NULL;
+    size_t cap = 0;
+    int n = 0;
+    static const char *const num[] = {"id", "arrival_ms", "sent_ms", "end_ms", "prompt_tokens", "output_tokens"};
+    while (getline(&line, &cap, j) > 0) {
+        cJSON *x = cJSON_Parse(line);
+        if (!x) fail_msg("%s: line %d is not JSON: %s", p, n + 1, line);
+        for (size_t k = 0; k < sizeof(num) / sizeof(num[0]); k++)
+            if (!cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(x, num[k]))) fail_msg("%s: line %d has no number %s", p, n + 1, num[k]);
+        assert_string_equal(cJSON_GetObjectItemCaseSensitive(x, "target")->valuestring, target);
+        assert_non_null(cJSON_GetObjectItemCaseSensitive(x, "failure"));
+        assert_non_null(cJSON_GetObjectItemCaseSensitive(x, "output_tokens_reported"));
+        assert_non_null(cJSON_GetObjectItemCaseSensitive(x, "prompt_tokens_reported"));
+        if (n < max) lines[n] = x;
+        else cJSON_Delete(x);
+        n++;
+    }
+    free(line);
+    fclose(j);
+    return n;
+}
+
+static double jnum(const cJSON *o, const char *k) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    if (!cJSON_IsNumber(v)) fail_msg("no number %s", k);
+    return v->valuedouble;
+}
+
+/* A request that succeeded: its token times run from its first token to its end, in order. */
+static void expect_token_times(const cJSON *x, int n_tok) {
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(x, "token_ms");
+    assert_true(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(x, "failure")));
+    assert_int_equal(cJSON_GetArraySize(t), n_tok);
+    assert_float_equal(cJSON_GetArrayItem(t, 0)->valuedouble, jnum(x, "first_token_ms"), 1e-9);
+    for (int k = 1; k < n_tok; k++) assert_true(cJSON_GetArrayItem(t, k)->valuedouble >= cJSON_GetArrayItem(t, k - 1)->valuedouble);
+    assert_true(jnum(x, "end_ms") >= cJSON_GetArrayItem(t, n_tok - 1)->valuedouble);
+    assert_true(jnum(x, "first_token_ms") >= jnum(x, "sent_ms") && jnum(x, "sent_ms") >= jnum(x, "arrival_ms"));
+}
+
 static void expect_oracle_ids(fx *f, const cJSON *p, const char *what) {
     const cJSON *ids = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(p, "tokens"), "id");
     int n = cJSON_GetArraySize(ids);
@@ -197,7 +244,49 @@ static void test_launched_oracle(void **state) {
     const cJSON *reqs = cJSON_GetObjectItemCaseSensitive(h, "requests");
     assert_int_equal(cJSON_GetArraySize(reqs), 1);
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(reqs, 0), "tokens_ms")), f->n_want - 5);
+    /* one sequence, one line on either target: its lengths are results.json's, its first token the TTFT's */
+    const char *labels[] = {"engine", "serve"}, *targets[] = {"engine", "http"};
+    for (int k = 0; k < 2; k++) {
+        const cJSON *p = proc0(run_of(doc, labels[k]));
+        cJSON *x = NULL;
+        assert_int_equal(load_requests(f, "oracle", run_of(doc, labels[k]), targets[k], &x, 1), 1);
+        assert_int_equal(jnum(x, "output_tokens"), f->n_want - 5);
+        assert_int_equal(jnum(x, "output_tokens_reported"), f->n_want - 5);
+        assert_int_equal(jnum(x, "prompt_tokens"), cJSON_GetObjectItemCaseSensitive(p, "prompt_tokens")->valueint);
+        assert_int_equal(jnum(x, "prompt_tokens_reported"), jnum(x, "prompt_tokens"));
+        expect_token_times(x, f->n_want - 5);
+        assert_float_equal(jnum(x, "first_token_ms") - jnum(x, "sent_ms"), pmetric(p, "ttft_ms"), 0.01);
+        cJSON_Delete(x);
+    }
     cJSON_Delete(doc);
+}
+
+/* The per-request export of a serving run: a line per request, its fields results.json's. */
+static void expect_serving_requests(fx *f, const cJSON *doc, const char *label, const char *target) {
+    const cJSON *run = run_of(doc, label), *p = proc0(run);
+    const cJSON *sreq = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(p, "serve"), "requests");
+    int n = (int)pmetric(p, "serve_requests");
+    cJSON *x[16] = {0};
+    assert_true(n >= 1 && n <= 16);
+    assert_int_equal(load_requests(f, "serving", run, target, x, 16), n);
+    double out = 0, prompt = 0;
+    for (int i = 0; i < n; i++) {
+        /* in the order results.json's columns have them: the order they ended */
+        assert_int_equal(jnum(x[i], "id"), cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(sreq, "id"), i)->valueint);
+        int n_out = (int)jnum(x[i], "output_tokens");
+        assert_int_equal(n_out, cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(sreq, "output_tokens"), i)->valueint);
+        assert_int_equal(jnum(x[i], "output_tokens_reported"), n_out);
+        assert_int_equal(jnum(x[i], "prompt_tokens"), cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(sreq, "prompt_tokens"), i)->valueint);
+        assert_int_equal(jnum(x[i], "prompt_tokens_reported"), jnum(x[i], "prompt_tokens"));
+        expect_token_times(x[i], n_out);
+        double ttft = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(sreq, "ttft_ms"), i)->valuedouble;
+        assert_float_equal(jnum(x[i], "first_token_ms") - jnum(x[i], "arrival_ms"), ttft, 0.01);
+        out += n_out;
+        prompt += jnum(x[i], "prompt_tokens");
+        cJSON_Delete(x[i]);
+    }
+    assert_float_equal(out, pmetric(p, "serve_output_tokens"), 0);
+    assert_float_equal(prompt, pmetric(p, "serve_prompt_tokens"), 0);
 }
 
 static void test_serving_workload(void **state) {
@@ -207,8 +296,8 @@ static void test_serving_workload(void **state) {
     cJSON *doc = run(f, "serving", &rc,
                      "\"workload\": {\"ctx\": 96, \"requests\": {\"count\": 5, \"prompt_len\": {\"uniform\": [4, 20]}, "
                      "\"output_len\": {\"uniform\": [4, 16]}, \"kv_budget\": {\"tokens\": 500}, \"seed\": 9}}, "
-                     "\"target\": {\"label\": \"serve\", \"http\": {\"url\": \"http://127.0.0.1:{port}\", "
-                     SERVE_LAUNCH(", \"--ctx\", \"96\"") ", \"ready_timeout_s\": 60, \"request_timeout_s\": 60, \"concurrency\": 3}}");
+                     "\"matrix\": {\"target\": [\"engine\", {\"label\": \"serve\", \"http\": {\"url\": \"http://127.0.0.1:{port}\", "
+                     SERVE_LAUNCH(", \"--ctx\", \"96\"") ", \"ready_timeout_s\": 60, \"request_timeout_s\": 60, \"concurrency\": 3}}]}");
     assert_int_equal(rc, 0);
     const cJSON *p = proc0(run_of(doc, "serve"));
     assert_int_equal(pmetric(p, "serve_requests"), 5);
@@ -226,6 +315,8 @@ static void test_serving_workload(void **state) {
     cJSON_ArrayForEach(r, hreq) arrivals += cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r, "tokens_ms"));
     assert_int_equal(arrivals, total);
     assert_int_equal(pmetric(p, "serve_output_tokens"), total);
+    expect_serving_requests(f, doc, "engine", "engine");
+    expect_serving_requests(f, doc, "serve", "http");
     cJSON_Delete(doc);
 }
 
@@ -407,6 +498,16 @@ static void test_lying_servers(void **state) {
         const char *why = cJSON_GetObjectItemCaseSensitive(p, "reason")->valuestring;
         const cJSON *h = cJSON_GetObjectItemCaseSensitive(p, "http");
         const cJSON *failed = cJSON_GetObjectItemCaseSensitive(h, "failed"), *by = cJSON_GetObjectItemCaseSensitive(h, "failed_by_kind");
+        /* the one request's line, failed or not, with its kind */
+        cJSON *x = NULL;
+        assert_int_equal(load_requests(f, "liars", r, "http", &x, 1), 1);
+        const cJSON *fk = cJSON_GetObjectItemCaseSensitive(x, "failure");
+        if (l[i].kind ? !cJSON_IsString(fk) || strcmp(fk->valuestring, l[i].kind) : !cJSON_IsNull(fk))
+            fail_msg("%s: requests.jsonl failure %s, want %s", l[i].label, cJSON_IsString(fk) ? fk->valuestring : "null",
+                     l[i].kind ? l[i].kind : "null");
+        if (l[i].kind && !strstr(cJSON_GetObjectItemCaseSensitive(x, "message")->valuestring, l[i].needle))
+            fail_msg("%s: requests.jsonl message lacks \"%s\"", l[i].label, l[i].needle);
+        cJSON_Delete(x);
         if (!l[i].kind) {
             if (strcmp(st, "ok") || cJSON_GetArraySize(failed)) fail_msg("%s: status %s (%s), want ok", l[i].label, st, why);
             continue;

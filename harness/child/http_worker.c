@@ -244,6 +244,25 @@ static int hw_wait_ready(pid_t pid, const char *url, double timeout_s, char *err
  * The requests' results as events
  * ====================================================================== */
 
+/* Every request's figures, ok or failed, for the per-request export (events.h REQ_END). */
+static void hw_req_end(const hw_ctx *c, int i, const hc_result *r) {
+    bench_event ev;
+    memset(&ev, 0, sizeof(ev));
+    ev.type = BENCH_EV_REQ_END;
+    ev.t_ns = r->end_ns ? r->end_ns : hw_now();
+    ev.a = i;
+    ev.b = r->err;
+    ev.x[BENCH_RE_ARRIVAL_NS] = c->t0 + c->reqs[i].arrival_ns;
+    ev.x[BENCH_RE_SENT_NS] = r->sent_ns;
+    ev.x[BENCH_RE_FIRST_NS] = r->first_ns;
+    ev.x[BENCH_RE_PROMPT] = c->reqs[i].n_prompt;
+    ev.x[BENCH_RE_PROMPT_REPORTED] = r->usage_prompt;
+    ev.x[BENCH_RE_OUTPUT] = r->n_tokens;
+    ev.x[BENCH_RE_OUTPUT_REPORTED] = r->usage_completion;
+    ev.x[BENCH_RE_HTTP_STATUS] = r->http_status;
+    c->sink->send(c->sink->user, &ev);
+}
+
 static void hw_on_done(void *user, int i, const hc_result *r) {
     hw_ctx *c = user;
     const sv_sink *k = c->sink;
@@ -251,6 +270,7 @@ static void hw_on_done(void *user, int i, const hc_result *r) {
     int aligned = r->n_ids == r->n_arrivals;
     for (int a = 0; a < r->n_arrivals; a++)
         hw_send(k, BENCH_EV_REQ_TOKEN, 0, r->arrival_ns[a], i, aligned ? r->ids[a] : -1, NULL);
+    hw_req_end(c, i, r);
     if (r->err) {
         c->n_failed++;
         c->fail_kind[r->err]++;

@@ -63,8 +63,9 @@ static void wk_callgrind_mark(uint32_t type) {
 static const char *wk_type_name(uint32_t t) {
     static const char *n[] = {"?", "hello", "load_start", "load_end", "prefill_start", "prefill_end",
                               "decode_start", "token", "decode_end", "counter", "done", "error", "region",
-                              "serve_start", "kv_sample", "request", "serve_end", "target", "req_token", "req_fail"};
-    return t <= BENCH_EV_REQ_FAIL ? n[t] : "?";
+                              "serve_start", "kv_sample", "request", "serve_end", "req_tokens", "target", "req_token", "req_fail",
+                              "req_end"};
+    return t <= BENCH_EV_REQ_END ? n[t] : "?";
 }
 
 /* Writes one event; with BENCH_EV_ACK, waits until the parent has taken its snapshot.
@@ -77,7 +78,9 @@ static int wk_write(wk_ctx *c, const bench_event *ev) {
         if (c->ev_fd < 0) return 0;
     }
     if (c->ev_fd < 0) {
-        if (type == BENCH_EV_TOKEN || type == BENCH_EV_KV_SAMPLE || type == BENCH_EV_REQUEST || type == BENCH_EV_REQ_TOKEN) return 0;
+        if (type == BENCH_EV_TOKEN || type == BENCH_EV_KV_SAMPLE || type == BENCH_EV_REQUEST || type == BENCH_EV_REQ_TOKEN ||
+            type == BENCH_EV_REQ_TOKENS || type == BENCH_EV_REQ_END)
+            return 0;
         fprintf(stderr, "%9.3f ms  %-13s", (double)(ev->t_ns - c->t0) * 1e-6, wk_type_name(type));
         if (type == BENCH_EV_COUNTER) fprintf(stderr, " %s = %g %s", ev->name, ev->value, ev->unit);
         if (type == BENCH_EV_PREFILL_END) fprintf(stderr, " %lld prompt tokens", (long long)ev->a);

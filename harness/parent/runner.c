@@ -383,6 +383,16 @@ static void rn_event(rn_proc *p, const bench_event *ev) {
         snprintf(f->msg, sizeof(f->msg), "%.*s", (int)sizeof(ev->name) - 1, ev->name);
         break;
     }
+    case BENCH_EV_REQ_END: {
+        if (UT_VEC_RESERVE(p->rend, p->cap_rend, p->n_rend + 1)) break;
+        const int64_t *x = ev->x;
+        p->rend[p->n_rend++] = (rn_req_end){
+            .req = ev->a, .kind = ev->b, .arrival_ns = x[BENCH_RE_ARRIVAL_NS], .sent_ns = x[BENCH_RE_SENT_NS],
+            .first_ns = x[BENCH_RE_FIRST_NS], .end_ns = ev->t_ns, .prompt = x[BENCH_RE_PROMPT],
+            .prompt_reported = x[BENCH_RE_PROMPT_REPORTED], .output = x[BENCH_RE_OUTPUT],
+            .output_reported = x[BENCH_RE_OUTPUT_REPORTED], .http_status = x[BENCH_RE_HTTP_STATUS]};
+        break;
+    }
     case BENCH_EV_ERROR:
         rn_setf(p->reason, sizeof(p->reason), "worker: %.*s", (int)sizeof(ev->name) - 1, ev->name);
         p->err_code = (int)ev->a;
@@ -558,6 +568,7 @@ static void rn_run_free(rn_run *run) {
         free(p->reqs);
         free(p->rtok);
         free(p->rfail);
+        free(p->rend);
     }
     free(run->procs);
     run->procs = NULL;

@@ -97,6 +97,14 @@ typedef struct rn_req_fail {
     char msg[224];          /* as the event carries it (events.h) */
 } rn_req_fail;
 
+/* An http target's request as it ended, ok or failed (events.h: REQ_END). */
+typedef struct rn_req_end {
+    int64_t req, kind;                          /* kind: HC_OK or HC_ERR_* (harness/net/httpc.h) */
+    int64_t arrival_ns, sent_ns, first_ns, end_ns;  /* CLOCK_MONOTONIC; sent_ns, first_ns 0: never */
+    int64_t prompt, prompt_reported, output, output_reported;  /* tokens counted, and the server's usage (-1: none) */
+    int64_t http_status;                        /* 0: no answer */
+} rn_req_end;
+
 typedef struct rn_counter {
     char name[96], unit[16];
     double value;
@@ -137,6 +145,8 @@ typedef struct rn_proc {
     rn_req_token *rtok;             /* (n_rtok) every token's arrival, request by request */
     int n_rfail;
     rn_req_fail *rfail;             /* (n_rfail) */
+    int n_rend, cap_rend;
+    rn_req_end *rend;               /* (n_rend) every request, in the order they ended */
     rn_snap snap[RN_PH_COUNT];
     int waiting;                    /* phase whose ack it waits for, or -1 */
     int eof, reaped, killed_by_us;
