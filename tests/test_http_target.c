@@ -13,6 +13,8 @@
  *     event's JSON, text/html, a redirect, an empty 200, terminal escapes in an error body:
  *     each a failed request of its kind, counted in results.json, the repetition failed; a
  *     server that keeps the connection open after [DONE] is a success;
+ *   - the per-request export (timelines/v<V>-r<R>-p<P>-requests.jsonl) of the engine and the http target alike;
+ *   - memory "tree": a launched server's two children of known size summed into its figures;
  *   - the scenario's target field validated, every error naming the field; bench serve's usage errors.
  * Every wait is bounded (ready_timeout_s, request_timeout_s, the scenario's timeout_s). */
 #include <stdarg.h>
@@ -24,10 +26,13 @@
 #include <cJSON.h>
 #include <errno.h>
 #include <libgen.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -548,6 +553,87 @@ static void test_lying_servers(void **state) {
     cJSON_Delete(doc);
 }
 
+/* The memory holder test_memory_tree launches (this binary, "--hold MIB FIFO"): touches MIB
+ * MiB of its own, says so on FIFO, and waits until its parent (the server) dies, 120 s at most. */
+static int hold_main(const char *mib_text, const char *fifo) {
+    pid_t parent = getppid();
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent) return 1;
+    size_t n = (size_t)atoi(mib_text) << 20;
+    char *m = n ? mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) : MAP_FAILED;
+    if (m == MAP_FAILED) return 1;
+    memset(m, 1, n);
+    FILE *o = fopen(fifo, "w");
+    if (!o) return 1;
+    fputs("touched\n", o);
+    fclose(o);
+    alarm(120);
+    for (;;) pause();
+}
+
+/* memory "tree": a launched server with two children of 32 and 48 MiB touched (sh forks them,
+ * then execs bench serve in its own pid): the figures are the three processes' sums, each
+ * listed; the same server measured alone ("process") holds far less. */
+static void test_memory_tree(void **state) {
+    fx *f = *state;
+    NEED(f);
+    char self[512];
+    ssize_t sl = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    assert_true(sl > 0);
+    self[sl] = 0;
+    /* the server starts once both children have touched their memory (sh's read, a builtin:
+     * no other process in the tree), so every snapshot from the load on sees all of it */
+    char fifo[2][600];
+    for (int i = 0; i < 2; i++) {
+        snprintf(fifo[i], sizeof(fifo[i]), "%s/held%d", f->tmp, i);
+        unlink(fifo[i]);
+        assert_int_equal(mkfifo(fifo[i], 0600), 0);
+    }
+#define TREE_TARGET(label, memory)                                                                                      \
+    "{\"label\": \"" label "\", \"http\": {\"url\": \"http://127.0.0.1:{port}\", \"memory\": \"" memory "\", "              \
+    "\"launch\": [\"/bin/sh\", \"-c\", \"'%s' --hold 32 '%s' & '%s' --hold 48 '%s' & read a < '%s' && read b < '%s' && "      \
+    "exec '{bench}' serve --model '{model}' --tokenizer '{tokenizer}' --port {port} --threads 1\"], "                        \
+    "\"ready_timeout_s\": 60, \"request_timeout_s\": 60}}"
+    int rc;
+    cJSON *doc = run(f, "tree", &rc, "\"workload\": {\"prompt_tokens\": 8, \"generate\": 12}, \"metrics\": [\"pss\", \"timeline\"], "
+                     "\"matrix\": {\"target\": [" TREE_TARGET("tree", "tree") ", " TREE_TARGET("alone", "process") "]}",
+                     self, fifo[0], self, fifo[1], fifo[0], fifo[1], self, fifo[0], self, fifo[1], fifo[0], fifo[1]);
+#undef TREE_TARGET
+    assert_int_equal(rc, 0);
+    const cJSON *p = proc0(run_of(doc, "tree")), *alone = proc0(run_of(doc, "alone"));
+    const cJSON *h = cJSON_GetObjectItemCaseSensitive(p, "http"), *tree = cJSON_GetObjectItemCaseSensitive(h, "tree");
+    assert_non_null(tree);
+    assert_null(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(alone, "http"), "tree"));
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(tree, "root")->valueint, cJSON_GetObjectItemCaseSensitive(h, "server_pid")->valueint);
+    /* the server and its two children, the server first */
+    const cJSON *procs = cJSON_GetObjectItemCaseSensitive(tree, "processes");
+    assert_int_equal(cJSON_GetArraySize(procs), 3);
+    const cJSON *root = cJSON_GetArrayItem(procs, 0);
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(root, "pid")->valueint, cJSON_GetObjectItemCaseSensitive(tree, "root")->valueint);
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(root, "comm")->valuestring, "bench");
+    /* each child's own touched pages, in its RSS and whole in its PSS (neither knows which is which) */
+    double rss[2], pss[2];
+    for (int i = 0; i < 2; i++) {
+        rss[i] = jnum(cJSON_GetArrayItem(procs, i + 1), "peak_rss_kib");
+        pss[i] = jnum(cJSON_GetArrayItem(procs, i + 1), "peak_pss_kib");
+    }
+    fprintf(stderr, "memory tree: children peak RSS %.0f, %.0f KiB, PSS %.0f, %.0f KiB; tree peak RSS %.0f, PSS %.0f KiB; "
+            "the server alone %.1f MiB\n", rss[0], rss[1], pss[0], pss[1], jnum(tree, "peak_rss_kib"), jnum(tree, "peak_pss_kib"),
+            pmetric(alone, "peak_rss_mib"));
+    assert_true(fmin(rss[0], rss[1]) >= 32 * 1024.0 && fmax(rss[0], rss[1]) >= 48 * 1024.0);
+    assert_true(fmin(pss[0], pss[1]) >= 32 * 1024.0 && fmax(pss[0], pss[1]) >= 48 * 1024.0);
+    /* the tree's peak is the three together; the server alone is well below the children's 80 MiB */
+    double sum = (32 + 48) * 1024.0;
+    assert_true(jnum(tree, "peak_rss_kib") >= sum);
+    assert_true(jnum(tree, "peak_pss_kib") >= sum);
+    assert_true(pmetric(p, "peak_rss_mib") >= 80);
+    assert_true(pmetric(p, "pss_end_mib") >= 80);
+    assert_true(pmetric(p, "rss_end_mib") >= 80);
+    assert_true(pmetric(alone, "peak_rss_mib") < pmetric(p, "peak_rss_mib") - 70);
+    /* the tree's faults, summed as its memory is: the children's pages faulted in after the start */
+    assert_true(has_metric(p, "minflt_workload"));
+    cJSON_Delete(doc);
+}
+
 /* The target field's errors, each naming its path. */
 static void test_target_validation(void **state) {
     fx *f = *state;
@@ -567,6 +653,8 @@ static void test_target_validation(void **state) {
         {"{\"http\": {\"url\": \"http://h\", \"concurency\": 1}}", ".target.http.concurency: unknown key"},
         {"{\"label\": \"a b\", \"http\": {\"url\": \"http://h\"}}", ".target.label: expected a name"},
         {"{\"labl\": \"x\", \"http\": {\"url\": \"http://h\"}}", ".target.labl: unknown key"},
+        {"{\"http\": {\"url\": \"http://h\", \"pid\": 5, \"memory\": \"all\"}}", ".target.http.memory: expected \"process\""},
+        {"{\"http\": {\"url\": \"http://h\", \"memory\": \"tree\"}}", ".target.http.memory: \"tree\" sums the server's process tree"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         char text[2048];
@@ -610,7 +698,8 @@ static void test_serve_cli(void **state) {
     assert_int_equal(tu_bench(NULL, "serve --help >/dev/null"), 0);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    if (argc == 4 && !strcmp(argv[1], "--hold")) return hold_main(argv[2], argv[3]);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_target_validation),
         cmocka_unit_test(test_serve_cli),
@@ -619,6 +708,7 @@ int main(void) {
         cmocka_unit_test(test_running_server),
         cmocka_unit_test(test_faults),
         cmocka_unit_test(test_lying_servers),
+        cmocka_unit_test(test_memory_tree),
     };
     return cmocka_run_group_tests_name("http target", tests, setup, teardown);
 }

@@ -402,7 +402,7 @@ static int hw_prepare_in(hw_state *t, char *err, size_t errlen) {
         return -BENCH_ERR_FAIL;
     }
     hw_send(k, BENCH_EV_TARGET, 0, 0, t->pid ? t->pid : t->h.pid,
-            t->pid ? BENCH_TGT_LAUNCHED : t->h.pid ? BENCH_TGT_PID : BENCH_TGT_LATENCY, NULL);
+            t->pid ? BENCH_TGT_LAUNCHED : t->h.pid ? BENCH_TGT_PID : BENCH_TGT_LATENCY, t->h.memory_tree ? "tree" : NULL);
     if (t->h.pid && kill(t->h.pid, 0) && errno == ESRCH) return bench_errf(err, errlen, "target.http.pid %d: no such process", t->h.pid);
     hw_send(k, BENCH_EV_HELLO, 1, t_spawn, getpid(), 0, NULL);
     hw_send(k, BENCH_EV_LOAD_START, 0, t_spawn, 0, 0, NULL);

@@ -227,7 +227,11 @@ fail:
 
 static void rn_take_sample(const scenario *s, rn_proc *p, int64_t now) {
     pm_status st;
-    if (!p->t_hello || p->eof || pm_read_status(&p->pm, &st)) return;
+    pt_sum tree;
+    if (!p->t_hello || p->eof) return;
+    /* memory "tree": the sums over the server's tree in place of its own figures (proctree.h) */
+    if (p->tree ? pt_sample(p->tree, (s->metrics & SC_M_PSS) != 0, &tree) : pm_read_status(&p->pm, &st)) return;
+    if (p->tree) st = tree.st;
     if (UT_VEC_RESERVE(p->tl, p->cap_tl, p->n_tl + 1)) return;
     rn_sample *x = &p->tl[p->n_tl++];
     x->t_ns = now;
@@ -237,7 +241,8 @@ static void rn_take_sample(const scenario *s, rn_proc *p, int64_t now) {
     x->file = st.rss_file;
     x->shmem = st.rss_shmem;
     x->pss = -1;
-    if (s->metrics & SC_M_PSS) pm_read_pss(&p->pm, &x->pss);
+    if (p->tree) x->pss = tree.pss_kib;
+    else if (s->metrics & SC_M_PSS) pm_read_pss(&p->pm, &x->pss);
 }
 
 /* The pid whose memory is read: the worker's, or the http target's server (0: none). */
@@ -256,6 +261,15 @@ static void rn_snapshot(const scenario *s, const rn_model_files *mf, rn_proc *p,
         sn->has_smaps = pm_read_smaps(mp, (const char *const *)mf->path, mf->n, p->ranges, p->n_ranges, &sn->smaps) == 0;
     sn->has_faults = mp && pm_read_faults(mp, &sn->minflt, &sn->majflt) == 0;
     for (int i = 0; p->perf_opened && i < p->perf.n; i++) sn->perf_ok[i] = pe_read(&p->perf, i, &sn->perf[i]) == 0;
+    pt_sum tree;
+    if (p->tree && !pt_sample(p->tree, 1, &tree)) {
+        /* memory "tree": RSS, PSS and faults summed over the server's tree; smaps stays the server's */
+        sn->st = tree.st;
+        sn->pss_kib = tree.pss_kib;
+        sn->minflt = tree.minflt;
+        sn->majflt = tree.majflt;
+        sn->has_faults = 1;
+    }
     /* the timeline gets the boundary too, so its curve passes through the snapshot */
     if ((s->metrics & SC_M_TIMELINE) && sn->st.vm_rss >= 0) rn_take_sample(s, p, sn->t_ns);
 }
@@ -361,6 +375,7 @@ static void rn_event(rn_proc *p, const bench_event *ev) {
     case BENCH_EV_TARGET:
         p->mem_source = (int)ev->b + 1;
         p->mem_pid = ev->b == BENCH_TGT_LATENCY ? 0 : (pid_t)ev->a;
+        if (p->mem_pid && !strcmp(ev->name, "tree") && !p->tree) p->tree = pt_create(p->mem_pid);
         break;
     case BENCH_EV_REQ_TOKEN: {
         if (p->n_rtok == p->cap_rtok) {
@@ -569,6 +584,7 @@ static void rn_run_free(rn_run *run) {
         free(p->rtok);
         free(p->rfail);
         free(p->rend);
+        pt_free(p->tree);
     }
     free(run->procs);
     run->procs = NULL;

@@ -32,6 +32,7 @@
 #include "harness/parent/memcg.h"
 #include "harness/parent/modeluse.h"
 #include "harness/parent/procmem.h"
+#include "harness/parent/proctree.h"
 #include "harness/spec/scenario.h"
 #include "harness/parent/accuracy_run.h"
 #include "harness/parent/callgrind.h"
@@ -145,6 +146,7 @@ typedef struct rn_proc {
     rn_req_token *rtok;             /* (n_rtok) every token's arrival, request by request */
     int n_rfail;
     rn_req_fail *rfail;             /* (n_rfail) */
+    pt_tree *tree;                  /* memory "tree" (proctree.h): the server's tree, summed; NULL: not asked */
     int n_rend, cap_rend;
     rn_req_end *rend;               /* (n_rend) every request, in the order they ended */
     rn_snap snap[RN_PH_COUNT];

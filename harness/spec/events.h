@@ -44,7 +44,8 @@
  * A run against an http target (harness/child/http_worker.h) sends the same events, timed
  * from the client's side, and three of its own:
  *   TARGET                  before HELLO: a = the pid whose memory the parent reads from then
- *                           on (the server's), b = where it came from (BENCH_TGT_*)
+ *                           on (the server's), b = where it came from (BENCH_TGT_*), name =
+ *                           "tree" where the memory is that pid's and all its descendants' summed
  *   REQ_TOKEN               a = request index, b = token id (-1: the server sent none);
  *                           t_ns = when it arrived; every token of every request, in order
  *   REQ_FAIL                a = request index, b = the failure (harness/net/httpc.h HC_ERR_*),
