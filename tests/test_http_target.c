@@ -13,6 +13,8 @@
  *     event's JSON, text/html, a redirect, an empty 200, terminal escapes in an error body:
  *     each a failed request of its kind, counted in results.json, the repetition failed; a
  *     server that keeps the connection open after [DONE] is a success;
+ *   - the per-request export (timelines/v<V>-r<R>-p<P>-requests.jsonl) of the engine and the http target alike;
+ *   - memory "tree": a launched server's two children of known size summed into its figures;
  *   - the scenario's target field validated, every error naming the field; bench serve's usage errors.
  * Every wait is bounded (ready_timeout_s, request_timeout_s, the scenario's timeout_s). */
 #include <stdarg.h>
@@ -24,10 +26,13 @@
 #include <cJSON.h>
 #include <errno.h>
 #include <libgen.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -150,6 +155,53 @@ static int has_metric(const cJSON *p, const char *name) {
     return cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(p, "metrics"), name));
 }
 
+/* The per-request export of a run (its variant and repetition, process 0), every line
+ * parsed and checked for the fields every target writes; the lines' count. */
+static int load_requests(fx *f, const char *name, const cJSON *run, const char *target, cJSON **lines, int max) {
+    char p[800];
+    snprintf(p, sizeof(p), "%s/out_%s/timelines/v%d-r%d-p0-requests.jsonl", f->tmp, name,
+             cJSON_GetObjectItemCaseSensitive(run, "variant")->valueint, cJSON_GetObjectItemCaseSensitive(run, "repetition")->valueint);
+    FILE *j = fopen(p, "r");
+    if (!j) fail_msg("%s: no per-request export", p);
+    char *line = NULL;
+    size_t cap = 0;
+    int n = 0;
+    static const char *const num[] = {"id", "arrival_ms", "sent_ms", "end_ms", "prompt_tokens", "output_tokens"};
+    while (getline(&line, &cap, j) > 0) {
+        cJSON *x = cJSON_Parse(line);
+        if (!x) fail_msg("%s: line %d is not JSON: %s", p, n + 1, line);
+        for (size_t k = 0; k < sizeof(num) / sizeof(num[0]); k++)
+            if (!cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(x, num[k]))) fail_msg("%s: line %d has no number %s", p, n + 1, num[k]);
+        assert_string_equal(cJSON_GetObjectItemCaseSensitive(x, "target")->valuestring, target);
+        assert_non_null(cJSON_GetObjectItemCaseSensitive(x, "failure"));
+        assert_non_null(cJSON_GetObjectItemCaseSensitive(x, "output_tokens_reported"));
+        assert_non_null(cJSON_GetObjectItemCaseSensitive(x, "prompt_tokens_reported"));
+        if (n < max) lines[n] = x;
+        else cJSON_Delete(x);
+        n++;
+    }
+    free(line);
+    fclose(j);
+    return n;
+}
+
+static double jnum(const cJSON *o, const char *k) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    if (!cJSON_IsNumber(v)) fail_msg("no number %s", k);
+    return v->valuedouble;
+}
+
+/* A request that succeeded: its token times run from its first token to its end, in order. */
+static void expect_token_times(const cJSON *x, int n_tok) {
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(x, "token_ms");
+    assert_true(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(x, "failure")));
+    assert_int_equal(cJSON_GetArraySize(t), n_tok);
+    assert_float_equal(cJSON_GetArrayItem(t, 0)->valuedouble, jnum(x, "first_token_ms"), 1e-9);
+    for (int k = 1; k < n_tok; k++) assert_true(cJSON_GetArrayItem(t, k)->valuedouble >= cJSON_GetArrayItem(t, k - 1)->valuedouble);
+    assert_true(jnum(x, "end_ms") >= cJSON_GetArrayItem(t, n_tok - 1)->valuedouble);
+    assert_true(jnum(x, "first_token_ms") >= jnum(x, "sent_ms") && jnum(x, "sent_ms") >= jnum(x, "arrival_ms"));
+}
+
 static void expect_oracle_ids(fx *f, const cJSON *p, const char *what) {
     const cJSON *ids = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(p, "tokens"), "id");
     int n = cJSON_GetArraySize(ids);
@@ -197,7 +249,49 @@ static void test_launched_oracle(void **state) {
     const cJSON *reqs = cJSON_GetObjectItemCaseSensitive(h, "requests");
     assert_int_equal(cJSON_GetArraySize(reqs), 1);
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(reqs, 0), "tokens_ms")), f->n_want - 5);
+    /* one sequence, one line on either target: its lengths are results.json's, its first token the TTFT's */
+    const char *labels[] = {"engine", "serve"}, *targets[] = {"engine", "http"};
+    for (int k = 0; k < 2; k++) {
+        const cJSON *p = proc0(run_of(doc, labels[k]));
+        cJSON *x = NULL;
+        assert_int_equal(load_requests(f, "oracle", run_of(doc, labels[k]), targets[k], &x, 1), 1);
+        assert_int_equal(jnum(x, "output_tokens"), f->n_want - 5);
+        assert_int_equal(jnum(x, "output_tokens_reported"), f->n_want - 5);
+        assert_int_equal(jnum(x, "prompt_tokens"), cJSON_GetObjectItemCaseSensitive(p, "prompt_tokens")->valueint);
+        assert_int_equal(jnum(x, "prompt_tokens_reported"), jnum(x, "prompt_tokens"));
+        expect_token_times(x, f->n_want - 5);
+        assert_float_equal(jnum(x, "first_token_ms") - jnum(x, "sent_ms"), pmetric(p, "ttft_ms"), 0.01);
+        cJSON_Delete(x);
+    }
     cJSON_Delete(doc);
+}
+
+/* The per-request export of a serving run: a line per request, its fields results.json's. */
+static void expect_serving_requests(fx *f, const cJSON *doc, const char *label, const char *target) {
+    const cJSON *run = run_of(doc, label), *p = proc0(run);
+    const cJSON *sreq = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(p, "serve"), "requests");
+    int n = (int)pmetric(p, "serve_requests");
+    cJSON *x[16] = {0};
+    assert_true(n >= 1 && n <= 16);
+    assert_int_equal(load_requests(f, "serving", run, target, x, 16), n);
+    double out = 0, prompt = 0;
+    for (int i = 0; i < n; i++) {
+        /* in the order results.json's columns have them: the order they ended */
+        assert_int_equal(jnum(x[i], "id"), cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(sreq, "id"), i)->valueint);
+        int n_out = (int)jnum(x[i], "output_tokens");
+        assert_int_equal(n_out, cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(sreq, "output_tokens"), i)->valueint);
+        assert_int_equal(jnum(x[i], "output_tokens_reported"), n_out);
+        assert_int_equal(jnum(x[i], "prompt_tokens"), cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(sreq, "prompt_tokens"), i)->valueint);
+        assert_int_equal(jnum(x[i], "prompt_tokens_reported"), jnum(x[i], "prompt_tokens"));
+        expect_token_times(x[i], n_out);
+        double ttft = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(sreq, "ttft_ms"), i)->valuedouble;
+        assert_float_equal(jnum(x[i], "first_token_ms") - jnum(x[i], "arrival_ms"), ttft, 0.01);
+        out += n_out;
+        prompt += jnum(x[i], "prompt_tokens");
+        cJSON_Delete(x[i]);
+    }
+    assert_float_equal(out, pmetric(p, "serve_output_tokens"), 0);
+    assert_float_equal(prompt, pmetric(p, "serve_prompt_tokens"), 0);
 }
 
 static void test_serving_workload(void **state) {
@@ -207,8 +301,8 @@ static void test_serving_workload(void **state) {
     cJSON *doc = run(f, "serving", &rc,
                      "\"workload\": {\"ctx\": 96, \"requests\": {\"count\": 5, \"prompt_len\": {\"uniform\": [4, 20]}, "
                      "\"output_len\": {\"uniform\": [4, 16]}, \"kv_budget\": {\"tokens\": 500}, \"seed\": 9}}, "
-                     "\"target\": {\"label\": \"serve\", \"http\": {\"url\": \"http://127.0.0.1:{port}\", "
-                     SERVE_LAUNCH(", \"--ctx\", \"96\"") ", \"ready_timeout_s\": 60, \"request_timeout_s\": 60, \"concurrency\": 3}}");
+                     "\"matrix\": {\"target\": [\"engine\", {\"label\": \"serve\", \"http\": {\"url\": \"http://127.0.0.1:{port}\", "
+                     SERVE_LAUNCH(", \"--ctx\", \"96\"") ", \"ready_timeout_s\": 60, \"request_timeout_s\": 60, \"concurrency\": 3}}]}");
     assert_int_equal(rc, 0);
     const cJSON *p = proc0(run_of(doc, "serve"));
     assert_int_equal(pmetric(p, "serve_requests"), 5);
@@ -226,6 +320,8 @@ static void test_serving_workload(void **state) {
     cJSON_ArrayForEach(r, hreq) arrivals += cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r, "tokens_ms"));
     assert_int_equal(arrivals, total);
     assert_int_equal(pmetric(p, "serve_output_tokens"), total);
+    expect_serving_requests(f, doc, "engine", "engine");
+    expect_serving_requests(f, doc, "serve", "http");
     cJSON_Delete(doc);
 }
 
@@ -407,6 +503,16 @@ static void test_lying_servers(void **state) {
         const char *why = cJSON_GetObjectItemCaseSensitive(p, "reason")->valuestring;
         const cJSON *h = cJSON_GetObjectItemCaseSensitive(p, "http");
         const cJSON *failed = cJSON_GetObjectItemCaseSensitive(h, "failed"), *by = cJSON_GetObjectItemCaseSensitive(h, "failed_by_kind");
+        /* the one request's line, failed or not, with its kind */
+        cJSON *x = NULL;
+        assert_int_equal(load_requests(f, "liars", r, "http", &x, 1), 1);
+        const cJSON *fk = cJSON_GetObjectItemCaseSensitive(x, "failure");
+        if (l[i].kind ? !cJSON_IsString(fk) || strcmp(fk->valuestring, l[i].kind) : !cJSON_IsNull(fk))
+            fail_msg("%s: requests.jsonl failure %s, want %s", l[i].label, cJSON_IsString(fk) ? fk->valuestring : "null",
+                     l[i].kind ? l[i].kind : "null");
+        if (l[i].kind && !strstr(cJSON_GetObjectItemCaseSensitive(x, "message")->valuestring, l[i].needle))
+            fail_msg("%s: requests.jsonl message lacks \"%s\"", l[i].label, l[i].needle);
+        cJSON_Delete(x);
         if (!l[i].kind) {
             if (strcmp(st, "ok") || cJSON_GetArraySize(failed)) fail_msg("%s: status %s (%s), want ok", l[i].label, st, why);
             continue;
@@ -447,6 +553,87 @@ static void test_lying_servers(void **state) {
     cJSON_Delete(doc);
 }
 
+/* The memory holder test_memory_tree launches (this binary, "--hold MIB FIFO"): touches MIB
+ * MiB of its own, says so on FIFO, and waits until its parent (the server) dies, 120 s at most. */
+static int hold_main(const char *mib_text, const char *fifo) {
+    pid_t parent = getppid();
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent) return 1;
+    size_t n = (size_t)atoi(mib_text) << 20;
+    char *m = n ? mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) : MAP_FAILED;
+    if (m == MAP_FAILED) return 1;
+    memset(m, 1, n);
+    FILE *o = fopen(fifo, "w");
+    if (!o) return 1;
+    fputs("touched\n", o);
+    fclose(o);
+    alarm(120);
+    for (;;) pause();
+}
+
+/* memory "tree": a launched server with two children of 32 and 48 MiB touched (sh forks them,
+ * then execs bench serve in its own pid): the figures are the three processes' sums, each
+ * listed; the same server measured alone ("process") holds far less. */
+static void test_memory_tree(void **state) {
+    fx *f = *state;
+    NEED(f);
+    char self[512];
+    ssize_t sl = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    assert_true(sl > 0);
+    self[sl] = 0;
+    /* the server starts once both children have touched their memory (sh's read, a builtin:
+     * no other process in the tree), so every snapshot from the load on sees all of it */
+    char fifo[2][600];
+    for (int i = 0; i < 2; i++) {
+        snprintf(fifo[i], sizeof(fifo[i]), "%s/held%d", f->tmp, i);
+        unlink(fifo[i]);
+        assert_int_equal(mkfifo(fifo[i], 0600), 0);
+    }
+#define TREE_TARGET(label, memory)                                                                                      \
+    "{\"label\": \"" label "\", \"http\": {\"url\": \"http://127.0.0.1:{port}\", \"memory\": \"" memory "\", "              \
+    "\"launch\": [\"/bin/sh\", \"-c\", \"'%s' --hold 32 '%s' & '%s' --hold 48 '%s' & read a < '%s' && read b < '%s' && "      \
+    "exec '{bench}' serve --model '{model}' --tokenizer '{tokenizer}' --port {port} --threads 1\"], "                        \
+    "\"ready_timeout_s\": 60, \"request_timeout_s\": 60}}"
+    int rc;
+    cJSON *doc = run(f, "tree", &rc, "\"workload\": {\"prompt_tokens\": 8, \"generate\": 12}, \"metrics\": [\"pss\", \"timeline\"], "
+                     "\"matrix\": {\"target\": [" TREE_TARGET("tree", "tree") ", " TREE_TARGET("alone", "process") "]}",
+                     self, fifo[0], self, fifo[1], fifo[0], fifo[1], self, fifo[0], self, fifo[1], fifo[0], fifo[1]);
+#undef TREE_TARGET
+    assert_int_equal(rc, 0);
+    const cJSON *p = proc0(run_of(doc, "tree")), *alone = proc0(run_of(doc, "alone"));
+    const cJSON *h = cJSON_GetObjectItemCaseSensitive(p, "http"), *tree = cJSON_GetObjectItemCaseSensitive(h, "tree");
+    assert_non_null(tree);
+    assert_null(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(alone, "http"), "tree"));
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(tree, "root")->valueint, cJSON_GetObjectItemCaseSensitive(h, "server_pid")->valueint);
+    /* the server and its two children, the server first */
+    const cJSON *procs = cJSON_GetObjectItemCaseSensitive(tree, "processes");
+    assert_int_equal(cJSON_GetArraySize(procs), 3);
+    const cJSON *root = cJSON_GetArrayItem(procs, 0);
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(root, "pid")->valueint, cJSON_GetObjectItemCaseSensitive(tree, "root")->valueint);
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(root, "comm")->valuestring, "bench");
+    /* each child's own touched pages, in its RSS and whole in its PSS (neither knows which is which) */
+    double rss[2], pss[2];
+    for (int i = 0; i < 2; i++) {
+        rss[i] = jnum(cJSON_GetArrayItem(procs, i + 1), "peak_rss_kib");
+        pss[i] = jnum(cJSON_GetArrayItem(procs, i + 1), "peak_pss_kib");
+    }
+    fprintf(stderr, "memory tree: children peak RSS %.0f, %.0f KiB, PSS %.0f, %.0f KiB; tree peak RSS %.0f, PSS %.0f KiB; "
+            "the server alone %.1f MiB\n", rss[0], rss[1], pss[0], pss[1], jnum(tree, "peak_rss_kib"), jnum(tree, "peak_pss_kib"),
+            pmetric(alone, "peak_rss_mib"));
+    assert_true(fmin(rss[0], rss[1]) >= 32 * 1024.0 && fmax(rss[0], rss[1]) >= 48 * 1024.0);
+    assert_true(fmin(pss[0], pss[1]) >= 32 * 1024.0 && fmax(pss[0], pss[1]) >= 48 * 1024.0);
+    /* the tree's peak is the three together; the server alone is well below the children's 80 MiB */
+    double sum = (32 + 48) * 1024.0;
+    assert_true(jnum(tree, "peak_rss_kib") >= sum);
+    assert_true(jnum(tree, "peak_pss_kib") >= sum);
+    assert_true(pmetric(p, "peak_rss_mib") >= 80);
+    assert_true(pmetric(p, "pss_end_mib") >= 80);
+    assert_true(pmetric(p, "rss_end_mib") >= 80);
+    assert_true(pmetric(alone, "peak_rss_mib") < pmetric(p, "peak_rss_mib") - 70);
+    /* the tree's faults, summed as its memory is: the children's pages faulted in after the start */
+    assert_true(has_metric(p, "minflt_workload"));
+    cJSON_Delete(doc);
+}
+
 /* The target field's errors, each naming its path. */
 static void test_target_validation(void **state) {
     fx *f = *state;
@@ -466,6 +653,8 @@ static void test_target_validation(void **state) {
         {"{\"http\": {\"url\": \"http://h\", \"concurency\": 1}}", ".target.http.concurency: unknown key"},
         {"{\"label\": \"a b\", \"http\": {\"url\": \"http://h\"}}", ".target.label: expected a name"},
         {"{\"labl\": \"x\", \"http\": {\"url\": \"http://h\"}}", ".target.labl: unknown key"},
+        {"{\"http\": {\"url\": \"http://h\", \"pid\": 5, \"memory\": \"all\"}}", ".target.http.memory: expected \"process\""},
+        {"{\"http\": {\"url\": \"http://h\", \"memory\": \"tree\"}}", ".target.http.memory: \"tree\" sums the server's process tree"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         char text[2048];
@@ -509,7 +698,8 @@ static void test_serve_cli(void **state) {
     assert_int_equal(tu_bench(NULL, "serve --help >/dev/null"), 0);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    if (argc == 4 && !strcmp(argv[1], "--hold")) return hold_main(argv[2], argv[3]);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_target_validation),
         cmocka_unit_test(test_serve_cli),
@@ -518,6 +708,7 @@ int main(void) {
         cmocka_unit_test(test_running_server),
         cmocka_unit_test(test_faults),
         cmocka_unit_test(test_lying_servers),
+        cmocka_unit_test(test_memory_tree),
     };
     return cmocka_run_group_tests_name("http target", tests, setup, teardown);
 }

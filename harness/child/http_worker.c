@@ -25,6 +25,7 @@
 #include "harness/net/httpc.h"
 #include "harness/spec/stats.h"
 #include "harness/spec/target.h"
+#include "harness/spec/worker_spec.h"
 
 static int64_t hw_now(void) { return ut_now_ns(); }
 
@@ -35,7 +36,6 @@ static void hw_sleep_ms(int ms) {
 
 typedef struct hw_ctx {
     const sv_sink *sink;
-    const hw_params *p;
     int inference;
     int64_t t0;                 /* the requests' time zero (SERVE_START) */
     const hc_req *reqs;
@@ -73,7 +73,7 @@ static void hw_work_free(hw_work *w) {
     memset(w, 0, sizeof(*w));
 }
 
-static int hw_make_work(const hw_params *p, hw_work *w, char *err, size_t errlen) {
+static int hw_make_work(const ws_engine *p, hw_work *w, char *err, size_t errlen) {
     memset(w, 0, sizeof(*w));
     model *m = NULL;
     tokenizer *tok = NULL;
@@ -85,7 +85,7 @@ static int hw_make_work(const hw_params *p, hw_work *w, char *err, size_t errlen
     }
     int vocab = m->cfg.vocab_size, bos = tok ? tokenizer_bos(tok) : 1, rc = 0;
     if (p->requests) {
-        if (sv_make_requests(p->requests, vocab, bos, p->seed, &w->sv, e, sizeof(e))) {
+        if (sv_make_requests(p->requests, vocab, bos, (uint64_t)p->seed, &w->sv, e, sizeof(e))) {
             rc = bench_errc(err, errlen, BENCH_ERR_INVALID, "%s", e);
             goto out;
         }
@@ -124,7 +124,7 @@ static int hw_make_work(const hw_params *p, hw_work *w, char *err, size_t errlen
             for (int i = 1; i < w->n_prompt; i++) w->ids[i] = 3 + (i - 1) % (vocab > 3 ? vocab - 3 : 1);
         }
         w->n = 1;
-        w->reqs[0] = (hc_req){.prompt = w->ids, .n_prompt = w->n_prompt, .max_tokens = p->generate, .seed = p->seed};
+        w->reqs[0] = (hc_req){.prompt = w->ids, .n_prompt = w->n_prompt, .max_tokens = p->generate, .seed = (uint64_t)p->seed};
     }
 out:
     tokenizer_free(tok);
@@ -245,6 +245,25 @@ static int hw_wait_ready(pid_t pid, const char *url, double timeout_s, char *err
  * The requests' results as events
  * ====================================================================== */
 
+/* Every request's figures, ok or failed, for the per-request export (events.h REQ_END). */
+static void hw_req_end(const hw_ctx *c, int i, const hc_result *r) {
+    bench_event ev;
+    memset(&ev, 0, sizeof(ev));
+    ev.type = BENCH_EV_REQ_END;
+    ev.t_ns = r->end_ns ? r->end_ns : hw_now();
+    ev.a = i;
+    ev.b = r->err;
+    ev.x[BENCH_RE_ARRIVAL_NS] = c->t0 + c->reqs[i].arrival_ns;
+    ev.x[BENCH_RE_SENT_NS] = r->sent_ns;
+    ev.x[BENCH_RE_FIRST_NS] = r->first_ns;
+    ev.x[BENCH_RE_PROMPT] = c->reqs[i].n_prompt;
+    ev.x[BENCH_RE_PROMPT_REPORTED] = r->usage_prompt;
+    ev.x[BENCH_RE_OUTPUT] = r->n_tokens;
+    ev.x[BENCH_RE_OUTPUT_REPORTED] = r->usage_completion;
+    ev.x[BENCH_RE_HTTP_STATUS] = r->http_status;
+    c->sink->send(c->sink->user, &ev);
+}
+
 static void hw_on_done(void *user, int i, const hc_result *r) {
     hw_ctx *c = user;
     const sv_sink *k = c->sink;
@@ -252,6 +271,7 @@ static void hw_on_done(void *user, int i, const hc_result *r) {
     int aligned = r->n_ids == r->n_arrivals;
     for (int a = 0; a < r->n_arrivals; a++)
         hw_send(k, BENCH_EV_REQ_TOKEN, 0, r->arrival_ns[a], i, aligned ? r->ids[a] : -1, NULL);
+    hw_req_end(c, i, r);
     if (r->err) {
         c->n_failed++;
         c->fail_kind[r->err]++;
@@ -307,131 +327,185 @@ static void hw_itl_counters(const sv_sink *k, const hc_result *res, int n) {
     free(g);
 }
 
-int hw_run(const hw_params *p, const sv_sink *k, int *code, char *err, size_t errlen) {
+/* ======================================================================
+ * The slots (wtarget.h)
+ * ====================================================================== */
+
+typedef struct hw_state {
+    const wt_env *env;
+    sv_sink sink;
     tg_http h;
     hw_work w;
-    hc_result *res = NULL;
-    char *url = NULL, *health = NULL, **argv = NULL;
-    pid_t pid = 0;
-    scr_scraper *scr = NULL;
-    int rc = -1, nargv = 0;
-    *code = BENCH_ERR_FAIL;
-    if (tg_read(p->http, &h, err, errlen)) return -1;
-    if (hw_make_work(p, &w, err, errlen)) {
-        *code = BENCH_ERR_INVALID;
-        tg_http_free(&h);
-        return -1;
-    }
-    char port[16] = "";
-    if (h.launch) {
+    hc_result *res;
+    char *url, *health, **argv;
+    int nargv;
+    pid_t pid;              /* a launched server; 0: none (not launched, or stopped and reaped) */
+    char port[16];          /* a launched server's port; "": none */
+    scr_scraper *scr;       /* the target's "metrics" block read while it serves (scrape.h); NULL: none */
+    hw_ctx c;
+} hw_state;
+
+/* The worker's messages name the target they came from. */
+static int hw_fail(int rc, char *err, size_t errlen) {
+    if (rc >= 0) return rc;
+    char m[1024];
+    snprintf(m, sizeof(m), "%s", err);
+    snprintf(err, errlen, "http: %s", m);
+    return rc;
+}
+
+/* The url with its placeholders filled, the health url, the launch argv. */
+static int hw_expand(hw_state *t, char *err, size_t errlen) {
+    const ws_engine *p = t->env->spec;
+    char *port = t->port;
+    if (t->h.launch) {
         int pt = hw_free_port(err, errlen);
-        if (pt < 0) goto out;
-        snprintf(port, sizeof(port), "%d", pt);
+        if (pt < 0) return -BENCH_ERR_FAIL;
+        snprintf(t->port, sizeof(t->port), "%d", pt);
     }
     char exe[PATH_MAX];
     ssize_t el = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
     exe[el > 0 ? el : 0] = 0;
     const char *keys[] = {"port", "bench", "model", "tokenizer"}, *vals[] = {port, exe, p->model, p->tokenizer ? p->tokenizer : ""};
-    url = tg_expand(h.url, keys, vals, 1);
-    size_t hl = url ? strlen(url) + strlen(h.health) + 1 : 0;
-    health = url ? malloc(hl) : NULL;
-    if (!url || !health) goto oom;
+    t->url = tg_expand(t->h.url, keys, vals, 1);
+    size_t hl = t->url ? strlen(t->url) + strlen(t->h.health) + 1 : 0;
+    t->health = t->url ? malloc(hl) : NULL;
+    if (!t->url || !t->health) return bench_errc(err, errlen, BENCH_ERR_NOMEM, "out of memory");
     /* base URL + health path, without a doubled slash */
-    size_t ul = strlen(url);
-    while (ul && url[ul - 1] == '/') ul--;
-    snprintf(health, hl, "%.*s%s", (int)ul, url, h.health);
+    size_t ul = strlen(t->url);
+    while (ul && t->url[ul - 1] == '/') ul--;
+    snprintf(t->health, hl, "%.*s%s", (int)ul, t->url, t->h.health);
+    if (!t->h.launch) return 0;
+    int n = 0;
+    while (t->h.launch[n]) n++;
+    t->argv = calloc((size_t)n + 1, sizeof(char *));
+    if (!t->argv) return bench_errc(err, errlen, BENCH_ERR_NOMEM, "out of memory");
+    for (; t->nargv < n; t->nargv++)
+        if (!(t->argv[t->nargv] = tg_expand(t->h.launch[t->nargv], keys, vals, 4)))
+            return bench_errc(err, errlen, BENCH_ERR_NOMEM, "out of memory");
+    fprintf(stderr, "bench worker: launching the server:");
+    for (int i = 0; i < n; i++) fprintf(stderr, " %s", t->argv[i]);
+    fputc('\n', stderr);
+    return 0;
+}
 
-    if (h.launch) {
-        while (h.launch[nargv]) nargv++;
-        argv = calloc((size_t)nargv + 1, sizeof(char *));
-        if (!argv) goto oom;
-        for (int i = 0; i < nargv; i++)
-            if (!(argv[i] = tg_expand(h.launch[i], keys, vals, 4))) goto oom;
-        fprintf(stderr, "bench worker: launching the server:");
-        for (int i = 0; i < nargv; i++) fprintf(stderr, " %s", argv[i]);
-        fputc('\n', stderr);
-    }
+/* The server started (launched) or found (pid), and ready: TARGET, HELLO [ack], LOAD_START,
+ * LOAD_END [ack] when /health answers. */
+static int hw_prepare_in(hw_state *t, char *err, size_t errlen) {
+    const ws_engine *p = t->env->spec;
+    const sv_sink *k = &t->sink;
+    int rc;
+    if ((rc = wt_same_model_files(p, err, errlen))) return rc;
+    if (tg_read(p->target_opts, &t->h, err, errlen)) return -BENCH_ERR_FAIL;
+    if (hw_make_work(p, &t->w, err, errlen)) return -BENCH_ERR_INVALID;
+    if ((rc = hw_expand(t, err, errlen))) return rc;
     int64_t t_spawn = hw_now();
-    if (argv && (pid = hw_spawn(argv, err, errlen)) < 0) {
-        pid = 0;
-        goto out;
+    if (t->argv && (t->pid = hw_spawn(t->argv, err, errlen)) < 0) {
+        t->pid = 0;
+        return -BENCH_ERR_FAIL;
     }
-    hw_send(k, BENCH_EV_TARGET, 0, 0, pid ? pid : h.pid, pid ? BENCH_TGT_LAUNCHED : h.pid ? BENCH_TGT_PID : BENCH_TGT_LATENCY, NULL);
-    if (h.pid && kill(h.pid, 0) && errno == ESRCH) {
-        bench_errf(err, errlen, "target.http.pid %d: no such process", h.pid);
-        goto out;
-    }
+    hw_send(k, BENCH_EV_TARGET, 0, 0, t->pid ? t->pid : t->h.pid,
+            t->pid ? BENCH_TGT_LAUNCHED : t->h.pid ? BENCH_TGT_PID : BENCH_TGT_LATENCY, t->h.memory_tree ? "tree" : NULL);
+    if (t->h.pid && kill(t->h.pid, 0) && errno == ESRCH) return bench_errf(err, errlen, "target.http.pid %d: no such process", t->h.pid);
     hw_send(k, BENCH_EV_HELLO, 1, t_spawn, getpid(), 0, NULL);
     hw_send(k, BENCH_EV_LOAD_START, 0, t_spawn, 0, 0, NULL);
-    if (hw_wait_ready(pid, health, h.launch ? h.ready_timeout_s : (h.ready_timeout_s < 10 ? h.ready_timeout_s : 10), err, errlen))
-        goto out;
+    double ready_s = t->h.launch ? t->h.ready_timeout_s : (t->h.ready_timeout_s < 10 ? t->h.ready_timeout_s : 10);
+    if (hw_wait_ready(t->pid, t->health, ready_s, err, errlen)) return -BENCH_ERR_FAIL;
     hw_send(k, BENCH_EV_LOAD_END, 1, 0, 0, 0, NULL);
-    if (scr_start(p->http, url, port, k, &scr, err, errlen)) {
-        *code = BENCH_ERR_INVALID;
-        goto out;
-    }
+    if (scr_start(p->target_opts, t->url, t->port, k, &t->scr, err, errlen)) return -BENCH_ERR_INVALID;
+    return 0;
+}
 
-    res = calloc((size_t)w.n, sizeof(*res));
-    if (!res) goto oom;
-    hw_ctx c = {.sink = k, .p = p, .inference = !p->requests, .reqs = w.reqs, .first_failed = -1};
-    int conc = h.concurrency ? h.concurrency : p->requests && p->requests->max_batch > 0 ? p->requests->max_batch : 0;
-    hc_opts o = {.url = url, .model = h.model, .timeout_s = h.request_timeout_s, .concurrency = conc,
+static int hw_prepare(const wt_env *env, void **state, char *err, size_t errlen) {
+    hw_state *t = calloc(1, sizeof(*t));
+    if (!t) return bench_errc(err, errlen, BENCH_ERR_NOMEM, "http: out of memory");
+    *state = t;
+    t->env = env;
+    t->sink = wt_sink(env);
+    return hw_fail(hw_prepare_in(t, err, errlen), err, errlen);
+}
+
+/* Every request, each one's events as it ends (hw_on_done). */
+static int hw_run(void *state, int64_t *produced, char *err, size_t errlen) {
+    hw_state *t = state;
+    const ws_engine *p = t->env->spec;
+    const sv_sink *k = &t->sink;
+    t->res = calloc((size_t)t->w.n, sizeof(*t->res));
+    if (!t->res) return bench_errc(err, errlen, BENCH_ERR_NOMEM, "http: out of memory");
+    t->c = (hw_ctx){.sink = k, .inference = !p->requests, .reqs = t->w.reqs, .first_failed = -1};
+    const tg_http *h = &t->h;
+    int conc = h->concurrency ? h->concurrency : p->requests && p->requests->max_batch > 0 ? p->requests->max_batch : 0;
+    hc_opts o = {.url = t->url, .model = h->model, .timeout_s = h->request_timeout_s, .concurrency = conc,
                  .temperature = p->temperature, .topp = p->topp,
-                 .ignore_eos = p->requests ? h.ignore_eos && !p->requests->stop_at_eos : h.ignore_eos,
-                 .on_done = hw_on_done, .user = &c};
-    c.t0 = hw_now();
-    if (p->requests) hw_send(k, BENCH_EV_SERVE_START, 0, c.t0, w.n, 0, NULL);
-    if (hc_run(&o, w.reqs, w.n, res, err, errlen)) goto out;
-    scr_stop(scr);      /* its last read is the load's end */
-    scr = NULL;
+                 .ignore_eos = p->requests ? h->ignore_eos && !p->requests->stop_at_eos : h->ignore_eos,
+                 .on_done = hw_on_done, .user = &t->c};
+    t->c.t0 = hw_now();
+    if (p->requests) hw_send(k, BENCH_EV_SERVE_START, 0, t->c.t0, t->w.n, 0, NULL);
+    if (hc_run(&o, t->w.reqs, t->w.n, t->res, err, errlen)) return hw_fail(-BENCH_ERR_FAIL, err, errlen);
+    scr_stop(t->scr);   /* its last read is the load's end */
+    t->scr = NULL;
     if (p->requests) hw_send(k, BENCH_EV_SERVE_END, 0, 0, 0, 0, NULL);
+    *produced = t->res[0].n_tokens;
+    return 0;
+}
 
-    hw_itl_counters(k, res, w.n);
-    hw_counter(k, "http.requests_failed", "count", BENCH_BETTER_LOWER, c.n_failed);
+/* The counters, then the verdict: a server that died, or any failed request, fails the run. */
+static int hw_collect(void *state, char *err, size_t errlen) {
+    hw_state *t = state;
+    const sv_sink *k = &t->sink;
+    hw_ctx *c = &t->c;
+    hw_itl_counters(k, t->res, t->w.n);
+    hw_counter(k, "http.requests_failed", "count", BENCH_BETTER_LOWER, c->n_failed);
     for (int e = 1; e < HC_ERR_COUNT; e++) {
         char name[64];
         snprintf(name, sizeof(name), "http.failed_%s", hc_err_name(e));
-        if (c.fail_kind[e]) hw_counter(k, name, "count", BENCH_BETTER_LOWER, c.fail_kind[e]);
+        if (c->fail_kind[e]) hw_counter(k, name, "count", BENCH_BETTER_LOWER, c->fail_kind[e]);
     }
     char why[128];
     /* a request that failed may be the first sign of a server that died: its exit, a moment
      * after its sockets closed, is the cause to report (3 s at most) */
-    int died = pid && hw_exited(pid, why, sizeof(why));
-    for (int i = 0; pid && c.n_failed && !died && i < 300; i++) {
+    int died = t->pid && hw_exited(t->pid, why, sizeof(why));
+    for (int i = 0; t->pid && c->n_failed && !died && i < 300; i++) {
         hw_sleep_ms(10);
-        died = hw_exited(pid, why, sizeof(why));
+        died = hw_exited(t->pid, why, sizeof(why));
     }
     if (died) {
-        pid = 0;
-        bench_errf(err, errlen, "the server exited during the run (%s)%s%s", why, c.n_failed ? "; first failed request: " : "",
-                   c.n_failed ? c.first_msg : "");
-        goto out;
+        t->pid = 0;
+        return bench_errf(err, errlen, "http: the server exited during the run (%s)%s%s", why,
+                          c->n_failed ? "; first failed request: " : "", c->n_failed ? c->first_msg : "");
     }
-    if (c.n_failed) {
-        char kinds[256] = "";
-        for (int e = 1; e < HC_ERR_COUNT; e++)
-            if (c.fail_kind[e])
-                snprintf(kinds + strlen(kinds), sizeof(kinds) - strlen(kinds), "%s%d %s", kinds[0] ? ", " : "", c.fail_kind[e],
-                         hc_err_name(e));
-        bench_errf(err, errlen, "%d of %d requests failed (%s); request %d: %s", c.n_failed, w.n, kinds, c.first_failed, c.first_msg);
-        goto out;
-    }
-    hw_send(k, BENCH_EV_DONE, 1, 0, res[0].n_tokens, 0, NULL);
-    rc = 0;
-    goto out;
-oom:
-    *code = BENCH_ERR_NOMEM;
-    bench_errf(err, errlen, "out of memory");
-out:
-    scr_stop(scr);
-    if (pid) hw_stop(pid, h.stop_timeout_s);
-    for (int i = 0; argv && i < nargv; i++) free(argv[i]);
-    free(argv);
-    if (res) hc_results_free(res, w.n);
-    free(res);
-    free(url);
-    free(health);
-    hw_work_free(&w);
-    tg_http_free(&h);
-    return rc;
+    if (!c->n_failed) return 0;
+    char kinds[256] = "";
+    for (int e = 1; e < HC_ERR_COUNT; e++)
+        if (c->fail_kind[e])
+            snprintf(kinds + strlen(kinds), sizeof(kinds) - strlen(kinds), "%s%d %s", kinds[0] ? ", " : "", c->fail_kind[e],
+                     hc_err_name(e));
+    return bench_errf(err, errlen, "http: %d of %d requests failed (%s); request %d: %s", c->n_failed, t->w.n, kinds,
+                      c->first_failed, c->first_msg);
 }
+
+static void hw_close(void *state) {
+    hw_state *t = state;
+    if (!t) return;
+    scr_stop(t->scr);
+    if (t->pid) hw_stop(t->pid, t->h.stop_timeout_s);
+    for (int i = 0; t->argv && i < t->nargv; i++) free(t->argv[i]);
+    free(t->argv);
+    if (t->res) hc_results_free(t->res, t->w.n);
+    free(t->res);
+    free(t->url);
+    free(t->health);
+    hw_work_free(&t->w);
+    tg_http_free(&t->h);
+    free(t);
+}
+
+const wt_target_i wt_http = {
+    .name = "http",
+    .in_process = 0,
+    .prepare = hw_prepare,
+    .run = hw_run,
+    .collect = hw_collect,
+    .after_done = NULL,     /* no work after the end snapshot */
+    .close = hw_close,
+};

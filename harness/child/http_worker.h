@@ -1,4 +1,4 @@
-/* The worker against an http target (harness/spec/target.h): one repetition whose requests
+/* The http target (harness/spec/target.h): one repetition whose requests
  * go to a server behind an OpenAI-compatible API instead of the engine in this process.
  *
  *   launched   the server command is started (its fds past stderr closed; it dies with
@@ -26,24 +26,12 @@
 #ifndef BENCH_HTTP_WORKER_H
 #define BENCH_HTTP_WORKER_H
 
-#include <stddef.h>
-#include <stdint.h>
+#include "harness/child/wtarget.h"
 
-#include "harness/child/serve.h"
-#include "harness/spec/scenario.h"
-
-typedef struct hw_params {
-    const char *http;           /* the target's settings, JSON text (harness/spec/target.h) */
-    const char *model, *tokenizer;
-    const sc_requests *requests;        /* a serving run, or NULL */
-    const char *prompt;         /* inference: text, or NULL for prompt_tokens */
-    int prompt_tokens, generate;
-    double temperature, topp;
-    uint64_t seed;
-} hw_params;
-
-/* The repetition; events through sink (an event with BENCH_EV_ACK waits in sink->send).
- * Returns 0, or -1 with err (a BENCH_ERR_* code in *code) for the worker's ERROR. */
-int hw_run(const hw_params *p, const sv_sink *sink, int *code, char *err, size_t errlen);
+/* The http target (wtarget.h): prepare launches or finds the server and waits for its
+ * health, run sends the requests, collect sends the http.* counters and fails the run on
+ * any failed request or a server that died; close stops a launched server. The settings
+ * are the spec's target_opts (harness/spec/target.h tg_read). */
+extern const wt_target_i wt_http;
 
 #endif

@@ -229,7 +229,11 @@ fail:
 
 static void rn_take_sample(const scenario *s, rn_proc *p, int64_t now) {
     pm_status st;
-    if (!p->t_hello || p->eof || pm_read_status(&p->pm, &st)) return;
+    pt_sum tree;
+    if (!p->t_hello || p->eof) return;
+    /* memory "tree": the sums over the server's tree in place of its own figures (proctree.h) */
+    if (p->tree ? pt_sample(p->tree, (s->metrics & SC_M_PSS) != 0, &tree) : pm_read_status(&p->pm, &st)) return;
+    if (p->tree) st = tree.st;
     if (UT_VEC_RESERVE(p->tl, p->cap_tl, p->n_tl + 1)) return;
     rn_sample *x = &p->tl[p->n_tl++];
     x->t_ns = now;
@@ -239,7 +243,8 @@ static void rn_take_sample(const scenario *s, rn_proc *p, int64_t now) {
     x->file = st.rss_file;
     x->shmem = st.rss_shmem;
     x->pss = -1;
-    if (s->metrics & SC_M_PSS) pm_read_pss(&p->pm, &x->pss);
+    if (p->tree) x->pss = tree.pss_kib;
+    else if (s->metrics & SC_M_PSS) pm_read_pss(&p->pm, &x->pss);
 }
 
 /* The pid whose memory is read: the worker's, or the http target's server (0: none). */
@@ -258,6 +263,15 @@ static void rn_snapshot(const scenario *s, const rn_model_files *mf, rn_proc *p,
         sn->has_smaps = pm_read_smaps(mp, (const char *const *)mf->path, mf->n, p->ranges, p->n_ranges, &sn->smaps) == 0;
     sn->has_faults = mp && pm_read_faults(mp, &sn->minflt, &sn->majflt) == 0;
     for (int i = 0; p->perf_opened && i < p->perf.n; i++) sn->perf_ok[i] = pe_read(&p->perf, i, &sn->perf[i]) == 0;
+    pt_sum tree;
+    if (p->tree && !pt_sample(p->tree, 1, &tree)) {
+        /* memory "tree": RSS, PSS and faults summed over the server's tree; smaps stays the server's */
+        sn->st = tree.st;
+        sn->pss_kib = tree.pss_kib;
+        sn->minflt = tree.minflt;
+        sn->majflt = tree.majflt;
+        sn->has_faults = 1;
+    }
     /* the timeline gets the boundary too, so its curve passes through the snapshot */
     if ((s->metrics & SC_M_TIMELINE) && sn->st.vm_rss >= 0) rn_take_sample(s, p, sn->t_ns);
 }
@@ -377,6 +391,7 @@ static void rn_event(rn_proc *p, const bench_event *ev) {
     case BENCH_EV_TARGET:
         p->mem_source = (int)ev->b + 1;
         p->mem_pid = ev->b == BENCH_TGT_LATENCY ? 0 : (pid_t)ev->a;
+        if (p->mem_pid && !strcmp(ev->name, "tree") && !p->tree) p->tree = pt_create(p->mem_pid);
         break;
     case BENCH_EV_REQ_TOKEN: {
         if (p->n_rtok == p->cap_rtok) {
@@ -400,6 +415,16 @@ static void rn_event(rn_proc *p, const bench_event *ev) {
         break;
     }
     case BENCH_EV_SCRAPE: rn_scrape_event(&p->scrape, ev); break;
+    case BENCH_EV_REQ_END: {
+        if (UT_VEC_RESERVE(p->rend, p->cap_rend, p->n_rend + 1)) break;
+        const int64_t *x = ev->x;
+        p->rend[p->n_rend++] = (rn_req_end){
+            .req = ev->a, .kind = ev->b, .arrival_ns = x[BENCH_RE_ARRIVAL_NS], .sent_ns = x[BENCH_RE_SENT_NS],
+            .first_ns = x[BENCH_RE_FIRST_NS], .end_ns = ev->t_ns, .prompt = x[BENCH_RE_PROMPT],
+            .prompt_reported = x[BENCH_RE_PROMPT_REPORTED], .output = x[BENCH_RE_OUTPUT],
+            .output_reported = x[BENCH_RE_OUTPUT_REPORTED], .http_status = x[BENCH_RE_HTTP_STATUS]};
+        break;
+    }
     case BENCH_EV_ERROR:
         rn_setf(p->reason, sizeof(p->reason), "worker: %.*s", (int)sizeof(ev->name) - 1, ev->name);
         p->err_code = (int)ev->a;
@@ -577,6 +602,8 @@ static void rn_run_free(rn_run *run) {
         free(p->rtok);
         free(p->rfail);
         free(p->scrape.v);
+        free(p->rend);
+        pt_free(p->tree);
     }
     en_run_free(&run->energy);
     free(run->procs);

@@ -33,6 +33,7 @@
 #include "harness/parent/memcg.h"
 #include "harness/parent/modeluse.h"
 #include "harness/parent/procmem.h"
+#include "harness/parent/proctree.h"
 #include "harness/spec/scenario.h"
 #include "harness/parent/accuracy_run.h"
 #include "harness/parent/callgrind.h"
@@ -114,6 +115,13 @@ typedef struct rn_scrape {
     int n_reads, n_failed;  /* reads that answered, and that failed */
     char first_failure[224];
 } rn_scrape;
+/* An http target's request as it ended, ok or failed (events.h: REQ_END). */
+typedef struct rn_req_end {
+    int64_t req, kind;                          /* kind: HC_OK or HC_ERR_* (harness/net/httpc.h) */
+    int64_t arrival_ns, sent_ns, first_ns, end_ns;  /* CLOCK_MONOTONIC; sent_ns, first_ns 0: never */
+    int64_t prompt, prompt_reported, output, output_reported;  /* tokens counted, and the server's usage (-1: none) */
+    int64_t http_status;                        /* 0: no answer */
+} rn_req_end;
 
 typedef struct rn_counter {
     char name[96], unit[16];
@@ -156,6 +164,9 @@ typedef struct rn_proc {
     int n_rfail;
     rn_req_fail *rfail;             /* (n_rfail) */
     rn_scrape scrape;               /* the target's "metrics" block; n_series 0: none */
+    pt_tree *tree;                  /* memory "tree" (proctree.h): the server's tree, summed; NULL: not asked */
+    int n_rend, cap_rend;
+    rn_req_end *rend;               /* (n_rend) every request, in the order they ended */
     rn_snap snap[RN_PH_COUNT];
     int waiting;                    /* phase whose ack it waits for, or -1 */
     int eof, reaped, killed_by_us;

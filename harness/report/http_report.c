@@ -47,6 +47,9 @@ cJSON *hr_proc_json(const rn_proc *p, int64_t t0) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "memory", k >= 0 && k <= BENCH_TGT_PID ? src[k] : "?");
     if (p->mem_pid) cJSON_AddNumberToObject(o, "server_pid", p->mem_pid);
+    /* memory "tree": the figures are the tree's sums; here its members one by one */
+    cJSON *tree = p->tree ? pt_json(p->tree) : NULL;
+    if (tree) cJSON_AddItemToObject(o, "tree", tree);
     cJSON *reqs = cJSON_AddArrayToObject(o, "requests"), *cur = NULL;
     for (int i = 0; i < p->n_rtok; i++) {
         if (!cur || p->rtok[i].req != p->rtok[i - 1].req) {

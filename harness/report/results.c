@@ -24,6 +24,7 @@
 #include "harness/report/serve_report.h"
 #include "harness/report/energy_report.h"
 #include "harness/report/http_report.h"
+#include "harness/report/reqlog.h"
 #include "harness/report/compare.h"
 #include "harness/report/escape.h"
 #include "harness/report/locations.h"
@@ -643,11 +644,17 @@ int rs_write_timelines(const rs_input *in, int ri, char *err, size_t errlen) {
         int rc = rs_write_atomic(path, csv, len, err, errlen);
         free(csv);
         if (rc) return rc;
-        /* every request of a serving run, one JSON object a line (docs/serving.md) */
-        if (!(csv = sv_requests_jsonl(p, p->t_hello, &len))) continue;
+    }
+    /* every request, whichever target ran it, one JSON object a line (reqlog.h, docs/serving.md) */
+    const sc_choice *tgt = in->s->axes[SC_AX_TARGET].n ? sc_pick(in->s, &in->s->variants[r->variant], SC_AX_TARGET) : NULL;
+    for (int pi = 0; pi < r->nproc; pi++) {
+        const rn_proc *p = &r->procs[pi];
+        size_t len;
+        char *lines = rl_requests_jsonl(p, tgt ? tgt->name : "engine", p->t_hello, &len);
+        if (!lines) continue;
         snprintf(path, sizeof(path), "%s/timelines/v%d-r%d-p%d-requests.jsonl", in->dir, r->variant, r->rep, pi);
-        rc = rs_write_atomic(path, csv, len, err, errlen);
-        free(csv);
+        int rc = rs_write_atomic(path, lines, len, err, errlen);
+        free(lines);
         if (rc) return rc;
     }
     return 0;

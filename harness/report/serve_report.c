@@ -199,36 +199,6 @@ cJSON *sv_proc_json(const rn_proc *p, int64_t t0) {
 }
 #undef SV_COLUMN
 
-char *sv_requests_jsonl(const rn_proc *p, int64_t t0, size_t *len) {
-    *len = 0;
-    if (!p->n_reqs) return NULL;
-    char *buf = NULL;
-    size_t cap = 0;
-    FILE *f = open_memstream(&buf, &cap);
-    if (!f) return NULL;
-    for (int i = 0; i < p->n_reqs; i++) {
-        const rn_request *r = &p->reqs[i];
-        fprintf(f, "{\"id\": %lld, \"session\": %lld, \"turn\": %lld, \"arrival_ms\": %.3f, \"admit_ms\": %.3f, "
-                   "\"first_token_ms\": %.3f, \"end_ms\": %.3f, \"prompt_tokens\": %lld, \"output_tokens\": %lld, "
-                   "\"prefix_reused\": %lld, \"prefilled\": %lld, \"preemptions\": %lld, \"waited\": %s",
-                (long long)r->id, (long long)r->session, (long long)r->turn, sv_ms(r->arrival_ns - t0), sv_ms(r->admit_ns - t0),
-                sv_ms(r->first_ns - t0), sv_ms(r->end_ns - t0), (long long)r->n_prompt, (long long)r->n_out,
-                (long long)r->prefix_reused, (long long)r->prefilled, (long long)r->preemptions, r->waited ? "true" : "false");
-        if (r->n_tok) {
-            fputs(", \"token_ms\": [", f);
-            for (int k = 0; k < r->n_tok; k++) fprintf(f, "%s%.3f", k ? ", " : "", sv_ms(r->tok_ns[k] - t0));
-            fputc(']', f);
-        }
-        fputs("}\n", f);
-    }
-    if (fclose(f)) {
-        free(buf);
-        return NULL;
-    }
-    *len = cap;
-    return buf;
-}
-
 char *sv_timeline_csv(const rn_proc *p, int64_t t0, size_t *len) {
     *len = 0;
     if (!p->n_kvs) return NULL;

@@ -27,11 +27,6 @@ struct cJSON *sv_kv_timeline_json(const rn_proc *p, int64_t t0_ns);
 /* The KV timeline as CSV (t_ms since t0_ns, step, tokens, bytes, sequences); *out is malloc'd,
  * NULL when the process sent no KV_SAMPLE. */
 char *sv_timeline_csv(const rn_proc *p, int64_t t0_ns, size_t *len);
-/* Every finished request of one process as JSON Lines, in the order they finished: id,
- * session, turn, arrival_ms, admit_ms, first_token_ms, end_ms (since t0_ns),
- * prompt_tokens, output_tokens, prefix_reused, prefilled, preemptions, waited, and
- * token_ms (every token's time) when the worker sent them. *out is
- * malloc'd; NULL when the process served no request. */
-char *sv_requests_jsonl(const rn_proc *p, int64_t t0_ns, size_t *len);
+/* The per-request export (requests.jsonl) is every target's: harness/report/reqlog.h. */
 
 #endif

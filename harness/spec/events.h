@@ -44,7 +44,8 @@
  * A run against an http target (harness/child/http_worker.h) sends the same events, timed
  * from the client's side, and three of its own:
  *   TARGET                  before HELLO: a = the pid whose memory the parent reads from then
- *                           on (the server's), b = where it came from (BENCH_TGT_*)
+ *                           on (the server's), b = where it came from (BENCH_TGT_*), name =
+ *                           "tree" where the memory is that pid's and all its descendants' summed
  *   REQ_TOKEN               a = request index, b = token id (-1: the server sent none);
  *                           t_ns = when it arrived; every token of every request, in order
  *   REQ_FAIL                a = request index, b = the failure (harness/net/httpc.h HC_ERR_*),
@@ -54,6 +55,12 @@
  *                           a = its index in the block, b = BENCH_SCR_* (how it was found),
  *                           value, name = the series; a failed read one event, a = -1, name =
  *                           why. Sent from the scraper's thread, between LOAD_END and DONE.
+ *   REQ_END                 every request, ok or failed, as it ends (t_ns): a = request index,
+ *                           b = the failure (HC_OK or HC_ERR_*); x[BENCH_RE_*]: when it was due
+ *                           and sent, its first token (0: none), prompt and output tokens as
+ *                           counted and as the server's usage reported them (-1: none), the
+ *                           HTTP status (0: no answer). The per-request export's source
+ *                           (harness/report/reqlog.h)
  *
  * [ack]: the event carries BENCH_EV_ACK and the worker then blocks reading one
  * byte from the ack pipe. The parent reads /proc/<pid>/smaps, the fault counts
@@ -94,6 +101,7 @@ typedef enum bench_ev_type {
     BENCH_EV_REQ_TOKEN,
     BENCH_EV_REQ_FAIL,
     BENCH_EV_SCRAPE,
+    BENCH_EV_REQ_END,
 } bench_ev_type;
 
 /* b of a TARGET: whose memory is read. LATENCY: none (a server left running, no pid given) */
@@ -111,6 +119,10 @@ enum { BENCH_KVS_RESERVED, BENCH_KVS_LIVE, BENCH_KVS_CACHED, BENCH_KVS_WASTED, B
 enum { BENCH_RQ_ARRIVAL_NS, BENCH_RQ_ADMIT_NS, BENCH_RQ_FIRST_NS, BENCH_RQ_PROMPT, BENCH_RQ_PREFIX_REUSED,
        BENCH_RQ_PREFILLED, BENCH_RQ_PREEMPTIONS, BENCH_RQ_WAITED, BENCH_RQ_TURN, BENCH_RQ_SESSION, BENCH_RQ_COUNT };
 
+/* x[] of a REQ_END */
+enum { BENCH_RE_ARRIVAL_NS, BENCH_RE_SENT_NS, BENCH_RE_FIRST_NS, BENCH_RE_PROMPT, BENCH_RE_PROMPT_REPORTED, BENCH_RE_OUTPUT,
+       BENCH_RE_OUTPUT_REPORTED, BENCH_RE_HTTP_STATUS, BENCH_RE_COUNT };
+
 typedef struct bench_event {
     uint32_t type;          /* bench_ev_type */
     uint32_t flags;         /* BENCH_EV_ACK */
@@ -123,13 +135,13 @@ typedef struct bench_event {
                              * failed request's kind and counts and a server's message cut to 160 */
             char unit[16];  /* COUNTER unit */
         };
-        int64_t x[14];      /* KV_SAMPLE, REQUEST: the fields above */
+        int64_t x[14];      /* KV_SAMPLE, REQUEST, REQ_END: the fields above */
     };
 } bench_event;              /* 280 bytes < PIPE_BUF: one write() is atomic */
 
 #define BENCH_REQ_TOKENS_PER_EVENT 13     /* x[1 .. 13] of a REQ_TOKENS */
 
-_Static_assert(BENCH_KVS_COUNT <= 14 && BENCH_RQ_COUNT <= 14, "the serving fields fit the event's x[]");
+_Static_assert(BENCH_KVS_COUNT <= 14 && BENCH_RQ_COUNT <= 14 && BENCH_RE_COUNT <= 14, "the serving fields fit the event's x[]");
 
 _Static_assert(sizeof(bench_event) <= 512, "an event must stay far below PIPE_BUF");
 _Static_assert(sizeof(bench_event) == 280, "the size the comment above gives");

@@ -879,7 +879,8 @@ static sc_axis_def sc_axes[SC_AX_MAX] = {
                         .spec = {SC_SPEC("kv_cache", WS_CACHE_TYPE, kv_types, 0, 0)}},
     /* an http target's settings, as the scenario gave them (harness/spec/target.h) */
     [SC_AX_TARGET] = {.key = "target", .type = SC_AXT_CUSTOM, .flags = SC_AXF_TOP, .def = "engine", .parse = sc_parse_target,
-                      .spec = {SC_SPEC("http", WS_OBJECT, http, 0, WS_IF_SET)}},
+                      .spec = {SC_SPEC("target", WS_STR, target, 0, WS_IF_SET),
+                               SC_SPEC("target_opts", WS_OBJECT, target_opts, 0, WS_IF_SET)}},
     /* written only when false: the specs of the default (repacking) variants stay as they were */
     [SC_AX_REPACK] = {.key = "repack", .type = SC_AXT_BOOL, .flags = SC_AXF_TOP | SC_AXF_SHOW_NOT_DEF, .def = "true",
                       .expect = "true (rearrange Q4_0 weights at load for the kernels, the default) or false (keep the "

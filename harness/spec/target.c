@@ -26,7 +26,8 @@ static int tg_is_key(const char *k, const char *const *keys) {
 }
 
 static const char *const tg_http_keys[] = {"url", "launch", "health", "ready_timeout_s", "request_timeout_s",
-                                           "stop_timeout_s", "pid", "model", "concurrency", "ignore_eos", "metrics", NULL};
+                                           "stop_timeout_s", "pid", "model", "concurrency", "ignore_eos", "metrics",
+                                           "memory", NULL};
 
 static const char *const tg_placeholders[] = {"bench", "model", "tokenizer", "port", NULL};
 
@@ -78,6 +79,25 @@ static int tg_check_launch(const cJSON *launch, const char *q, tg_err_fn fn, voi
     return bad;
 }
 
+/* memory: "process" (the server's pid alone, the default) or "tree" (it and every process
+ * below it), which needs a process to start from. The errors' count. */
+static int tg_check_memory(const cJSON *h, const char *p, tg_err_fn fn, void *user) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(h, "memory");
+    if (!v) return 0;
+    char q[300];
+    snprintf(q, sizeof(q), "%.200s.memory", p);
+    if (!cJSON_IsString(v) || (strcmp(v->valuestring, "process") && strcmp(v->valuestring, "tree"))) {
+        tg_err(fn, user, q, "expected \"process\" (the server's pid) or \"tree\" (it and all its descendants), got %s",
+               cJSON_IsString(v) ? v->valuestring : jv_type(v));
+        return 1;
+    }
+    if (!strcmp(v->valuestring, "tree") && !cJSON_GetObjectItemCaseSensitive(h, "launch") && !cJSON_GetObjectItemCaseSensitive(h, "pid")) {
+        tg_err(fn, user, q, "\"tree\" sums the server's process tree: give launch or pid, whose tree it is");
+        return 1;
+    }
+    return 0;
+}
+
 /* Every check of an http object; returns the count of errors. */
 static int tg_check_http(const cJSON *h, const char *p, tg_err_fn fn, void *user) {
     char q[300];
@@ -87,7 +107,7 @@ static int tg_check_http(const cJSON *h, const char *p, tg_err_fn fn, void *user
         if (!tg_is_key(it->string, tg_http_keys)) {
             snprintf(q, sizeof(q), "%.200s.%s", p, it->string);
             tg_err(fn, user, q, "unknown key \"%s\" (allowed: url, launch, health, ready_timeout_s, request_timeout_s, "
-                   "stop_timeout_s, pid, model, concurrency, ignore_eos, metrics)", it->string);
+                   "stop_timeout_s, pid, model, concurrency, ignore_eos, metrics, memory)", it->string);
             bad++;
         }
     }
@@ -158,6 +178,7 @@ static int tg_check_http(const cJSON *h, const char *p, tg_err_fn fn, void *user
         tg_err(fn, user, q, "expected true or false");
         bad++;
     }
+    bad += tg_check_memory(h, p, fn, user);
     return bad;
 }
 
@@ -249,6 +270,8 @@ int tg_read(const char *text, tg_http *h, char *err, size_t errlen) {
     h->concurrency = (int)tg_num(o, "concurrency", 0);
     const cJSON *ie = cJSON_GetObjectItemCaseSensitive(o, "ignore_eos");
     h->ignore_eos = ie ? cJSON_IsTrue(ie) : 1;
+    const cJSON *mem = cJSON_GetObjectItemCaseSensitive(o, "memory");
+    h->memory_tree = cJSON_IsString(mem) && !strcmp(mem->valuestring, "tree");
     cJSON_Delete(o);
     if (oom) {
         tg_http_free(h);

@@ -23,7 +23,9 @@
  *      "model": "name",            the requests' "model" field (vLLM wants it)
  *      "concurrency": 0,           requests in flight at most (0: the workload's max_batch, else all)
  *      "metrics": {...},           the server's /metrics read while it serves (target_metrics.h)
- *      "ignore_eos": true}}        send ignore_eos (inference: always; serving: unless stop_at_eos)
+ *      "ignore_eos": true,         send ignore_eos (inference: always; serving: unless stop_at_eos)
+ *      "memory": "process"}}       whose memory: the server's pid ("process"), or "tree": it and every
+ *                                  process below it, summed (harness/parent/proctree.h; launch or pid)
  *
  * sc_choice of a target: name "engine" or "http", label as given ("engine", or the http
  * choice's "label", default "http"), opts the http object as JSON text (NULL for engine).
@@ -50,6 +52,7 @@ typedef struct tg_http {
     int pid;                /* 0: none */
     int concurrency;
     int ignore_eos;
+    int memory_tree;        /* memory "tree": the server and its descendants */
 } tg_http;
 
 /* Reads the JSON text of an http choice. Returns 0, or -1 with err. */

@@ -180,6 +180,7 @@ void ws_engine_fill(ws_engine *w, const scenario *s, const sc_variant *v) {
         }
     }
     if (!s->axes[SC_AX_DEVICE].n) w->device = "cpu";
+    if (w->target && !strcmp(w->target, "engine")) w->target = NULL; /* the default, not written */
     w->bandwidth = (s->metrics & SC_M_BANDWIDTH) != 0;
     w->ctx = s->ctx;
     if (s->requests) {
@@ -316,8 +317,8 @@ int ws_engine_read(const cJSON *j, ws_engine *w, char *err, size_t errlen) {
 void ws_engine_free(ws_engine *w) {
     sc_requests_free(w->requests);
     w->requests = NULL;
-    free(w->http);
-    w->http = NULL;
+    free(w->target_opts);
+    w->target_opts = NULL;
     for (int i = 0; i < 4; i++) {
         ws_opts *o = i < 3 ? &w->opts[i] : &w->device_opts;
         free(o->mem);

@@ -61,9 +61,11 @@ typedef struct ws_engine {
     sc_cache_type kv_types;                     /* the same, typed (read once, by ws_engine_read): the engine's */
     int repack;                                 /* 1, the default: Q4_0 rearranged at load where the kernels decode it
                                                  * natively; 0: the file's layout (engine.h engine_repack) */
-    /* an http target's settings as JSON text (harness/child/http_worker.h); NULL: the engine.
+    /* the target (harness/child/targets.h) by name; NULL: "engine", the default, and not written */
+    const char *target;
+    /* its settings as JSON text (an http target's: harness/spec/target.h); NULL: none.
      * ws_engine_fill points it at the scenario's text; ws_engine_read mallocs it (the reader frees) */
-    char *http;
+    char *target_opts;
     int bandwidth;                              /* measure decode's read bound after the run (metric "bandwidth") */
     int ctx;
     const char *prompt;                         /* one sequence: prompt, or prompt_tokens; then generate */
