@@ -422,12 +422,13 @@ int hb_create(engine *e, const hb_opts *o, hb_batcher **out, char *err, size_t e
     b->o = *o;
     b->slots = 2 * o->max_batch;
     static const hb_hist hists[HB_H_COUNT] = {
-        [HB_H_TTFT] = {"bench:time_to_first_token_seconds", "Time from a request's arrival to its first token.", hb_ttft_le,
-                       (int)(sizeof(hb_ttft_le) / sizeof(double))},
-        [HB_H_TPOT] = {"bench:time_per_output_token_seconds", "A request's mean time per token after its first (one observation a request).",
-                       hb_tpot_le, (int)(sizeof(hb_tpot_le) / sizeof(double))},
-        [HB_H_E2E] = {"bench:e2e_request_latency_seconds", "Time from a request's arrival to its last token.", hb_e2e_le,
-                      (int)(sizeof(hb_e2e_le) / sizeof(double))},
+        [HB_H_TTFT] = {.name = "bench:time_to_first_token_seconds", .help = "Time from a request's arrival to its first token.",
+                       .le = hb_ttft_le, .n = (int)(sizeof(hb_ttft_le) / sizeof(double))},
+        [HB_H_TPOT] = {.name = "bench:time_per_output_token_seconds",
+                       .help = "A request's mean time per token after its first (one observation a request).",
+                       .le = hb_tpot_le, .n = (int)(sizeof(hb_tpot_le) / sizeof(double))},
+        [HB_H_E2E] = {.name = "bench:e2e_request_latency_seconds", .help = "Time from a request's arrival to its last token.",
+                      .le = hb_e2e_le, .n = (int)(sizeof(hb_e2e_le) / sizeof(double))},
     };
     memcpy(b->h, hists, sizeof(hists));
     pthread_mutex_init(&b->mu, NULL);
