@@ -55,7 +55,7 @@ static void usage(FILE *f) {
             "                      [--alloc NAME] [--alloc-opt k=v,...] [--device cpu|cuda] [--device-opt k=v,...]\n"
             "                      [--prompt-tokens N] [--bandwidth] [--kernels NAME] [--cache-type T[/T]]\n"
             "                      [--ids] [--quiet] [--trace-alloc FILE] [--tokenizer-fallback] [--llama-numerics]\n"
-            "                      [--accuracy] [--no-repack]\n\n"
+            "                      [--accuracy] [--no-repack] [--warmup N]\n\n"
             "Runs one engine on one prompt: prints the text on stdout, then load time, prompt tokens,\n"
             "TTFT, prefill tokens/s and decode tokens/s on stderr.\n\n"
             "  --steps N        positions in all, the prompt's included (as llama2.c counts); default 256.\n"
@@ -65,6 +65,10 @@ static void usage(FILE *f) {
             "  --ctx N          context length; default: the model's declared context. Going past the\n"
             "                   declared figure is allowed, with a note (RoPE has no hard limit).\n"
             "  --prompt-tokens N  use N synthetic prompt tokens (BOS, then ids 3, 4, 5, ...) instead of --prompt\n"
+            "  --warmup N       first run the whole generation (prefill and decode) N times untimed, as llama-bench\n"
+            "                   warms up once, and print the first (cold) pass's figures beside the timed one's;\n"
+            "                   default 0: the figures are then those of the first pass, which is what a person\n"
+            "                   running one prompt waits for (the text printed is the timed pass's, the same either way)\n"
             "  --bandwidth      also measure, on the same threads, a read-only stream over a buffer as large as\n"
             "                   the weights decode reads per token, and report decode as a fraction of the\n"
             "                   bound it sets (read bytes/s / weight bytes per token); the STREAM triad (64 MiB\n"
@@ -163,6 +167,7 @@ typedef struct gen_args {
     engine_spec spec;
     const char *prompt, *lopt, *kopt, *aopt, *dopt;     /* the --*-opt texts */
     int steps, print_ids, quiet, prompt_tokens, bandwidth, accuracy;
+    int warmup;                                         /* untimed passes before the timed one */
     float temperature, topp;
     unsigned long long seed;
 } gen_args;
@@ -191,6 +196,7 @@ static int gen_parse(int argc, char **argv, gen_args *g) {
         }
         else if (ARG("--threads")) { if (gen_int(a, v, 1, GEN_MAX_THREADS, GEN_THREADS_WHY, &g->spec.threads)) return 2; }
         else if (ARG("--prompt-tokens")) { if (gen_int(a, v, 1, GEN_MAX_POS, GEN_POS_WHY, &g->prompt_tokens)) return 2; }
+        else if (ARG("--warmup")) { if (gen_int(a, v, 0, 100, "(untimed passes; 1 is llama-bench's)", &g->warmup)) return 2; }
         else if (ARG("--ctx")) { if (gen_int(a, v, 1, GEN_MAX_POS, GEN_POS_WHY, &g->spec.max_pos)) return 2; }
         else if (ARG("--loader")) g->spec.loader = v;
         else if (ARG("--kv")) g->spec.kv = v;
@@ -227,7 +233,7 @@ static int gen_parse(int argc, char **argv, gen_args *g) {
                 "--prompt-tokens", "--ctx", "--loader", "--kv", "--alloc", "--loader-opt", "--kv-opt", "--alloc-opt",
                 "--device", "--device-opt", "--modules", "--trace-alloc", "--ids", "--tokenizer-fallback", "--quiet",
                 "--kernels", "--cache-type", "--cache-type-k", "--cache-type-v", "--accuracy",
-                "--bandwidth", "--llama-numerics", "--no-repack", "--help", NULL};
+                "--bandwidth", "--llama-numerics", "--no-repack", "--warmup", "--help", NULL};
             return cli_bad_arg(stderr, "generate", a, known);
         }
 #undef ARG
@@ -243,6 +249,9 @@ static int gen_parse(int argc, char **argv, gen_args *g) {
 typedef struct gen_run {
     int n_prompt, n;                    /* prompt tokens; tokens in ids, prompt included */
     double t_load, t1, t_first, t_end;  /* load's length; prefill start, first token, end */
+    int warmup;                         /* untimed passes before this one (--warmup) */
+    double c1, c_first, c_end;          /* the first, cold, pass's t1, t_first, t_end when warmup > 0 */
+    int c_n;                            /* its tokens in ids, prompt included */
 } gen_run;
 
 /* the figures on stderr: load, kernels, KV cache, TTFT, prefill and decode rates, device */
@@ -270,6 +279,14 @@ static void gen_print_figures(const gen_args *g, engine *e, const gen_run *r) {
     fprintf(stderr, "KV cache     %s, %.2f MiB reserved (%llu B a position), %.2f MiB used\n", ct, km.reserved / 1048576.0,
             (unsigned long long)engine_kv_token_bytes(e), (km.live + km.cached) / 1048576.0);
     fprintf(stderr, "prompt       %d tokens\n", r->n_prompt);
+    if (r->warmup > 0) {
+        /* the cold pass first, so that the lines scripts read (prefill, decode) stay the timed one's */
+        int cdec = r->c_n - r->n_prompt - 1;
+        fprintf(stderr, "cold         first pass: TTFT %.2f ms, prefill %.1f tokens/s", (r->c_first - r->c1) * 1e3,
+                r->n_prompt / (r->c_first - r->c1));
+        if (cdec > 0) fprintf(stderr, ", decode %.1f tokens/s", cdec / (r->c_end - r->c_first));
+        fprintf(stderr, "; the figures below are warm: pass %d of %d (--warmup %d)\n", r->warmup + 1, r->warmup + 1, r->warmup);
+    }
     fprintf(stderr, "TTFT         %.2f ms\n", (r->t_first - r->t1) * 1e3);
     fprintf(stderr, "prefill      %.1f tokens/s\n", r->n_prompt / (r->t_first - r->t1));
     if (decoded > 0)
@@ -364,6 +381,34 @@ static int gen_accuracy(const gen_args *g, engine **e, const int *ids, const gen
     return 0;
 }
 
+/* One generation from the prompt in ids[0 .. n_prompt): prefill, then decode up to position
+ * steps or BOS, the tokens into ids, the times into r (t1, t_first, t_end, n). 0, or -1 said. */
+static int gen_pass(engine *e, sampler *smp, int *ids, int n_prompt, int steps, gen_run *r) {
+    const tokenizer *tok = engine_tokenizer(e);
+    char err[1024];
+    float *logits;
+    /* prefill: the whole prompt in one batch; its last logits give the first new token */
+    r->t1 = now_s();
+    if (engine_forward(e, 0, ids, n_prompt, 0, &logits, err, sizeof(err))) {
+        fprintf(stderr, "bench generate: %s\n", err);
+        return -1;
+    }
+    int n = n_prompt;
+    ids[n++] = engine_sample(e, smp, logits);
+    r->t_first = now_s();
+    /* position n-1 is fed next; positions 0 .. steps-1 are fed in all */
+    while (n - 1 < steps && ids[n - 1] != tokenizer_bos(tok)) {
+        if (engine_forward(e, 0, &ids[n - 1], 1, n - 1, &logits, err, sizeof(err))) {
+            fprintf(stderr, "bench generate: %s\n", err);
+            return -1;
+        }
+        ids[n++] = engine_sample(e, smp, logits);
+    }
+    r->t_end = now_s();
+    r->n = n;
+    return 0;
+}
+
 int cmd_generate(int argc, char **argv) {
     gen_args g;
     int rc = gen_parse(argc, argv, &g);
@@ -423,25 +468,23 @@ int cmd_generate(int argc, char **argv) {
         goto out;
     }
 
-    /* prefill: the whole prompt in one batch; its last logits give the first new token */
-    float *logits;
-    r.t1 = now_s();
-    if (engine_forward(e, 0, ids, n_prompt, 0, &logits, err, sizeof(err))) { fprintf(stderr, "bench generate: %s\n", err); goto out; }
-    int n = n_prompt;
-    ids[n++] = engine_sample(e, smp, logits);
-    r.t_first = now_s();
-    /* position n-1 is fed next; positions 0 .. steps-1 are fed in all */
-    while (n - 1 < steps && ids[n - 1] != tokenizer_bos(tok)) {
-        if (engine_forward(e, 0, &ids[n - 1], 1, n - 1, &logits, err, sizeof(err))) {
-            fprintf(stderr, "bench generate: %s\n", err);
+    r.n_prompt = n_prompt;
+    r.warmup = g.warmup;
+    for (int pass = 0; pass < g.warmup; pass++) {
+        if (gen_pass(e, smp, ids, n_prompt, steps, &r)) goto out;
+        if (!pass) {
+            r.c1 = r.t1, r.c_first = r.t_first, r.c_end = r.t_end, r.c_n = r.n;
+        }
+        /* the timed pass starts as the first did: an empty sequence, the sampler at its seed */
+        engine_reset(e, 0);
+        sampler_free(smp);
+        if (!(smp = sampler_create(m->cfg.vocab_size, g.temperature, g.topp, g.seed))) {
+            fprintf(stderr, "bench generate: out of memory\n");
             goto out;
         }
-        ids[n++] = engine_sample(e, smp, logits);
     }
-    r.t_end = now_s();
-
-    r.n_prompt = n_prompt;
-    r.n = n;
+    if (gen_pass(e, smp, ids, n_prompt, steps, &r)) goto out;
+    int n = r.n;
 
     char buf[16];
     if (g.print_ids) {
