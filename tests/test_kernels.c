@@ -37,6 +37,7 @@
 
 #include <signal.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define KN_TEST_RTOL 2e-5
@@ -1002,15 +1003,16 @@ static void test_auto_tuned(void **state) {
 }
 
 /* A cache file holding, for key, f32 decode and prefill entries that chose `chosen` over
- * `runner` (recorded twice as fast), as version 2 lines. */
-static void kt_write_doctored(const char *path, const char *key, const char *chosen, const char *runner, int rows, int cols) {
+ * `runner` (recorded twice as fast), as version 2 lines measured at Unix time `when` and never
+ * re-checked. */
+static void kt_write_doctored(const char *path, const char *key, const char *chosen, const char *runner, int rows, int cols,
+                              double when) {
     FILE *f = fopen(path, "w");
     assert_non_null(f);
     double bytes = 4.0 * rows * cols, flops = 2.0 * rows * cols * KT_PREFILL_N;
-    fprintf(f, "%s\tf32\tdecode\t%s\t%.0f\t%s=10.000,%s=5.000\tv2\t%dx%d\t1700000000\t0.50\t0.010\n", key, chosen, bytes, chosen,
-            runner, rows, cols);
-    fprintf(f, "%s\tf32\tprefill\t%s\t%.0f\t%s=10.000,%s=5.000\tv2\t%dx%d\t1700000000\t0.50\t0.010\n", key, chosen, flops, chosen,
-            runner, rows, cols);
+    for (int prefill = 0; prefill < 2; prefill++)
+        fprintf(f, "%s\tf32\t%s\t%s\t%.0f\t%s=10.000,%s=5.000\tv2\t%dx%d\t%.0f\t0.50\t0.010\t0\n", key,
+                prefill ? "prefill" : "decode", chosen, prefill ? flops : bytes, chosen, runner, rows, cols, when);
     fclose(f);
 }
 
@@ -1033,7 +1035,7 @@ static void test_auto_cache_versions(void **state) {
     FILE *f = fopen(path, "w");
     assert_non_null(f);
     fprintf(f, "%s\tf32\tdecode\tavx2\t100\tavx2=1.000,portable=0.500\n", key);                 /* version 1 */
-    fprintf(f, "%s\tf32\tprefill\tavx2\t200\tavx2=2.000\tv2\t64x256\t1700000000\t1.25\t0.031\tv3-more\n", key);  /* a later column */
+    fprintf(f, "%s\tf32\tprefill\tavx2\t200\tavx2=2.000\tv2\t64x256\t1700000000\t1.25\t0.031\t1700000100\tv3-more\n", key);
     fclose(f);
     assert_int_equal(kt_cache_load(path, key, 1u << BENCH_F32, t, err, sizeof(err)), 0);
     assert_int_equal(t->n, 2);
@@ -1043,7 +1045,7 @@ static void test_auto_cache_versions(void **state) {
     kt_describe_when(dec, when, sizeof(when));
     assert_non_null(strstr(when, "not recorded"));
     assert_int_equal(pre->n_families, 1);
-    assert_true(pre->rows == 64 && pre->cols == 256 && pre->when == 1700000000.0);
+    assert_true(pre->rows == 64 && pre->cols == 256 && pre->when == 1700000000.0 && pre->checked == 1700000100.0);  /* a later column ignored */
     assert_true(fabs(pre->load1 - 1.25) < 1e-9 && fabs(pre->others - 0.031) < 1e-9);
     kt_describe_when(pre, when, sizeof(when));
     if (!strstr(when, "2023-11-14 22:13 UTC") || !strstr(when, "load average 1.25") || !strstr(when, "3%"))
@@ -1055,7 +1057,7 @@ static void test_auto_cache_versions(void **state) {
     assert_int_equal(kt_cache_load(path, key, 1u << BENCH_F32, back, err, sizeof(err)), 0);
     for (int i = 0; i < 2; i++) {
         assert_int_equal(back->e[i].rows, t->e[i].rows);
-        assert_true(back->e[i].when == t->e[i].when);
+        assert_true(back->e[i].when == t->e[i].when && back->e[i].checked == t->e[i].checked);
         assert_true(isnan(t->e[i].others) ? isnan(back->e[i].others) : fabs(back->e[i].others - t->e[i].others) < 1e-9);
     }
     /* a version column that is not one, or a version 2 line cut short, is damaged */
@@ -1138,18 +1140,29 @@ static void test_auto_recheck(void **state) {
     kt_table *t = calloc(1, sizeof(*t));
     assert_non_null(t);
 
-    /* the runner-up made slow: the kept choice stands */
-    kt_write_doctored(path, key, fam[0], fam[1], rows, cols);
+    /* the runner-up made slow: the kept choice stands (measured in 2023: due for a re-check) */
+    kt_write_doctored(path, key, fam[0], fam[1], rows, cols, 1700000000);
     assert_int_equal(kt_cache_load(path, key, 1u << BENCH_F32, t, err, sizeof(err)), 0);
     kt_test_scale(fam[1], 20);
     assert_int_equal(kt_recheck(pool, mats, 1, t, why, sizeof(why)), 0);
     assert_string_equal(why, "");
     assert_int_equal(kt_auto(pool, mats, 1, KT_TUNE, note, sizeof(note), err, sizeof(err)), 0);
-    assert_non_null(strstr(note, "measured earlier, re-checked"));
+    assert_non_null(strstr(note, "measured earlier, re-checked now"));
     assert_string_equal(kn_auto_family(BENCH_F32, 0), fam[0]);
+    /* where the machine was quiet the confirmation is kept, and not checked again today */
+    assert_int_equal(kt_cache_load(path, key, 1u << BENCH_F32, t, err, sizeof(err)), 0);
+    for (int i = 0; i < t->n; i++) assert_true(t->e[i].checked == 0 || fabs(t->e[i].checked - (double)time(NULL)) < 600);
+
+    /* measured an hour ago: not due, so even a kept family now slow stands until tomorrow */
+    kt_test_scale(fam[0], 20);
+    kt_write_doctored(path, key, fam[0], fam[1], rows, cols, (double)time(NULL) - 3600);
+    assert_int_equal(kt_auto(pool, mats, 1, KT_TUNE, note, sizeof(note), err, sizeof(err)), 0);
+    assert_null(strstr(note, "re-checked"));
+    assert_string_equal(kn_auto_family(BENCH_F32, 0), fam[0]);
+    kt_write_doctored(path, key, fam[0], fam[1], rows, cols, 1700000000);
+    assert_int_equal(kt_cache_load(path, key, 1u << BENCH_F32, t, err, sizeof(err)), 0);
 
     /* the kept choice made slow: stale, measured again, and the slow family not chosen */
-    kt_test_scale(fam[0], 20);
     assert_int_equal(kt_recheck(pool, mats, 1, t, why, sizeof(why)), 1);
     if (!strstr(why, fam[1]) || !strstr(why, fam[0])) fail_msg("why: %s", why);
     assert_int_equal(kt_auto(pool, mats, 1, KT_TUNE, note, sizeof(note), err, sizeof(err)), 0);
@@ -1164,7 +1177,7 @@ static void test_auto_recheck(void **state) {
 
     /* read only: no re-check, the kept choice as it is */
     kt_test_scale(NULL, 1);
-    kt_write_doctored(path, key, fam[0], fam[1], rows, cols);
+    kt_write_doctored(path, key, fam[0], fam[1], rows, cols, 1700000000);
     assert_int_equal(kt_auto(pool, mats, 1, KT_READ, note, sizeof(note), err, sizeof(err)), 0);
     assert_null(strstr(note, "re-checked"));
     assert_string_equal(kn_auto_family(BENCH_F32, 0), fam[0]);

@@ -314,14 +314,14 @@ int kt_recheck(tp_pool *pool, const kt_mat *m, int n, const kt_table *t, char *w
 }
 
 /* ---- the cache file: a line per (key, dtype, phase), tab-separated ----
- *   KEY  DTYPE  decode|prefill  CHOSEN  WORK  FAMILY=RATE,FAMILY=RATE  v2  ROWSxCOLS  WHEN  LOAD1  OTHERS
+ *   KEY  DTYPE  decode|prefill  CHOSEN  WORK  FAMILY=RATE,FAMILY=RATE  v2  ROWSxCOLS  WHEN  LOAD1  OTHERS  CHECKED
  * Version 1 lines end after the rates; version 2 adds the version column and then the
  * largest matrix's shape, the Unix time, the 1-minute load average and the share of the CPUs
- * others used ("-": unknown). A bench of version 1 reads a version 2 line as its own (the
+ * others used ("-": unknown), and the Unix time a quiet re-check last confirmed it (0: never). A bench of version 1 reads a version 2 line as its own (the
  * extra columns end its last rate's number), and a later version appends its columns after
  * these, so each reads the others' files. */
 #define KT_FILE_VERSION 2
-#define KT_FIELDS 11
+#define KT_FIELDS 12
 
 static double kt_num_or_nan(const char *s) { return strcmp(s, "-") ? strtod(s, NULL) : NAN; }
 
@@ -342,10 +342,11 @@ static int kt_parse(char *line, char *key, size_t keylen, kt_entry *e) {
     snprintf(e->chosen, sizeof(e->chosen), "%s", f[3]);
     if (nf > 6) {
         if (f[6][0] != 'v' || atoi(f[6] + 1) < 2 || nf < KT_FIELDS || sscanf(f[7], "%dx%d", &e->rows, &e->cols) != 2) return -1;
-        f[10][strcspn(f[10], "\t")] = 0;  /* a later version's columns follow */
+        f[11][strcspn(f[11], "\t")] = 0;  /* a later version's columns follow */
         e->when = strtod(f[8], NULL);
         e->load1 = kt_num_or_nan(f[9]);
         e->others = kt_num_or_nan(f[10]);
+        e->checked = strtod(f[11], NULL);
     }
     for (char *tok = strtok(f[5], ","); tok && e->n_families < KT_MAX_FAMILIES; tok = strtok(NULL, ",")) {
         char *eq = strchr(tok, '=');
@@ -395,7 +396,7 @@ static void kt_write_entry(FILE *f, const char *key, const kt_entry *e) {
     kt_write_num(f, "%.2f", e->load1);
     fputc('\t', f);
     kt_write_num(f, "%.3f", e->others);
-    fputc('\n', f);
+    fprintf(f, "\t%.0f\n", e->checked);
 }
 int kt_cache_store(const char *path, const kt_table *t, char *err, size_t errlen) {
     char tmp[1100];
@@ -591,6 +592,35 @@ static int kt_auto_measure(tp_pool *pool, const kt_mat *m, int n, const char *p,
     return 0;
 }
 
+/* 1 when an entry of t was neither measured nor confirmed by a quiet re-check within
+ * KT_RECHECK_AGE_S: then the start re-checks. */
+static int kt_recheck_due(const kt_table *t) {
+    double now = (double)time(NULL);
+    for (int i = 0; i < t->n; i++)
+        if (now - (t->e[i].checked > t->e[i].when ? t->e[i].checked : t->e[i].when) > KT_RECHECK_AGE_S) return 1;
+    return 0;
+}
+
+/* kt_recheck with the load read around it: a choice confirmed on a quiet machine is kept with
+ * the time, so that the next starts of the day do not check it again. 1 stale, 0 it holds,
+ * -1 out of memory (the kept choice is then used as it is). */
+static int kt_auto_recheck(tp_pool *pool, const kt_mat *m, int n, const char *p, kt_table *t, char *stale, size_t stalelen) {
+    ut_cpu_snap s0, s1;
+    ut_cpu_read(&s0);
+    double t0 = kt_now();
+    int r = kt_recheck(pool, m, n, t, stale, stalelen);
+    double left = KT_LOAD_MIN_S - (kt_now() - t0);
+    if (left > 0) nanosleep(&(struct timespec){.tv_sec = 0, .tv_nsec = (long)(left * 1e9)}, NULL);
+    ut_cpu_read(&s1);
+    ut_cpu_load l = ut_cpu_between(&s0, &s1, 0);
+    if (r == 0 && !ut_cpu_busy(&l) && p) {
+        char serr[256];
+        for (int i = 0; i < t->n; i++) t->e[i].checked = (double)time(NULL);
+        kt_cache_store(p, t, serr, sizeof(serr));     /* not kept: checked again at the next start */
+    }
+    return r < 0 ? 0 : r;
+}
+
 int kt_auto(tp_pool *pool, const kt_mat *m, int n, int mode, char *note, size_t notelen, char *err, size_t errlen) {
     if (notelen) note[0] = 0;
     if (mode == KT_OFF) {
@@ -606,7 +636,8 @@ int kt_auto(tp_pool *pool, const kt_mat *m, int n, int mode, char *note, size_t 
     const char *p = kt_cache_path(path, sizeof(path));
     int rc = p ? kt_cache_load(p, key, dts, t, err, errlen) : 1;
     if (rc < 0) goto out;
-    if (rc == 0 && mode == KT_TUNE && kt_recheck(pool, m, n, t, stale, sizeof(stale)) == 1) rc = 1;
+    int checked = rc == 0 && mode == KT_TUNE && kt_recheck_due(t);
+    if (checked && kt_auto_recheck(pool, m, n, p, t, stale, sizeof(stale)) == 1) rc = 1;
     if (rc == 1) {
         if (mode == KT_READ) {
             snprintf(note, notelen, "kernels auto: the flags' order (no measurement for this machine, build and %d threads in %s)",
@@ -624,7 +655,7 @@ int kt_auto(tp_pool *pool, const kt_mat *m, int n, int mode, char *note, size_t 
     char desc[1024];
     kt_describe(t, desc, sizeof(desc));
     snprintf(note, notelen, "kernels auto (%s%s%s%s): %s", t->from_cache ? "measured earlier" : stale[0] ? "measured again, the kept choice was stale: " : "measured now",
-             t->from_cache && mode == KT_TUNE ? ", re-checked" : "", stale, saved, desc);
+             t->from_cache && checked ? ", re-checked now" : "", stale, saved, desc);
 out:
     free(t);
     return rc;

@@ -21,8 +21,8 @@
  * holds for this process only, not written, said once on stderr: a choice made beside another
  * job would be that job's, kept for every later run. And a kept choice is re-checked at each
  * start, cheaply: the chosen family and the runner-up timed once each on the model's own
- * matrices; when the runner-up is then faster by more than KT_RECHECK_MARGIN, all is measured
- * again. `bench list` shows when and under what load each entry was measured; `bench list
+ * matrices (once a day: KT_RECHECK_AGE_S); when the runner-up is then faster by more than
+ * KT_RECHECK_MARGIN, all is measured again. `bench list` shows when and under what load each entry was measured; `bench list
  * --retune` measures every entry of this machine and build again.
  */
 #ifndef BENCH_KERNELS_TUNE_H
@@ -40,6 +40,11 @@
 /* The re-check times each family once, not the best of KT_ROUNDS, so one pass's noise (a few
  * percent on a quiet machine, more on a busy one) must not send every start to a re-measure. */
 #define KT_RECHECK_MARGIN 0.10
+/* A kept choice is re-checked at a start when neither its measurement nor a quiet re-check
+ * confirmed it within a day: what makes a choice stale is a machine that changed (its
+ * neighbours, firmware, kernel), not the minute, and a re-check inside every bench run
+ * worker's load would fault a mapped model's pages in there (`bench list --retune` is for now). */
+#define KT_RECHECK_AGE_S (24 * 3600.0)
 
 /* One matrix the forward pass multiplies by: (rows, cols) in dt, row-major. */
 typedef struct kt_mat {
@@ -61,6 +66,7 @@ typedef struct kt_entry {
     double when;                            /* Unix time of the measurement; 0: unknown (a v1 line) */
     double load1;                           /* the 1-minute load average at its end; NAN: unknown */
     double others;                          /* share of the CPUs other processes used during it; NAN: unknown */
+    double checked;                         /* Unix time a quiet re-check last confirmed it; 0: never */
 } kt_entry;
 
 typedef struct kt_table {
@@ -120,7 +126,7 @@ enum { KT_OFF, KT_READ, KT_TUNE };
 int kt_mode_from_env(void);
 
 /* The whole of it for an engine on the CPU with "auto": the cache's entries for the dtypes of
- * m, re-checked (kt_recheck) where mode is KT_TUNE, measured where missing or stale and mode is
+ * m, re-checked (kt_recheck) where mode is KT_TUNE and a day has passed, measured where missing or stale and mode is
  * KT_TUNE and stored when the machine was quiet; then applied. note gets a
  * line for the person running it (what auto runs, and whether measured now or read).
  * 0, or -1 with err (the choice is then the flags'). */
