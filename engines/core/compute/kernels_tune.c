@@ -470,7 +470,12 @@ void kt_describe_when(const kt_entry *e, char *buf, size_t len) {
     char load[32] = "?", others[32] = "?";
     if (isfinite(e->load1)) snprintf(load, sizeof(load), "%.2f", e->load1);
     if (isfinite(e->others)) snprintf(others, sizeof(others), "%.0f%%", 100 * e->others);
-    snprintf(buf, len, "%s, load average %s, others used %s of the CPUs", at, load, others);
+    int w = snprintf(buf, len, "%s, load average %s, others used %s of the CPUs", at, load, others);
+    t = (time_t)e->checked;
+    if (e->checked > 0 && w > 0 && (size_t)w < len && gmtime_r(&t, &tm)) {
+        strftime(at, sizeof(at), "%Y-%m-%d %H:%M UTC", &tm);
+        snprintf(buf + w, len - (size_t)w, "; confirmed by a quiet re-check %s", at);
+    }
 }
 
 /* ---- measuring again what the file holds ---- */

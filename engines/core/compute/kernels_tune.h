@@ -117,7 +117,8 @@ int kt_apply(const kt_table *t);
 /* "f16 decode avx2 (17.0 GB/s; avx512 12.1), f16 prefill avx512 (...)" into buf. */
 void kt_describe(const kt_table *t, char *buf, size_t len);
 /* When and under what load e was measured: "2025-06-01 12:00 UTC, load average 0.80, others
- * used 3% of the CPUs", or "when and load not recorded (an older bench)". */
+ * used 3% of the CPUs" (and "; confirmed by a quiet re-check 2025-06-02 09:00 UTC"), or "when
+ * and load not recorded (an older bench)". */
 void kt_describe_when(const kt_entry *e, char *buf, size_t len);
 
 enum { KT_OFF, KT_READ, KT_TUNE };
