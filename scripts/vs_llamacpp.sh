@@ -16,12 +16,16 @@
 #
 # Each round runs, for every file in turn (interleaved, so a shared machine's drift falls on
 # both engines alike):
-#   bench generate --model F --prompt-tokens P --steps P+G --threads T --kernels K --bandwidth --loader L
+#   bench generate --model F --prompt-tokens P --steps P+G --threads T --kernels K --bandwidth --loader L --warmup 1
 #   LLAMA_BENCH -m F -p P -n G -t T -r 1 -o csv
-# and takes prefill and decode tokens/s from each. One uncounted round first warms the page
-# cache and the CPU. Then per file: the median and min..max of each figure, and the ratio
-# bench / llama.cpp computed per round (the two ran seconds apart) with its median and
-# min..max. "bound" is the read-only stream at the size of the weights a token reads
+# and takes prefill and decode tokens/s from each. Both are warm: llama-bench runs each test
+# once untimed before it times it (its default warm-up), and bench generate --warmup 1 runs the
+# whole prefill and decode once untimed before the timed pass, so the headline ratios are warm
+# against warm. bench's cold first pass (the one --warmup leaves out, what a single
+# `bench generate` reports by default) is printed beside it; llama-bench reports no cold figure.
+# One uncounted round first warms the page cache and the CPU. Then per file: the median and
+# min..max of each figure, and the ratio bench / llama.cpp computed per round (the two ran
+# seconds apart) with its median and min..max. "bound" is the read-only stream at the size of the weights a token reads
 # (bench generate --bandwidth), and "% bound" each engine's decode against it.
 #
 # Decode at depth (after a prompt of thousands of tokens) and the KV cache types are compared
@@ -99,10 +103,13 @@ for ((r = 0; r <= reps; r++)); do
   for m in "${files[@]}"; do
     name=$(basename "$m" .gguf)
     out=$("${pre[@]}" "$bench" generate --model "$m" --prompt-tokens "$prompt" --steps $((prompt + gen)) \
-          --threads "$threads" --kernels "$kernels" --loader "$loader" --bandwidth --ids 2>&1 >/dev/null) ||
+          --threads "$threads" --kernels "$kernels" --loader "$loader" --bandwidth --warmup 1 --ids 2>&1 >/dev/null) ||
       { echo "vs_llamacpp.sh: bench generate failed on $m:" >&2; echo "$out" >&2; exit 1; }
+    # the timed (warm) pass's lines, and the cold first pass's line printed before them
     bpre=$(awk '$1 == "prefill" {print $2}' <<<"$out")
     bdec=$(awk '$1 == "decode" {print $2}' <<<"$out")
+    cpre=$(sed -n 's/^cold .* prefill \([0-9.]*\) tokens\/s.*/\1/p' <<<"$out")
+    cdec=$(sed -n 's/^cold .* decode \([0-9.]*\) tokens\/s.*/\1/p' <<<"$out")
     bound=$(sed -n 's/.*bound \([0-9.]*\) tokens\/s.*/\1/p' <<<"$out" | head -1)
     kn=$(awk '$1 == "kernels" {print $2; exit}' <<<"$out")
     # shellcheck disable=SC2086  # LLAMA_ARGS is a list of options
@@ -112,12 +119,13 @@ for ((r = 0; r <= reps; r++)); do
     read -r lpre ldec < <(awk -F'","' 'NR == 1 { gsub(/"/, ""); n = split($0, h, ","); for (i = 1; i <= n; i++) c[h[i]] = i; next }
                                  { gsub(/^"|"$/, "") ; if ($(c["n_prompt"]) > 0) p = $(c["avg_ts"]); else d = $(c["avg_ts"]) }
                                  END { print p, d }' <<<"$csv")
-    [ -n "$bpre" ] && [ -n "$bdec" ] && [ -n "$bound" ] && [ -n "$lpre" ] && [ -n "$ldec" ] ||
+    [ -n "$bpre" ] && [ -n "$bdec" ] && [ -n "$cpre" ] && [ -n "$cdec" ] && [ -n "$bound" ] && [ -n "$lpre" ] && [ -n "$ldec" ] ||
       { echo "vs_llamacpp.sh: could not read the figures of round $r, $name" >&2; echo "$out" >&2; echo "$csv" >&2; exit 1; }
     if [ "$r" -eq 0 ]; then
-      printf '%s warm-up: bench %s/%s llama.cpp %s/%s tok/s prefill/decode (not counted)\n' "$name" "$bpre" "$bdec" "$lpre" "$ldec" >&2
+      printf '%s warm-up round: bench %s/%s (cold %s/%s) llama.cpp %s/%s tok/s prefill/decode (not counted)\n' "$name" "$bpre" "$bdec" \
+        "$cpre" "$cdec" "$lpre" "$ldec" >&2
     else
-      printf '%s %s %s %s %s %s %s %s\n' "$name" "$r" "$bpre" "$bdec" "$lpre" "$ldec" "$bound" "$kn" | tee -a "$tmp" >&2
+      printf '%s %s %s %s %s %s %s %s %s %s\n' "$name" "$r" "$bpre" "$bdec" "$lpre" "$ldec" "$bound" "$kn" "$cpre" "$cdec" | tee -a "$tmp" >&2
     fi
   done
 done
@@ -138,16 +146,18 @@ function ratio(k, cb, cl, fmt,   a, i, v) {
   for (i = 1; i <= n[k]; i++) a[i] = val[k, cb, i] / val[k, cl, i]
   v = med(a, n[k]); return sprintf(fmt " (" fmt ".." fmt ")", v, lo, hi)
 }
-{ k = $1; if (!(k in n)) order[++nk] = k; n[k]++; for (c = 3; c <= 7; c++) val[k, c, n[k]] = $c; kern[k] = $8 }
+{ k = $1; if (!(k in n)) order[++nk] = k; n[k]++; for (c = 3; c <= 10; c++) if (c != 8) val[k, c, n[k]] = $c; kern[k] = $8 }
 END {
-  printf "%-26s %-8s %-24s %-24s %-20s | %-24s %-24s %-20s | %-22s %s\n", "model", "kernels", "prefill bench", "prefill llama.cpp", "ratio",
-         "decode bench", "decode llama.cpp", "ratio", "bound tok/s", "% bound bench / llama.cpp"
+  print "warm against warm (llama-bench warms up each test; bench generate --warmup 1); bench cold = its first pass"
+  printf "%-26s %-8s %-24s %-24s %-20s | %-24s %-24s %-20s | %-22s %-26s | %-24s %s\n", "model", "kernels", "prefill bench", "prefill llama.cpp", "ratio",
+         "decode bench", "decode llama.cpp", "ratio", "bound tok/s", "% bound bench / llama.cpp", "cold prefill bench", "cold decode bench"
   for (o = 1; o <= nk; o++) {
     k = order[o]
     for (i = 1; i <= n[k]; i++) { pb[i] = 100 * val[k, 4, i] / val[k, 7, i]; pl[i] = 100 * val[k, 6, i] / val[k, 7, i] }
-    printf "%-26s %-8s %-24s %-24s %-20s | %-24s %-24s %-20s | %-22s %.0f / %.0f\n", k, kern[k],
+    bnd = sprintf("%.0f / %.0f", med(pb, n[k]), med(pl, n[k]))
+    printf "%-26s %-8s %-24s %-24s %-20s | %-24s %-24s %-20s | %-22s %-26s | %-24s %s\n", k, kern[k],
            col(k, 3, "%.1f"), col(k, 5, "%.1f"), ratio(k, 3, 5, "%.2f"),
            col(k, 4, "%.1f"), col(k, 6, "%.1f"), ratio(k, 4, 6, "%.2f"),
-           col(k, 7, "%.1f"), med(pb, n[k]), med(pl, n[k])
+           col(k, 7, "%.1f"), bnd, col(k, 9, "%.1f"), col(k, 10, "%.1f")
   }
 }' "$tmp"

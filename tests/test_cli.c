@@ -247,6 +247,40 @@ static void test_generate_synth_says_random(void **state) {
     free(t);
 }
 
+/* --warmup: the untimed passes change no token (the sampler restarts at its seed, the sequence
+ * empty), the cold first pass is printed beside the timed one, and a count below 0 is a usage error */
+static void test_generate_warmup(void **state) {
+    (void)state;
+    char synth[800], args[1600], ids0[800], ids1[800], e[256];
+    snprintf(synth, sizeof(synth), "%s/tiny-warm.gguf", tmp);
+    snprintf(args, sizeof(args), "model synth --shape tiny --dtype f32 --format gguf -o '%s'", synth);
+    assert_int_equal(bench_err(args), 0);
+    snprintf(ids0, sizeof(ids0), "%s/ids0", tmp);
+    snprintf(ids1, sizeof(ids1), "%s/ids1", tmp);
+    const char *gen = "generate --model '%s' --prompt-tokens 8 --steps 40 --temperature 0.9 --seed 7 --ids";
+    snprintf(args, sizeof(args), gen, synth);
+    assert_int_equal(tu_bench(ids0, "%s 2>'%s'", args, out), 0);
+    char *t = err_text();
+    assert_null(strstr(t, "cold "));
+    free(t);
+    strncat(args, " --warmup 2", sizeof(args) - strlen(args) - 1);
+    assert_int_equal(tu_bench(ids1, "%s 2>'%s'", args, out), 0);
+    t = err_text();
+    if (!strstr(t, "cold         first pass: TTFT ") || !strstr(t, ", decode ") || !strstr(t, "pass 3 of 3 (--warmup 2)"))
+        fail_msg("no cold pass beside the warm one:\n%s", t);
+    assert_true(strstr(t, "cold ") < strstr(t, "\nprefill "));  /* scripts read the lines after it as the timed pass */
+    free(t);
+    char *a = rr_slurp(ids0, NULL, e, sizeof(e)), *b = rr_slurp(ids1, NULL, e, sizeof(e));
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_true(strlen(a) > 20);
+    assert_string_equal(a, b);
+    free(a);
+    free(b);
+    snprintf(args, sizeof(args), "generate --model '%s' --warmup -1", synth);
+    assert_int_equal(bench_err(args), CLI_EXIT_USAGE);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nearest),
@@ -255,6 +289,7 @@ int main(void) {
         cmocka_unit_test(test_help_reads_the_tables),
         cmocka_unit_test(test_generate_no_repack),
         cmocka_unit_test(test_generate_synth_says_random),
+        cmocka_unit_test(test_generate_warmup),
         cmocka_unit_test(test_other_commands_same_status),
         cmocka_unit_test(test_vocab_only_gguf),
     };

@@ -35,6 +35,9 @@
 #include "engines/core/compute/kernels_tune.h"
 #include "engines/abi/vexpf.h"
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define KN_TEST_RTOL 2e-5
@@ -999,6 +1002,203 @@ static void test_auto_tuned(void **state) {
     free(want);
 }
 
+/* A cache file holding, for key, f32 decode and prefill entries that chose `chosen` over
+ * `runner` (recorded twice as fast), as version 2 lines measured at Unix time `when` and never
+ * re-checked. */
+static void kt_write_doctored(const char *path, const char *key, const char *chosen, const char *runner, int rows, int cols,
+                              double when) {
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    double bytes = 4.0 * rows * cols, flops = 2.0 * rows * cols * KT_PREFILL_N;
+    for (int prefill = 0; prefill < 2; prefill++)
+        fprintf(f, "%s\tf32\t%s\t%s\t%.0f\t%s=10.000,%s=5.000\tv2\t%dx%d\t%.0f\t0.50\t0.010\t0\n", key,
+                prefill ? "prefill" : "decode", chosen, prefill ? flops : bytes, chosen, runner, rows, cols, when);
+    fclose(f);
+}
+
+/* One f32 matrix (rows, cols) of small values: the tuner's working set in the tests below. */
+static float *kt_f32_matrix(int rows, int cols) {
+    float *w = malloc(sizeof(float) * (size_t)rows * cols);
+    assert_non_null(w);
+    for (size_t i = 0; i < (size_t)rows * cols; i++) w[i] = (float)((i * 2654435761u) % 1000u) * 1e-3f - 0.5f;
+    return w;
+}
+
+/* The cache file's version 2 columns, and a version 1 file read as it is (issue 37). */
+static void test_auto_cache_versions(void **state) {
+    (void)state;
+    char path[256], err[512], key[320], when[160];
+    snprintf(path, sizeof(path), "/tmp/bench-ktv-%d.tsv", (int)getpid());
+    kt_key(2, key, sizeof(key));
+    kt_table *t = calloc(1, sizeof(*t));
+    assert_non_null(t);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "%s\tf32\tdecode\tavx2\t100\tavx2=1.000,portable=0.500\n", key);                 /* version 1 */
+    fprintf(f, "%s\tf32\tprefill\tavx2\t200\tavx2=2.000\tv2\t64x256\t1700000000\t1.25\t0.031\t1700000100\tv3-more\n", key);
+    fclose(f);
+    assert_int_equal(kt_cache_load(path, key, 1u << BENCH_F32, t, err, sizeof(err)), 0);
+    assert_int_equal(t->n, 2);
+    const kt_entry *dec = t->e[0].prefill ? &t->e[1] : &t->e[0], *pre = t->e[0].prefill ? &t->e[0] : &t->e[1];
+    assert_int_equal(dec->n_families, 2);
+    assert_true(dec->when == 0 && isnan(dec->load1) && isnan(dec->others) && dec->rows == 0);
+    kt_describe_when(dec, when, sizeof(when));
+    assert_non_null(strstr(when, "not recorded"));
+    assert_int_equal(pre->n_families, 1);
+    assert_true(pre->rows == 64 && pre->cols == 256 && pre->when == 1700000000.0 && pre->checked == 1700000100.0);  /* a later column ignored */
+    assert_true(fabs(pre->load1 - 1.25) < 1e-9 && fabs(pre->others - 0.031) < 1e-9);
+    kt_describe_when(pre, when, sizeof(when));
+    if (!strstr(when, "2023-11-14 22:13 UTC") || !strstr(when, "load average 1.25") || !strstr(when, "3%") ||
+        !strstr(when, "confirmed by a quiet re-check 2023-11-14 22:15 UTC"))
+        fail_msg("when: %s", when);
+    /* written back as version 2, read again the same */
+    assert_int_equal(kt_cache_store(path, t, err, sizeof(err)), 0);
+    kt_table *back = calloc(1, sizeof(*back));
+    assert_non_null(back);
+    assert_int_equal(kt_cache_load(path, key, 1u << BENCH_F32, back, err, sizeof(err)), 0);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(back->e[i].rows, t->e[i].rows);
+        assert_true(back->e[i].when == t->e[i].when && back->e[i].checked == t->e[i].checked);
+        assert_true(isnan(t->e[i].others) ? isnan(back->e[i].others) : fabs(back->e[i].others - t->e[i].others) < 1e-9);
+    }
+    /* a version column that is not one, or a version 2 line cut short, is damaged */
+    f = fopen(path, "a");
+    assert_non_null(f);
+    fprintf(f, "%s\tf16\tdecode\tavx2\t100\tavx2=1.000\tv2\t64x256\n", key);
+    fclose(f);
+    assert_int_equal(kt_cache_load(path, key, 1u << BENCH_F32, back, err, sizeof(err)), -1);
+    unlink(path);
+    free(t);
+    free(back);
+}
+
+/* A tuner run beside a busy loop on every CPU keeps nothing: its choice is the process's own. */
+static void test_auto_busy_not_kept(void **state) {
+    (void)state;
+    const int rows = 1024, cols = 1024;     /* a second or so under ASan: many of /proc/stat's ticks */
+    float *w = kt_f32_matrix(rows, cols);
+    const kt_mat mats[] = {{w, BENCH_F32, rows, cols}};
+    char path[256], note[2048], err[512];
+    snprintf(path, sizeof(path), "/tmp/bench-ktb-%d.tsv", (int)getpid());
+    unlink(path);
+    setenv("BENCH_KERNELS_CACHE", path, 1);
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    pid_t kids[64];
+    int nk = 0;
+    for (; nk < cpus && nk < 64; nk++) {
+        kids[nk] = fork();
+        assert_true(kids[nk] >= 0);
+        if (kids[nk] == 0) {
+            alarm(60);      /* never outlives a test that failed before it killed it */
+            for (volatile unsigned long spin = 0;; spin++) {}
+        }
+    }
+    tp_pool *pool = tp_create(2);
+    assert_non_null(pool);
+    int rc = kt_auto(pool, mats, 1, KT_TUNE, note, sizeof(note), err, sizeof(err));
+    for (int i = 0; i < nk; i++) {
+        kill(kids[i], SIGKILL);
+        waitpid(kids[i], NULL, 0);
+    }
+    if (rc) fail_msg("%s", err);
+    print_message("beside %d spinning processes: %s\n", nk, note);
+    assert_int_equal(access(path, F_OK), -1);
+    assert_non_null(strstr(note, "measured now"));
+    assert_non_null(strstr(note, "not kept: other processes used"));
+    /* the choice still holds for this process */
+    assert_true(kn_isa_exact(kn_auto_family(BENCH_F32, 0)));
+    kn_set_tuned(BENCH_F32, 0, NULL);
+    kn_set_tuned(BENCH_F32, 1, NULL);
+    unsetenv("BENCH_KERNELS_CACHE");
+    tp_destroy(pool);
+    free(w);
+}
+
+/* A kept choice is re-checked at start: one made stale (its family timed 20 times slower, the
+ * test hook) is measured again; one whose runner-up is made slow stands. */
+static void test_auto_recheck(void **state) {
+    (void)state;
+    char fam[2][16];
+    int n_fam = 0;
+    for (int i = 0; i < kn_isa_count() && n_fam < 2; i++) {
+        int here;
+        const char *name = kn_isa_name(i, &here);
+        if (here && kn_isa_auto_candidate(name) && strcmp(name, "portable")) snprintf(fam[n_fam++], 16, "%s", name);
+    }
+    if (n_fam < 2) {
+        print_message("one exact family runs on this CPU: nothing to re-check against\n");
+        skip();
+    }
+    const int rows = 256, cols = 512;
+    float *w = kt_f32_matrix(rows, cols);
+    const kt_mat mats[] = {{w, BENCH_F32, rows, cols}};
+    char path[256], key[320], note[2048], why[256], err[512];
+    snprintf(path, sizeof(path), "/tmp/bench-ktr-%d.tsv", (int)getpid());
+    setenv("BENCH_KERNELS_CACHE", path, 1);
+    tp_pool *pool = tp_create(2);
+    assert_non_null(pool);
+    kt_key(2, key, sizeof(key));
+    kt_table *t = calloc(1, sizeof(*t));
+    assert_non_null(t);
+
+    /* the runner-up made slow: the kept choice stands (measured in 2023: due for a re-check) */
+    kt_write_doctored(path, key, fam[0], fam[1], rows, cols, 1700000000);
+    assert_int_equal(kt_cache_load(path, key, 1u << BENCH_F32, t, err, sizeof(err)), 0);
+    kt_test_scale(fam[1], 20);
+    assert_int_equal(kt_recheck(pool, mats, 1, t, why, sizeof(why)), 0);
+    assert_string_equal(why, "");
+    assert_int_equal(kt_auto(pool, mats, 1, KT_TUNE, note, sizeof(note), err, sizeof(err)), 0);
+    assert_non_null(strstr(note, "measured earlier, re-checked now"));
+    assert_string_equal(kn_auto_family(BENCH_F32, 0), fam[0]);
+    /* where the machine was quiet the confirmation is kept, and not checked again today */
+    assert_int_equal(kt_cache_load(path, key, 1u << BENCH_F32, t, err, sizeof(err)), 0);
+    for (int i = 0; i < t->n; i++) assert_true(t->e[i].checked == 0 || fabs(t->e[i].checked - (double)time(NULL)) < 600);
+
+    /* measured an hour ago: not due, so even a kept family now slow stands until tomorrow */
+    kt_test_scale(fam[0], 20);
+    kt_write_doctored(path, key, fam[0], fam[1], rows, cols, (double)time(NULL) - 3600);
+    assert_int_equal(kt_auto(pool, mats, 1, KT_TUNE, note, sizeof(note), err, sizeof(err)), 0);
+    assert_null(strstr(note, "re-checked"));
+    assert_string_equal(kn_auto_family(BENCH_F32, 0), fam[0]);
+    kt_write_doctored(path, key, fam[0], fam[1], rows, cols, 1700000000);
+    assert_int_equal(kt_cache_load(path, key, 1u << BENCH_F32, t, err, sizeof(err)), 0);
+
+    /* the kept choice made slow: stale, measured again, and the slow family not chosen */
+    assert_int_equal(kt_recheck(pool, mats, 1, t, why, sizeof(why)), 1);
+    if (!strstr(why, fam[1]) || !strstr(why, fam[0])) fail_msg("why: %s", why);
+    assert_int_equal(kt_auto(pool, mats, 1, KT_TUNE, note, sizeof(note), err, sizeof(err)), 0);
+    print_message("stale: %s\n", note);
+    assert_non_null(strstr(note, "the kept choice was stale"));
+    assert_string_not_equal(kn_auto_family(BENCH_F32, 0), fam[0]);
+    assert_string_not_equal(kn_auto_family(BENCH_F32, 1), fam[0]);
+    /* kept only on a quiet machine; where kept, the file has the new choice */
+    assert_int_equal(kt_cache_load(path, key, 1u << BENCH_F32, t, err, sizeof(err)), 0);
+    for (int i = 0; i < t->n; i++)
+        assert_true(strstr(note, "not kept") ? !strcmp(t->e[i].chosen, fam[0]) : strcmp(t->e[i].chosen, fam[0]) != 0);
+
+    /* read only: no re-check, the kept choice as it is */
+    kt_test_scale(NULL, 1);
+    kt_write_doctored(path, key, fam[0], fam[1], rows, cols, 1700000000);
+    assert_int_equal(kt_auto(pool, mats, 1, KT_READ, note, sizeof(note), err, sizeof(err)), 0);
+    assert_null(strstr(note, "re-checked"));
+    assert_string_equal(kn_auto_family(BENCH_F32, 0), fam[0]);
+
+    /* --retune: the key's entries measured again on matrices of their shape; another key's: nothing */
+    assert_int_equal(kt_retune(pool, path, key, note, sizeof(note), err, sizeof(err)), 0);
+    print_message("retune: %s\n", note);
+    assert_non_null(strstr(note, "f32 decode"));
+    assert_non_null(strstr(note, "f32 prefill"));
+    assert_int_equal(kt_retune(pool, path, "cpu=none;threads=1", note, sizeof(note), err, sizeof(err)), 1);
+
+    kn_set_tuned(BENCH_F32, 0, NULL);
+    kn_set_tuned(BENCH_F32, 1, NULL);
+    unlink(path);
+    unsetenv("BENCH_KERNELS_CACHE");
+    free(t);
+    tp_destroy(pool);
+    free(w);
+}
+
 /* ---- expf, vectorised (engines/abi/vexpf.h: the KV modules' softmax) ---- */
 
 /* bench_expf_n gives libm's expf bits: every float pattern at a stride of 4099 (both signs,
@@ -1151,6 +1351,9 @@ int main(void) {
         cmocka_unit_test(test_isa_selection),
         cmocka_unit_test(test_family_added),
         cmocka_unit_test(test_auto_tuned),
+        cmocka_unit_test(test_auto_cache_versions),
+        cmocka_unit_test(test_auto_busy_not_kept),
+        cmocka_unit_test(test_auto_recheck),
         cmocka_unit_test(test_swiglu_bitwise),
         cmocka_unit_test(test_vexpf_bitwise),
         cmocka_unit_test(test_f32_round_trip),

@@ -1,5 +1,6 @@
 /* bench list: every module found, with family, devices and options. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 #include <string.h>
 
@@ -42,9 +43,11 @@ static void list_type(const bench_option *o, char *out, size_t n) {
     if (o->flags & BENCH_OPTF_SIZES_POOL) strncat(out, " (sizes the pool)", n - strlen(out) - 1);
 }
 
-/* auto's measured choices for this machine and build, per thread count (kernels_tune.h). */
+/* auto's measured choices for this machine and build, per thread count (kernels_tune.h), each
+ * with when and under what load it was measured: a choice made on a busy machine is not kept,
+ * and one from long ago on a machine since changed is what `--retune` is for. */
 static void list_tuned(void) {
-    char path[1024], key[320], desc[1536], err[512];
+    char path[1024], key[320], desc[1536], when[160], err[512];
     const char *p = kt_cache_path(path, sizeof(path));
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     int shown = 0;
@@ -59,8 +62,14 @@ static void list_tuned(void) {
         }
         if (!t->n) continue;
         if (!shown++) printf("  measured by auto on this machine and build (%s; the fastest exact family per dtype and phase):\n", p);
-        kt_describe(t, desc, sizeof(desc));
-        printf("    %d thread%s: %s\n", threads, threads > 1 ? "s" : "", desc);
+        printf("    %d thread%s:\n", threads, threads > 1 ? "s" : "");
+        kt_table one = {.n = 1};
+        for (int i = 0; i < t->n; i++) {
+            one.e[0] = t->e[i];
+            kt_describe(&one, desc, sizeof(desc));
+            kt_describe_when(&t->e[i], when, sizeof(when));
+            printf("      %s\n        measured: %s\n", desc, when);
+        }
     }
     if (!shown)
         printf("  measured by auto: nothing yet for this machine and build (%s); the first run with auto measures it\n",
@@ -68,25 +77,60 @@ static void list_tuned(void) {
     free(t);
 }
 
+/* --retune: every kept entry of this machine and build measured again, thread count by thread
+ * count, on matrices of the shapes they were measured on. 0, or 1 when one failed. */
+static int list_retune(void) {
+    char path[1024], key[320], note[2048], err[512];
+    const char *p = kt_cache_path(path, sizeof(path));
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int done = 0, rc = 0;
+    if (!p) {
+        fprintf(stderr, "bench list: --retune: no cache path (set $HOME or $XDG_CACHE_HOME)\n");
+        return 1;
+    }
+    for (int threads = 1; threads <= (cpus > 0 ? cpus : 1) && threads <= 256; threads++) {
+        kt_key(threads, key, sizeof(key));
+        tp_pool *pool = tp_create(threads);
+        int r = pool ? kt_retune(pool, p, key, note, sizeof(note), err, sizeof(err)) : -1;
+        tp_destroy(pool);
+        if (r < 0) {
+            fprintf(stderr, "bench list: --retune, %d threads: %s\n", threads, pool ? err : "no thread pool");
+            rc = 1;
+        } else if (r == 0) {
+            printf("retuned %d thread%s: %s\n", threads, threads > 1 ? "s" : "", note);
+            done++;
+        }
+    }
+    if (!done && !rc) printf("retune: nothing kept for this machine and build in %s\n", p);
+    return rc;
+}
+
 int cmd_list(int argc, char **argv) {
     const char *dir = NULL;
+    int retune = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: bench list [--modules DIR]\n\n"
+            printf("usage: bench list [--modules DIR] [--retune]\n\n"
                    "Lists every engine module found (default: $BENCH_MODULE_PATH, else modules/ beside the bench binary,\n"
                    "and a device's modules in the directory of its name there, e.g. modules/cuda/), with its family,\n"
                    "devices, capabilities and options (name, type, range, default). DIR may be several folders\n"
                    "separated by ':', searched in order. A module that cannot run on this machine (a CUDA\n"
                    "module without a GPU) is marked \"not usable here\". Then the built-in kernel families and the\n"
-                   "trace formats a serving scenario reads.\n");
+                   "trace formats a serving scenario reads.\n\n"
+                   "It ends with what kernels auto measured on this machine and build, each entry with when and under\n"
+                   "what load. --retune first measures every such entry again (on matrices of the shapes it was\n"
+                   "measured on), keeping it only when no other process used the CPUs meanwhile.\n");
             return 0;
         } else if (!strcmp(argv[i], "--modules") && i + 1 < argc) {
             dir = argv[++i];
+        } else if (!strcmp(argv[i], "--retune")) {
+            retune = 1;
         } else {
             fprintf(stderr, "bench list: unknown argument \"%s\"\n", argv[i]);
             return 2;
         }
     }
+    if (retune && list_retune()) return 1;
     modreg r;
     char warn[4096], err[512];
     if (modreg_open_all(dir, &r, warn, sizeof(warn), err, sizeof(err))) {

@@ -1,43 +1,6 @@
-/* /proc/loadavg and /proc/stat (sysload.h). */
+/* A repetition's load (sysload.h): util's readings, with the workers' CPU time as ours. */
 #include "harness/parent/sysload.h"
 
-#include <math.h>
-#include <stdio.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
+void sl_read(sl_snap *s) { ut_cpu_read(s); }
 
-void sl_read(sl_snap *s) {
-    memset(s, 0, sizeof(*s));
-    struct timespec ts;
-    if (!clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts)) s->self_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-    FILE *f = fopen("/proc/loadavg", "r");
-    if (!f) return;
-    int got = fscanf(f, "%lf", &s->load1);
-    fclose(f);
-    if (got != 1) return;
-    f = fopen("/proc/stat", "r");
-    if (!f) return;
-    /* cpu  user nice system idle iowait irq softirq steal guest guest_nice (guest is in user) */
-    unsigned long long v[8] = {0};
-    got = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]);
-    fclose(f);
-    if (got < 4) return;
-    s->steal = v[7];
-    s->busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
-    s->total = s->busy + v[3] + v[4];
-    s->ok = 1;
-}
-
-sl_load sl_between(const sl_snap *a, const sl_snap *b, double workers_cpu_s) {
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN), hz = sysconf(_SC_CLK_TCK);
-    sl_load l = {.busy = NAN, .others = NAN, .steal = NAN, .cpus = cpus > 0 ? (int)cpus : 0};
-    if (!a->ok || !b->ok || b->total <= a->total || b->busy < a->busy || hz <= 0) return l;
-    double total = (double)(b->total - a->total), busy = (double)(b->busy - a->busy);
-    /* ours in jiffies: the workers' user + system time, and bench run's own */
-    double ours = (workers_cpu_s + (double)(b->self_ns - a->self_ns) * 1e-9) * (double)hz;
-    l.busy = fmin(1, busy / total);
-    l.others = fmin(1, fmax(0, busy - ours) / total);
-    l.steal = b->steal >= a->steal ? fmin(1, (double)(b->steal - a->steal) / total) : NAN;
-    return l;
-}
+sl_load sl_between(const sl_snap *a, const sl_snap *b, double workers_cpu_s) { return ut_cpu_between(a, b, workers_cpu_s); }

@@ -14,6 +14,16 @@
  * largest one for prefill (n = KT_PREFILL_N), a warm-up round and KT_ROUNDS timed rounds with
  * the families interleaved, the fastest round of each kept. A family is chosen over the
  * flags' first only when it is faster by more than KT_MARGIN, so that noise does not flip it.
+ *
+ * It stays right in two ways (issue 37). A measurement is kept only when it was taken on a
+ * quiet machine: /proc/stat is read around it (util/ut_cpuload.h, the rule bench run's busy
+ * warning uses), and when other processes used more than UT_BUSY_OTHERS of the CPUs the choice
+ * holds for this process only, not written, said once on stderr: a choice made beside another
+ * job would be that job's, kept for every later run. And a kept choice is re-checked at each
+ * start, cheaply: the chosen family and the runner-up timed once each on the model's own
+ * matrices (once a day: KT_RECHECK_AGE_S); when the runner-up is then faster by more than
+ * KT_RECHECK_MARGIN, all is measured again. `bench list` shows when and under what load each entry was measured; `bench list
+ * --retune` measures every entry of this machine and build again.
  */
 #ifndef BENCH_KERNELS_TUNE_H
 #define BENCH_KERNELS_TUNE_H
@@ -27,6 +37,14 @@
 #define KT_ROUNDS 3
 #define KT_MARGIN 0.03
 #define KT_MAX_FAMILIES 4
+/* The re-check times each family once, not the best of KT_ROUNDS, so one pass's noise (a few
+ * percent on a quiet machine, more on a busy one) must not send every start to a re-measure. */
+#define KT_RECHECK_MARGIN 0.10
+/* A kept choice is re-checked at a start when neither its measurement nor a quiet re-check
+ * confirmed it within a day: what makes a choice stale is a machine that changed (its
+ * neighbours, firmware, kernel), not the minute, and a re-check inside every bench run
+ * worker's load would fault a mapped model's pages in there (`bench list --retune` is for now). */
+#define KT_RECHECK_AGE_S (24 * 3600.0)
 
 /* One matrix the forward pass multiplies by: (rows, cols) in dt, row-major. */
 typedef struct kt_mat {
@@ -43,7 +61,12 @@ typedef struct kt_entry {
     int n_families;
     char family[KT_MAX_FAMILIES][16];
     double rate[KT_MAX_FAMILIES];           /* GB/s or GFLOP/s, the fastest round */
-    double bytes;                           /* the working set timed */
+    double bytes;                           /* the working set timed: bytes (decode) or FLOP (prefill) */
+    int rows, cols;                         /* the largest matrix timed; 0: unknown (a v1 line) */
+    double when;                            /* Unix time of the measurement; 0: unknown (a v1 line) */
+    double load1;                           /* the 1-minute load average at its end; NAN: unknown */
+    double others;                          /* share of the CPUs other processes used during it; NAN: unknown */
+    double checked;                         /* Unix time a quiet re-check last confirmed it; 0: never */
 } kt_entry;
 
 typedef struct kt_table {
@@ -51,6 +74,7 @@ typedef struct kt_table {
     int n;
     kt_entry e[2 * BENCH_DTYPE_COUNT];
     int from_cache;                         /* 1: read from the cache file, 0: measured now */
+    int busy;                               /* measured now on a busy machine: not to be kept */
 } kt_table;
 
 /* This machine's, build's and thread count's key ("cpu=...;fms=...;flags=...;build=...;threads=N"). */
@@ -61,8 +85,24 @@ void kt_key(int threads, char *buf, size_t len);
 const char *kt_cache_path(char *buf, size_t len);
 
 /* Times every exact family this CPU runs on the matrices, per dtype they hold, into out
- * (whose key the caller set). Leaves auto's choices as they were. 0, or -1 with err. */
+ * (whose key the caller set), with the machine's load over the measurement in each entry and
+ * out->busy set when others used the CPUs. Leaves auto's choices as they were. 0, or -1 with err. */
 int kt_measure(tp_pool *pool, const kt_mat *m, int n, kt_table *out, char *err, size_t errlen);
+
+/* The cheap check of kept choices on the matrices: per entry of t, its chosen family and the
+ * runner-up (the next best rate it recorded) timed on them (chosen, runner-up, chosen: the
+ * first pass also faults the weights in). 1 when a runner-up is faster than the choice by
+ * more than KT_RECHECK_MARGIN (why says which), 0 when every choice holds, -1 out of memory. */
+int kt_recheck(tp_pool *pool, const kt_mat *m, int n, const kt_table *t, char *why, size_t whylen);
+
+/* Measures every entry of key in the cache file again on matrices made to each entry's shape
+ * and working set, and keeps them when the machine was quiet. note says what happened.
+ * 0 measured (kept or not), 1 nothing of key in the file, -1 with err. */
+int kt_retune(tp_pool *pool, const char *path, const char *key, char *note, size_t notelen, char *err, size_t errlen);
+
+/* For the tests only: every timing of `family` is multiplied by factor (1 or NULL: none), so
+ * that a kept choice can be made to look stale. */
+void kt_test_scale(const char *family, double factor);
 
 /* The entries of key in the cache file: 0 found (every dtype of dts, a bit per dtype),
  * 1 not there (or not every dtype), -1 unreadable (err says why). */
@@ -76,6 +116,10 @@ int kt_apply(const kt_table *t);
 
 /* "f16 decode avx2 (17.0 GB/s; avx512 12.1), f16 prefill avx512 (...)" into buf. */
 void kt_describe(const kt_table *t, char *buf, size_t len);
+/* When and under what load e was measured: "2025-06-01 12:00 UTC, load average 0.80, others
+ * used 3% of the CPUs" (and "; confirmed by a quiet re-check 2025-06-02 09:00 UTC"), or "when
+ * and load not recorded (an older bench)". */
+void kt_describe_when(const kt_entry *e, char *buf, size_t len);
 
 enum { KT_OFF, KT_READ, KT_TUNE };
 /* The mode $BENCH_KERNELS_TUNE asks for: "0"/"off" KT_OFF, "read" KT_READ (the cache only),
@@ -83,7 +127,8 @@ enum { KT_OFF, KT_READ, KT_TUNE };
 int kt_mode_from_env(void);
 
 /* The whole of it for an engine on the CPU with "auto": the cache's entries for the dtypes of
- * m, measured and stored first where missing and mode is KT_TUNE; then applied. note gets a
+ * m, re-checked (kt_recheck) where mode is KT_TUNE and a day has passed, measured where missing or stale and mode is
+ * KT_TUNE and stored when the machine was quiet; then applied. note gets a
  * line for the person running it (what auto runs, and whether measured now or read).
  * 0, or -1 with err (the choice is then the flags'). */
 int kt_auto(tp_pool *pool, const kt_mat *m, int n, int mode, char *note, size_t notelen, char *err, size_t errlen);
