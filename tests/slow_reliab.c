@@ -65,8 +65,8 @@ static uint64_t splitmix(uint64_t *s) {
     return z ^ (z >> 31);
 }
 
-/* Timelines (timelines/v*-r*-p0.csv, not the -kv ones): one per finished repetition,
- * written as it finishes, before results.json. */
+/* Timelines (timelines/vV-rR-pP.csv, not the -kv.csv, -server.csv or -requests.jsonl beside
+ * them): one per finished repetition, written as it finishes, before results.json. */
 static int count_finished(const char *out) {
     char d[800];
     snprintf(d, sizeof(d), "%s/timelines", out);
@@ -74,7 +74,10 @@ static int count_finished(const char *out) {
     if (!dp) return 0;
     int n = 0;
     struct dirent *de;
-    while ((de = readdir(dp))) n += de->d_name[0] == 'v' && !strstr(de->d_name, "-kv");
+    while ((de = readdir(dp))) {
+        int v, r, p, end = 0;
+        n += sscanf(de->d_name, "v%d-r%d-p%d.csv%n", &v, &r, &p, &end) == 3 && end && !de->d_name[end];
+    }
     closedir(dp);
     return n;
 }
