@@ -97,13 +97,14 @@ static inline double kvt_counter(const kvt *t, const char *name) {
 }
 
 /* x (n values) as the core stores it in type t and reads it back: what a cache of type t holds.
- * A type the core has no conversion for (a test's made-up row) is its row's own store and
- * load, the only definition of it there is. */
+ * A type the core does not write (dtype.h bench_dtype_writable: a test's made-up row, or a KV
+ * type that is no weight type) is its row's own store and load, the only definition of it
+ * there is. */
 static inline void kvt_round(bench_dtype t, float *x, size_t n) {
     if (t == BENCH_F32) return;
     unsigned char *buf = malloc(n * sizeof(float));
     assert_non_null(buf);
-    if ((unsigned)t >= BENCH_DTYPE_COUNT) {
+    if (!bench_dtype_writable(t)) {
         assert_non_null(kvq_type_of(t));
         kvq_store_row(t, x, buf, n);
         kvq_load_row(t, buf, x, n);
