@@ -97,6 +97,16 @@ static void test_rule_breakers_refused_at_load(void **state) {
 /* A version 2 loader (before the optional memory_kind slot) still loads, and the host takes
  * the slot's default for it without reading past its shorter vtable: memory it cannot say
  * anything of, so the engine rearranges none of its matrices in place (repack.c). */
+/* The families bench loads are one table (modreg.c): bench list's sections and the unknown
+ * family message read it. */
+static void test_families_table(void **state) {
+    (void)state;
+    char have[64] = "";
+    for (int i = 0; modreg_family(i); i++) snprintf(have + strlen(have), sizeof have - strlen(have), "%s%s", i ? ", " : "", modreg_family(i));
+    assert_string_equal(have, "loader, kv, alloc, device");
+    assert_null(modreg_family(-1));
+}
+
 static void test_loader_v2_loads_with_defaults(void **state) {
     fx *f = *state;
     modreg_entry e;
@@ -301,6 +311,7 @@ static void test_list_shows_capabilities_and_options(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rule_breakers_refused_at_load),
+        cmocka_unit_test(test_families_table),
         cmocka_unit_test(test_loader_v2_loads_with_defaults),
         cmocka_unit_test(test_list_shows_capabilities_and_options),
         cmocka_unit_test(test_shared_pool_by_capability),

@@ -38,7 +38,12 @@ static void i8s_load(const void *src, float *dst, size_t n) {
 #define kvc_store kvt_contig_store
 #define kvc_attend kvt_contig_attend
 #include "engines/modules/common/kv_contig.c"
-#include "tests/lib/kv_test.h"
+/* and a whole KV module over that layout, so that the interface's contract (kv_contract.h) runs
+ * in every row of this table, the made-up one included: the modules in the module folder were
+ * built with bench's rows only */
+#define bench_module_init kvt_prealloc_init
+#include "engines/modules/kv_prealloc.c"
+#include "tests/lib/kv_contract.h"
 
 /* 2 layers, 2 KV heads of 32: kv_dim 64 */
 static const bench_kv_shape typed_shape = {.n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim = 32,
@@ -364,10 +369,21 @@ static void test_every_row(void **state) {
     assert_false(KVQ_CUDA_TYPES >> KVT_I8S & 1u); /* attn.cu has no reader of it */
 }
 
+/* The KV interface's contract (test_kv_contract's, on the module compiled in above) in every
+ * type of this table: store and attend against the float64 reference, memory, release, the
+ * refusal of a head its blocks cannot hold. */
+static void test_contract_in_every_row(void **state) {
+    (void)state;
+    assert_true(prealloc_iface.cache_types >> KVT_I8S & 1u);   /* the made-up row is among them */
+    kvt_contract("prealloc (compiled in)");
+}
+
 int main(void) {
+    if (kvt_add_module("prealloc (compiled in)", kvt_prealloc_init())) return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bytes_per_position),
         cmocka_unit_test(test_every_row),
+        cmocka_unit_test(test_contract_in_every_row),
         cmocka_unit_test(test_typed_attention_is_f32_attention_of_the_stored_values),
         cmocka_unit_test(test_heads_per_unit),
         cmocka_unit_test(test_dots_keep_the_tree_order),

@@ -7,7 +7,9 @@
  *   - the worker spec carries it (written only off its default, as the row says) and the
  *     worker reads it back typed;
  *   - --only, the unknown-key message and the help texts list it, and anything but a boolean
- *     is refused with the row's own words.
+ *     is refused with the row's own words;
+ *   - results.json's variant records carry it (harness/report/results.c reads the table), and
+ *     docs/results-schema.json takes it.
  * Needs the shared model stories260K.bin; skips without it. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,8 +22,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engines/core/compute/kernels.h"
+#include "harness/report/results.h"
 #include "harness/spec/scenario.h"
 #include "harness/spec/worker_spec.h"
+#include "tests/lib/harness_jsonschema.h"
 #include "tests/lib/testutil.h"
 
 static const sc_axis_def test_flag = {
@@ -144,6 +149,47 @@ static void test_refused(void **state) {
     parse_fails(", \"test_flag\": true, \"matrix\": {\"test_flag\": [false]}", "test_flag is given twice");
 }
 
+/* results.json's variant records: the made-up axis under its key, typed as its row says (a
+ * boolean), beside the built-in axes' records as they always were; the schema takes them. */
+static void test_results_record(void **state) {
+    (void)state;
+    TU_NEED(model_path[0]);
+    scenario *s = parse_ok(", \"matrix\": {\"loader\": [\"pread\"], \"test_flag\": [true, false]}");
+    rn_result res;
+    memset(&res, 0, sizeof res);
+    rs_input in = {.s = s, .res = &res, .status = "complete"};
+    cJSON *doc = rs_head(&in), *schema = hjs_load("docs/results-schema.json");
+    assert_true(doc && schema);
+    const cJSON *vars = cJSON_GetObjectItemCaseSensitive(doc, "variants");
+    assert_int_equal(cJSON_GetArraySize(vars), 2);
+    for (int i = 0; i < 2; i++) {
+        const cJSON *o = cJSON_GetArrayItem(vars, i);
+        const cJSON *flag = cJSON_GetObjectItemCaseSensitive(o, "test_flag");
+        assert_true(cJSON_IsBool(flag));
+        assert_int_equal(cJSON_IsTrue(flag), i == 0);
+        assert_string_equal(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "loader"), "name")->valuestring, "pread");
+        assert_string_equal(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "kv"), "name")->valuestring, "prealloc");
+        assert_string_equal(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "device"), "name")->valuestring, "cpu");
+        assert_string_equal(cJSON_GetObjectItemCaseSensitive(o, "cache")->valuestring, "warm");
+        assert_int_equal(cJSON_GetObjectItemCaseSensitive(o, "threads")->valueint, 0);
+        assert_string_equal(cJSON_GetObjectItemCaseSensitive(o, "kv_cache")->valuestring, "f16");
+        assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "repack")));
+        assert_string_equal(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "target"), "name")->valuestring, "engine");
+        assert_string_equal(cJSON_GetObjectItemCaseSensitive(o, "kernels")->valuestring, kn_isa_resolve("auto"));
+        assert_null(cJSON_GetObjectItemCaseSensitive(o, "workload"));
+    }
+    char err[1024] = "";
+    /* the schema's variants, with the definitions its $refs name */
+    cJSON *vschema = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(schema, "properties"), "variants"), 1);
+    cJSON_AddItemToObject(vschema, "definitions", cJSON_DetachItemFromObjectCaseSensitive(schema, "definitions"));
+    int bad = hjs_validate(vschema, vars, err, sizeof err);
+    cJSON_Delete(vschema);
+    if (bad) fail_msg("the variant records against the schema: %s", err);
+    cJSON_Delete(doc);
+    cJSON_Delete(schema);
+    sc_free(s);
+}
+
 /* The table's lists are what users see: the keys, and rows it refuses to add. */
 static void test_table(void **state) {
     (void)state;
@@ -178,6 +224,7 @@ int main(void) {
         cmocka_unit_test(test_fixed_on),
         cmocka_unit_test(test_crossed),
         cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_results_record),
         cmocka_unit_test(test_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

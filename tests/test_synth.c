@@ -501,7 +501,14 @@ static void test_errors(void **state) {
     expect_synth_error("tiny", BENCH_F16, "llama2c", "llama2c holds f32 only");
     expect_synth_error("tiny", BENCH_Q8_0, "safetensors", "not q8_0");
     expect_synth_error("tiny", BENCH_F32, "onnx", "unknown format \"onnx\"");
-    expect_synth_error("tiny", (bench_dtype)17, "gguf", "unknown dtype");
+    expect_synth_error("tiny", (bench_dtype)17, "gguf", "unknown dtype 17 (have: f32, f16, bf16, q8_0, q4_0)");
+    expect_synth_error("tiny", BENCH_Q6_K, "gguf", "dtype q6_k is read, not written (have: f32, f16, bf16, q8_0, q4_0)");
+    /* the list is dtype.h's writable types, in the messages and help of synth and convert */
+    char names[64];
+    synth_dtype_names(names, sizeof names, "|", "|");
+    assert_string_equal(names, "f32|f16|bf16|q8_0|q4_0");
+    synth_dtype_names(names, 12, ", ", " or ");
+    assert_string_equal(names, "f32, f16, b");   /* truncated to the buffer */
     /* a directory that does not exist: the writer's error, no partial file */
     char p[1024], err[1024] = "";
     snprintf(p, sizeof(p), "%s/no/such/dir/x.bin", tmp);

@@ -83,10 +83,10 @@ static void usage(FILE *f) {
     char types[256];
     engine_cache_type_names(types, sizeof types, " or ");
     fprintf(f,
-            "  --cache-type T   the KV cache's element type, K and V alike: %s (default f16, as\n"
+            "  --cache-type T   the KV cache's element type, K and V alike: %s (default %s, as\n"
             "                   llama.cpp's; f32 is exact); K/V apart as q8_0/f16, or with --cache-type-k T and --cache-type-v T\n"
             "                   (llama.cpp's -ctk/-ctv). A block type needs head_dim a whole number of its blocks\n",
-            types);
+            types, bench_dtype_name(ENGINE_KV_DEFAULT));
     fprintf(f,
             "  --accuracy       after the timed run, untimed: this configuration's logits at every position of\n"
             "                   the run (the prompt's, then each decode step's, fed the reference's greedy tokens)\n"

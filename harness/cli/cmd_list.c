@@ -139,14 +139,14 @@ int cmd_list(int argc, char **argv) {
         return 1;
     }
     if (warn[0]) fprintf(stderr, "%s", warn);
-    static const char *families[] = {"loader", "kv", "alloc", "device", NULL};
     printf("modules in %s\n", r.dir);
-    for (const char **f = families; *f; f++) {
-        printf("\n%s:\n", *f);
-        if (!strcmp(*f, "device")) printf("  %-10s %s  [devices: cpu]\n", "cpu", "the core's own forward pass (built in, the default)");
+    for (int fi = 0; modreg_family(fi); fi++) {
+        const char *f = modreg_family(fi);
+        printf("\n%s:\n", f);
+        if (!strcmp(f, "device")) printf("  %-10s %s  [devices: cpu]\n", "cpu", "the core's own forward pass (built in, the default)");
         for (int i = 0; i < r.n; i++) {
             const bench_module *m = r.v[i].mod;
-            if (strcmp(m->family, *f)) continue;
+            if (strcmp(m->family, f)) continue;
             int usable = !m->score || m->score() > 0;
             printf("  %-10s %s  [devices: %s]%s\n", m->name, m->summary, m->devices ? m->devices : "cpu",
                    usable ? "" : "  (not usable here)");

@@ -260,8 +260,10 @@ static int model_info(int argc, char **argv) {
 /* ======================= convert ======================= */
 
 static void convert_usage(FILE *f) {
+    char dtypes[64];
+    synth_dtype_names(dtypes, sizeof dtypes, "|", "|");
     fprintf(f,
-            "usage: bench model convert IN OUT [--dtype f32|f16|bf16|q8_0|q4_0] [--tokenizer F] [--shard SIZE]\n\n"
+            "usage: bench model convert IN OUT [--dtype %s] [--tokenizer F] [--shard SIZE]\n\n"
             "Writes the model IN (any format bench reads) as OUT:\n"
             "  OUT ending in .gguf   GGUF v3 with the vocabulary as tokenizer.ggml.*\n"
             "  OUT ending in .bin    a llama2.c checkpoint (f32 only), and its vocabulary beside it as\n"
@@ -277,7 +279,7 @@ static void convert_usage(FILE *f) {
             "examples:\n"
             "  bench model convert ../shared/models/stories260K.bin stories260K.gguf --tokenizer ../shared/models/tok512.bin\n"
             "  bench model convert stories260K.gguf stories260K-hf --dtype bf16\n"
-            "  bench model convert stories260K-hf stories260K-back.bin\n");
+            "  bench model convert stories260K-hf stories260K-back.bin\n", dtypes);
 }
 
 typedef struct convert_ctx {
@@ -409,7 +411,9 @@ static int model_convert(int argc, char **argv) {
     }
     int want = -1;
     if (dtype_s && ((want = bench_dtype_parse(dtype_s)) < 0 || !bench_dtype_writable((bench_dtype)want))) {
-        fprintf(stderr, "bench model convert: --dtype %s: expected f32, f16, bf16, q8_0 or q4_0\n", dtype_s);
+        char dtypes[64];
+        synth_dtype_names(dtypes, sizeof dtypes, ", ", " or ");
+        fprintf(stderr, "bench model convert: --dtype %s: expected %s\n", dtype_s, dtypes);
         return 2;
     }
     uint64_t shard = 0;
@@ -530,8 +534,10 @@ done:
 /* ======================= synth ======================= */
 
 static void synth_usage(FILE *f) {
+    char dtypes[64];
+    synth_dtype_names(dtypes, sizeof dtypes, "|", "|");
     fprintf(f,
-            "usage: bench model synth --shape NAME [--dtype f32|f16|bf16|q8_0|q4_0] [--format gguf|safetensors|llama2c]\n"
+            "usage: bench model synth --shape NAME [--dtype %s] [--format gguf|safetensors|llama2c]\n"
             "                         [--seed S] -o PATH\n\n"
             "Writes a deterministic model of a named shape (bench model shapes lists them), like vLLM's\n"
             "--load-format dummy: the compute and memory behaviour of that shape, with no download.\n"
@@ -546,7 +552,7 @@ static void synth_usage(FILE *f) {
             "examples:\n"
             "  bench model synth --shape tiny --dtype f32 --format gguf -o tiny.gguf\n"
             "  bench model synth --shape llama-110m --dtype f16 --format safetensors -o llama-110m-f16\n"
-            "  bench model synth --shape tinyllama-1.1b --dtype q8_0 --seed 7 -o tinyllama-q8_0.gguf\n");
+            "  bench model synth --shape tinyllama-1.1b --dtype q8_0 --seed 7 -o tinyllama-q8_0.gguf\n", dtypes);
 }
 
 static int model_synth(int argc, char **argv) {
@@ -581,7 +587,9 @@ static int model_synth(int argc, char **argv) {
     }
     int dt = bench_dtype_parse(dtype_s);
     if (dt < 0 || !bench_dtype_writable((bench_dtype)dt)) {
-        fprintf(stderr, "bench model synth: --dtype %s: expected f32, f16, bf16, q8_0 or q4_0\n", dtype_s);
+        char dtypes[64];
+        synth_dtype_names(dtypes, sizeof dtypes, ", ", " or ");
+        fprintf(stderr, "bench model synth: --dtype %s: expected %s\n", dtype_s, dtypes);
         return 2;
     }
     spec.dtype = (bench_dtype)dt;

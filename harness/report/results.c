@@ -499,6 +499,51 @@ static cJSON *rs_choice_json(const sc_choice *c) {
     return o;
 }
 
+/* The axes whose record in a variant is more than their choice (rs_axis_record). */
+static void rs_record_kernels(cJSON *o, const sc_choice *ch) {
+    /* the family the run used: "auto" resolved as the worker resolved it, on this CPU */
+    const char *ran = kn_isa_resolve(ch->name);
+    cJSON_AddStringToObject(o, "kernels", ran ? ran : ch->name);
+    if (strcmp(ch->name, ran ? ran : ch->name)) cJSON_AddStringToObject(o, "kernels_asked", ch->name);
+}
+
+static void rs_record_target(cJSON *o, const sc_choice *ch) {
+    cJSON *tj = cJSON_AddObjectToObject(o, "target");
+    cJSON_AddStringToObject(tj, "name", ch->name);
+    cJSON_AddStringToObject(tj, "label", ch->label);
+    if (ch->opts) cJSON_AddItemToObject(tj, "http", cJSON_Parse(ch->opts));   /* its settings, as the scenario gave them */
+}
+
+static const struct {
+    int axis;
+    void (*record)(cJSON *o, const sc_choice *ch);
+} rs_axis_records[] = {
+    {SC_AX_KERNELS, rs_record_kernels},
+    {SC_AX_TARGET, rs_record_target},
+};
+
+/* Variant v's choice on axis a, under the axis's key, as its row's type says: a module (or
+ * device) as {name, options, label}, an integer as a number, a boolean as a boolean (for
+ * repack: what was asked; whether matrices were rearranged is the counters', mod.weights.*),
+ * anything else by its name. So an axis added to the table (sc_axis_add included) is recorded
+ * with no edit here; rs_axis_records holds the two whose record is more than their choice. */
+static void rs_axis_record(cJSON *o, const scenario *s, const sc_variant *v, int a) {
+    const sc_axis_def *d = sc_axis_get(a);
+    const sc_choice *ch = sc_pick(s, v, a);
+    for (size_t i = 0; i < sizeof rs_axis_records / sizeof rs_axis_records[0]; i++)
+        if (rs_axis_records[i].axis == a) {
+            rs_axis_records[i].record(o, ch);
+            return;
+        }
+    switch (d->type) {
+    case SC_AXT_NONE: break;     /* not an engine scenario's (workload): its variants' names say it */
+    case SC_AXT_MODULE: case SC_AXT_DEVICE: cJSON_AddItemToObject(o, d->key, rs_choice_json(ch)); break;
+    case SC_AXT_INT: cJSON_AddNumberToObject(o, d->key, ch->ival); break;
+    case SC_AXT_BOOL: cJSON_AddBoolToObject(o, d->key, ch->ival); break;
+    case SC_AXT_ENUM: case SC_AXT_CUSTOM: cJSON_AddStringToObject(o, d->key, ch->name); break;
+    }
+}
+
 cJSON *rs_head(const rs_input *in) {
     const scenario *s = in->s;
     cJSON *doc = rm_head_open(in->status);
@@ -537,28 +582,8 @@ cJSON *rs_head(const rs_input *in) {
         cJSON_AddStringToObject(o, "key", v->key);
         cJSON_AddStringToObject(o, "label", label);
         cJSON_AddBoolToObject(o, "selected", v->selected);
-        cJSON_AddItemToObject(o, "loader", rs_choice_json(sc_pick(s, v, SC_AX_LOADER)));
-        cJSON_AddItemToObject(o, "kv", rs_choice_json(sc_pick(s, v, SC_AX_KV)));
-        cJSON_AddItemToObject(o, "alloc", rs_choice_json(sc_pick(s, v, SC_AX_ALLOC)));
-        cJSON_AddStringToObject(o, "cache", sc_pick(s, v, SC_AX_CACHE)->name);
-        cJSON_AddNumberToObject(o, "threads", sc_pick(s, v, SC_AX_THREADS)->ival);
-        if (s->axes[SC_AX_DEVICE].n) cJSON_AddItemToObject(o, "device", rs_choice_json(sc_pick(s, v, SC_AX_DEVICE)));
-        if (s->axes[SC_AX_KV_CACHE].n) cJSON_AddStringToObject(o, "kv_cache", sc_pick(s, v, SC_AX_KV_CACHE)->name);
-        if (s->axes[SC_AX_TARGET].n) {
-            const sc_choice *t = sc_pick(s, v, SC_AX_TARGET);
-            cJSON *tj = cJSON_AddObjectToObject(o, "target");
-            cJSON_AddStringToObject(tj, "name", t->name);
-            cJSON_AddStringToObject(tj, "label", t->label);
-            if (t->opts) cJSON_AddItemToObject(tj, "http", cJSON_Parse(t->opts));
-        }
-        if (s->axes[SC_AX_KERNELS].n) {
-            /* the family the run used: "auto" resolved as the worker resolved it, on this CPU */
-            const char *k = sc_pick(s, v, SC_AX_KERNELS)->name, *ran = kn_isa_resolve(k);
-            cJSON_AddStringToObject(o, "kernels", ran ? ran : k);
-            if (strcmp(k, ran ? ran : k)) cJSON_AddStringToObject(o, "kernels_asked", k);
-        }
-        /* what was asked: whether matrices were rearranged is the counters' (mod.weights.*) */
-        if (s->axes[SC_AX_REPACK].n) cJSON_AddBoolToObject(o, "repack", sc_pick(s, v, SC_AX_REPACK)->ival);
+        for (int a = 0; a < sc_axis_count(); a++)
+            if (s->axes[a].n) rs_axis_record(o, s, v, a);
         rs_kernels_auto(o, s, v);
         const cg_counts *cg = in->res->cg ? &in->res->cg[i] : NULL;
         if (cg && cg->out_file[0]) {

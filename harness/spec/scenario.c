@@ -245,8 +245,11 @@ static void sc_parse_model(sc_ctx *c, scenario *s, const cJSON *j) {
                 }
                 sc_err(c, ".model.synth.shape", "unknown shape \"%s\" (have: %s)", s->synth_shape, have);
             }
-            if (!sc_get_string(c, syn, "dtype", sp, 0, &s->synth_dtype) && (bench_dtype_parse(s->synth_dtype) < 0 || !bench_dtype_writable((bench_dtype)bench_dtype_parse(s->synth_dtype))))
-                sc_err(c, ".model.synth.dtype", "unknown dtype \"%s\" (have: f32, f16, bf16, q8_0, q4_0)", s->synth_dtype);
+            if (!sc_get_string(c, syn, "dtype", sp, 0, &s->synth_dtype) && (bench_dtype_parse(s->synth_dtype) < 0 || !bench_dtype_writable((bench_dtype)bench_dtype_parse(s->synth_dtype)))) {
+                char dtypes[64];
+                synth_dtype_names(dtypes, sizeof dtypes, ", ", ", ");
+                sc_err(c, ".model.synth.dtype", "unknown dtype \"%s\" (have: %s)", s->synth_dtype, dtypes);
+            }
             if (!sc_get_string(c, syn, "format", sp, 0, &s->synth_format) && jv_enum(s->synth_format, sc_formats) < 0)
                 sc_err(c, ".model.synth.format", "unknown format \"%s\" (have: gguf, safetensors, llama2c)", s->synth_format);
             if (s->synth_format && s->synth_dtype && !strcmp(s->synth_format, "llama2c") && strcmp(s->synth_dtype, "f32"))

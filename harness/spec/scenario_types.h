@@ -16,7 +16,7 @@ struct modreg_cache;
 
 /* SC_AX_WORKLOAD: allocator scenarios only ("kind": "allocators", harness/spec/alloc_spec.h) */
 /* SC_AX_KERNELS: the CPU kernel family (engines/core/compute/kernels.h), "auto" by default */
-/* SC_AX_KV_CACHE: the KV cache's element types, "f32" by default ("q8_0", or K/V as "q8_0/f16") */
+/* SC_AX_KV_CACHE: the KV cache's element types, engine.h ENGINE_KV_DEFAULT by default, f32 with a kv module that stores only f32 ("q8_0", or K/V as "q8_0/f16") */
 /* SC_AX_TARGET: what runs the workload, "engine" (in process) by default or an http server (harness/spec/target.h) */
 /* SC_AX_REPACK: whether Q4_0 weights are rearranged at load for the kernels (engine.h
  * engine_repack), true by default; last, so that the axes before it keep their order */

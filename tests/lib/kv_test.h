@@ -1,7 +1,8 @@
 /* Helpers shared by tests/test_kv_block.c and tests/test_kv_token.c: a KV module
- * driven through its vtable as the engine drives it (dlopen'ed by name), random
- * K/V/Q, a float64 reference attention, and the module's counters by name.
- * Include after cmocka.h. */
+ * driven through its vtable as the engine drives it (dlopen'ed by name, or one the test
+ * compiled in and named with kvt_add_module), random K/V/Q, a float64 reference attention,
+ * and the module's counters by name. Include after cmocka.h; a test that adds KV element
+ * types of its own (KVQ_TEST_ROWS) defines them before. */
 #ifndef BENCH_KV_TEST_H
 #define BENCH_KV_TEST_H
 
@@ -15,6 +16,7 @@
 #include "engines/core/compute/quant.h"
 #include "engines/core/runtime/engine.h"
 #include "engines/core/runtime/modreg.h"
+#include "engines/modules/common/kv_types.h"
 #include "tests/lib/testutil.h"
 
 typedef struct kvt {
@@ -32,11 +34,28 @@ static inline void kvt_serial_for(void *pool, bench_task_fn fn, void *arg, int n
 }
 static const bench_host kvt_host3 = {.parallel_for = kvt_serial_for, .n_threads = 3};
 
+/* Modules the test compiled in, by the name kvt_open takes (modules from the module folder
+ * carry only the table they were built with; one compiled into the test reads the test's,
+ * made-up rows included: tests/test_kv_types.c). */
+#define KVT_MAX_LOCAL 4
+static struct { const char *name; const bench_module *mod; } kvt_local[KVT_MAX_LOCAL];
+static int kvt_n_local;
+
+/* Names m `name` for kvt_open, ahead of the module folder; 0, or -1 when full. */
+static inline int kvt_add_module(const char *name, const bench_module *m) {
+    if (kvt_n_local == KVT_MAX_LOCAL) return -1;
+    kvt_local[kvt_n_local].name = name;
+    kvt_local[kvt_n_local++].mod = m;
+    return 0;
+}
+
 /* Opens kv module `name` and creates it with opts "k=v,..." (may be ""); returns 0, or -1 with err. */
 static inline int kvt_open(kvt *t, const char *name, const bench_kv_shape *shape, const char *opts, char *err, size_t errlen) {
     memset(t, 0, sizeof(*t));
     t->shape = *shape;
-    if (modreg_load(tu_module_dir(), "kv", name, &t->ent, err, errlen)) return -1;
+    for (int i = 0; i < kvt_n_local && !t->ent.mod; i++)
+        if (!strcmp(kvt_local[i].name, name)) t->ent.mod = kvt_local[i].mod;   /* no handle: nothing to close */
+    if (!t->ent.mod && modreg_load(tu_module_dir(), "kv", name, &t->ent, err, errlen)) return -1;
     t->kv = t->ent.mod->iface;
     bench_opts o = {0};
     void *storage = NULL, *filled = NULL;
@@ -77,11 +96,21 @@ static inline double kvt_counter(const kvt *t, const char *name) {
     return p.value;
 }
 
-/* x (n values) as the core stores it in type t and reads it back: what a cache of type t holds. */
+/* x (n values) as the core stores it in type t and reads it back: what a cache of type t holds.
+ * A type the core does not write (dtype.h bench_dtype_writable: a test's made-up row, or a KV
+ * type that is no weight type) is its row's own store and load, the only definition of it
+ * there is. */
 static inline void kvt_round(bench_dtype t, float *x, size_t n) {
     if (t == BENCH_F32) return;
     unsigned char *buf = malloc(n * sizeof(float));
     assert_non_null(buf);
+    if (!bench_dtype_writable(t)) {
+        assert_non_null(kvq_type_of(t));
+        kvq_store_row(t, x, buf, n);
+        kvq_load_row(t, buf, x, n);
+        free(buf);
+        return;
+    }
     kn_quant_row(t, x, buf, (int)n);
     if (t == BENCH_F16) for (size_t i = 0; i < n; i++) x[i] = bench_f16_to_f32(((uint16_t *)buf)[i]);
     else if (t == BENCH_BF16) for (size_t i = 0; i < n; i++) x[i] = bench_bf16_to_f32(((uint16_t *)buf)[i]);
@@ -89,10 +118,23 @@ static inline void kvt_round(bench_dtype t, float *x, size_t n) {
     free(buf);
 }
 
+/* Type t's name, values a block and bytes of n values: from the KV element type table this
+ * test was built with (a made-up row included), else from dtype.h (a type an out-of-tree
+ * module stores that bench has no row for). */
+static inline const char *kvt_type_name(bench_dtype t) {
+    return kvq_type_of(t) ? kvq_type_name(kvq_type_of(t)) : bench_dtype_name(t);
+}
+static inline size_t kvt_block_elems(bench_dtype t) {
+    return kvq_type_of(t) ? kvq_type_of(t)->block_elems : bench_dtype_block_elems(t);
+}
+static inline size_t kvt_row_bytes(bench_dtype t, size_t n) {
+    return kvq_type_of(t) ? kvq_bytes(t, n) : bench_kv_row_bytes(t, (int)n);
+}
+
 static inline size_t kvt_token_bytes(const bench_kv_shape *s) {
     /* per position: K and V of every layer, each kv_dim values in its cache type, block scales included */
     int kv_dim = s->n_kv_heads * s->head_dim;
-    return (size_t)s->n_layers * (bench_kv_row_bytes(s->k_type, kv_dim) + bench_kv_row_bytes(s->v_type, kv_dim));
+    return (size_t)s->n_layers * (kvt_row_bytes(s->k_type, (size_t)kv_dim) + kvt_row_bytes(s->v_type, (size_t)kv_dim));
 }
 
 /* Deterministic values in [-1, 1). */

@@ -104,6 +104,10 @@ static const struct {
     {"device", BENCH_DEVICE_IFACE_VERSION, BENCH_DEVICE_IFACE_VERSION, 0},
 };
 
+const char *modreg_family(int i) {
+    return i >= 0 && (size_t)i < sizeof(modreg_ifaces) / sizeof(modreg_ifaces[0]) ? modreg_ifaces[i].family : NULL;
+}
+
 static int check_iface(const char *path, const bench_module *m, char *err, size_t errlen) {
     for (size_t i = 0; i < sizeof(modreg_ifaces) / sizeof(modreg_ifaces[0]); i++) {
         if (strcmp(m->family, modreg_ifaces[i].family)) continue;
@@ -119,8 +123,10 @@ static int check_iface(const char *path, const bench_module *m, char *err, size_
         return bench_errc(err, errlen, BENCH_ERR_REFUSED, "%s: %s interface version %u, this bench takes %u..%u: rebuild the module",
                           path, m->family, v, lo, hi);
     }
-    return bench_errc(err, errlen, BENCH_ERR_INVALID, "%s: unknown module family \"%s\" (have: loader, kv, alloc, device)", path,
-                      m->family);
+    char have[64] = "";   /* the families, from the table above */
+    for (int i = 0; modreg_family(i); i++)
+        snprintf(have + strlen(have), sizeof(have) - strlen(have), "%s%s", i ? ", " : "", modreg_family(i));
+    return bench_errc(err, errlen, BENCH_ERR_INVALID, "%s: unknown module family \"%s\" (have: %s)", path, m->family, have);
 }
 
 /* A capability and the slots it governs agree: declared with every slot, or neither. */

@@ -30,6 +30,10 @@ char *modreg_default_dir(const char *dir);
  * the command line refuses them first (harness/cli/main.c), so none is dropped unsaid. */
 int modreg_check_env(char *err, size_t errlen);
 
+/* The module families bench loads (loader, kv, alloc, device), in its table's order: the
+ * i-th's name, NULL past the last. For lists users see (bench list, messages). */
+const char *modreg_family(int i);
+
 /* The path of the modules built for device: the module path itself for the CPU (device
  * NULL or "cpu"), each folder's <dir>/<device> for another ("cuda"). Returns a malloc'd string. */
 char *modreg_device_dir(const char *dir, const char *device);

@@ -57,6 +57,20 @@ const synth_shape synth_shapes[] = {
 
 #undef SHAPE
 
+void synth_dtype_names(char *buf, size_t len, const char *sep, const char *last) {
+    int total = 0, n = 0;
+    for (int t = 0; t < BENCH_DTYPE_COUNT; t++) total += bench_dtype_writable((bench_dtype)t);
+    size_t used = 0;
+    if (len) buf[0] = 0;
+    for (int t = 0; t < BENCH_DTYPE_COUNT; t++) {
+        if (!bench_dtype_writable((bench_dtype)t)) continue;
+        int w = snprintf(buf + used, used < len ? len - used : 0, "%s%s", !n ? "" : n + 1 == total ? last : sep,
+                         bench_dtype_name((bench_dtype)t));
+        if (w > 0) used += (size_t)w;
+        n++;
+    }
+}
+
 const synth_shape *synth_find_shape(const char *name) {
     if (!name) return NULL;
     for (const synth_shape *s = synth_shapes; s->name; s++)
@@ -293,11 +307,13 @@ int synth_write(const synth_spec *spec, const char *path, char *err, size_t errl
             snprintf(have + strlen(have), sizeof(have) - strlen(have), "%s%s", s == synth_shapes ? "" : ", ", s->name);
         return bench_errf(err, errlen, "%s: unknown synth shape \"%s\" (have: %s)", path, spec->shape ? spec->shape : "", have);
     }
+    char dtypes[64];
+    synth_dtype_names(dtypes, sizeof dtypes, ", ", ", ");
     if ((unsigned)spec->dtype >= BENCH_DTYPE_COUNT)
-        return bench_errf(err, errlen, "%s: unknown dtype %d (have: f32, f16, bf16, q8_0, q4_0)", path, (int)spec->dtype);
+        return bench_errf(err, errlen, "%s: unknown dtype %d (have: %s)", path, (int)spec->dtype, dtypes);
     if (!bench_dtype_writable(spec->dtype))
-        return bench_errf(err, errlen, "%s: dtype %s is read, not written (have: f32, f16, bf16, q8_0, q4_0)", path,
-                          bench_dtype_name(spec->dtype));
+        return bench_errf(err, errlen, "%s: dtype %s is read, not written (have: %s)", path, bench_dtype_name(spec->dtype),
+                          dtypes);
     const char *fmt = spec->format ? spec->format : "";
     int is_gguf = !strcmp(fmt, "gguf"), is_st = !strcmp(fmt, "safetensors"), is_l2c = !strcmp(fmt, "llama2c");
     if (!is_gguf && !is_st && !is_l2c)

@@ -17,6 +17,10 @@ typedef struct synth_shape {
 /* NULL-terminated table: tiny, llama-110m, tinyllama-1.1b, llama-3.2-1b, ... */
 extern const synth_shape synth_shapes[];
 const synth_shape *synth_find_shape(const char *name);
+/* The dtypes bench writes (dtype.h bench_dtype_writable), sep between them and last before the
+ * last ("f32, f16, bf16, q8_0 or q4_0"), into buf (truncated to len): for the messages and
+ * help of synth and convert. */
+void synth_dtype_names(char *buf, size_t len, const char *sep, const char *last);
 
 typedef struct synth_spec {
     const char *shape;          /* a synth_shapes name */
