@@ -149,7 +149,7 @@ static void test_table(void **state) {
     (void)state;
     assert_int_equal(sc_axis_find("test_flag"), flag_axis);
     assert_string_equal(sc_axis_name(flag_axis), "test_flag");
-    assert_non_null(strstr(sc_axis_list(), ", repack, test_flag"));
+    assert_non_null(strstr(sc_axis_list(), ", repack, numerics, test_flag"));
     char err[256];
     sc_axis_def d = test_flag;
     assert_int_equal(sc_axis_add(&d, err, sizeof(err)), -1);

@@ -60,7 +60,8 @@ static int et_engine_spec(const ws_engine *s, engine_spec *es, char *err, size_t
                         .kv = s->module[1], .alloc = s->module[2], .threads = s->threads, .max_pos = s->ctx,
                         .module_dir = s->module_dir, .device = s->device, .kernels = s->kernels,
                         .loader_opts = s->opts[0].v, .kv_opts = s->opts[1].v, .alloc_opts = s->opts[2].v,
-                        .device_opts = s->device_opts.v, .repack = s->repack ? ENGINE_REPACK_AUTO : ENGINE_REPACK_OFF};
+                        .device_opts = s->device_opts.v, .repack = s->repack ? ENGINE_REPACK_AUTO : ENGINE_REPACK_OFF,
+                        .numerics = s->numerics ? ENGINE_NUMERICS_EXACT : ENGINE_NUMERICS_PRODUCTION};
     if (s->requests) sv_engine_spec(s->requests, es);
     (void)err;
     (void)errlen;

@@ -19,6 +19,7 @@ engine_spec acc_reference_spec(const engine_spec *variant) {
         r.kv_budget_bytes = r.kv_budget_tokens = 0;
     }
     r.kernels = "auto";
+    r.numerics = ENGINE_NUMERICS_EXACT;     /* the reference never rounds x */
     r.kv_k_type = r.kv_v_type = BENCH_F32;
     r.llama_numerics = 0;
     r.trace_alloc = NULL;

@@ -126,6 +126,18 @@ static void engine_tune_kernels(engine *e) {
 
 const char *engine_kernels_note(const engine *e) { return e->kernels_note; }
 
+static const char *const engine_numerics_names[] = ENGINE_NUMERICS_NAMES;
+
+const char *engine_numerics_name(engine_numerics n) {
+    return (unsigned)n < sizeof engine_numerics_names / sizeof *engine_numerics_names - 1 ? engine_numerics_names[n] : "?";
+}
+
+int engine_numerics_parse(const char *name) {
+    for (int i = 0; name && engine_numerics_names[i]; i++)
+        if (!strcmp(name, engine_numerics_names[i])) return i;
+    return -1;
+}
+
 /* The loaders reopen the files the model was parsed from: each must still be that file. */
 static int engine_open_file(const bench_host *h, const char *path, int flags, char *err, size_t errlen) {
     const engine *e = (const engine *)((const char *)h - offsetof(engine, host));
