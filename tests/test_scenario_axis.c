@@ -131,7 +131,7 @@ static void test_crossed(void **state) {
     assert_true(s->variants[0].selected && !s->variants[1].selected && s->variants[2].selected);
     assert_int_equal(sc_select(s, "test_flagx=1", err, sizeof(err)), -1);
     assert_non_null(strstr(err, "(have: loader, kv, alloc, cache, threads, device, workload, kernels, kv_cache, target, repack, "
-                                "test_flag)"));
+                                "numerics, test_flag)"));
     sc_free(s);
 }
 
