@@ -126,6 +126,45 @@ static void engine_tune_kernels(engine *e) {
 
 const char *engine_kernels_note(const engine *e) { return e->kernels_note; }
 
+/* One pass of engine_numerics_check: n positions of ids into out (n, vocab). */
+static int engine_numerics_pass(engine *e, const int *ids, int n, int prefill, float *out, char *err, size_t errlen) {
+    const size_t vocab = (size_t)e->m->cfg.vocab_size;
+    engine_reset(e, 0);
+    int rc = prefill ? engine_forward_all(e, 0, ids, n, 0, out, err, errlen) : 0;
+    for (int p = 0; !prefill && !rc && p < n; p++) {
+        float *l;
+        if (!(rc = engine_forward(e, 0, &ids[p], 1, p, &l, err, errlen))) memcpy(out + (size_t)p * vocab, l, vocab * sizeof(float));
+    }
+    engine_reset(e, 0);
+    return rc;
+}
+
+int engine_numerics_check(engine *e, bench_dtype dt, int prefill, const char *family, const char *exact, acc_figures *out,
+                          char *err, size_t errlen) {
+    memset(out, 0, sizeof(*out));
+    if (e->dev || !kn_auto_active()) return bench_errf(err, errlen, "numerics check: for kernels auto on the CPU only");
+    const int vocab = e->m->cfg.vocab_size, n = e->max_pos < ENGINE_NUMERICS_POS ? e->max_pos : ENGINE_NUMERICS_POS;
+    char was[32];
+    snprintf(was, sizeof(was), "%s", kn_auto_family(dt, prefill));
+    int ids[ENGINE_NUMERICS_POS];
+    /* a fixed sequence, BOS (1) first, spread over the vocabulary: the same for every family */
+    for (int i = 0; i < n; i++) ids[i] = (int)((1u + 7919u * (unsigned)i) % (unsigned)vocab);
+    float *ref = malloc((size_t)n * vocab * sizeof(float)), *var = malloc((size_t)n * vocab * sizeof(float));
+    int rc = -1;
+    if (!ref || !var) bench_errc(err, errlen, BENCH_ERR_NOMEM, "numerics check: out of memory for %d x %d logits", n, vocab);
+    else if (kn_set_tuned_rounding(dt, prefill, exact) || kn_set_tuned_rounding(dt, prefill, family))
+        bench_errf(err, errlen, "numerics check: %s or %s cannot run %s here", exact, family, bench_dtype_name(dt));
+    else if (!kn_set_tuned_rounding(dt, prefill, exact) && !engine_numerics_pass(e, ids, n, prefill, ref, err, errlen) &&
+             !kn_set_tuned_rounding(dt, prefill, family) && !engine_numerics_pass(e, ids, n, prefill, var, err, errlen)) {
+        acc_compare(ref, var, n, vocab, out);
+        rc = 0;
+    }
+    kn_set_tuned_rounding(dt, prefill, was);
+    free(ref);
+    free(var);
+    return rc;
+}
+
 static const char *const engine_numerics_names[] = ENGINE_NUMERICS_NAMES;
 
 const char *engine_numerics_name(engine_numerics n) {
@@ -309,6 +348,8 @@ int engine_create(const engine_spec *spec, engine **out, char *err, size_t errle
     rc = -BENCH_ERR_FAIL;
     if (tf_bind(e->m, e->data, &e->w, err, errlen)) goto err;
     if (!e->dev) engine_touch_private(e);
+    /* the choices are process-wide: an earlier engine's rounding one must not run an exact one's */
+    if (!e->dev && kn_auto_active() && spec->numerics == ENGINE_NUMERICS_EXACT) kn_drop_rounding();
     if (!e->dev && kn_auto_active()) engine_tune_kernels(e);
     if (!e->dev && spec->repack != ENGINE_REPACK_OFF) { /* after the tuning, which measures the file's layout */
         repack_weights(&e->w, c->n_layers, &(bench_loader){e->loader, e->loader_ctx}, &e->host, &e->rp);

@@ -8,6 +8,7 @@
 #ifndef BENCH_ENGINE_H
 #define BENCH_ENGINE_H
 
+#include "acc_compare.h"
 #include "engines/core/model/model.h"
 #include "sampler.h"
 #include "engines/core/tokenizer/tokenizer.h"
@@ -187,6 +188,16 @@ const char *engine_device(const engine *e);
 /* What "auto" runs on the CPU, per dtype and phase, measured now or read from the cache
  * (engines/core/compute/kernels_tune.h); "" when a family was named or the device is not the CPU. */
 const char *engine_kernels_note(const engine *e);
+
+/* Production numerics' check (engine_numerics): the logits of a short teacher-forced pass,
+ * ENGINE_NUMERICS_POS positions of a fixed token sequence (one prefill batch for prefill, one
+ * position a call for decode), with family running dt's matmuls of that phase, against the
+ * same pass with the exact family exact; the other dtypes and phase run as auto has them.
+ * Sequence 0 is reset before and after, and dt's choice for the phase is put back. kernels
+ * auto on the CPU only. 0 with out (acc_production_ok says whether it passes), or -1 with err. */
+#define ENGINE_NUMERICS_POS 64
+int engine_numerics_check(engine *e, bench_dtype dt, int prefill, const char *family, const char *exact, acc_figures *out,
+                          char *err, size_t errlen);
 
 /* "production" or "exact"; engine_numerics_parse: the value of such a name, -1 for another. */
 const char *engine_numerics_name(engine_numerics n);
