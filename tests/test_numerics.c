@@ -8,7 +8,9 @@
  *     exactly the exact family's (it does round);
  *   - a doctored family, the same int8 kernel with 10% noise on its Q8_0 outputs, is refused;
  *   - the exact family against itself is 0 in every figure, and exact numerics drop a
- *     rounding choice an earlier engine of the process made.
+ *     rounding choice an earlier engine of the process made;
+ *   - the tuner's side: a refused family leaves the entry (and its re-check) for the exact
+ *     one, an accepted one is chosen, and both, with their figures, survive the cache file.
  * The tuner's measurement is off (tests/run.sh sets BENCH_KERNELS_TUNE=0; main makes sure):
  * the check is called directly, so the figures do not depend on timings.
  */
@@ -25,6 +27,7 @@
 
 #include "engines/core/compute/kernels.h"
 #include "engines/core/compute/kernels_impl.h"
+#include "engines/core/compute/kernels_tune.h"
 #include "engines/core/runtime/engine.h"
 #include "tests/lib/testutil.h"
 
@@ -145,6 +148,59 @@ static void test_exact_is_zero_and_pinned(void **state) {
     engine_destroy(e);
 }
 
+
+/* kt_settle and the cache file's version 3 column, without timing anything. */
+static void test_tuner_settle_and_cache(void **state) {
+    (void)state;
+    char dir[512], path[600], err[256];
+    assert_non_null(tu_tmpdir(dir, sizeof(dir)));
+    snprintf(path, sizeof(path), "%s/kernels-auto.tsv", dir);
+    kt_table *t = calloc(1, sizeof(*t)), *back = calloc(1, sizeof(*back));
+    assert_non_null(t);
+    assert_non_null(back);
+    snprintf(t->key, sizeof(t->key), "cpu=test;numerics=production;model=0123456789abcdef");
+    t->production = 1;
+    t->n = 2;
+    for (int i = 0; i < 2; i++) {
+        kt_entry *e = &t->e[i];
+        *e = (kt_entry){.dt = BENCH_Q8_0, .prefill = i, .n_families = 2, .bytes = 1e6, .rows = 64, .cols = 256, .when = 1,
+                        .load1 = 0.5, .others = 0.01, .acc = KT_ACC_PENDING};
+        snprintf(e->family[0], 16, "avx512");
+        snprintf(e->family[1], 16, "vnni");
+        e->rate[0] = 10;
+        e->rate[1] = 15;
+        snprintf(e->exact, 16, "avx512");
+        snprintf(e->acc_family, 16, "vnni");
+        snprintf(e->chosen, 16, "vnni");
+    }
+    kt_settle(&t->e[0], 1, 4.8e-4, 1.1e-3, 0.011, 0.984);     /* decode: accepted */
+    kt_settle(&t->e[1], 0, 0.33, 0.9, 0.21, 0.625);           /* prefill: refused */
+    assert_string_equal(t->e[0].chosen, "vnni");
+    assert_int_equal(t->e[0].n_families, 2);
+    assert_string_equal(t->e[1].chosen, "avx512");
+    assert_int_equal(t->e[1].n_families, 1);                  /* the re-check never times it again */
+    assert_string_equal(t->e[1].family[0], "avx512");
+    kt_settle(&t->e[1], 1, 0, 0, 0, 1);                       /* settled once: a second call changes nothing */
+    assert_string_equal(t->e[1].chosen, "avx512");
+    if (kt_cache_store(path, t, err, sizeof(err))) fail_msg("%s", err);
+    assert_int_equal(kt_cache_load(path, t->key, 1u << BENCH_Q8_0, back, err, sizeof(err)), 0);
+    assert_int_equal(back->n, 2);
+    for (int i = 0; i < 2; i++) {
+        const kt_entry *e = &back->e[i], *w = &t->e[e->prefill];
+        assert_int_equal(e->acc, w->acc);
+        assert_string_equal(e->chosen, w->chosen);
+        assert_string_equal(e->acc_family, "vnni");
+        assert_string_equal(e->exact, "avx512");
+        assert_true(fabs(e->err_rel - w->err_rel) < 1e-6 && fabs(e->top1 - w->top1) < 1e-4 &&
+                    fabs(e->kl_mean - w->kl_mean) < 1e-2 * w->kl_mean);
+    }
+    /* the exact key does not see the production entries */
+    assert_int_equal(kt_cache_load(path, "cpu=test", 1u << BENCH_Q8_0, back, err, sizeof(err)), 1);
+    free(t);
+    free(back);
+    tu_rmtree(dir);
+}
+
 int main(void) {
     setenv("BENCH_KERNELS_TUNE", "0", 1);   /* the figures come from the check alone, never a timing */
     char p[600];
@@ -154,6 +210,7 @@ int main(void) {
         cmocka_unit_test(test_int8_families_pass),
         cmocka_unit_test(test_doctored_family_refused),
         cmocka_unit_test(test_exact_is_zero_and_pinned),
+        cmocka_unit_test(test_tuner_settle_and_cache),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
