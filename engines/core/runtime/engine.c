@@ -166,6 +166,8 @@ static void engine_settle_numerics(engine *e) {
 
 const char *engine_kernels_note(const engine *e) { return e->kernels_note; }
 
+const struct kt_table *engine_kernels_table(const engine *e) { return e->kt; }
+
 /* One pass of engine_numerics_check: n positions of ids into out (n, vocab). */
 static int engine_numerics_pass(engine *e, const int *ids, int n, int prefill, float *out, char *err, size_t errlen) {
     const size_t vocab = (size_t)e->m->cfg.vocab_size;

@@ -199,6 +199,11 @@ const char *engine_kernels_note(const engine *e);
 int engine_numerics_check(engine *e, bench_dtype dt, int prefill, const char *family, const char *exact, acc_figures *out,
                           char *err, size_t errlen);
 
+/* Auto's table under production numerics (engines/core/compute/kernels_tune.h: per dtype and
+ * phase, the family chosen and, where one that rounds x was checked, its figures on the model);
+ * NULL under exact numerics, a named family or a device. */
+const struct kt_table *engine_kernels_table(const engine *e);
+
 /* "production" or "exact"; engine_numerics_parse: the value of such a name, -1 for another. */
 const char *engine_numerics_name(engine_numerics n);
 int engine_numerics_parse(const char *name);
