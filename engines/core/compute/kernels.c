@@ -43,9 +43,11 @@ static int kn_cpu_amx(void) { return kn_cpu_avx512() && kn_amx_usable(); }
 
 /* The kernel families, best first: the order of every list of them. auto takes the exact one
  * this CPU runs with the highest auto_score. The int8 families round x for Q8_0 (an error of
- * about 1e-2 of the logits, far past what the k256 acceptance test allows) and avx512-bf16
- * rounds x to bf16 for bf16 weights, so they run only when named; so does amx, exact but
- * slower than avx512 where its tiles are not busy. docs/extending.md says how to add a row. */
+ * about 1e-2 of the logits, far past what the k256 acceptance test allows), so auto runs them
+ * only under production numerics, by measurement, once a check on the model accepts them
+ * (kn_set_tuned_rounding, engine.h engine_numerics); avx512-bf16 rounds x to bf16 for bf16
+ * weights and runs only when named; so does amx, exact but slower than avx512 where its tiles
+ * are not busy. docs/extending.md says how to add a row. */
 static const kn_family kn_families[] = {
 #if KN_HAVE_X86
     {.name = "vnni", .ops = &kn_ops_vnni, .runs_here = kn_cpu_vnni,

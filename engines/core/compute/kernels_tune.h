@@ -2,10 +2,12 @@
  * decode and in prefill, timed on this machine at the model's working set.
  *
  * Why: the flags alone pick the widest family, and on a core whose 512-bit operations are
- * double-pumped (Zen 4) a 256-bit kernel can decode f16 faster (issue 29). Only the exact
+ * double-pumped (Zen 4) a 256-bit kernel can decode f16 faster (issue 29). The exact
  * families compete (avx512, avx2; portable where no other runs), so the choice changes speed,
  * not what the model computes beyond the summation order of a dot product, which the oracle
- * and k256 tests accept from every exact family.
+ * and k256 tests accept from every exact family. Under production numerics (engine.h
+ * engine_numerics, kt_auto_numerics) the int8 families compete too for the dtypes whose x they
+ * round, and one that wins runs only once the caller's check on the model accepts it.
  *
  * The measurement is kept in a cache file, keyed by the CPU (model name, family/model/stepping,
  * a hash of its flags), this bench build (the executable's GNU build-id) and the thread count,
