@@ -48,8 +48,8 @@ const char *kn_auto_family(bench_dtype dt, int prefill);   /* what auto runs for
 int kn_set_tuned_rounding(bench_dtype dt, int prefill, const char *family);
 /* 1: family isa rounds x to int8 for dt's weights (vnni, avx2-int8 on Q8_0, Q4_0, ...). */
 int kn_isa_rounds(const char *isa, bench_dtype dt);
-/* Every choice of auto that rounds x is undone (exact numerics: an earlier engine of the
- * process may have made one; the choices are process-wide). */
+/* Every choice of auto that rounds x is undone: at each engine's start, since the choices are
+ * process-wide and a check that accepted one held for an earlier engine's model only. */
 void kn_drop_rounding(void);
 int kn_auto_active(void);               /* 1: "auto" is in use (not a family asked by name) */
 /* One line on what a family runs on and what it rounds (--kernels' help); NULL: not a family. */

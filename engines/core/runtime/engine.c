@@ -194,7 +194,7 @@ int engine_numerics_check(engine *e, bench_dtype dt, int prefill, const char *fa
     float *ref = malloc((size_t)n * vocab * sizeof(float)), *var = malloc((size_t)n * vocab * sizeof(float));
     int rc = -1;
     if (!ref || !var) bench_errc(err, errlen, BENCH_ERR_NOMEM, "numerics check: out of memory for %d x %d logits", n, vocab);
-    else if (kn_set_tuned_rounding(dt, prefill, exact) || kn_set_tuned_rounding(dt, prefill, family))
+    else if (kn_set_tuned_rounding(dt, prefill, exact) || kn_set_tuned_rounding(dt, prefill, family))  /* both, before a pass */
         bench_errf(err, errlen, "numerics check: %s or %s cannot run %s here", exact, family, bench_dtype_name(dt));
     else if (!kn_set_tuned_rounding(dt, prefill, exact) && !engine_numerics_pass(e, ids, n, prefill, ref, err, errlen) &&
              !kn_set_tuned_rounding(dt, prefill, family) && !engine_numerics_pass(e, ids, n, prefill, var, err, errlen)) {
@@ -390,8 +390,9 @@ int engine_create(const engine_spec *spec, engine **out, char *err, size_t errle
     rc = -BENCH_ERR_FAIL;
     if (tf_bind(e->m, e->data, &e->w, err, errlen)) goto err;
     if (!e->dev) engine_touch_private(e);
-    /* the choices are process-wide: an earlier engine's rounding one must not run an exact one's */
-    if (!e->dev && kn_auto_active() && spec->numerics == ENGINE_NUMERICS_EXACT) kn_drop_rounding();
+    /* the choices are process-wide: a rounding one an earlier engine's check accepted holds for
+     * that engine's model only, so it goes; this engine's tuning puts back what its own allows */
+    if (!e->dev && kn_auto_active()) kn_drop_rounding();
     if (!e->dev && kn_auto_active()) engine_tune_kernels(e, spec);
     if (!e->dev && spec->repack != ENGINE_REPACK_OFF) { /* after the tuning, which measures the file's layout */
         repack_weights(&e->w, c->n_layers, &(bench_loader){e->loader, e->loader_ctx}, &e->host, &e->rp);
