@@ -10,9 +10,12 @@
  *   - the exact family against itself is 0 in every figure, and exact numerics drop a
  *     rounding choice an earlier engine of the process made;
  *   - the tuner's side: a refused family leaves the entry (and its re-check) for the exact
- *     one, an accepted one is chosen, and both, with their figures, survive the cache file.
- * The tuner's measurement is off (tests/run.sh sets BENCH_KERNELS_TUNE=0; main makes sure):
- * the check is called directly, so the figures do not depend on timings.
+ *     one, an accepted one is chosen, and both, with their figures, survive the cache file;
+ *     through engine_create with the tuner on and one family's timings scaled so that it
+ *     wins, the int8 family is accepted and runs, and the doctored one is refused.
+ * The tuner's measurement is off (tests/run.sh sets BENCH_KERNELS_TUNE=0; main makes sure)
+ * but in test_tuner_production, where kt_test_scale decides every timing: no assertion rests
+ * on one.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "engines/core/compute/kernels.h"
 #include "engines/core/compute/kernels_impl.h"
@@ -201,6 +205,66 @@ static void test_tuner_settle_and_cache(void **state) {
     tu_rmtree(dir);
 }
 
+/* The whole of it through engine_create, with the tuner on: kt_test_scale makes one family's
+ * timings 1000x as fast, so it wins every measurement and the check alone decides (no
+ * assertion rests on a timing). The int8 family is accepted and runs Q8_0; exact numerics
+ * never let it compete; the doctored family, made the fastest, is refused and the exact
+ * family runs. The cache is a fresh file each time, so each engine measures. */
+static void test_tuner_production(void **state) {
+    (void)state;
+    const char *fam = rounding_family(BENCH_Q8_0);
+    if (!k256_dir[0] || !fam) skip();
+    char dir[512], cache[600];
+    assert_non_null(tu_tmpdir(dir, sizeof(dir)));
+    snprintf(cache, sizeof(cache), "%s/kernels-auto.tsv", dir);
+    setenv("BENCH_KERNELS_CACHE", cache, 1);
+    setenv("BENCH_KERNELS_TUNE", "1", 1);
+    kt_test_scale(fam, 1e-3);
+    engine *e = open_k256("q8_0", ENGINE_NUMERICS_PRODUCTION);
+    const kt_table *t = engine_kernels_table(e);
+    assert_non_null(t);
+    printf("[ INFO     ] %s\n", engine_kernels_note(e));
+    int seen = 0;
+    for (int i = 0; i < t->n; i++) {
+        const kt_entry *k = &t->e[i];
+        if (k->dt != BENCH_Q8_0) continue;
+        assert_int_equal(k->acc, KT_ACC_ACCEPTED);
+        assert_string_equal(k->chosen, fam);
+        assert_true(k->err_rel > 0 && k->err_rel <= ACC_PROD_ERR_REL_MAX && k->top1 >= ACC_PROD_TOP1_MIN);
+        assert_string_equal(kn_auto_family(BENCH_Q8_0, k->prefill), fam);
+        seen++;
+    }
+    assert_int_equal(seen, 2);
+    engine_destroy(e);
+    unlink(cache);
+    e = open_k256("q8_0", ENGINE_NUMERICS_EXACT);
+    assert_null(engine_kernels_table(e));
+    for (int prefill = 0; prefill < 2; prefill++) assert_false(kn_isa_rounds(kn_auto_family(BENCH_Q8_0, prefill), BENCH_Q8_0));
+    engine_destroy(e);
+    if (kn_isa_known("noisy-int8")) {   /* test_doctored_family_refused added it */
+        unlink(cache);
+        kt_test_scale("noisy-int8", 1e-3);
+        e = open_k256("q8_0", ENGINE_NUMERICS_PRODUCTION);
+        t = engine_kernels_table(e);
+        assert_non_null(t);
+        printf("[ INFO     ] %s\n", engine_kernels_note(e));
+        for (int i = 0; i < t->n; i++) {
+            const kt_entry *k = &t->e[i];
+            if (k->dt != BENCH_Q8_0) continue;
+            assert_int_equal(k->acc, KT_ACC_REFUSED);
+            assert_string_equal(k->acc_family, "noisy-int8");
+            assert_string_equal(k->chosen, k->exact);
+            assert_false(kn_isa_rounds(kn_auto_family(BENCH_Q8_0, k->prefill), BENCH_Q8_0));
+            for (int f = 0; f < k->n_families; f++) assert_string_not_equal(k->family[f], "noisy-int8");
+        }
+        engine_destroy(e);
+    }
+    kt_test_scale(NULL, 1);
+    setenv("BENCH_KERNELS_TUNE", "0", 1);
+    unsetenv("BENCH_KERNELS_CACHE");
+    tu_rmtree(dir);
+}
+
 int main(void) {
     setenv("BENCH_KERNELS_TUNE", "0", 1);   /* the figures come from the check alone, never a timing */
     char p[600];
@@ -211,6 +275,7 @@ int main(void) {
         cmocka_unit_test(test_doctored_family_refused),
         cmocka_unit_test(test_exact_is_zero_and_pinned),
         cmocka_unit_test(test_tuner_settle_and_cache),
+        cmocka_unit_test(test_tuner_production),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
