@@ -106,8 +106,6 @@ static void engine_touch_private(engine *e) {
     tp_run(e->pool, engine_touch_task, &j, tp_threads(e->pool));
 }
 
-/* auto by measurement, on the model's own matrices (kernels_tune.h): a failure keeps the flags'
- * choice and says so in the note, since the run itself is not wrong for it. */
 /* Production numerics' name for the model in the tuner's key: a check holds for the file it
  * ran on, so the path, size and time of change of the first file (FNV-1a). */
 static void engine_model_id(const char *path, char *buf, size_t len) {
@@ -120,6 +118,8 @@ static void engine_model_id(const char *path, char *buf, size_t len) {
     snprintf(buf, len, "model=%016llx", (unsigned long long)h);
 }
 
+/* auto by measurement, on the model's own matrices (kernels_tune.h): a failure keeps the flags'
+ * choice and says so in the note, since the run itself is not wrong for it. */
 static void engine_tune_kernels(engine *e, const engine_spec *spec) {
     kt_mat *mats = malloc((size_t)(e->m->n_tensors ? e->m->n_tensors : 1) * sizeof(*mats));
     int n = 0;
@@ -136,7 +136,7 @@ static void engine_tune_kernels(engine *e, const engine_spec *spec) {
     char id[64];
     if (spec->numerics == ENGINE_NUMERICS_PRODUCTION) {
         engine_model_id(spec->model_path, id, sizeof(id));
-        e->kt = malloc(sizeof(*e->kt));   /* NULL: checked as exact, said in the note */
+        e->kt = malloc(sizeof(*e->kt));   /* NULL (out of memory): this engine runs exact numerics */
     }
     if (n && kt_auto_numerics(e->pool, mats, n, kt_mode_from_env(), e->kt ? id : NULL, e->kt, e->kernels_note,
                               sizeof(e->kernels_note), err, sizeof(err)))
@@ -392,8 +392,10 @@ int engine_create(const engine_spec *spec, engine **out, char *err, size_t errle
     if (!e->dev) engine_touch_private(e);
     /* the choices are process-wide: a rounding one an earlier engine's check accepted holds for
      * that engine's model only, so it goes; this engine's tuning puts back what its own allows */
-    if (!e->dev && kn_auto_active()) kn_drop_rounding();
-    if (!e->dev && kn_auto_active()) engine_tune_kernels(e, spec);
+    if (!e->dev && kn_auto_active()) {
+        kn_drop_rounding();
+        engine_tune_kernels(e, spec);
+    }
     if (!e->dev && spec->repack != ENGINE_REPACK_OFF) { /* after the tuning, which measures the file's layout */
         repack_weights(&e->w, c->n_layers, &(bench_loader){e->loader, e->loader_ctx}, &e->host, &e->rp);
         if (e->rp.skipped)
