@@ -482,6 +482,9 @@ int kt_apply(const kt_table *t) {
     return rc;
 }
 
+/* A refusal falls back to the exact choice, not to the next int8 family: vnni and avx2-int8
+ * round x the same way (docs/accuracy.md: the same figures to 3 digits), so one refused is the
+ * other refused. */
 void kt_settle(kt_entry *e, int ok, double kl_mean, double kl_max, double err_rel, double top1) {
     if (e->acc != KT_ACC_PENDING) return;
     e->kl_mean = kl_mean;
