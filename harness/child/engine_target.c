@@ -12,6 +12,7 @@
 
 #include "engines/core/compute/kernels.h"
 #include "engines/core/runtime/accuracy.h"
+#include "engines/core/compute/kernels_tune.h"
 #include "engines/core/runtime/engine.h"
 #include "engines/core/runtime/sampler.h"
 #include "harness/child/mapguard.h"
@@ -60,7 +61,8 @@ static int et_engine_spec(const ws_engine *s, engine_spec *es, char *err, size_t
                         .kv = s->module[1], .alloc = s->module[2], .threads = s->threads, .max_pos = s->ctx,
                         .module_dir = s->module_dir, .device = s->device, .kernels = s->kernels,
                         .loader_opts = s->opts[0].v, .kv_opts = s->opts[1].v, .alloc_opts = s->opts[2].v,
-                        .device_opts = s->device_opts.v, .repack = s->repack ? ENGINE_REPACK_AUTO : ENGINE_REPACK_OFF};
+                        .device_opts = s->device_opts.v, .repack = s->repack ? ENGINE_REPACK_AUTO : ENGINE_REPACK_OFF,
+                        .numerics = s->numerics ? ENGINE_NUMERICS_EXACT : ENGINE_NUMERICS_PRODUCTION};
     if (s->requests) sv_engine_spec(s->requests, es);
     (void)err;
     (void)errlen;
@@ -277,6 +279,30 @@ static void et_repack_counters(const et_state *t) {
                (double)engine_repacked_copied_bytes(e));
 }
 
+/* Production numerics (engine.h engine_numerics): kernels.numerics_production, 1 where a family
+ * that rounds x runs a dtype (the check accepted it), else 0; and for each family checked on the
+ * model, kernels.DTYPE.PHASE.FAMILY.{accepted,kl_mean,kl_max,err_rel,top1}. Shown, not judged:
+ * which family competes follows from the tuner's timings, which differ between machines. */
+static void et_numerics_counters(const et_state *t) {
+    const kt_table *k = engine_kernels_table(t->e);
+    int rounds = 0;
+    for (int i = 0; k && i < k->n; i++) {
+        const kt_entry *e = &k->e[i];
+        if (e->acc != KT_ACC_ACCEPTED && e->acc != KT_ACC_REFUSED) continue;
+        rounds |= e->acc == KT_ACC_ACCEPTED;
+        static const char *const what[] = {"accepted", "kl_mean", "kl_max", "err_rel", "top1"};
+        const double v[] = {e->acc == KT_ACC_ACCEPTED, e->kl_mean, e->kl_max, e->err_rel, e->top1};
+        for (int w = 0; w < 5; w++) {
+            char name[96];
+            snprintf(name, sizeof(name), "kernels.%s.%s.%s.%s", bench_dtype_name(e->dt), e->prefill ? "prefill" : "decode",
+                     e->acc_family, what[w]);
+            wt_counter(t->env, name, w == 1 || w == 2 ? "nats" : w == 0 ? "bool" : "fraction", BENCH_CTR_INFO, BENCH_BETTER_NONE,
+                       v[w]);
+        }
+    }
+    wt_counter(t->env, "kernels.numerics_production", "bool", BENCH_CTR_INFO, BENCH_BETTER_NONE, rounds);
+}
+
 static int et_prepare(const wt_env *env, void **state, char *err, size_t errlen) {
     et_state *t = calloc(1, sizeof(*t));
     if (!t) return et_fail(err, errlen, BENCH_ERR_NOMEM, "out of memory");
@@ -300,6 +326,7 @@ static int et_prepare(const wt_env *env, void **state, char *err, size_t errlen)
     if ((rc = wt_same_model_files(t->s, err, errlen)) || (rc = et_engine_read_checked(t->s, t->e, err, errlen))) return rc;
     if (et_send(t, BENCH_EV_LOAD_END, 1, 0, 0)) return 1;
     et_repack_counters(t);
+    et_numerics_counters(t);
     /* test hook: the model truncated under a loader whose tensors are the file's pages (mapguard.h) */
     if ((engine_module_caps(t->e, "loader") & BENCH_CAP_LOADER_MAPS_FILE) && mg_test_truncate(t->s->model) < 0) return 1;
     return 0;

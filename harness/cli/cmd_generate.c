@@ -31,6 +31,13 @@ static void dev_figure(void *user, const char *name, const char *unit, double v)
     else if (!strcmp(name, "device.share_weights")) f->share_w = v;
 }
 
+/* --numerics' help, the same in bench generate and bench serve */
+#define NUMERICS_HELP \
+    "  --numerics N     what kernels auto may run: production (default: also a family that rounds x to\n" \
+    "                   int8 for Q8_0/Q4_0 weights, where it is faster and its logits on this model are\n" \
+    "                   within llama.cpp's own error, checked when auto measures) or exact (the exact\n" \
+    "                   families only); docs/accuracy.md \"Production numerics\"\n"
+
 /* --kernels' help: a line per family of kernels.c's table. */
 static void usage_kernels(FILE *f) {
     char int8[256], bf16[256];
@@ -55,7 +62,7 @@ static void usage(FILE *f) {
             "                      [--alloc NAME] [--alloc-opt k=v,...] [--device cpu|cuda] [--device-opt k=v,...]\n"
             "                      [--prompt-tokens N] [--bandwidth] [--kernels NAME] [--cache-type T[/T]]\n"
             "                      [--ids] [--quiet] [--trace-alloc FILE] [--tokenizer-fallback] [--llama-numerics]\n"
-            "                      [--accuracy] [--no-repack] [--warmup N]\n\n"
+            "                      [--accuracy] [--no-repack] [--warmup N] [--numerics exact|production]\n\n"
             "Runs one engine on one prompt: prints the text on stdout, then load time, prompt tokens,\n"
             "TTFT, prefill tokens/s and decode tokens/s on stderr.\n\n"
             "  --steps N        positions in all, the prompt's included (as llama2.c counts); default 256.\n"
@@ -74,6 +81,7 @@ static void usage(FILE *f) {
             "                   bound it sets (read bytes/s / weight bytes per token); the STREAM triad (64 MiB\n"
             "                   arrays) is printed beside it. With --device cuda: a triad on the GPU.\n");
     usage_kernels(f);
+    fprintf(f, "%s", NUMERICS_HELP);
     fprintf(f,
             "  --no-repack      keep every Q4_0 matrix in the file's layout; by default, where the kernel family\n"
             "                   decodes a rearranged Q4_0 natively (avx512 on a CPU with AVX512-VNNI, vnni), the\n"
@@ -208,6 +216,13 @@ static int gen_parse(int argc, char **argv, gen_args *g) {
         else if (ARG("--device")) g->spec.device = v;
         else if (ARG("--device-opt")) g->dopt = v;
         else if (ARG("--kernels")) g->spec.kernels = v;
+        else if (ARG("--numerics")) {
+            if (engine_numerics_parse(v) < 0) {
+                fprintf(stderr, "bench generate: --numerics %s: expected exact or production\n", v);
+                return 2;
+            }
+            g->spec.numerics = (engine_numerics)engine_numerics_parse(v);
+        }
         else if (ARG("--cache-type") || ARG("--cache-type-k") || ARG("--cache-type-v")) {
             bench_dtype k, vt;
             char e1[256];
@@ -235,7 +250,7 @@ static int gen_parse(int argc, char **argv, gen_args *g) {
                 "--prompt-tokens", "--ctx", "--loader", "--kv", "--alloc", "--loader-opt", "--kv-opt", "--alloc-opt",
                 "--device", "--device-opt", "--modules", "--trace-alloc", "--ids", "--tokenizer-fallback", "--quiet",
                 "--kernels", "--cache-type", "--cache-type-k", "--cache-type-v", "--accuracy",
-                "--bandwidth", "--llama-numerics", "--no-repack", "--warmup", "--help", NULL};
+                "--bandwidth", "--llama-numerics", "--no-repack", "--warmup", "--numerics", "--help", NULL};
             return cli_bad_arg(stderr, "generate", a, known);
         }
 #undef ARG

@@ -30,7 +30,8 @@ static void usage(FILE *f) {
             "usage: bench serve --model FILE [--tokenizer FILE] [--host ADDR] [--port N] [--port-file FILE]\n"
             "                   [--name ID] [--threads N] [--ctx N] [--loader NAME] [--loader-opt k=v,...]\n"
             "                   [--kv NAME] [--kv-opt k=v,...] [--alloc NAME] [--alloc-opt k=v,...]\n"
-            "                   [--kernels NAME] [--no-repack] [--cache-type T[/T]] [--device cpu|cuda]\n"
+            "                   [--kernels NAME] [--numerics exact|production] [--no-repack] [--cache-type T[/T]]\n"
+            "                   [--device cpu|cuda]\n"
             "                   [--device-opt k=v,...] [--header-timeout S] [--body-timeout S]\n"
             "                   [--max-connections N] [--max-per-ip N] [--max-batch N] [--kv-budget N|SIZE]\n"
             "                   [--chat-template NAME] [--lenient]\n\n"
@@ -145,6 +146,13 @@ int cmd_serve(int argc, char **argv) {
         else if (ARG("--device")) spec.device = v;
         else if (ARG("--device-opt")) dopt = v;
         else if (ARG("--kernels")) spec.kernels = v;
+        else if (ARG("--numerics")) {
+            if (engine_numerics_parse(v) < 0) {
+                fprintf(stderr, "bench serve: --numerics %s: expected exact or production (bench generate --help)\n", v);
+                return CLI_EXIT_USAGE;
+            }
+            spec.numerics = (engine_numerics)engine_numerics_parse(v);
+        }
         else if (ARG("--chat-template")) {
             char names[128];
             if (!ct_find(v)) {
@@ -177,7 +185,7 @@ int cmd_serve(int argc, char **argv) {
             static const char *const known[] = {
                 "--model", "--tokenizer", "--host", "--port", "--port-file", "--name", "--threads", "--ctx", "--loader",
                 "--kv", "--alloc", "--loader-opt", "--kv-opt", "--alloc-opt", "--device", "--device-opt", "--kernels",
-                "--modules", "--cache-type", "--no-repack", "--header-timeout", "--body-timeout", "--max-connections",
+                "--numerics", "--modules", "--cache-type", "--no-repack", "--header-timeout", "--body-timeout", "--max-connections",
                 "--max-per-ip", "--max-batch", "--kv-budget", "--chat-template", "--lenient", "--help", NULL};
             return cli_bad_arg(stderr, "serve", a, known);
         }

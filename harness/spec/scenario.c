@@ -557,6 +557,7 @@ static void sc_parse_workload(sc_ctx *c, scenario *s, const cJSON *w) {
 /* ---- matrix ---- */
 
 static const char *const sc_cache_names[] = {"cold", "warm", NULL};
+static const char *const sc_numerics_names[] = ENGINE_NUMERICS_NAMES;  /* in engine_numerics' order: ival is the value */
 
 /* The table of axes, defined after the parsers its rows name (below sc_parse_repack). */
 static sc_axis_def sc_axes[SC_AX_MAX];
@@ -889,6 +890,12 @@ static sc_axis_def sc_axes[SC_AX_MAX] = {
                       .expect = "true (rearrange Q4_0 weights at load for the kernels, the default) or false (keep the "
                                 "file's layout)",
                       .labels = {"no-repack", "repack"}, .spec = {SC_SPEC("repack", WS_BOOL, repack, 1, WS_IF_SET)}},
+    /* written only when exact: the specs of the default variants stay as they were */
+    [SC_AX_NUMERICS] = {.key = "numerics", .type = SC_AXT_ENUM, .flags = SC_AXF_TOP | SC_AXF_SHOW_NOT_DEF, .def = "production",
+                        .choices = sc_numerics_names,
+                        .expect = "\"production\" (auto may round x to int8 where llama.cpp's accuracy holds, the default) or "
+                                  "\"exact\" (the exact kernels only)",
+                        .spec = {SC_SPEC("numerics", WS_INT, numerics, 0, WS_IF_SET)}},
 };
 #undef SC_SPEC
 

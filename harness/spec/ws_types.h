@@ -61,6 +61,7 @@ typedef struct ws_engine {
     sc_cache_type kv_types;                     /* the same, typed (read once, by ws_engine_read): the engine's */
     int repack;                                 /* 1, the default: Q4_0 rearranged at load where the kernels decode it
                                                  * natively; 0: the file's layout (engine.h engine_repack) */
+    int numerics;                               /* engine.h engine_numerics: 0 production (the default), 1 exact */
     /* the target (harness/child/targets.h) by name; NULL: "engine", the default, and not written */
     const char *target;
     /* its settings as JSON text (an http target's: harness/spec/target.h); NULL: none.

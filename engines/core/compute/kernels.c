@@ -43,9 +43,11 @@ static int kn_cpu_amx(void) { return kn_cpu_avx512() && kn_amx_usable(); }
 
 /* The kernel families, best first: the order of every list of them. auto takes the exact one
  * this CPU runs with the highest auto_score. The int8 families round x for Q8_0 (an error of
- * about 1e-2 of the logits, far past what the k256 acceptance test allows) and avx512-bf16
- * rounds x to bf16 for bf16 weights, so they run only when named; so does amx, exact but
- * slower than avx512 where its tiles are not busy. docs/extending.md says how to add a row. */
+ * about 1e-2 of the logits, far past what the k256 acceptance test allows), so auto runs them
+ * only under production numerics, by measurement, once a check on the model accepts them
+ * (kn_set_tuned_rounding, engine.h engine_numerics); avx512-bf16 rounds x to bf16 for bf16
+ * weights and runs only when named; so does amx, exact but slower than avx512 where its tiles
+ * are not busy. docs/extending.md says how to add a row. */
 static const kn_family kn_families[] = {
 #if KN_HAVE_X86
     {.name = "vnni", .ops = &kn_ops_vnni, .runs_here = kn_cpu_vnni,
@@ -190,8 +192,8 @@ static void kn_mm_r8(const kn_ops *ops, float *y, const float *x, int n, const v
 }
 
 /* The family that runs dt's matmuls of n rows of x: auto's measured choice where auto is in use
- * and one was made (kernels_tune.h), else ops. Resolved once a job, before x is quantised:
- * every family a choice names is exact and takes no quantised x. */
+ * and one was made (kernels_tune.h), else ops. Resolved once a job, before x is quantised or
+ * split for it: a choice may be an int8 table under production numerics (kn_set_tuned_rounding). */
 static const kn_ops *kn_for(const kn_ops *ops, bench_dtype dt, int n) {
     if (!atomic_load_explicit(&kn_auto_on, memory_order_relaxed)) return ops;
     const kn_family *t = atomic_load_explicit(&kn_tuned[dt][n > 1], memory_order_relaxed);
@@ -292,6 +294,31 @@ int kn_bf16_dot(void) { return kn_ops_now()->bf16_dot; }
 static int kn_takes_xq(const kn_ops *ops, bench_dtype dt) { return (ops->xq_dts >> dt) & 1u; }
 
 int kn_x_int8(bench_dtype dt) { return kn_takes_xq(kn_ops_now(), dt); }
+
+/* Whether f rounds x for dt's weights: an int8 table that quantises x for them. For the other
+ * dtypes it computes as its exact sibling does. */
+static int kn_rounds(const kn_family *f, bench_dtype dt) { return f->ops->q8_int8 && kn_takes_xq(f->ops, dt); }
+
+int kn_isa_rounds(const char *isa, bench_dtype dt) {
+    const kn_family *f = isa && strcmp(isa, "auto") && (unsigned)dt < BENCH_DTYPE_COUNT ? kn_find(isa) : NULL;
+    return f && kn_rounds(f, dt);
+}
+
+int kn_set_tuned_rounding(bench_dtype dt, int prefill, const char *family) {
+    if ((unsigned)dt >= BENCH_DTYPE_COUNT) return -1;
+    const kn_family *f = family ? kn_find(family) : NULL;
+    if (family && (!f || !strcmp(family, "auto") || !kn_supported(f) || !(kn_auto_ok(f) || kn_rounds(f, dt)))) return -1;
+    atomic_store(&kn_tuned[dt][prefill ? 1 : 0], f);
+    return 0;
+}
+
+void kn_drop_rounding(void) {
+    for (int dt = 0; dt < BENCH_DTYPE_COUNT; dt++)
+        for (int p = 0; p < 2; p++) {
+            const kn_family *t = atomic_load(&kn_tuned[dt][p]);
+            if (t && !kn_auto_ok(t)) atomic_store(&kn_tuned[dt][p], NULL);
+        }
+}
 
 /* Whether x is split for ops' decode of dt (kn_xsplit_pair): the table asks for it, the CPU
  * has AVX512-VNNI, and $BENCH_EXACT_SPLIT is not 0 (it turns the split off, for A/B runs of
@@ -492,6 +519,7 @@ typedef struct kn_mm_multi_job {
     int count, n, cols, tasks;  /* tasks: kn_tasks, each the t-th share of every matrix */
     const float *x;
     const kn_xq8 *xq;   /* x quantised once for every output the table takes it for; else NULL */
+    const kn_ops *xq_ops; /* the table xq was quantised for: an output on another int8 table runs portable */
 } kn_mm_multi_job;
 
 /* Output o's kernel: the table's, or the exact portable one where xq could not be made. */
@@ -500,7 +528,7 @@ static void kn_mm_one(const kn_mm_multi_job *j, const kn_mm_out *o, int r0, int 
     const kn_ops *ops = kn_for(j->ops, bdt, j->n);
     const kn_xq8 *xq = NULL;
     if (kn_takes_xq(ops, bdt)) {
-        if (j->xq) xq = j->xq;
+        if (j->xq && ops == j->xq_ops) xq = j->xq;
         else ops = &kn_ops_portable;
     } else if (kn_takes_split(ops, bdt, j->n)) xq = j->xq; /* NULL: the kernel widens instead */
     kn_mm_call(ops, o->dt, o->y, j->x, j->n, o->w, o->rows, j->cols, r0, r1, xq);
@@ -522,15 +550,15 @@ void kn_matmul_multi(tp_pool *pool, const float *x, int n, int cols, const kn_mm
     int threads = tp_threads(pool);
     const kn_ops *job_ops = kn_ops_now();
     int64_t macs = 0;
-    int any_xq = 0;
+    const kn_ops *xq_ops = NULL;    /* the table that takes x quantised for one of the outputs */
     const kn_ops *split_ops = NULL; /* a table that takes x split for one of the outputs */
     for (int k = 0; k < count; k++) {
         const bench_dtype bdt = kn_base_dt(outs[k].dt);
         assert((unsigned)bdt < BENCH_DTYPE_COUNT);
         assert(cols % (int)bench_dtype_block_elems(bdt) == 0);
         macs += (int64_t)outs[k].rows * cols * n;
-        any_xq |= kn_takes_xq(job_ops, bdt);
         const kn_ops *t = kn_for(job_ops, bdt, n);
+        if (!xq_ops && kn_takes_xq(t, bdt)) xq_ops = t;
         if (kn_takes_split(t, bdt, n)) split_ops = t;
     }
     if (n <= 0 || cols <= 0 || count <= 0) return;
@@ -538,7 +566,8 @@ void kn_matmul_multi(tp_pool *pool, const float *x, int n, int cols, const kn_mm
                            .tasks = kn_tasks(threads, n), .x = x};
     kn_xq_buf xb;
     xb.heap = NULL;
-    if (any_xq) job.xq = kn_xq_prepare(job.ops, x, n, cols, &xb);
+    job.xq_ops = xq_ops;
+    if (xq_ops) job.xq = kn_xq_prepare(xq_ops, x, n, cols, &xb);
     else if (split_ops) job.xq = kn_split_prepare(split_ops, x, cols, &xb);
     if (threads == 1 || macs < KN_PARALLEL_MIN_MACS) {
         for (int k = 0; k < count; k++)

@@ -43,6 +43,14 @@ const char *kn_isa_resolve(const char *isa);
  * ignores these. */
 int kn_set_tuned(bench_dtype dt, int prefill, const char *family);
 const char *kn_auto_family(bench_dtype dt, int prefill);   /* what auto runs for dt now */
+/* Production numerics (engine.h engine_numerics): kn_set_tuned that also takes a family that
+ * rounds x for dt (kn_isa_rounds), which the caller has checked on the model in hand. */
+int kn_set_tuned_rounding(bench_dtype dt, int prefill, const char *family);
+/* 1: family isa rounds x to int8 for dt's weights (vnni, avx2-int8 on Q8_0, Q4_0, ...). */
+int kn_isa_rounds(const char *isa, bench_dtype dt);
+/* Every choice of auto that rounds x is undone: at each engine's start, since the choices are
+ * process-wide and a check that accepted one held for an earlier engine's model only. */
+void kn_drop_rounding(void);
 int kn_auto_active(void);               /* 1: "auto" is in use (not a family asked by name) */
 /* One line on what a family runs on and what it rounds (--kernels' help); NULL: not a family. */
 const char *kn_isa_about(const char *isa);

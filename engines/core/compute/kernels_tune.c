@@ -129,6 +129,18 @@ static int kt_families(char fam[KT_MAX_FAMILIES][16]) {
     return n;
 }
 
+/* fam's n_exact exact families, then, under production numerics, every family this CPU runs
+ * that rounds x for dt (engine.h engine_numerics). Returns how many. */
+static int kt_families_for(char fam[KT_MAX_FAMILIES][16], int n_exact, int production, bench_dtype dt) {
+    int n = n_exact;
+    for (int i = 0; production && i < kn_isa_count() && n < KT_MAX_FAMILIES; i++) {
+        int here;
+        const char *name = kn_isa_name(i, &here);
+        if (here && kn_isa_rounds(name, dt)) snprintf(fam[n++], 16, "%s", name);
+    }
+    return n;
+}
+
 static char kt_scaled_family[16];
 static double kt_scale_factor = 1;
 
@@ -186,7 +198,7 @@ static int kt_select(const kt_mat *m, int n, int dt, kt_bufs *b, double *bytes, 
  * KT_PREFILL_N; < 0 when fam is not one this CPU runs. Leaves fam as auto's choice. */
 static double kt_pass(tp_pool *pool, const kt_mat *m, const int *idx, int n_idx, int prefill, const char *fam, const kt_bufs *b) {
     const bench_dtype dt = m[idx[0]].dt;
-    if (kn_set_tuned(dt, prefill, fam)) return -1;
+    if (kn_set_tuned_rounding(dt, prefill, fam)) return -1;     /* an exact family, or one kt_families_for lists */
     double t0 = kt_now();
     for (int k = 0; k < n_idx; k++) {
         const kt_mat *a = &m[idx[k]];
@@ -216,11 +228,22 @@ static int kt_measure_one(tp_pool *pool, const kt_mat *m, const int *idx, int n_
         snprintf(e->family[f], sizeof(e->family[f]), "%s", fam[f]);
         e->rate[f] = work / best[f] / 1e9;
         if (!strcmp(fam[f], base)) base_i = f;
-        if (pick < 0 || e->rate[f] > e->rate[pick]) pick = f;
+        if (!kn_isa_rounds(fam[f], dt) && (pick < 0 || e->rate[f] > e->rate[pick])) pick = f;
     }
     /* the flags' choice stays unless another is faster by more than the margin */
     if (base_i >= 0 && e->rate[pick] <= e->rate[base_i] * (1.0 + KT_MARGIN)) pick = base_i;
     snprintf(e->chosen, sizeof(e->chosen), "%s", fam[pick]);
+    /* a family that rounds x competes with the exact choice by the same margin, and runs only
+     * once the caller's check on the model accepts it (kt_settle) */
+    int r = -1;
+    for (int f = 0; f < n_fam; f++)
+        if (kn_isa_rounds(fam[f], dt) && e->rate[f] > e->rate[pick] * (1.0 + KT_MARGIN) && (r < 0 || e->rate[f] > e->rate[r])) r = f;
+    if (r >= 0) {
+        e->acc = KT_ACC_PENDING;
+        snprintf(e->exact, sizeof(e->exact), "%s", fam[pick]);
+        snprintf(e->acc_family, sizeof(e->acc_family), "%s", fam[r]);
+        snprintf(e->chosen, sizeof(e->chosen), "%s", fam[r]);
+    }
     return 0;
 }
 
@@ -233,8 +256,11 @@ static int kt_measure_all(tp_pool *pool, const kt_mat *m, int n, char fam[KT_MAX
         if (!n_idx) continue;
         const kt_mat *big = &m[largest];
         double flops = 2.0 * big->rows * (double)big->cols * KT_PREFILL_N;
-        if (kt_measure_one(pool, m, b->idx, n_idx, 0, bytes, fam, n_fam, b, &out->e[out->n]) ||
-            kt_measure_one(pool, m, &largest, 1, 1, flops, fam, n_fam, b, &out->e[out->n + 1]))
+        char fam_dt[KT_MAX_FAMILIES][16];
+        memcpy(fam_dt, fam, sizeof(fam_dt));
+        int nf = kt_families_for(fam_dt, n_fam, out->production, (bench_dtype)dt);
+        if (kt_measure_one(pool, m, b->idx, n_idx, 0, bytes, fam_dt, nf, b, &out->e[out->n]) ||
+            kt_measure_one(pool, m, &largest, 1, 1, flops, fam_dt, nf, b, &out->e[out->n + 1]))
             return bench_errf(err, errlen, "kernels auto: a family this CPU runs was refused");
         for (int k = 0; k < 2; k++) {
             out->e[out->n + k].rows = big->rows;
@@ -320,7 +346,9 @@ int kt_recheck(tp_pool *pool, const kt_mat *m, int n, const kt_table *t, char *w
  * others used ("-": unknown), and the Unix time a quiet re-check last confirmed it (0: never). A bench of version 1 reads a version 2 line as its own (the
  * extra columns end its last rate's number), and a later version appends its columns after
  * these, so each reads the others' files. */
-#define KT_FILE_VERSION 2
+/* Version 3 appends a column where production numerics checked a family that rounds x:
+ * accepted|refused:FAMILY:EXACT:KL_MEAN:KL_MAX:ERR_REL:TOP1 (kt_entry's acc fields). */
+#define KT_FILE_VERSION 3
 #define KT_FIELDS 12
 
 static double kt_num_or_nan(const char *s) { return strcmp(s, "-") ? strtod(s, NULL) : NAN; }
@@ -342,7 +370,12 @@ static int kt_parse(char *line, char *key, size_t keylen, kt_entry *e) {
     snprintf(e->chosen, sizeof(e->chosen), "%s", f[3]);
     if (nf > 6) {
         if (f[6][0] != 'v' || atoi(f[6] + 1) < 2 || nf < KT_FIELDS || sscanf(f[7], "%dx%d", &e->rows, &e->cols) != 2) return -1;
+        char *more = strchr(f[11], '\t');
         f[11][strcspn(f[11], "\t")] = 0;  /* a later version's columns follow */
+        char state[16];
+        if (more && sscanf(more + 1, "%15[a-z]:%15[^:]:%15[^:]:%lf:%lf:%lf:%lf", state, e->acc_family, e->exact, &e->kl_mean,
+                           &e->kl_max, &e->err_rel, &e->top1) == 7)
+            e->acc = !strcmp(state, "accepted") ? KT_ACC_ACCEPTED : KT_ACC_REFUSED;
         e->when = strtod(f[8], NULL);
         e->load1 = kt_num_or_nan(f[9]);
         e->others = kt_num_or_nan(f[10]);
@@ -396,7 +429,11 @@ static void kt_write_entry(FILE *f, const char *key, const kt_entry *e) {
     kt_write_num(f, "%.2f", e->load1);
     fputc('\t', f);
     kt_write_num(f, "%.3f", e->others);
-    fprintf(f, "\t%.0f\n", e->checked);
+    fprintf(f, "\t%.0f", e->checked);
+    if (e->acc == KT_ACC_ACCEPTED || e->acc == KT_ACC_REFUSED)
+        fprintf(f, "\t%s:%s:%s:%.3g:%.3g:%.4g:%.4f", e->acc == KT_ACC_ACCEPTED ? "accepted" : "refused", e->acc_family, e->exact,
+                e->kl_mean, e->kl_max, e->err_rel, e->top1);
+    fputc('\n', f);
 }
 int kt_cache_store(const char *path, const kt_table *t, char *err, size_t errlen) {
     char tmp[1100];
@@ -436,9 +473,33 @@ int kt_cache_store(const char *path, const kt_table *t, char *err, size_t errlen
 
 int kt_apply(const kt_table *t) {
     int rc = 0;
-    for (int i = 0; i < t->n; i++)
-        if (kn_set_tuned(t->e[i].dt, t->e[i].prefill, t->e[i].chosen)) rc = -1;
+    for (int i = 0; i < t->n; i++) {
+        const kt_entry *e = &t->e[i];
+        /* a family that rounds x runs only where production numerics checked it on the model */
+        const char *f = e->acc == KT_ACC_PENDING ? e->exact : e->chosen;
+        if ((t->production ? kn_set_tuned_rounding : kn_set_tuned)(e->dt, e->prefill, f)) rc = -1;
+    }
     return rc;
+}
+
+/* A refusal falls back to the exact choice, not to the next int8 family: vnni and avx2-int8
+ * round x the same way (docs/accuracy.md: the same figures to 3 digits), so one refused is the
+ * other refused. */
+void kt_settle(kt_entry *e, int ok, double kl_mean, double kl_max, double err_rel, double top1) {
+    if (e->acc != KT_ACC_PENDING) return;
+    e->kl_mean = kl_mean;
+    e->kl_max = kl_max;
+    e->err_rel = err_rel;
+    e->top1 = top1;
+    e->acc = ok ? KT_ACC_ACCEPTED : KT_ACC_REFUSED;
+    snprintf(e->chosen, sizeof(e->chosen), "%s", ok ? e->acc_family : e->exact);
+    for (int f = 0; !ok && f < e->n_families; f++)
+        if (!strcmp(e->family[f], e->acc_family)) {
+            memmove(&e->family[f], &e->family[f + 1], (size_t)(e->n_families - f - 1) * sizeof(e->family[0]));
+            memmove(&e->rate[f], &e->rate[f + 1], (size_t)(e->n_families - f - 1) * sizeof(e->rate[0]));
+            e->n_families--;
+            break;
+        }
 }
 
 void kt_describe(const kt_table *t, char *buf, size_t len) {
@@ -455,6 +516,12 @@ void kt_describe(const kt_table *t, char *buf, size_t len) {
         }
         w = snprintf(buf + used, used < len ? len - used : 0, " %s)", e->prefill ? "GFLOP/s" : "GB/s");
         if (w > 0) used += (size_t)w;
+        if (e->acc == KT_ACC_ACCEPTED || e->acc == KT_ACC_REFUSED) {
+            w = snprintf(buf + used, used < len ? len - used : 0, " [%s %s on the model: KL mean %.3g, relative RMS %.2f%%, top-1 %.1f%%]",
+                         e->acc_family, e->acc == KT_ACC_ACCEPTED ? "accepted" : "refused", e->kl_mean, 100 * e->err_rel,
+                         100 * e->top1);
+            if (w > 0) used += (size_t)w;
+        }
     }
 }
 
@@ -575,6 +642,13 @@ out:
 
 /* ---- at an engine's start ---- */
 
+/* 1 when an entry of t waits for production numerics' check (kt_settle). */
+static int kt_pending(const kt_table *t) {
+    for (int i = 0; i < t->n; i++)
+        if (t->e[i].acc == KT_ACC_PENDING) return 1;
+    return 0;
+}
+
 /* Measures m into t (key set) and keeps it when the machine was quiet; saved says what became
  * of it. Busy is said on stderr once a process: bench run's workers each say it, not each engine. */
 static int kt_auto_measure(tp_pool *pool, const kt_mat *m, int n, const char *p, kt_table *t, char *saved, size_t savedlen,
@@ -589,6 +663,8 @@ static int kt_auto_measure(tp_pool *pool, const kt_mat *m, int n, const char *p,
             fprintf(stderr, "kernels auto: the machine was busy while auto measured (others used %.0f%% of the %ld CPUs): "
                             "its choice holds for this process only and is not kept%s%s\n",
                     100 * t->e[0].others, sysconf(_SC_NPROCESSORS_ONLN), p ? " in " : "", p ? p : "");
+    } else if (p && kt_pending(t)) {
+        snprintf(saved, savedlen, "; kept once the model's numerics are checked");
     } else if (p && kt_cache_store(p, t, serr, sizeof(serr))) {
         snprintf(saved, savedlen, "; not kept: %s", serr);
     } else if (p) {
@@ -627,7 +703,13 @@ static int kt_auto_recheck(tp_pool *pool, const kt_mat *m, int n, const char *p,
 }
 
 int kt_auto(tp_pool *pool, const kt_mat *m, int n, int mode, char *note, size_t notelen, char *err, size_t errlen) {
+    return kt_auto_numerics(pool, m, n, mode, NULL, NULL, note, notelen, err, errlen);
+}
+
+int kt_auto_numerics(tp_pool *pool, const kt_mat *m, int n, int mode, const char *numerics_id, kt_table *out, char *note,
+                     size_t notelen, char *err, size_t errlen) {
     if (notelen) note[0] = 0;
+    if (out) *out = (kt_table){0};
     if (mode == KT_OFF) {
         snprintf(note, notelen, "kernels auto: the flags' order (BENCH_KERNELS_TUNE=0)");
         return 0;
@@ -638,8 +720,10 @@ int kt_auto(tp_pool *pool, const kt_mat *m, int n, int mode, char *note, size_t 
     if (!t) return bench_errc(err, errlen, BENCH_ERR_NOMEM, "kernels auto: out of memory");
     char path[1024], key[sizeof(t->key)], stale[256] = "", saved[1300] = "";
     kt_key(tp_threads(pool), key, sizeof(key));
+    if (numerics_id) snprintf(key + strlen(key), sizeof(key) - strlen(key), ";numerics=production;%s", numerics_id);
     const char *p = kt_cache_path(path, sizeof(path));
     int rc = p ? kt_cache_load(p, key, dts, t, err, errlen) : 1;
+    t->production = numerics_id != NULL;
     if (rc < 0) goto out;
     int checked = rc == 0 && mode == KT_TUNE && kt_recheck_due(t);
     if (checked && kt_auto_recheck(pool, m, n, p, t, stale, sizeof(stale)) == 1) rc = 1;
@@ -661,7 +745,19 @@ int kt_auto(tp_pool *pool, const kt_mat *m, int n, int mode, char *note, size_t 
     kt_describe(t, desc, sizeof(desc));
     snprintf(note, notelen, "kernels auto (%s%s%s%s): %s", t->from_cache ? "measured earlier" : stale[0] ? "measured again, the kept choice was stale: " : "measured now",
              t->from_cache && checked ? ", re-checked now" : "", stale, saved, desc);
+    if (out) *out = *t;
 out:
     free(t);
     return rc;
+}
+
+int kt_commit(kt_table *t, char *note, size_t notelen, char *err, size_t errlen) {
+    if (kt_apply(t)) return bench_errf(err, errlen, "kernels auto: a family of the measurement does not run here");
+    char path[1024], serr[256] = "", desc[1024];
+    const char *p = kt_cache_path(path, sizeof(path));
+    int kept = !t->busy && p && !kt_cache_store(p, t, serr, sizeof(serr));
+    kt_describe(t, desc, sizeof(desc));
+    snprintf(note, notelen, "kernels auto (measured now, production numerics checked on the model; %s%s): %s",
+             kept ? "kept in " : "not kept: ", kept ? p : t->busy ? "the machine was busy" : p ? serr : "no cache path", desc);
+    return 0;
 }

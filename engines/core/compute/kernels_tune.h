@@ -2,10 +2,12 @@
  * decode and in prefill, timed on this machine at the model's working set.
  *
  * Why: the flags alone pick the widest family, and on a core whose 512-bit operations are
- * double-pumped (Zen 4) a 256-bit kernel can decode f16 faster (issue 29). Only the exact
+ * double-pumped (Zen 4) a 256-bit kernel can decode f16 faster (issue 29). The exact
  * families compete (avx512, avx2; portable where no other runs), so the choice changes speed,
  * not what the model computes beyond the summation order of a dot product, which the oracle
- * and k256 tests accept from every exact family.
+ * and k256 tests accept from every exact family. Under production numerics (engine.h
+ * engine_numerics, kt_auto_numerics) the int8 families compete too for the dtypes whose x they
+ * round, and one that wins runs only once the caller's check on the model accepts it.
  *
  * The measurement is kept in a cache file, keyed by the CPU (model name, family/model/stepping,
  * a hash of its flags), this bench build (the executable's GNU build-id) and the thread count,
@@ -36,7 +38,7 @@
 #define KT_PREFILL_N 32
 #define KT_ROUNDS 3
 #define KT_MARGIN 0.03
-#define KT_MAX_FAMILIES 4
+#define KT_MAX_FAMILIES 6      /* the exact families and, under production numerics, the int8 ones */
 /* The re-check times each family once, not the best of KT_ROUNDS, so one pass's noise (a few
  * percent on a quiet machine, more on a busy one) must not send every start to a re-measure. */
 #define KT_RECHECK_MARGIN 0.10
@@ -67,6 +69,13 @@ typedef struct kt_entry {
     double load1;                           /* the 1-minute load average at its end; NAN: unknown */
     double others;                          /* share of the CPUs other processes used during it; NAN: unknown */
     double checked;                         /* Unix time a quiet re-check last confirmed it; 0: never */
+    /* Production numerics (engine.h engine_numerics): a family that rounds x for dt was faster
+     * than the best exact one (exact) by more than KT_MARGIN. PENDING: not checked yet, exact
+     * runs; ACCEPTED: chosen, it passed the check on the model (its figures below); REFUSED:
+     * exact chosen, the family dropped from family[] so the re-check never times it again. */
+    enum { KT_ACC_NONE, KT_ACC_PENDING, KT_ACC_ACCEPTED, KT_ACC_REFUSED } acc;
+    char acc_family[16], exact[16];
+    double kl_mean, kl_max, err_rel, top1; /* the check's: nats, relative RMS, fraction */
 } kt_entry;
 
 typedef struct kt_table {
@@ -75,6 +84,7 @@ typedef struct kt_table {
     kt_entry e[2 * BENCH_DTYPE_COUNT];
     int from_cache;                         /* 1: read from the cache file, 0: measured now */
     int busy;                               /* measured now on a busy machine: not to be kept */
+    int production;                         /* production numerics: the int8 families compete too */
 } kt_table;
 
 /* This machine's, build's and thread count's key ("cpu=...;fms=...;flags=...;build=...;threads=N"). */
@@ -132,5 +142,17 @@ int kt_mode_from_env(void);
  * line for the person running it (what auto runs, and whether measured now or read).
  * 0, or -1 with err (the choice is then the flags'). */
 int kt_auto(tp_pool *pool, const kt_mat *m, int n, int mode, char *note, size_t notelen, char *err, size_t errlen);
+/* kt_auto under production numerics when numerics_id is not NULL: the key gets
+ * ";numerics=production;" and numerics_id (which names the model: a check holds for the model
+ * it ran on), the int8 families compete where they round x (kn_isa_rounds), and a table whose
+ * entries are PENDING is neither kept nor applied beyond their exact family: the caller checks
+ * each (kt_settle), then kt_commit. out (optional) gets the table. */
+int kt_auto_numerics(tp_pool *pool, const kt_mat *m, int n, int mode, const char *numerics_id, kt_table *out, char *note,
+                     size_t notelen, char *err, size_t errlen);
+/* Entry e's check: ok accepts its int8 family, else its exact one is chosen. */
+void kt_settle(kt_entry *e, int ok, double kl_mean, double kl_max, double err_rel, double top1);
+/* Applies t (settled), keeps it where it was measured on a quiet machine, and appends to note
+ * what the checks found. 0, or -1 with err. */
+int kt_commit(kt_table *t, char *note, size_t notelen, char *err, size_t errlen);
 
 #endif

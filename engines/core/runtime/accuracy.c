@@ -19,59 +19,13 @@ engine_spec acc_reference_spec(const engine_spec *variant) {
         r.kv_budget_bytes = r.kv_budget_tokens = 0;
     }
     r.kernels = "auto";
+    r.numerics = ENGINE_NUMERICS_EXACT;     /* the reference never rounds x */
     r.kv_k_type = r.kv_v_type = BENCH_F32;
     r.llama_numerics = 0;
     r.trace_alloc = NULL;
     r.on_region = NULL;
     r.region_user = NULL;
     return r;
-}
-
-static int argmax(const float *x, int n) {
-    int best = 0;
-    for (int j = 1; j < n; j++)
-        if (x[j] > x[best]) best = j;
-    return best;
-}
-
-/* log-sum-exp of x in double, the largest taken out first */
-static double log_sum_exp(const float *x, int n, double max) {
-    double s = 0;
-    for (int j = 0; j < n; j++) s += exp((double)x[j] - max);
-    return max + log(s);
-}
-
-void acc_compare(const float *ref, const float *var, int n, int vocab, acc_figures *out) {
-    memset(out, 0, sizeof(*out));
-    out->n_pos = n;
-    double kl_sum = 0, sq_sum = 0;
-    int agree = 0;
-    for (int i = 0; i < n; i++) {
-        const float *p = ref + (size_t)i * vocab, *q = var + (size_t)i * vocab;
-        int ap = argmax(p, vocab), aq = argmax(q, vocab);
-        agree += ap == aq;
-        double lp = log_sum_exp(p, vocab, p[ap]), lq = log_sum_exp(q, vocab, q[aq]);
-        double kl = 0, scale = 0, worst = 0;
-        for (int j = 0; j < vocab; j++) scale = fmax(scale, fabs((double)p[j]));
-        if (scale == 0) scale = 1;
-        for (int j = 0; j < vocab; j++) {
-            double logp = (double)p[j] - lp, logq = (double)q[j] - lq;
-            kl += exp(logp) * (logp - logq);
-            double d = ((double)q[j] - (double)p[j]) / scale;
-            worst = fmax(worst, fabs(d));
-            sq_sum += d * d;
-        }
-        /* rounding can leave a KL of -1e-17 for equal distributions: it is 0 */
-        if (kl < 0) kl = 0;
-        kl_sum += kl;
-        out->kl_max = fmax(out->kl_max, kl);
-        out->err_max = fmax(out->err_max, worst);
-    }
-    if (n) {
-        out->kl_mean = kl_sum / n;
-        out->top1 = (double)agree / n;
-        out->err_rms = sqrt(sq_sum / ((double)n * vocab));
-    }
 }
 
 int acc_logits(const engine_spec *spec, const char *who, int *ids, int n_prompt, int generate, int teacher,
@@ -95,7 +49,7 @@ int acc_logits(const engine_spec *spec, const char *who, int *ids, int n_prompt,
     if ((rc = engine_forward_all(e, 0, ids, n_prompt, 0, logits, e1, sizeof(e1)))) goto fail;
     for (int k = 0; k < generate - 1; k++) {
         int pos = n_prompt + k;
-        if (!teacher) ids[pos] = argmax(logits + (size_t)(pos - 1) * vocab, vocab);
+        if (!teacher) ids[pos] = acc_argmax(logits + (size_t)(pos - 1) * vocab, vocab);
         float *l;
         if ((rc = engine_forward(e, 0, &ids[pos], 1, pos, &l, e1, sizeof(e1)))) goto fail;
         memcpy(logits + (size_t)pos * vocab, l, (size_t)vocab * sizeof(float));

@@ -18,14 +18,11 @@
 #ifndef BENCH_ACCURACY_H
 #define BENCH_ACCURACY_H
 
+#include "acc_compare.h"
 #include "engine.h"
 
-typedef struct acc_figures {
-    int n_pos;              /* positions compared: n_prompt + generate - 1 (the last token needs no logits) */
-    double kl_mean, kl_max; /* nats */
-    double top1;            /* fraction of positions, 0..1 */
-    double err_max, err_rms;/* relative to each position's largest |logit| */
-} acc_figures;
+/* acc_figures, acc_compare and the production bounds: acc_compare.h */
+
 
 /* The default reference of a variant: the same model, modules and options, the exact
  * kernels (auto) and an f32 cache, without llama.cpp's rounding. A variant on a device
@@ -48,7 +45,5 @@ int acc_logits(const engine_spec *spec, const char *who, int *ids, int n_prompt,
 int acc_measure(const engine_spec *variant, const engine_spec *reference, const int *prompt, int n_prompt, int generate,
                 acc_figures *out, char *err, size_t errlen);
 
-/* The comparison alone: n positions of vocab logits each. */
-void acc_compare(const float *ref, const float *var, int n, int vocab, acc_figures *out);
 
 #endif

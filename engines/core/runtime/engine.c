@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "engines/abi/alloc.h"
@@ -58,6 +59,7 @@ struct engine {
     void (*on_region)(void *user, const void *addr, size_t len, const char *name);
     void *region_user;
     char kernels_note[1536];    /* what auto runs, measured or read (kernels_tune.h); "" when not auto */
+    kt_table *kt;               /* production numerics: auto's table, checked once the engine runs; else NULL */
 };
 
 /* Names the whole pages inside [addr, addr+len) (the kernel needs CONFIG_ANON_VMA_NAME,
@@ -104,9 +106,21 @@ static void engine_touch_private(engine *e) {
     tp_run(e->pool, engine_touch_task, &j, tp_threads(e->pool));
 }
 
+/* Production numerics' name for the model in the tuner's key: a check holds for the file it
+ * ran on, so the path, size and time of change of the first file (FNV-1a). */
+static void engine_model_id(const char *path, char *buf, size_t len) {
+    struct stat st;
+    char s[1200];
+    uint64_t h = 1469598103934665603ull;
+    int ok = path && !stat(path, &st);
+    snprintf(s, sizeof(s), "%s:%lld:%lld", path ? path : "", ok ? (long long)st.st_size : 0LL, ok ? (long long)st.st_mtime : 0LL);
+    for (const char *c = s; *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ull;
+    snprintf(buf, len, "model=%016llx", (unsigned long long)h);
+}
+
 /* auto by measurement, on the model's own matrices (kernels_tune.h): a failure keeps the flags'
  * choice and says so in the note, since the run itself is not wrong for it. */
-static void engine_tune_kernels(engine *e) {
+static void engine_tune_kernels(engine *e, const engine_spec *spec) {
     kt_mat *mats = malloc((size_t)(e->m->n_tensors ? e->m->n_tensors : 1) * sizeof(*mats));
     int n = 0;
     char err[512];
@@ -119,12 +133,91 @@ static void engine_tune_kernels(engine *e) {
         if (t->n_dims != 2 || !e->data[i] || t->ne[0] % (int64_t)bench_dtype_block_elems(t->dtype)) continue;
         mats[n++] = (kt_mat){e->data[i], t->dtype, (int)t->ne[1], (int)t->ne[0]};
     }
-    if (n && kt_auto(e->pool, mats, n, kt_mode_from_env(), e->kernels_note, sizeof(e->kernels_note), err, sizeof(err)))
+    char id[64];
+    if (spec->numerics == ENGINE_NUMERICS_PRODUCTION) {
+        engine_model_id(spec->model_path, id, sizeof(id));
+        e->kt = malloc(sizeof(*e->kt));   /* NULL (out of memory): this engine runs exact numerics */
+    }
+    if (n && kt_auto_numerics(e->pool, mats, n, kt_mode_from_env(), e->kt ? id : NULL, e->kt, e->kernels_note,
+                              sizeof(e->kernels_note), err, sizeof(err)))
         snprintf(e->kernels_note, sizeof(e->kernels_note), "kernels auto: the flags' order (%s)", err);
     free(mats);
 }
 
+/* Production numerics, once the engine runs: each family that rounds x and was faster than the
+ * exact choice (a PENDING entry of auto's table) is checked on the model (engine_numerics_check),
+ * and chosen only where acc_production_ok holds; then the table is applied and kept. */
+static void engine_settle_numerics(engine *e) {
+    int any = 0;
+    for (int i = 0; e->kt && i < e->kt->n; i++) {
+        kt_entry *k = &e->kt->e[i];
+        if (k->acc != KT_ACC_PENDING) continue;
+        acc_figures f;
+        char err[512];
+        int ok = !engine_numerics_check(e, k->dt, k->prefill, k->acc_family, k->exact, &f, err, sizeof(err)) &&
+                 acc_production_ok(&f);
+        kt_settle(k, ok, f.kl_mean, f.kl_max, f.err_rel, f.top1);
+        any = 1;
+    }
+    char err[512];
+    if (any && kt_commit(e->kt, e->kernels_note, sizeof(e->kernels_note), err, sizeof(err)))
+        snprintf(e->kernels_note, sizeof(e->kernels_note), "kernels auto: the flags' order (%s)", err);
+}
+
 const char *engine_kernels_note(const engine *e) { return e->kernels_note; }
+
+const struct kt_table *engine_kernels_table(const engine *e) { return e->kt; }
+
+/* One pass of engine_numerics_check: n positions of ids into out (n, vocab). */
+static int engine_numerics_pass(engine *e, const int *ids, int n, int prefill, float *out, char *err, size_t errlen) {
+    const size_t vocab = (size_t)e->m->cfg.vocab_size;
+    engine_reset(e, 0);
+    int rc = prefill ? engine_forward_all(e, 0, ids, n, 0, out, err, errlen) : 0;
+    for (int p = 0; !prefill && !rc && p < n; p++) {
+        float *l;
+        if (!(rc = engine_forward(e, 0, &ids[p], 1, p, &l, err, errlen))) memcpy(out + (size_t)p * vocab, l, vocab * sizeof(float));
+    }
+    engine_reset(e, 0);
+    return rc;
+}
+
+int engine_numerics_check(engine *e, bench_dtype dt, int prefill, const char *family, const char *exact, acc_figures *out,
+                          char *err, size_t errlen) {
+    memset(out, 0, sizeof(*out));
+    if (e->dev || !kn_auto_active()) return bench_errf(err, errlen, "numerics check: for kernels auto on the CPU only");
+    const int vocab = e->m->cfg.vocab_size, n = e->max_pos < ENGINE_NUMERICS_POS ? e->max_pos : ENGINE_NUMERICS_POS;
+    char was[32];
+    snprintf(was, sizeof(was), "%s", kn_auto_family(dt, prefill));
+    int ids[ENGINE_NUMERICS_POS];
+    /* a fixed sequence, BOS (1) first, spread over the vocabulary: the same for every family */
+    for (int i = 0; i < n; i++) ids[i] = (int)((1u + 7919u * (unsigned)i) % (unsigned)vocab);
+    float *ref = malloc((size_t)n * vocab * sizeof(float)), *var = malloc((size_t)n * vocab * sizeof(float));
+    int rc = -1;
+    if (!ref || !var) bench_errc(err, errlen, BENCH_ERR_NOMEM, "numerics check: out of memory for %d x %d logits", n, vocab);
+    else if (kn_set_tuned_rounding(dt, prefill, exact) || kn_set_tuned_rounding(dt, prefill, family))  /* both, before a pass */
+        bench_errf(err, errlen, "numerics check: %s or %s cannot run %s here", exact, family, bench_dtype_name(dt));
+    else if (!kn_set_tuned_rounding(dt, prefill, exact) && !engine_numerics_pass(e, ids, n, prefill, ref, err, errlen) &&
+             !kn_set_tuned_rounding(dt, prefill, family) && !engine_numerics_pass(e, ids, n, prefill, var, err, errlen)) {
+        acc_compare(ref, var, n, vocab, out);
+        rc = 0;
+    }
+    kn_set_tuned_rounding(dt, prefill, was);
+    free(ref);
+    free(var);
+    return rc;
+}
+
+static const char *const engine_numerics_names[] = ENGINE_NUMERICS_NAMES;
+
+const char *engine_numerics_name(engine_numerics n) {
+    return (unsigned)n < sizeof engine_numerics_names / sizeof *engine_numerics_names - 1 ? engine_numerics_names[n] : "?";
+}
+
+int engine_numerics_parse(const char *name) {
+    for (int i = 0; name && engine_numerics_names[i]; i++)
+        if (!strcmp(name, engine_numerics_names[i])) return i;
+    return -1;
+}
 
 /* The loaders reopen the files the model was parsed from: each must still be that file. */
 static int engine_open_file(const bench_host *h, const char *path, int flags, char *err, size_t errlen) {
@@ -297,7 +390,12 @@ int engine_create(const engine_spec *spec, engine **out, char *err, size_t errle
     rc = -BENCH_ERR_FAIL;
     if (tf_bind(e->m, e->data, &e->w, err, errlen)) goto err;
     if (!e->dev) engine_touch_private(e);
-    if (!e->dev && kn_auto_active()) engine_tune_kernels(e);
+    /* the choices are process-wide: a rounding one an earlier engine's check accepted holds for
+     * that engine's model only, so it goes; this engine's tuning puts back what its own allows */
+    if (!e->dev && kn_auto_active()) {
+        kn_drop_rounding();
+        engine_tune_kernels(e, spec);
+    }
     if (!e->dev && spec->repack != ENGINE_REPACK_OFF) { /* after the tuning, which measures the file's layout */
         repack_weights(&e->w, c->n_layers, &(bench_loader){e->loader, e->loader_ctx}, &e->host, &e->rp);
         if (e->rp.skipped)
@@ -321,6 +419,7 @@ int engine_create(const engine_spec *spec, engine **out, char *err, size_t errle
     if (!e->logits || !e->spans) { rc = bench_errc(err, errlen, BENCH_ERR_NOMEM, "out of memory"); goto err; }
     e->tf = (tf_ctx){.cfg = c, .w = &e->w, .pool = e->pool, .kv = &e->kv, .alloc = &e->allocator,
                      .llama_numerics = spec->llama_numerics};
+    engine_settle_numerics(e);
     *out = e;
     return 0;
 err:
@@ -350,6 +449,7 @@ void engine_destroy(engine *e) {
     free(e->data);
     free(e->logits);
     free(e->spans);
+    free(e->kt);
     tokenizer_free(e->tok);
     model_free(e->m);
     free(e);

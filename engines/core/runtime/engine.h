@@ -8,6 +8,7 @@
 #ifndef BENCH_ENGINE_H
 #define BENCH_ENGINE_H
 
+#include "acc_compare.h"
 #include "engines/core/model/model.h"
 #include "sampler.h"
 #include "engines/core/tokenizer/tokenizer.h"
@@ -17,6 +18,16 @@
 /* Whether Q4_0 weights are rearranged at load (engine_spec.repack): one polarity from the
  * scenario's "repack" to here, the default being zero so that a zeroed spec rearranges. */
 typedef enum { ENGINE_REPACK_AUTO = 0, ENGINE_REPACK_OFF = 1 } engine_repack;
+
+/* What kernels "auto" may run (engine_spec.numerics, `--numerics`, the scenario's "numerics";
+ * docs/accuracy.md "Production numerics"). PRODUCTION (0, what a zeroed spec gets): where the
+ * tuner measures (kernels_tune.h), a family that rounds x to int8 for an integer weight type
+ * (vnni, avx2-int8) may run that type when it is faster and its logits on the model in hand,
+ * over a short teacher-forced pass, are within llama.cpp's own error on that type
+ * (engine_numerics_check). EXACT: only the exact families, as before issue 37. A family named
+ * with `kernels` runs as named either way. */
+typedef enum { ENGINE_NUMERICS_PRODUCTION = 0, ENGINE_NUMERICS_EXACT = 1 } engine_numerics;
+#define ENGINE_NUMERICS_NAMES {"production", "exact", NULL}
 
 typedef struct engine_spec {
     const char *model_path;
@@ -74,6 +85,7 @@ typedef struct engine_spec {
      * while an mmap'd file's pages become anonymous copies (copy on write): what mmap buys
      * changes, and engine_repacked_bytes says by how much. CPU only. */
     engine_repack repack;
+    engine_numerics numerics;       /* what auto may run: ENGINE_NUMERICS_PRODUCTION (0) or _EXACT */
 } engine_spec;
 
 typedef struct engine engine;
@@ -176,6 +188,25 @@ const char *engine_device(const engine *e);
 /* What "auto" runs on the CPU, per dtype and phase, measured now or read from the cache
  * (engines/core/compute/kernels_tune.h); "" when a family was named or the device is not the CPU. */
 const char *engine_kernels_note(const engine *e);
+
+/* Production numerics' check (engine_numerics): the logits of a short teacher-forced pass,
+ * ENGINE_NUMERICS_POS positions of a fixed token sequence (one prefill batch for prefill, one
+ * position a call for decode), with family running dt's matmuls of that phase, against the
+ * same pass with the exact family exact; the other dtypes and phase run as auto has them.
+ * Sequence 0 is reset before and after, and dt's choice for the phase is put back. kernels
+ * auto on the CPU only. 0 with out (acc_production_ok says whether it passes), or -1 with err. */
+#define ENGINE_NUMERICS_POS 64
+int engine_numerics_check(engine *e, bench_dtype dt, int prefill, const char *family, const char *exact, acc_figures *out,
+                          char *err, size_t errlen);
+
+/* Auto's table under production numerics (engines/core/compute/kernels_tune.h: per dtype and
+ * phase, the family chosen and, where one that rounds x was checked, its figures on the model);
+ * NULL under exact numerics, a named family or a device. */
+const struct kt_table *engine_kernels_table(const engine *e);
+
+/* "production" or "exact"; engine_numerics_parse: the value of such a name, -1 for another. */
+const char *engine_numerics_name(engine_numerics n);
+int engine_numerics_parse(const char *name);
 
 /* Bytes/s of the device's memory (a triad there, 3 arrays of bytes_per_array, 0: the
  * device's default size); 0 on the CPU (kn_triad_bandwidth measures it) or on failure. */

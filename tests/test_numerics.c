@@ -1,0 +1,281 @@
+/* Production numerics (engine.h engine_numerics, docs/accuracy.md "Production numerics"):
+ * the check that lets kernels auto run a family that rounds x to int8, on llama.cpp's own
+ * quantised files (../shared/thirdparty/k256).
+ *
+ *   - each int8 family this CPU runs, on k256-q8_0 and k256-q4_0, decode and prefill: its
+ *     logits over the check's teacher-forced pass are within the bounds (acc_compare.h:
+ *     relative RMS <= 2%, top-1 >= 95%, llama.cpp's own error on these files), and not
+ *     exactly the exact family's (it does round);
+ *   - a doctored family, the same int8 kernel with 10% noise on its Q8_0 outputs, is refused;
+ *   - the exact family against itself is 0 in every figure, and exact numerics drop a
+ *     rounding choice an earlier engine of the process made;
+ *   - the tuner's side: a refused family leaves the entry (and its re-check) for the exact
+ *     one, an accepted one is chosen, and both, with their figures, survive the cache file;
+ *     through engine_create with the tuner on and one family's timings scaled so that it
+ *     wins, the int8 family is accepted and runs, and the doctored one is refused.
+ * The tuner's measurement is off (tests/run.sh sets BENCH_KERNELS_TUNE=0; main makes sure)
+ * but in test_tuner_production, where kt_test_scale decides every timing: no assertion rests
+ * on one.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engines/core/compute/kernels.h"
+#include "engines/core/compute/kernels_impl.h"
+#include "engines/core/compute/kernels_tune.h"
+#include "engines/core/runtime/engine.h"
+#include "tests/lib/testutil.h"
+
+static char k256_dir[512];
+
+static engine *open_k256(const char *type, engine_numerics num) {
+    char model[700], err[1024];
+    snprintf(model, sizeof(model), "%s/k256-%s.gguf", k256_dir, type);
+    engine_spec s = {.model_path = model, .threads = 2, .module_dir = tu_module_dir(), .kernels = "auto", .numerics = num};
+    engine *e = NULL;
+    if (engine_create(&s, &e, err, sizeof(err))) fail_msg("engine_create(%s): %s", model, err);
+    return e;
+}
+
+/* The k-th family (from 0) this CPU runs that rounds x for dt, the test's own aside; NULL
+ * when there are fewer. */
+static const char *rounding_family_at(bench_dtype dt, int k) {
+    for (int i = 0; i < kn_isa_count(); i++) {
+        int here = 0;
+        const char *name = kn_isa_name(i, &here);
+        if (here && kn_isa_rounds(name, dt) && strncmp(name, "noisy", 5) && k-- == 0) return name;
+    }
+    return NULL;
+}
+
+static const char *rounding_family(bench_dtype dt) { return rounding_family_at(dt, 0); }
+
+static void test_int8_families_pass(void **state) {
+    (void)state;
+    if (!k256_dir[0]) skip();
+    static const struct { const char *file; bench_dtype dt; } files[] = {{"q8_0", BENCH_Q8_0}, {"q4_0", BENCH_Q4_0}};
+    int ran = 0;
+    for (size_t k = 0; k < sizeof files / sizeof files[0]; k++) {
+        engine *e = open_k256(files[k].file, ENGINE_NUMERICS_EXACT);
+        const char *fam;
+        for (int r = 0; (fam = rounding_family_at(files[k].dt, r)); r++)
+        for (int prefill = 0; prefill < 2; prefill++) {
+            char exact[32], err[512];
+            snprintf(exact, sizeof(exact), "%s", kn_auto_family(files[k].dt, prefill));
+            acc_figures f;
+            if (engine_numerics_check(e, files[k].dt, prefill, fam, exact, &f, err, sizeof(err))) fail_msg("%s", err);
+            printf("[ INFO     ] k256-%s %s: %s against %s over %d positions: KL mean %.3g max %.3g, top-1 %.1f%%, "
+                   "relative RMS %.3g%%\n", files[k].file, prefill ? "prefill" : "decode", fam, exact, f.n_pos, f.kl_mean,
+                   f.kl_max, 100 * f.top1, 100 * f.err_rel);
+            assert_int_equal(f.n_pos, ENGINE_NUMERICS_POS);
+            assert_true(f.err_rel > 0 && f.kl_mean > 0);       /* it rounds: not the exact family again */
+            assert_true(f.err_rel <= ACC_PROD_ERR_REL_MAX);
+            assert_true(f.top1 >= ACC_PROD_TOP1_MIN);
+            assert_true(acc_production_ok(&f));
+            assert_string_equal(kn_auto_family(files[k].dt, prefill), exact);    /* the choice is put back */
+            ran++;
+        }
+        engine_destroy(e);
+    }
+    if (!ran) skip();   /* no int8 family runs on this CPU */
+}
+
+/* ---- a doctored family: the int8 kernel with noise on its Q8_0 outputs ---- */
+
+static kn_mm_fn noisy_base;
+static kn_ops noisy_ops;
+
+/* y * (1 +- 0.1), the sign a hash of the row: a family that computes wrongly by 10% */
+static void noisy_mm(float *y, const float *x, int n, const void *w, int rows, int cols, int r0, int r1, const kn_xq8 *xq) {
+    noisy_base(y, x, n, w, rows, cols, r0, r1, xq);
+    for (int t = 0; t < n; t++)
+        for (int r = r0; r < r1; r++) y[(size_t)t * rows + r] *= ((unsigned)r * 2654435761u >> 13) & 1 ? 1.1f : 0.9f;
+}
+
+static const kn_ops *family_ops(const char *name) {
+    if (!strcmp(name, "vnni")) return &kn_ops_vnni;
+    if (!strcmp(name, "avx2-int8")) return &kn_ops_avx2_int8;
+    return NULL;
+}
+
+static void test_doctored_family_refused(void **state) {
+    (void)state;
+    const char *fam = rounding_family(BENCH_Q8_0);
+    if (!k256_dir[0] || !fam || !family_ops(fam)) skip();
+    noisy_ops = *family_ops(fam);
+    noisy_base = noisy_ops.mm[BENCH_Q8_0];
+    noisy_ops.mm[BENCH_Q8_0] = noisy_mm;
+    static const kn_family noisy = {.name = "noisy-int8", .about = "test: the int8 kernel, 10% off", .ops = &noisy_ops};
+    assert_int_equal(kn_family_add(&noisy), 0);
+    assert_true(kn_isa_rounds("noisy-int8", BENCH_Q8_0));
+    /* the tuner may not take it: it is not exact */
+    assert_int_equal(kn_set_tuned(BENCH_Q8_0, 0, "noisy-int8"), -1);
+    engine *e = open_k256("q8_0", ENGINE_NUMERICS_EXACT);
+    char exact[32], err[512];
+    snprintf(exact, sizeof(exact), "%s", kn_auto_family(BENCH_Q8_0, 0));
+    acc_figures f;
+    if (engine_numerics_check(e, BENCH_Q8_0, 0, "noisy-int8", exact, &f, err, sizeof(err))) fail_msg("%s", err);
+    printf("[ INFO     ] k256-q8_0 decode: noisy-int8 against %s: KL mean %.3g, top-1 %.1f%%, relative RMS %.3g%%\n", exact,
+           f.kl_mean, 100 * f.top1, 100 * f.err_rel);
+    assert_false(acc_production_ok(&f));
+    assert_true(f.err_rel > ACC_PROD_ERR_REL_MAX);
+    engine_destroy(e);
+}
+
+/* The exact family against itself: 0 in every figure; and exact numerics undo a rounding
+ * choice left by an earlier engine of the process (the choices are process-wide). */
+static void test_exact_is_zero_and_pinned(void **state) {
+    (void)state;
+    if (!k256_dir[0]) skip();
+    engine *e = open_k256("q8_0", ENGINE_NUMERICS_EXACT);
+    char exact[32], err[512];
+    snprintf(exact, sizeof(exact), "%s", kn_auto_family(BENCH_Q8_0, 0));
+    acc_figures f;
+    if (engine_numerics_check(e, BENCH_Q8_0, 0, exact, exact, &f, err, sizeof(err))) fail_msg("%s", err);
+    assert_true(f.kl_mean == 0 && f.kl_max == 0 && f.err_rel == 0 && f.top1 == 1);
+    assert_true(acc_production_ok(&f));
+    engine_destroy(e);
+    const char *fam = rounding_family(BENCH_Q8_0);
+    if (!fam) return;
+    assert_int_equal(kn_set_tuned_rounding(BENCH_Q8_0, 0, fam), 0);
+    e = open_k256("q8_0", ENGINE_NUMERICS_EXACT);
+    assert_false(kn_isa_rounds(kn_auto_family(BENCH_Q8_0, 0), BENCH_Q8_0));
+    engine_destroy(e);
+}
+
+
+/* kt_settle and the cache file's version 3 column, without timing anything. */
+static void test_tuner_settle_and_cache(void **state) {
+    (void)state;
+    char dir[512], path[600], err[256];
+    assert_non_null(tu_tmpdir(dir, sizeof(dir)));
+    snprintf(path, sizeof(path), "%s/kernels-auto.tsv", dir);
+    kt_table *t = calloc(1, sizeof(*t)), *back = calloc(1, sizeof(*back));
+    assert_non_null(t);
+    assert_non_null(back);
+    snprintf(t->key, sizeof(t->key), "cpu=test;numerics=production;model=0123456789abcdef");
+    t->production = 1;
+    t->n = 2;
+    for (int i = 0; i < 2; i++) {
+        kt_entry *e = &t->e[i];
+        *e = (kt_entry){.dt = BENCH_Q8_0, .prefill = i, .n_families = 2, .bytes = 1e6, .rows = 64, .cols = 256, .when = 1,
+                        .load1 = 0.5, .others = 0.01, .acc = KT_ACC_PENDING};
+        snprintf(e->family[0], 16, "avx512");
+        snprintf(e->family[1], 16, "vnni");
+        e->rate[0] = 10;
+        e->rate[1] = 15;
+        snprintf(e->exact, 16, "avx512");
+        snprintf(e->acc_family, 16, "vnni");
+        snprintf(e->chosen, 16, "vnni");
+    }
+    kt_settle(&t->e[0], 1, 4.8e-4, 1.1e-3, 0.011, 0.984);     /* decode: accepted */
+    kt_settle(&t->e[1], 0, 0.33, 0.9, 0.21, 0.625);           /* prefill: refused */
+    assert_string_equal(t->e[0].chosen, "vnni");
+    assert_int_equal(t->e[0].n_families, 2);
+    assert_string_equal(t->e[1].chosen, "avx512");
+    assert_int_equal(t->e[1].n_families, 1);                  /* the re-check never times it again */
+    assert_string_equal(t->e[1].family[0], "avx512");
+    kt_settle(&t->e[1], 1, 0, 0, 0, 1);                       /* settled once: a second call changes nothing */
+    assert_string_equal(t->e[1].chosen, "avx512");
+    if (kt_cache_store(path, t, err, sizeof(err))) fail_msg("%s", err);
+    assert_int_equal(kt_cache_load(path, t->key, 1u << BENCH_Q8_0, back, err, sizeof(err)), 0);
+    assert_int_equal(back->n, 2);
+    for (int i = 0; i < 2; i++) {
+        const kt_entry *e = &back->e[i], *w = &t->e[e->prefill];
+        assert_int_equal(e->acc, w->acc);
+        assert_string_equal(e->chosen, w->chosen);
+        assert_string_equal(e->acc_family, "vnni");
+        assert_string_equal(e->exact, "avx512");
+        assert_true(fabs(e->err_rel - w->err_rel) < 1e-6 && fabs(e->top1 - w->top1) < 1e-4 &&
+                    fabs(e->kl_mean - w->kl_mean) < 1e-2 * w->kl_mean);
+    }
+    /* the exact key does not see the production entries */
+    assert_int_equal(kt_cache_load(path, "cpu=test", 1u << BENCH_Q8_0, back, err, sizeof(err)), 1);
+    free(t);
+    free(back);
+    tu_rmtree(dir);
+}
+
+/* The whole of it through engine_create, with the tuner on: kt_test_scale makes one family's
+ * timings 1000x as fast, so it wins every measurement and the check alone decides (no
+ * assertion rests on a timing). The int8 family is accepted and runs Q8_0; exact numerics
+ * never let it compete; the doctored family, made the fastest, is refused and the exact
+ * family runs. The cache is a fresh file each time, so each engine measures. */
+static void test_tuner_production(void **state) {
+    (void)state;
+    const char *fam = rounding_family(BENCH_Q8_0);
+    if (!k256_dir[0] || !fam) skip();
+    char dir[512], cache[600];
+    assert_non_null(tu_tmpdir(dir, sizeof(dir)));
+    snprintf(cache, sizeof(cache), "%s/kernels-auto.tsv", dir);
+    setenv("BENCH_KERNELS_CACHE", cache, 1);
+    setenv("BENCH_KERNELS_TUNE", "1", 1);
+    kt_test_scale(fam, 1e-3);
+    engine *e = open_k256("q8_0", ENGINE_NUMERICS_PRODUCTION);
+    const kt_table *t = engine_kernels_table(e);
+    assert_non_null(t);
+    printf("[ INFO     ] %s\n", engine_kernels_note(e));
+    int seen = 0;
+    for (int i = 0; i < t->n; i++) {
+        const kt_entry *k = &t->e[i];
+        if (k->dt != BENCH_Q8_0) continue;
+        assert_int_equal(k->acc, KT_ACC_ACCEPTED);
+        assert_string_equal(k->chosen, fam);
+        assert_true(k->err_rel > 0 && k->err_rel <= ACC_PROD_ERR_REL_MAX && k->top1 >= ACC_PROD_TOP1_MIN);
+        assert_string_equal(kn_auto_family(BENCH_Q8_0, k->prefill), fam);
+        seen++;
+    }
+    assert_int_equal(seen, 2);
+    engine_destroy(e);
+    unlink(cache);
+    e = open_k256("q8_0", ENGINE_NUMERICS_EXACT);
+    assert_null(engine_kernels_table(e));
+    for (int prefill = 0; prefill < 2; prefill++) assert_false(kn_isa_rounds(kn_auto_family(BENCH_Q8_0, prefill), BENCH_Q8_0));
+    engine_destroy(e);
+    if (kn_isa_known("noisy-int8")) {   /* test_doctored_family_refused added it */
+        unlink(cache);
+        kt_test_scale("noisy-int8", 1e-3);
+        e = open_k256("q8_0", ENGINE_NUMERICS_PRODUCTION);
+        t = engine_kernels_table(e);
+        assert_non_null(t);
+        printf("[ INFO     ] %s\n", engine_kernels_note(e));
+        for (int i = 0; i < t->n; i++) {
+            const kt_entry *k = &t->e[i];
+            if (k->dt != BENCH_Q8_0) continue;
+            assert_int_equal(k->acc, KT_ACC_REFUSED);
+            assert_string_equal(k->acc_family, "noisy-int8");
+            assert_string_equal(k->chosen, k->exact);
+            assert_false(kn_isa_rounds(kn_auto_family(BENCH_Q8_0, k->prefill), BENCH_Q8_0));
+            for (int f = 0; f < k->n_families; f++) assert_string_not_equal(k->family[f], "noisy-int8");
+        }
+        engine_destroy(e);
+    }
+    kt_test_scale(NULL, 1);
+    setenv("BENCH_KERNELS_TUNE", "0", 1);
+    unsetenv("BENCH_KERNELS_CACHE");
+    tu_rmtree(dir);
+}
+
+int main(void) {
+    setenv("BENCH_KERNELS_TUNE", "0", 1);   /* the figures come from the check alone, never a timing */
+    char p[600];
+    if (tu_shared("thirdparty/k256/k256-q8_0.gguf", p, sizeof(p)))
+        snprintf(k256_dir, sizeof(k256_dir), "%.*s", (int)(strrchr(p, '/') - p), p);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_int8_families_pass),
+        cmocka_unit_test(test_doctored_family_refused),
+        cmocka_unit_test(test_exact_is_zero_and_pinned),
+        cmocka_unit_test(test_tuner_settle_and_cache),
+        cmocka_unit_test(test_tuner_production),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
