@@ -325,9 +325,7 @@ static int e2e_setup(e2e *x) {
     if (!tu_shared("models/stories260K.bin", src, sizeof(src))) return -1;
     assert_non_null(tu_tmpdir(x->tmp, sizeof(x->tmp)));
     snprintf(x->model, sizeof(x->model), "%s/model.bin", x->tmp);
-    char cmd[2048];
-    snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", src, x->model);
-    assert_int_equal(system(cmd), 0);
+    assert_int_equal(tu_copy_file(src, x->model), 0);
     snprintf(x->sc, sizeof(x->sc), "%s/energy.json", x->tmp);
     FILE *f = fopen(x->sc, "w");
     assert_non_null(f);

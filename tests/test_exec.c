@@ -59,19 +59,14 @@ static int is_asan(const char *path) {
     return found;
 }
 
-static int on_path(const char *prog) {
-    char cmd[256];
-    snprintf(cmd, sizeof(cmd), "command -v %s >/dev/null 2>&1", prog);
-    return system(cmd) == 0;
-}
-
 static void find_release(fx *f) {
     const char *env = getenv("BENCH_RELEASE_BIN");
     char cand[PATH_MAX];
     if (env && *env) snprintf(cand, sizeof(cand), "%s", env);
     else if (!getcwd(cand, sizeof(cand) - 16)) cand[0] = 0;
     else strcat(cand, "/build/bench");
-    if (!on_path("valgrind")) {
+    char vg[1024];
+    if (!tu_on_path("valgrind", vg, sizeof(vg))) {
         snprintf(f->why_no_release, sizeof(f->why_no_release), "valgrind is not installed (scripts/deps.sh)");
     } else if (access(cand, X_OK)) {
         snprintf(f->why_no_release, sizeof(f->why_no_release),

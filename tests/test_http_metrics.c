@@ -83,8 +83,8 @@ static cJSON *run_metrics(fx *f, const char *name, const char *block, char *out,
     cJSON *doc = hjs_load(p), *schema = hjs_load("docs/results-schema.json");
     char err[2048] = "";
     if (!doc || !schema || hjs_validate(schema, doc, err, sizeof(err))) {
-        snprintf(p, sizeof(p), "cat '%s.log' >&2", out);
-        if (system(p)) {}
+        snprintf(p, sizeof(p), "%s.log", out);
+        tu_dump_file(p);
         fail_msg("%s: bench run exited %d; results.json %s %s", name, rc, doc ? "breaks the schema:" : "missing", err);
     }
     cJSON_Delete(schema);
@@ -245,22 +245,10 @@ static void test_failed_reads(void **state) {
  * A real llama-server, where one is installed
  * ====================================================================== */
 
-static int on_path(const char *prog, char *buf, size_t len) {
-    const char *path = getenv("PATH");
-    for (const char *p = path; p && *p;) {
-        const char *e = strchr(p, ':');
-        size_t n = e ? (size_t)(e - p) : strlen(p);
-        snprintf(buf, len, "%.*s/%s", (int)n, p, prog);
-        if (n && access(buf, X_OK) == 0) return 1;
-        p = e ? e + 1 : NULL;
-    }
-    return 0;
-}
-
 static void test_llama_server_real(void **state) {
     fx *f = *state;
     char exe[1024], gguf[512];
-    if (!on_path("llama-server", exe, sizeof(exe))) {
+    if (!tu_on_path("llama-server", exe, sizeof(exe))) {
         fprintf(stderr, "skip: llama-server is not on PATH\n");
         skip();
     }

@@ -423,7 +423,8 @@ static void test_metrics_format(void **state) {
 static void test_metrics_promtool(void **state) {
     fx *f = *state;
     TU_NEED(f->served);
-    if (system("command -v promtool >/dev/null 2>&1")) {
+    char promtool[1024];
+    if (!tu_on_path("promtool", promtool, sizeof(promtool))) {
         fprintf(stderr, "skip: promtool not found (Debian: apt-get install prometheus)\n");
         skip();
     }
@@ -433,7 +434,7 @@ static void test_metrics_promtool(void **state) {
     run_job(&j);
     char *text = get_body(hs_port(s), "/metrics");
     hs_stop(s);
-    char in[700], out[700], cmd[1600];
+    char in[700], out[700], cmd[2600];
     snprintf(in, sizeof(in), "%s/metrics.txt", f->tmp);
     snprintf(out, sizeof(out), "%s/promtool.txt", f->tmp);
     FILE *fp = fopen(in, "w");
@@ -441,7 +442,7 @@ static void test_metrics_promtool(void **state) {
     fputs(text, fp);
     fclose(fp);
     free(text);
-    snprintf(cmd, sizeof(cmd), "promtool check metrics < '%s' > '%s' 2>&1", in, out);
+    snprintf(cmd, sizeof(cmd), "'%s' check metrics < '%s' > '%s' 2>&1", promtool, in, out);
     int st = system(cmd), rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
     fp = fopen(out, "r");
     assert_non_null(fp);

@@ -134,3 +134,42 @@ int tu_device_modules(const char *device, const char *family, const char *const 
     *names = f->names;
     return f->n;
 }
+
+int tu_on_path(const char *prog, char *buf, size_t len) {
+    for (const char *p = getenv("PATH"); p && *p;) {
+        const char *e = strchr(p, ':');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        snprintf(buf, len, "%.*s/%s", (int)n, p, prog);
+        if (n && access(buf, X_OK) == 0) return 1;
+        p = e ? e + 1 : NULL;
+    }
+    return 0;
+}
+
+int tu_copy_file(const char *src, const char *dst) {
+    FILE *in = fopen(src, "rb");
+    if (!in) return -1;
+    FILE *out = fopen(dst, "wb");
+    if (!out) {
+        fclose(in);
+        return -1;
+    }
+    char buf[1 << 16];
+    size_t n;
+    int rc = 0;
+    while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
+        if (fwrite(buf, 1, n, out) != n) rc = -1;
+    if (ferror(in)) rc = -1;
+    fclose(in);
+    if (fclose(out)) rc = -1;
+    return rc;
+}
+
+void tu_dump_file(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) return;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), f)) > 0) fwrite(buf, 1, n, stderr);
+    fclose(f);
+}

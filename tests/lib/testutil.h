@@ -28,6 +28,13 @@ int tu_bench(const char *out_path, const char *fmt, ...) __attribute__((format(p
 /* Reads whitespace-separated ints; returns the count. */
 int tu_read_ints(const char *path, int *v, int max);
 const char *tu_module_dir(void);
+/* Whether prog is an executable in a $PATH folder; its path into buf (len bytes) when so.
+ * A lookup in C, not `command -v` through a shell. */
+int tu_on_path(const char *prog, char *buf, size_t len);
+/* Copies the file src to dst (created or truncated); 0, or -1 with errno. */
+int tu_copy_file(const char *src, const char *dst);
+/* The file at path onto stderr (a failed run's log, for the test's output); quiet when absent. */
+void tu_dump_file(const char *path);
 
 /* The conformance suite's module list: the names of every module of family built for the
  * CPU and found on the module path (tu_module_dir), in path order, so that a module dropped
