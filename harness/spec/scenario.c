@@ -588,7 +588,7 @@ int sc_axis_add(const sc_axis_def *d, char *err, size_t errlen) {
     const char *why = NULL;
     if (!d->key || !d->key[0] || strlen(d->key) > 20) why = "expected a key of 1 .. 20 bytes";
     else if (sc_axis_find(d->key) >= 0 || !strcmp(d->key, "fixed")) why = "the key is taken";
-    else if (d->type == SC_AXT_NONE || !d->def) why = "an added axis needs a type and a default";
+    else if (d->type == SC_AXT_NONE || (!d->def && !d->def_of)) why = "an added axis needs a type and a default";
     else if ((d->type == SC_AXT_CUSTOM && !d->parse) || (d->type == SC_AXT_ENUM && !d->choices)) why = "no parse or choices";
     else if (d->spec[0].name && (d->spec[0].off < offsetof(ws_engine, more) ||
                                  d->spec[0].off >= offsetof(ws_engine, more) + sizeof(((ws_engine *)0)->more)))
@@ -853,12 +853,13 @@ static int sc_parse_kv_cache(sc_ctx *c, const cJSON *j, const char *p, sc_choice
 
 #define SC_SPEC(name, type, member, def, flags) {name, type, offsetof(ws_engine, member), def, flags}
 
-/* ENGINE_KV_DEFAULT where every kv choice stores it; a module that stores f32 only (an older
+/* engine_default_cache_type over every kv choice: a module that stores f32 only (an older
  * out-of-tree one) keeps the whole scenario on f32, which results.json then names. */
 static const char *sc_default_cache_type(const scenario *s) {
+    uint32_t all = ~0u;
     for (int i = 0; i < s->axes[SC_AX_KV].n; i++)
-        if (s->axes[SC_AX_KV].v[i].kv_types && !(s->axes[SC_AX_KV].v[i].kv_types >> ENGINE_KV_DEFAULT & 1u)) return "f32";
-    return bench_dtype_name(ENGINE_KV_DEFAULT);
+        if (s->axes[SC_AX_KV].v[i].kv_types) all &= s->axes[SC_AX_KV].v[i].kv_types;
+    return bench_dtype_name(engine_default_cache_type(all));
 }
 
 static sc_axis_def sc_axes[SC_AX_MAX] = {
@@ -878,7 +879,7 @@ static sc_axis_def sc_axes[SC_AX_MAX] = {
     [SC_AX_WORKLOAD] = {.key = "workload", .type = SC_AXT_NONE},
     [SC_AX_KERNELS] = {.key = "kernels", .type = SC_AXT_CUSTOM, .flags = SC_AXF_TOP, .def = "auto", .parse = sc_parse_kernels,
                        .spec = {SC_SPEC("kernels", WS_STR, kernels, 0, 0)}},
-    [SC_AX_KV_CACHE] = {.key = "kv_cache", .type = SC_AXT_CUSTOM, .flags = SC_AXF_TOP, .def = "f16", .def_of = sc_default_cache_type,
+    [SC_AX_KV_CACHE] = {.key = "kv_cache", .type = SC_AXT_CUSTOM, .flags = SC_AXF_TOP, .def_of = sc_default_cache_type,
                         .parse = sc_parse_kv_cache,
                         .spec = {SC_SPEC("kv_cache", WS_CACHE_TYPE, kv_types, 0, 0)}},
     /* an http target's settings, as the scenario gave them (harness/spec/target.h) */
@@ -1069,7 +1070,7 @@ static void sc_required_axes(sc_ctx *c, const cJSON *root, const cJSON *mx) {
     const cJSON *fixed = cJSON_IsObject(mx) ? cJSON_GetObjectItemCaseSensitive(mx, "fixed") : NULL;
     for (int a = 0; a < sc_n_axes; a++) {
         const sc_axis_def *d = &sc_axes[a];
-        if (d->def || d->type == SC_AXT_NONE || ((d->flags & SC_AXF_TOP) && cJSON_GetObjectItemCaseSensitive(root, d->key)) ||
+        if (d->def || d->def_of || d->type == SC_AXT_NONE || ((d->flags & SC_AXF_TOP) && cJSON_GetObjectItemCaseSensitive(root, d->key)) ||
             (cJSON_IsObject(mx) && cJSON_GetObjectItemCaseSensitive(mx, d->key)) ||
             (cJSON_IsObject(fixed) && cJSON_GetObjectItemCaseSensitive(fixed, d->key)))
             continue;

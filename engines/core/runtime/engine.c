@@ -343,8 +343,8 @@ int engine_create(const engine_spec *spec, engine **out, char *err, size_t errle
     /* their interface versions were checked when they loaded (modreg.c) */
     e->k_type = spec->kv_k_type;
     e->v_type = spec->kv_v_type;
-    if (spec->kv_defaulted && (!bench_kv_stores(e->kv.iface, e->k_type) || !bench_kv_stores(e->kv.iface, e->v_type)))
-        e->k_type = e->v_type = BENCH_F32;
+    if (spec->kv_defaulted)
+        e->k_type = e->v_type = engine_default_cache_type(bench_kv_stores(e->kv.iface, ENGINE_KV_DEFAULT) ? 1u << ENGINE_KV_DEFAULT : 0);
     if (!bench_kv_stores(e->kv.iface, e->k_type) || !bench_kv_stores(e->kv.iface, e->v_type)) {
         char have[128] = "";
         for (int t = 0; t < BENCH_DTYPE_COUNT; t++)

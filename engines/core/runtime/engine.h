@@ -155,6 +155,12 @@ void engine_cache_type_names(char *buf, size_t len, const char *last);
  * (vLLM and SGLang keep bf16 or fp8), so default figures are those of a configuration people
  * serve. f32 (engine_spec's zero value) is the exact reference the oracle tests name. */
 #define ENGINE_KV_DEFAULT BENCH_F16
+/* The cache type where no one named one, for kv modules that together store `stored` (a bit
+ * per bench_dtype): ENGINE_KV_DEFAULT where they all store it, else f32, which every module
+ * stores. The one rule for bench run's scenarios and for bench generate/serve. */
+static inline bench_dtype engine_default_cache_type(uint32_t stored) {
+    return (stored >> ENGINE_KV_DEFAULT & 1u) ? ENGINE_KV_DEFAULT : BENCH_F32;
+}
 
 /* The cache types the engine runs with. */
 bench_dtype engine_kv_k_type(const engine *e);
