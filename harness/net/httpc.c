@@ -473,22 +473,29 @@ static size_t hc_discard(char *p, size_t size, size_t nmemb, void *user) {
     return size * nmemb;
 }
 
-int hc_get(const char *url, double timeout_s, long *status, char *err, size_t errlen) {
+/* One GET of url, its body to write(.., user); *status the HTTP code. 0, or -1 with err. */
+static int hc_get_with(const char *url, double timeout_s, size_t (*write)(char *, size_t, size_t, void *), void *user,
+                       long *status, char *err, size_t errlen) {
+    char cerr[CURL_ERROR_SIZE] = "";
+    *status = 0;
     pthread_once(&hc_once, hc_global_init);
     if (hc_init_rc != CURLE_OK)
         return snprintf(err, errlen, "%s", hc_load_err[0] ? hc_load_err : nl_c.easy_strerror(hc_init_rc)), -1;
     CURL *h = nl_c.easy_init();
     if (!h) return snprintf(err, errlen, "out of memory"), -1;
-    char cerr[CURL_ERROR_SIZE] = "";
     nl_c.easy_setopt(h, CURLOPT_URL, url);
-    nl_c.easy_setopt(h, CURLOPT_WRITEFUNCTION, hc_discard);
+    nl_c.easy_setopt(h, CURLOPT_WRITEFUNCTION, write);
+    nl_c.easy_setopt(h, CURLOPT_WRITEDATA, user);
     hc_confine(h, timeout_s, cerr);
     CURLcode cc = nl_c.easy_perform(h);
-    *status = 0;
     if (cc == CURLE_OK) nl_c.easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
     else snprintf(err, errlen, "%s: %s", url, cerr[0] ? cerr : nl_c.easy_strerror(cc));
     nl_c.easy_cleanup(h);
     return cc == CURLE_OK ? 0 : -1;
+}
+
+int hc_get(const char *url, double timeout_s, long *status, char *err, size_t errlen) {
+    return hc_get_with(url, timeout_s, hc_discard, NULL, status, err, errlen);
 }
 
 /* A body kept up to its cap: past it the transfer stops (curl's write error). */
@@ -522,24 +529,9 @@ static size_t hc_keep(char *p, size_t size, size_t nmemb, void *user) {
 int hc_fetch(const char *url, double timeout_s, size_t max, long *status, char **body, size_t *len, char *err, size_t errlen) {
     *body = NULL;
     *len = 0;
-    *status = 0;
-    pthread_once(&hc_once, hc_global_init);
-    if (hc_init_rc != CURLE_OK)
-        return snprintf(err, errlen, "%s", hc_load_err[0] ? hc_load_err : nl_c.easy_strerror(hc_init_rc)), -1;
-    CURL *h = nl_c.easy_init();
-    if (!h) return snprintf(err, errlen, "out of memory"), -1;
-    char cerr[CURL_ERROR_SIZE] = "";
     hc_sink k = {.max = max};
-    nl_c.easy_setopt(h, CURLOPT_URL, url);
-    nl_c.easy_setopt(h, CURLOPT_WRITEFUNCTION, hc_keep);
-    nl_c.easy_setopt(h, CURLOPT_WRITEDATA, &k);
-    hc_confine(h, timeout_s, cerr);
-    CURLcode cc = nl_c.easy_perform(h);
-    if (cc == CURLE_OK) nl_c.easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
-    else if (k.over) snprintf(err, errlen, "%s: the body is over %zu bytes", url, max);
-    else snprintf(err, errlen, "%s: %s", url, cerr[0] ? cerr : nl_c.easy_strerror(cc));
-    nl_c.easy_cleanup(h);
-    if (cc != CURLE_OK) {
+    if (hc_get_with(url, timeout_s, hc_keep, &k, status, err, errlen)) {
+        if (k.over) snprintf(err, errlen, "%s: the body is over %zu bytes", url, max);
         free(k.p);
         return -1;
     }
