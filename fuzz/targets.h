@@ -21,8 +21,8 @@
 #include "harness/net/prom.h"
 #include "harness/net/sse.h"
 #include "harness/report/compare.h"
-#include "harness/spec/scenario.h"
-#include "harness/spec/trace.h"
+#include "harness/scenario/scenario.h"
+#include "harness/scenario/trace.h"
 
 /* A vocabulary as the engine uses it: the tokenizer its model names (SentencePiece or
  * byte-level BPE with its pre-tokenizer), one text encoded and decoded back. */
@@ -338,7 +338,7 @@ static inline int fzt_kernels(const uint8_t *data, size_t size, char *err, size_
     return bad ? -1 : 0;
 }
 
-/* Recorded request traces (harness/spec/trace.h). Input: the first byte picks the
+/* Recorded request traces (harness/scenario/trace.h). Input: the first byte picks the
  * format (its value mod the number of formats: a row of trace.c's table), the rest is the file. A
  * trace must be read, or refused with a message naming the line; what is read must
  * hold together (lengths >= 1, hash ids within the table, times in order). */

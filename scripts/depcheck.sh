@@ -33,7 +33,7 @@ layers='
 11 harness/cli
 10 harness/report
 9 harness/parent harness/child
-8 harness/spec harness/net
+8 harness/scenario harness/net
 7 engines/core/runtime engines/core/synth
 6 engines/core/compute engines/core/tokenizer
 5 engines/core/model

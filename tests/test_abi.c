@@ -31,7 +31,7 @@
 #include "engines/abi/loader.h"
 #include "engines/core/runtime/engine.h"
 #include "engines/core/runtime/modreg.h"
-#include "harness/spec/scenario.h"
+#include "harness/scenario/scenario.h"
 #include "tests/lib/harness_jsonschema.h"
 #include "tests/lib/testutil.h"
 

@@ -15,9 +15,9 @@
 
 #include "engines/core/runtime/alloc_trace.h"
 #include "harness/child/alloc_workload.h"
-#include "harness/spec/kind.h"
+#include "harness/scenario/kind.h"
 #include "harness/parent/runner.h"
-#include "harness/spec/scenario.h"
+#include "harness/scenario/scenario.h"
 #include "tests/lib/testutil.h"
 #include "util/ut_fs.h"
 

@@ -1,4 +1,4 @@
-/* Arrival processes (harness/spec/arrival.h), over many draws from fixed seeds (so the
+/* Arrival processes (harness/scenario/arrival.h), over many draws from fixed seeds (so the
  * checks are deterministic, not timed):
  *   - gamma: the gaps' mean is 1/rate and their coefficient of variation 1/sqrt(burstiness),
  *     for bursty (0.25), Poisson-like (1) and regular (4) traffic; burstiness 1 matches
@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/spec/arrival.h"
+#include "harness/scenario/arrival.h"
 
 #define N 200000
 

@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 
 #include "harness/report/compare.h"
-#include "harness/spec/stats.h"
+#include "harness/scenario/stats.h"
 #include "tests/lib/testutil.h"
 #include "util/ut_fs.h"
 

@@ -17,7 +17,7 @@
 #include "engines/core/runtime/modreg.h"
 #include "harness/report/compare.h"
 #include "harness/parent/runner.h"
-#include "harness/spec/scenario.h"
+#include "harness/scenario/scenario.h"
 #include "tests/lib/cuda_test.h"
 #include "tests/lib/testutil.h"
 

@@ -1,4 +1,4 @@
-/* The http target's "metrics" block (harness/spec/target_metrics.h, harness/child/scrape.h,
+/* The http target's "metrics" block (harness/scenario/target_metrics.h, harness/child/scrape.h,
  * harness/report/scrape_report.h), through bench run on loopback:
  *   - bench serve launched, "preset": "bench" and two series of its own: every read has every
  *     series; the first read comes before any request (no prompt tokens yet), the last after
@@ -26,7 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "harness/spec/scenario.h"
+#include "harness/scenario/scenario.h"
 #include "tests/lib/harness_jsonschema.h"
 #include "tests/lib/script_server.h"
 #include "tests/lib/testutil.h"

@@ -1,4 +1,4 @@
-/* The http target end to end (harness/child/http_worker.h, harness/spec/target.h), through
+/* The http target end to end (harness/child/http_worker.h, harness/scenario/target.h), through
  * bench run on loopback with bench serve as the server:
  *   - launched per repetition: the oracle's greedy ids exactly, as the in-process engine in
  *     the same scenario; TTFT, TPOT and ITL from the client's clock; the server's memory
@@ -38,7 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "harness/spec/scenario.h"
+#include "harness/scenario/scenario.h"
 #include "tests/lib/harness_jsonschema.h"
 #include "tests/lib/script_server.h"
 #include "tests/lib/testutil.h"

@@ -303,7 +303,7 @@ static void test_engine_budget_and_refusal_by_type(void **state) {
     assert_true(engine_parse_cache_type("q6_k", &k, &v, err, sizeof(err)) < 0);
     assert_non_null(strstr(err, "expected f32, f16, bf16, q8_0 or q4_0"));
     char names[128];
-    engine_cache_type_names(names, sizeof names, ", "); /* harness/spec/scenario.c's form */
+    engine_cache_type_names(names, sizeof names, ", "); /* harness/scenario/scenario.c's form */
     assert_string_equal(names, "f32, f16, bf16, q8_0, q4_0");
 }
 

@@ -1,4 +1,4 @@
-/* Nothing in a scenario runs unasked (harness/spec/launch.h, target.h), through bench run,
+/* Nothing in a scenario runs unasked (harness/scenario/launch.h, target.h), through bench run,
  * exec and plan on a real model:
  *   - a launch given as a string (a shell line) is refused by the parser, and nothing runs;
  *   - a launch given as a list runs only with --allow-launch or an allow-list line that

@@ -23,9 +23,9 @@
 #include "engines/core/runtime/modreg.h"
 #include "util/ut_fs.h"
 #include "harness/parent/runner.h"
-#include "harness/spec/confine.h"
-#include "harness/spec/scenario.h"
-#include "harness/spec/worker_spec.h"
+#include "harness/scenario/confine.h"
+#include "harness/scenario/scenario.h"
+#include "harness/scenario/worker_spec.h"
 #include "tests/lib/testutil.h"
 
 static char model_path[512];
@@ -613,7 +613,7 @@ static void test_only_selects(void **state) {
     sc_free(s);
 }
 
-/* ---- read paths: confined to the allowed folders (harness/spec/confine.h) ---- */
+/* ---- read paths: confined to the allowed folders (harness/scenario/confine.h) ---- */
 
 static void write_text(const char *path, const char *text) {
     FILE *f = fopen(path, "w");

@@ -1,4 +1,4 @@
-/* A scenario axis is one row of scenario.c's table (harness/spec/scenario.h sc_axis_def), and
+/* A scenario axis is one row of scenario.c's table (harness/scenario/scenario.h sc_axis_def), and
  * this file is the guide to adding one: main() adds a made-up boolean axis, "test_flag", with
  * sc_axis_add, its value landing in the worker spec's ws_engine.more[0]. With no list edited:
  *   - the scenario takes it at the top level, in the matrix and in matrix.fixed, and its
@@ -24,8 +24,8 @@
 
 #include "engines/core/compute/kernels.h"
 #include "harness/report/results.h"
-#include "harness/spec/scenario.h"
-#include "harness/spec/worker_spec.h"
+#include "harness/scenario/scenario.h"
+#include "harness/scenario/worker_spec.h"
 #include "tests/lib/harness_jsonschema.h"
 #include "tests/lib/testutil.h"
 

@@ -1,4 +1,4 @@
-/* Sharded runs without a scheduler: the plan (harness/spec/shard.h) on its own, then
+/* Sharded runs without a scheduler: the plan (harness/scenario/shard.h) on its own, then
  * `bench run --shard i/3` three times and `bench merge` against one unsharded run of
  * the same scenario, and every way `bench merge` must refuse its inputs.
  * The same through a real Slurm cluster is tests/test_slurm.c. */
@@ -17,8 +17,8 @@
 #include "harness/report/merge.h"
 #include "harness/report/plot.h"
 #include "harness/report/rmodel.h"
-#include "harness/spec/scenario.h"
-#include "harness/spec/shard.h"
+#include "harness/scenario/scenario.h"
+#include "harness/scenario/shard.h"
 #include "tests/lib/harness_jsonschema.h"
 #include "tests/lib/shardcheck.h"
 #include "tests/lib/testutil.h"

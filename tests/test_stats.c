@@ -9,7 +9,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "harness/spec/stats.h"
+#include "harness/scenario/stats.h"
 
 static void test_summary_known_values(void **state) {
     (void)state;

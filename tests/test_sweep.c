@@ -21,8 +21,8 @@
 #include <string.h>
 
 #include "harness/report/sweep.h"
-#include "harness/spec/arrival.h"
-#include "harness/spec/traffic.h"
+#include "harness/scenario/arrival.h"
+#include "harness/scenario/traffic.h"
 
 #define S_MS 10.0       /* service time: capacity 100 requests/s */
 #define N_REQ 400

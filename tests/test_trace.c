@@ -1,4 +1,4 @@
-/* Recorded traces (harness/spec/trace.h) on the real samples of <shared>/thirdparty/traces:
+/* Recorded traces (harness/scenario/trace.h) on the real samples of <shared>/thirdparty/traces:
  *   - each format: the row count, the lengths of known rows, the times in s from the first
  *     row (Mooncake ms, Azure's absolute times, BurstGPT's s), the README's means;
  *   - Mooncake's hash ids kept per row: ceil(input / 512) of them, and shared ids (id 0
@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/spec/trace.h"
+#include "harness/scenario/trace.h"
 #include "tests/lib/testutil.h"
 
 static tr_trace *load(const char *rel, tr_format f, const tr_window *w) {

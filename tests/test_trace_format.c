@@ -1,4 +1,4 @@
-/* A trace format is one row of trace.c's table (harness/spec/trace.h tr_format_def), and this
+/* A trace format is one row of trace.c's table (harness/scenario/trace.h tr_format_def), and this
  * file is the guide to adding one: main() adds two made-up rows with tr_format_add, and the
  * generic reader reads them with no list edited:
  *   - "twocol": CSV "arrival_s,input_tokens", times in s, no output column (every request
@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "harness/spec/trace.h"
+#include "harness/scenario/trace.h"
 
 static const tr_format_def twocol = {
     .name = "twocol", .about = "a test's: arrival time and prompt length", .syntax = TR_CSV,

@@ -1,4 +1,4 @@
-/* Serving traffic (harness/spec/traffic.h, harness/child/traffic_gen.h, the scheduler's
+/* Serving traffic (harness/scenario/traffic.h, harness/child/traffic_gen.h, the scheduler's
  * turns and concurrency cap in engines/core/runtime/sched.h), on the real trace samples
  * of <shared>/thirdparty/traces and stories260K:
  *   - the scenario: a trace's rows become the requests (the window's count), the keys it
@@ -34,9 +34,9 @@
 #include "engines/core/runtime/modreg.h"
 #include "engines/core/runtime/sched.h"
 #include "harness/child/serve.h"
-#include "harness/spec/confine.h"
-#include "harness/spec/traffic.h"
-#include "harness/spec/worker_spec.h"
+#include "harness/scenario/confine.h"
+#include "harness/scenario/traffic.h"
+#include "harness/scenario/worker_spec.h"
 #include "tests/lib/harness_jsonschema.h"
 #include "tests/lib/testutil.h"
 

@@ -1,4 +1,4 @@
-/* The monotonic clock every part of bench stamps events with (harness/spec/events.h):
+/* The monotonic clock every part of bench stamps events with (harness/scenario/events.h):
  * CLOCK_MONOTONIC in ns, comparable across the parent and its workers. Header-only, so that
  * the modules (.so, which link only their own objects) take it too. */
 #ifndef UT_CLOCK_H

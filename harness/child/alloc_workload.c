@@ -19,10 +19,10 @@
 #include "engines/core/runtime/alloc_trace.h"
 #include "engines/abi/alloc.h"
 #include "engines/core/runtime/modreg.h"
-#include "harness/spec/events.h"
-#include "harness/spec/scenario.h"
-#include "harness/spec/spec_opts.h"
-#include "harness/spec/stats.h"
+#include "harness/scenario/events.h"
+#include "harness/scenario/scenario.h"
+#include "harness/scenario/spec_opts.h"
+#include "harness/scenario/stats.h"
 #include "util/ut_clock.h"
 
 /* ======================================================================

@@ -1,11 +1,11 @@
 /* Allocator workloads, the worker's half: one workload on one allocator module, in the
  * worker process. The scenario's fields, the glossary and the counters reported are
- * described in harness/spec/alloc_spec.h.
+ * described in harness/scenario/alloc_spec.h.
  */
 #ifndef BENCH_ALLOC_WORKLOAD_H
 #define BENCH_ALLOC_WORKLOAD_H
 
-#include "harness/spec/alloc_spec.h"
+#include "harness/scenario/alloc_spec.h"
 
 struct worker_opts;
 struct cJSON;

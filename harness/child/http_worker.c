@@ -23,9 +23,9 @@
 #include "engines/core/tokenizer/tokenizer.h"
 #include "harness/child/scrape.h"
 #include "harness/net/httpc.h"
-#include "harness/spec/stats.h"
-#include "harness/spec/target.h"
-#include "harness/spec/worker_spec.h"
+#include "harness/scenario/stats.h"
+#include "harness/scenario/target.h"
+#include "harness/scenario/worker_spec.h"
 
 static int64_t hw_now(void) { return ut_now_ns(); }
 

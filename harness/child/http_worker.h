@@ -1,4 +1,4 @@
-/* The http target (harness/spec/target.h): one repetition whose requests
+/* The http target (harness/scenario/target.h): one repetition whose requests
  * go to a server behind an OpenAI-compatible API instead of the engine in this process.
  *
  *   launched   the server command is started (its fds past stderr closed; it dies with
@@ -31,7 +31,7 @@
 /* The http target (wtarget.h): prepare launches or finds the server and waits for its
  * health, run sends the requests, collect sends the http.* counters and fails the run on
  * any failed request or a server that died; close stops a launched server. The settings
- * are the spec's target_opts (harness/spec/target.h tg_read). */
+ * are the spec's target_opts (harness/scenario/target.h tg_read). */
 extern const wt_target_i wt_http;
 
 #endif

@@ -12,9 +12,9 @@
 #include "engines/abi/module.h"
 #include "harness/net/httpc.h"
 #include "harness/net/prom.h"
-#include "harness/spec/events.h"
-#include "harness/spec/target.h"
-#include "harness/spec/target_metrics.h"
+#include "harness/scenario/events.h"
+#include "harness/scenario/target.h"
+#include "harness/scenario/target_metrics.h"
 #include "util/ut_clock.h"
 
 /* A /metrics body past this is refused as a failed read: PROM_MAX_BODY bounds the parser too. */

@@ -1,5 +1,5 @@
 /* Reads an http target's /metrics while a repetition runs (the target's "metrics" block,
- * harness/spec/target_metrics.h): a thread of the worker that GETs the URL at a fixed period,
+ * harness/scenario/target_metrics.h): a thread of the worker that GETs the URL at a fixed period,
  * parses the body (harness/net/prom.h) and sends each series' value as a SCRAPE event
  * (events.h), so that the parent puts them on the repetition's timeline beside the server's
  * RSS. A read that fails (no answer, not 200, a body that is not the format) is one SCRAPE
@@ -18,7 +18,7 @@
 
 typedef struct scr_scraper scr_scraper;
 
-/* Starts the thread when the target's JSON (harness/spec/target.h) has a metrics block; base_url
+/* Starts the thread when the target's JSON (harness/scenario/target.h) has a metrics block; base_url
  * is the target's url with {port} filled in, port what fills a {port} of the block's url. *out:
  * NULL when there is no block. Returns 0, or -1 with err (a series that is not a selector, out
  * of memory). */

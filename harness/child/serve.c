@@ -9,8 +9,8 @@
 
 #include "harness/child/traffic_gen.h"
 #include "util/ut_clock.h"
-#include "harness/spec/stats.h"
-#include "harness/spec/traffic.h"
+#include "harness/scenario/stats.h"
+#include "harness/scenario/traffic.h"
 
 /* ======================================================================
  * The requests

@@ -2,11 +2,11 @@
  * worker, for a scenario whose workload has "requests" (docs/scenarios.md). Three halves,
  * one per process side:
  *
- *   spec    harness/spec/worker_spec.h: the parent puts the requests into the worker spec
+ *   spec    harness/scenario/worker_spec.h: the parent puts the requests into the worker spec
  *           (sv_spec_add), the worker reads them back (sv_spec_read);
  *   worker  this file: the worker sizes the engine by the KV budget, makes the
  *           requests (sv_make_requests: the same ones for every variant, from the
- *           seed), runs the scheduler and streams events (harness/spec/events.h):
+ *           seed), runs the scheduler and streams events (harness/scenario/events.h):
  *           SERVE_START, a KV_SAMPLE per step, a REQUEST per finished request, SERVE_END;
  *   report  harness/report/serve_report.h: from the runner's record (rn_proc), sv_metrics
  *           derives the serve_* metrics, sv_proc_json and sv_timeline_csv write them out.
@@ -38,8 +38,8 @@
 
 #include "engines/core/runtime/engine.h"
 #include "engines/core/runtime/sched.h"
-#include "harness/spec/events.h"
-#include "harness/spec/scenario.h"
+#include "harness/scenario/events.h"
+#include "harness/scenario/scenario.h"
 #include "harness/child/serve_reqs.h"
 
 /* ---- the requests ---- */

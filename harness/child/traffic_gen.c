@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/spec/stats.h"
-#include "harness/spec/traffic.h"
+#include "harness/scenario/stats.h"
+#include "harness/scenario/traffic.h"
 
 #define TG_MAX_REQUESTS 1000000     /* a sessions workload's requests, at most */
 

@@ -1,5 +1,5 @@
 /* Serving traffic, the worker's half: the requests of a workload with a trace or with
- * multi-turn sessions, and the arrival processes (harness/spec/traffic.h says what the
+ * multi-turn sessions, and the arrival processes (harness/scenario/traffic.h says what the
  * scenario asks for; harness/child/serve.h runs them).
  *
  * A trace's row i is request i: prompt and output lengths scaled and capped
@@ -22,7 +22,7 @@
 #include <stdint.h>
 
 #include "harness/child/serve_reqs.h"
-#include "harness/spec/scenario.h"
+#include "harness/scenario/scenario.h"
 
 /* Whether rq's requests come from here (a trace or sessions) rather than sv_make_requests. */
 int tg_owns(const sc_requests *rq);

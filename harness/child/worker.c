@@ -19,8 +19,8 @@
 #include "engines/abi/module.h"
 #include "harness/child/engine_target.h"
 #include "harness/child/targets.h"
-#include "harness/spec/events.h"
-#include "harness/spec/worker_spec.h"
+#include "harness/scenario/events.h"
+#include "harness/scenario/worker_spec.h"
 #include "harness/child/worker.h"
 #include "util/ut_clock.h"
 

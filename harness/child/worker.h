@@ -17,9 +17,9 @@ typedef struct worker_opts {
                                * "accuracy" metric */
 } worker_opts;
 
-/* The inference and serving kinds' worker (harness/spec/kind.h). spec: an engine worker
- * spec (harness/spec/worker_spec.h), parsed; spec_name names it in messages. ev_fd/ack_fd:
- * the events and ack pipes of bench worker (harness/spec/events.h), or -1 to print the
+/* The inference and serving kinds' worker (harness/scenario/kind.h). spec: an engine worker
+ * spec (harness/scenario/worker_spec.h), parsed; spec_name names it in messages. ev_fd/ack_fd:
+ * the events and ack pipes of bench worker (harness/scenario/events.h), or -1 to print the
  * phases on stderr (bench exec). o may be NULL. Returns the exit status: 0, or 1 with the
  * reason reported. */
 struct cJSON;

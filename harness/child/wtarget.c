@@ -4,7 +4,7 @@
 #include <stdio.h>
 
 #include "engines/abi/module.h"
-#include "harness/spec/confine.h"
+#include "harness/scenario/confine.h"
 #include "util/ut_clock.h"
 
 int wt_send(const wt_env *env, uint32_t type, int ack, int64_t t_ns, int64_t a, int64_t b, const char *name) {

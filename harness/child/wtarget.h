@@ -1,4 +1,4 @@
-/* A target: what runs a repetition's requests (the scenario's "target", harness/spec/target.h),
+/* A target: what runs a repetition's requests (the scenario's "target", harness/scenario/target.h),
  * seen from the worker. The worker (worker.c) takes the target named by the spec from the
  * table (targets.h) and drives it through this interface, the same way for every target:
  *
@@ -20,7 +20,7 @@
  * stop with nothing more to report (the parent is gone, a test hook's exit).
  *
  * A new target is an entry in targets.c, a file with its wt_target_i, and its scenario
- * field in harness/spec/target.c (docs/extending.md, "How to add a target").
+ * field in harness/scenario/target.c (docs/extending.md, "How to add a target").
  */
 #ifndef BENCH_WTARGET_H
 #define BENCH_WTARGET_H
@@ -29,8 +29,8 @@
 #include <stdint.h>
 
 #include "harness/child/serve.h"
-#include "harness/spec/events.h"
-#include "harness/spec/worker_spec.h"
+#include "harness/scenario/events.h"
+#include "harness/scenario/worker_spec.h"
 
 /* What the worker gives a target. */
 typedef struct wt_env {
@@ -65,7 +65,7 @@ void wt_counter(const wt_env *env, const char *name, const char *unit, int cls, 
 /* The events as a serving sink (serve.h), for code that streams them without waiting on write's result. */
 sv_sink wt_sink(const wt_env *env);
 /* 0 when path (NULL: nothing to check) is still the file bench run checked, id "dev:ino"
- * (harness/spec/confine.h); else -code with err. */
+ * (harness/scenario/confine.h); else -code with err. */
 int wt_same_file(const char *path, const char *id, char *err, size_t errlen);
 /* The spec's model and tokenizer are the files bench run checked (wt_same_file of both). */
 int wt_same_model_files(const ws_engine *s, char *err, size_t errlen);

@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "harness/report/locations.h"
-#include "harness/spec/confine.h"
-#include "harness/spec/launch.h"
+#include "harness/scenario/confine.h"
+#include "harness/scenario/launch.h"
 #include "util/ut_term.h"
 
 /* Levenshtein distance, capped: options are short */

@@ -14,7 +14,7 @@ int cli_bad_arg(FILE *f, const char *cmd, const char *arg, const char *const *kn
 /* The known option nearest to arg by edit distance (at most 2, or a prefix), or NULL. */
 const char *cli_nearest(const char *arg, const char *const *known);
 
-/* The model cache as a folder a scenario may read (harness/spec/confine.h: the spec
+/* The model cache as a folder a scenario may read (harness/scenario/confine.h: the spec
  * layer cannot locate it); bench run, exec and plan call it before loading one. */
 void cli_allow_model_cache(void);
 /* --allow-read DIR of bench CMD: 0, or CLI_EXIT_USAGE after printing why. */
@@ -25,7 +25,7 @@ int cli_allow_read(const char *cmd, const char *dir);
  * written, and an ESC in it must not reach the terminal. */
 void cli_say(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* The launch gate (harness/spec/launch.h) for bench CMD on s's selected variants: 0 when
+/* The launch gate (harness/scenario/launch.h) for bench CMD on s's selected variants: 0 when
  * nothing launches or it is allowed (flag: --allow-launch given); else CLI_EXIT_USAGE after
  * printing what would start and how to allow it. */
 struct scenario;

@@ -16,10 +16,10 @@
 #include "harness/report/locations.h"
 #include "harness/parent/pagecache.h"
 #include "harness/parent/runner.h"
-#include "harness/spec/scenario.h"
+#include "harness/scenario/scenario.h"
 #include "harness/child/worker.h"
 #include "harness/child/mapguard.h"
-#include "harness/spec/kind.h"
+#include "harness/scenario/kind.h"
 
 static void ex_usage(FILE *f) {
     fprintf(f,

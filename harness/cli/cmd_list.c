@@ -9,7 +9,7 @@
 #include "engines/core/compute/kernels_tune.h"
 #include "engines/abi/kv.h"
 #include "engines/core/runtime/modreg.h"
-#include "harness/spec/trace.h"
+#include "harness/scenario/trace.h"
 
 /* The capabilities a module declares, by the names docs/modules.md uses. */
 static void list_caps(const bench_module *m, char *out, size_t n) {

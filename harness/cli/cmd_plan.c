@@ -1,4 +1,4 @@
-/* bench plan SCENARIO --shards N: how a sharded run splits the matrix (harness/spec/shard.h). */
+/* bench plan SCENARIO --shards N: how a sharded run splits the matrix (harness/scenario/shard.h). */
 #include <cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,9 +7,9 @@
 #include "commands.h"
 #include "harness/cli/cliargs.h"
 #include "harness/report/results.h"
-#include "harness/spec/launch.h"
-#include "harness/spec/scenario.h"
-#include "harness/spec/shard.h"
+#include "harness/scenario/launch.h"
+#include "harness/scenario/scenario.h"
+#include "harness/scenario/shard.h"
 
 static void plan_usage(FILE *f) {
     fprintf(f,

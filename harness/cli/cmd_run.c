@@ -19,9 +19,9 @@
 #include "harness/report/plot.h"
 #include "harness/report/results.h"
 #include "harness/parent/runner.h"
-#include "harness/spec/kind.h"
-#include "harness/spec/scenario.h"
-#include "harness/spec/shard.h"
+#include "harness/scenario/kind.h"
+#include "harness/scenario/scenario.h"
+#include "harness/scenario/shard.h"
 #include "util/ut_fs.h"
 
 static volatile sig_atomic_t run_interrupted;

@@ -1,5 +1,5 @@
 /* bench sweep: sustained load. A serving scenario run at several offered rates (its
- * workload.requests.sweep, harness/spec/traffic.h), each point a `bench run` of its own
+ * workload.requests.sweep, harness/scenario/traffic.h), each point a `bench run` of its own
  * (every repetition a fresh worker, as any variant), then per point and variant:
  * throughput, TTFT/TPOT percentiles with 95% intervals over the repetitions, goodput, a
  * VALID/INVALID verdict (harness/report/sweep.h), the knee, and a figure.
@@ -32,9 +32,9 @@
 #include "harness/parent/subproc.h"
 #include "harness/report/rmodel.h"
 #include "harness/report/sweep.h"
-#include "harness/spec/scenario.h"
-#include "harness/spec/stats.h"
-#include "harness/spec/traffic.h"
+#include "harness/scenario/scenario.h"
+#include "harness/scenario/stats.h"
+#include "harness/scenario/traffic.h"
 
 #define SWC_MAX_VARIANTS 16
 

@@ -1,5 +1,5 @@
 /* bench worker: one repetition of one variant in a fresh process (harness/child/worker.h).
- * Reads the spec file once and hands it to the worker of its kind (harness/spec/kind.h). */
+ * Reads the spec file once and hands it to the worker of its kind (harness/scenario/kind.h). */
 #include <cJSON.h>
 #include <errno.h>
 #include <stdint.h>
@@ -10,7 +10,7 @@
 #include "harness/child/mapguard.h"
 #include "harness/child/worker.h"
 #include "harness/cli/commands.h"
-#include "harness/spec/kind.h"
+#include "harness/scenario/kind.h"
 #include "util/ut_fs.h"
 
 static void wk_usage(FILE *f) {

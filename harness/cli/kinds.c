@@ -1,4 +1,4 @@
-/* The workload kinds, one entry each (harness/spec/kind.h says what each slot is for). */
+/* The workload kinds, one entry each (harness/scenario/kind.h says what each slot is for). */
 #include "kinds.h"
 
 #include "harness/child/alloc_workload.h"
@@ -7,8 +7,8 @@
 #include "harness/report/results.h"
 #include "harness/report/http_report.h"
 #include "harness/report/serve_report.h"
-#include "harness/spec/alloc_spec.h"
-#include "harness/spec/worker_spec.h"
+#include "harness/scenario/alloc_spec.h"
+#include "harness/scenario/worker_spec.h"
 
 const sc_kind bench_kinds[] = {
     {.name = "inference", .file_kind = NULL, .requests = 0, .worker_kind = NULL, .needs_model = 1,

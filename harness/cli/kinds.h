@@ -1,8 +1,8 @@
-/* The table of workload kinds (harness/spec/kind.h): one entry per kind. */
+/* The table of workload kinds (harness/scenario/kind.h): one entry per kind. */
 #ifndef BENCH_KINDS_H
 #define BENCH_KINDS_H
 
-#include "harness/spec/kind.h"
+#include "harness/scenario/kind.h"
 
 extern const sc_kind bench_kinds[];
 extern const int bench_n_kinds;

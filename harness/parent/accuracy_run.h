@@ -12,7 +12,7 @@
 
 #include <signal.h>
 
-#include "harness/spec/scenario.h"
+#include "harness/scenario/scenario.h"
 
 typedef struct ar_figures {
     int ok;

@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "harness/spec/scenario.h"
+#include "harness/scenario/scenario.h"
 
 enum { CG_PH_START, CG_PH_LOAD, CG_PH_PREFILL, CG_PH_DECODE, CG_PH_END, CG_PH_COUNT };
 const char *cg_phase_name(int ph);          /* "start", "load", "prefill", "decode", "end" */

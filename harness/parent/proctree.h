@@ -1,5 +1,5 @@
 /* The memory of a process tree: a server and every process below it (an http target's
- * memory "tree", harness/spec/target.h), read from /proc on the runner's clock, at the
+ * memory "tree", harness/scenario/target.h), read from /proc on the runner's clock, at the
  * same moments as one process's (every timeline sample and phase snapshot).
  *
  * A sample finds the tree by walking /proc/<pid>/stat's ppid from the root down (every

@@ -34,7 +34,7 @@
 #include "harness/parent/modeluse.h"
 #include "harness/parent/procmem.h"
 #include "harness/parent/proctree.h"
-#include "harness/spec/scenario.h"
+#include "harness/scenario/scenario.h"
 #include "harness/parent/accuracy_run.h"
 #include "harness/parent/callgrind.h"
 
@@ -109,7 +109,7 @@ typedef struct rn_scrape_sample {
 
 typedef struct rn_scrape {
     int n_series;
-    char series[16][96];    /* the block's series in order (TM_MAX_SERIES, harness/spec/target_metrics.h) */
+    char series[16][96];    /* the block's series in order (TM_MAX_SERIES, harness/scenario/target_metrics.h) */
     int n, cap;
     rn_scrape_sample *v;    /* (n) every series of every read, in order */
     int n_reads, n_failed;  /* reads that answered, and that failed */
@@ -214,7 +214,7 @@ typedef struct rn_opts {
     void (*on_run)(void *user, const rn_run *run, int done, int total);
     void *user;
     /* (optional) 1 when repetition rep of variant runs here; NULL: all of them. A shard of a
-     * sharded run (harness/spec/shard.h) keeps its own cells and their warm-ups. */
+     * sharded run (harness/scenario/shard.h) keeps its own cells and their warm-ups. */
     int (*keep)(void *user, int variant, int rep);
     void *keep_user;
 } rn_opts;

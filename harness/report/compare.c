@@ -8,7 +8,7 @@
 
 #include "harness/report/escape.h"
 #include "harness/report/mclass.h"
-#include "harness/spec/stats.h"
+#include "harness/scenario/stats.h"
 #include "util/ut_vec.h"
 
 #define CMP_ALPHA 0.05

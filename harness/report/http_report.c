@@ -7,8 +7,8 @@
 #include "harness/net/httpc.h"
 #include "harness/report/scrape_report.h"
 #include "harness/report/serve_report.h"
-#include "harness/spec/events.h"
-#include "harness/spec/stats.h"
+#include "harness/scenario/events.h"
+#include "harness/scenario/stats.h"
 
 void hr_serve_metrics(const scenario *s, const rn_proc *p, mt_bag *b) {
     sv_metrics(s, p, b);

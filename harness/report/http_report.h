@@ -17,7 +17,7 @@
 
 #include "harness/parent/runner.h"
 #include "harness/report/metrics.h"
-#include "harness/spec/scenario.h"
+#include "harness/scenario/scenario.h"
 
 struct cJSON;
 

@@ -17,7 +17,7 @@
 #include "harness/report/escape.h"
 #include "harness/report/rmodel.h"
 #include "harness/report/results.h"
-#include "harness/spec/stats.h"
+#include "harness/scenario/stats.h"
 #include "util/ut_fs.h"
 #include "util/ut_vec.h"
 

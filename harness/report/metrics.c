@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/spec/kind.h"
-#include "harness/spec/stats.h"
+#include "harness/scenario/kind.h"
+#include "harness/scenario/stats.h"
 #include "util/ut_vec.h"
 
 void mt_add(mt_bag *b, const char *name, const char *unit, mc_decl decl, double v) {

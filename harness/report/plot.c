@@ -15,7 +15,7 @@
 #include "harness/report/figures.h"
 #include "harness/report/report_html.h"
 #include "harness/report/results.h"
-#include "harness/spec/stats.h"
+#include "harness/scenario/stats.h"
 #include "util/ut_vec.h"
 
 extern char **environ;

@@ -16,7 +16,7 @@
 #include "harness/report/metrics.h"
 #include "harness/report/rmodel.h"
 #include "harness/parent/runner.h"
-#include "harness/spec/stats.h"
+#include "harness/scenario/stats.h"
 
 typedef struct rs_input {
     const scenario *s;

@@ -39,7 +39,7 @@
 
 #include "harness/report/mclass.h"
 #include "harness/report/metrics.h"
-#include "harness/spec/stats.h"
+#include "harness/scenario/stats.h"
 
 #define RS_SCHEMA "bench-results/1"
 

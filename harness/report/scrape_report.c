@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "harness/report/escape.h"
-#include "harness/spec/events.h"
+#include "harness/scenario/events.h"
 
 /* One series' figures over the values read (absent reads left out). */
 typedef struct sr_fig {

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/spec/events.h"
-#include "harness/spec/stats.h"
+#include "harness/scenario/events.h"
+#include "harness/scenario/stats.h"
 
 
 static double sv_ms(int64_t ns) { return (double)ns * 1e-6; }

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/spec/stats.h"
+#include "harness/scenario/stats.h"
 
 static int by_arrival(const void *a, const void *b) {
     const sw_req *x = a, *y = b;

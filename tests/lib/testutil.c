@@ -12,11 +12,11 @@
 #include "harness/cli/kinds.h"
 
 /* Every test binary parses scenarios as bench does: with the table of workload kinds that
- * main() hands to the spec layer (harness/spec/kind.h). */
+ * main() hands to the spec layer (harness/scenario/kind.h). */
 __attribute__((constructor)) static void tu_use_kinds(void) { bench_kinds_use(); }
 
 /* The tests' scenarios name models in the shared folder, outside the folders a scenario
- * may read from by default (harness/spec/confine.h): every test binary, and each bench
+ * may read from by default (harness/scenario/confine.h): every test binary, and each bench
  * it starts, allows it the way a script would, through $BENCH_ALLOW_READ. */
 __attribute__((constructor)) static void tu_allow_shared(void) {
     const char *root = getenv("BENCH_SHARED"), *have = getenv("BENCH_ALLOW_READ");

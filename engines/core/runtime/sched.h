@@ -36,7 +36,7 @@
  * requests hold distinct sequences; a request's positions are its prompt and its
  * tokens but the last (the next input), and they fit the engine's context.
  *
- * Times are CLOCK_MONOTONIC in ns, comparable with harness/spec/events.h timestamps.
+ * Times are CLOCK_MONOTONIC in ns, comparable with harness/scenario/events.h timestamps.
  */
 #ifndef BENCH_SCHED_H
 #define BENCH_SCHED_H

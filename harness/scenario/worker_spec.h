@@ -1,6 +1,6 @@
 /* The worker spec: the JSON the parent writes for one variant (<results>/specs/v<N>.json)
  * and the worker reads back in a fresh process. One writer per workload kind
- * (harness/spec/kind.h); the engine's is here, the allocator workloads' in alloc_spec.h.
+ * (harness/scenario/kind.h); the engine's is here, the allocator workloads' in alloc_spec.h.
  *
  * An engine spec is a ws_engine: one table of its fields (worker_spec.c: name, type,
  * default, when it is written) serializes it on the parent's side and deserializes it on
@@ -12,8 +12,8 @@
 
 #include <stddef.h>
 
-#include "harness/spec/scenario.h"
-#include "harness/spec/ws_types.h"
+#include "harness/scenario/scenario.h"
+#include "harness/scenario/ws_types.h"
 
 struct cJSON;
 

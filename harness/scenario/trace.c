@@ -12,8 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "harness/spec/jsonval.h"
-#include "harness/spec/confine.h"
+#include "harness/scenario/jsonval.h"
+#include "harness/scenario/confine.h"
 
 /* ======================================================================
  * The formats: one row each

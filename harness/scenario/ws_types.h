@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "harness/spec/scenario_types.h"
+#include "harness/scenario/scenario_types.h"
 
 /* What a field of the spec holds, and so how it is written and read. */
 typedef enum {
@@ -64,7 +64,7 @@ typedef struct ws_engine {
     int numerics;                               /* engine.h engine_numerics: 0 production (the default), 1 exact */
     /* the target (harness/child/targets.h) by name; NULL: "engine", the default, and not written */
     const char *target;
-    /* its settings as JSON text (an http target's: harness/spec/target.h); NULL: none.
+    /* its settings as JSON text (an http target's: harness/scenario/target.h); NULL: none.
      * ws_engine_fill points it at the scenario's text; ws_engine_read mallocs it (the reader frees) */
     char *target_opts;
     int bandwidth;                              /* measure decode's read bound after the run (metric "bandwidth") */

@@ -20,7 +20,7 @@
 
 #include <stddef.h>
 
-#include "harness/spec/scenario.h"
+#include "harness/scenario/scenario.h"
 
 typedef struct cJSON cJSON;
 

@@ -1,4 +1,4 @@
-/* What every parser of harness/spec says about a JSON value it did not expect, and the
+/* What every parser of harness/scenario says about a JSON value it did not expect, and the
  * lists of names its messages offer: one wording for all of them. */
 #ifndef BENCH_JSONVAL_H
 #define BENCH_JSONVAL_H

@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include "engines/abi/module.h"
-#include "harness/spec/jsonval.h"
-#include "harness/spec/confine.h"
+#include "harness/scenario/jsonval.h"
+#include "harness/scenario/confine.h"
 
 /* ======================================================================
  * Errors: the scenario's form, "<file>: <JSON path>: <message>"

@@ -33,7 +33,7 @@
 
 #include <stdint.h>
 
-#include "harness/spec/scenario_types.h"
+#include "harness/scenario/scenario_types.h"
 
 #define AW_BATCH 64     /* ops per clock read */
 

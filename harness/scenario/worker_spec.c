@@ -10,8 +10,8 @@
 #include "engines/abi/module.h"
 #include "engines/core/runtime/engine.h"
 #include "engines/core/runtime/sampler.h"
-#include "harness/spec/spec_opts.h"
-#include "harness/spec/traffic.h"
+#include "harness/scenario/spec_opts.h"
+#include "harness/scenario/traffic.h"
 
 
 static const char *const sv_dist_kinds[] = {"fixed", "uniform", "file"};

@@ -18,13 +18,13 @@
 #include "engines/core/runtime/modreg.h"
 #include "engines/core/runtime/sampler.h"
 #include "engines/core/synth/synth.h"
-#include "harness/spec/jsonval.h"
-#include "harness/spec/alloc_spec.h"
-#include "harness/spec/arrival.h"
-#include "harness/spec/confine.h"
-#include "harness/spec/kind.h"
-#include "harness/spec/target.h"
-#include "harness/spec/traffic.h"
+#include "harness/scenario/jsonval.h"
+#include "harness/scenario/alloc_spec.h"
+#include "harness/scenario/arrival.h"
+#include "harness/scenario/confine.h"
+#include "harness/scenario/kind.h"
+#include "harness/scenario/target.h"
+#include "harness/scenario/traffic.h"
 #include "util/ut_fs.h"
 
 /* ---- errors ---- */
@@ -416,7 +416,7 @@ static void sc_parse_requests(sc_ctx *c, scenario *s, const cJSON *j) {
                                        "targets", "seed", "max_batch", "reserve_output", "stop_at_eos",
                                        "trace", "sessions", "concurrency", "sweep", NULL};
     sc_check_keys(c, j, path, keys);
-    /* a trace's rows are the requests (harness/spec/traffic.h) */
+    /* a trace's rows are the requests (harness/scenario/traffic.h) */
     if (!tf_has_trace(j)) {
         sc_get_i(c, j, "count", path, 1, 1, 100000, &r->count);
         sc_parse_dist(c, j, "prompt_len", path, 1, SC_MAX_LEN, &r->prompt_len);
@@ -882,7 +882,7 @@ static sc_axis_def sc_axes[SC_AX_MAX] = {
     [SC_AX_KV_CACHE] = {.key = "kv_cache", .type = SC_AXT_CUSTOM, .flags = SC_AXF_TOP, .def_of = sc_default_cache_type,
                         .parse = sc_parse_kv_cache,
                         .spec = {SC_SPEC("kv_cache", WS_CACHE_TYPE, kv_types, 0, 0)}},
-    /* an http target's settings, as the scenario gave them (harness/spec/target.h) */
+    /* an http target's settings, as the scenario gave them (harness/scenario/target.h) */
     [SC_AX_TARGET] = {.key = "target", .type = SC_AXT_CUSTOM, .flags = SC_AXF_TOP, .def = "engine", .parse = sc_parse_target,
                       .spec = {SC_SPEC("target", WS_STR, target, 0, WS_IF_SET),
                                SC_SPEC("target_opts", WS_OBJECT, target_opts, 0, WS_IF_SET)}},
@@ -1031,7 +1031,7 @@ static void sc_parse_matrix(sc_ctx *c, scenario *s, const cJSON *m) {
     if (fixed && !cJSON_IsObject(fixed)) sc_err(c, ".matrix.fixed", "expected an object, got %s", jv_type(fixed));
     sc_axis_keys(keys, NULL, 0, NULL);
     if (fixed && cJSON_IsObject(fixed)) sc_check_keys(c, fixed, ".matrix.fixed", keys);
-    /* the workload axis belongs to allocator scenarios (harness/spec/alloc_spec.c); the
+    /* the workload axis belongs to allocator scenarios (harness/scenario/alloc_spec.c); the
      * device axis goes first: the loader and kv choices are checked on its devices */
     for (int pass = 0; pass < 2; pass++)
         for (int a = 0; a < sc_n_axes; a++) {
@@ -1173,7 +1173,7 @@ int sc_parse(const char *file, const char *text, const char *module_dir, scenari
         sc_err(&c, ".", "expected an object, got %s", jv_type(root));
         goto fail;
     }
-    /* the workload kind (harness/spec/kind.h) parses the rest: "kind": "allocators" has fields of its own */
+    /* the workload kind (harness/scenario/kind.h) parses the rest: "kind": "allocators" has fields of its own */
     const cJSON *kj = cJSON_GetObjectItemCaseSensitive(root, "kind");
     if (kj && !cJSON_IsString(kj)) {
         sc_err(&c, ".kind", "expected a string, got %s", jv_type(kj));

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "engines/abi/module.h"
-#include "harness/spec/jsonval.h"
+#include "harness/scenario/jsonval.h"
 
 /* A server's series worth watching beside its memory: the KV cache's use and the queue. */
 static const struct tm_preset {

@@ -10,9 +10,9 @@
 
 #include "engines/core/runtime/alloc_trace.h"
 #include "engines/core/runtime/modreg.h"
-#include "harness/spec/jsonval.h"
-#include "harness/spec/confine.h"
-#include "harness/spec/spec_opts.h"
+#include "harness/scenario/jsonval.h"
+#include "harness/scenario/confine.h"
+#include "harness/scenario/spec_opts.h"
 
 /* ======================================================================
  * The scenario: parsing and validation

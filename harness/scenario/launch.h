@@ -17,8 +17,8 @@
 
 #include <stddef.h>
 
-#include "harness/spec/scenario_types.h"
-#include "harness/spec/target.h"
+#include "harness/scenario/scenario_types.h"
+#include "harness/scenario/target.h"
 
 /* One target that launches: its label (the scenario's) and settings (argv as written). */
 typedef struct ln_launch {

@@ -17,7 +17,7 @@
  *       length_scale) prompt tokens, the same ids the same tokens, so the KV modules'
  *       prefix sharing meets the trace's sharing pattern.
  *   "arrival": {"process": "poisson" | "gamma" | "constant" | "ramp" | "all",
- *               "rate": R, "burstiness": B, "rate_end": R2}   (harness/spec/arrival.h)
+ *               "rate": R, "burstiness": B, "rate_end": R2}   (harness/scenario/arrival.h)
  *       The older {"poisson_rate": R} and "all" stay as they were.
  *   "concurrency": N    closed loop: at most N requests in flight (sent and not finished);
  *       a request due while N are in flight is sent when one finishes, and its latency
@@ -44,9 +44,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "harness/spec/arrival.h"
-#include "harness/spec/scenario_types.h"
-#include "harness/spec/trace.h"
+#include "harness/scenario/arrival.h"
+#include "harness/scenario/scenario_types.h"
+#include "harness/scenario/trace.h"
 
 struct cJSON;
 

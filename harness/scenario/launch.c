@@ -1,5 +1,5 @@
 /* What a scenario would start, and whether the person running it allowed that (launch.h). */
-#include "harness/spec/launch.h"
+#include "harness/scenario/launch.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,6 +1,6 @@
 /* A scenario's target: see target.h. */
-#include "harness/spec/jsonval.h"
-#include "harness/spec/target_metrics.h"
+#include "harness/scenario/jsonval.h"
+#include "harness/scenario/target_metrics.h"
 #include "target.h"
 
 #include <cJSON.h>

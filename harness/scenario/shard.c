@@ -1,5 +1,5 @@
 /* The shard plan: contiguous pieces of the unsharded run order (shard.h). */
-#include "harness/spec/shard.h"
+#include "harness/scenario/shard.h"
 
 #include <cJSON.h>
 #include <limits.h>

@@ -14,10 +14,10 @@
 typedef struct cJSON cJSON;
 struct modreg_cache;
 
-/* SC_AX_WORKLOAD: allocator scenarios only ("kind": "allocators", harness/spec/alloc_spec.h) */
+/* SC_AX_WORKLOAD: allocator scenarios only ("kind": "allocators", harness/scenario/alloc_spec.h) */
 /* SC_AX_KERNELS: the CPU kernel family (engines/core/compute/kernels.h), "auto" by default */
 /* SC_AX_KV_CACHE: the KV cache's element types, engine.h ENGINE_KV_DEFAULT by default, f32 with a kv module that stores only f32 ("q8_0", or K/V as "q8_0/f16") */
-/* SC_AX_TARGET: what runs the workload, "engine" (in process) by default or an http server (harness/spec/target.h) */
+/* SC_AX_TARGET: what runs the workload, "engine" (in process) by default or an http server (harness/scenario/target.h) */
 /* SC_AX_REPACK: whether Q4_0 weights are rearranged at load for the kernels (engine.h
  * engine_repack), true by default; last, so that the axes before it keep their order */
 /* SC_AX_NUMERICS: what kernels auto may run (engine.h engine_numerics), "production" by default */
@@ -109,7 +109,7 @@ typedef struct sc_requests {
     int stop_at_eos;            /* 1: a request also ends at the model's EOS */
     int token_times;            /* every token's time in the per-request export (metrics "tokens") */
     struct tf_traffic *traffic; /* a trace, an arrival process, sessions, a concurrency cap
-                                 * (harness/spec/traffic.h); NULL: none of them */
+                                 * (harness/scenario/traffic.h); NULL: none of them */
 } sc_requests;
 
 typedef struct scenario {
@@ -143,11 +143,11 @@ typedef struct scenario {
     int delay_ms;
     char *module_dir;           /* where modules were looked up */
     cJSON *json;                /* the file as parsed, for results.json */
-    const struct sc_kind *kind; /* the workload kind (harness/spec/kind.h) */
+    const struct sc_kind *kind; /* the workload kind (harness/scenario/kind.h) */
     /* while the file is parsed: the modules its choices name, each dlopen'ed once (closed
      * when sc_parse returns: the choices keep their typed options, nothing of the modules) */
     struct modreg_cache *mods;
-    struct aw_scenario *aw;     /* an allocator scenario's workloads (harness/spec/alloc_spec.h) */
+    struct aw_scenario *aw;     /* an allocator scenario's workloads (harness/scenario/alloc_spec.h) */
 } scenario;
 
 typedef struct sc_errors {

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "harness/spec/scenario_types.h"
+#include "harness/scenario/scenario_types.h"
 
 static const sc_kind *sc_kinds;
 static int sc_n_kinds;

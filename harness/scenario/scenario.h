@@ -14,8 +14,8 @@
 #ifndef BENCH_SCENARIO_H
 #define BENCH_SCENARIO_H
 
-#include "harness/spec/scenario_types.h"
-#include "harness/spec/ws_types.h"
+#include "harness/scenario/scenario_types.h"
+#include "harness/scenario/ws_types.h"
 
 /* ---- the axes: one row each (scenario.c sc_axes) ----
  * A row says how the file gives the axis (its key, where, the type of its choices, its
@@ -83,7 +83,7 @@ int sc_load(const char *file, const char *module_dir, scenario **out, sc_errors 
 int sc_load_on(const char *file, const char *module_dir, const char *device, scenario **out, sc_errors *errs);
 /* The same from a JSON text; file only names it in messages. */
 int sc_parse(const char *file, const char *text, const char *module_dir, scenario **out, sc_errors *errs);
-/* The inference and serving kinds' parse (harness/spec/kind.h): everything but the
+/* The inference and serving kinds' parse (harness/scenario/kind.h): everything but the
  * common start sc_parse does. Returns 0, or -1 with errs. */
 int sc_parse_engine(scenario *s, const cJSON *root, sc_errors *errs);
 void sc_free(scenario *s);              /* s may be NULL */

@@ -1,5 +1,5 @@
 /* A module's options in a worker spec. See spec_opts.h. */
-#include "harness/spec/jsonval.h"
+#include "harness/scenario/jsonval.h"
 #include "spec_opts.h"
 
 #include <cJSON.h>

@@ -41,7 +41,7 @@ typedef struct tm_spec {
  * each reported through fn. */
 int tm_check(const cJSON *m, const char *path, tm_err_fn fn, void *user);
 
-/* The block of an http choice's JSON text (harness/spec/target.h), presets expanded: 1 with *out
+/* The block of an http choice's JSON text (harness/scenario/target.h), presets expanded: 1 with *out
  * filled, 0 when the text has no "metrics", -1 with err. */
 int tm_read(const char *http_json, tm_spec *out, char *err, size_t errlen);
 void tm_free(tm_spec *t);

@@ -4,7 +4,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "harness/spec/stats.h"
+#include "harness/scenario/stats.h"
 
 static const char *const ar_names[AR_KIND_COUNT] = {"all", "poisson", "gamma", "constant", "ramp"};
 

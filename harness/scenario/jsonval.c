@@ -1,5 +1,5 @@
 /* What the parsers say about a JSON value (jsonval.h). */
-#include "harness/spec/jsonval.h"
+#include "harness/scenario/jsonval.h"
 
 #include <cJSON.h>
 #include <string.h>
