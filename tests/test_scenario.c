@@ -25,6 +25,7 @@
 #include "harness/parent/runner.h"
 #include "harness/scenario/confine.h"
 #include "harness/scenario/scenario.h"
+#include "harness/scenario/target.h"
 #include "harness/scenario/worker_spec.h"
 #include "tests/lib/testutil.h"
 
@@ -875,6 +876,53 @@ static void test_missing_file(void **state) {
     sc_errors_free(&e);
 }
 
+/* An http target's settings are parsed once, typed, at the scenario: the worker spec carries
+ * them as tg_to_json writes them and the worker reads back the same values (defaults written,
+ * the preset named and expanded on both sides), and a spec edited by hand is checked as a
+ * scenario is. */
+static void test_worker_spec_target_typed(void **state) {
+    (void)state;
+    scenario *s = parse_ok("{" BASE ", \"cache\": \"warm\", \"target\": {\"label\": \"srv\", \"http\": {\"url\": \"http://127.0.0.1:{port}\", "
+                           "\"launch\": [\"{bench}\", \"serve\", \"--port\", \"{port}\"], \"request_timeout_s\": 7.5, "
+                           "\"metrics\": {\"preset\": \"vllm\", \"series\": [\"x:y{a=\\\"b\\\"}\"], \"period_s\": 0.25}}}}");
+    const sc_choice *ch = &s->axes[SC_AX_TARGET].v[0];
+    assert_non_null(ch->http);
+    assert_string_equal(ch->http->health, "/health");                      /* defaults applied at parse */
+    assert_true(ch->http->ready_timeout_s == 120 && ch->http->request_timeout_s == 7.5 && ch->http->ignore_eos == 1);
+    assert_int_equal(ch->http->metrics.n, 5);                               /* vllm's 4, then the block's own */
+    assert_int_equal(ch->http->metrics.n_preset, 4);
+    assert_string_equal(ch->http->metrics.s[0].fallback, "vllm:gpu_cache_usage_perc");
+    char *text = sc_engine_worker_spec(s, &s->variants[0]);
+    cJSON *j = cJSON_Parse(text);
+    ws_engine r;
+    char err[512];
+    assert_int_equal(ws_engine_read(j, &r, err, sizeof(err)), 0);
+    const tg_http *a = ch->http, *b = r.target_http;
+    assert_non_null(b);
+    assert_string_equal(r.target, "http");
+    assert_string_equal(b->url, a->url);
+    assert_string_equal(b->health, a->health);
+    for (int i = 0; i < 5; i++) assert_string_equal(b->launch[i] ? b->launch[i] : "(end)", a->launch[i] ? a->launch[i] : "(end)");
+    assert_true(b->ready_timeout_s == a->ready_timeout_s && b->request_timeout_s == 7.5 && b->stop_timeout_s == a->stop_timeout_s);
+    assert_true(b->pid == 0 && b->concurrency == 0 && b->ignore_eos == 1 && b->memory_tree == 0 && b->model == NULL);
+    assert_true(b->metrics.n == 5 && b->metrics.n_preset == 4 && b->metrics.preset == a->metrics.preset && b->metrics.period_s == 0.25);
+    for (int i = 0; i < 5; i++) {
+        assert_string_equal(b->metrics.s[i].name, a->metrics.s[i].name);
+        assert_true((b->metrics.s[i].fallback == NULL) == (a->metrics.s[i].fallback == NULL));
+    }
+    ws_engine_free(&r);
+    /* a spec edited by hand: the scenario's checks, the first error named */
+    cJSON *h = cJSON_GetObjectItemCaseSensitive(j, "target_http");
+    assert_non_null(h);
+    cJSON_ReplaceItemInObjectCaseSensitive(h, "stop_timeout_s", cJSON_CreateNumber(0));
+    assert_int_equal(ws_engine_read(j, &r, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "target_http: target.http.stop_timeout_s: expected seconds"));
+    ws_engine_free(&r);
+    cJSON_Delete(j);
+    free(text);
+    sc_free(s);
+}
+
 /* The worker spec: what the parent writes, the worker reads back field for field through
  * the same table; an absent field reads as the table's default. */
 static void test_worker_spec_round_trip(void **state) {
@@ -1267,6 +1315,7 @@ int main(void) {
         cmocka_unit_test(test_read_paths_confined),
         cmocka_unit_test(test_shipped_scenarios_need_no_flag),
         cmocka_unit_test(test_worker_spec_round_trip),
+        cmocka_unit_test(test_worker_spec_target_typed),
         cmocka_unit_test(test_worker_spec_typed_options),
         cmocka_unit_test(test_worker_spec_bad_option_type),
         cmocka_unit_test(test_typed_options_exact),

@@ -334,7 +334,7 @@ static void hw_itl_counters(const sv_sink *k, const hc_result *res, int n) {
 typedef struct hw_state {
     const wt_env *env;
     sv_sink sink;
-    tg_http h;
+    const tg_http *h;       /* the spec's settings */
     hw_work w;
     hc_result *res;
     char *url, *health, **argv;
@@ -358,7 +358,7 @@ static int hw_fail(int rc, char *err, size_t errlen) {
 static int hw_expand(hw_state *t, char *err, size_t errlen) {
     const ws_engine *p = t->env->spec;
     char *port = t->port;
-    if (t->h.launch) {
+    if (t->h->launch) {
         int pt = hw_free_port(err, errlen);
         if (pt < 0) return -BENCH_ERR_FAIL;
         snprintf(t->port, sizeof(t->port), "%d", pt);
@@ -367,21 +367,21 @@ static int hw_expand(hw_state *t, char *err, size_t errlen) {
     ssize_t el = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
     exe[el > 0 ? el : 0] = 0;
     const char *keys[] = {"port", "bench", "model", "tokenizer"}, *vals[] = {port, exe, p->model, p->tokenizer ? p->tokenizer : ""};
-    t->url = tg_expand(t->h.url, keys, vals, 1);
-    size_t hl = t->url ? strlen(t->url) + strlen(t->h.health) + 1 : 0;
+    t->url = tg_expand(t->h->url, keys, vals, 1);
+    size_t hl = t->url ? strlen(t->url) + strlen(t->h->health) + 1 : 0;
     t->health = t->url ? malloc(hl) : NULL;
     if (!t->url || !t->health) return bench_errc(err, errlen, BENCH_ERR_NOMEM, "out of memory");
     /* base URL + health path, without a doubled slash */
     size_t ul = strlen(t->url);
     while (ul && t->url[ul - 1] == '/') ul--;
-    snprintf(t->health, hl, "%.*s%s", (int)ul, t->url, t->h.health);
-    if (!t->h.launch) return 0;
+    snprintf(t->health, hl, "%.*s%s", (int)ul, t->url, t->h->health);
+    if (!t->h->launch) return 0;
     int n = 0;
-    while (t->h.launch[n]) n++;
+    while (t->h->launch[n]) n++;
     t->argv = calloc((size_t)n + 1, sizeof(char *));
     if (!t->argv) return bench_errc(err, errlen, BENCH_ERR_NOMEM, "out of memory");
     for (; t->nargv < n; t->nargv++)
-        if (!(t->argv[t->nargv] = tg_expand(t->h.launch[t->nargv], keys, vals, 4)))
+        if (!(t->argv[t->nargv] = tg_expand(t->h->launch[t->nargv], keys, vals, 4)))
             return bench_errc(err, errlen, BENCH_ERR_NOMEM, "out of memory");
     fprintf(stderr, "bench worker: launching the server:");
     for (int i = 0; i < n; i++) fprintf(stderr, " %s", t->argv[i]);
@@ -396,7 +396,7 @@ static int hw_prepare_in(hw_state *t, char *err, size_t errlen) {
     const sv_sink *k = &t->sink;
     int rc;
     if ((rc = wt_same_model_files(p, err, errlen))) return rc;
-    if (tg_read(p->target_opts, &t->h, err, errlen)) return -BENCH_ERR_FAIL;
+    if (!(t->h = p->target_http)) return bench_errf(err, errlen, "worker spec: an http target without its settings (target_http)");
     if (hw_make_work(p, &t->w, err, errlen)) return -BENCH_ERR_INVALID;
     if ((rc = hw_expand(t, err, errlen))) return rc;
     int64_t t_spawn = hw_now();
@@ -404,15 +404,15 @@ static int hw_prepare_in(hw_state *t, char *err, size_t errlen) {
         t->pid = 0;
         return -BENCH_ERR_FAIL;
     }
-    hw_send(k, BENCH_EV_TARGET, 0, 0, t->pid ? t->pid : t->h.pid,
-            t->pid ? BENCH_TGT_LAUNCHED : t->h.pid ? BENCH_TGT_PID : BENCH_TGT_LATENCY, t->h.memory_tree ? "tree" : NULL);
-    if (t->h.pid && kill(t->h.pid, 0) && errno == ESRCH) return bench_errf(err, errlen, "target.http.pid %d: no such process", t->h.pid);
+    hw_send(k, BENCH_EV_TARGET, 0, 0, t->pid ? t->pid : t->h->pid,
+            t->pid ? BENCH_TGT_LAUNCHED : t->h->pid ? BENCH_TGT_PID : BENCH_TGT_LATENCY, t->h->memory_tree ? "tree" : NULL);
+    if (t->h->pid && kill(t->h->pid, 0) && errno == ESRCH) return bench_errf(err, errlen, "target.http.pid %d: no such process", t->h->pid);
     hw_send(k, BENCH_EV_HELLO, 1, t_spawn, getpid(), 0, NULL);
     hw_send(k, BENCH_EV_LOAD_START, 0, t_spawn, 0, 0, NULL);
-    double ready_s = t->h.launch ? t->h.ready_timeout_s : (t->h.ready_timeout_s < 10 ? t->h.ready_timeout_s : 10);
+    double ready_s = t->h->launch ? t->h->ready_timeout_s : (t->h->ready_timeout_s < 10 ? t->h->ready_timeout_s : 10);
     if (hw_wait_ready(t->pid, t->health, ready_s, err, errlen)) return -BENCH_ERR_FAIL;
     hw_send(k, BENCH_EV_LOAD_END, 1, 0, 0, 0, NULL);
-    if (scr_start(p->target_opts, t->url, t->port, k, &t->scr, err, errlen)) return -BENCH_ERR_INVALID;
+    if (scr_start(&t->h->metrics, t->url, t->port, k, &t->scr, err, errlen)) return -BENCH_ERR_INVALID;
     return 0;
 }
 
@@ -433,7 +433,7 @@ static int hw_run(void *state, int64_t *produced, char *err, size_t errlen) {
     t->res = calloc((size_t)t->w.n, sizeof(*t->res));
     if (!t->res) return bench_errc(err, errlen, BENCH_ERR_NOMEM, "http: out of memory");
     t->c = (hw_ctx){.sink = k, .inference = !p->requests, .reqs = t->w.reqs, .first_failed = -1};
-    const tg_http *h = &t->h;
+    const tg_http *h = t->h;
     int conc = h->concurrency ? h->concurrency : p->requests && p->requests->max_batch > 0 ? p->requests->max_batch : 0;
     hc_opts o = {.url = t->url, .model = h->model, .timeout_s = h->request_timeout_s, .concurrency = conc,
                  .temperature = p->temperature, .topp = p->topp,
@@ -488,7 +488,7 @@ static void hw_close(void *state) {
     hw_state *t = state;
     if (!t) return;
     scr_stop(t->scr);
-    if (t->pid) hw_stop(t->pid, t->h.stop_timeout_s);
+    if (t->pid) hw_stop(t->pid, t->h->stop_timeout_s);
     for (int i = 0; t->argv && i < t->nargv; i++) free(t->argv[i]);
     free(t->argv);
     if (t->res) hc_results_free(t->res, t->w.n);
@@ -496,7 +496,6 @@ static void hw_close(void *state) {
     free(t->url);
     free(t->health);
     hw_work_free(&t->w);
-    tg_http_free(&t->h);
     free(t);
 }
 

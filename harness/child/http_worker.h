@@ -31,7 +31,7 @@
 /* The http target (wtarget.h): prepare launches or finds the server and waits for its
  * health, run sends the requests, collect sends the http.* counters and fails the run on
  * any failed request or a server that died; close stops a launched server. The settings
- * are the spec's target_opts (harness/scenario/target.h tg_read). */
+ * are the spec's, typed (ws_engine.target_http: harness/scenario/target.h). */
 extern const wt_target_i wt_http;
 
 #endif

@@ -21,7 +21,7 @@
 #define SCR_MAX_BODY PROM_MAX_BODY
 
 struct scr_scraper {
-    tm_spec spec;
+    const tm_spec *spec;    /* the target's (borrowed) */
     prom_doc sel[TM_MAX_SERIES], alt[TM_MAX_SERIES];    /* (spec.n) each series' name and fallback as selectors */
     char *url;
     const sv_sink *sink;
@@ -48,7 +48,7 @@ static void scr_read(scr_scraper *s) {
     size_t len = 0;
     long status = 0;
     /* a read may take up to the period (at least 1 s, at most 10): a stalled server is a failed read */
-    double timeout = s->spec.period_s < 1 ? 1 : s->spec.period_s > 10 ? 10 : s->spec.period_s;
+    double timeout = s->spec->period_s < 1 ? 1 : s->spec->period_s > 10 ? 10 : s->spec->period_s;
     prom_doc d = {0};
     int rc = hc_fetch(s->url, timeout, SCR_MAX_BODY, &status, &body, &len, err, sizeof(err));
     int64_t t = ut_now_ns();
@@ -60,7 +60,7 @@ static void scr_read(scr_scraper *s) {
         scr_send(s, t, -1, 0, err, 0);
         return;
     }
-    for (int i = 0; i < s->spec.n; i++) {
+    for (int i = 0; i < s->spec->n; i++) {
         double v = scr_pick(&d, &s->sel[i]);
         int how = BENCH_SCR_NAME;
         if (isnan(v) && s->alt[i].n) {
@@ -69,14 +69,14 @@ static void scr_read(scr_scraper *s) {
         }
         /* a NaN the server wrote counts as absent: no figure can use it */
         if (isnan(v)) how = BENCH_SCR_ABSENT;
-        scr_send(s, t, i, how, s->spec.s[i].name, v);
+        scr_send(s, t, i, how, s->spec->s[i].name, v);
     }
     prom_free(&d);
 }
 
 static void *scr_main(void *arg) {
     scr_scraper *s = arg;
-    int64_t period = (int64_t)(s->spec.period_s * 1e9), next = ut_now_ns();
+    int64_t period = (int64_t)(s->spec->period_s * 1e9), next = ut_now_ns();
     pthread_mutex_lock(&s->mu);
     while (!s->stop) {
         pthread_mutex_unlock(&s->mu);
@@ -99,32 +99,28 @@ static void scr_free(scr_scraper *s) {
         prom_free(&s->sel[i]);
         prom_free(&s->alt[i]);
     }
-    tm_free(&s->spec);
     free(s->url);
     free(s);
 }
 
-int scr_start(const char *http_json, const char *base_url, const char *port, const sv_sink *sink, scr_scraper **out, char *err,
+int scr_start(const tm_spec *spec, const char *base_url, const char *port, const sv_sink *sink, scr_scraper **out, char *err,
               size_t errlen) {
     *out = NULL;
+    if (!spec->n) return 0;
     scr_scraper *s = calloc(1, sizeof(*s));
     if (!s) return bench_errf(err, errlen, "out of memory");
-    int r = tm_read(http_json, &s->spec, err, errlen);
-    if (r <= 0) {
-        scr_free(s);
-        return r;
-    }
-    for (int i = 0; i < s->spec.n; i++) {
+    s->spec = spec;
+    for (int i = 0; i < s->spec->n; i++) {
         char e[400];
-        if (prom_selector(s->spec.s[i].name, &s->sel[i], e, sizeof(e)) ||
-            (s->spec.s[i].fallback && prom_selector(s->spec.s[i].fallback, &s->alt[i], e, sizeof(e)))) {
+        if (prom_selector(s->spec->s[i].name, &s->sel[i], e, sizeof(e)) ||
+            (s->spec->s[i].fallback && prom_selector(s->spec->s[i].fallback, &s->alt[i], e, sizeof(e)))) {
             scr_free(s);
             return bench_errf(err, errlen, "target.http.metrics.series: %s", e);
         }
     }
-    if (s->spec.url) {
+    if (s->spec->url) {
         const char *keys[] = {"port"}, *vals[] = {port};
-        s->url = tg_expand(s->spec.url, keys, vals, 1);
+        s->url = tg_expand(s->spec->url, keys, vals, 1);
     } else {
         size_t n = strlen(base_url);
         while (n && base_url[n - 1] == '/') n--;    /* no doubled slash */
@@ -141,7 +137,7 @@ int scr_start(const char *http_json, const char *base_url, const char *port, con
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, &ca);
     pthread_condattr_destroy(&ca);
-    for (int i = 0; i < s->spec.n; i++) scr_send(s, ut_now_ns(), i, BENCH_SCR_DECLARE, s->spec.s[i].name, 0);
+    for (int i = 0; i < s->spec->n; i++) scr_send(s, ut_now_ns(), i, BENCH_SCR_DECLARE, s->spec->s[i].name, 0);
     int e = pthread_create(&s->th, NULL, scr_main, s);
     if (e) {
         pthread_cond_destroy(&s->cv);
@@ -149,7 +145,7 @@ int scr_start(const char *http_json, const char *base_url, const char *port, con
         scr_free(s);
         return bench_errf(err, errlen, "the /metrics reader's thread: %s", strerror(e));
     }
-    fprintf(stderr, "bench worker: reading %s every %g s (%d series)\n", s->url, s->spec.period_s, s->spec.n);
+    fprintf(stderr, "bench worker: reading %s every %g s (%d series)\n", s->url, s->spec->period_s, s->spec->n);
     *out = s;
     return 0;
 }

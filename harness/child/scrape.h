@@ -15,14 +15,15 @@
 #include <stddef.h>
 
 #include "harness/child/serve.h"
+#include "harness/scenario/target_metrics.h"
 
 typedef struct scr_scraper scr_scraper;
 
-/* Starts the thread when the target's JSON (harness/scenario/target.h) has a metrics block; base_url
- * is the target's url with {port} filled in, port what fills a {port} of the block's url. *out:
- * NULL when there is no block. Returns 0, or -1 with err (a series that is not a selector, out
- * of memory). */
-int scr_start(const char *http_json, const char *base_url, const char *port, const sv_sink *sink, scr_scraper **out, char *err,
+/* Starts the thread when the target has a metrics block (spec->n > 0; harness/scenario/
+ * target_metrics.h, borrowed until scr_stop); base_url is the target's url with {port} filled
+ * in, port what fills a {port} of the block's url. *out: NULL when there is no block. Returns
+ * 0, or -1 with err (a series that is not a selector, out of memory). */
+int scr_start(const tm_spec *spec, const char *base_url, const char *port, const sv_sink *sink, scr_scraper **out, char *err,
               size_t errlen);
 
 /* Takes the last read, stops and joins the thread, frees; s may be NULL. */

@@ -54,11 +54,11 @@ static int plan_launches(const scenario *s, cJSON *plan, int allow_launch, char 
         }
         cJSON *argv = cJSON_AddArrayToObject(o, "argv");
         rc |= !argv || !cJSON_AddStringToObject(o, "target", set.v[i].target);
-        for (int w = 0; !rc && set.v[i].http.launch[w]; w++)
-            rc |= !cJSON_AddItemToArray(argv, cJSON_CreateString(set.v[i].http.launch[w]));
+        for (int w = 0; !rc && set.v[i].http->launch[w]; w++)
+            rc |= !cJSON_AddItemToArray(argv, cJSON_CreateString(set.v[i].http->launch[w]));
         const char *by = allow_launch ? "--allow-launch" : listed == 1 ? "allow-list" : NULL;
         rc |= by ? !cJSON_AddStringToObject(o, "allowed_by", by) : !cJSON_AddFalseToObject(o, "allowed_by");
-        ln_argv_line(line, sizeof(line), set.v[i].http.launch);
+        ln_argv_line(line, sizeof(line), set.v[i].http->launch);
         if (!by)
             fprintf(stderr, "bench plan: target %s starts %s: every shard's bench run needs --allow-launch "
                     "(bench plan --allow-launch puts it in their command lines) or an allow-list line%s%s\n",

@@ -20,6 +20,7 @@
 #include "engines/core/compute/kernels_tune.h"
 #include "engines/abi/module.h"
 #include "harness/parent/perfev.h"
+#include "harness/scenario/target.h"
 #include "harness/report/scrape_report.h"
 #include "harness/report/serve_report.h"
 #include "harness/report/energy_report.h"
@@ -511,7 +512,7 @@ static void rs_record_target(cJSON *o, const sc_choice *ch) {
     cJSON *tj = cJSON_AddObjectToObject(o, "target");
     cJSON_AddStringToObject(tj, "name", ch->name);
     cJSON_AddStringToObject(tj, "label", ch->label);
-    if (ch->opts) cJSON_AddItemToObject(tj, "http", cJSON_Parse(ch->opts));   /* its settings, as the scenario gave them */
+    if (ch->http) cJSON_AddItemToObject(tj, "http", tg_to_json(ch->http));   /* its settings as they ran, defaults written */
 }
 
 static const struct {

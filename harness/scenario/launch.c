@@ -22,23 +22,13 @@ int ln_collect(const scenario *s, ln_set *out, char *err, size_t errlen) {
         for (int vi = 0; vi < s->n_variants && !used; vi++)
             used = s->variants[vi].selected && s->variants[vi].pick[SC_AX_TARGET] == c;
         if (!used || strcmp(ax->v[c].name, "http")) continue;
-        ln_launch *l = &out->v[out->n];
-        if (tg_read(ax->v[c].opts, &l->http, err, errlen)) {
-            ln_free(out);
-            return -1;
-        }
-        if (!l->http.launch) {
-            tg_http_free(&l->http);
-            continue;
-        }
-        l->target = ax->v[c].label;
-        out->n++;
+        if (!ax->v[c].http->launch) continue;
+        out->v[out->n++] = (ln_launch){.target = ax->v[c].label, .http = ax->v[c].http};
     }
     return 0;
 }
 
 void ln_free(ln_set *set) {
-    for (int i = 0; set->v && i < set->n; i++) tg_http_free(&set->v[i].http);
     free(set->v);
     *set = (ln_set){0};
 }
@@ -100,7 +90,7 @@ int ln_listed(const ln_set *set, int i, char *why, size_t whylen) {
     int ok = 0;
     char *save = NULL;
     for (char *line = strtok_r(text, "\n", &save); line && !ok; line = strtok_r(NULL, "\n", &save))
-        ok = ln_line_allows(line, set->v[i].http.launch);
+        ok = ln_line_allows(line, set->v[i].http->launch);
     free(text);
     return ok;
 }
@@ -111,7 +101,7 @@ int ln_check(const ln_set *set, int flag, char *why, size_t whylen) {
         char refused[1024], line[2048], path[4096];
         int listed = ln_listed(set, i, refused, sizeof(refused));
         if (listed == 1) continue;
-        char *const *argv = set->v[i].http.launch;
+        char *const *argv = set->v[i].http->launch;
         /* "{bench}" alone would allow any subcommand of bench: suggest "{bench} serve" */
         char *prefix[3] = {argv[0], !strcmp(argv[0], "{bench}") ? argv[1] : NULL, NULL};
         char example[512];

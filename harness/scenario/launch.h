@@ -20,10 +20,10 @@
 #include "harness/scenario/scenario_types.h"
 #include "harness/scenario/target.h"
 
-/* One target that launches: its label (the scenario's) and settings (argv as written). */
+/* One target that launches: its label and settings (argv as written), both the scenario's. */
 typedef struct ln_launch {
     const char *target;
-    tg_http http;
+    const tg_http *http;
 } ln_launch;
 
 typedef struct ln_set {

@@ -807,7 +807,7 @@ static int sc_parse_int(sc_ctx *c, const sc_axis_def *d, const cJSON *j, const c
 }
 
 static int sc_parse_target(sc_ctx *c, const cJSON *j, const char *p, sc_choice *ch) {
-    return tg_parse(j, p, &ch->name, &ch->label, &ch->opts, sc_target_err, c);
+    return tg_parse(j, p, &ch->name, &ch->label, &ch->http, sc_target_err, c);
 }
 
 /* A kernel family this CPU cannot run is an error here, not a failed run later: the
@@ -885,7 +885,7 @@ static sc_axis_def sc_axes[SC_AX_MAX] = {
     /* an http target's settings, as the scenario gave them (harness/scenario/target.h) */
     [SC_AX_TARGET] = {.key = "target", .type = SC_AXT_CUSTOM, .flags = SC_AXF_TOP, .def = "engine", .parse = sc_parse_target,
                       .spec = {SC_SPEC("target", WS_STR, target, 0, WS_IF_SET),
-                               SC_SPEC("target_opts", WS_OBJECT, target_opts, 0, WS_IF_SET)}},
+                               SC_SPEC("target_http", WS_TARGET, target_http, 0, WS_IF_SET)}},
     /* written only when false: the specs of the default (repacking) variants stay as they were */
     [SC_AX_REPACK] = {.key = "repack", .type = SC_AXT_BOOL, .flags = SC_AXF_TOP | SC_AXF_SHOW_NOT_DEF, .def = "true",
                       .expect = "true (rearrange Q4_0 weights at load for the kernels, the default) or false (keep the "
@@ -965,6 +965,8 @@ static void sc_choice_free(sc_choice *ch) {
     free(ch->opts);
     free(ch->label);
     free(ch->typed_mem);
+    tg_http_free(ch->http);
+    free(ch->http);
 }
 
 /* One axis given as a list (crossed) or a single value (fixed). */

@@ -67,6 +67,7 @@ typedef struct sc_choice {
     uint32_t kv_types;  /* kv: the cache types the module stores on every device of the scenario (kv.h
                          * cache_types; bit per bench_dtype), 0 until checked */
     sc_cache_type cache_type;   /* kv_cache: the pair its name says */
+    struct tg_http *http;       /* target: an http target's settings, typed (target.h); NULL: engine */
 } sc_choice;
 
 typedef struct sc_axis {

@@ -1,4 +1,5 @@
 /* A scenario's target: see target.h. */
+#include "engines/abi/module.h"
 #include "harness/scenario/jsonval.h"
 #include "harness/scenario/target_metrics.h"
 #include "target.h"
@@ -182,8 +183,11 @@ static int tg_check_http(const cJSON *h, const char *p, tg_err_fn fn, void *user
     return bad;
 }
 
-int tg_parse(const cJSON *j, const char *path, char **name, char **label, char **opts, tg_err_fn fn, void *user) {
-    *name = *label = *opts = NULL;
+static int tg_fill(const cJSON *o, tg_http *h, char *err, size_t errlen);
+
+int tg_parse(const cJSON *j, const char *path, char **name, char **label, tg_http **http, tg_err_fn fn, void *user) {
+    *name = *label = NULL;
+    *http = NULL;
     char q[300];
     if (cJSON_IsString(j)) {
         if (strcmp(j->valuestring, "engine")) {
@@ -220,10 +224,17 @@ int tg_parse(const cJSON *j, const char *path, char **name, char **label, char *
     }
     bad += tg_check_http(h, q, fn, user);
     if (bad) return -1;
+    char e[512];
+    *http = calloc(1, sizeof(**http));
+    if (!*http || tg_fill(h, *http, e, sizeof(e))) {
+        tg_err(fn, user, q, "%s", *http ? e : "out of memory");
+        free(*http);
+        *http = NULL;
+        return -1;
+    }
     *name = strdup("http");
     *label = strdup(cJSON_IsString(lb) ? lb->valuestring : "http");
-    *opts = cJSON_PrintUnformatted(h);
-    return *name && *label && *opts ? 0 : -1;
+    return *name && *label ? 0 : -1;
 }
 
 void tg_http_free(tg_http *h) {
@@ -233,7 +244,9 @@ void tg_http_free(tg_http *h) {
     free(h->model);
     for (int i = 0; h->launch && h->launch[i]; i++) free(h->launch[i]);
     free(h->launch);
+    tm_free(&h->metrics);
     memset(h, 0, sizeof(*h));
+    h->metrics.preset = -1;
 }
 
 static double tg_num(const cJSON *o, const char *k, double def) {
@@ -241,17 +254,12 @@ static double tg_num(const cJSON *o, const char *k, double def) {
     return cJSON_IsNumber(v) ? v->valuedouble : def;
 }
 
-int tg_read(const char *text, tg_http *h, char *err, size_t errlen) {
+/* A checked http object into h, defaults for what it leaves out. 0, or -1 with err. */
+static int tg_fill(const cJSON *o, tg_http *h, char *err, size_t errlen) {
     memset(h, 0, sizeof(*h));
-    cJSON *o = cJSON_Parse(text ? text : "");
-    const cJSON *url = cJSON_GetObjectItemCaseSensitive(o, "url");
-    if (!cJSON_IsObject(o) || !cJSON_IsString(url)) {
-        cJSON_Delete(o);
-        snprintf(err, errlen, "http target: expected an object with \"url\" (a scenario's target.http)");
-        return -1;
-    }
-    const cJSON *health = cJSON_GetObjectItemCaseSensitive(o, "health"), *model = cJSON_GetObjectItemCaseSensitive(o, "model");
-    const cJSON *launch = cJSON_GetObjectItemCaseSensitive(o, "launch");
+    h->metrics.preset = -1;
+    const cJSON *url = cJSON_GetObjectItemCaseSensitive(o, "url"), *health = cJSON_GetObjectItemCaseSensitive(o, "health");
+    const cJSON *model = cJSON_GetObjectItemCaseSensitive(o, "model"), *launch = cJSON_GetObjectItemCaseSensitive(o, "launch");
     h->url = strdup(url->valuestring);
     h->health = strdup(cJSON_IsString(health) ? health->valuestring : "/health");
     h->model = cJSON_IsString(model) ? strdup(model->valuestring) : NULL;
@@ -260,7 +268,7 @@ int tg_read(const char *text, tg_http *h, char *err, size_t errlen) {
         int n = cJSON_GetArraySize(launch), i = 0;
         h->launch = calloc((size_t)n + 1, sizeof(char *));
         const cJSON *it;
-        cJSON_ArrayForEach(it, launch) if (h->launch && cJSON_IsString(it)) oom |= !(h->launch[i++] = strdup(it->valuestring));
+        cJSON_ArrayForEach(it, launch) if (h->launch) oom |= !(h->launch[i++] = strdup(it->valuestring));
         oom |= !h->launch;
     }
     h->ready_timeout_s = tg_num(o, "ready_timeout_s", 120);
@@ -272,13 +280,66 @@ int tg_read(const char *text, tg_http *h, char *err, size_t errlen) {
     h->ignore_eos = ie ? cJSON_IsTrue(ie) : 1;
     const cJSON *mem = cJSON_GetObjectItemCaseSensitive(o, "memory");
     h->memory_tree = cJSON_IsString(mem) && !strcmp(mem->valuestring, "tree");
-    cJSON_Delete(o);
-    if (oom) {
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(o, "metrics");
+    if (oom || (m && tm_from_json(m, &h->metrics, err, errlen))) {
+        if (oom) snprintf(err, errlen, "out of memory");
         tg_http_free(h);
-        snprintf(err, errlen, "out of memory");
         return -1;
     }
     return 0;
+}
+
+cJSON *tg_to_json(const tg_http *h) {
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    int ok = cJSON_AddStringToObject(o, "url", h->url) && cJSON_AddStringToObject(o, "health", h->health);
+    if (ok && h->launch) {
+        cJSON *l = cJSON_AddArrayToObject(o, "launch");
+        for (int i = 0; l && h->launch[i]; i++) {
+            cJSON *w = cJSON_CreateString(h->launch[i]);
+            if (!w) l = NULL;
+            else cJSON_AddItemToArray(l, w);
+        }
+        ok = l != NULL;
+    }
+    if (ok && h->pid) ok = cJSON_AddNumberToObject(o, "pid", h->pid) != NULL;
+    if (ok && h->model) ok = cJSON_AddStringToObject(o, "model", h->model) != NULL;
+    ok = ok && cJSON_AddNumberToObject(o, "ready_timeout_s", h->ready_timeout_s) &&
+         cJSON_AddNumberToObject(o, "request_timeout_s", h->request_timeout_s) &&
+         cJSON_AddNumberToObject(o, "stop_timeout_s", h->stop_timeout_s) && cJSON_AddNumberToObject(o, "concurrency", h->concurrency) &&
+         cJSON_AddBoolToObject(o, "ignore_eos", h->ignore_eos) &&
+         cJSON_AddStringToObject(o, "memory", h->memory_tree ? "tree" : "process");
+    if (ok && h->metrics.n) {
+        cJSON *m = tm_to_json(&h->metrics);
+        if (m) cJSON_AddItemToObject(o, "metrics", m);
+        ok = m != NULL;
+    }
+    if (!ok) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* tg_check_http's first error, for a reader that reports one. */
+typedef struct tg_first {
+    char *buf;
+    size_t len;
+    int n;
+} tg_first;
+
+static void tg_keep_first(void *user, const char *path, const char *msg) {
+    tg_first *f = user;
+    if (!f->n++) snprintf(f->buf, f->len, "%s: %s", path, msg);
+}
+
+int tg_from_json(const cJSON *o, tg_http *h, char *err, size_t errlen) {
+    memset(h, 0, sizeof(*h));
+    h->metrics.preset = -1;
+    tg_first first = {err, errlen, 0};
+    if (!cJSON_IsObject(o)) return bench_errf(err, errlen, "target.http: expected an object");
+    if (tg_check_http(o, "target.http", tg_keep_first, &first)) return -1;
+    return tg_fill(o, h, err, errlen);
 }
 
 char *tg_expand(const char *tmpl, const char *const *keys, const char *const *vals, int n) {

@@ -28,23 +28,22 @@
  *                                  process below it, summed (harness/parent/proctree.h; launch or pid)
  *
  * sc_choice of a target: name "engine" or "http", label as given ("engine", or the http
- * choice's "label", default "http"), opts the http object as JSON text (NULL for engine).
- * harness/child/http_worker.h reads that text back (tg_read).
+ * choice's "label", default "http"), http the settings parsed once, typed, defaults applied
+ * (NULL for engine). The worker spec carries them as tg_to_json writes them and the worker
+ * reads them back with tg_from_json: one writer, one reader, the same checks on both sides.
  */
 #ifndef BENCH_TARGET_H
 #define BENCH_TARGET_H
 
 #include <stddef.h>
 
+#include "harness/scenario/target_metrics.h"
+
 typedef struct cJSON cJSON;
 
 typedef void (*tg_err_fn)(void *user, const char *path, const char *msg);
 
-/* Validates choice j at path (".matrix.target[1]"), reporting every error through err;
- * on success sets *name, *label and *opts (malloc'd; *opts NULL for engine). Returns 0 or -1. */
-int tg_parse(const cJSON *j, const char *path, char **name, char **label, char **opts, tg_err_fn err, void *user);
-
-/* The http settings, defaults applied (from a choice's opts text). */
+/* The http settings, typed, every default applied. */
 typedef struct tg_http {
     char *url, *health, *model;
     char **launch;          /* NULL-terminated argv as written (placeholders unfilled); NULL: not launched */
@@ -53,10 +52,21 @@ typedef struct tg_http {
     int concurrency;
     int ignore_eos;
     int memory_tree;        /* memory "tree": the server and its descendants */
+    tm_spec metrics;        /* the /metrics series read while it serves; metrics.n 0: none */
 } tg_http;
 
-/* Reads the JSON text of an http choice. Returns 0, or -1 with err. */
-int tg_read(const char *text, tg_http *h, char *err, size_t errlen);
+/* Validates choice j at path (".matrix.target[1]"), reporting every error through err;
+ * on success sets *name, *label and *http (malloc'd, tg_http_free then free; NULL for engine).
+ * Returns 0 or -1. */
+int tg_parse(const cJSON *j, const char *path, char **name, char **label, tg_http **http, tg_err_fn err, void *user);
+
+/* The settings as an http object of a scenario, every field written (defaults included): what
+ * the worker spec carries and results.json records. NULL when out of memory. */
+cJSON *tg_to_json(const tg_http *h);
+
+/* An http object (a scenario's, or one tg_to_json wrote) into h, checked as tg_parse checks it:
+ * 0, or -1 with the first error in err ("target.http.url: ..."). */
+int tg_from_json(const cJSON *o, tg_http *h, char *err, size_t errlen);
 void tg_http_free(tg_http *h);
 
 /* Replaces {name} in tmpl by the value of name in keys/vals (n pairs); NULL when out of memory. */

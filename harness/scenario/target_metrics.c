@@ -139,6 +139,7 @@ void tm_free(tm_spec *t) {
         free(t->s[i].fallback);
     }
     memset(t, 0, sizeof(*t));
+    t->preset = -1;
 }
 
 static int tm_add(tm_spec *t, const char *name, const char *fallback) {
@@ -149,34 +150,49 @@ static int tm_add(tm_spec *t, const char *name, const char *fallback) {
     return s->name && (!fallback || s->fallback) ? 0 : -1;
 }
 
-int tm_read(const char *http_json, tm_spec *out, char *err, size_t errlen) {
+int tm_from_json(const cJSON *m, tm_spec *out, char *err, size_t errlen) {
     memset(out, 0, sizeof(*out));
-    cJSON *o = cJSON_Parse(http_json ? http_json : "");
-    const cJSON *m = cJSON_GetObjectItemCaseSensitive(o, "metrics");
-    if (!m) {
-        cJSON_Delete(o);
-        return 0;
-    }
-    int rc = 1, oom = 0;
-    if (!cJSON_IsObject(m)) {
-        rc = bench_errf(err, errlen, "target.http.metrics: expected an object");
-        goto out;
-    }
+    out->preset = -1;
+    if (!cJSON_IsObject(m)) return bench_errf(err, errlen, "target.http.metrics: expected an object");
     const cJSON *url = cJSON_GetObjectItemCaseSensitive(m, "url"), *per = cJSON_GetObjectItemCaseSensitive(m, "period_s");
     const cJSON *pre = cJSON_GetObjectItemCaseSensitive(m, "preset"), *ser = cJSON_GetObjectItemCaseSensitive(m, "series");
     out->period_s = cJSON_IsNumber(per) ? per->valuedouble : TM_DEFAULT_PERIOD_S;
-    if (cJSON_IsString(url)) oom |= !(out->url = strdup(url->valuestring));
+    int oom = cJSON_IsString(url) && !(out->url = strdup(url->valuestring));
     const struct tm_preset *p = cJSON_IsString(pre) ? tm_preset(pre->valuestring) : NULL;
     if (pre && !p) {
-        rc = bench_errf(err, errlen, "target.http.metrics.preset: unknown preset");
-        goto out;
+        tm_free(out);
+        return bench_errf(err, errlen, "target.http.metrics.preset: unknown preset");
     }
+    if (p) out->preset = (int)(p - tm_presets);
     for (int i = 0; p && i < tm_preset_len(p); i++) oom |= tm_add(out, p->series[i][0], p->series[i][1]) != 0;
+    out->n_preset = out->n;
     const cJSON *it;
     cJSON_ArrayForEach(it, ser) if (cJSON_IsString(it)) oom |= tm_add(out, it->valuestring, NULL) != 0;
-    if (oom) rc = bench_errf(err, errlen, "out of memory");
-out:
-    cJSON_Delete(o);
-    if (rc < 0) tm_free(out);
-    return rc;
+    if (oom) {
+        tm_free(out);
+        return bench_errf(err, errlen, "out of memory");
+    }
+    return 0;
+}
+
+cJSON *tm_to_json(const tm_spec *t) {
+    cJSON *m = cJSON_CreateObject();
+    int ok = m != NULL;
+    if (ok && t->url) ok = cJSON_AddStringToObject(m, "url", t->url) != NULL;
+    if (ok) ok = cJSON_AddNumberToObject(m, "period_s", t->period_s) != NULL;
+    if (ok && tm_preset_name(t->preset)) ok = cJSON_AddStringToObject(m, "preset", tm_preset_name(t->preset)) != NULL;
+    if (ok && t->n > t->n_preset) {
+        cJSON *ser = cJSON_AddArrayToObject(m, "series");
+        for (int i = t->n_preset; ser && i < t->n; i++) {
+            cJSON *x = cJSON_CreateString(t->s[i].name);
+            if (!x) ser = NULL;
+            else cJSON_AddItemToArray(ser, x);
+        }
+        ok = ser != NULL;
+    }
+    if (!ok) {
+        cJSON_Delete(m);
+        return NULL;
+    }
+    return m;
 }

@@ -33,6 +33,8 @@ typedef struct tm_series {
 typedef struct tm_spec {
     char *url;              /* NULL: the target's url + "/metrics" */
     double period_s;
+    int preset;             /* its index in the table of presets (tm_preset_name), -1: none */
+    int n_preset;           /* s[0..n_preset) are the preset's, the rest the block's "series" */
     int n;
     tm_series s[TM_MAX_SERIES];
 } tm_spec;
@@ -41,9 +43,11 @@ typedef struct tm_spec {
  * each reported through fn. */
 int tm_check(const cJSON *m, const char *path, tm_err_fn fn, void *user);
 
-/* The block of an http choice's JSON text (harness/scenario/target.h), presets expanded: 1 with *out
- * filled, 0 when the text has no "metrics", -1 with err. */
-int tm_read(const char *http_json, tm_spec *out, char *err, size_t errlen);
+/* A checked block (tm_check) into *out, its preset expanded: 0, or -1 with err. */
+int tm_from_json(const cJSON *m, tm_spec *out, char *err, size_t errlen);
+/* The block as a scenario writes it (url, period_s, preset, series), every field written:
+ * tm_from_json reads it back to the same spec. NULL when out of memory. */
+cJSON *tm_to_json(const tm_spec *t);
 void tm_free(tm_spec *t);
 
 /* The i-th preset's name ("llama-server", "vllm", "sglang", "bench"), NULL past the last. */

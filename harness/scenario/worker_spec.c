@@ -11,6 +11,7 @@
 #include "engines/core/runtime/engine.h"
 #include "engines/core/runtime/sampler.h"
 #include "harness/scenario/spec_opts.h"
+#include "harness/scenario/target.h"
 #include "harness/scenario/traffic.h"
 
 
@@ -154,7 +155,7 @@ static void ws_fill_axis(ws_engine *w, const ws_field *f, const sc_choice *c) {
     switch (f->type) {
     case WS_STR: *(const char **)p = c->name; break;
     case WS_INT: case WS_BOOL: *(int *)p = c->ival; break;
-    case WS_OBJECT: *(char **)p = c->opts; break;
+    case WS_TARGET: *(struct tg_http **)p = c->http; break;
     case WS_OPTS: ((ws_opts *)p)->v = c->typed; break;
     case WS_CACHE_TYPE:
         *(sc_cache_type *)p = c->cache_type;
@@ -219,9 +220,10 @@ static int ws_write(cJSON *j, const ws_engine *w, const ws_field *f) {
     case WS_REQUESTS:
         if (w->requests_of) sv_spec_add(j, w->requests_of);
         break;
-    case WS_OBJECT: {
-        const char *x = *(char *const *)p;
-        cJSON *o = x ? cJSON_Parse(x) : NULL;
+    case WS_TARGET: {
+        const tg_http *h = *(tg_http *const *)p;
+        cJSON *o = h ? tg_to_json(h) : NULL;
+        if (h && !o) return -1;
         if (o) cJSON_AddItemToObject(j, f->name, o);
         break;
     }
@@ -273,12 +275,18 @@ static int ws_read(const cJSON *j, ws_engine *w, const ws_field *f, int hooked, 
         w->requests = sv_spec_read(j, err, errlen);
         if (!w->requests && err && err[0]) return -1;
         break;
-    case WS_OBJECT:
-        if (cJSON_IsObject(x) && !(*(char **)p = cJSON_PrintUnformatted(x))) {
-            snprintf(err, errlen, "out of memory reading %s", f->name);
-            return -1;
+    case WS_TARGET: {
+        if (!x) break;
+        char e[512];
+        tg_http *h = calloc(1, sizeof(*h));
+        if (!h) return bench_errf(err, errlen, "out of memory reading %s", f->name);
+        if (tg_from_json(x, h, e, sizeof(e))) {
+            free(h);
+            return bench_errf(err, errlen, "worker spec: %s: %s", f->name, e);
         }
+        *(tg_http **)p = h;
         break;
+    }
     case WS_OPTS: {
         ws_opts *o = p;
         if (so_opts_read(j, f->name, &o->v, &o->mem, err, errlen)) return -1;
@@ -317,8 +325,9 @@ int ws_engine_read(const cJSON *j, ws_engine *w, char *err, size_t errlen) {
 void ws_engine_free(ws_engine *w) {
     sc_requests_free(w->requests);
     w->requests = NULL;
-    free(w->target_opts);
-    w->target_opts = NULL;
+    tg_http_free(w->target_http);
+    free(w->target_http);
+    w->target_http = NULL;
     for (int i = 0; i < 4; i++) {
         ws_opts *o = i < 3 ? &w->opts[i] : &w->device_opts;
         free(o->mem);

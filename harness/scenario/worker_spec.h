@@ -25,7 +25,7 @@ struct cJSON *ws_engine_json(const ws_engine *w);
  * only under BENCH_TEST_HOOKS=1). 0, or -1 with err (malformed requests or options); free
  * what it read with ws_engine_free, either way. */
 int ws_engine_read(const struct cJSON *j, ws_engine *w, char *err, size_t errlen);
-/* Frees what ws_engine_read allocated (requests, target_opts, the options' arrays) and zeroes them. */
+/* Frees what ws_engine_read allocated (requests, target_http, the options' arrays) and zeroes them. */
 void ws_engine_free(ws_engine *w);
 
 /* The engine worker spec of one variant (JSON text; the caller frees it). */

@@ -16,7 +16,8 @@ typedef enum {
     WS_NUM,         /* double: a number */
     WS_BOOL,        /* int 0 or 1: true or false */
     WS_REQUESTS,    /* a serving run's requests (sv_spec_add, sv_spec_read) */
-    WS_OBJECT,      /* char *: JSON text, written as the object it is */
+    WS_TARGET,      /* the target's settings, typed (const tg_http *): written by tg_to_json, read
+                     * back by tg_from_json (target.h) */
     WS_OPTS,        /* ws_opts: a module's typed options (spec_opts.h) */
     WS_CACHE_TYPE,  /* sc_cache_type: written as its text ("q8_0/f16") and read back typed, in
                      * worker_spec.c only; the text, for messages, in ws_engine.kv_cache */
@@ -64,9 +65,9 @@ typedef struct ws_engine {
     int numerics;                               /* engine.h engine_numerics: 0 production (the default), 1 exact */
     /* the target (harness/child/targets.h) by name; NULL: "engine", the default, and not written */
     const char *target;
-    /* its settings as JSON text (an http target's: harness/scenario/target.h); NULL: none.
-     * ws_engine_fill points it at the scenario's text; ws_engine_read mallocs it (the reader frees) */
-    char *target_opts;
+    /* an http target's settings, typed (harness/scenario/target.h); NULL: none. ws_engine_fill
+     * points it at the scenario's; ws_engine_read mallocs it (ws_engine_free frees) */
+    struct tg_http *target_http;
     int bandwidth;                              /* measure decode's read bound after the run (metric "bandwidth") */
     int ctx;
     const char *prompt;                         /* one sequence: prompt, or prompt_tokens; then generate */
