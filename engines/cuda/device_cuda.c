@@ -15,6 +15,7 @@
  */
 #include <cublas_v2.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 
 #include "engines/abi/device.h"
@@ -167,6 +168,29 @@ fail:
     return -1;
 }
 
+/* A layer's matrices: where each is in bench_dev_layer, its name in messages and its shape in
+ * the model's sizes. The check at bind and the bytes a token reads both walk this one list. */
+enum { DC_DIM, DC_KV, DC_HIDDEN };
+static const struct {
+    const char *name;
+    size_t off;
+    int rows, cols;
+} dc_layer_mats[] = {
+    {"attn_q", offsetof(bench_dev_layer, wq), DC_DIM, DC_DIM},         {"attn_k", offsetof(bench_dev_layer, wk), DC_KV, DC_DIM},
+    {"attn_v", offsetof(bench_dev_layer, wv), DC_KV, DC_DIM},          {"attn_output", offsetof(bench_dev_layer, wo), DC_DIM, DC_DIM},
+    {"ffn_gate", offsetof(bench_dev_layer, w1), DC_HIDDEN, DC_DIM},    {"ffn_up", offsetof(bench_dev_layer, w3), DC_HIDDEN, DC_DIM},
+    {"ffn_down", offsetof(bench_dev_layer, w2), DC_DIM, DC_HIDDEN},
+};
+#define DC_N_LAYER_MATS (sizeof(dc_layer_mats) / sizeof(dc_layer_mats[0]))
+
+static const bench_dev_matrix *dc_layer_mat(const bench_dev_layer *L, size_t i) {
+    return (const bench_dev_matrix *)((const char *)L + dc_layer_mats[i].off);
+}
+
+static int dc_size(const bench_dev_model *m, int kv_dim, int which) {
+    return which == DC_KV ? kv_dim : which == DC_HIDDEN ? m->hidden_dim : m->dim;
+}
+
 static int check_matrix(const bench_dev_matrix *w, const char *what, int layer, int rows, int cols, char *err,
                         size_t errlen) {
     if (!w->data || w->rows != rows || w->cols != cols)
@@ -189,24 +213,20 @@ static int dc_bind(void *ctx, const bench_dev_model *m, char *err, size_t errlen
         return -1;
     for (int l = 0; l < m->n_layers; l++) {
         const bench_dev_layer *L = &m->layers[l];
-        if (check_matrix(&L->wq, "attn_q", l, m->dim, m->dim, err, errlen) ||
-            check_matrix(&L->wk, "attn_k", l, kv_dim, m->dim, err, errlen) ||
-            check_matrix(&L->wv, "attn_v", l, kv_dim, m->dim, err, errlen) ||
-            check_matrix(&L->wo, "attn_output", l, m->dim, m->dim, err, errlen) ||
-            check_matrix(&L->w1, "ffn_gate", l, m->hidden_dim, m->dim, err, errlen) ||
-            check_matrix(&L->w3, "ffn_up", l, m->hidden_dim, m->dim, err, errlen) ||
-            check_matrix(&L->w2, "ffn_down", l, m->dim, m->hidden_dim, err, errlen))
-            return -1;
+        for (size_t i = 0; i < DC_N_LAYER_MATS; i++)
+            if (check_matrix(dc_layer_mat(L, i), dc_layer_mats[i].name, l, dc_size(m, kv_dim, dc_layer_mats[i].rows),
+                             dc_size(m, kv_dim, dc_layer_mats[i].cols), err, errlen))
+                return -1;
         if (!L->attn_norm || !L->ffn_norm) return bench_errf(err, errlen, "device cuda: layer %d has no norm weights", l);
     }
     c->m = *m;
     c->token_bytes = (uint64_t)bench_dtype_row_bytes(m->output.dtype, m->dim) * (uint64_t)m->vocab_size +
                      bench_dtype_row_bytes(m->tok_embd.dtype, m->dim);
-    for (int l = 0; l < m->n_layers; l++) {
-        const bench_dev_matrix *w[] = {&m->layers[l].wq, &m->layers[l].wk, &m->layers[l].wv, &m->layers[l].wo,
-                                       &m->layers[l].w1, &m->layers[l].w2, &m->layers[l].w3};
-        for (int i = 0; i < 7; i++) c->token_bytes += (uint64_t)bench_dtype_row_bytes(w[i]->dtype, w[i]->cols) * (uint64_t)w[i]->rows;
-    }
+    for (int l = 0; l < m->n_layers; l++)
+        for (size_t i = 0; i < DC_N_LAYER_MATS; i++) {
+            const bench_dev_matrix *w = dc_layer_mat(&m->layers[l], i);
+            c->token_bytes += (uint64_t)bench_dtype_row_bytes(w->dtype, w->cols) * (uint64_t)w->rows;
+        }
     c->layers = malloc((size_t)m->n_layers * sizeof(*c->layers));
     if (!c->layers) return bench_errc(err, errlen, BENCH_ERR_NOMEM, "device cuda: out of memory");
     memcpy(c->layers, m->layers, (size_t)m->n_layers * sizeof(*c->layers));
