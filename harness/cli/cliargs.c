@@ -2,9 +2,11 @@
 #include "harness/cli/cliargs.h"
 
 #include <limits.h>
+#include <stdlib.h>
 #include <stdarg.h>
 #include <string.h>
 
+#include "engines/core/runtime/modreg.h"
 #include "harness/report/locations.h"
 #include "harness/scenario/confine.h"
 #include "harness/scenario/launch.h"
@@ -90,4 +92,18 @@ void cli_say(const char *cmd, const char *fmt, ...) {
     vsnprintf(raw, sizeof(raw), fmt, ap);
     va_end(ap);
     fprintf(stderr, "bench %s: %s\n", cmd, es_term_lines(safe, sizeof(safe), raw));
+}
+
+void cli_usage_modules(FILE *f) {
+    char *dir = modreg_default_dir(NULL);
+    fprintf(f, "  modules          on the module path%s%s (bench list says what each does and takes):\n", dir ? " " : "", dir ? dir : "");
+    for (int i = 0; dir && modreg_family(i); i++) {
+        const char *fam = modreg_family(i);
+        char *names = modreg_names(dir, fam);
+        /* the CPU runs in process: "cpu" is no module, but a --device value */
+        fprintf(f, "                     --%-7s %s%s%s\n", fam, strcmp(fam, "device") ? "" : "cpu, ", names && names[0] ? names : "",
+                names && names[0] ? "" : strcmp(fam, "device") ? "(none found)" : "(no other built)");
+        free(names);
+    }
+    free(dir);
 }

@@ -31,4 +31,8 @@ void cli_say(const char *cmd, const char *fmt, ...) __attribute__((format(printf
 struct scenario;
 int cli_launch_gate(const char *cmd, const struct scenario *s, int flag);
 
+/* The help's "modules" lines: each family's modules as found on the module path (modreg's
+ * table of families, modreg_names), so no help text types a module's name. */
+void cli_usage_modules(FILE *f);
+
 #endif

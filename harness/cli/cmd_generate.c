@@ -59,7 +59,7 @@ static void usage(FILE *f) {
             "usage: bench generate --model FILE [--tokenizer FILE] [--prompt TEXT] [--steps N]\n"
             "                      [--temperature T] [--topp P] [--seed S] [--threads N] [--ctx N]\n"
             "                      [--loader NAME] [--loader-opt k=v,...] [--kv NAME] [--kv-opt k=v,...]\n"
-            "                      [--alloc NAME] [--alloc-opt k=v,...] [--device cpu|cuda] [--device-opt k=v,...]\n"
+            "                      [--alloc NAME] [--alloc-opt k=v,...] [--device NAME] [--device-opt k=v,...]\n"
             "                      [--prompt-tokens N] [--bandwidth] [--kernels NAME] [--cache-type T[/T]]\n"
             "                      [--ids] [--quiet] [--trace-alloc FILE] [--tokenizer-fallback] [--llama-numerics]\n"
             "                      [--accuracy] [--no-repack] [--warmup N] [--numerics exact|production]\n\n"
@@ -109,9 +109,10 @@ static void usage(FILE *f) {
             "  --llama-numerics round as llama.cpp's CPU path does (its f16 KV cache, its RoPE angles), to\n"
             "                   compare with its logits and ids (docs/formats.md); CPU only\n"
             "  --trace-alloc FILE  record every allocator call (KV at load, scratch per forward pass) to FILE,\n"
-            "                   for the \"trace\" allocator workload (engines/core/runtime/alloc_trace.h, docs/scenarios.md)\n"
-            "  modules          --loader pread|mmap, --kv prealloc|dynamic|block|token, --alloc libc|... (see bench list)\n\n"
-            "Exit status: 0 done; 1 the model or the engine failed; 2 a usage error (unknown option or\n"
+            "                   for the \"trace\" allocator workload (engines/core/runtime/alloc_trace.h, docs/scenarios.md)\n");
+    cli_usage_modules(f);
+    fprintf(f,
+            "\nExit status: 0 done; 1 the model or the engine failed; 2 a usage error (unknown option or\n"
             "module, a bad value), as for every bench command.\n\n"
             "example:\n"
             "  bench generate --model ../shared/models/stories260K.bin --tokenizer ../shared/models/tok512.bin \\\n"

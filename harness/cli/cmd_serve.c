@@ -31,7 +31,7 @@ static void usage(FILE *f) {
             "                   [--name ID] [--threads N] [--ctx N] [--loader NAME] [--loader-opt k=v,...]\n"
             "                   [--kv NAME] [--kv-opt k=v,...] [--alloc NAME] [--alloc-opt k=v,...]\n"
             "                   [--kernels NAME] [--numerics exact|production] [--no-repack] [--cache-type T[/T]]\n"
-            "                   [--device cpu|cuda]\n"
+            "                   [--device NAME]\n"
             "                   [--device-opt k=v,...] [--header-timeout S] [--body-timeout S]\n"
             "                   [--max-connections N] [--max-per-ip N] [--max-batch N] [--kv-budget N|SIZE]\n"
             "                   [--chat-template NAME] [--lenient]\n\n"
@@ -68,8 +68,11 @@ static void usage(FILE *f) {
             "                    slowly they trickle (default %d, as nginx's client_header_timeout)\n"
             "  --body-timeout S  its body within S seconds after them (default %d)\n"
             "  --max-connections N  connections at once (default %d); more are closed as they come\n"
-            "  --max-per-ip N    connections at once from one client address (default %d)\n"
-            "On SIGINT or SIGTERM the requests waiting their turn get 503, those running end at their next\n"
+            "  --max-per-ip N    connections at once from one client address (default %d)\n",
+            OR_MAX_N, OR_MAX_STOP, SV_MAX_BATCH, ct_names(names, sizeof(names)), HS_HEADER_TIMEOUT_S, HS_BODY_TIMEOUT_S, HS_MAX_CONNECTIONS, HS_MAX_PER_IP);
+    cli_usage_modules(f);
+    fprintf(f,
+            "\nOn SIGINT or SIGTERM the requests waiting their turn get 503, those running end at their next\n"
             "token, and the server exits. A model file truncated or rewritten while mapped (--loader mmap)\n"
             "fails the request reading it (500, naming the file) and stops the server.\n\n"
             "Exit status: 0 stopped by a signal; 1 the model, the engine or the address failed; 2 a usage error;\n"
@@ -79,7 +82,7 @@ static void usage(FILE *f) {
             "  curl -N localhost:8080/v1/completions -d '{\"prompt\": \"The little dog\", \"max_tokens\": 32, \"stream\": true}'\n"
             "  curl localhost:8080/v1/chat/completions -d '{\"messages\": [{\"role\": \"user\", \"content\": \"Tell me a story\"}],\n"
             "                                              \"max_tokens\": 48, \"stop\": \".\", \"n\": 2, \"temperature\": 0.8}'\n",
-            OR_MAX_N, OR_MAX_STOP, SV_MAX_BATCH, ct_names(names, sizeof(names)), HS_HEADER_TIMEOUT_S, HS_BODY_TIMEOUT_S, HS_MAX_CONNECTIONS, HS_MAX_PER_IP, MG_EXIT_CHANGED);
+            MG_EXIT_CHANGED);
 }
 
 static int sv_int(const char *opt, const char *v, long lo, long hi, int *out) {
