@@ -1289,7 +1289,7 @@ int sc_parse_engine(scenario *s, const cJSON *root, sc_errors *errs) {
         int cheaper = 0;
         /* the default cache type is the production one, not a path the scenario chose: it brings no metric */
         for (int t = 0; kv_cache_given && t < s->axes[SC_AX_KV_CACHE].n; t++)
-            cheaper |= strcmp(s->axes[SC_AX_KV_CACHE].v[t].name, "f32") != 0;
+            cheaper |= s->axes[SC_AX_KV_CACHE].v[t].cache_type.k != BENCH_F32 || s->axes[SC_AX_KV_CACHE].v[t].cache_type.v != BENCH_F32;
         for (int t = 0; t < s->axes[SC_AX_KERNELS].n; t++) cheaper |= !kn_isa_exact(s->axes[SC_AX_KERNELS].v[t].name);
         if (cheaper && !cJSON_GetObjectItemCaseSensitive(root, "metrics") && !s->requests) s->metrics |= SC_M_ACCURACY;
         if ((s->metrics & SC_M_ACCURACY) && s->requests)

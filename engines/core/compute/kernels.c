@@ -103,6 +103,8 @@ static const kn_family *kn_best(void) {
     return best;
 }
 
+const char *kn_isa_reference(void) { return kn_families[KN_NBUILTIN - 1].name; }
+
 static const kn_family *kn_find(const char *isa) {
     if (strcmp(isa, "auto") == 0) return kn_best();
     for (int i = 0; i < kn_nfamilies(); i++)

@@ -21,6 +21,8 @@ int kn_set_isa(const char *isa);        /* a family or "auto"; 0 on success, -1 
 int kn_isa_count(void);
 /* The i-th family, best first (NULL past the end); *runs_here: whether this CPU runs it. */
 const char *kn_isa_name(int i, int *runs_here);
+/* The reference family: plain C, exact, run on every CPU (the table's last row) */
+const char *kn_isa_reference(void);
 int kn_isa_known(const char *isa);      /* a family name or "auto", whatever the CPU */
 int kn_isa_exact(const char *isa);      /* 1: the family (or "auto") computes every dtype exactly (no x rounding) */
 /* 1: a family auto may pick (by default or by measurement): exact and not named-only (amx) */

@@ -112,20 +112,21 @@ int kt_mode_from_env(void) {
 
 /* ---- measuring ---- */
 
-/* The exact families this CPU runs; portable only where it is the only one. */
+/* The exact families this CPU runs; the reference (portable) only where it is the only one. */
 static int kt_families(char fam[KT_MAX_FAMILIES][16]) {
     int n = 0, portable = 0;
+    const char *ref = kn_isa_reference();
     for (int i = 0; i < kn_isa_count(); i++) {
         int here;
         const char *name = kn_isa_name(i, &here);
         if (!here || !kn_isa_auto_candidate(name)) continue;
-        if (!strcmp(name, "portable")) {
+        if (!strcmp(name, ref)) {
             portable = 1;
             continue;
         }
         if (n < KT_MAX_FAMILIES) snprintf(fam[n++], 16, "%s", name);
     }
-    if (!n && portable) snprintf(fam[n++], 16, "portable");
+    if (!n && portable) snprintf(fam[n++], 16, "%s", ref);
     return n;
 }
 

@@ -164,7 +164,7 @@ __attribute__((target("avx2,f16c"))) static void quant_q8_0_avx2(const float *in
 
 void synth_quant_row(bench_dtype dt, const float *in, void *out, int n) {
 #if defined(__x86_64__)
-    if ((dt == BENCH_F16 || dt == BENCH_Q8_0) && strcmp(kn_isa(), "portable") != 0) {
+    if ((dt == BENCH_F16 || dt == BENCH_Q8_0) && strcmp(kn_isa(), kn_isa_reference()) != 0) {
         if (dt == BENCH_F16) quant_f16_avx2(in, out, n);
         else quant_q8_0_avx2(in, out, n);
         return;
