@@ -27,12 +27,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "engines/core/compute/kernels.h"
 #include "engines/core/compute/kernels_impl.h"
 #include "engines/core/compute/kernels_tune.h"
 #include "engines/core/runtime/engine.h"
+#include "harness/cli/commands.h"
 #include "tests/lib/testutil.h"
 
 static char k256_dir[512];
@@ -205,6 +207,69 @@ static void test_tuner_settle_and_cache(void **state) {
     tu_rmtree(dir);
 }
 
+/* `bench list` shows production numerics' entries, one key per model, named by the model's
+ * file (its separators made harmless), with each check's outcome: cmd_list run in this
+ * process, so that the key (which names the executable's build) is the one stored here. */
+static void test_list_shows_production(void **state) {
+    (void)state;
+    char dir[512], path[600], out[600], err[256], base[KT_KEY_MAX], id[128];
+    assert_non_null(tu_tmpdir(dir, sizeof(dir)));
+    snprintf(path, sizeof(path), "%s/kernels-auto.tsv", dir);
+    snprintf(out, sizeof(out), "%s/list.txt", dir);
+    kt_table *t = calloc(1, sizeof(*t));
+    assert_non_null(t);
+    kt_key(1, base, sizeof(base));
+    engine_numerics_model_id("/models/my;odd=model.gguf", id, sizeof(id));
+    assert_non_null(strstr(id, ";file=my_odd_model.gguf"));
+    kt_production_key(base, id, t->key, sizeof(t->key));
+    t->production = 1;
+    t->n = 2;
+    for (int i = 0; i < 2; i++) {
+        kt_entry *e = &t->e[i];
+        *e = (kt_entry){.dt = BENCH_Q8_0, .prefill = i, .n_families = 2, .bytes = 1e6, .rows = 64, .cols = 256, .when = 1,
+                        .load1 = 0.5, .others = 0.01, .acc = KT_ACC_PENDING};
+        snprintf(e->family[0], 16, "avx512");
+        snprintf(e->family[1], 16, "vnni");
+        e->rate[0] = 10;
+        e->rate[1] = 15;
+        snprintf(e->exact, 16, "avx512");
+        snprintf(e->acc_family, 16, "vnni");
+        snprintf(e->chosen, 16, "vnni");
+    }
+    kt_settle(&t->e[0], 1, 4.8e-4, 1.1e-3, 0.011, 0.984);
+    kt_settle(&t->e[1], 0, 0.33, 0.9, 0.21, 0.625);
+    if (kt_cache_store(path, t, err, sizeof(err))) fail_msg("%s", err);
+    char keys[4][KT_KEY_MAX], prefix[KT_KEY_MAX];
+    kt_production_key(base, "", prefix, sizeof(prefix));
+    assert_int_equal(kt_cache_keys(path, prefix, keys, 4, err, sizeof(err)), 1);
+    assert_string_equal(keys[0], t->key);
+    assert_int_equal(kt_cache_keys(path, "cpu=nothing", keys, 4, err, sizeof(err)), 0);
+    setenv("BENCH_KERNELS_CACHE", path, 1);
+    fflush(stdout);
+    int saved = dup(1), fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(saved >= 0 && fd >= 0);
+    dup2(fd, 1);
+    close(fd);
+    char *argv[] = {"list", NULL};
+    int rc = cmd_list(1, argv);
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    unsetenv("BENCH_KERNELS_CACHE");
+    assert_int_equal(rc, 0);
+    FILE *f = fopen(out, "r");
+    assert_non_null(f);
+    static char text[1 << 16];
+    size_t n = fread(text, 1, sizeof(text) - 1, f);
+    text[n] = 0;
+    fclose(f);
+    if (!strstr(text, "production numerics, model my_odd_model.gguf") || !strstr(text, "[vnni accepted on the model") ||
+        !strstr(text, "[vnni refused on the model"))
+        fail_msg("bench list does not show the production entries:\n%s", text);
+    free(t);
+    tu_rmtree(dir);
+}
+
 /* The whole of it through engine_create, with the tuner on: kt_test_scale makes one family's
  * timings 1000x as fast, so it wins every measurement and the check alone decides (no
  * assertion rests on a timing). The int8 family is accepted and runs Q8_0; exact numerics
@@ -275,6 +340,7 @@ int main(void) {
         cmocka_unit_test(test_doctored_family_refused),
         cmocka_unit_test(test_exact_is_zero_and_pinned),
         cmocka_unit_test(test_tuner_settle_and_cache),
+        cmocka_unit_test(test_list_shows_production),
         cmocka_unit_test(test_tuner_production),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -43,11 +43,43 @@ static void list_type(const bench_option *o, char *out, size_t n) {
     if (o->flags & BENCH_OPTF_SIZES_POOL) strncat(out, " (sizes the pool)", n - strlen(out) - 1);
 }
 
+/* One key's entries of the tuner's cache, each with when and under what load it was measured. */
+static void list_tuned_entries(const kt_table *t, const char *indent) {
+    char desc[1536], when[160];
+    kt_table one = {.n = 1};
+    for (int i = 0; i < t->n; i++) {
+        one.e[0] = t->e[i];
+        kt_describe(&one, desc, sizeof(desc));
+        kt_describe_when(&t->e[i], when, sizeof(when));
+        printf("%s%s\n%s  measured: %s\n", indent, desc, indent, when);
+    }
+}
+
+/* Production numerics' entries of one thread count: one key per model checked, each naming its
+ * file (engine_numerics_model_id), with the check's outcome per rounding family. */
+static int list_tuned_production(const char *p, const char *base, kt_table *t) {
+    char prefix[KT_KEY_MAX + 32], err[512], (*keys)[KT_KEY_MAX] = calloc(64, KT_KEY_MAX);
+    if (!keys) return 0;
+    kt_production_key(base, "", prefix, sizeof(prefix));
+    int n = kt_cache_keys(p, prefix, keys, 64, err, sizeof(err)), shown = 0;
+    for (int k = 0; k < n; k++) {
+        if (kt_cache_load(p, keys[k], ~0u, t, err, sizeof(err)) < 0 || !t->n) continue;
+        const char *file = strstr(keys[k] + strlen(prefix), "file=");
+        printf("      production numerics, model %s (the int8 families competing, each checked on the model):\n",
+               file ? file + 5 : keys[k] + strlen(prefix));
+        list_tuned_entries(t, "        ");
+        shown++;
+    }
+    free(keys);
+    return shown;
+}
+
 /* auto's measured choices for this machine and build, per thread count (kernels_tune.h), each
  * with when and under what load it was measured: a choice made on a busy machine is not kept,
- * and one from long ago on a machine since changed is what `--retune` is for. */
+ * and one from long ago on a machine since changed is what `--retune` is for. Production
+ * numerics' entries follow, per model. */
 static void list_tuned(void) {
-    char path[1024], key[320], desc[1536], when[160], err[512];
+    char path[1024], key[KT_KEY_MAX], err[512];
     const char *p = kt_cache_path(path, sizeof(path));
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     int shown = 0;
@@ -60,16 +92,12 @@ static void list_tuned(void) {
             printf("  measured by auto: %s\n", err);
             break;
         }
-        if (!t->n) continue;
         if (!shown++) printf("  measured by auto on this machine and build (%s; the fastest exact family per dtype and phase):\n", p);
         printf("    %d thread%s:\n", threads, threads > 1 ? "s" : "");
-        kt_table one = {.n = 1};
-        for (int i = 0; i < t->n; i++) {
-            one.e[0] = t->e[i];
-            kt_describe(&one, desc, sizeof(desc));
-            kt_describe_when(&t->e[i], when, sizeof(when));
-            printf("      %s\n        measured: %s\n", desc, when);
-        }
+        int any = t->n;
+        list_tuned_entries(t, "      ");
+        any += list_tuned_production(p, key, t);
+        if (!any) printf("      nothing yet\n");
     }
     if (!shown)
         printf("  measured by auto: nothing yet for this machine and build (%s); the first run with auto measures it\n",

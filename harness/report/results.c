@@ -18,6 +18,7 @@
 
 #include "engines/core/compute/kernels.h"
 #include "engines/core/compute/kernels_tune.h"
+#include "engines/core/runtime/engine.h"
 #include "engines/abi/module.h"
 #include "harness/parent/perfev.h"
 #include "harness/scenario/target.h"
@@ -410,23 +411,44 @@ static cJSON *rs_proc_json(const rs_input *in, const rn_run *r, int pi, mt_bag *
 }
 
 /* What auto ran per dtype on a CPU variant, as the workers read it from the cache of measurements
- * (kernels_tune.h; the same binary and thread count give the same key): "kernels_auto". */
+ * (kernels_tune.h; the same binary and thread count give the same key): "kernels_auto". Under
+ * production numerics, "kernels_numerics" says what the check on the model decided for each
+ * family that rounds x (the entries keyed by the model, engine_numerics_model_id); under exact,
+ * that none competed. */
 static void rs_kernels_auto(cJSON *o, const scenario *s, const sc_variant *v) {
     if (s->axes[SC_AX_KERNELS].n && strcmp(sc_pick(s, v, SC_AX_KERNELS)->name, "auto")) return;
     if (s->axes[SC_AX_DEVICE].n && strcmp(sc_pick(s, v, SC_AX_DEVICE)->name, "cpu")) return;
+    int exact = s->axes[SC_AX_NUMERICS].n && sc_pick(s, v, SC_AX_NUMERICS)->ival == ENGINE_NUMERICS_EXACT;
     if (kt_mode_from_env() == KT_OFF) {
         cJSON_AddStringToObject(o, "kernels_auto", "the flags' order (BENCH_KERNELS_TUNE=0)");
+        cJSON_AddStringToObject(o, "kernels_numerics", exact ? "exact: only exact families run" :
+                                "production, but nothing measured (BENCH_KERNELS_TUNE=0): only exact families run");
         return;
     }
-    char path[1024], key[320], err[256];
+    char path[1024], key[KT_KEY_MAX], pkey[KT_KEY_MAX], id[128], err[256];
     kt_table *t = calloc(1, sizeof(*t));
     if (!t) return;
     kt_key(sc_pick(s, v, SC_AX_THREADS)->ival, key, sizeof(key));
     const char *p = kt_cache_path(path, sizeof(path));
+    char desc[1536];
     if (p && kt_cache_load(p, key, ~0u, t, err, sizeof(err)) >= 0 && t->n) {
-        char desc[1536];
         kt_describe(t, desc, sizeof(desc));
         cJSON_AddStringToObject(o, "kernels_auto", desc);
+    }
+    if (exact) {
+        cJSON_AddStringToObject(o, "kernels_numerics", "exact: only exact families run");
+    } else {
+        engine_numerics_model_id(s->model_resolved ? s->model_resolved : s->model_path, id, sizeof(id));
+        kt_production_key(key, id, pkey, sizeof(pkey));
+        char line[1600];
+        if (p && kt_cache_load(p, pkey, ~0u, t, err, sizeof(err)) >= 0 && t->n) {
+            kt_describe(t, desc, sizeof(desc));
+            snprintf(line, sizeof(line), "production: %s", desc);
+        } else {
+            snprintf(line, sizeof(line), "production: no check kept for this model (none was faster, or the machine was busy: "
+                                         "the workers' kernels.* counters say what ran)");
+        }
+        cJSON_AddStringToObject(o, "kernels_numerics", line);
     }
     free(t);
 }

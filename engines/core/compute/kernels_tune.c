@@ -418,6 +418,33 @@ int kt_cache_load(const char *path, const char *key, unsigned dts, kt_table *out
     return (have[0] & dts) == dts && (have[1] & dts) == dts ? 0 : 1;
 }
 
+int kt_cache_keys(const char *path, const char *prefix, char (*keys)[KT_KEY_MAX], int max, char *err, size_t errlen) {
+    FILE *f = fopen(path, "r");
+    if (!f) return errno == ENOENT ? 0 : bench_errf(err, errlen, "%s: %s", path, strerror(errno));
+    char line[1024];
+    int n = 0;
+    size_t pl = strlen(prefix);
+    while (fgets(line, sizeof(line), f)) {
+        char *tab = strchr(line, '\t');
+        if (!tab || strncmp(line, prefix, pl) || (size_t)(tab - line) >= KT_KEY_MAX) continue;
+        *tab = 0;
+        int seen = 0;
+        for (int i = 0; i < n && !seen; i++) seen = !strcmp(keys[i], line);
+        if (!seen && n < max) memcpy(keys[n++], line, (size_t)(tab - line) + 1);
+    }
+    fclose(f);
+    return n;
+}
+
+void kt_production_key(const char *base, const char *model_id, char *buf, size_t len) {
+    /* a key cut at len names no entry: the check is made again, nothing wrong kept */
+    const char *part[] = {base, ";numerics=production;", model_id};
+    size_t at = 0;
+    for (int i = 0; i < 3 && len; i++)
+        for (const char *c = part[i]; *c && at + 1 < len; c++) buf[at++] = *c;
+    if (len) buf[at] = 0;
+}
+
 static void kt_write_num(FILE *f, const char *fmt, double v) {
     if (isfinite(v)) fprintf(f, fmt, v);
     else fputc('-', f);
@@ -721,7 +748,11 @@ int kt_auto_numerics(tp_pool *pool, const kt_mat *m, int n, int mode, const char
     if (!t) return bench_errc(err, errlen, BENCH_ERR_NOMEM, "kernels auto: out of memory");
     char path[1024], key[sizeof(t->key)], stale[256] = "", saved[1300] = "";
     kt_key(tp_threads(pool), key, sizeof(key));
-    if (numerics_id) snprintf(key + strlen(key), sizeof(key) - strlen(key), ";numerics=production;%s", numerics_id);
+    if (numerics_id) {
+        char base[sizeof(key)];
+        snprintf(base, sizeof(base), "%s", key);
+        kt_production_key(base, numerics_id, key, sizeof(key));
+    }
     const char *p = kt_cache_path(path, sizeof(path));
     int rc = p ? kt_cache_load(p, key, dts, t, err, errlen) : 1;
     t->production = numerics_id != NULL;

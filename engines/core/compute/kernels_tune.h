@@ -78,8 +78,9 @@ typedef struct kt_entry {
     double kl_mean, kl_max, err_rel, top1; /* the check's: nats, relative RMS, fraction */
 } kt_entry;
 
+#define KT_KEY_MAX 320
 typedef struct kt_table {
-    char key[320];
+    char key[KT_KEY_MAX];
     int n;
     kt_entry e[2 * BENCH_DTYPE_COUNT];
     int from_cache;                         /* 1: read from the cache file, 0: measured now */
@@ -117,6 +118,12 @@ void kt_test_scale(const char *family, double factor);
 /* The entries of key in the cache file: 0 found (every dtype of dts, a bit per dtype),
  * 1 not there (or not every dtype), -1 unreadable (err says why). */
 int kt_cache_load(const char *path, const char *key, unsigned dts, kt_table *out, char *err, size_t errlen);
+/* The distinct keys of the cache file that begin with prefix, in the file's order, into keys
+ * (at most max): how `bench list` finds production numerics' entries, one key per model.
+ * The count (0 when there is no file), or -1 with err. */
+int kt_cache_keys(const char *path, const char *prefix, char (*keys)[KT_KEY_MAX], int max, char *err, size_t errlen);
+/* The key of production numerics' entries for a model: base (kt_key's) and the model's id. */
+void kt_production_key(const char *base, const char *model_id, char *buf, size_t len);
 /* Writes t's entries into the cache file, keeping other keys' and t's other dtypes'; atomic. */
 int kt_cache_store(const char *path, const kt_table *t, char *err, size_t errlen);
 

@@ -106,16 +106,19 @@ static void engine_touch_private(engine *e) {
     tp_run(e->pool, engine_touch_task, &j, tp_threads(e->pool));
 }
 
-/* Production numerics' name for the model in the tuner's key: a check holds for the file it
- * ran on, so the path, size and time of change of the first file (FNV-1a). */
-static void engine_model_id(const char *path, char *buf, size_t len) {
+void engine_numerics_model_id(const char *path, char *buf, size_t len) {
     struct stat st;
-    char s[1200];
+    char s[1200], file[64];
     uint64_t h = 1469598103934665603ull;
     int ok = path && !stat(path, &st);
     snprintf(s, sizeof(s), "%s:%lld:%lld", path ? path : "", ok ? (long long)st.st_size : 0LL, ok ? (long long)st.st_mtime : 0LL);
     for (const char *c = s; *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ull;
-    snprintf(buf, len, "model=%016llx", (unsigned long long)h);
+    /* the file's name, for people reading `bench list`: the cache's separators made harmless */
+    const char *base = path ? strrchr(path, '/') : NULL;
+    snprintf(file, sizeof(file), "%s", base ? base + 1 : path ? path : "");
+    for (char *c = file; *c; c++)
+        if (*c == ';' || *c == '=' || (unsigned char)*c < 0x20 || *c == 0x7f) *c = '_';
+    snprintf(buf, len, "model=%016llx;file=%s", (unsigned long long)h, file);
 }
 
 /* auto by measurement, on the model's own matrices (kernels_tune.h): a failure keeps the flags'
@@ -133,9 +136,9 @@ static void engine_tune_kernels(engine *e, const engine_spec *spec) {
         if (t->n_dims != 2 || !e->data[i] || t->ne[0] % (int64_t)bench_dtype_block_elems(t->dtype)) continue;
         mats[n++] = (kt_mat){e->data[i], t->dtype, (int)t->ne[1], (int)t->ne[0]};
     }
-    char id[64];
+    char id[128];
     if (spec->numerics == ENGINE_NUMERICS_PRODUCTION) {
-        engine_model_id(spec->model_path, id, sizeof(id));
+        engine_numerics_model_id(spec->model_path, id, sizeof(id));
         e->kt = malloc(sizeof(*e->kt));   /* NULL (out of memory): this engine runs exact numerics */
     }
     if (n && kt_auto_numerics(e->pool, mats, n, kt_mode_from_env(), e->kt ? id : NULL, e->kt, e->kernels_note,

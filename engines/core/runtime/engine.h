@@ -210,6 +210,11 @@ int engine_numerics_check(engine *e, bench_dtype dt, int prefill, const char *fa
  * NULL under exact numerics, a named family or a device. */
 const struct kt_table *engine_kernels_table(const engine *e);
 
+/* Production numerics' name for a model in the tuner's cache (kernels_tune.h kt_production_key):
+ * a check holds for the file it ran on, so a hash of its path, size and time of change, and
+ * its file name for people ("model=HASH;file=NAME"). */
+void engine_numerics_model_id(const char *path, char *buf, size_t len);
+
 /* "production" or "exact"; engine_numerics_parse: the value of such a name, -1 for another. */
 const char *engine_numerics_name(engine_numerics n);
 int engine_numerics_parse(const char *name);
