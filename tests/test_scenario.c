@@ -371,12 +371,26 @@ static void test_synth_spec(void **state) {
     assert_int_equal(sc_synth_path(s, "results/models", p, sizeof(p)), 0);
     assert_string_equal(p, "results/models/tiny-f32-s7.gguf");
     sc_free(s);
+    /* the ending is the format's (model_writers): .bin for llama2c, none for safetensors' folder */
+    s = parse_ok("{\"name\": \"t\", \"model\": {\"synth\": {\"shape\": \"tiny\", \"format\": \"llama2c\"}}, \"cache\": \"warm\", "
+                 "\"workload\": {\"prompt_tokens\": 4, \"generate\": 4}}");
+    assert_int_equal(sc_synth_path(s, "results/models", p, sizeof(p)), 0);
+    assert_string_equal(p, "results/models/tiny-f32-s1.bin");
+    sc_free(s);
+    s = parse_ok("{\"name\": \"t\", \"model\": {\"synth\": {\"shape\": \"tiny\", \"format\": \"safetensors\", \"dtype\": \"bf16\"}}, "
+                 "\"cache\": \"warm\", \"workload\": {\"prompt_tokens\": 4, \"generate\": 4}}");
+    assert_int_equal(sc_synth_path(s, "results/models", p, sizeof(p)), 0);
+    assert_string_equal(p, "results/models/tiny-bf16-s1");
+    sc_free(s);
     parse_fails("{\"name\": \"t\", \"model\": {\"synth\": {\"shape\": \"huge-9t\"}}, \"cache\": \"warm\", "
                 "\"workload\": {\"prompt_tokens\": 4, \"generate\": 4}}", ".model.synth.shape: unknown shape \"huge-9t\" (have: ", NULL);
     parse_fails("{\"name\": \"t\", \"model\": {\"synth\": {\"shape\": \"tiny\", \"dtype\": \"f8\"}}, \"cache\": \"warm\", "
                 "\"workload\": {\"prompt_tokens\": 4, \"generate\": 4}}", ".model.synth.dtype: unknown dtype \"f8\"", NULL);
     parse_fails("{\"name\": \"t\", \"model\": {\"synth\": {\"shape\": \"tiny\", \"format\": \"onnx\"}}, \"cache\": \"warm\", "
-                "\"workload\": {\"prompt_tokens\": 4, \"generate\": 4}}", ".model.synth.format: unknown format \"onnx\"", NULL);
+                "\"workload\": {\"prompt_tokens\": 4, \"generate\": 4}}", ".model.synth.format: unknown format \"onnx\" (have: gguf, safetensors, llama2c)", NULL);
+    parse_fails("{\"name\": \"t\", \"model\": {\"synth\": {\"shape\": \"tiny\", \"format\": \"safetensors\", \"dtype\": \"q8_0\"}}, "
+                "\"cache\": \"warm\", \"workload\": {\"prompt_tokens\": 4, \"generate\": 4}}",
+                ".model.synth: format safetensors holds f32, f16 and bf16, not q8_0", NULL);
     parse_fails("{\"name\": \"t\", \"model\": {\"synth\": {\"shape\": \"tiny\", \"format\": \"llama2c\", \"dtype\": \"f16\"}}, "
                 "\"cache\": \"warm\", \"workload\": {\"prompt_tokens\": 4, \"generate\": 4}}", ".model.synth: format llama2c holds f32 only", NULL);
 }

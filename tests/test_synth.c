@@ -1,6 +1,7 @@
-/* Synthetic models: the shape table, the vocabulary, determinism, every
- * format reopening with the right shape, the values the generator promises,
- * and 1000 decoded tokens of the tiny shape staying finite. */
+/* Synthetic models: the shape table, the vocabulary, determinism, the table of formats bench
+ * writes (model_writers: every row in every dtype it holds reopening as its format with the
+ * right shape, a dtype it does not hold refused, the suffix rule), the values the generator
+ * promises, and 1000 decoded tokens of the tiny shape staying finite. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -46,12 +47,14 @@ static const char *synth_to(const char *shape, bench_dtype dt, const char *forma
     return buf;
 }
 
+/* Opens what synth wrote in format, with its vocabulary from beside it where the format keeps it there. */
 static model *open_model(const char *path, const char *format) {
     char tok[1024], err[1024] = "";
-    int l2c = !strcmp(format, "llama2c");
-    if (l2c) assert_int_equal(llama2c_tokenizer_path(path, tok, sizeof(tok)), 0);
+    const model_writer *w = model_writer_find(format);
+    assert_non_null(w);
+    if (w->vocab_path) assert_int_equal(w->vocab_path(path, tok, sizeof(tok)), 0);
     model *m = NULL;
-    if (model_open(path, l2c ? tok : NULL, &m, err, sizeof(err))) fail_msg("model_open %s: %s", path, err);
+    if (model_open(path, w->vocab_path ? tok : NULL, &m, err, sizeof(err))) fail_msg("model_open %s: %s", path, err);
     return m;
 }
 
@@ -345,49 +348,157 @@ static void test_determinism(void **state) {
     }
 }
 
-/* ---- every format reopens with the shape ---- */
+/* ---- every format bench writes (model_writers), in every dtype it holds ---- */
 
+/* The table itself: names, the suffix rule, the texts the help and messages read. */
+static void test_writers_table(void **state) {
+    (void)state;
+    int folders = 0, rows = 0;
+    for (const model_writer *w = model_writers; w->write; w++, rows++) {
+        const char *name = model_writer_name(w);
+        if (model_writer_find(name) != w) fail_msg("row %d: %s finds another row", rows, name);
+        if (!model_writer_holds(w, BENCH_F32)) fail_msg("%s: does not hold f32, which the norms are", name);
+        if (!w->vocab_path != !w->vocab_write) fail_msg("%s: vocab_path and vocab_write go together", name);
+        char p[64];
+        snprintf(p, sizeof(p), "dir/model%s", w->suffix ? w->suffix : "");
+        if (model_writer_for_path(p) != w) fail_msg("%s: %s picks %s", name, p, model_writer_name(model_writer_for_path(p)));
+        folders += !w->suffix;
+    }
+    assert_int_equal(folders, 1); /* one row takes every path no row's ending names */
+    assert_null(model_writer_find("onnx"));
+    assert_null(model_writer_find(NULL));
+    /* today's rows, as the help and the messages have said them */
+    char buf[256];
+    assert_string_equal(model_writer_names(buf, sizeof buf, ", "), "gguf, safetensors, llama2c");
+    assert_string_equal(model_writer_suffix_rule(buf, sizeof buf), ".gguf -> gguf, .bin -> llama2c, else safetensors");
+    assert_string_equal(model_writer_name(model_writer_for_path("x.gguf.tmp1")), "safetensors"); /* the ending decides */
+    const model_writer *st = model_writer_find("safetensors"), *l2c = model_writer_find("llama2c");
+    assert_string_equal(model_writer_refusal(st, BENCH_Q8_0, buf, sizeof buf), "format safetensors holds f32, f16 and bf16, not q8_0");
+    assert_string_equal(model_writer_refusal(l2c, BENCH_F16, buf, sizeof buf), "format llama2c holds f32 only, not f16");
+    assert_string_equal(model_writer_dtype_text(model_writer_find("gguf"), buf, sizeof buf), "every dtype bench reads");
+    assert_string_equal(model_writer_names(buf, 8, ", "), "gguf, s"); /* truncated to the buffer */
+}
+
+/* The tiny shape in every dtype each row holds (and synth writes): it reopens as the row's
+ * format, with the shape, the vocabulary and the dtypes asked for; and a dtype the row does
+ * not hold is refused, naming the format and what it holds, with nothing written. */
 static void test_formats_reopen(void **state) {
     (void)state;
-    struct { const char *format; bench_dtype dt; const char *ext; } cases[] = {
-        {"gguf", BENCH_F32, "gguf"}, {"gguf", BENCH_F16, "gguf"}, {"gguf", BENCH_BF16, "gguf"}, {"gguf", BENCH_Q8_0, "gguf"},
-        {"gguf", BENCH_Q4_0, "gguf"}, {"safetensors", BENCH_F32, "st"}, {"safetensors", BENCH_F16, "st"}, {"safetensors", BENCH_BF16, "st"},
-        {"llama2c", BENCH_F32, "bin"},
-    };
     const synth_shape *sh = synth_find_shape("tiny");
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        char p[1024], n[64], err[1024] = "";
-        snprintf(n, sizeof(n), "fmt-%zu.%s", i, cases[i].ext);
-        synth_to("tiny", cases[i].dt, cases[i].format, 1, n, p, sizeof(p));
-        model *m = open_model(p, cases[i].format);
-        if (model_validate(m, err, sizeof(err))) fail_msg("%s: %s", p, err);
-        const model_config *c = &m->cfg, *w = &sh->cfg;
-        assert_int_equal(c->dim, w->dim);
-        assert_int_equal(c->hidden_dim, w->hidden_dim);
-        assert_int_equal(c->n_layers, w->n_layers);
-        assert_int_equal(c->n_heads, w->n_heads);
-        assert_int_equal(c->n_kv_heads, w->n_kv_heads);
-        assert_int_equal(c->vocab_size, w->vocab_size);
-        assert_int_equal(c->seq_len_header, w->seq_len);
-        assert_true(fabsf(c->rope_theta - w->rope_theta) < 1e-3f);
-        assert_true(fabsf(c->norm_eps - w->norm_eps) < 1e-9f);
-        assert_null(model_find(m, "output.weight")); /* tiny is tied */
-        assert_int_equal(m->n_tensors, 2 + 9 * w->n_layers);
-        assert_int_equal(m->vocab.n, 512);
-        assert_int_equal(m->vocab.bos, 1);
-        assert_int_equal(m->vocab.eos, 2);
-        for (int k = 0; k < m->n_tensors; k++) {
-            const model_tensor *t = &m->tensors[k];
-            int is_norm = t->n_dims == 1 || t->ne[1] == 1;
-            bench_dtype want = is_norm ? BENCH_F32 : synth_weight_dtype(cases[i].dt, t->ne[0]);
-            if (t->dtype != want)
-                fail_msg("%s: tensor %s is %s, expected %s", p, t->name, bench_dtype_name(t->dtype), bench_dtype_name(want));
+    for (const model_writer *fw = model_writers; fw->write; fw++) {
+        const char *format = model_writer_name(fw);
+        int refused = 0;
+        for (int d = 0; d < BENCH_DTYPE_COUNT; d++) {
+            bench_dtype dt = (bench_dtype)d;
+            if (!bench_dtype_writable(dt)) continue; /* synth writes these only; see test_writers_read_only */
+            char p[1024], n[64], err[1024] = "";
+            snprintf(n, sizeof(n), "fmt-%s-%s%s", format, bench_dtype_name(dt), fw->suffix ? fw->suffix : "");
+            if (!model_writer_holds(fw, dt)) {
+                if (refused++) continue; /* one is enough */
+                snprintf(p, sizeof(p), "%s/%s", tmp, n);
+                synth_spec spec = {.shape = "tiny", .dtype = dt, .format = format};
+                assert_int_equal(synth_write(&spec, p, err, sizeof(err)), -1);
+                printf("[ INFO     ] %s\n", err);
+                char held[160], want[256];
+                snprintf(want, sizeof(want), "format %s holds %s, not %s", format,
+                         model_writer_dtype_text(fw, held, sizeof held), bench_dtype_name(dt));
+                if (!strstr(err, want)) fail_msg("error \"%s\" does not say \"%s\"", err, want);
+                for (int h = 0; h < BENCH_DTYPE_COUNT; h++) /* each dtype it holds, by name */
+                    if (model_writer_holds(fw, (bench_dtype)h) && !strstr(err, bench_dtype_name((bench_dtype)h)))
+                        fail_msg("error \"%s\" does not name %s", err, bench_dtype_name((bench_dtype)h));
+                assert_int_equal(access(p, F_OK), -1);
+                continue;
+            }
+            synth_to("tiny", dt, format, 1, n, p, sizeof(p));
+            assert_ptr_equal(model_writer_for_path(p), fw); /* the row's ending picks the row back */
+            model *m = open_model(p, format);
+            if (m->format != fw->format)
+                fail_msg("%s: wrote %s, model_open reads %s", p, format, model_format_name(m->format));
+            if (model_validate(m, err, sizeof(err))) fail_msg("%s: %s", p, err);
+            const model_config *c = &m->cfg, *w = &sh->cfg;
+            assert_int_equal(c->dim, w->dim);
+            assert_int_equal(c->hidden_dim, w->hidden_dim);
+            assert_int_equal(c->n_layers, w->n_layers);
+            assert_int_equal(c->n_heads, w->n_heads);
+            assert_int_equal(c->n_kv_heads, w->n_kv_heads);
+            assert_int_equal(c->vocab_size, w->vocab_size);
+            assert_int_equal(c->seq_len_header, w->seq_len);
+            assert_true(fabsf(c->rope_theta - w->rope_theta) < 1e-3f);
+            assert_true(fabsf(c->norm_eps - w->norm_eps) < 1e-9f);
+            assert_null(model_find(m, "output.weight")); /* tiny is tied */
+            assert_int_equal(m->n_tensors, 2 + 9 * w->n_layers);
+            assert_int_equal(m->vocab.n, 512); /* inside, or beside where the row keeps it there */
+            assert_int_equal(m->vocab.bos, 1);
+            assert_int_equal(m->vocab.eos, 2);
+            for (int k = 0; k < m->n_tensors; k++) {
+                const model_tensor *t = &m->tensors[k];
+                int is_norm = t->n_dims == 1 || t->ne[1] == 1;
+                bench_dtype want = is_norm ? BENCH_F32 : synth_weight_dtype(dt, t->ne[0]);
+                if (t->dtype != want)
+                    fail_msg("%s: tensor %s is %s, expected %s", p, t->name, bench_dtype_name(t->dtype), bench_dtype_name(want));
+            }
+            /* q8_0: ffn_down has 172 columns, not whole blocks: f16 */
+            if (bench_dtype_is_quant(dt)) assert_int_equal(model_find(m, "blk.0.ffn_down.weight")->dtype, BENCH_F16);
+            if (bench_dtype_is_quant(dt)) assert_int_equal(model_find(m, "blk.0.attn_q.weight")->dtype, dt);
+            model_free(m);
         }
-        /* q8_0: ffn_down has 172 columns, not whole blocks: f16 */
-        if (bench_dtype_is_quant(cases[i].dt)) assert_int_equal(model_find(m, "blk.0.ffn_down.weight")->dtype, BENCH_F16);
-        if (cases[i].dt == BENCH_Q4_0) assert_int_equal(model_find(m, "blk.0.attn_q.weight")->dtype, BENCH_Q4_0);
-        model_free(m);
     }
+}
+
+/* ---- a row's dtypes that synth does not write (gguf's k-quants...): the writer itself ---- */
+
+#define RO_DIM 256 /* whole blocks of every dtype's, the k-quants' 256 included */
+
+static int fill_zero(void *user, int i, void *dst, uint64_t nbytes, char *err, size_t errlen) {
+    (void)user, (void)i, (void)err, (void)errlen;
+    memset(dst, 0, (size_t)nbytes); /* a zero scale: every dtype's zero */
+    return 0;
+}
+
+/* A one-layer llama of RO_DIM everywhere, its matrices in dt, norms f32, no vocabulary. */
+static int ro_tensors(model_tensor *t, bench_dtype dt) {
+    static const char *const mats[] = {"token_embd.weight", "blk.0.attn_q.weight", "blk.0.attn_k.weight",
+                                       "blk.0.attn_v.weight", "blk.0.attn_output.weight", "blk.0.ffn_gate.weight",
+                                       "blk.0.ffn_down.weight", "blk.0.ffn_up.weight"};
+    static const char *const norms[] = {"output_norm.weight", "blk.0.attn_norm.weight", "blk.0.ffn_norm.weight"};
+    int n = 0;
+    for (size_t i = 0; i < sizeof mats / sizeof *mats; i++, n++)
+        t[n] = (model_tensor){.name = (char *)mats[i], .dtype = dt, .n_dims = 2, .ne = {RO_DIM, RO_DIM},
+                              .nbytes = RO_DIM * bench_dtype_row_bytes(dt, RO_DIM)};
+    for (size_t i = 0; i < sizeof norms / sizeof *norms; i++, n++)
+        t[n] = (model_tensor){.name = (char *)norms[i], .dtype = BENCH_F32, .n_dims = 1, .ne = {RO_DIM},
+                              .nbytes = RO_DIM * sizeof(float)};
+    return n;
+}
+
+static void test_writers_read_only(void **state) {
+    (void)state;
+    model_config cfg = {.dim = RO_DIM, .hidden_dim = RO_DIM, .n_layers = 1, .n_heads = 2, .n_kv_heads = 2,
+                        .vocab_size = RO_DIM, .seq_len = 16, .seq_len_header = 16, .rope_theta = 10000.0f,
+                        .norm_eps = 1e-5f, .rope = ROPE_INTERLEAVED};
+    model_vocab none = {0};
+    int checked = 0;
+    for (const model_writer *w = model_writers; w->write; w++)
+        for (int d = 0; d < BENCH_DTYPE_COUNT; d++) {
+            bench_dtype dt = (bench_dtype)d;
+            if (!model_writer_holds(w, dt) || bench_dtype_writable(dt)) continue; /* those: test_formats_reopen */
+            model_tensor t[16];
+            model_write_src src = {.name = "ro", .cfg = &cfg, .vocab = &none, .n_tensors = ro_tensors(t, dt), .tensors = t,
+                                   .fill = fill_zero};
+            char p[1024], err[1024] = "";
+            snprintf(p, sizeof(p), "%s/ro-%s-%s%s", tmp, model_writer_name(w), bench_dtype_name(dt), w->suffix ? w->suffix : "");
+            if (w->write(p, &src, 0, err, sizeof(err)))
+                fail_msg("format %s says it holds %s, but its writer refuses it: %s", model_writer_name(w), bench_dtype_name(dt), err);
+            model *m = NULL;
+            if (model_open(p, NULL, &m, err, sizeof(err))) fail_msg("model_open %s: %s", p, err);
+            assert_int_equal(m->format, w->format);
+            const model_tensor *q = model_find(m, "blk.0.attn_q.weight");
+            assert_non_null(q);
+            if (q->dtype != dt) fail_msg("%s: attn_q is %s, written as %s", p, bench_dtype_name(q->dtype), bench_dtype_name(dt));
+            model_free(m);
+            checked++;
+        }
+    printf("[ INFO     ] %d (format, dtype) pairs that synth does not write, written and reopened\n", checked);
 }
 
 /* ---- values: what the generator promises, the same in every format ---- */
@@ -524,7 +635,9 @@ int main(void) {
         cmocka_unit_test(test_vocab_round_trip),
         cmocka_unit_test(test_quant_row_exact),
         cmocka_unit_test(test_determinism),
+        cmocka_unit_test(test_writers_table),
         cmocka_unit_test(test_formats_reopen),
+        cmocka_unit_test(test_writers_read_only),
         cmocka_unit_test(test_values),
         cmocka_unit_test(test_decode_1000),
         cmocka_unit_test(test_errors),

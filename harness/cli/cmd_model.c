@@ -28,11 +28,6 @@
 
 static double now_s(void) { return (double)ut_now_ns() * 1e-9; }
 
-static int has_suffix(const char *s, const char *suf) {
-    size_t a = strlen(s), b = strlen(suf);
-    return a >= b && strcmp(s + a - b, suf) == 0;
-}
-
 /* 1234567 -> "1.23 M"; units of 1000 (parameters, bytes as disks count them) */
 static const char *human(double v, char *buf, size_t len) {
     static const char *u[] = {"", " K", " M", " G", " T"};
@@ -43,12 +38,13 @@ static const char *human(double v, char *buf, size_t len) {
 }
 
 static void usage(FILE *f) {
+    char formats[128];
     fprintf(f,
             "usage: bench model <info|convert|synth|shapes> [options]   (bench model <sub> --help for each)\n\n"
             "  info FILE [--tokenizer F] [--tensors] [--check]\n"
             "                                          print a model's format, shape, dtypes and sizes\n"
             "  convert IN OUT [--dtype T] [--tokenizer F] [--shard SIZE]\n"
-            "                                          write IN as OUT.gguf, OUT.bin (llama2.c) or a safetensors directory\n"
+            "                                          write IN as OUT, in the format OUT's name says (%s)\n"
             "  synth --shape NAME [--dtype T] [--format F] [--seed S] -o PATH\n"
             "                                          write a deterministic model of a named shape\n"
             "  shapes                                  list the synth shapes\n\n"
@@ -56,7 +52,8 @@ static void usage(FILE *f) {
             "  bench model info ../shared/models/stories260K.bin --tokenizer ../shared/models/tok512.bin\n"
             "  bench model convert ../shared/models/stories260K.bin stories260K-q8_0.gguf --dtype q8_0 \\\n"
             "                      --tokenizer ../shared/models/tok512.bin\n"
-            "  bench model synth --shape llama-110m --dtype f16 --format gguf -o results/models/llama-110m-f16.gguf\n");
+            "  bench model synth --shape llama-110m --dtype f16 --format gguf -o results/models/llama-110m-f16.gguf\n",
+            model_writer_names(formats, sizeof formats, ", "));
 }
 
 /* ======================= info ======================= */
@@ -257,29 +254,80 @@ static int model_info(int argc, char **argv) {
     return rc;
 }
 
+/* ======================= the formats bench writes (model_writers) ======================= */
+
+/* The dtype a format holds when it holds one only (llama2c: f32), or -1. */
+static int writer_only_dtype(const model_writer *w) {
+    int only = -1;
+    for (int t = 0; t < BENCH_DTYPE_COUNT; t++)
+        if (model_writer_holds(w, (bench_dtype)t)) {
+            if (only >= 0) return -1;
+            only = t;
+        }
+    return only;
+}
+
+/* The formats' names for which has(row) holds, sep between them. */
+static const char *writer_names_if(char *buf, size_t len, const char *sep, int (*has)(const model_writer *)) {
+    size_t used = 0;
+    if (len) buf[0] = '\0';
+    for (const model_writer *w = model_writers; w->write; w++) {
+        if (!has(w) || used >= len) continue;
+        int n = snprintf(buf + used, used < len ? len - used : 0, "%s%s", used ? sep : "", model_writer_name(w));
+        if (n > 0) used += (size_t)n;
+    }
+    return buf;
+}
+
+static int writer_shards(const model_writer *w) { return w->can_shard; }
+
+/* One entry per format, for convert's and synth's help: the ending that picks it (path is
+ * what the help calls the output), what it writes, the dtypes it holds, where its vocabulary
+ * goes, and (with shard, the help's words for it) whether it shards. The rows with an ending
+ * first; the folder's last ("anything else"). */
+static void writers_help(FILE *f, const char *path, const char *shard) {
+    for (int folder = 0; folder < 2; folder++)
+        for (const model_writer *w = model_writers; w->write; w++) {
+            if ((w->suffix == NULL) != folder) continue;
+            char head[64], dts[160], example[64], beside[96], vocab[128] = "";
+            if (w->suffix) snprintf(head, sizeof head, "%s ending in %s", path, w->suffix);
+            else snprintf(head, sizeof head, "anything else");
+            snprintf(example, sizeof example, "%s%s", path, w->suffix ? w->suffix : "");
+            if (w->vocab_path && !w->vocab_path(example, beside, sizeof beside))
+                snprintf(vocab, sizeof vocab, "; the vocabulary as %s", beside);
+            fprintf(f, "  %-20s  %s: %s\n  %-20s  (%s%s%s)\n", head, model_writer_name(w), w->about, "",
+                    model_writer_dtype_text(w, dts, sizeof dts), vocab, w->can_shard && shard ? shard : "");
+        }
+}
+
 /* ======================= convert ======================= */
 
 static void convert_usage(FILE *f) {
-    char dtypes[64];
+    char dtypes[64], shard[64], only[128] = "";
     synth_dtype_names(dtypes, sizeof dtypes, "|", "|");
+    writer_names_if(shard, sizeof shard, ", ", writer_shards);
+    for (const model_writer *w = model_writers; w->write; w++) {
+        int t = writer_only_dtype(w);
+        size_t used = strlen(only);
+        if (t >= 0)
+            snprintf(only + used, sizeof only - used, "; %s for %s", bench_dtype_name((bench_dtype)t),
+                     w->suffix ? w->suffix : "a folder");
+    }
     fprintf(f,
             "usage: bench model convert IN OUT [--dtype %s] [--tokenizer F] [--shard SIZE]\n\n"
-            "Writes the model IN (any format bench reads) as OUT:\n"
-            "  OUT ending in .gguf   GGUF v3 with the vocabulary as tokenizer.ggml.*\n"
-            "  OUT ending in .bin    a llama2.c checkpoint (f32 only), and its vocabulary beside it as\n"
-            "                        OUT without .bin + .tokenizer.bin (llama2.c's tokenizer.bin format)\n"
-            "  anything else         a safetensors directory: config.json, tokenizer.json, model*.safetensors\n"
-            "                        (f32, f16, bf16)\n"
+            "Writes the model IN (any format bench reads) as OUT, in the format OUT's name says:\n", dtypes);
+    writers_help(f, "OUT", "; --shard splits it");
+    fprintf(f,
             "Files are written under a temporary name and renamed: a failed conversion leaves nothing.\n\n"
-            "  --dtype T      dtype of the 2-D weights (default: as in IN; f32 for .bin). Norms stay f32.\n"
+            "  --dtype T      dtype of the 2-D weights (default: as in IN%s). Norms stay f32.\n"
             "                 q8_0 and q4_0 need rows of whole 32-element blocks; other rows are written as f16,\n"
             "                 as llama.cpp's quantizer does.\n"
             "  --tokenizer F  a llama2.c tokenizer.bin: the vocabulary to write (IN's own otherwise)\n"
-            "  --shard SIZE   safetensors only: split into files of at most SIZE (e.g. 2g, 500m)\n\n"
+            "  --shard SIZE   %s only: split into files of at most SIZE (e.g. 2g, 500m)\n\n"
             "examples:\n"
             "  bench model convert ../shared/models/stories260K.bin stories260K.gguf --tokenizer ../shared/models/tok512.bin\n"
             "  bench model convert stories260K.gguf stories260K-hf --dtype bf16\n"
-            "  bench model convert stories260K-hf stories260K-back.bin\n", dtypes);
+            "  bench model convert stories260K-hf stories260K-back.bin\n", only, shard);
 }
 
 typedef struct convert_ctx {
@@ -421,20 +469,18 @@ static int model_convert(int argc, char **argv) {
         fprintf(stderr, "bench model convert: --shard %s: expected a size such as 2g or 500m\n", shard_s);
         return 2;
     }
-    int is_gguf = has_suffix(out, ".gguf"), is_l2c = has_suffix(out, ".bin"), is_st = !is_gguf && !is_l2c;
-    if (shard_s && !is_st) {
-        fprintf(stderr, "bench model convert: --shard applies to safetensors output only, not %s\n", out);
+    const model_writer *w = model_writer_for_path(out);
+    char why[256];
+    if (shard_s && !w->can_shard) {
+        fprintf(stderr, "bench model convert: --shard applies to %s output only, not %s (%s)\n",
+                writer_names_if(why, sizeof why, ", ", writer_shards), out, model_writer_name(w));
         return 2;
     }
-    if (is_l2c && want >= 0 && want != BENCH_F32) {
-        fprintf(stderr, "bench model convert: %s: llama2.c checkpoints hold f32 only, not %s\n", out, dtype_s);
+    if (want >= 0 && !model_writer_holds(w, (bench_dtype)want)) {
+        fprintf(stderr, "bench model convert: %s: %s\n", out, model_writer_refusal(w, (bench_dtype)want, why, sizeof why));
         return 2;
     }
-    if (is_st && want >= 0 && bench_dtype_is_quant((bench_dtype)want)) {
-        fprintf(stderr, "bench model convert: %s: safetensors holds f32, f16 and bf16, not %s\n", out, dtype_s);
-        return 2;
-    }
-    if (is_l2c && want < 0) want = BENCH_F32;
+    if (want < 0) want = writer_only_dtype(w); /* a format of one dtype: everything in it */
 
     int rc = 1;
     char err[1024], h1[32];
@@ -463,9 +509,9 @@ static int model_convert(int argc, char **argv) {
         } else if (rows == 1 && ot[i].dtype != BENCH_F32)
             ot[i].dtype = BENCH_F32; /* norms are f32 in every format we write */
         ot[i].nbytes = (uint64_t)rows * bench_dtype_row_bytes(ot[i].dtype, cols);
-        if (is_st && bench_dtype_is_quant(ot[i].dtype)) {
-            fprintf(stderr, "bench model convert: %s: tensor %s is %s; safetensors holds f32, f16 and bf16 "
-                            "(pass --dtype f16)\n", in, ot[i].name, bench_dtype_name(ot[i].dtype));
+        if (!model_writer_holds(w, ot[i].dtype)) {
+            fprintf(stderr, "bench model convert: %s: tensor %s: %s (give --dtype, one of them)\n", in, ot[i].name,
+                    model_writer_refusal(w, ot[i].dtype, why, sizeof why));
             goto done;
         }
     }
@@ -494,21 +540,14 @@ static int model_convert(int argc, char **argv) {
     if (m->vocab.normalize)
         fprintf(stderr, "bench model convert: note: %s's tokenizer normalizes text to %s; %s will not (its format has no "
                 "field for it), so its ids can differ on text not in that form\n", in, model_norm_name(m->vocab.normalize), out);
-    if (is_l2c && cfg.rope_theta != 10000.0f)
-        fprintf(stderr, "bench model convert: note: llama2.c checkpoints have no rope theta field; readers assume "
-                        "10000, this model has %g (only the freq_cis tables carry it)\n", cfg.rope_theta);
-    int wrc;
-    if (is_gguf) wrc = gguf_write(out, &src, err, sizeof(err));
-    else if (is_st) wrc = safetensors_write(out, &src, shard, err, sizeof(err));
-    else wrc = llama2c_write(out, &src, err, sizeof(err));
-    if (wrc) {
+    if (w->lost && w->lost(&src, err, sizeof(err))[0]) fprintf(stderr, "bench model convert: note: %s\n", err);
+    if (w->write(out, &src, shard, err, sizeof(err))) {
         fprintf(stderr, "bench model convert: %s\n", err);
         goto done;
     }
     char tokpath[4096] = "";
-    if (is_l2c && m->vocab.n) {
-        if (llama2c_tokenizer_path(out, tokpath, sizeof(tokpath)) ||
-            llama2c_write_tokenizer(tokpath, &m->vocab, err, sizeof(err))) {
+    if (w->vocab_path && m->vocab.n) { /* the vocabulary beside the model */
+        if (w->vocab_path(out, tokpath, sizeof(tokpath)) || w->vocab_write(tokpath, &m->vocab, err, sizeof(err))) {
             fprintf(stderr, "bench model convert: note: the vocabulary was not written: %s\n", err);
             tokpath[0] = '\0';
         }
@@ -516,7 +555,7 @@ static int model_convert(int argc, char **argv) {
     uint64_t bytes = 0;
     for (int i = 0; i < m->n_tensors; i++) bytes += ot[i].nbytes;
     double dt = now_s() - t0;
-    printf("wrote %s: %s, %d tensors, %sB of weights, in %.2f s\n", out, is_gguf ? "gguf" : is_st ? "safetensors" : "llama2c",
+    printf("wrote %s: %s, %d tensors, %sB of weights, in %.2f s\n", out, model_writer_name(w),
            m->n_tensors, human((double)bytes, h1, sizeof(h1)), dt);
     if (tokpath[0]) printf("wrote %s: vocabulary of %d tokens\n", tokpath, m->vocab.n);
     rc = 0;
@@ -534,25 +573,29 @@ done:
 /* ======================= synth ======================= */
 
 static void synth_usage(FILE *f) {
-    char dtypes[64];
+    char dtypes[64], formats[128], rule[160];
     synth_dtype_names(dtypes, sizeof dtypes, "|", "|");
     fprintf(f,
-            "usage: bench model synth --shape NAME [--dtype %s] [--format gguf|safetensors|llama2c]\n"
+            "usage: bench model synth --shape NAME [--dtype %s] [--format %s]\n"
             "                         [--seed S] -o PATH\n\n"
             "Writes a deterministic model of a named shape (bench model shapes lists them), like vLLM's\n"
             "--load-format dummy: the compute and memory behaviour of that shape, with no download.\n"
             "Same shape, dtype, format and seed -> the same bytes. Values are uniform, scaled by fan-in\n"
             "so activations stay finite however long it decodes; norms are 1. It carries a synthetic\n"
             "SentencePiece-style vocabulary (byte fallback, so any text encodes).\n\n"
+            "The format: --format F, or else from PATH (%s):\n", dtypes, model_writer_names(formats, sizeof formats, "|"),
+            model_writer_suffix_rule(rule, sizeof rule));
+    writers_help(f, "PATH", NULL);
+    fprintf(f,
+            "\n"
             "  --dtype T    dtype of the 2-D weights (default f32); norms stay f32. q8_0 and q4_0 rows that\n"
             "               are not whole blocks of 32 are written as f16.\n"
-            "  --format F   default: from PATH (.gguf -> gguf, .bin -> llama2c, else safetensors)\n"
-            "               llama2c also writes PATH without .bin + .tokenizer.bin\n"
+            "  --format F   %s (default: from PATH, above)\n"
             "  --seed S     default 0\n\n"
             "examples:\n"
             "  bench model synth --shape tiny --dtype f32 --format gguf -o tiny.gguf\n"
             "  bench model synth --shape llama-110m --dtype f16 --format safetensors -o llama-110m-f16\n"
-            "  bench model synth --shape tinyllama-1.1b --dtype q8_0 --seed 7 -o tinyllama-q8_0.gguf\n", dtypes);
+            "  bench model synth --shape tinyllama-1.1b --dtype q8_0 --seed 7 -o tinyllama-q8_0.gguf\n", formats);
 }
 
 static int model_synth(int argc, char **argv) {
@@ -593,7 +636,7 @@ static int model_synth(int argc, char **argv) {
         return 2;
     }
     spec.dtype = (bench_dtype)dt;
-    if (!spec.format) spec.format = has_suffix(out, ".gguf") ? "gguf" : has_suffix(out, ".bin") ? "llama2c" : "safetensors";
+    if (!spec.format) spec.format = model_writer_name(model_writer_for_path(out));
     const synth_shape *sh = synth_find_shape(spec.shape);
     char err[1024], h1[32], h2[32];
     double t0 = now_s();
@@ -605,7 +648,8 @@ static int model_synth(int argc, char **argv) {
     /* Reopen: the report states what was written, as any reader sees it. */
     model *m = NULL;
     char tok[4096] = "";
-    if (!strcmp(spec.format, "llama2c")) llama2c_tokenizer_path(out, tok, sizeof(tok));
+    const model_writer *w = model_writer_find(spec.format); /* synth_write took the name */
+    if (w->vocab_path) w->vocab_path(out, tok, sizeof(tok));
     if (model_open(out, tok[0] ? tok : NULL, &m, err, sizeof(err))) {
         fprintf(stderr, "bench model synth: wrote %s, but it does not reopen: %s\n", out, err);
         return 1;

@@ -17,6 +17,7 @@
 #include "engines/core/compute/kernels.h"
 #include "engines/core/runtime/modreg.h"
 #include "engines/core/runtime/sampler.h"
+#include "engines/core/model/model_write.h"
 #include "engines/core/synth/synth.h"
 #include "harness/scenario/jsonval.h"
 #include "harness/scenario/alloc_spec.h"
@@ -177,8 +178,6 @@ static int sc_get_num(sc_ctx *c, const cJSON *obj, const char *key, const char *
 
 /* ---- model ---- */
 
-static const char *const sc_formats[] = {"gguf", "safetensors", "llama2c", NULL};
-
 static int sc_file_exists(const char *p) {
     struct stat st;
     return stat(p, &st) == 0;
@@ -235,7 +234,7 @@ static void sc_parse_model(sc_ctx *c, scenario *s, const cJSON *j) {
             sc_check_keys(c, syn, sp, skeys);
             s->synth = 1;
             s->synth_dtype = strdup("f32");
-            s->synth_format = strdup("gguf");
+            s->synth_format = strdup(model_writer_name(&model_writers[0])); /* the first row is the default */
             long long seed = 1;
             if (!sc_get_string(c, syn, "shape", sp, 1, &s->synth_shape) && !synth_find_shape(s->synth_shape)) {
                 char have[512] = "";
@@ -250,10 +249,15 @@ static void sc_parse_model(sc_ctx *c, scenario *s, const cJSON *j) {
                 synth_dtype_names(dtypes, sizeof dtypes, ", ", ", ");
                 sc_err(c, ".model.synth.dtype", "unknown dtype \"%s\" (have: %s)", s->synth_dtype, dtypes);
             }
-            if (!sc_get_string(c, syn, "format", sp, 0, &s->synth_format) && jv_enum(s->synth_format, sc_formats) < 0)
-                sc_err(c, ".model.synth.format", "unknown format \"%s\" (have: gguf, safetensors, llama2c)", s->synth_format);
-            if (s->synth_format && s->synth_dtype && !strcmp(s->synth_format, "llama2c") && strcmp(s->synth_dtype, "f32"))
-                sc_err(c, ".model.synth", "format llama2c holds f32 only, not %s", s->synth_dtype);
+            char why[256];
+            sc_get_string(c, syn, "format", sp, 0, &s->synth_format);
+            const model_writer *w = s->synth_format ? model_writer_find(s->synth_format) : NULL;
+            if (s->synth_format && !w)
+                sc_err(c, ".model.synth.format", "unknown format \"%s\" (have: %s)", s->synth_format,
+                       model_writer_names(why, sizeof why, ", "));
+            int dt = s->synth_dtype ? bench_dtype_parse(s->synth_dtype) : -1;
+            if (w && dt >= 0 && !model_writer_holds(w, (bench_dtype)dt))
+                sc_err(c, ".model.synth", "%s", model_writer_refusal(w, (bench_dtype)dt, why, sizeof why));
             sc_get_int(c, syn, "seed", sp, 0, 0, INT64_MAX / 2, &seed);
             s->synth_seed = (uint64_t)seed;
         }
@@ -1464,8 +1468,9 @@ int sc_n_selected(const scenario *s) {
 
 int sc_synth_path(const scenario *s, const char *dir, char *buf, size_t len) {
     if (!s->synth) return -1;
-    const char *ext = !strcmp(s->synth_format, "llama2c") ? "bin" : s->synth_format;
-    int n = snprintf(buf, len, "%s/%s-%s-s%llu.%s", dir, s->synth_shape, s->synth_dtype,
+    const model_writer *w = model_writer_find(s->synth_format);
+    const char *ext = w && w->suffix ? w->suffix : ""; /* none: a folder */
+    int n = snprintf(buf, len, "%s/%s-%s-s%llu%s", dir, s->synth_shape, s->synth_dtype,
                      (unsigned long long)s->synth_seed, ext);
     return n < 0 || (size_t)n >= len ? -1 : 0;
 }

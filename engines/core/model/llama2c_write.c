@@ -264,6 +264,15 @@ done:
 
 /* ---- tokenizer.bin ---- */
 
+const char *llama2c_lost(const model_write_src *src, char *buf, size_t len) {
+    if (src->cfg->rope_theta != 10000.0f)
+        snprintf(buf, len, "llama2.c checkpoints have no rope theta field; readers assume 10000, this model has %g "
+                 "(only the freq_cis tables carry it)", src->cfg->rope_theta);
+    else if (len)
+        buf[0] = '\0';
+    return buf;
+}
+
 int llama2c_tokenizer_path(const char *model_path, char *buf, size_t len) {
     size_t n = strlen(model_path);
     if (n >= 4 && strcmp(model_path + n - 4, ".bin") == 0) n -= 4;

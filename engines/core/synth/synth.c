@@ -315,14 +315,12 @@ int synth_write(const synth_spec *spec, const char *path, char *err, size_t errl
         return bench_errf(err, errlen, "%s: dtype %s is read, not written (have: %s)", path, bench_dtype_name(spec->dtype),
                           dtypes);
     const char *fmt = spec->format ? spec->format : "";
-    int is_gguf = !strcmp(fmt, "gguf"), is_st = !strcmp(fmt, "safetensors"), is_l2c = !strcmp(fmt, "llama2c");
-    if (!is_gguf && !is_st && !is_l2c)
-        return bench_errf(err, errlen, "%s: unknown format \"%s\" (have: gguf, safetensors, llama2c)", path, fmt);
-    if (is_l2c && spec->dtype != BENCH_F32)
-        return bench_errf(err, errlen, "%s: format llama2c holds f32 only, not %s", path, bench_dtype_name(spec->dtype));
-    if (is_st && bench_dtype_is_quant(spec->dtype))
-        return bench_errf(err, errlen, "%s: format safetensors holds f32, f16 and bf16, not %s", path,
-                          bench_dtype_name(spec->dtype));
+    const model_writer *w = model_writer_find(fmt);
+    char why[256];
+    if (!w) return bench_errf(err, errlen, "%s: unknown format \"%s\" (have: %s)", path, fmt,
+                              model_writer_names(why, sizeof why, ", "));
+    if (!model_writer_holds(w, spec->dtype))
+        return bench_errf(err, errlen, "%s: %s", path, model_writer_refusal(w, spec->dtype, why, sizeof why));
 
     int rc = -1;
     synth_ctx c = {.seed = spec->seed};
@@ -342,13 +340,11 @@ int synth_write(const synth_spec *spec, const char *path, char *err, size_t errl
     snprintf(name, sizeof(name), "synth-%s-%s-s%llu", sh->name, bench_dtype_name(spec->dtype), (unsigned long long)spec->seed);
     model_write_src src = {.name = name, .cfg = &sh->cfg, .vocab = &vocab, .n_tensors = c.n,
                            .tensors = c.tensors, .fill = synth_fill, .user = &c};
-    if (is_gguf) rc = gguf_write(path, &src, err, errlen);
-    else if (is_st) rc = safetensors_write(path, &src, 0, err, errlen);
-    else {
-        rc = llama2c_write(path, &src, err, errlen);
+    rc = w->write(path, &src, 0, err, errlen);
+    if (!rc && w->vocab_path) { /* the vocabulary beside the model */
         char tok[4096];
-        if (!rc && llama2c_tokenizer_path(path, tok, sizeof(tok))) rc = bench_errf(err, errlen, "%s: path too long", path);
-        else if (!rc) rc = llama2c_write_tokenizer(tok, &vocab, err, errlen);
+        if (w->vocab_path(path, tok, sizeof(tok))) rc = bench_errf(err, errlen, "%s: path too long", path);
+        else rc = w->vocab_write(tok, &vocab, err, errlen);
     }
 out:
     tp_destroy(c.pool);

@@ -25,12 +25,13 @@ void synth_dtype_names(char *buf, size_t len, const char *sep, const char *last)
 typedef struct synth_spec {
     const char *shape;          /* a synth_shapes name */
     bench_dtype dtype;          /* of the 2-D weights; norms stay f32 */
-    const char *format;         /* "gguf", "safetensors" or "llama2c" (f32 only) */
+    const char *format;         /* a model_writers name (model_write.h) */
     uint64_t seed;
 } synth_spec;
 
-/* Writes the model to path (a file, or a directory for safetensors). Format
- * llama2c also writes its vocabulary beside it, at llama2c_tokenizer_path(path).
+/* Writes the model to path (a file, or a folder) in the format named, refused when the format
+ * does not hold the dtype. A format that keeps its vocabulary beside the model (a row with
+ * vocab_path: llama2c) also writes it there.
  * q8_0 and q4_0 tensors whose rows are not a whole number of 32-element blocks
  * are written as f16 (as llama.cpp's quantizer falls back). */
 int synth_write(const synth_spec *spec, const char *path, char *err, size_t errlen);
