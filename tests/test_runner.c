@@ -499,6 +499,42 @@ static void test_multiprocess_pss(void **state) {
     cJSON_Delete(doc);
 }
 
+/* A synth model in a format that keeps its vocabulary beside it (llama2c): the file is
+ * written under a temporary name and renamed, and its vocabulary follows it, so that a
+ * prompt given as text is tokenized by it; no temporary file is left. */
+static void test_synth_llama2c_keeps_vocabulary(void **state) {
+    TU_NEED(*state);
+    fx *f = *state;
+    char cache[700], sc[760], out[760], log[760], vocab[800];
+    snprintf(cache, sizeof(cache), "%s/cache_l2c", f->tmp);
+    snprintf(sc, sizeof(sc), "%s/l2c.json", f->tmp);
+    snprintf(out, sizeof(out), "%s/out_l2c", f->tmp);
+    snprintf(log, sizeof(log), "%s/l2c.log", f->tmp);
+    FILE *o = fopen(sc, "w");
+    assert_non_null(o);
+    fprintf(o, "{\"name\": \"l2c\", \"model\": {\"synth\": {\"shape\": \"tiny\", \"format\": \"llama2c\"}}, "
+               "\"cache\": \"warm\", \"repetitions\": 1, \"warmup\": 0, \"workload\": {\"prompt\": \"Once upon a time\", \"generate\": 4}}");
+    fclose(o);
+    setenv("BENCH_MODEL_CACHE", cache, 1);
+    int rc = tu_bench("/dev/null", "run '%s' --out '%s' 2>'%s'", sc, out, log);
+    unsetenv("BENCH_MODEL_CACHE");
+    if (rc) tu_dump_file(log);
+    assert_int_equal(rc, 0);
+    struct stat st;
+    snprintf(vocab, sizeof(vocab), "%s/tiny-f32-s1.tokenizer.bin", cache);
+    assert_int_equal(stat(vocab, &st), 0);
+    char *names = NULL;
+    size_t len = 0;
+    FILE *l = open_memstream(&names, &len);
+    DIR *d = opendir(cache);
+    assert_non_null(d);
+    for (struct dirent *e; (e = readdir(d));) fprintf(l, "%s\n", e->d_name);
+    closedir(d);
+    fclose(l);
+    if (strstr(names, ".tmp")) fail_msg("a temporary file is left in %s:\n%s", cache, names);
+    free(names);
+}
+
 /* Another bench on the same model file (two runs at once spoil each other's page-cache
  * states): a live process named bench with a mark in the model cache's in-use folder is
  * named on stderr; a stale mark (its process gone) is removed and says nothing; the run's
@@ -581,6 +617,7 @@ int main(void) {
         cmocka_unit_test(test_multiprocess_pss),
         cmocka_unit_test(test_kv_timeline_steps),
         cmocka_unit_test(test_bandwidth_outside_workload),
+        cmocka_unit_test(test_synth_llama2c_keeps_vocabulary),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

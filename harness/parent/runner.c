@@ -19,6 +19,7 @@
 #include "engines/abi/dtype.h"
 #include "engines/abi/module.h"
 #include "engines/core/model/model.h"
+#include "engines/core/model/model_write.h"
 #include "engines/core/synth/synth.h"
 #include "harness/scenario/kind.h"
 #include "harness/scenario/confine.h"
@@ -72,6 +73,18 @@ static int rn_pin(const char *path, char **resolved, unsigned long long *dev, un
 
 static void rn_mark_use(const scenario *s, const char *cache_dir, rn_model_files *mf);
 
+/* The vocabulary a format writes beside the model (model_writer.vocab_path) follows the model
+ * from its temporary name to its own: written beside tmp, it is renamed to sit beside path. */
+static int rn_rename_vocab(const char *format, const char *tmp, const char *path, char *err, size_t errlen) {
+    const model_writer *w = model_writer_find(format);
+    char from[PATH_MAX], to[PATH_MAX];
+    if (!w || !w->vocab_path) return 0;
+    if (w->vocab_path(tmp, from, sizeof(from)) || w->vocab_path(path, to, sizeof(to)))
+        return bench_errf(err, errlen, "%s: the vocabulary's path is too long", path);
+    if (rename(from, to) && errno != ENOENT) return bench_errf(err, errlen, "%s: rename: %s", to, strerror(errno));
+    return 0;
+}
+
 int rn_prepare_model(scenario *s, const char *cache_dir, rn_model_files *mf, char *err, size_t errlen) {
     memset(mf, 0, sizeof(*mf));
     if (s->synth && !s->model_path) {
@@ -89,10 +102,17 @@ int rn_prepare_model(scenario *s, const char *cache_dir, rn_model_files *mf, cha
             fprintf(stderr, "bench run: generating synth model %s (once; cached)\n", path);
             char e[512];
             if (synth_write(&sp, tmp, e, sizeof(e))) return bench_errf(err, errlen, "synth model: %s", e);
+            if (rn_rename_vocab(s->synth_format, tmp, path, err, errlen)) return -1;
             if (rename(tmp, path)) return bench_errf(err, errlen, "%s: rename: %s", path, strerror(errno));
         }
         s->model_path = strdup(path);
         if (!s->model_path) return bench_errf(err, errlen, "out of memory");
+        /* a format that keeps its vocabulary beside the model (llama2c): that file is the tokenizer */
+        const model_writer *w = model_writer_find(s->synth_format);
+        char vocab[PATH_MAX];
+        if (!s->tokenizer_path && w && w->vocab_path && !w->vocab_path(path, vocab, sizeof(vocab)) && !stat(vocab, &st) &&
+            !(s->tokenizer_path = strdup(vocab)))
+            return bench_errf(err, errlen, "out of memory");
     }
     if (rn_pin(s->model_path, &s->model_resolved, &s->model_dev, &s->model_ino, err, errlen) ||
         (s->tokenizer_path && rn_pin(s->tokenizer_path, &s->tokenizer_resolved, &s->tokenizer_dev, &s->tokenizer_ino, err, errlen)))
