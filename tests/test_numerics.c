@@ -91,6 +91,33 @@ static void test_int8_families_pass(void **state) {
     if (!ran) skip();   /* no int8 family runs on this CPU */
 }
 
+/* The bf16 family rounds x to bf16 for bf16 weights in prefill, as llama.cpp's CPU path does:
+ * on k256 written in bf16 (bench model convert of the f32 file), its logits against the exact
+ * family's are within llama.cpp's own error, and it rounds (not the exact result again). */
+static void test_bf16_family_passes(void **state) {
+    (void)state;
+    const char *fam = rounding_family(BENCH_BF16);
+    if (!k256_dir[0] || !fam) skip();
+    char dir[512], model[700], err[1024];
+    assert_non_null(tu_tmpdir(dir, sizeof(dir)));
+    snprintf(model, sizeof(model), "%s/k256-bf16.gguf", dir);
+    if (tu_bench("/dev/null", "model convert '%s/k256-f32.gguf' '%s' --dtype bf16 2>/dev/null", k256_dir, model)) fail_msg("convert failed");
+    engine_spec s = {.model_path = model, .threads = 2, .module_dir = tu_module_dir(), .kernels = "auto", .numerics = ENGINE_NUMERICS_EXACT};
+    engine *e = NULL;
+    if (engine_create(&s, &e, err, sizeof(err))) fail_msg("engine_create(%s): %s", model, err);
+    char exact[32];
+    snprintf(exact, sizeof(exact), "%s", kn_auto_family(BENCH_BF16, 1));
+    acc_figures f;
+    if (engine_numerics_check(e, BENCH_BF16, 1, fam, exact, &f, err, sizeof(err))) fail_msg("%s", err);
+    printf("[ INFO     ] k256-bf16 prefill: %s against %s over %d positions: KL mean %.3g max %.3g, top-1 %.1f%%, relative RMS %.3g%%\n",
+           fam, exact, f.n_pos, f.kl_mean, f.kl_max, 100 * f.top1, 100 * f.err_rel);
+    assert_true(f.err_rel > 0 && f.kl_mean > 0);
+    assert_true(acc_production_ok(&f));
+    assert_string_equal(kn_auto_family(BENCH_BF16, 1), exact);
+    engine_destroy(e);
+    tu_rmtree(dir);
+}
+
 /* ---- a doctored family: the int8 kernel with noise on its Q8_0 outputs ---- */
 
 static kn_mm_fn noisy_base;
@@ -337,6 +364,7 @@ int main(void) {
         snprintf(k256_dir, sizeof(k256_dir), "%.*s", (int)(strrchr(p, '/') - p), p);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_int8_families_pass),
+        cmocka_unit_test(test_bf16_family_passes),
         cmocka_unit_test(test_doctored_family_refused),
         cmocka_unit_test(test_exact_is_zero_and_pinned),
         cmocka_unit_test(test_tuner_settle_and_cache),

@@ -34,7 +34,8 @@ static void dev_figure(void *user, const char *name, const char *unit, double v)
 /* --numerics' help, the same in bench generate and bench serve */
 #define NUMERICS_HELP \
     "  --numerics N     what kernels auto may run: production (default: also a family that rounds x to\n" \
-    "                   int8 for Q8_0/Q4_0 weights, where it is faster and its logits on this model are\n" \
+    "                   int8 for Q8_0/Q4_0 weights or to bf16 for bf16 prefill, as llama.cpp does, where\n" \
+    "                   it is faster and its logits on this model are\n" \
     "                   within llama.cpp's own error, checked when auto measures) or exact (the exact\n" \
     "                   families only); docs/accuracy.md \"Production numerics\"\n"
 

@@ -898,7 +898,7 @@ static sc_axis_def sc_axes[SC_AX_MAX] = {
     /* written only when exact: the specs of the default variants stay as they were */
     [SC_AX_NUMERICS] = {.key = "numerics", .type = SC_AXT_ENUM, .flags = SC_AXF_TOP | SC_AXF_SHOW_NOT_DEF, .def = "production",
                         .choices = sc_numerics_names,
-                        .expect = "\"production\" (auto may round x to int8 where llama.cpp's accuracy holds, the default) or "
+                        .expect = "\"production\" (auto may round x, to int8 or bf16 as llama.cpp does, where llama.cpp's accuracy holds, the default) or "
                                   "\"exact\" (the exact kernels only)",
                         .spec = {SC_SPEC("numerics", WS_INT, numerics, 0, WS_IF_SET)}},
 };

@@ -297,9 +297,12 @@ static int kn_takes_xq(const kn_ops *ops, bench_dtype dt) { return (ops->xq_dts 
 
 int kn_x_int8(bench_dtype dt) { return kn_takes_xq(kn_ops_now(), dt); }
 
-/* Whether f rounds x for dt's weights: an int8 table that quantises x for them. For the other
- * dtypes it computes as its exact sibling does. */
-static int kn_rounds(const kn_family *f, bench_dtype dt) { return f->ops->q8_int8 && kn_takes_xq(f->ops, dt); }
+/* Whether f rounds x for dt's weights: an int8 table that quantises x for them, or a bf16 one
+ * that rounds x to bf16 for bf16 weights (in prefill; its decode is exact), as llama.cpp's CPU
+ * path does for each. For the other dtypes it computes as its exact sibling does. */
+static int kn_rounds(const kn_family *f, bench_dtype dt) {
+    return (f->ops->q8_int8 && kn_takes_xq(f->ops, dt)) || (f->ops->bf16_dot && dt == BENCH_BF16);
+}
 
 int kn_isa_rounds(const char *isa, bench_dtype dt) {
     const kn_family *f = isa && strcmp(isa, "auto") && (unsigned)dt < BENCH_DTYPE_COUNT ? kn_find(isa) : NULL;

@@ -48,7 +48,8 @@ const char *kn_auto_family(bench_dtype dt, int prefill);   /* what auto runs for
 /* Production numerics (engine.h engine_numerics): kn_set_tuned that also takes a family that
  * rounds x for dt (kn_isa_rounds), which the caller has checked on the model in hand. */
 int kn_set_tuned_rounding(bench_dtype dt, int prefill, const char *family);
-/* 1: family isa rounds x to int8 for dt's weights (vnni, avx2-int8 on Q8_0, Q4_0, ...). */
+/* 1: family isa rounds x for dt's weights: to int8 (vnni, avx2-int8 on Q8_0, Q4_0, ...) or to
+ * bf16 (avx512-bf16 on bf16, in prefill). */
 int kn_isa_rounds(const char *isa, bench_dtype dt);
 /* Every choice of auto that rounds x is undone: at each engine's start, since the choices are
  * process-wide and a check that accepted one held for an earlier engine's model only. */

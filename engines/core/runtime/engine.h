@@ -21,8 +21,8 @@ typedef enum { ENGINE_REPACK_AUTO = 0, ENGINE_REPACK_OFF = 1 } engine_repack;
 
 /* What kernels "auto" may run (engine_spec.numerics, `--numerics`, the scenario's "numerics";
  * docs/accuracy.md "Production numerics"). PRODUCTION (0, what a zeroed spec gets): where the
- * tuner measures (kernels_tune.h), a family that rounds x to int8 for an integer weight type
- * (vnni, avx2-int8) may run that type when it is faster and its logits on the model in hand,
+ * tuner measures (kernels_tune.h), a family that rounds x for a weight type, to int8 for an
+ * integer type (vnni, avx2-int8) or to bf16 for bf16 prefill (avx512-bf16), may run that type when it is faster and its logits on the model in hand,
  * over a short teacher-forced pass, are within llama.cpp's own error on that type
  * (engine_numerics_check). EXACT: only the exact families, as before issue 37. A family named
  * with `kernels` runs as named either way. */
