@@ -182,16 +182,8 @@ static void test_exact_is_zero_and_pinned(void **state) {
 }
 
 
-/* kt_settle and the cache file's version 3 column, without timing anything. */
-static void test_tuner_settle_and_cache(void **state) {
-    (void)state;
-    char dir[512], path[600], err[256];
-    assert_non_null(tu_tmpdir(dir, sizeof(dir)));
-    snprintf(path, sizeof(path), "%s/kernels-auto.tsv", dir);
-    kt_table *t = calloc(1, sizeof(*t)), *back = calloc(1, sizeof(*back));
-    assert_non_null(t);
-    assert_non_null(back);
-    snprintf(t->key, sizeof(t->key), "cpu=test;numerics=production;model=0123456789abcdef");
+/* Q8_0 decode and prefill, each with vnni faster than avx512 and waiting for its check. */
+static void two_pending_entries(kt_table *t) {
     t->production = 1;
     t->n = 2;
     for (int i = 0; i < 2; i++) {
@@ -206,6 +198,19 @@ static void test_tuner_settle_and_cache(void **state) {
         snprintf(e->acc_family, 16, "vnni");
         snprintf(e->chosen, 16, "vnni");
     }
+}
+
+/* kt_settle and the cache file's version 3 column, without timing anything. */
+static void test_tuner_settle_and_cache(void **state) {
+    (void)state;
+    char dir[512], path[600], err[256];
+    assert_non_null(tu_tmpdir(dir, sizeof(dir)));
+    snprintf(path, sizeof(path), "%s/kernels-auto.tsv", dir);
+    kt_table *t = calloc(1, sizeof(*t)), *back = calloc(1, sizeof(*back));
+    assert_non_null(t);
+    assert_non_null(back);
+    snprintf(t->key, sizeof(t->key), "cpu=test;numerics=production;model=0123456789abcdef");
+    two_pending_entries(t);
     kt_settle(&t->e[0], 1, 4.8e-4, 1.1e-3, 0.011, 0.984);     /* decode: accepted */
     kt_settle(&t->e[1], 0, 0.33, 0.9, 0.21, 0.625);           /* prefill: refused */
     assert_string_equal(t->e[0].chosen, "vnni");
@@ -249,20 +254,7 @@ static void test_list_shows_production(void **state) {
     engine_numerics_model_id("/models/my;odd=model.gguf", id, sizeof(id));
     assert_non_null(strstr(id, ";file=my_odd_model.gguf"));
     kt_production_key(base, id, t->key, sizeof(t->key));
-    t->production = 1;
-    t->n = 2;
-    for (int i = 0; i < 2; i++) {
-        kt_entry *e = &t->e[i];
-        *e = (kt_entry){.dt = BENCH_Q8_0, .prefill = i, .n_families = 2, .bytes = 1e6, .rows = 64, .cols = 256, .when = 1,
-                        .load1 = 0.5, .others = 0.01, .acc = KT_ACC_PENDING};
-        snprintf(e->family[0], 16, "avx512");
-        snprintf(e->family[1], 16, "vnni");
-        e->rate[0] = 10;
-        e->rate[1] = 15;
-        snprintf(e->exact, 16, "avx512");
-        snprintf(e->acc_family, 16, "vnni");
-        snprintf(e->chosen, 16, "vnni");
-    }
+    two_pending_entries(t);
     kt_settle(&t->e[0], 1, 4.8e-4, 1.1e-3, 0.011, 0.984);
     kt_settle(&t->e[1], 0, 0.33, 0.9, 0.21, 0.625);
     if (kt_cache_store(path, t, err, sizeof(err))) fail_msg("%s", err);

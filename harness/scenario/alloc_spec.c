@@ -70,15 +70,11 @@ static int aw_int(aw_ctx *c, const cJSON *obj, const char *key, const char *path
     if (!j) return 0;
     char p[256];
     snprintf(p, sizeof(p), "%s.%s", path, key);
-    if (!cJSON_IsNumber(j) || j->valuedouble != floor(j->valuedouble)) {
-        aw_err(c, p, "expected an integer, got %s", cJSON_IsNumber(j) ? "a fraction" : jv_type(j));
+    char msg[160];
+    if (jv_int(j, lo, hi, out, msg, sizeof(msg))) {
+        aw_err(c, p, "%s", msg);
         return -1;
     }
-    if (j->valuedouble < (double)lo || j->valuedouble > (double)hi) {
-        aw_err(c, p, "%.17g is out of range: expected %lld .. %lld", j->valuedouble, lo, hi);
-        return -1;
-    }
-    *out = (long long)j->valuedouble;
     return 1;
 }
 

@@ -2,6 +2,8 @@
 #include "harness/scenario/jsonval.h"
 
 #include <cJSON.h>
+#include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 const char *jv_type(const cJSON *j) {
@@ -28,4 +30,17 @@ void jv_join(char *buf, size_t len, const char *const *names) {
         if (i) strncat(buf, ", ", len - strlen(buf) - 1);
         strncat(buf, names[i], len - strlen(buf) - 1);
     }
+}
+
+int jv_int(const cJSON *j, long long lo, long long hi, long long *out, char *msg, size_t len) {
+    if (!cJSON_IsNumber(j) || j->valuedouble != floor(j->valuedouble) || !isfinite(j->valuedouble)) {
+        snprintf(msg, len, "expected an integer, got %s", cJSON_IsNumber(j) ? "a fraction" : jv_type(j));
+        return -1;
+    }
+    if (j->valuedouble < (double)lo || j->valuedouble > (double)hi) {
+        snprintf(msg, len, "%.17g is out of range: expected %lld .. %lld", j->valuedouble, lo, hi);
+        return -1;
+    }
+    *out = (long long)j->valuedouble;
+    return 0;
 }

@@ -17,4 +17,8 @@ int jv_enum(const char *s, const char *const *names);
 /* names (NULL-terminated) as "a, b, c" into buf, cut to len. */
 void jv_join(char *buf, size_t len, const char *const *names);
 
+/* j as a whole number in [lo, hi] into *out: 0, or -1 with what was wrong in msg ("expected an
+ * integer, got a fraction", "5 is out of range: expected 1 .. 4"), for the caller's error sink. */
+int jv_int(const cJSON *j, long long lo, long long hi, long long *out, char *msg, size_t len);
+
 #endif

@@ -124,15 +124,11 @@ static int sc_get_string(sc_ctx *c, const cJSON *obj, const char *key, const cha
 
 /* An integer in [lo, hi]; *out keeps its default when the key is absent. */
 static int sc_int_value(sc_ctx *c, const cJSON *j, const char *p, long long lo, long long hi, long long *out) {
-    if (!cJSON_IsNumber(j) || j->valuedouble != floor(j->valuedouble) || !isfinite(j->valuedouble)) {
-        sc_err(c, p, "expected an integer, got %s", cJSON_IsNumber(j) ? "a fraction" : jv_type(j));
+    char msg[160];
+    if (jv_int(j, lo, hi, out, msg, sizeof(msg))) {
+        sc_err(c, p, "%s", msg);
         return -1;
     }
-    if (j->valuedouble < (double)lo || j->valuedouble > (double)hi) {
-        sc_err(c, p, "%.17g is out of range: expected %lld .. %lld", j->valuedouble, lo, hi);
-        return -1;
-    }
-    *out = (long long)j->valuedouble;
     return 0;
 }
 
