@@ -261,6 +261,24 @@ static void test_avx2_loaders_are_the_scalar_bits(void **state) {
         memcpy(&e[i], &bits, sizeof(float));
     }
     assert_memory_equal(c, e, sizeof(c));
+    /* the F16C store against bench_f32_to_f16: every 2^-13 step over the half range's
+     * exponents (halfway cases included), subnormals, overflow to inf, inf, signs */
+    enum { NS = 1 << 16 };
+    float *x = malloc(NS * sizeof(float));
+    uint16_t *hv = malloc(NS * sizeof(uint16_t)), *hs = malloc(NS * sizeof(uint16_t));
+    assert_true(x && hv && hs);
+    for (uint32_t i = 0; i < NS; i++) {
+        uint32_t bits = (i & 1 ? 0x80000000u : 0) | (0x33000000u + (i >> 1) * 0x1000u);  /* 2^-25 .. past 65520 */
+        if (i == NS - 1) bits = 0x7f800000u;
+        memcpy(&x[i], &bits, sizeof(float));
+    }
+    kvq_store_f16_f16c(x, hv, NS - 3);  /* a tail that is not a multiple of 8 */
+    for (uint32_t i = 0; i < NS - 3; i++) hs[i] = bench_f32_to_f16(x[i]);
+    for (uint32_t i = 0; i < NS - 3; i++)
+        if (hv[i] != hs[i]) fail_msg("f32 %a (0x%08x): F16C 0x%04x, scalar 0x%04x", (double)x[i], (unsigned)(0x33000000u + (i >> 1) * 0x1000u), hv[i], hs[i]);
+    free(x);
+    free(hv);
+    free(hs);
 #else
     fprintf(stderr, "skip: not x86-64\n");
     skip();

@@ -99,6 +99,15 @@ static void kvq_load_q4_0_avx2(const bench_block_q4_0 *b, float *dst, size_t n_b
     }
 }
 
+/* F16C's conversion rounds to nearest even, as bench_f32_to_f16 does, subnormals included */
+__attribute__((target("avx2,f16c"), unused))
+static void kvq_store_f16_f16c(const float *src, uint16_t *h, size_t n) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(void *)(h + i), _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < n; i++) h[i] = bench_f32_to_f16(src[i]);
+}
+
 __attribute__((target("avx2"), unused))
 static void kvq_load_bf16_avx2(const uint16_t *h, float *dst, size_t n) {
     size_t i = 0;
@@ -136,6 +145,12 @@ static inline void kvq_load_f32(const void *src, float *dst, size_t n) { memcpy(
 
 static inline void kvq_store_f16(const float *src, void *dst, size_t n) {
     uint16_t *h = dst;
+#if defined(__x86_64__)
+    if (kvq_avx2()) {
+        kvq_store_f16_f16c(src, h, n);
+        return;
+    }
+#endif
     for (size_t i = 0; i < n; i++) h[i] = bench_f32_to_f16(src[i]);
 }
 static inline void kvq_load_f16_row(const void *src, float *dst, size_t n) { kvq_load_f16(src, dst, n); }
