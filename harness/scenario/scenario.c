@@ -738,9 +738,10 @@ static int sc_check_device(sc_ctx *c, sc_choice *ch, const char *p) {
     }
     const bench_module *m;
     char err[768];
-    if (modreg_cache_load(c->s->mods, c->module_dir, NULL, "device", ch->name, &m, err, sizeof(err))) {
+    int rc = modreg_cache_load(c->s->mods, c->module_dir, NULL, "device", ch->name, &m, err, sizeof(err));
+    if (rc) {
         /* the module is there but refused (its interface version, a broken file): say why */
-        if (strncmp(err, "unknown ", 8)) {
+        if (rc != -BENCH_ERR_NOTFOUND) {
             sc_err(c, p, "%s", err);
             return -1;
         }
