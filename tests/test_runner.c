@@ -314,6 +314,35 @@ static void test_cold_and_warm_runs(void **state) {
     cJSON_Delete(doc);
 }
 
+/* The workers start without address-space randomization (rn_opts.keep_aslr 0): where the
+ * libraries land moves the file-backed pages that fault-around maps, which made two runs of
+ * one build differ by up to half a MiB of RSS at the worker's first sample. Two runs: the
+ * same file-backed RSS at start, to the KiB, and the environment says so. */
+static void test_workers_start_alike(void **state) {
+    TU_NEED(*state);
+    fx *f = *state;
+    const char *sc = scenario_file(f, "alike", "\"workload\": {\"prompt_tokens\": 4, \"generate\": 4}, \"repetitions\": 1,"
+                                   " \"warmup\": 0, \"cache\": \"warm\", \"threads\": 1,"
+                                   " \"matrix\": {\"fixed\": {\"loader\": \"mmap\", \"kv\": \"dynamic\"}}");
+    double file_kib[2];
+    for (int k = 0; k < 2; k++) {
+        char out[700];
+        snprintf(out, sizeof(out), "%s/out_alike%d", f->tmp, k);
+        assert_int_equal(tu_bench("/dev/null", "run '%s' --out '%s' 2>/dev/null", sc, out), 0);
+        cJSON *doc = load_results(out);
+        assert_non_null(doc);
+        const cJSON *env = cJSON_GetObjectItemCaseSensitive(doc, "environment");
+        assert_true(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(env, "worker_aslr")));
+        const cJSON *run = cJSON_GetObjectItemCaseSensitive(doc, "runs")->child;
+        const cJSON *proc = cJSON_GetObjectItemCaseSensitive(run, "processes")->child;
+        const cJSON *start = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(proc, "phases"), "start");
+        file_kib[k] = num_at(cJSON_GetObjectItemCaseSensitive(start, "status_kib"), "rss_file");
+        assert_true(file_kib[k] > 0);
+        cJSON_Delete(doc);
+    }
+    if (file_kib[0] != file_kib[1]) fail_msg("the workers' file-backed RSS at start: %.0f KiB, then %.0f KiB", file_kib[0], file_kib[1]);
+}
+
 /* ---- the schema, on a full run ---- */
 
 static void test_results_validate_against_schema(void **state) {
@@ -617,6 +646,7 @@ int main(void) {
         cmocka_unit_test(test_multiprocess_pss),
         cmocka_unit_test(test_kv_timeline_steps),
         cmocka_unit_test(test_bandwidth_outside_workload),
+        cmocka_unit_test(test_workers_start_alike),
         cmocka_unit_test(test_synth_llama2c_keeps_vocabulary),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

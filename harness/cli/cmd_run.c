@@ -52,6 +52,9 @@ static void run_usage(FILE *f) {
             "                   the loader and kv names then mean the modules built for D\n"
             "  --json           print the summary as JSON on stdout instead of the table\n"
             "  --fail-fast      stop at the first failed repetition\n"
+            "  --aslr           run the workers with address-space randomization as the system has it; by\n"
+            "                   default it is off for them, since where the libraries land moves the\n"
+            "                   file-backed RSS by up to half a MiB from run to run (environment.worker_aslr)\n"
             "  --shard i/N      run shard i (0-based) of N: its part of the variants x repetitions that\n"
             "                   `bench plan --shards N` shows, with its own warm-ups; results.json records\n"
             "                   the shard and this machine; `bench merge` joins the shards (docs/cluster.md)\n"
@@ -148,7 +151,7 @@ static int run_keep(void *user, int variant, int rep) {
 
 typedef struct run_args {
     const char *file, *out, *only, *device, *shard_arg;
-    int repeat, quick, json, fail_fast, force, allow_launch;
+    int repeat, quick, json, fail_fast, force, allow_launch, aslr;
 } run_args;
 
 /* The command line into a: -1 to go on, or the exit status to return now (0 for --help). */
@@ -178,11 +181,12 @@ static int run_parse(int argc, char **argv, run_args *a) {
         else if (!strcmp(arg, "--fail-fast")) a->fail_fast = 1;
         else if (!strcmp(arg, "--force")) a->force = 1;
         else if (!strcmp(arg, "--allow-launch")) a->allow_launch = 1;
+        else if (!strcmp(arg, "--aslr")) a->aslr = 1;
         else if (arg[0] != '-' && !a->file) a->file = arg;
         else {
             static const char *const known[] = {"--out", "--only", "--repeat", "--quick", "--device", "--json",
                                                 "--fail-fast", "--force", "--shard", "--allow-read", "--allow-launch",
-                                                "--help", NULL};
+                                                "--aslr", "--help", NULL};
             return cli_bad_arg(stderr, "run", arg, known);
         }
     }
@@ -368,6 +372,7 @@ int cmd_run(int argc, char **argv) {
     }
     exe[n] = 0;
     env = rs_environment();
+    if (env) cJSON_AddBoolToObject(env, "worker_aslr", a.aslr);
 
     snprintf(ctx.model.dir, sizeof(ctx.model.dir), "%s", dir);
     snprintf(ctx.model.file, sizeof(ctx.model.file), "%s/results.json", dir);
@@ -376,7 +381,7 @@ int cmd_run(int argc, char **argv) {
     ctx.in = (rs_input){.s = s, .mf = &mf, .res = &res, .status = "running", .dir = dir, .only = a.only,
                         .repeat_override = a.repeat, .quick = a.quick, .env = env, .shard = shard_json,
                         .model = &ctx.model};
-    rn_opts o = {.worker_exe = exe, .out_dir = dir, .fail_fast = a.fail_fast, .interrupted = &run_interrupted,
+    rn_opts o = {.worker_exe = exe, .out_dir = dir, .fail_fast = a.fail_fast, .keep_aslr = a.aslr, .interrupted = &run_interrupted,
                  .on_run = run_progress, .user = &ctx, .keep = a.shard_arg ? run_keep : NULL, .keep_user = &sh};
     if (a.shard_arg)
         fprintf(stderr, "bench run: shard %d of %d: %d of the plan's %d cells\n", sh.index, n_shards,

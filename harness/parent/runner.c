@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -215,6 +216,9 @@ static int rn_spawn(const scenario *s, const rn_opts *o, rn_proc *p, const char 
         if (read(go[0], &b, 1) != 1) _exit(127);
         char *argv[] = {(char *)"bench", (char *)"worker", (char *)"--spec", (char *)spec_path,
                         (char *)"--events", (char *)"3", (char *)"--ack", (char *)"4", NULL};
+        /* where refused (a seccomp policy), the worker runs randomized: its figures are still its own */
+        int pers = o->keep_aslr ? -1 : personality(0xffffffff);
+        if (pers != -1) personality((unsigned long)pers | ADDR_NO_RANDOMIZE);
         execv(o->worker_exe, argv);
         dprintf(2, "bench run: cannot exec %s: %s\n", o->worker_exe, strerror(errno));
         _exit(127);

@@ -209,6 +209,10 @@ typedef struct rn_opts {
     const char *worker_exe;         /* the `bench` binary to exec */
     const char *out_dir;            /* run directory: specs/ and logs/ go there */
     int fail_fast;
+    /* 1: the workers' address space randomized as the system does; 0 (bench run's default):
+     * not (ADDR_NO_RANDOMIZE), since where the libraries land moves the file-backed RSS that
+     * fault-around maps by up to half a MiB from run to run, a change no variant made */
+    int keep_aslr;
     volatile sig_atomic_t *interrupted;     /* set by a SIGINT handler; NULL: none */
     /* called after every repetition (may be NULL): progress lines, incremental results */
     void (*on_run)(void *user, const rn_run *run, int done, int total);
