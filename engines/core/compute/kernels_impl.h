@@ -108,15 +108,7 @@ typedef double (*kn_peak_fn)(long iters, float *sink);
 typedef void (*kn_triad_fn)(float *restrict a, const float *restrict b, const float *restrict c,
                             float s, size_t n);
 
-/* Scratch that outlives a call, one set per thread, grown and never shrunk, freed when the
- * thread ends: prefill's quantised x (KN_SCRATCH_XQ, the calling thread's) and the GEMMs'
- * panels (KN_SCRATCH_GEMM, each task thread's). Allocated and freed per call, they made the
- * first pass of a process touch fresh pages in every call, which this guest makes slow (the
- * int8 families' first prefill ran a third under their warm one), while later passes reused
- * what glibc had kept. 64-byte aligned; NULL when out of memory. A slot holds one use at a
- * time: no caller keeps it across a call that uses the same slot on the same thread. */
-enum { KN_SCRATCH_XQ, KN_SCRATCH_GEMM, KN_SCRATCH_N };
-void *kn_scratch(int slot, size_t need);
+#include "scratch.h"   /* kn_scratch: prefill's buffers, kept per thread */
 
 /* An ISA file's entry points; kernels.c's family table (kn_family) names them. */
 typedef struct kn_ops {
