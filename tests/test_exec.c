@@ -284,13 +284,7 @@ static void test_instructions_identical_twice(void **state) {
         doc[k] = hjs_load(p);
         assert_non_null(doc[k]);
     }
-    cJSON *schema = hjs_load("docs/results-schema.json");
-    assert_non_null(schema);
-    char err[2048];
-    int bad = hjs_validate(schema, doc[0], err, sizeof(err));
-    if (bad) fprintf(stderr, "schema violations:\n%s", err);
-    assert_int_equal(bad, 0);
-    cJSON_Delete(schema);
+    assert_int_equal(hjs_results_violations(doc[0]), 0);
 
     static const char *names[] = {"instructions_load", "instructions_prefill", "instructions_decode", "instructions_total"};
     const cJSON *s0 = get(doc[0], "summary"), *s1 = get(doc[1], "summary");

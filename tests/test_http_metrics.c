@@ -80,14 +80,12 @@ static cJSON *run_metrics(fx *f, const char *name, const char *block, char *out,
     int rc = tu_bench(NULL, "run '%s' --out '%s' --allow-read '%s' --allow-launch >'%s.stdout' 2>'%s.log'", sc, out, f->dir, out, out);
     char p[800];
     snprintf(p, sizeof(p), "%s/results.json", out);
-    cJSON *doc = hjs_load(p), *schema = hjs_load("docs/results-schema.json");
-    char err[2048] = "";
-    if (!doc || !schema || hjs_validate(schema, doc, err, sizeof(err))) {
+    cJSON *doc = hjs_load(p);
+    if (!doc || hjs_results_violations(doc)) {
         snprintf(p, sizeof(p), "%s.log", out);
         tu_dump_file(p);
-        fail_msg("%s: bench run exited %d; results.json %s %s", name, rc, doc ? "breaks the schema:" : "missing", err);
+        fail_msg("%s: bench run exited %d; results.json %s", name, rc, doc ? "breaks the schema (above)" : "missing");
     }
-    cJSON_Delete(schema);
     if (rc != 0) fail_msg("%s: bench run exited %d", name, rc);
     return doc;
 }

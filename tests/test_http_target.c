@@ -107,12 +107,7 @@ static cJSON *run_soft(fx *f, const char *name, int *rc, const char *fmt, ...) {
         tu_dump_file(p);
         return NULL;
     }
-    cJSON *schema = hjs_load("docs/results-schema.json");
-    char err[2048];
-    int bad = schema ? hjs_validate(schema, doc, err, sizeof(err)) : 1;
-    if (bad) fprintf(stderr, "schema violations (%d):\n%s", bad, schema ? err : "no docs/results-schema.json");
-    cJSON_Delete(schema);
-    if (bad) {
+    if (hjs_results_violations(doc)) {
         cJSON_Delete(doc);
         return NULL;
     }

@@ -114,16 +114,6 @@ static const char *str_at(const cJSON *o, const char *k) {
     return cJSON_IsString(v) ? v->valuestring : "";
 }
 
-static void assert_schema_valid(const cJSON *doc) {
-    cJSON *schema = hjs_load("docs/results-schema.json");
-    assert_non_null(schema);
-    char err[2048];
-    int n = hjs_validate(schema, doc, err, sizeof(err));
-    if (n) fprintf(stderr, "schema violations (%d):\n%s", n, err);
-    cJSON_Delete(schema);
-    assert_int_equal(n, 0);
-}
-
 static int count_lines(const char *s) {
     int n = 0;
     for (; s && *s; s++) n += *s == '\n';
@@ -256,7 +246,7 @@ static void test_enospc_keeps_last_results(void **state) {
     assert_string_equal(str_at(doc, "status"), "running");  /* the partial run, as last recorded */
     const cJSON *r;
     cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(doc, "runs")) assert_string_equal(str_at(r, "status"), "ok");
-    assert_schema_valid(doc);
+    assert_int_equal(hjs_results_violations(doc), 0);
     cJSON_Delete(doc);
     /* no temporary file left behind */
     DIR *dp = opendir(out2);
@@ -311,7 +301,7 @@ static void test_sigbus_run_recorded(void **state) {
     const cJSON *p1 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(runs, 1), "processes"), 0);
     assert_string_equal(str_at(p1, "status"), "exit");
     if (!strstr(str_at(p1, "reason"), f->model)) fail_msg("the pread run's reason does not name the model: %s", str_at(p1, "reason"));
-    assert_schema_valid(doc);
+    assert_int_equal(hjs_results_violations(doc), 0);
     cJSON_Delete(doc);
 }
 

@@ -145,3 +145,13 @@ int hjs_save(const char *path, const cJSON *doc) {
     if (!ok) fprintf(stderr, "hjs_save: %s: cannot write it\n", path);
     return ok ? 0 : -1;
 }
+
+int hjs_results_violations(const cJSON *doc) {
+    cJSON *schema = hjs_load("docs/results-schema.json");
+    if (!schema) return -1;
+    char err[2048];
+    int n = hjs_validate(schema, doc, err, sizeof(err));
+    if (n) fprintf(stderr, "schema violations (%d):\n%s", n, err);
+    cJSON_Delete(schema);
+    return n;
+}

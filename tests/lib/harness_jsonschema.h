@@ -12,6 +12,10 @@
  * "<JSON path>: <what>" lines. */
 int hjs_validate(const cJSON *schema, const cJSON *doc, char *err, size_t errlen);
 
+/* The violations of docs/results-schema.json in doc (a results.json), the first few printed
+ * on stderr; -1 when the schema cannot be read. The tests' one check of a results file. */
+int hjs_results_violations(const cJSON *doc);
+
 /* Reads and parses a JSON file; NULL (with a message on stderr) on failure. */
 cJSON *hjs_load(const char *path);
 /* doc written to path (cJSON_Print's layout); 0, or -1 after printing why. For tests that
