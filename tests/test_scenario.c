@@ -904,7 +904,7 @@ static void test_worker_spec_target_typed(void **state) {
     assert_string_equal(ch->http->health, "/health");                      /* defaults applied at parse */
     assert_true(ch->http->ready_timeout_s == 120 && ch->http->request_timeout_s == 7.5 && ch->http->ignore_eos == 1);
     assert_int_equal(ch->http->metrics.n, 5);                               /* vllm's 4, then the block's own */
-    assert_int_equal(ch->http->metrics.n_preset, 4);
+    assert_int_equal(tm_preset_series(&ch->http->metrics), 4);
     assert_string_equal(ch->http->metrics.s[0].fallback, "vllm:gpu_cache_usage_perc");
     char *text = sc_engine_worker_spec(s, &s->variants[0]);
     cJSON *j = cJSON_Parse(text);
@@ -919,7 +919,7 @@ static void test_worker_spec_target_typed(void **state) {
     for (int i = 0; i < 5; i++) assert_string_equal(b->launch[i] ? b->launch[i] : "(end)", a->launch[i] ? a->launch[i] : "(end)");
     assert_true(b->ready_timeout_s == a->ready_timeout_s && b->request_timeout_s == 7.5 && b->stop_timeout_s == a->stop_timeout_s);
     assert_true(b->pid == 0 && b->concurrency == 0 && b->ignore_eos == 1 && b->memory_tree == 0 && b->model == NULL);
-    assert_true(b->metrics.n == 5 && b->metrics.n_preset == 4 && b->metrics.preset == a->metrics.preset && b->metrics.period_s == 0.25);
+    assert_true(b->metrics.n == 5 && tm_preset_series(&b->metrics) == 4 && b->metrics.preset == a->metrics.preset && b->metrics.period_s == 0.25);
     for (int i = 0; i < 5; i++) {
         assert_string_equal(b->metrics.s[i].name, a->metrics.s[i].name);
         assert_true((b->metrics.s[i].fallback == NULL) == (a->metrics.s[i].fallback == NULL));

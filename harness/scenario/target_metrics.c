@@ -38,6 +38,8 @@ static int tm_preset_len(const struct tm_preset *p) {
     return n;
 }
 
+int tm_preset_series(const tm_spec *t) { return tm_preset_name(t->preset) ? tm_preset_len(&tm_presets[t->preset]) : 0; }
+
 static void tm_err(tm_err_fn fn, void *user, const char *path, const char *key, const char *msg) {
     char q[360];
     snprintf(q, sizeof(q), "%.300s%s%s", path, key ? "." : "", key ? key : "");
@@ -165,7 +167,6 @@ int tm_from_json(const cJSON *m, tm_spec *out, char *err, size_t errlen) {
     }
     if (p) out->preset = (int)(p - tm_presets);
     for (int i = 0; p && i < tm_preset_len(p); i++) oom |= tm_add(out, p->series[i][0], p->series[i][1]) != 0;
-    out->n_preset = out->n;
     const cJSON *it;
     cJSON_ArrayForEach(it, ser) if (cJSON_IsString(it)) oom |= tm_add(out, it->valuestring, NULL) != 0;
     if (oom) {
@@ -181,9 +182,9 @@ cJSON *tm_to_json(const tm_spec *t) {
     if (ok && t->url) ok = cJSON_AddStringToObject(m, "url", t->url) != NULL;
     if (ok) ok = cJSON_AddNumberToObject(m, "period_s", t->period_s) != NULL;
     if (ok && tm_preset_name(t->preset)) ok = cJSON_AddStringToObject(m, "preset", tm_preset_name(t->preset)) != NULL;
-    if (ok && t->n > t->n_preset) {
+    if (ok && t->n > tm_preset_series(t)) {
         cJSON *ser = cJSON_AddArrayToObject(m, "series");
-        for (int i = t->n_preset; ser && i < t->n; i++) {
+        for (int i = tm_preset_series(t); ser && i < t->n; i++) {
             cJSON *x = cJSON_CreateString(t->s[i].name);
             if (!x) ser = NULL;
             else cJSON_AddItemToArray(ser, x);

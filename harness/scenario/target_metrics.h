@@ -33,8 +33,8 @@ typedef struct tm_series {
 typedef struct tm_spec {
     char *url;              /* NULL: the target's url + "/metrics" */
     double period_s;
-    int preset;             /* its index in the table of presets (tm_preset_name), -1: none */
-    int n_preset;           /* s[0..n_preset) are the preset's, the rest the block's "series" */
+    int preset;             /* its index in the table of presets (tm_preset_name), -1: none;
+                             * s[0..tm_preset_series(t)) are its series, the rest the block's own */
     int n;
     tm_series s[TM_MAX_SERIES];
 } tm_spec;
@@ -49,6 +49,9 @@ int tm_from_json(const cJSON *m, tm_spec *out, char *err, size_t errlen);
  * tm_from_json reads it back to the same spec. NULL when out of memory. */
 cJSON *tm_to_json(const tm_spec *t);
 void tm_free(tm_spec *t);
+
+/* How many of t's series its preset gave (the first ones); 0 without a preset. */
+int tm_preset_series(const tm_spec *t);
 
 /* The i-th preset's name ("llama-server", "vllm", "sglang", "bench"), NULL past the last. */
 const char *tm_preset_name(int i);

@@ -32,13 +32,13 @@ void *kn_scratch(int slot, size_t need) {
             return NULL;
         }
     }
-    need = (need + 63) & ~(size_t)63;
-    if (s->cap[slot] < (need ? need : 64)) {
-        void *p = aligned_alloc(64, need ? need : 64);
+    need = need ? (need + 63) & ~(size_t)63 : 64;   /* aligned_alloc's size: a multiple of 64, not 0 */
+    if (s->cap[slot] < need) {
+        void *p = aligned_alloc(64, need);
         if (!p) return NULL;
         free(s->p[slot]);
         s->p[slot] = p;
-        s->cap[slot] = need ? need : 64;
+        s->cap[slot] = need;
     }
     return s->p[slot];
 }
