@@ -3,8 +3,8 @@
  * quantised files (../shared/thirdparty/k256).
  *
  *   - each int8 family this CPU runs, on k256-q8_0 and k256-q4_0, decode and prefill: its
- *     logits over the check's teacher-forced pass are within the bounds (acc_compare.h:
- *     relative RMS <= 2%, top-1 >= 95%, llama.cpp's own error on these files), and not
+ *     logits over the check's teacher-forced pass are within llama.cpp's own error on the
+ *     same pass (x rounded as llama.cpp rounds it: acc_compare.h acc_production_ok), and not
  *     exactly the exact family's (it does round);
  *   - a doctored family, the same int8 kernel with 10% noise on its Q8_0 outputs, is refused;
  *   - the exact family against itself is 0 in every figure, and exact numerics drop a
@@ -73,16 +73,18 @@ static void test_int8_families_pass(void **state) {
         for (int prefill = 0; prefill < 2; prefill++) {
             char exact[32], err[512];
             snprintf(exact, sizeof(exact), "%s", kn_auto_family(files[k].dt, prefill));
-            acc_figures f;
-            if (engine_numerics_check(e, files[k].dt, prefill, fam, exact, &f, err, sizeof(err))) fail_msg("%s", err);
+            acc_figures f, fl;
+            if (engine_numerics_check(e, files[k].dt, prefill, fam, exact, &f, &fl, err, sizeof(err))) fail_msg("%s", err);
             printf("[ INFO     ] k256-%s %s: %s against %s over %d positions: KL mean %.3g max %.3g, top-1 %.1f%%, "
                    "relative RMS %.3g%%\n", files[k].file, prefill ? "prefill" : "decode", fam, exact, f.n_pos, f.kl_mean,
                    f.kl_max, 100 * f.top1, 100 * f.err_rel);
             assert_int_equal(f.n_pos, ENGINE_NUMERICS_POS);
+            printf("[ INFO     ]   llama.cpp's own rounding on it: KL mean %.3g, top-1 %.1f%%, relative RMS %.3g%%\n",
+                   fl.kl_mean, 100 * fl.top1, 100 * fl.err_rel);
             assert_true(f.err_rel > 0 && f.kl_mean > 0);       /* it rounds: not the exact family again */
-            assert_true(f.err_rel <= ACC_PROD_ERR_REL_MAX);
-            assert_true(f.top1 >= ACC_PROD_TOP1_MIN);
-            assert_true(acc_production_ok(&f));
+            assert_int_equal(fl.n_pos, ENGINE_NUMERICS_POS);
+            assert_true(fl.err_rel > 0.005 && fl.err_rel < 0.03);  /* llama.cpp's own, 1.1 to 1.7% on k256 (its README) */
+            assert_true(acc_production_ok(&f, &fl));
             assert_string_equal(kn_auto_family(files[k].dt, prefill), exact);    /* the choice is put back */
             ran++;
         }
@@ -107,12 +109,14 @@ static void test_bf16_family_passes(void **state) {
     if (engine_create(&s, &e, err, sizeof(err))) fail_msg("engine_create(%s): %s", model, err);
     char exact[32];
     snprintf(exact, sizeof(exact), "%s", kn_auto_family(BENCH_BF16, 1));
-    acc_figures f;
-    if (engine_numerics_check(e, BENCH_BF16, 1, fam, exact, &f, err, sizeof(err))) fail_msg("%s", err);
+    acc_figures f, fl;
+    if (engine_numerics_check(e, BENCH_BF16, 1, fam, exact, &f, &fl, err, sizeof(err))) fail_msg("%s", err);
     printf("[ INFO     ] k256-bf16 prefill: %s against %s over %d positions: KL mean %.3g max %.3g, top-1 %.1f%%, relative RMS %.3g%%\n",
            fam, exact, f.n_pos, f.kl_mean, f.kl_max, 100 * f.top1, 100 * f.err_rel);
+    printf("[ INFO     ]   llama.cpp's own rounding (x to bf16): KL mean %.3g, top-1 %.1f%%, relative RMS %.3g%%\n",
+           fl.kl_mean, 100 * fl.top1, 100 * fl.err_rel);
     assert_true(f.err_rel > 0 && f.kl_mean > 0);
-    assert_true(acc_production_ok(&f));
+    assert_true(acc_production_ok(&f, &fl));
     assert_string_equal(kn_auto_family(BENCH_BF16, 1), exact);
     engine_destroy(e);
     tu_rmtree(dir);
@@ -151,12 +155,12 @@ static void test_doctored_family_refused(void **state) {
     engine *e = open_k256("q8_0", ENGINE_NUMERICS_EXACT);
     char exact[32], err[512];
     snprintf(exact, sizeof(exact), "%s", kn_auto_family(BENCH_Q8_0, 0));
-    acc_figures f;
-    if (engine_numerics_check(e, BENCH_Q8_0, 0, "noisy-int8", exact, &f, err, sizeof(err))) fail_msg("%s", err);
+    acc_figures f, fl;
+    if (engine_numerics_check(e, BENCH_Q8_0, 0, "noisy-int8", exact, &f, &fl, err, sizeof(err))) fail_msg("%s", err);
     printf("[ INFO     ] k256-q8_0 decode: noisy-int8 against %s: KL mean %.3g, top-1 %.1f%%, relative RMS %.3g%%\n", exact,
            f.kl_mean, 100 * f.top1, 100 * f.err_rel);
-    assert_false(acc_production_ok(&f));
-    assert_true(f.err_rel > ACC_PROD_ERR_REL_MAX);
+    assert_false(acc_production_ok(&f, &fl));
+    assert_true(f.err_rel > 2 * fl.err_rel);
     engine_destroy(e);
 }
 
@@ -168,10 +172,12 @@ static void test_exact_is_zero_and_pinned(void **state) {
     engine *e = open_k256("q8_0", ENGINE_NUMERICS_EXACT);
     char exact[32], err[512];
     snprintf(exact, sizeof(exact), "%s", kn_auto_family(BENCH_Q8_0, 0));
-    acc_figures f;
-    if (engine_numerics_check(e, BENCH_Q8_0, 0, exact, exact, &f, err, sizeof(err))) fail_msg("%s", err);
+    acc_figures f, fl;
+    if (engine_numerics_check(e, BENCH_Q8_0, 0, exact, exact, &f, &fl, err, sizeof(err))) fail_msg("%s", err);
     assert_true(f.kl_mean == 0 && f.kl_max == 0 && f.err_rel == 0 && f.top1 == 1);
-    assert_true(acc_production_ok(&f));
+    assert_true(acc_production_ok(&f, &fl));
+    acc_figures none = {0};     /* without llama.cpp's figures nothing passes */
+    assert_false(acc_production_ok(&f, &none));
     engine_destroy(e);
     const char *fam = rounding_family(BENCH_Q8_0);
     if (!fam) return;
@@ -189,7 +195,8 @@ static void two_pending_entries(kt_table *t) {
     for (int i = 0; i < 2; i++) {
         kt_entry *e = &t->e[i];
         *e = (kt_entry){.dt = BENCH_Q8_0, .prefill = i, .n_families = 2, .bytes = 1e6, .rows = 64, .cols = 256, .when = 1,
-                        .load1 = 0.5, .others = 0.01, .acc = KT_ACC_PENDING};
+                        .load1 = 0.5, .others = 0.01, .acc = KT_ACC_PENDING, .bound_kl_mean = NAN, .bound_err_rel = NAN,
+                        .bound_top1 = NAN};
         snprintf(e->family[0], 16, "avx512");
         snprintf(e->family[1], 16, "vnni");
         e->rate[0] = 10;
@@ -200,7 +207,7 @@ static void two_pending_entries(kt_table *t) {
     }
 }
 
-/* kt_settle and the cache file's version 3 column, without timing anything. */
+/* kt_settle and the cache file's version 3 column (4: with the bound), without timing anything. */
 static void test_tuner_settle_and_cache(void **state) {
     (void)state;
     char dir[512], path[600], err[256];
@@ -211,6 +218,7 @@ static void test_tuner_settle_and_cache(void **state) {
     assert_non_null(back);
     snprintf(t->key, sizeof(t->key), "cpu=test;numerics=production;model=0123456789abcdef");
     two_pending_entries(t);
+    kt_settle_bound(&t->e[0], 5.1e-4, 0.012, 0.969);
     kt_settle(&t->e[0], 1, 4.8e-4, 1.1e-3, 0.011, 0.984);     /* decode: accepted */
     kt_settle(&t->e[1], 0, 0.33, 0.9, 0.21, 0.625);           /* prefill: refused */
     assert_string_equal(t->e[0].chosen, "vnni");
@@ -231,6 +239,9 @@ static void test_tuner_settle_and_cache(void **state) {
         assert_string_equal(e->exact, "avx512");
         assert_true(fabs(e->err_rel - w->err_rel) < 1e-6 && fabs(e->top1 - w->top1) < 1e-4 &&
                     fabs(e->kl_mean - w->kl_mean) < 1e-2 * w->kl_mean);
+        if (e->prefill) assert_true(isnan(e->bound_err_rel));  /* no bound given: none kept */
+        else assert_true(fabs(e->bound_err_rel - 0.012) < 1e-6 && fabs(e->bound_top1 - 0.969) < 1e-4 &&
+                         fabs(e->bound_kl_mean - 5.1e-4) < 1e-2 * 5.1e-4);
     }
     /* the exact key does not see the production entries */
     assert_int_equal(kt_cache_load(path, "cpu=test", 1u << BENCH_Q8_0, back, err, sizeof(err)), 1);
@@ -314,7 +325,8 @@ static void test_tuner_production(void **state) {
         if (k->dt != BENCH_Q8_0) continue;
         assert_int_equal(k->acc, KT_ACC_ACCEPTED);
         assert_string_equal(k->chosen, fam);
-        assert_true(k->err_rel > 0 && k->err_rel <= ACC_PROD_ERR_REL_MAX && k->top1 >= ACC_PROD_TOP1_MIN);
+        assert_true(k->err_rel > 0 && k->err_rel <= k->bound_err_rel * (1 + ACC_PROD_SLACK) &&
+                    k->top1 >= k->bound_top1 - ACC_PROD_TOP1_NOISE);
         assert_string_equal(kn_auto_family(BENCH_Q8_0, k->prefill), fam);
         seen++;
     }

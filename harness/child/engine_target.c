@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -281,7 +282,8 @@ static void et_repack_counters(const et_state *t) {
 
 /* Production numerics (engine.h engine_numerics): kernels.numerics_production, 1 where a family
  * that rounds x runs a dtype (the check accepted it), else 0; and for each family checked on the
- * model, kernels.DTYPE.PHASE.FAMILY.{accepted,kl_mean,kl_max,err_rel,top1}. Shown, not judged:
+ * model, kernels.DTYPE.PHASE.FAMILY.{accepted,kl_mean,kl_max,err_rel,top1} and the bound it was held
+ * to, llama.cpp's own on the model: .{llama_kl_mean,llama_err_rel,llama_top1}. Shown, not judged:
  * which family competes follows from the tuner's timings, which differ between machines. */
 static void et_numerics_counters(const et_state *t) {
     const kt_table *k = engine_kernels_table(t->e);
@@ -290,14 +292,17 @@ static void et_numerics_counters(const et_state *t) {
         const kt_entry *e = &k->e[i];
         if (e->acc != KT_ACC_ACCEPTED && e->acc != KT_ACC_REFUSED) continue;
         rounds |= e->acc == KT_ACC_ACCEPTED;
-        static const char *const what[] = {"accepted", "kl_mean", "kl_max", "err_rel", "top1"};
-        const double v[] = {e->acc == KT_ACC_ACCEPTED, e->kl_mean, e->kl_max, e->err_rel, e->top1};
-        for (int w = 0; w < 5; w++) {
+        static const struct { const char *what, *unit; } c[] = {
+            {"accepted", "bool"}, {"kl_mean", "nats"}, {"kl_max", "nats"}, {"err_rel", "fraction"}, {"top1", "fraction"},
+            {"llama_kl_mean", "nats"}, {"llama_err_rel", "fraction"}, {"llama_top1", "fraction"}};
+        const double v[] = {e->acc == KT_ACC_ACCEPTED, e->kl_mean, e->kl_max, e->err_rel, e->top1,
+                            e->bound_kl_mean, e->bound_err_rel, e->bound_top1};
+        for (size_t w = 0; w < sizeof c / sizeof c[0]; w++) {
             char name[96];
+            if (!isfinite(v[w])) continue;  /* a bound not recorded (an older cache line) */
             snprintf(name, sizeof(name), "kernels.%s.%s.%s.%s", bench_dtype_name(e->dt), e->prefill ? "prefill" : "decode",
-                     e->acc_family, what[w]);
-            wt_counter(t->env, name, w == 1 || w == 2 ? "nats" : w == 0 ? "bool" : "fraction", BENCH_CTR_INFO, BENCH_BETTER_NONE,
-                       v[w]);
+                     e->acc_family, c[w].what);
+            wt_counter(t->env, name, c[w].unit, BENCH_CTR_INFO, BENCH_BETTER_NONE, v[w]);
         }
     }
     wt_counter(t->env, "kernels.numerics_production", "bool", BENCH_CTR_INFO, BENCH_BETTER_NONE, rounds);

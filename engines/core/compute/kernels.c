@@ -9,6 +9,7 @@
  */
 #include "kernels.h"
 #include "kernels_impl.h"
+#include "llama_x.h"
 #include "engines/abi/blockquant.h"
 #include "engines/abi/vexpf.h"
 #include "quant.h"
@@ -490,12 +491,29 @@ static void kn_mm_task(void *arg, int task, int n_tasks) {
     if (r0 < r1) kn_mm_call(j->ops, j->dt, j->y, j->x, j->n, j->w, j->rows, j->cols, r0, r1, j->xq);
 }
 
-void kn_matmul(tp_pool *pool, float *y, const float *x, int n, const void *w, bench_dtype dt,
-               int rows, int cols) {
-    const bench_dtype bdt = kn_base_dt(dt); /* what the tables and x go by */
-    assert((unsigned)bdt < BENCH_DTYPE_COUNT);
-    assert(cols % (int)bench_dtype_block_elems(bdt) == 0);
-    if (n <= 0 || rows <= 0 || cols <= 0) return;
+/* Production numerics' yardstick (kn_set_llama_x): a bit per dtype whose matmuls take x rounded
+ * as llama.cpp's CPU path rounds it. */
+static atomic_uint kn_llama_x_dts;
+
+int kn_set_llama_x(bench_dtype dt, int on) {
+    if ((unsigned)dt >= BENCH_DTYPE_COUNT || lx_rule_for(dt) == LX_NONE) return -1;
+    if (on) atomic_fetch_or(&kn_llama_x_dts, 1u << dt);
+    else atomic_fetch_and(&kn_llama_x_dts, ~(1u << dt));
+    return 0;
+}
+
+static int kn_llama_x_on(bench_dtype bdt) { return (atomic_load_explicit(&kn_llama_x_dts, memory_order_relaxed) >> bdt) & 1u; }
+
+/* x rounded as llama.cpp rounds it for bdt, into a buffer the caller frees; NULL when the
+ * heap is out of memory. */
+static float *kn_llama_x(bench_dtype bdt, const float *x, int n, int cols) {
+    float *r = malloc((size_t)n * (size_t)cols * sizeof(float));
+    if (r) lx_round(lx_rule_for(bdt), x, r, n, cols);
+    return r;
+}
+
+static void kn_matmul_run(tp_pool *pool, float *y, const float *x, int n, const void *w, bench_dtype dt,
+                          bench_dtype bdt, int rows, int cols) {
     const kn_ops *ops = kn_for(kn_ops_now(), bdt, n);
     kn_mm_job job = {.ops = ops, .dt = dt, .y = y, .x = x, .w = w, .n = n, .rows = rows, .cols = cols};
     kn_xq_buf xb;
@@ -512,6 +530,23 @@ void kn_matmul(tp_pool *pool, float *y, const float *x, int n, const void *w, be
     job.chunk = chunk;
     tp_run(pool, kn_mm_task, &job, (rows + chunk - 1) / chunk);
     free(xb.heap);
+}
+
+void kn_matmul(tp_pool *pool, float *y, const float *x, int n, const void *w, bench_dtype dt,
+               int rows, int cols) {
+    const bench_dtype bdt = kn_base_dt(dt); /* what the tables and x go by */
+    assert((unsigned)bdt < BENCH_DTYPE_COUNT);
+    assert(cols % (int)bench_dtype_block_elems(bdt) == 0);
+    if (n <= 0 || rows <= 0 || cols <= 0) return;
+    if (!kn_llama_x_on(bdt)) {
+        kn_matmul_run(pool, y, x, n, w, dt, bdt, rows, cols);
+        return;
+    }
+    float *xr = kn_llama_x(bdt, x, n, cols);
+    if (xr) kn_matmul_run(pool, y, xr, n, w, dt, bdt, rows, cols);
+    else    /* out of memory: a figure no check passes, rather than exact x under llama.cpp's name */
+        for (size_t i = 0; i < (size_t)n * (size_t)rows; i++) y[i] = NAN;
+    free(xr);
 }
 
 typedef struct kn_mm_multi_job {
@@ -548,6 +583,11 @@ static void kn_mm_multi_task(void *arg, int task, int n_tasks) {
 }
 
 void kn_matmul_multi(tp_pool *pool, const float *x, int n, int cols, const kn_mm_out *outs, int count) {
+    for (int k = 0; k < count; k++)
+        if (kn_llama_x_on(kn_base_dt(outs[k].dt))) {   /* each output's x rounded for its own dtype */
+            for (int o = 0; o < count; o++) kn_matmul(pool, outs[o].y, x, n, outs[o].w, outs[o].dt, outs[o].rows, cols);
+            return;
+        }
     int threads = tp_threads(pool);
     const kn_ops *job_ops = kn_ops_now();
     int64_t macs = 0;

@@ -48,6 +48,11 @@ const char *kn_auto_family(bench_dtype dt, int prefill);   /* what auto runs for
 /* Production numerics (engine.h engine_numerics): kn_set_tuned that also takes a family that
  * rounds x for dt (kn_isa_rounds), which the caller has checked on the model in hand. */
 int kn_set_tuned_rounding(bench_dtype dt, int prefill, const char *family);
+/* Production numerics' yardstick (llama_x.h): on, every matmul of dt's weights takes x rounded
+ * as llama.cpp's CPU path rounds it, whatever family runs it, so that an exact family's pass
+ * measures llama.cpp's own error on the model in hand. Process-wide, like auto's choices: for
+ * engine_numerics_check's pass only. -1 where llama.cpp rounds no x for dt (f32). */
+int kn_set_llama_x(bench_dtype dt, int on);
 /* 1: family isa rounds x for dt's weights: to int8 (vnni, avx2-int8 on Q8_0, Q4_0, ...) or to
  * bf16 (avx512-bf16 on bf16, in prefill). */
 int kn_isa_rounds(const char *isa, bench_dtype dt);

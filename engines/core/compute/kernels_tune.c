@@ -223,7 +223,8 @@ static int kt_measure_one(tp_pool *pool, const kt_mat *m, const int *idx, int n_
         }
     kn_set_tuned(dt, prefill, NULL);
     const char *base = kn_auto_family(dt, prefill);
-    *e = (kt_entry){.dt = dt, .prefill = prefill, .n_families = n_fam, .bytes = work};
+    *e = (kt_entry){.dt = dt, .prefill = prefill, .n_families = n_fam, .bytes = work,
+                    .bound_kl_mean = NAN, .bound_err_rel = NAN, .bound_top1 = NAN};
     int pick = -1, base_i = -1;
     for (int f = 0; f < n_fam; f++) {
         snprintf(e->family[f], sizeof(e->family[f]), "%s", fam[f]);
@@ -348,8 +349,10 @@ int kt_recheck(tp_pool *pool, const kt_mat *m, int n, const kt_table *t, char *w
  * extra columns end its last rate's number), and a later version appends its columns after
  * these, so each reads the others' files. */
 /* Version 3 appends a column where production numerics checked a family that rounds x:
- * accepted|refused:FAMILY:EXACT:KL_MEAN:KL_MAX:ERR_REL:TOP1 (kt_entry's acc fields). */
-#define KT_FILE_VERSION 3
+ * accepted|refused:FAMILY:EXACT:KL_MEAN:KL_MAX:ERR_REL:TOP1 (kt_entry's acc fields); version 4
+ * appends :BOUND_KL_MEAN:BOUND_ERR_REL:BOUND_TOP1 to it (llama.cpp's own figures, kt_entry's
+ * bound_*), which a version 3 reader's sscanf leaves unread. */
+#define KT_FILE_VERSION 4
 #define KT_FIELDS 12
 
 static double kt_num_or_nan(const char *s) { return strcmp(s, "-") ? strtod(s, NULL) : NAN; }
@@ -367,16 +370,19 @@ static int kt_parse(char *line, char *key, size_t keylen, kt_entry *e) {
     snprintf(key, keylen, "%s", f[0]);
     int dt = bench_dtype_parse(f[1]);
     if (dt < 0 || (strcmp(f[2], "decode") && strcmp(f[2], "prefill"))) return -1;
-    *e = (kt_entry){.dt = (bench_dtype)dt, .prefill = !strcmp(f[2], "prefill"), .bytes = strtod(f[4], NULL), .load1 = NAN, .others = NAN};
+    *e = (kt_entry){.dt = (bench_dtype)dt, .prefill = !strcmp(f[2], "prefill"), .bytes = strtod(f[4], NULL), .load1 = NAN, .others = NAN,
+                    .bound_kl_mean = NAN, .bound_err_rel = NAN, .bound_top1 = NAN};
     snprintf(e->chosen, sizeof(e->chosen), "%s", f[3]);
     if (nf > 6) {
         if (f[6][0] != 'v' || atoi(f[6] + 1) < 2 || nf < KT_FIELDS || sscanf(f[7], "%dx%d", &e->rows, &e->cols) != 2) return -1;
         char *more = strchr(f[11], '\t');
         f[11][strcspn(f[11], "\t")] = 0;  /* a later version's columns follow */
         char state[16];
-        if (more && sscanf(more + 1, "%15[a-z]:%15[^:]:%15[^:]:%lf:%lf:%lf:%lf", state, e->acc_family, e->exact, &e->kl_mean,
-                           &e->kl_max, &e->err_rel, &e->top1) == 7)
-            e->acc = !strcmp(state, "accepted") ? KT_ACC_ACCEPTED : KT_ACC_REFUSED;
+        double b[3];
+        const int got = more ? sscanf(more + 1, "%15[a-z]:%15[^:]:%15[^:]:%lf:%lf:%lf:%lf:%lf:%lf:%lf", state, e->acc_family,
+                                      e->exact, &e->kl_mean, &e->kl_max, &e->err_rel, &e->top1, &b[0], &b[1], &b[2]) : 0;
+        if (got >= 7) e->acc = !strcmp(state, "accepted") ? KT_ACC_ACCEPTED : KT_ACC_REFUSED;
+        if (got == 10) e->bound_kl_mean = b[0], e->bound_err_rel = b[1], e->bound_top1 = b[2];
         e->when = strtod(f[8], NULL);
         e->load1 = kt_num_or_nan(f[9]);
         e->others = kt_num_or_nan(f[10]);
@@ -459,8 +465,9 @@ static void kt_write_entry(FILE *f, const char *key, const kt_entry *e) {
     kt_write_num(f, "%.3f", e->others);
     fprintf(f, "\t%.0f", e->checked);
     if (e->acc == KT_ACC_ACCEPTED || e->acc == KT_ACC_REFUSED)
-        fprintf(f, "\t%s:%s:%s:%.3g:%.3g:%.4g:%.4f", e->acc == KT_ACC_ACCEPTED ? "accepted" : "refused", e->acc_family, e->exact,
-                e->kl_mean, e->kl_max, e->err_rel, e->top1);
+        fprintf(f, "\t%s:%s:%s:%.3g:%.3g:%.4g:%.4f:%.3g:%.4g:%.4f", e->acc == KT_ACC_ACCEPTED ? "accepted" : "refused",
+                e->acc_family, e->exact, e->kl_mean, e->kl_max, e->err_rel, e->top1, e->bound_kl_mean, e->bound_err_rel,
+                e->bound_top1);
     fputc('\n', f);
 }
 int kt_cache_store(const char *path, const kt_table *t, char *err, size_t errlen) {
@@ -513,6 +520,13 @@ int kt_apply(const kt_table *t) {
 /* A refusal falls back to the exact choice, not to the next int8 family: vnni and avx2-int8
  * round x the same way (docs/accuracy.md: the same figures to 3 digits), so one refused is the
  * other refused. */
+void kt_settle_bound(kt_entry *e, double kl_mean, double err_rel, double top1) {
+    if (e->acc != KT_ACC_PENDING) return;
+    e->bound_kl_mean = kl_mean;
+    e->bound_err_rel = err_rel;
+    e->bound_top1 = top1;
+}
+
 void kt_settle(kt_entry *e, int ok, double kl_mean, double kl_max, double err_rel, double top1) {
     if (e->acc != KT_ACC_PENDING) return;
     e->kl_mean = kl_mean;
@@ -545,9 +559,10 @@ void kt_describe(const kt_table *t, char *buf, size_t len) {
         w = snprintf(buf + used, used < len ? len - used : 0, " %s)", e->prefill ? "GFLOP/s" : "GB/s");
         if (w > 0) used += (size_t)w;
         if (e->acc == KT_ACC_ACCEPTED || e->acc == KT_ACC_REFUSED) {
-            w = snprintf(buf + used, used < len ? len - used : 0, " [%s %s on the model: KL mean %.3g, relative RMS %.2f%%, top-1 %.1f%%]",
+            w = snprintf(buf + used, used < len ? len - used : 0, " [%s %s on the model: KL mean %.3g, relative RMS %.2f%%, top-1 %.1f%%;"
+                         " llama.cpp's rounding %.3g, %.2f%%, %.1f%%]",
                          e->acc_family, e->acc == KT_ACC_ACCEPTED ? "accepted" : "refused", e->kl_mean, 100 * e->err_rel,
-                         100 * e->top1);
+                         100 * e->top1, e->bound_kl_mean, 100 * e->bound_err_rel, 100 * e->bound_top1);
             if (w > 0) used += (size_t)w;
         }
     }

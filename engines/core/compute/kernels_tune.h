@@ -76,6 +76,9 @@ typedef struct kt_entry {
     enum { KT_ACC_NONE, KT_ACC_PENDING, KT_ACC_ACCEPTED, KT_ACC_REFUSED } acc;
     char acc_family[16], exact[16];
     double kl_mean, kl_max, err_rel, top1; /* the check's: nats, relative RMS, fraction */
+    /* the bound it was held to: llama.cpp's own figures on the model, the same pass with x
+     * rounded as llama.cpp rounds it (llama_x.h); NAN: not known (a version 3 line) */
+    double bound_kl_mean, bound_err_rel, bound_top1;
 } kt_entry;
 
 #define KT_KEY_MAX 320
@@ -158,6 +161,8 @@ int kt_auto_numerics(tp_pool *pool, const kt_mat *m, int n, int mode, const char
                      size_t notelen, char *err, size_t errlen);
 /* Entry e's check: ok accepts its int8 family, else its exact one is chosen. */
 void kt_settle(kt_entry *e, int ok, double kl_mean, double kl_max, double err_rel, double top1);
+/* The bound kt_settle's figures were held to (kt_entry's bound_*), before kt_settle. */
+void kt_settle_bound(kt_entry *e, double kl_mean, double err_rel, double top1);
 /* Applies t (settled), keeps it where it was measured on a quiet machine, and appends to note
  * what the checks found. 0, or -1 with err. */
 int kt_commit(kt_table *t, char *note, size_t notelen, char *err, size_t errlen);

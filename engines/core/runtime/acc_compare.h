@@ -12,16 +12,22 @@ typedef struct acc_figures {
     double err_rel;         /* RMS of (q - p) / RMS of p, over every logit: the k256 README's "relative RMS" */
 } acc_figures;
 
-/* Production numerics (engine.h engine_numerics): the most a family that rounds x may cost,
- * from llama.cpp's own cost on the same files (thirdparty/k256: its logits on each quantised
- * file against the exact path are 1.1 to 1.7% off in relative RMS, err_rel, with top-1 agreeing
- * on 95 to 100% of positions). A family as accurate as llama.cpp's CPU path passes: 2% is
- * above llama.cpp's worst type with a margin for another model, and 95% is its worst
- * top-1. */
-#define ACC_PROD_ERR_REL_MAX 0.02
-#define ACC_PROD_TOP1_MIN 0.95
-/* 1 when f is within both bounds (and finite). */
-int acc_production_ok(const acc_figures *f);
+/* Production numerics (engine.h engine_numerics): the most a family that rounds x may cost is
+ * what llama.cpp's own rounding costs on the model in hand, measured by the same pass with x
+ * rounded as llama.cpp rounds it (engines/core/compute/llama_x.h; on llama.cpp's k256 files the
+ * emulation's error is llama.cpp's to within 1.3% in every one of the 10 types: test_k256).
+ * A fixed bound cannot stand in for it: the rounding costs a model with random weights more
+ * than a trained one, and a deep one more than a shallow one (llama.cpp's own is 1.1 to 1.7%
+ * relative RMS on the 2-layer k256 files, 1.9 to 3.3% on a 12-layer synth llama-110m).
+ * The family passes when its relative RMS and mean KL are each within ACC_PROD_SLACK of
+ * llama.cpp's (the emulation's match, with room for f32 summation order), and its top-1
+ * agreement is at most ACC_PROD_TOP1_NOISE under llama.cpp's: over 64 positions of a model with
+ * random weights, near-ties make top-1 the noisiest figure (two roundings of nearly the same
+ * error, ours with an f32 scale and llama.cpp's with an f16 one, part at 1 to 3 positions). */
+#define ACC_PROD_SLACK 0.05
+#define ACC_PROD_TOP1_NOISE 0.05
+/* 1 when f is within llama's bounds (every figure finite, llama's from the same positions). */
+int acc_production_ok(const acc_figures *f, const acc_figures *llama);
 
 /* The index of the largest of x[0 .. n) (the first on ties). */
 int acc_argmax(const float *x, int n);

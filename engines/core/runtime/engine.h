@@ -199,11 +199,14 @@ const char *engine_kernels_note(const engine *e);
  * ENGINE_NUMERICS_POS positions of a fixed token sequence (one prefill batch for prefill, one
  * position a call for decode), with family running dt's matmuls of that phase, against the
  * same pass with the exact family exact; the other dtypes and phase run as auto has them.
+ * Then the exact family once more on x rounded as llama.cpp rounds it for dt (kernels.h
+ * kn_set_llama_x) into llama: llama.cpp's own cost on this model, the bound.
  * Sequence 0 is reset before and after, and dt's choice for the phase is put back. kernels
- * auto on the CPU only. 0 with out (acc_production_ok says whether it passes), or -1 with err. */
+ * auto on the CPU only. 0 with out and llama (acc_production_ok(out, llama) says whether it
+ * passes), or -1 with err. */
 #define ENGINE_NUMERICS_POS 64
 int engine_numerics_check(engine *e, bench_dtype dt, int prefill, const char *family, const char *exact, acc_figures *out,
-                          char *err, size_t errlen);
+                          acc_figures *llama, char *err, size_t errlen);
 
 /* Auto's table under production numerics (engines/core/compute/kernels_tune.h: per dtype and
  * phase, the family chosen and, where one that rounds x was checked, its figures on the model);
