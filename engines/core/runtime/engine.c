@@ -78,8 +78,9 @@ static void engine_log(const bench_host *h, const char *msg) {
  * reads them by may still be built on its first access: on a 2-vCPU AMD EPYC (family 26 model
  * 2) guest the first 32-token prefill of llama-110m q8_0 through pread took 195-200 ms against
  * 37-41 ms warm, its GEMM running at a sixth of its speed (issue 37; bench generate --warmup 1).
- * This moves that cost into load, where it belongs. Shared and read-only file mappings are left
- * alone: touching them would read a cold file in at load, the work mmap defers. */
+ * This moves that cost into load, where it belongs. Shared and read-only file mappings are the
+ * loader's to touch or leave (loader_mmap.c's touch option): touching them reads a cold file in
+ * at load, the work a lazy mmap defers. */
 typedef struct engine_touch_job {
     const engine *e;
     long page;

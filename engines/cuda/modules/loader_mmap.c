@@ -14,7 +14,7 @@
 #include "engines/cuda/ld_cuda.h"
 
 typedef struct mmap_opts {
-    int mode, populate, advice, reg;
+    int mode, populate, touch, advice, reg;
 } mmap_opts;
 
 /* in the order of the advice option's choices */
@@ -23,6 +23,9 @@ static const int mmap_advice[] = {-1, MADV_WILLNEED, MADV_SEQUENTIAL, MADV_RANDO
 static const bench_option mmap_options[] = {
     BENCH_OPTION_ENUM(mmap_opts, mode, "shared", "shared|private", "MAP_SHARED or MAP_PRIVATE"),
     BENCH_OPTION_BOOL(mmap_opts, populate, "0", "MAP_POPULATE: fault every page in at map time"),
+    /* the CPU loader's option, so that one scenario names both: here the copy to the device
+     * reads every page at load whatever it says */
+    BENCH_OPTION_BOOL(mmap_opts, touch, "1", "the CPU loader's; on cuda every page is read at load by the copy to the device, either way"),
     BENCH_OPTION_ENUM(mmap_opts, advice, "none", "none|willneed|sequential|random|hugepage", "madvise hint on each mapping"),
     {"register", BENCH_OPT_BOOL, offsetof(mmap_opts, reg), "1", 0, 0, NULL,
      "cudaHostRegister each mapping (0: copy from pageable memory)", 0},
