@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "engines/core/runtime/engine.h"
 #include "engines/core/compute/kernels.h"
@@ -302,6 +303,54 @@ static void test_module_options_keep_ids(void **state) {
     assert_int_equal((int)zero_copy.value, 1 + 5 * 9 + 1); /* embedding, 9 per layer, final norm */
 }
 
+/* Rss of the mappings of path in this process (KiB, from /proc/self/smaps); -1 when unreadable. */
+static long mapped_rss_kib(const char *path) {
+    char real[4096], line[4600];
+    if (!realpath(path, real)) return -1;
+    FILE *fp = fopen("/proc/self/smaps", "r");
+    if (!fp) return -1;
+    long kib = 0, v;
+    int in = 0;
+    while (fgets(line, sizeof(line), fp)) {
+        size_t n = strlen(line);
+        if (n > 1 && line[n - 1] == '\n') line[n - 1] = 0;
+        n = strlen(line);
+        if (strchr(line, '/') && n >= strlen(real) && !strcmp(line + n - strlen(real), real)) in = 1;
+        else if (in && sscanf(line, "Rss: %ld kB", &v) == 1) {
+            kib += v;
+            in = 0;
+        }
+    }
+    fclose(fp);
+    return kib;
+}
+
+/* loader mmap's touch (default 1): every page of the file read at load, so the mapping is
+ * resident once the engine exists; touch=0 leaves the pages to the forward pass. */
+static void test_mmap_touch(void **state) {
+    fixture *f = *state;
+    NEED_FIXTURE(f);
+    struct stat st;
+    assert_int_equal(stat(f->gguf3p, &st), 0);
+    const long file_kib = (long)(st.st_size / 1024);
+    long rss[2];
+    for (int touch = 0; touch < 2; touch++) {
+        bench_opt lo[] = {{.key = "touch", .value = touch ? "1" : "0"}};
+        engine_spec s = {.numerics = ENGINE_NUMERICS_EXACT, .model_path = f->gguf3p, .loader = "mmap", .max_pos = 128,
+                         .kv = "prealloc", .threads = 1, .module_dir = tu_module_dir(), .loader_opts = {1, lo},
+                         .kernels = "portable"};   /* auto's tuner would read every weight itself */
+        engine *e = NULL;
+        char err[512];
+        if (engine_create(&s, &e, err, sizeof(err))) fail_msg("engine_create: %s", err);
+        rss[touch] = mapped_rss_kib(f->gguf3p);
+        engine_destroy(e);
+    }
+    printf("[ INFO     ] %s (%ld KiB) mapped and resident after load: %ld KiB with touch=0, %ld KiB by default (touch=1)\n",
+           f->gguf3p, file_kib, rss[0], rss[1]);
+    assert_true(rss[1] >= file_kib * 95 / 100);
+    assert_true(rss[0] < file_kib / 2);
+}
+
 static void test_thirdparty_gguf(void **state) {
     fixture *f = *state;
     NEED_FIXTURE(f);
@@ -498,6 +547,7 @@ int main(void) {
         cmocka_unit_test(test_llama2c_every_loader_and_kv),
         cmocka_unit_test(test_module_options_keep_ids),
         cmocka_unit_test(test_logits_match_float64),
+        cmocka_unit_test(test_mmap_touch),
         cmocka_unit_test(test_thirdparty_gguf),
         cmocka_unit_test(test_our_conversions),
         cmocka_unit_test(test_reduced_precision),
