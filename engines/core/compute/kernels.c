@@ -52,7 +52,7 @@ static int kn_cpu_amx(void) { return kn_cpu_avx512() && kn_amx_usable(); }
 static const kn_family kn_families[] = {
 #if KN_HAVE_X86
     {.name = "vnni", .ops = &kn_ops_vnni, .runs_here = kn_cpu_vnni,
-     .about = "avx512 with Q8_0, Q4_0, Q4_K (and Q6_K decode) on AVX512-VNNI vpdpbusd over x rounded to int8"},
+     .about = "avx512 with Q8_0, Q4_0, Q4_K and Q6_K on AVX512-VNNI vpdpbusd over x rounded to int8"},
     {.name = "avx512-bf16", .ops = &kn_ops_avx512_bf16, .runs_here = kn_cpu_avx512_bf16,
      .about = "avx512 with bf16 prefill on AVX512_BF16 vdpbf16ps over x rounded to bf16"},
     {.name = "amx", .ops = &kn_ops_amx, .runs_here = kn_cpu_amx,
