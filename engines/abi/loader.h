@@ -71,4 +71,16 @@ static inline bench_loader_memory bench_loader_memory_kind(const bench_loader *l
     return (bench_loader_memory)l->iface->memory_kind(l->ctx, p, len);
 }
 
+/* Reads a byte of every page of [p, p + len) (page bytes apart, and the last byte), so that
+ * what a first access costs (a minor fault, a cold file's read, a shadow-paging hypervisor's
+ * fill) is paid now, at load, not by the first forward pass: the engine for what a loader
+ * holds privately, loader mmap (touch=1) for its file mappings. Returns a sum of the bytes so
+ * that the reads are kept; callers ignore it. */
+static inline unsigned bench_touch_pages(const void *p, size_t len, size_t page) {
+    const volatile unsigned char *b = (const volatile unsigned char *)p;
+    unsigned sum = 0;
+    for (size_t o = 0; o < len; o += page) sum += b[o];
+    return len ? sum + b[len - 1] : sum;
+}
+
 #endif

@@ -95,8 +95,7 @@ static void engine_touch_task(void *arg, int task, int n_tasks) {
         const size_t len = (size_t)e->refs[i].nbytes;
         const unsigned char *p = e->data[i];
         if (!p || !len || bench_loader_memory_kind(&l, p, len) != BENCH_LOADER_MEM_PRIVATE) continue;
-        for (size_t o = 0; o < len; o += (size_t)j->page) sum += ((const volatile unsigned char *)p)[o];
-        sum += ((const volatile unsigned char *)p)[len - 1];
+        sum += bench_touch_pages(p, len, (size_t)j->page);
     }
     (void)sum;
 }
@@ -207,7 +206,6 @@ int engine_numerics_check(engine *e, bench_dtype dt, int prefill, const char *fa
         acc_compare(ref, var, n, vocab, out);
         rc = 0;
         /* llama.cpp's own error here: the exact family again, on x rounded as llama.cpp rounds it */
-        memset(llama, 0, sizeof(*llama));
         if (!kn_set_tuned_rounding(dt, prefill, exact) && !kn_set_llama_x(dt, 1)) {
             if (!engine_numerics_pass(e, ids, n, prefill, var, err, errlen)) acc_compare(ref, var, n, vocab, llama);
             else rc = -1;
