@@ -16,11 +16,6 @@ lx_rule lx_rule_for(bench_dtype dt) {
     }
 }
 
-const char *lx_rule_name(lx_rule r) {
-    static const char *const names[] = {"none", "f16", "bf16", "q8_0", "q8_K"};
-    return (unsigned)r < sizeof names / sizeof *names ? names[r] : "?";
-}
-
 /* One Q8_0 block: q = nearest(x * 127 / max|x|), then q times the scale as its f16. */
 static void lx_block_q8_0(const float *x, float *out) {
     float amax = 0.0f;

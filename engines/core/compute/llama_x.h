@@ -25,9 +25,6 @@ typedef enum { LX_NONE, LX_F16, LX_BF16, LX_Q8_0, LX_Q8_K } lx_rule;
 /* The rounding llama.cpp's CPU path applies to x for weights of dt (LX_NONE for F32). */
 lx_rule lx_rule_for(bench_dtype dt);
 
-/* "q8_0", "q8_K", "f16", "bf16" or "none". */
-const char *lx_rule_name(lx_rule r);
-
 /* out (n, cols) = x (n, cols) rounded by r; cols a multiple of r's block (32, or 256 for
  * LX_Q8_K), as every row of a matrix of that dtype is. out may be x. */
 void lx_round(lx_rule r, const float *x, float *out, int n, int cols);
