@@ -12,9 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "engines/core/runtime/engine.h"
 #include "engines/core/compute/kernels.h"
+#include "harness/parent/procmem.h"
 #include "tests/lib/testutil.h"
 #include "util/ut_fs.h"
 
@@ -303,26 +305,15 @@ static void test_module_options_keep_ids(void **state) {
     assert_int_equal((int)zero_copy.value, 1 + 5 * 9 + 1); /* embedding, 9 per layer, final norm */
 }
 
-/* Rss of the mappings of path in this process (KiB, from /proc/self/smaps); -1 when unreadable. */
+/* Rss of the mappings of path in this process (KiB): procmem's "model_file" region; -1 when
+ * unreadable. */
 static long mapped_rss_kib(const char *path) {
-    char real[4096], line[4600];
-    if (!realpath(path, real)) return -1;
-    FILE *fp = fopen("/proc/self/smaps", "r");
-    if (!fp) return -1;
-    long kib = 0, v;
-    int in = 0;
-    while (fgets(line, sizeof(line), fp)) {
-        size_t n = strlen(line);
-        if (n > 1 && line[n - 1] == '\n') line[n - 1] = 0;
-        n = strlen(line);
-        if (strchr(line, '/') && n >= strlen(real) && !strcmp(line + n - strlen(real), real)) in = 1;
-        else if (in && sscanf(line, "Rss: %ld kB", &v) == 1) {
-            kib += v;
-            in = 0;
-        }
-    }
-    fclose(fp);
-    return kib;
+    char real[4096];
+    const char *files[] = {real};
+    pm_smaps s;
+    if (!realpath(path, real) || pm_read_smaps(getpid(), files, 1, NULL, 0, &s)) return -1;
+    const pm_region *r = pm_find_region(&s, "model_file");
+    return r ? (long)r->rss_kib : 0;
 }
 
 /* loader mmap's touch (default 1): every page of the file read at load, so the mapping is
