@@ -7,15 +7,19 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "engines/core/runtime/engine.h"
 #include "engines/core/compute/kernels.h"
+#include "engines/core/synth/synth.h"
 #include "harness/parent/procmem.h"
 #include "tests/lib/testutil.h"
 #include "util/ut_fs.h"
@@ -342,6 +346,90 @@ static void test_mmap_touch(void **state) {
     assert_true(rss[0] < file_kib / 2);
 }
 
+/* The mapping of path (from offset 0) in this process, from /proc/self/smaps: its start,
+ * whether its VmFlags carry hg (MADV_HUGEPAGE), and its FilePmdMapped in bytes. 0 when found. */
+static int file_vma(const char *path, uintptr_t *start, int *hg, uint64_t *pmd) {
+    char real[4096], line[4608];
+    if (!realpath(path, real)) return -1;
+    FILE *fp = fopen("/proc/self/smaps", "r");
+    if (!fp) return -1;
+    int in = 0, found = -1;
+    *hg = 0;
+    *pmd = 0;
+    while (fgets(line, sizeof line, fp)) {
+        unsigned long lo, hi, off;
+        char name[4096] = "";
+        if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %4095s", &lo, &hi, &off, name) >= 3 && strchr(line, '-') < strchr(line, ' ')) {
+            if (in) break;
+            in = off == 0 && !strcmp(name, real);
+            if (in) *start = (uintptr_t)lo, found = 0;
+            continue;
+        }
+        unsigned long long kib;
+        if (in && sscanf(line, "FilePmdMapped: %llu kB", &kib) == 1) *pmd = kib * 1024u;
+        if (in && !strncmp(line, "VmFlags:", 8)) *hg = strstr(line, " hg") != NULL;
+    }
+    fclose(fp);
+    return found;
+}
+
+/* A model writer leaves none of the file in the page cache (model_write_drop_cache), so that
+ * the first load reads it in again as large folios; loader mmap (huge=1, the default) maps
+ * it at a 2 MiB boundary with MADV_HUGEPAGE, and its huge_bytes counter is what smaps says
+ * of that mapping. Whether the kernel then maps 2 MiB folios (ext4 with large folios, THP
+ * on) is the kernel's: printed, not asserted. */
+static void test_mmap_huge(void **state) {
+    fixture *f = *state;
+    char path[600], err[512];
+    snprintf(path, sizeof path, "%s/m-110m-q4_0.gguf", f->tmp);
+    synth_spec spec = {.shape = "llama-110m", .dtype = BENCH_Q4_0, .format = "gguf", .seed = 1};
+    if (synth_write(&spec, path, err, sizeof err)) fail_msg("synth_write: %s", err);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    const size_t len = (size_t)st.st_size, pages = (len + 4095) / 4096;
+    struct statfs fs;
+    long cached = -1;
+    if (statfs(path, &fs) == 0 && fs.f_type != 0x01021994 /* tmpfs: its pages are the file */) {
+        int fd = open(path, O_RDONLY);
+        assert_true(fd >= 0);
+        void *p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+        close(fd);
+        assert_true(p != MAP_FAILED);
+        unsigned char *vec = calloc(pages, 1);
+        assert_non_null(vec);
+        assert_int_equal(mincore(p, len, vec), 0);
+        cached = 0;
+        for (size_t i = 0; i < pages; i++) cached += vec[i] & 1;
+        free(vec);
+        munmap(p, len);
+        assert_int_equal(cached, 0);
+    }
+    for (int huge = 1; huge >= 0; huge--) {
+        bench_opt lo[] = {{.key = "huge", .value = huge ? "1" : "0"}};
+        engine_spec s = {.numerics = ENGINE_NUMERICS_EXACT, .model_path = path, .loader = "mmap", .max_pos = 64,
+                         .kv = "prealloc", .threads = 1, .module_dir = tu_module_dir(), .loader_opts = {1, lo},
+                         .kernels = "portable", .repack = ENGINE_REPACK_OFF};
+        engine *e = NULL;
+        if (engine_create(&s, &e, err, sizeof(err))) fail_msg("engine_create: %s", err);
+        counter_probe hb = {"loader.huge_bytes", -1};
+        bench_counter_sink sink = {.emit = probe_emit, .user = &hb};
+        engine_counters(e, &sink);
+        uintptr_t start = 0;
+        int hg = -1;
+        uint64_t pmd = 0;
+        assert_int_equal(file_vma(path, &start, &hg, &pmd), 0);
+        engine_destroy(e);
+        printf("[ INFO     ] huge=%d: %s (%zu KiB, %ld pages cached after the write) mapped at %#lx, hg %d, %llu KiB in 2 MiB pages\n",
+               huge, path, len / 1024, cached, (unsigned long)start, hg, (unsigned long long)(pmd / 1024));
+        assert_int_equal(hg, huge);
+        if (huge) {
+            assert_int_equal(start % (2u << 20), 0);
+            assert_true(hb.value == (double)pmd);
+        }
+        assert_true(hb.value >= 0 && hb.value <= (double)len);
+    }
+}
+
 static void test_thirdparty_gguf(void **state) {
     fixture *f = *state;
     NEED_FIXTURE(f);
@@ -539,6 +627,7 @@ int main(void) {
         cmocka_unit_test(test_module_options_keep_ids),
         cmocka_unit_test(test_logits_match_float64),
         cmocka_unit_test(test_mmap_touch),
+        cmocka_unit_test(test_mmap_huge),
         cmocka_unit_test(test_thirdparty_gguf),
         cmocka_unit_test(test_our_conversions),
         cmocka_unit_test(test_reduced_precision),

@@ -271,6 +271,7 @@ int gguf_write(const char *path, const model_write_src *s, char *err, size_t err
     }
     if (!w.failed && fflush(w.f)) w.failed = errno;
     if (!w.failed && fsync(fileno(w.f))) w.failed = errno;
+    if (!w.failed) model_write_drop_cache(fileno(w.f));
     if (w.failed) {
         bench_errf(err, errlen, "%s: write failed at byte %llu: %s", path, (unsigned long long)w.pos, strerror(w.failed));
         goto done;

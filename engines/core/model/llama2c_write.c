@@ -72,6 +72,7 @@ static int out_write(l2c_out *o, const void *buf, size_t n, char *err, size_t er
 static int out_commit(l2c_out *o, char *err, size_t errlen) {
     int rc = fsync(o->fd);
     int e = errno;
+    if (!rc) model_write_drop_cache(o->fd);
     if (close(o->fd) && !rc) rc = -1, e = errno;
     o->fd = -1;
     if (rc) {

@@ -127,6 +127,7 @@ static int create_file(const char *path, char *err, size_t errlen) {
 /* fsync before close: the rename that publishes the directory must not outrun its contents. */
 static int close_file(int fd, const char *path, char *err, size_t errlen) {
     int rc = fsync(fd), e = errno;
+    if (!rc) model_write_drop_cache(fd);
     if (close(fd) && !rc) rc = -1, e = errno;
     return rc ? bench_errf(err, errlen, "%s: %s", path, strerror(e)) : 0;
 }
