@@ -9,7 +9,7 @@
 # LLAMA_DEPTH is ../shared/tools/llama_depth.c built against a llama.cpp you built outside this
 # repository (its header says how). Each round runs, for every depth D and cache type C in turn
 # (interleaved, so drift falls on both alike):
-#   bench generate --model FILE --prompt-tokens D --steps D+G --cache-type C --threads T --kernels K --loader pread --warmup 1
+#   bench generate --model FILE --prompt-tokens D --steps D+G --cache-type C --threads T --kernels K --loader L --warmup 1
 #   CTK=C CTV=C FA=$FA LLAMA_DEPTH FILE D G T
 # bench's prefill is D tokens in one pass; llama_depth's is D tokens in 512-token batches; both
 # then time G one-token steps at positions D .. D+G-1. Both are warm: llama_depth warms up as
@@ -20,11 +20,15 @@
 # llama.cpp stores V in q8_0 or q4_0 only with flash attention, so those rows run it with FA=1.
 # Environment: REPS (3), WARMUP (1; 0 skips the uncounted round, for depths whose prefill takes
 # minutes), THREADS (2), GEN (32), DEPTHS (512 2048), CACHES (f16 q8_0), FA (0),
-# KERNELS (auto), BENCH (build/bench), NICE (unset; e.g. -10 as root, for both engines).
+# KERNELS (auto), BENCH (build/bench), NICE (unset; e.g. -10 as root, for both engines), LOADER
+# (mmap: bench's default; llama_depth maps the file too, so both read the same page cache),
+# EVICT (1: the file's cached pages are dropped once first, so that bench's loader reads it in
+# again as 2 MiB folios, which both engines then map; scripts/vs_llamacpp.sh says why).
 set -euo pipefail
 [ $# -eq 2 ] || { sed -n '2,9p' "$0" >&2; exit 2; }
 ld=$1 file=$2
 reps=${REPS:-3} threads=${THREADS:-2} gen=${GEN:-32} fa=${FA:-0} kernels=${KERNELS:-auto} bench=${BENCH:-build/bench}
+loader=${LOADER:-mmap} evict=${EVICT:-1}
 read -r -a depths <<<"${DEPTHS:-512 2048}"
 read -r -a caches <<<"${CACHES:-f16 q8_0}"
 pre=()
@@ -33,13 +37,14 @@ pre=()
 [ -x "$bench" ] || { echo "depth_vs_llamacpp.sh: no bench binary at $bench" >&2; exit 2; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+if [ "$evict" = 1 ]; then dd if="$file" iflag=nocache count=0 status=none || echo "depth_vs_llamacpp.sh: could not drop $file from the page cache" >&2; fi
 
 one_round() { # round number; appends "depth cache bench_pp bench_tg llama_pp llama_tg bench_cold_pp bench_cold_tg" lines
     for d in "${depths[@]}"; do
         for c in "${caches[@]}"; do
             local out pp tg lpp ltg cpp ctg
             out=$("${pre[@]}" "$bench" generate --model "$file" --prompt-tokens "$d" --steps $((d + gen)) --ctx $((d + gen)) --cache-type "$c" \
-                  --threads "$threads" --kernels "$kernels" --loader pread --warmup 1 2>&1 >/dev/null || true)
+                  --threads "$threads" --kernels "$kernels" --loader "$loader" --warmup 1 2>&1 >/dev/null || true)
             # the timed (warm) pass's lines; the cold first pass's line comes before them
             pp=$(awk '/^prefill/{print $2}' <<<"$out")
             tg=$(awk '/^decode/{print $2}' <<<"$out")

@@ -41,10 +41,14 @@
 # (build/bench, a release build), BENCH_MODEL_CACHE (results/models), TINYLLAMA (0), NICE
 # (unset; e.g. -10, as root: both engines run under `nice -n NICE`, so that on a machine shared
 # with other jobs each measured run gets most of the CPU; the same for both engines), LLAMA_ARGS
-# (unset; more llama-bench options, e.g. "--poll 0"), LOADER (pread: the weights are read into
-# memory at load, before the clock starts, as llama-bench's untimed warm-up run has faulted its
-# mapping in before it times anything; with mmap, bench's prefill also pays the first touch of
-# every weight page, which is what bench measures elsewhere but not what this comparison is for).
+# (unset; more llama-bench options, e.g. "--poll 0"), LOADER (mmap: bench's default, as
+# llama-bench's; both engines then map the same page cache, and bench reads every page at load,
+# before its clock starts, as llama-bench's untimed run has faulted its mapping in), EVICT (1:
+# before the uncounted round, each file's cached pages are dropped, `dd iflag=nocache count=0`,
+# so that bench's loader reads it in again as 2 MiB folios and both engines map those in every
+# counted round; a file cached in the small folios a write leaves decodes a quarter slower in
+# both engines on a KVM guest, docs/PERFORMANCE.md. 0: the page cache as it is. The warm-up line
+# says how much of each file bench found in 2 MiB pages).
 set -euo pipefail
 [ $# -ge 1 ] || { sed -n '2,8p' "$0" >&2; exit 2; }
 llama=$1
@@ -56,7 +60,8 @@ threads=${THREADS:-2}
 prompt=${PROMPT:-128}
 gen=${GEN:-64}
 kernels=${KERNELS:-auto}
-loader=${LOADER:-pread}
+loader=${LOADER:-mmap}
+evict=${EVICT:-1}
 bench=${BENCH:-build/bench}
 cache=${BENCH_MODEL_CACHE:-results/models}
 [ -x "$llama" ] || { echo "vs_llamacpp.sh: $llama is not an executable llama-bench" >&2; exit 2; }
@@ -93,11 +98,15 @@ tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
 {
   echo "# vs_llamacpp: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $threads threads,"
-  echo "# prompt $prompt, generate $gen, $reps rounds (+1 uncounted), bench kernels $kernels, loader $loader${NICE:+, nice $NICE}${LLAMA_ARGS:+, llama-bench $LLAMA_ARGS},"
+  echo "# prompt $prompt, generate $gen, $reps rounds (+1 uncounted), bench kernels $kernels, loader $loader, evict $evict${NICE:+, nice $NICE}${LLAMA_ARGS:+, llama-bench $LLAMA_ARGS},"
   echo "# llama-bench $("$llama" -m "${files[0]}" -p 0 -n 1 -r 1 -t "$threads" -o csv 2>/dev/null |
         awk -F'"' 'NR == 2 {print "build " $2}')"
   echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 } >&2
+
+if [ "$evict" = 1 ]; then
+  for m in "${files[@]}"; do dd if="$m" iflag=nocache count=0 status=none || echo "vs_llamacpp.sh: could not drop $m from the page cache" >&2; done
+fi
 
 for ((r = 0; r <= reps; r++)); do
   for m in "${files[@]}"; do
@@ -112,6 +121,7 @@ for ((r = 0; r <= reps; r++)); do
     cdec=$(sed -n 's/^cold .* decode \([0-9.]*\) tokens\/s.*/\1/p' <<<"$out")
     bound=$(sed -n 's/.*bound \([0-9.]*\) tokens\/s.*/\1/p' <<<"$out" | head -1)
     kn=$(awk '$1 == "kernels" {print $2; exit}' <<<"$out")
+    huge=$(sed -n 's/.*; \([0-9.]*\) MB of the file mapped in 2 MiB pages.*/\1/p' <<<"$out")
     # shellcheck disable=SC2086  # LLAMA_ARGS is a list of options
     csv=$("${pre[@]}" "$llama" -m "$m" -p "$prompt" -n "$gen" -t "$threads" -r 1 -o csv ${LLAMA_ARGS:-} 2>/dev/null) ||
       { echo "vs_llamacpp.sh: llama-bench failed on $m" >&2; exit 1; }
@@ -122,8 +132,8 @@ for ((r = 0; r <= reps; r++)); do
     [ -n "$bpre" ] && [ -n "$bdec" ] && [ -n "$cpre" ] && [ -n "$cdec" ] && [ -n "$bound" ] && [ -n "$lpre" ] && [ -n "$ldec" ] ||
       { echo "vs_llamacpp.sh: could not read the figures of round $r, $name" >&2; echo "$out" >&2; echo "$csv" >&2; exit 1; }
     if [ "$r" -eq 0 ]; then
-      printf '%s warm-up round: bench %s/%s (cold %s/%s) llama.cpp %s/%s tok/s prefill/decode (not counted)\n' "$name" "$bpre" "$bdec" \
-        "$cpre" "$cdec" "$lpre" "$ldec" >&2
+      printf '%s warm-up round: bench %s/%s (cold %s/%s) llama.cpp %s/%s tok/s prefill/decode (not counted); %s MB of the file in 2 MiB pages\n' \
+        "$name" "$bpre" "$bdec" "$cpre" "$cdec" "$lpre" "$ldec" "${huge:-(not mmap)}" >&2
     else
       printf '%s %s %s %s %s %s %s %s %s %s\n' "$name" "$r" "$bpre" "$bdec" "$lpre" "$ldec" "$bound" "$kn" "$cpre" "$cdec" | tee -a "$tmp" >&2
     fi
