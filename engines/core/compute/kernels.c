@@ -372,7 +372,33 @@ typedef struct kn_xq_buf {
 
 /* Quantises x for ops' int8 slots; NULL (and the caller takes the exact
  * portable kernel) only when the heap is out of memory. */
-static const kn_xq8 *kn_xq_prepare(const kn_ops *ops, const float *x, int n, int cols, kn_xq_buf *b) {
+/* x's rows [r0, r1) quantised into their places in xq: quant_x treats each row alone. */
+typedef struct kn_xq_job {
+    const kn_ops *ops;
+    const float *x;
+    int n, cols;
+    const kn_xq8 *xq;
+} kn_xq_job;
+
+static void kn_xq_task(void *arg, int task, int n_tasks) {
+    const kn_xq_job *j = arg;
+    const int r0 = (int)((int64_t)j->n * task / n_tasks), r1 = (int)((int64_t)j->n * (task + 1) / n_tasks);
+    if (r0 >= r1) return;
+    const size_t nbr = (size_t)(j->cols / BENCH_Q8_0_BLOCK), a = (size_t)r0;
+    kn_xq8 sub = *j->xq;
+    sub.qs += a * (size_t)j->cols;
+    sub.d += a * nbr;
+    sub.xs += a * nbr;
+    if (sub.nsum) sub.nsum += a * nbr * 8;
+    j->ops->quant_x(j->x + a * (size_t)j->cols, r1 - r0, j->cols, &sub);
+}
+
+/* Prefill's x quantisation ran on the calling thread while the others waited before every
+ * int8 matmul (quant_x_vnni 1.3-1.9% of a warm llama-110m q4_0 prefill's samples, perf): from
+ * this many rows it is split across the pool. */
+#define KN_XQ_PAR_ROWS 16
+
+static const kn_xq8 *kn_xq_prepare(tp_pool *pool, const kn_ops *ops, const float *x, int n, int cols, kn_xq_buf *b) {
     const size_t nblk = (size_t)n * (size_t)(cols / BENCH_Q8_0_BLOCK);
     const size_t qs = ((size_t)n * (size_t)cols + 63) & ~(size_t)63, d = (nblk * sizeof(float) + 63) & ~(size_t)63;
     const size_t ns = ops->x_nsum ? nblk * 8 * sizeof(int32_t) : 0;
@@ -387,7 +413,12 @@ static const kn_xq8 *kn_xq_prepare(const kn_ops *ops, const float *x, int n, int
     b->xq.nsum = ns ? (int32_t *)(void *)(p + qs + 2 * d) : NULL;
     b->xq.sp = NULL;
     b->xq.se = NULL;
-    ops->quant_x(x, n, cols, &b->xq);
+    if (n >= KN_XQ_PAR_ROWS && tp_threads(pool) > 1) {
+        kn_xq_job j = {ops, x, n, cols, &b->xq};
+        tp_run(pool, kn_xq_task, &j, tp_threads(pool));
+    } else {
+        ops->quant_x(x, n, cols, &b->xq);
+    }
     return &b->xq;
 }
 
@@ -415,12 +446,12 @@ static const kn_xq8 *kn_split_prepare(const kn_ops *ops, const float *x, int col
 /* x prepared for ops' kernel of dt over n rows: quantised (int8 tables), split (exact decode),
  * or NULL for neither. *fallback: the int8 table could not have its x (out of memory), so the
  * job must run the exact portable kernel. */
-static const kn_xq8 *kn_x_prepare(const kn_ops *ops, bench_dtype dt, const float *x, int n, int cols,
+static const kn_xq8 *kn_x_prepare(tp_pool *pool, const kn_ops *ops, bench_dtype dt, const float *x, int n, int cols,
                                   kn_xq_buf *b, int *fallback) {
     *fallback = 0;
     b->heap = NULL;
     if (kn_takes_xq(ops, dt)) {
-        const kn_xq8 *q = kn_xq_prepare(ops, x, n, cols, b);
+        const kn_xq8 *q = kn_xq_prepare(pool, ops, x, n, cols, b);
         *fallback = q == NULL;
         return q;
     }
@@ -518,7 +549,7 @@ static void kn_matmul_run(tp_pool *pool, float *y, const float *x, int n, const 
     kn_mm_job job = {.ops = ops, .dt = dt, .y = y, .x = x, .w = w, .n = n, .rows = rows, .cols = cols};
     kn_xq_buf xb;
     int fallback;
-    job.xq = kn_x_prepare(ops, bdt, x, n, cols, &xb, &fallback);
+    job.xq = kn_x_prepare(pool, ops, bdt, x, n, cols, &xb, &fallback);
     if (fallback) job.ops = &kn_ops_portable; /* out of memory: the exact kernel */
     int threads = tp_threads(pool);
     if (threads == 1 || (int64_t)rows * cols * n < KN_PARALLEL_MIN_MACS) {
@@ -608,7 +639,7 @@ void kn_matmul_multi(tp_pool *pool, const float *x, int n, int cols, const kn_mm
     kn_xq_buf xb;
     xb.heap = NULL;
     job.xq_ops = xq_ops;
-    if (xq_ops) job.xq = kn_xq_prepare(xq_ops, x, n, cols, &xb);
+    if (xq_ops) job.xq = kn_xq_prepare(pool, xq_ops, x, n, cols, &xb);
     else if (split_ops) job.xq = kn_split_prepare(split_ops, x, cols, &xb);
     if (threads == 1 || macs < KN_PARALLEL_MIN_MACS) {
         for (int k = 0; k < count; k++)
