@@ -4,6 +4,8 @@
 #ifndef BENCH_MODEL_WRITE_H
 #define BENCH_MODEL_WRITE_H
 
+#include <fcntl.h>
+
 #include "model.h"
 
 /* Writes the bytes of tensor i (in tensors[i].dtype, tensors[i].nbytes long) into dst. */
@@ -48,7 +50,10 @@ int llama2c_write(const char *path, const model_write_src *src, char *err, size_
  * read in again (llama.cpp's mmap: 85 and 114), 2-vCPU AMD EPYC family 26 KVM guest, six
  * interleaved pairs (docs/PERFORMANCE.md). The first load after a write then reads the file
  * from the disk, as after a reboot. */
-void model_write_drop_cache(int fd);
+static inline void model_write_drop_cache(int fd) {
+    /* advice only: where the kernel keeps the pages, the file is as written, only slower to map */
+    (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+}
 
 /* llama2.c's tokenizer.bin of vocab v (pieces' U+2581 written as ' ', as llama2.c's
  * exporter does). The format fixes <unk>=0, <s>=1, </s>=2: another layout is an error. */

@@ -6,7 +6,6 @@
  * How to add a format: docs/extending.md, "A model format bench writes". */
 #include "model_write.h"
 
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -132,9 +131,4 @@ const char *model_writer_refusal(const model_writer *w, bench_dtype dt, char *bu
     snprintf(buf, len, "format %s holds %s, not %s", model_writer_name(w), model_writer_dtype_text(w, held, sizeof held),
              bench_dtype_name(dt));
     return buf;
-}
-
-void model_write_drop_cache(int fd) {
-    /* advice only: where the kernel keeps the pages, the file is as written, only slower to map */
-    (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
 }
