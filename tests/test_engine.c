@@ -170,6 +170,73 @@ static void expect_oracle(fixture *f, const char *model, const char *tok, const 
         }
 }
 
+/* Logits of a 48-token prefill (positions 0..47) and one decode step after it, on threads
+ * threads; NULL when the engine cannot be made (message printed). The caller frees. */
+static float *prefill_logits(const char *model, const char *kernels, int threads, int *vocab) {
+    engine_spec s = {.numerics = ENGINE_NUMERICS_EXACT, .model_path = model, .loader = "mmap", .kv = "prealloc",
+                     .threads = threads, .module_dir = tu_module_dir(), .kernels = kernels};
+    if (strcmp(kernels, "auto") && !kn_isa_exact(kernels)) s.numerics = ENGINE_NUMERICS_PRODUCTION;
+    engine *e = NULL;
+    char err[1024];
+    if (engine_create(&s, &e, err, sizeof(err))) {
+        fprintf(stderr, "engine_create(%s, kernels %s, %d threads): %s\n", model, kernels, threads, err);
+        return NULL;
+    }
+    enum { N = 48 };
+    const int v = engine_model(e)->cfg.vocab_size;
+    int ids[N + 1];
+    for (int i = 0; i < N + 1; i++) ids[i] = 1 + (i * 37) % (v - 1);
+    float *out = malloc(2 * (size_t)v * sizeof(float)), *logits = NULL;
+    int rc = !out || engine_forward(e, 0, ids, N, 0, &logits, err, sizeof(err));
+    if (!rc) memcpy(out, logits, (size_t)v * sizeof(float));
+    if (!rc) rc = engine_forward(e, 0, &ids[N], 1, N, &logits, err, sizeof(err));
+    if (!rc) memcpy(out + v, logits, (size_t)v * sizeof(float));
+    if (rc) fprintf(stderr, "forward: %s\n", err);
+    engine_destroy(e);
+    if (rc) { free(out); return NULL; }
+    *vocab = v;
+    return out;
+}
+
+/* A prefill splits its matmuls, its per-token steps (norms, RoPE, SwiGLU, residual adds), the
+ * int8 families' quantisation of x and attention across the pool by rows; every row is computed
+ * alone, so 1, 2 and 3 threads must give the same bits, in every family this CPU runs, on f32
+ * (stories260K) and on Q8_0 and Q4_0 (k256, llama-quantize's), where the int8 families round x. */
+static void test_threads_same_bits(void **state) {
+    fixture *f = *state;
+    NEED_FIXTURE(f);
+    char q8[4096], q4[4096];
+    const char *models[3] = {f->model, tu_shared("thirdparty/k256/k256-q8_0.gguf", q8, sizeof q8),
+                             tu_shared("thirdparty/k256/k256-q4_0.gguf", q4, sizeof q4)};
+    int compared = 0;
+    for (int m = 0; m < 3; m++) {
+        if (!models[m]) {
+            printf("[ SKIP     ] k256 file %d: not in ../shared\n", m);
+            continue;
+        }
+        for (int i = 0; i < kn_isa_count(); i++) {
+            int here = 0;
+            const char *name = kn_isa_name(i, &here);
+            if (!here) continue;
+            int v1 = 0, vn = 0;
+            float *one = prefill_logits(models[m], name, 1, &v1);
+            assert_non_null(one);
+            for (int th = 2; th <= 3; th++) {
+                float *many = prefill_logits(models[m], name, th, &vn);
+                assert_non_null(many);
+                assert_int_equal(vn, v1);
+                if (memcmp(one, many, 2 * (size_t)v1 * sizeof(float)))
+                    fail_msg("%s, kernels %s: %d threads' logits differ from 1 thread's", models[m], name, th);
+                free(many);
+                compared++;
+            }
+            free(one);
+        }
+    }
+    printf("[ INFO     ] %d (model, family, threads) prefill + decode logits the same bits as 1 thread's\n", compared);
+    assert_true(compared >= 2);
+}
+
 /* The oracle on every kernel family this CPU runs (kernels.h): the f32 model takes the
  * exact path in all of them, so each must give the reference's ids exactly. */
 static void test_oracle_every_kernels(void **state) {
@@ -628,6 +695,7 @@ int main(void) {
         cmocka_unit_test(test_logits_match_float64),
         cmocka_unit_test(test_mmap_touch),
         cmocka_unit_test(test_mmap_huge),
+        cmocka_unit_test(test_threads_same_bits),
         cmocka_unit_test(test_thirdparty_gguf),
         cmocka_unit_test(test_our_conversions),
         cmocka_unit_test(test_reduced_precision),
