@@ -378,10 +378,56 @@ static inline int kva_heads_per_unit(int n_kv, int hd, int ni, int n_tasks) {
     return best;
 }
 
+/* A call's K and V rows of one KV head, converted once for all its query blocks. The units
+ * above convert each chunk once per block of KVQ_QBLOCK queries: a 128-token prefill converted
+ * each row 32 times over (kvq_load_f16 2.7% of a warm llama-110m q4_0 prefill's samples,
+ * perf). Where a head's K and V fit in KVA_HEAD_FLOATS (on the stack), they are converted once;
+ * each pair then runs the same dots, softmax and axpys over the same rows in the same order as
+ * in kva_typed_unit (kva_dots' blocks of 16 and its single rows give the same bits), so no
+ * result changes. */
+#define KVA_HEAD_FLOATS (32 * 1024) /* 128 KiB */
+
+static inline int kva_head_fits(const kva_unit *u, int n) {
+    return (size_t)2 * (size_t)(u->pos0 + n) * (size_t)u->s->head_dim <= KVA_HEAD_FLOATS;
+}
+
+/* Every query of the call on KV head h (its group's query heads), through kb and vb, each
+ * room for the call's pos0 + n rows of hd floats. */
+__attribute__((unused))
+static void kva_typed_head(const kva_unit *u, int n, int h, float *kb, float *vb) {
+    const bench_kv_shape *s = u->s;
+    const int hd = s->head_dim, group = s->n_heads / s->n_kv_heads, q_dim = s->n_heads * hd, rows = u->pos0 + n;
+    const size_t hoff = (size_t)h * (size_t)hd, rb = (size_t)rows * (size_t)hd;
+    kva_load_chunk(s->k_type, u->krow, u->ctx, kvq_bytes(s->k_type, hoff), kvq_bytes(s->k_type, (size_t)hd), 1, hd, 0,
+                   rows, rows - 1, kb, rb);
+    kva_load_chunk(s->v_type, u->vrow, u->ctx, kvq_bytes(s->v_type, hoff), kvq_bytes(s->v_type, (size_t)hd), 1, hd, 0,
+                   rows, rows - 1, vb, rb);
+    for (int i = 0; i < n; i++) {
+        const int cnt = u->pos0 + i + 1;
+        for (int g = 0; g < group; g++) {
+            const size_t head = (size_t)(h * group + g) * (size_t)hd;
+            float *sc = u->att + (size_t)g * (size_t)s->max_pos; /* a unit's first rows: ni = 1 */
+            kva_dots(u->q + (size_t)i * q_dim + head, kb, (size_t)hd, cnt, hd, sc);
+            kva_softmax(s, sc, cnt);
+            float *o = u->out + (size_t)i * q_dim + head;
+            memset(o, 0, (size_t)hd * sizeof(float));
+            kva_accum(o, sc, vb, (size_t)hd, cnt, hd);
+        }
+    }
+}
+
 /* The units of a call dealt round-robin to the tasks: (query block, run of KV heads). A call
- * of more than one query block takes one KV head a unit: its units are many already. */
+ * of more than one query block takes one KV head a unit: its units are many already; where
+ * every head's rows fit (kva_head_fits) and the heads share evenly between the tasks, whole
+ * heads instead (kva_typed_head). */
 static inline void kva_typed_task(const kva_unit *u, int n, int task, int n_tasks) {
     const int n_kv = u->s->n_kv_heads, blocks = (n + KVQ_QBLOCK - 1) / KVQ_QBLOCK;
+    if (blocks > 1 && n_kv % n_tasks == 0 && kva_head_fits(u, n)) {
+        float buf[KVA_HEAD_FLOATS] __attribute__((aligned(64)));
+        const size_t rb = (size_t)(u->pos0 + n) * (size_t)u->s->head_dim;
+        for (int h = task; h < n_kv; h += n_tasks) kva_typed_head(u, n, h, buf, buf + rb);
+        return;
+    }
     const int hpu = blocks == 1 ? kva_heads_per_unit(n_kv, u->s->head_dim, n, n_tasks) : 1, runs = (n_kv + hpu - 1) / hpu;
     for (int w = task; w < blocks * runs; w += n_tasks) {
         int b = w / runs, i0 = b * KVQ_QBLOCK, ni = n - i0 < KVQ_QBLOCK ? n - i0 : KVQ_QBLOCK;
