@@ -112,7 +112,6 @@ static void mmap_touch(const bench_host *host, const void *p, size_t len) {
     else mmap_touch_task(&j, 0, 1);
 }
 
-
 /* A mapping of len bytes of fd at a 2 MiB boundary: a reservation 2 MiB longer, the file
  * mapped over its aligned part, the slack given back. MAP_FAILED as mmap's. */
 static void *mmap_aligned(size_t len, int flags, int fd) {
@@ -172,15 +171,15 @@ static int mmap_load(void *ctx, const char *const *files, int n_files, const ben
             return bench_errf(err, errlen, "%s: %s", files[f], st.st_size == 0 ? "empty file" : strerror(e));
         }
         int flags = (c->shared ? MAP_SHARED : MAP_PRIVATE) | (c->populate ? MAP_POPULATE : 0);
-        void *p = c->huge && (size_t)st.st_size >= MMAP_HUGE_ALIGN ? mmap_aligned((size_t)st.st_size, flags, fd)
-                                                                 : mmap(NULL, (size_t)st.st_size, PROT_READ, flags, fd, 0);
+        const int huge = c->huge && (size_t)st.st_size >= MMAP_HUGE_ALIGN; /* a smaller file has no 2 MiB page */
+        void *p = huge ? mmap_aligned((size_t)st.st_size, flags, fd) : mmap(NULL, (size_t)st.st_size, PROT_READ, flags, fd, 0);
         close(fd); /* the mapping keeps the file */
         if (p == MAP_FAILED) return bench_errc(err, errlen, errno == ENOMEM ? BENCH_ERR_NOMEM : BENCH_ERR_IO, "%s: mmap of %lld bytes: %s", files[f], (long long)st.st_size, strerror(errno));
         c->maps[f] = (mapping){p, (size_t)st.st_size, NULL, st};
         if (c->verify && !(c->maps[f].path = strdup(files[f]))) return bench_errc(err, errlen, BENCH_ERR_NOMEM, "loader mmap: out of memory");
         c->n_maps = f + 1;
         c->bytes_mapped += (uint64_t)st.st_size;
-        if (c->huge && (size_t)st.st_size >= MMAP_HUGE_ALIGN && madvise(p, (size_t)st.st_size, MADV_HUGEPAGE))
+        if (huge && madvise(p, (size_t)st.st_size, MADV_HUGEPAGE))
             bench_logf(c->host, "loader mmap: %s: madvise(MADV_HUGEPAGE): %s (continuing with small pages)", files[f], strerror(errno));
         if (c->advice >= 0 && madvise(p, (size_t)st.st_size, c->advice))
             bench_logf(c->host, "loader mmap: %s: madvise: %s (continuing)", files[f], strerror(errno));

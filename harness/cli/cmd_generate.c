@@ -18,23 +18,19 @@
 
 static double now_s(void) { return (double)ut_now_ns() * 1e-9; }
 
-/* The device's own figures, for the summary on stderr. */
-typedef struct dev_figures { double ttft_ms, tpot_ms, mem_peak, h2d_gb_s, share_w; } dev_figures;
+/* The counters the summary on stderr quotes: the device's own figures, and the weights loader
+ * mmap mapped by 2 MiB entries; -1 where nothing said them. */
+typedef struct gen_figures { double ttft_ms, tpot_ms, mem_peak, h2d_gb_s, share_w, huge_bytes; } gen_figures;
 
-static void dev_figure(void *user, const char *name, const char *unit, double v) {
-    dev_figures *f = user;
+static void gen_figure(void *user, const char *name, const char *unit, double v) {
+    gen_figures *f = user;
     (void)unit;
-    if (!strcmp(name, "device.ttft_event_ms")) f->ttft_ms = v;
+    if (!strcmp(name, "loader.huge_bytes")) f->huge_bytes = v;
+    else if (!strcmp(name, "device.ttft_event_ms")) f->ttft_ms = v;
     else if (!strcmp(name, "device.tpot_event_ms")) f->tpot_ms = v;
     else if (!strcmp(name, "device.gpu_mem_used_peak_B")) f->mem_peak = v;
     else if (!strcmp(name, "loader.h2d_gb_s")) f->h2d_gb_s = v;
     else if (!strcmp(name, "device.share_weights")) f->share_w = v;
-}
-
-/* loader.huge_bytes where the loader says it (mmap): the weights mapped by 2 MiB entries */
-static void huge_figure(void *user, const char *name, const char *unit, double v) {
-    (void)unit;
-    if (!strcmp(name, "loader.huge_bytes")) *(double *)user = v;
 }
 
 /* Whether transparent huge pages are off on this kernel: then no file is mapped in 2 MiB
@@ -295,16 +291,16 @@ typedef struct gen_run {
 static void gen_print_figures(const gen_args *g, engine *e, const gen_run *r) {
     const model *m = engine_model(e);
     int decoded = r->n - r->n_prompt - 1;
-    double huge = -1;
-    bench_counter_sink hs = {.emit = huge_figure, .user = &huge};
-    engine_counters(e, &hs);
+    gen_figures f = {-1, -1, -1, -1, -1, -1};
+    bench_counter_sink sink = {.emit = gen_figure, .user = &f};
+    engine_counters(e, &sink);
+    const double weights = (double)model_weight_bytes(m), huge = f.huge_bytes;
     fprintf(stderr, "load         %.1f ms (%s loader%s%s, %.1f MB of weights", r->t_load * 1e3,
             g->spec.loader ? g->spec.loader : "mmap", strcmp(engine_device(e), "cpu") ? " on " : "",
-            strcmp(engine_device(e), "cpu") ? engine_device(e) : "", (double)model_weight_bytes(m) / 1e6);
+            strcmp(engine_device(e), "cpu") ? engine_device(e) : "", weights / 1e6);
     /* decode's speed moves by a quarter with it (loader_mmap.c), so it is said beside the load */
     if (huge >= 0) fprintf(stderr, "; %.1f MB of the file mapped in 2 MiB pages", huge / 1e6);
     fputs(")\n", stderr);
-    const double weights = (double)model_weight_bytes(m);
     if (huge >= 0 && weights >= 64e6 && huge < 0.5 * weights && !thp_off())
         fprintf(stderr, "             note: most of the weights are mapped in 4 KiB pages: the page cache holds the file in the small\n"
                         "             folios a write leaves (decode reads f32 llama-110m ~25%% slower so); `dd if=%s\n"
@@ -342,9 +338,6 @@ static void gen_print_figures(const gen_args *g, engine *e, const gen_run *r) {
         fprintf(stderr, "decode       %.1f tokens/s (%d tokens, TPOT %.3f ms, the fastest %.3f ms)\n", decoded / (r->t_end - r->t_first),
                 decoded, (r->t_end - r->t_first) * 1e3 / decoded, r->step_min * 1e3);
     if (strcmp(engine_device(e), "cpu")) {
-        dev_figures f = {-1, -1, -1, -1, -1};
-        bench_counter_sink sink = {.emit = dev_figure, .user = &f};
-        engine_counters(e, &sink);
         fprintf(stderr, "%-12s TTFT %.3f ms, TPOT %.3f ms (events); %.1f MB device memory at peak; load %.2f GB/s to the device",
                 engine_device(e), f.ttft_ms, f.tpot_ms, f.mem_peak / 1e6, f.h2d_gb_s);
         if (f.share_w >= 0) fprintf(stderr, "; weights %.0f%% of a decode pass", 100 * f.share_w);
