@@ -93,6 +93,12 @@ static void test_bytes_per_position(void **state) {
 static const bench_kv_shape wide_shape = {.n_layers = 1, .n_heads = 12, .n_kv_heads = 6, .head_dim = 32,
                                           .max_pos = 40, .max_seqs = 2};
 
+/* wide_shape with heads of 64: a prefill of more than KVQ_QBLOCK queries converts each KV
+ * head once (kva_typed_head) and sums two queries' values at once (kva_accum2), paths a
+ * head of 32 does not take */
+static const bench_kv_shape wide64_shape = {.n_layers = 1, .n_heads = 12, .n_kv_heads = 6, .head_dim = 64,
+                                            .max_pos = 40, .max_seqs = 2};
+
 /* Every typed row of the table the modules hold (bench's own types, not this test's) */
 static void check_typed_attention(const bench_kv_shape *shape) {
     const char *const *kvs;
@@ -146,6 +152,7 @@ static void test_typed_attention_is_f32_attention_of_the_stored_values(void **st
     (void)state;
     check_typed_attention(&typed_shape);
     check_typed_attention(&wide_shape);
+    check_typed_attention(&wide64_shape);
 }
 
 /* kva_dots' order of operations (kv_attn.h), written out in scalars: per position, 16 lanes of

@@ -70,12 +70,15 @@ static inline void kva_prefetch(const uint8_t *p, size_t n) {
  * i + 4, i and i + 2, 0 and 1; the last level leaves position 4k + q in lane 4q + k. */
 static inline __attribute__((always_inline)) void kva_hsum16(const kva_v16 *a, float *out) {
     kva_v16 b[8], c[4], e[2];
+#pragma GCC unroll 8
     for (int j = 0; j < 8; j++) /* lanes 0-7: a[2j]'s i + (i + 8), 8-15: a[2j + 1]'s */
         b[j] = __builtin_shuffle(a[2 * j], a[2 * j + 1], (kva_i16){0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23}) +
                __builtin_shuffle(a[2 * j], a[2 * j + 1], (kva_i16){8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31});
+#pragma GCC unroll 8
     for (int m = 0; m < 4; m++) /* quarter r: position 4m + r's i + (i + 4) */
         c[m] = __builtin_shuffle(b[2 * m], b[2 * m + 1], (kva_i16){0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27}) +
                __builtin_shuffle(b[2 * m], b[2 * m + 1], (kva_i16){4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31});
+#pragma GCC unroll 8
     for (int n = 0; n < 2; n++) /* quarter r: positions 8n + r and 8n + 4 + r, i + (i + 2) each */
         e[n] = __builtin_shuffle(c[2 * n], c[2 * n + 1], (kva_i16){0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29}) +
                __builtin_shuffle(c[2 * n], c[2 * n + 1], (kva_i16){2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31});
@@ -83,6 +86,25 @@ static inline __attribute__((always_inline)) void kva_hsum16(const kva_v16 *a, f
     const kva_v16 f = __builtin_shuffle(e[0], e[1], (kva_i16){0, 2, 16, 18, 4, 6, 20, 22, 8, 10, 24, 26, 12, 14, 28, 30}) +
                       __builtin_shuffle(e[0], e[1], (kva_i16){1, 3, 17, 19, 5, 7, 21, 23, 9, 11, 25, 27, 13, 15, 29, 31});
     kva_store(out, __builtin_shuffle(f, (kva_i16){0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15}));
+}
+
+/* out[p] = q . k_p for the 16 rows k0 + p * stride (hd floats each, hd a multiple of 16):
+ * per row, 16 lanes accumulate over d in chunks of 16, then the trees of kva_hsum16. Unrolled
+ * over the rows, so that the 16 accumulators stay in registers: as loops the compiler kept
+ * them on the stack, a load and a store around every multiply-add (perf annotate: the stack
+ * stores were a third of kva_dots' samples). */
+static inline __attribute__((always_inline)) void kva_block16(const float *q, const float *k0, size_t stride, int hd,
+                                                              float *out) {
+    kva_v16 acc[KVA_LANES];
+    const kva_v16 q0 = kva_load(q);
+#pragma GCC unroll 16
+    for (int p = 0; p < KVA_LANES; p++) acc[p] = q0 * kva_load(k0 + (size_t)p * stride);
+    for (int d = KVA_LANES; d < hd; d += KVA_LANES) {
+        const kva_v16 qd = kva_load(q + d);
+#pragma GCC unroll 16
+        for (int p = 0; p < KVA_LANES; p++) acc[p] += qd * kva_load(k0 + (size_t)p * stride + d);
+    }
+    kva_hsum16(acc, out);
 }
 
 /* att[t] = q . k_t for t < count, where row t is k + t * stride (hd floats each); rows
@@ -106,25 +128,21 @@ static void kva_dots(const float *q, const float *k, size_t stride, int count, i
     const int pf = stride != (size_t)hd;
     int t = 0;
     /* 16 positions at once: the same products and sums per position, then the 16 trees
-     * reduced together, two rows a step (kva_hsum16), a fifth of the shuffles and adds */
+     * reduced together, two rows a step (kva_hsum16), a fifth of the shuffles and adds.
+     * Contiguous rows of the common head sizes take the block with its row stride a
+     * constant: the 16 rows are then one base register and displacements, where a variable
+     * stride left 16 row pointers that did not fit in the registers beside the 16
+     * accumulators and were reloaded from the stack in the inner loop (perf annotate). */
+    if (!pf && hd == 64)
+        for (; t + KVA_LANES <= count; t += KVA_LANES) kva_block16(q, k + (size_t)t * 64, 64, 64, att + t);
+    else if (!pf && hd == 128)
+        for (; t + KVA_LANES <= count; t += KVA_LANES) kva_block16(q, k + (size_t)t * 128, 128, 128, att + t);
     for (; t + KVA_LANES <= count; t += KVA_LANES) {
         const float *k0 = k + (size_t)t * stride;
         if (pf && t + KVA_LANES + KVA_PF_ROWS <= count)
             for (int p = 0; p < KVA_LANES; p++)
                 kva_prefetch((const uint8_t *)(k0 + (size_t)(KVA_PF_ROWS + p) * stride), (size_t)hd * sizeof(float));
-        /* unrolled, so that the 16 accumulators stay in registers: as loops the compiler kept
-         * them on the stack, a load and a store around every multiply-add (perf annotate: the
-         * stack stores were a third of kva_dots' samples) */
-        kva_v16 acc[KVA_LANES];
-        const kva_v16 q0 = kva_load(q);
-#pragma GCC unroll 16
-        for (int p = 0; p < KVA_LANES; p++) acc[p] = q0 * kva_load(k0 + (size_t)p * stride);
-        for (int d = KVA_LANES; d < hd; d += KVA_LANES) {
-            const kva_v16 qd = kva_load(q + d);
-#pragma GCC unroll 16
-            for (int p = 0; p < KVA_LANES; p++) acc[p] += qd * kva_load(k0 + (size_t)p * stride + d);
-        }
-        kva_hsum16(acc, att + t);
+        kva_block16(q, k0, stride, hd, att + t);
     }
     for (; t < count; t++) {
         const float *kt = k + (size_t)t * stride;
@@ -170,6 +188,57 @@ static void kva_accum(float *restrict o, const float *w, const float *restrict v
         float s = o[d];
         for (int t = 0; t < count; t++) s += w[t] * v[(size_t)t * stride + d];
         o[d] = s;
+    }
+}
+
+/* kva_accum for two queries over the same rows: o0 over the first n0 rows with w0, o1 over the
+ * first n1 (n0 <= n1) with w1, each in position order as kva_accum adds them, so each gets
+ * kva_accum's bits. Its reason: kva_accum's sums are chains, one add per row on each of
+ * hd / 16 vectors, so a head of 64 waits an add's latency a row with 4 adds to do; two
+ * queries' 8 independent chains fill that wait (a causal prefill's queries i and i + 1 read
+ * the same rows). Rows contiguous (stride hd); hd a multiple of 64 takes this path, others
+ * go one query at a time. */
+__attribute__((target_clones("avx512f", "avx2", "default"), unused))
+static void kva_accum2(float *restrict o0, const float *w0, int n0, float *restrict o1, const float *w1, int n1,
+                       const float *restrict v, int hd) {
+    if (hd % (4 * KVA_LANES)) {
+        kva_accum(o0, w0, v, (size_t)hd, n0, hd);
+        kva_accum(o1, w1, v, (size_t)hd, n1, hd);
+        return;
+    }
+    for (int d = 0; d < hd; d += 4 * KVA_LANES) {
+        kva_v16 a0 = kva_load(o0 + d), a1 = kva_load(o0 + d + 16), a2 = kva_load(o0 + d + 32), a3 = kva_load(o0 + d + 48);
+        kva_v16 b0 = kva_load(o1 + d), b1 = kva_load(o1 + d + 16), b2 = kva_load(o1 + d + 32), b3 = kva_load(o1 + d + 48);
+        int t = 0;
+        for (; t < n0; t++) {
+            const float *vt = v + (size_t)t * (size_t)hd + d;
+            const kva_v16 v0 = kva_load(vt), v1 = kva_load(vt + 16), v2 = kva_load(vt + 32), v3 = kva_load(vt + 48);
+            const float a = w0[t], b = w1[t];
+            a0 += a * v0;
+            a1 += a * v1;
+            a2 += a * v2;
+            a3 += a * v3;
+            b0 += b * v0;
+            b1 += b * v1;
+            b2 += b * v2;
+            b3 += b * v3;
+        }
+        for (; t < n1; t++) {
+            const float *vt = v + (size_t)t * (size_t)hd + d;
+            const float b = w1[t];
+            b0 += b * kva_load(vt);
+            b1 += b * kva_load(vt + 16);
+            b2 += b * kva_load(vt + 32);
+            b3 += b * kva_load(vt + 48);
+        }
+        kva_store(o0 + d, a0);
+        kva_store(o0 + d + 16, a1);
+        kva_store(o0 + d + 32, a2);
+        kva_store(o0 + d + 48, a3);
+        kva_store(o1 + d, b0);
+        kva_store(o1 + d + 16, b1);
+        kva_store(o1 + d + 32, b2);
+        kva_store(o1 + d + 48, b3);
     }
 }
 
@@ -402,16 +471,23 @@ static void kva_typed_head(const kva_unit *u, int n, int h, float *kb, float *vb
                    rows, rows - 1, kb, rb);
     kva_load_chunk(s->v_type, u->vrow, u->ctx, kvq_bytes(s->v_type, hoff), kvq_bytes(s->v_type, (size_t)hd), 1, hd, 0,
                    rows, rows - 1, vb, rb);
-    for (int i = 0; i < n; i++) {
-        const int cnt = u->pos0 + i + 1;
+    /* queries two at a time, for kva_accum2; each pair's scores in the unit's first 2 x group
+     * rows (it has KVQ_QBLOCK x group) */
+    for (int i = 0; i < n; i += 2) {
+        const int nq = i + 1 < n ? 2 : 1;
         for (int g = 0; g < group; g++) {
             const size_t head = (size_t)(h * group + g) * (size_t)hd;
-            float *sc = u->att + (size_t)g * (size_t)s->max_pos; /* a unit's first rows: ni = 1 */
-            kva_dots(u->q + (size_t)i * q_dim + head, kb, (size_t)hd, cnt, hd, sc);
-            kva_softmax(s, sc, cnt);
-            float *o = u->out + (size_t)i * q_dim + head;
-            memset(o, 0, (size_t)hd * sizeof(float));
-            kva_accum(o, sc, vb, (size_t)hd, cnt, hd);
+            float *sc[2], *o[2];
+            for (int m = 0; m < nq; m++) {
+                const int cnt = u->pos0 + i + m + 1;
+                sc[m] = u->att + (size_t)(m * group + g) * (size_t)s->max_pos;
+                kva_dots(u->q + (size_t)(i + m) * q_dim + head, kb, (size_t)hd, cnt, hd, sc[m]);
+                kva_softmax(s, sc[m], cnt);
+                o[m] = u->out + (size_t)(i + m) * q_dim + head;
+                memset(o[m], 0, (size_t)hd * sizeof(float));
+            }
+            if (nq == 2) kva_accum2(o[0], sc[0], u->pos0 + i + 1, o[1], sc[1], u->pos0 + i + 2, vb, hd);
+            else kva_accum(o[0], sc[0], vb, (size_t)hd, u->pos0 + i + 1, hd);
         }
     }
 }
