@@ -71,7 +71,21 @@ __attribute__((target("avx2,fma,avx512f,avx512dq"), unused)) static void bench_e
         const __m256 e1 = bench_expf8(_mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1)));
         _mm512_storeu_ps(y + j, _mm512_insertf32x8(_mm512_castps256_ps512(e0), e1, 1));
     }
-    for (; j < n; j++) y[j] = expf(x[j]);
+    if (j < n) {
+        /* the last n - j (1..15) through the same steps, the lanes past the end zeros whose
+         * results are not stored: a scalar libm call each cost a softmax of a causal prefill
+         * (whose rows end anywhere) as much as its vector part */
+        const __mmask16 m = (__mmask16)((1u << (n - j)) - 1u);
+        const __m512 v = _mm512_maskz_loadu_ps(m, x + j);
+        const __m512i top = _mm512_and_si512(_mm512_srli_epi32(_mm512_castps_si512(v), 20), _mm512_set1_epi32(0x7ff));
+        if (_mm512_cmpgt_epi32_mask(top, _mm512_set1_epi32(0x42a))) {
+            for (; j < n; j++) y[j] = expf(x[j]);
+            return;
+        }
+        const __m256 e0 = bench_expf8(_mm512_cvtps_pd(_mm512_castps512_ps256(v)));
+        const __m256 e1 = bench_expf8(_mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1)));
+        _mm512_mask_storeu_ps(y + j, m, _mm512_insertf32x8(_mm512_castps256_ps512(e0), e1, 1));
+    }
 }
 #else
 #define BENCH_VEXPF 0
