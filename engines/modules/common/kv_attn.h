@@ -191,26 +191,25 @@ static void kva_accum(float *restrict o, const float *w, const float *restrict v
     }
 }
 
-/* kva_accum for two queries over the same rows: o0 over the first n0 rows with w0, o1 over the
- * first n1 (n0 <= n1) with w1, each in position order as kva_accum adds them, so each gets
- * kva_accum's bits. Its reason: kva_accum's sums are chains, one add per row on each of
- * hd / 16 vectors, so a head of 64 waits an add's latency a row with 4 adds to do; two
- * queries' 8 independent chains fill that wait (a causal prefill's queries i and i + 1 read
- * the same rows). Rows contiguous (stride hd); hd a multiple of 64 takes this path, others
- * go one query at a time. */
+/* kva_accum for two queries over the same n rows: o0 with weights w0, o1 with w1, each in
+ * position order as kva_accum adds them, so each gets kva_accum's bits (and a later kva_accum
+ * over further rows continues either exactly). Its reason: kva_accum's sums are chains, one add
+ * per row on each of hd / 16 vectors, so a head of 64 waits an add's latency a row with 4 adds
+ * to do; two queries' 8 independent chains fill that wait (a causal prefill's queries i and
+ * i + 1 read the same rows). Rows contiguous (stride hd); a head not a multiple of 64 goes one
+ * query at a time. */
 __attribute__((target_clones("avx512f", "avx2", "default"), unused))
-static void kva_accum2(float *restrict o0, const float *w0, int n0, float *restrict o1, const float *w1, int n1,
+static void kva_accum2(float *restrict o0, const float *w0, float *restrict o1, const float *w1, int n,
                        const float *restrict v, int hd) {
     if (hd % (4 * KVA_LANES)) {
-        kva_accum(o0, w0, v, (size_t)hd, n0, hd);
-        kva_accum(o1, w1, v, (size_t)hd, n1, hd);
+        kva_accum(o0, w0, v, (size_t)hd, n, hd);
+        kva_accum(o1, w1, v, (size_t)hd, n, hd);
         return;
     }
     for (int d = 0; d < hd; d += 4 * KVA_LANES) {
         kva_v16 a0 = kva_load(o0 + d), a1 = kva_load(o0 + d + 16), a2 = kva_load(o0 + d + 32), a3 = kva_load(o0 + d + 48);
         kva_v16 b0 = kva_load(o1 + d), b1 = kva_load(o1 + d + 16), b2 = kva_load(o1 + d + 32), b3 = kva_load(o1 + d + 48);
-        int t = 0;
-        for (; t < n0; t++) {
+        for (int t = 0; t < n; t++) {
             const float *vt = v + (size_t)t * (size_t)hd + d;
             const kva_v16 v0 = kva_load(vt), v1 = kva_load(vt + 16), v2 = kva_load(vt + 32), v3 = kva_load(vt + 48);
             const float a = w0[t], b = w1[t];
@@ -222,14 +221,6 @@ static void kva_accum2(float *restrict o0, const float *w0, int n0, float *restr
             b1 += b * v1;
             b2 += b * v2;
             b3 += b * v3;
-        }
-        for (; t < n1; t++) {
-            const float *vt = v + (size_t)t * (size_t)hd + d;
-            const float b = w1[t];
-            b0 += b * kva_load(vt);
-            b1 += b * kva_load(vt + 16);
-            b2 += b * kva_load(vt + 32);
-            b3 += b * kva_load(vt + 48);
         }
         kva_store(o0 + d, a0);
         kva_store(o0 + d + 16, a1);
@@ -486,8 +477,13 @@ static void kva_typed_head(const kva_unit *u, int n, int h, float *kb, float *vb
                 o[m] = u->out + (size_t)(i + m) * q_dim + head;
                 memset(o[m], 0, (size_t)hd * sizeof(float));
             }
-            if (nq == 2) kva_accum2(o[0], sc[0], u->pos0 + i + 1, o[1], sc[1], u->pos0 + i + 2, vb, hd);
-            else kva_accum(o[0], sc[0], vb, (size_t)hd, u->pos0 + i + 1, hd);
+            const int cnt0 = u->pos0 + i + 1;
+            if (nq == 2) { /* the rows both see, then the second's last */
+                kva_accum2(o[0], sc[0], o[1], sc[1], cnt0, vb, hd);
+                kva_accum(o[1], sc[1] + cnt0, vb + (size_t)cnt0 * (size_t)hd, (size_t)hd, 1, hd);
+            } else {
+                kva_accum(o[0], sc[0], vb, (size_t)hd, cnt0, hd);
+            }
         }
     }
 }
