@@ -161,29 +161,29 @@ static void rope_table(const tf_ctx *t, int hd, int pos, float *cs) {
     }
 }
 
-/* Rotates each head's pairs by the angles of cs (rope_table). The pair is (2i, 2i+1) in
- * the interleaved layout and (i, i + hd/2) in HF's layout; same rotation. */
-/* The interleaved layout's rotation of n floats (n a multiple of 16: whole pairs), 8 pairs a
- * vector: lane 2k gets v0 c + v1 (-s) = v0 c - v1 s and lane 2k+1 gets v1 c + v0 s = v0 s + v1 c,
+/* The interleaved layout's rotation of n_heads heads of hd floats (hd a multiple of 16), every
+ * head by the same cs, 8 pairs a vector: lane 2k gets v0 c + v1 (-s) = v0 c - v1 s and lane 2k+1 gets v1 c + v0 s = v0 s + v1 c,
  * the scalar loop's products and sums (an add is commutative, a negation exact), so the same
  * bits; the scalar loop stayed scalar in the baseline build (rope 1.4% of a q4_0 prefill). */
 typedef int rn_i16 __attribute__((vector_size(64)));
 __attribute__((target_clones("avx512f", "avx2", "default")))
-static void rope_pairs(float *restrict v, const float *restrict cs, int n) {
+static void rope_pairs(float *restrict v, const float *restrict cs, int n_heads, int hd) {
     const rn_i16 swap = {1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14};
     const rn_i16 even = {0, 0, 2, 2, 4, 4, 6, 6, 8, 8, 10, 10, 12, 12, 14, 14};
     const rn_i16 odd = {1, 1, 3, 3, 5, 5, 7, 7, 9, 9, 11, 11, 13, 13, 15, 15};
     const rn_v16 sign = {-1, 1, -1, 1, -1, 1, -1, 1, -1, 1, -1, 1, -1, 1, -1, 1};
-    for (int i = 0; i < n; i += 16) {
-        const rn_v16 x = *(const rn_v16 *)(const void *)(v + i), t = *(const rn_v16 *)(const void *)(cs + i);
+    for (int i = 0; i < n_heads * hd; i += 16) {
+        const rn_v16 x = *(const rn_v16 *)(const void *)(v + i), t = *(const rn_v16 *)(const void *)(cs + i % hd);
         const rn_v16 c = __builtin_shuffle(t, even), sn = __builtin_shuffle(t, odd) * sign;
         *(rn_v16 *)(void *)(v + i) = x * c + __builtin_shuffle(x, swap) * sn;
     }
 }
 
+/* Rotates each head's pairs by the angles of cs (rope_table). The pair is (2i, 2i+1) in
+ * the interleaved layout and (i, i + hd/2) in HF's layout; same rotation. */
 static void rope(float *v, int n_heads, int hd, const float *cs, rope_style style) {
     if (style != ROPE_HALF && hd % 16 == 0) {
-        for (int h = 0; h < n_heads; h++) rope_pairs(v + (size_t)h * hd, cs, hd);
+        rope_pairs(v, cs, n_heads, hd);
         return;
     }
     for (int h = 0; h < n_heads; h++) {
