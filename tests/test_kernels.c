@@ -166,6 +166,22 @@ static void sweep(bench_dtype dt, int odd_cols) {
 }
 
 static void test_matmul_f32(void **state) { (void)state; sweep(BENCH_F32, 0); sweep(BENCH_F32, 1); }
+
+/* f32 prefill from 32 tokens on (kernels_gemmt.inc) goes through x in blocks of 64 tokens and
+ * W in 96-row blocks, 128-column sub-chunks of 512-column chunks and passes of 256 tokens: 45
+ * tokens leave a block part empty, 300 take two passes (the second of 44); 200 rows end in a
+ * part block and a part register tile (200 = 2 x 96 + 8); 1100 columns are two whole chunks
+ * and a tail of 76, which is no whole sub-chunk. On 1, 2 and 3 threads. */
+static void test_matmul_f32_token_blocks(void **state) {
+    (void)state;
+    tp_pool *p1 = tp_create(1), *p2 = tp_create(2), *p3 = tp_create(3);
+    assert_non_null(p1); assert_non_null(p2); assert_non_null(p3);
+    tp_pool *const pools[] = {p1, p2, p3};
+    check_matmul(BENCH_F32, 45, 200, 1100, pools, 3);
+    check_matmul(BENCH_F32, 300, 37, 131, pools, 3);
+    check_matmul(BENCH_F32, 32, 97, 64, pools, 3);
+    tp_destroy(p1); tp_destroy(p2); tp_destroy(p3);
+}
 static void test_matmul_f16(void **state) { (void)state; sweep(BENCH_F16, 0); sweep(BENCH_F16, 1); }
 static void test_matmul_bf16(void **state) { (void)state; sweep(BENCH_BF16, 0); sweep(BENCH_BF16, 1); }
 static void test_matmul_q8_0(void **state) { (void)state; sweep(BENCH_Q8_0, 0); }
@@ -1363,6 +1379,7 @@ int main(void) {
         cmocka_unit_test(test_kernel_f16_all_patterns),
         cmocka_unit_test(test_kernel_bf16_all_patterns),
         cmocka_unit_test(test_matmul_f32),
+        cmocka_unit_test(test_matmul_f32_token_blocks),
         cmocka_unit_test(test_matmul_f16),
         cmocka_unit_test(test_matmul_bf16),
         cmocka_unit_test(test_matmul_q8_0),
