@@ -167,6 +167,48 @@ static void sweep(bench_dtype dt, int odd_cols) {
 
 static void test_matmul_f32(void **state) { (void)state; sweep(BENCH_F32, 0); sweep(BENCH_F32, 1); }
 
+/* kn_scratch_x keeps a buffer under (job, kind, x, n, cols) and says so only when all match
+ * and the buffer is the one keyed: never outside a job (0), never across jobs, kinds or inputs,
+ * never once the buffer has grown. */
+static void test_scratch_x_key(void **state) {
+    (void)state;
+    float a[8], b[8];
+    int kept = -1;
+    kn_scratch_job(0);
+    void *p = kn_scratch_x(1, a, 2, 4, 256, &kept);
+    assert_non_null(p);
+    assert_int_equal(kept, 0);
+    assert_ptr_equal(kn_scratch_x(1, a, 2, 4, 256, &kept), p);
+    assert_int_equal(kept, 0);                  /* no job: nothing kept */
+    kn_scratch_job(7);
+    kn_scratch_x(1, a, 2, 4, 256, &kept);
+    assert_int_equal(kept, 0);                  /* first in the job */
+    assert_ptr_equal(kn_scratch_x(1, a, 2, 4, 256, &kept), p);
+    assert_int_equal(kept, 1);
+    kn_scratch_x(1, a, 2, 4, 128, &kept);       /* a smaller need: the same buffer */
+    assert_int_equal(kept, 1);
+    kn_scratch_x(2, a, 2, 4, 256, &kept);       /* another kind takes the slot */
+    assert_int_equal(kept, 0);
+    kn_scratch_x(1, a, 2, 4, 256, &kept);
+    assert_int_equal(kept, 0);
+    kn_scratch_x(1, b, 2, 4, 256, &kept);       /* another x */
+    assert_int_equal(kept, 0);
+    kn_scratch_x(1, b, 3, 4, 256, &kept);       /* another n */
+    assert_int_equal(kept, 0);
+    kn_scratch_x(1, b, 3, 5, 256, &kept);       /* another cols */
+    assert_int_equal(kept, 0);
+    kn_scratch_x(1, b, 3, 5, 256, &kept);
+    assert_int_equal(kept, 1);
+    kn_scratch_job(8);                          /* the next job: x may have changed in place */
+    kn_scratch_x(1, b, 3, 5, 256, &kept);
+    assert_int_equal(kept, 0);
+    void *q = kn_scratch_x(1, b, 3, 5, 1 << 20, &kept);   /* grown: a new buffer, not kept */
+    assert_non_null(q);
+    assert_ptr_not_equal(q, p);
+    assert_int_equal(kept, 0);
+    kn_scratch_job(0);
+}
+
 /* f32 prefill from 32 tokens on (kernels_gemmt.inc) goes through x in blocks of 64 tokens and
  * W in 96-row blocks, 128-column sub-chunks of 512-column chunks and passes of 256 tokens: 45
  * tokens leave a block part empty, 300 take two passes (the second of 44); 200 rows end in a
@@ -502,16 +544,20 @@ static void test_matmul_threads(void **state) {
 
 /* kn_matmul_multi gives each matrix the bytes kn_matmul gives it alone: the
  * same kernels over the same rows, only dispatched together. Mixed dtypes and
- * row counts that do not divide among the threads. */
+ * row counts that do not divide among the threads. 40 tokens take f32's gemmt and bf16's
+ * vdpbf16ps GEMM, which keep what they made of x for the job's next output of their kind
+ * (scratch.h kn_scratch_x): two of each in a row (kept), then one after another kind's (made
+ * again); and the job run a second time on x changed in place, as the transformer reuses its
+ * buffers, so that an x kept across jobs would show. */
 static void test_matmul_multi(void **state) {
     (void)state;
-    enum { N = 3, COLS = 96, K = 4 };
-    const int rows[K] = {301, 64, 17, 29};
+    enum { N = 40, COLS = 96, K = 8 };
+    const int rows[K] = {301, 64, 17, 29, 100, 33, 64, 29};
     /* Q8_0 and Q4_0 share one quantised x in the int8 families */
-    const bench_dtype dts[K] = {BENCH_F32, BENCH_F16, BENCH_Q8_0, BENCH_Q4_0};
+    const bench_dtype dts[K] = {BENCH_F32, BENCH_F32, BENCH_BF16, BENCH_BF16, BENCH_F32, BENCH_F16, BENCH_Q8_0, BENCH_Q4_0};
     tp_pool *p3 = tp_create(3);
     assert_non_null(p3);
-    float x[N * COLS];
+    static float x[N * COLS];
     for (int i = 0; i < N * COLS; i++) x[i] = sinf((float)i * 0.37f);
     void *w[K];
     float *want[K], *got[K];
@@ -530,14 +576,17 @@ static void test_matmul_multi(void **state) {
     }
     for (size_t ii = 0; ii < N_ISAS; ii++) {
         if (!use_isa(ii)) continue;
-        for (int n = 1; n <= N; n += N - 1) {
-            for (int k = 0; k < K; k++) kn_matmul(p3, want[k], x, n, w[k], dts[k], rows[k], COLS);
-            kn_matmul_multi(p3, x, n, COLS, outs, K);
-            for (int k = 0; k < K; k++)
-                if (memcmp(want[k], got[k], (size_t)n * rows[k] * sizeof(float)))
-                    fail_msg("%s n=%d matrix %d (%s, %d rows): kn_matmul_multi differs from kn_matmul", isa(ii), n, k,
-                             bench_dtype_name(dts[k]), rows[k]);
-        }
+        for (int n = 1; n <= N; n += N - 1)
+            for (int pass = 0; pass < 2; pass++) {
+                if (pass)   /* the same buffer, new values */
+                    for (int i = 0; i < N * COLS; i++) x[i] = 0.5f * x[i] + 0.25f;
+                for (int k = 0; k < K; k++) kn_matmul(p3, want[k], x, n, w[k], dts[k], rows[k], COLS);
+                kn_matmul_multi(p3, x, n, COLS, outs, K);
+                for (int k = 0; k < K; k++)
+                    if (memcmp(want[k], got[k], (size_t)n * rows[k] * sizeof(float)))
+                        fail_msg("%s n=%d pass %d matrix %d (%s, %d rows): kn_matmul_multi differs from kn_matmul", isa(ii),
+                                 n, pass, k, bench_dtype_name(dts[k]), rows[k]);
+            }
     }
     for (int k = 0; k < K; k++) {
         free(w[k]); free(want[k]); free(got[k]);
@@ -1380,6 +1429,7 @@ int main(void) {
         cmocka_unit_test(test_kernel_bf16_all_patterns),
         cmocka_unit_test(test_matmul_f32),
         cmocka_unit_test(test_matmul_f32_token_blocks),
+        cmocka_unit_test(test_scratch_x_key),
         cmocka_unit_test(test_matmul_f16),
         cmocka_unit_test(test_matmul_bf16),
         cmocka_unit_test(test_matmul_q8_0),
