@@ -587,7 +587,7 @@ typedef struct kn_mm_multi_job {
     const float *x;
     const kn_xq8 *xq;   /* x quantised once for every output the table takes it for; else NULL */
     const kn_ops *xq_ops; /* the table xq was quantised for: an output on another int8 table runs portable */
-    unsigned id;        /* kn_next_job's */
+    unsigned id;        /* kn_next_job's in prefill; 0 in decode, where no kernel keeps x */
 } kn_mm_multi_job;
 
 /* Output o's kernel: the table's, or the exact portable one where xq could not be made. */
@@ -607,14 +607,14 @@ static void kn_mm_one(const kn_mm_multi_job *j, const kn_mm_out *o, int r0, int 
 static void kn_mm_multi_task(void *arg, int task, int n_tasks) {
     const kn_mm_multi_job *j = arg;
     (void)n_tasks;
-    kn_scratch_job(j->id);
+    if (j->id) kn_scratch_job(j->id);
     for (int k = 0; k < j->count; k++) {
         const kn_mm_out *o = &j->outs[k];
         int chunk = kn_chunk_rows(o->rows, j->tasks, j->n);
         int r0 = task * chunk, r1 = r0 + chunk < o->rows ? r0 + chunk : o->rows;
         if (r0 < r1) kn_mm_one(j, o, r0, r1);
     }
-    kn_scratch_job(0);
+    if (j->id) kn_scratch_job(0);
 }
 
 /* A number per kn_matmul_multi call, never 0 (kn_scratch_job's "none"). */
@@ -647,17 +647,17 @@ void kn_matmul_multi(tp_pool *pool, const float *x, int n, int cols, const kn_mm
     }
     if (n <= 0 || cols <= 0 || count <= 0) return;
     kn_mm_multi_job job = {.ops = job_ops, .outs = outs, .count = count, .n = n, .cols = cols,
-                           .tasks = kn_tasks(threads, n), .x = x, .id = kn_next_job()};
+                           .tasks = kn_tasks(threads, n), .x = x, .id = n > 1 ? kn_next_job() : 0};
     kn_xq_buf xb;
     xb.heap = NULL;
     job.xq_ops = xq_ops;
     if (xq_ops) job.xq = kn_xq_prepare(pool, xq_ops, x, n, cols, &xb);
     else if (split_ops) job.xq = kn_split_prepare(split_ops, x, cols, &xb);
     if (threads == 1 || macs < KN_PARALLEL_MIN_MACS) {
-        kn_scratch_job(job.id);
+        if (job.id) kn_scratch_job(job.id);
         for (int k = 0; k < count; k++)
             if (outs[k].rows > 0) kn_mm_one(&job, &outs[k], 0, outs[k].rows);
-        kn_scratch_job(0);
+        if (job.id) kn_scratch_job(0);
     } else {
         tp_run(pool, kn_mm_multi_task, &job, job.tasks);
     }
