@@ -369,6 +369,109 @@ static void test_repack_q4_0(void **state) {
     kn_set_isa("auto");
 }
 
+/* bf16 grouped 16 rows at a time (bf16r16.h, KN_BF16_R16). The layout: groups rearranged in
+ * place and put back give the file's rows, a range of rows too, and rows past the last group are
+ * left as they were. The kernels, every family, on 1, 2 and 3 threads, alone and beside the
+ * file's layout in kn_matmul_multi: a GEMM reads the groups into the same panels it packs from
+ * the rows, so 17 rows of x (and any n > 1 on bf16 dot products) give the file's bits; decode
+ * and the few-rows path sum in another order, within the exact bound of the double reference.
+ * test-no-r16, portable without a grouped kernel, gets the rows put back: the file's bits. 37
+ * rows: two groups and 5 rows past them; 1062 columns: 9 chunks of the GEMM, the last partial. */
+static kn_ops no_r16_ops;
+static const kn_family no_r16 = {.name = "test-no-r16", .ops = &no_r16_ops,
+                                 .about = "portable without a grouped-bf16 kernel (tests/test_kernels.c)"};
+
+static void check_bf16_groups(int n, int rows, int cols, tp_pool *pool) {
+    const size_t rb = bench_dtype_row_bytes(BENCH_BF16, cols), wb = (size_t)rows * rb;
+    const int grouped = kn_bf16_r16_grouped(rows);
+    unsigned char *w = malloc(wb), *wr = malloc(wb), *tmp = malloc(KN_BF16_R16_ROWS * rb);
+    uint16_t *back = malloc(wb);
+    float *wf = malloc((size_t)cols * sizeof(float)), *x = malloc((size_t)n * cols * sizeof(float));
+    const size_t ny = (size_t)n * rows;
+    float *y = malloc(ny * sizeof(float)), *yr = malloc(ny * sizeof(float)), *y2 = malloc(ny * sizeof(float)),
+          *yr2 = malloc(ny * sizeof(float));
+    double *ref = malloc(ny * sizeof(double)), *mag = malloc(ny * sizeof(double));
+    assert_true(w && wr && tmp && back && wf && x && y && yr && y2 && yr2 && ref && mag);
+    for (int r = 0; r < rows; r++) {
+        for (int k = 0; k < cols; k++) wf[k] = rnd_unit();
+        kn_quant_row(BENCH_BF16, wf, w + (size_t)r * rb, cols);
+    }
+    for (int i = 0; i < n * cols; i++) x[i] = rnd_unit();
+    memcpy(wr, w, wb);
+    kn_bf16_r16_pack(wr, cols, 0, grouped / KN_BF16_R16_ROWS, tmp);
+    assert_memory_not_equal(wr, w, (size_t)grouped * rb);
+    assert_memory_equal(wr + (size_t)grouped * rb, w + (size_t)grouped * rb, (size_t)(rows - grouped) * rb);
+    kn_bf16_r16_unpack(wr, rows, cols, 0, rows, back);
+    assert_memory_equal(back, w, wb);
+    kn_bf16_r16_unpack(wr, rows, cols, 5, rows - 3, back);
+    assert_memory_equal(back, w + 5 * rb, (size_t)(rows - 8) * rb);
+    for (int t = 0; t < n; t++)
+        for (int r = 0; r < rows; r++) {
+            double sum = 0, m = 0;
+            for (int k = 0; k < cols; k++) {
+                const double p = ref_weight(BENCH_BF16, w, cols, r, k) * x[(size_t)t * cols + k];
+                sum += p;
+                m += fabs(p);
+            }
+            ref[(size_t)t * rows + r] = sum;
+            mag[(size_t)t * rows + r] = m;
+        }
+    for (size_t ii = 0; ii < N_ISAS; ii++) {
+        if (!use_isa(ii)) continue;
+        const int dot = kn_bf16_dot() && n > 1, same = n == 17 || dot || !strcmp(isa(ii), no_r16.name);
+        kn_matmul(pool, y, x, n, w, BENCH_BF16, rows, cols);
+        for (size_t i = 0; i < ny; i++) yr[i] = NAN; /* every output must be written */
+        kn_matmul(pool, yr, x, n, wr, KN_BF16_R16, rows, cols);
+        for (size_t i = 0; i < ny; i++) {
+            const double err = fabs((double)yr[i] - ref[i]);
+            const double bound = KN_TEST_RTOL * mag[i] + (dot ? ldexp(mag[i], -8) * (1 + KN_TEST_RTOL) : 0) + 1e-30;
+            if (!(err <= bound))
+                fail_msg("%s n=%d rows=%d cols=%d threads=%d: grouped bf16 y[%zu]=%.9g ref=%.9g err=%.3g bound=%.3g", isa(ii),
+                         n, rows, cols, tp_threads(pool), i, (double)yr[i], ref[i], err, bound);
+        }
+        if (same && memcmp(y, yr, ny * sizeof(float)))
+            fail_msg("%s n=%d rows=%d cols=%d threads=%d: grouped bf16 gives other bits than the file's rows", isa(ii), n,
+                     rows, cols, tp_threads(pool));
+        kn_mm_out outs[2] = {{yr2, wr, KN_BF16_R16, rows}, {y2, w, BENCH_BF16, rows}};
+        kn_matmul_multi(pool, x, n, cols, outs, 2);
+        assert_memory_equal(yr2, yr, ny * sizeof(float));
+        assert_memory_equal(y2, y, ny * sizeof(float));
+    }
+    kn_set_isa("auto");
+    free(w); free(wr); free(tmp); free(back); free(wf); free(x);
+    free(y); free(yr); free(y2); free(yr2); free(ref); free(mag);
+}
+
+static void test_repack_bf16(void **state) {
+    (void)state;
+    no_r16_ops = kn_ops_portable;
+    no_r16_ops.mm_bf16_r16 = NULL;
+    assert_int_equal(kn_family_add(&no_r16), 0);
+    tp_pool *p2 = tp_create(2), *p3 = tp_create(3);
+    assert_true(p2 && p3);
+    static const int ns[] = {1, 3, 17}, rows[] = {16, 37, 80, 301}, cols[] = {4, 70, 288, 1062};
+    for (size_t a = 0; a < 3; a++)
+        for (size_t b = 0; b < 4; b++)
+            for (size_t c = 0; c < 4; c++) {
+                check_bf16_groups(ns[a], rows[b], cols[c], p2);
+                if (c == 2) {
+                    check_bf16_groups(ns[a], rows[b], cols[c], p3);
+                    check_bf16_groups(ns[a], rows[b], cols[c], NULL);
+                }
+            }
+    tp_destroy(p2);
+    tp_destroy(p3);
+    /* grouped where prefill runs on bf16 dot products, whose GEMM the groups were made for */
+    if (kn_set_isa("avx512-bf16") == 0) {
+        assert_int_equal(kn_repacks(BENCH_BF16), 1);
+        assert_int_equal(kn_set_isa("avx512"), 0);
+        assert_int_equal(kn_repacks(BENCH_BF16), 0);
+    }
+    assert_int_equal(kn_set_isa("portable"), 0);
+    assert_int_equal(kn_repacks(BENCH_BF16), 0);
+    kn_set_isa("auto");
+}
+
 /* x already on the int8 grid (integers, each block's max |x| = 127) quantises
  * with no error, so the int8 families must meet the exact bound: a wrong sign
  * trick, a missing nsum correction, a wrong nibble order or a swapped block
@@ -1446,6 +1549,7 @@ int main(void) {
         cmocka_unit_test(test_triad),
         cmocka_unit_test(test_read_bandwidth),
         cmocka_unit_test(test_peak),
+        cmocka_unit_test(test_repack_bf16), /* last: it adds a family the others would walk */
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -161,6 +161,8 @@ const char *kn_isa(void) { return kn_family_now()->name; }
 
 static void kn_mm_r8(const kn_ops *ops, float *y, const float *x, int n, const void *w, int rows, int cols,
                      int r0, int r1, const kn_xq8 *xq);
+static void kn_mm_r16(const kn_ops *ops, float *y, const float *x, int n, const void *w, int rows, int cols,
+                      int r0, int r1, const kn_xq8 *xq);
 
 /* Runs the table's kernel for dt, or quant.c's exact one where the table has none
  * (the portable table: no block type but Q8_0). xq: x quantised where the table
@@ -168,6 +170,7 @@ static void kn_mm_r8(const kn_ops *ops, float *y, const float *x, int n, const v
 static void kn_mm_call(const kn_ops *ops, bench_dtype dt, float *y, const float *x, int n, const void *w,
                        int rows, int cols, int r0, int r1, const kn_xq8 *xq) {
     if (dt == KN_Q4_0_R8) kn_mm_r8(ops, y, x, n, w, rows, cols, r0, r1, xq);
+    else if (dt == KN_BF16_R16) kn_mm_r16(ops, y, x, n, w, rows, cols, r0, r1, xq);
     else if (ops->mm[dt]) ops->mm[dt](y, x, n, w, rows, cols, r0, r1, xq);
     else qn_exact_mm(dt)(y, x, n, w, rows, cols, r0, r1);
 }
@@ -191,6 +194,24 @@ static void kn_mm_r8(const kn_ops *ops, float *y, const float *x, int n, const v
     }
     kn_unrepack_rows((const char *)w + (size_t)r0 * rb, tmp, r1 - r0, cols);
     kn_mm_call(ops, BENCH_Q4_0, y + r0, x, n, tmp, rows, cols, 0, r1 - r0, xq);
+    free(tmp);
+}
+
+/* Grouped bf16: the table's own kernel where it has one and the rows are whole groups (or end
+ * the matrix), as kernels.c's split makes them; else rows [r0, r1) put back in the file's layout
+ * for its BF16 kernel, as kn_mm_r8 does. */
+static void kn_mm_r16(const kn_ops *ops, float *y, const float *x, int n, const void *w, int rows, int cols,
+                      int r0, int r1, const kn_xq8 *xq) {
+    const int whole = r0 % KN_BF16_R16_ROWS == 0 && (r1 % KN_BF16_R16_ROWS == 0 || r1 == rows);
+    if (whole && ops->mm_bf16_r16 && ops->mm_bf16_r16(y, x, n, w, rows, cols, r0, r1, xq) == 0) return;
+    uint16_t *tmp = malloc((size_t)(r1 - r0) * (size_t)cols * sizeof(uint16_t));
+    if (!tmp) { /* out of memory: NaN rows, which the forward pass reports as non-finite logits */
+        for (int t = 0; t < n; t++)
+            for (int r = r0; r < r1; r++) y[(size_t)t * rows + r] = NAN;
+        return;
+    }
+    kn_bf16_r16_unpack(w, rows, cols, r0, r1, tmp);
+    kn_mm_call(ops, BENCH_BF16, y + r0, x, n, tmp, rows, cols, 0, r1 - r0, xq);
     free(tmp);
 }
 
@@ -351,6 +372,12 @@ static int kn_takes_split(const kn_ops *ops, bench_dtype dt, int n) {
 int kn_x_split(bench_dtype dt) { return kn_takes_split(kn_ops_now(), dt, 1); }
 
 int kn_repacks(bench_dtype dt) {
+    if (dt == BENCH_BF16) {
+        /* where prefill runs on bf16 dot products, whose GEMM the groups were made for
+         * (docs/PERFORMANCE.md); decode on any table with a group kernel */
+        const kn_ops *pre = kn_for(kn_ops_now(), dt, 2), *dec = kn_for(kn_ops_now(), dt, 1);
+        return pre->bf16_dot && pre->mm_bf16_r16 && dec->mm_bf16_r16;
+    }
     if (dt != BENCH_Q4_0) return 0;
     const kn_ops *ops = kn_for(kn_ops_now(), dt, 1);
     /* avx512's own decode of it needs the split x (AVX512-VNNI); without it, it would put
@@ -465,11 +492,11 @@ static const kn_xq8 *kn_x_prepare(tp_pool *pool, const kn_ops *ops, bench_dtype 
 
 /* Rows per thread: one contiguous range each, since every row costs the same
  * and each thread then streams one long run of weights. Decode's ranges are
- * whole multiples of 8 rows; prefill's of KN_PANEL_ROWS, so that a packed
- * panel never straddles two threads (768 rows on 2 threads: 384 = 6 panels
- * each). */
-static int kn_chunk_rows(int rows, int threads, int n) {
-    const int align = n > 1 ? KN_PANEL_ROWS : 8;
+ * whole multiples of 8 rows (16 for grouped bf16: a group, bf16r16.h);
+ * prefill's of KN_PANEL_ROWS, so that a packed panel never straddles two
+ * threads (768 rows on 2 threads: 384 = 6 panels each). */
+static int kn_chunk_rows(bench_dtype dt, int rows, int threads, int n) {
+    const int align = n > 1 ? KN_PANEL_ROWS : dt == KN_BF16_R16 ? KN_BF16_R16_ROWS : 8;
     const int chunk = (rows + threads - 1) / threads;
     return (chunk + align - 1) / align * align;
 }
@@ -557,7 +584,7 @@ static void kn_matmul_run(tp_pool *pool, float *y, const float *x, int n, const 
         free(xb.heap);
         return;
     }
-    int chunk = kn_chunk_rows(rows, kn_tasks(threads, n), n);
+    int chunk = kn_chunk_rows(dt, rows, kn_tasks(threads, n), n);
     job.chunk = chunk;
     tp_run(pool, kn_mm_task, &job, (rows + chunk - 1) / chunk);
     free(xb.heap);
@@ -610,7 +637,7 @@ static void kn_mm_multi_task(void *arg, int task, int n_tasks) {
     if (j->id) kn_scratch_job(j->id);
     for (int k = 0; k < j->count; k++) {
         const kn_mm_out *o = &j->outs[k];
-        int chunk = kn_chunk_rows(o->rows, j->tasks, j->n);
+        int chunk = kn_chunk_rows(o->dt, o->rows, j->tasks, j->n);
         int r0 = task * chunk, r1 = r0 + chunk < o->rows ? r0 + chunk : o->rows;
         if (r0 < r1) kn_mm_one(j, o, r0, r1);
     }

@@ -35,6 +35,14 @@ KN_INLINE vf v_load_bf16(const uint16_t *p) {
     /* bf16 is the high half of an f32: widen and shift, exact for every value */
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p)), 16));
 }
+/* VL bf16 column pairs (bf16r16.h): the even columns (the low halves), the odd (the high) */
+KN_INLINE vf v_load_bf16_even(const uint32_t *p) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_loadu_si256((const __m256i *)(const void *)p), 16));
+}
+KN_INLINE vf v_load_bf16_odd(const uint32_t *p) {
+    return _mm256_castsi256_ps(_mm256_and_si256(_mm256_loadu_si256((const __m256i *)(const void *)p),
+                                                _mm256_set1_epi32((int)0xffff0000u)));
+}
 KN_INLINE vf v_load_q8(const int8_t *p) {
     return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p)));
 }

@@ -33,6 +33,13 @@ KN_INLINE vf v_load_bf16(const uint16_t *p) {
     /* bf16 is the high half of an f32: widen and shift, exact for every value */
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p)), 16));
 }
+/* VL bf16 column pairs (bf16r16.h): the even columns (the low halves), the odd (the high) */
+KN_INLINE vf v_load_bf16_even(const uint32_t *p) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_loadu_si512((const void *)p), 16));
+}
+KN_INLINE vf v_load_bf16_odd(const uint32_t *p) {
+    return _mm512_castsi512_ps(_mm512_and_si512(_mm512_loadu_si512((const void *)p), _mm512_set1_epi32((int)0xffff0000u)));
+}
 KN_INLINE vf v_load_q8(const int8_t *p) {
     return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p)));
 }
@@ -413,7 +420,7 @@ const kn_ops kn_ops_vnni = KN_TABLE_INT8(KI_FN, quant_x_vnni, 1, peak_int8_vnni,
 #include "kernels_bf16.inc"
 #pragma GCC pop_options
 
-const kn_ops kn_ops_avx512_bf16 = KN_TABLE_BF16(mm_bf16_dot_avx512);
+const kn_ops kn_ops_avx512_bf16 = KN_TABLE_BF16(mm_bf16_dot_avx512, mm_bf16_r16_dot_avx512);
 
 /* ---- amx: the avx512 table with prefill on AMX tiles, exact (kernels_amx.inc) ----
  * These functions alone carry the AMX and AVX512_BF16 targets. */

@@ -140,6 +140,10 @@ typedef struct kn_ops {
      * (correct, and slower) */
     kn_mm_try_fn mv_q4_0_r8;
     kn_mm_try_fn mm_r8_prefill;
+    /* bf16 rows grouped by kn_bf16_r16_pack (KN_BF16_R16), any n; r0 a group's first row, r1
+     * one too or rows. May decline (-1: no buffers); kernels.c then puts the rows back for
+     * mm[BENCH_BF16]. NULL: none */
+    kn_mm_try_fn mm_bf16_r16;
 } kn_ops;
 
 /* A kernel family: one row of kernels.c's kn_families (docs/extending.md, "A CPU kernel

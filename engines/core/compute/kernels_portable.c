@@ -21,6 +21,17 @@ KN_INLINE void v_store(float *p, vf a) { *p = a; }
 KN_INLINE vf v_load_f32(const float *p) { return *p; }
 KN_INLINE vf v_load_f16(const uint16_t *p) { return bench_f16_to_f32(*p); }
 KN_INLINE vf v_load_bf16(const uint16_t *p) { return bench_bf16_to_f32(*p); }
+/* a bf16 column pair (bf16r16.h); memcpy: a file's tensor may be only 2-byte aligned */
+KN_INLINE vf v_load_bf16_even(const uint32_t *p) {
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+    return bench_bf16_to_f32((uint16_t)(v & 0xffffu));
+}
+KN_INLINE vf v_load_bf16_odd(const uint32_t *p) {
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+    return bench_bf16_to_f32((uint16_t)(v >> 16));
+}
 KN_INLINE vf v_load_q8(const int8_t *p) { return (float)*p; }
 KN_INLINE float kn_half_to_float(uint16_t h) { return bench_f16_to_f32(h); }
 KN_INLINE void v_tr(const float *const *src, int k, float *dst, size_t ds) { (void)ds; *dst = src[0][k]; }
