@@ -162,6 +162,47 @@ static void test_generate_no_repack(void **state) {
         }
 }
 
+/* bf16 grouped at load (repack.c) where prefill runs on bf16 dot products: with pread, in place,
+ * every layer's 7 matrices (the tied classifier stays), as the "repacked" line says, and the
+ * same tokens as the file's layout (--no-repack); with mmap not at all (a copy would be
+ * anonymous memory: repack.c rp_to_anon). The tiny shape's 172-row matrices end in 12 rows
+ * past their last group. Skipped where this CPU has no avx512-bf16. */
+static void test_generate_bf16_groups(void **state) {
+    (void)state;
+    char synth[800], args[1600], ids[2][800], e[256];
+    snprintf(synth, sizeof(synth), "%s/tiny-bf16.gguf", tmp);
+    snprintf(args, sizeof(args), "model synth --shape tiny --dtype bf16 --format gguf -o '%s'", synth);
+    assert_int_equal(bench_err(args), 0);
+    for (int no = 0; no < 2; no++) {
+        snprintf(ids[no], sizeof(ids[no]), "%s/bf16-ids%d", tmp, no);
+        snprintf(args, sizeof(args), "generate --model '%s' --loader pread --kernels avx512-bf16 --prompt-tokens 24 --steps 64 --ids%s",
+                 synth, no ? " --no-repack" : "");
+        const int rc = tu_bench(ids[no], "%s 2>'%s'", args, out);
+        if (rc == CLI_EXIT_USAGE) {
+            char *t = err_text();
+            assert_non_null(strstr(t, "avx512-bf16"));
+            free(t);
+            skip();
+        }
+        assert_int_equal(rc, 0);
+        char *t = err_text();
+        if (no) assert_null(strstr(t, "repacked"));
+        else if (!strstr(t, "repacked     35 bf16 matrices") || !strstr(t, "in place"))
+            fail_msg("bf16 not grouped with pread:\n%s", t);
+        free(t);
+    }
+    char *a = rr_slurp(ids[0], NULL, e, sizeof(e)), *b = rr_slurp(ids[1], NULL, e, sizeof(e));
+    assert_true(a && b && strlen(a) > 40);
+    assert_string_equal(a, b);
+    free(a);
+    free(b);
+    snprintf(args, sizeof(args), "generate --model '%s' --loader mmap --kernels avx512-bf16 --steps 4", synth);
+    assert_int_equal(bench_err(args), 0);
+    char *t = err_text();
+    assert_null(strstr(t, "repacked"));
+    free(t);
+}
+
 static void test_other_commands_same_status(void **state) {
     (void)state;
     assert_int_equal(bench_err("nosuchcommand"), CLI_EXIT_USAGE);
@@ -290,6 +331,7 @@ int main(void) {
         cmocka_unit_test(test_generate_no_repack),
         cmocka_unit_test(test_generate_synth_says_random),
         cmocka_unit_test(test_generate_warmup),
+        cmocka_unit_test(test_generate_bf16_groups),
         cmocka_unit_test(test_other_commands_same_status),
         cmocka_unit_test(test_vocab_only_gguf),
     };

@@ -269,7 +269,7 @@ static int et_engine_read_checked(const ws_engine *s, const engine *e, char *err
     return s->tokenizer ? et_parsed_checked(s->tokenizer, s->tokenizer_id, m->vocab.source_id, err, errlen) : 0;
 }
 
-/* The Q4_0 matrices the engine rearranged at load (engine.h engine_repack), sent at every load, 0
+/* The Q4_0 and bf16 matrices the engine rearranged at load (engine.h engine_repack), sent at every load, 0
  * where none were, so that a variant that stops repacking shows as a change. Exact: they
  * follow from the file and the kernel family, and no direction is better. */
 static void et_repack_counters(const et_state *t) {

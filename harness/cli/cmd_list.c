@@ -205,6 +205,9 @@ int cmd_list(int argc, char **argv) {
     printf("  auto here decodes Q8_0 and Q4_0 %s; Q4_0 matrices are %s at load (repack; --no-repack keeps the file's)\n",
            kn_x_split(BENCH_Q8_0) ? "on x split into three int8 parts (exact, AVX512-VNNI)" : "with the weights widened to f32",
            kn_repacks(BENCH_Q4_0) ? "rearranged" : "not rearranged");
+    printf("  bf16 matrices are grouped at load, 16 rows at a time, in pread's buffer (repack) %s\n",
+           kn_repacks(BENCH_BF16) ? "for the bf16 dot-product GEMM in use"
+                                  : "where prefill runs on avx512-bf16 (named, or auto's choice for a model)");
     list_tuned();
     /* read from the table of formats, as a scenario's trace.format is */
     printf("\ntrace formats (a serving scenario's workload.requests.trace.format, docs/serving.md):\n");

@@ -48,7 +48,7 @@ struct engine {
     bench_tensor_ref *refs;     /* (n_tensors) */
     const void **data;          /* (n_tensors) tensor bytes, owned by the loader */
     tf_weights w;
-    repack rp;                  /* the Q4_0 matrices rearranged at load (engine_spec.repack) */
+    repack rp;                  /* the matrices rearranged at load (engine_spec.repack) */
     tf_ctx tf;
     float *logits;              /* (max_seqs, vocab) */
     tf_span *spans;             /* (max_seqs) a batched decode's */
@@ -410,7 +410,7 @@ int engine_create(const engine_spec *spec, engine **out, char *err, size_t errle
     if (!e->dev && spec->repack != ENGINE_REPACK_OFF) { /* after the tuning, which measures the file's layout */
         repack_weights(&e->w, c->n_layers, &(bench_loader){e->loader, e->loader_ctx}, &e->host, &e->rp);
         if (e->rp.skipped)
-            fprintf(stderr, "bench: note: %d Q4_0 matrices keep the file's layout: the loader does not say how their "
+            fprintf(stderr, "bench: note: %d matrices keep the file's layout: the loader does not say how their "
                             "memory is held, or it could be neither written nor copied\n", e->rp.skipped);
     }
 
@@ -468,6 +468,7 @@ void engine_destroy(engine *e) {
 
 const model *engine_model(const engine *e) { return e->m; }
 int engine_repacked_matrices(const engine *e) { return e->rp.matrices; }
+int engine_repacked_bf16(const engine *e) { return e->rp.bf16; }
 uint64_t engine_repacked_bytes(const engine *e) { return e->rp.bytes; }
 uint64_t engine_repacked_copied_bytes(const engine *e) { return e->rp.copied; }
 const tokenizer *engine_tokenizer(const engine *e) { return e->tok; }

@@ -80,9 +80,10 @@ typedef struct engine_spec {
     int llama_numerics;
     /* ENGINE_REPACK_AUTO (0, what a zeroed spec gets): Q4_0 matrices are rearranged in place
      * at load for the kernel family in use, where it decodes the rearranged layout natively
-     * (kernels.h kn_repacks), as llama.cpp repacks Q4_0; ENGINE_REPACK_OFF: every matrix
-     * keeps the file's layout. In place, so the pread loader's buffer costs nothing more,
-     * while an mmap'd file's pages become anonymous copies (copy on write): what mmap buys
+     * (kernels.h kn_repacks), as llama.cpp repacks Q4_0, and bf16 matrices grouped where prefill
+     * runs on bf16 dot products (in pread's buffer only: repack.h); ENGINE_REPACK_OFF: every
+     * matrix keeps the file's layout. In place, so the pread loader's buffer costs nothing more,
+     * while an mmap'd file's Q4_0 pages become anonymous copies (copy on write): what mmap buys
      * changes, and engine_repacked_bytes says by how much. CPU only. */
     engine_repack repack;
     engine_numerics numerics;       /* what auto may run: ENGINE_NUMERICS_PRODUCTION (0) or _EXACT */
@@ -96,10 +97,11 @@ int engine_create(const engine_spec *spec, engine **out, char *err, size_t errle
 void engine_destroy(engine *e);                 /* e may be NULL */
 
 const model *engine_model(const engine *e);
-/* The matrices rearranged at load (engine_spec.repack), their bytes, and of those the bytes
- * rearranged into anonymous copies (where the loader's memory was shared: mmap's default); 0
- * where none were. */
+/* The matrices rearranged at load (engine_spec.repack), of those the bf16 ones (the others are
+ * Q4_0), their bytes, and of those the bytes rearranged into anonymous copies (where the
+ * loader's memory was shared: mmap's default); 0 where none were. */
 int engine_repacked_matrices(const engine *e);
+int engine_repacked_bf16(const engine *e);
 uint64_t engine_repacked_bytes(const engine *e);
 uint64_t engine_repacked_copied_bytes(const engine *e);
 const tokenizer *engine_tokenizer(const engine *e);   /* NULL when the model has no vocabulary */

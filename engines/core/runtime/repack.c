@@ -8,83 +8,162 @@
 #include "engines/core/compute/kernels.h"
 
 typedef struct rp_job {
+    bench_dtype dt;     /* BENCH_Q4_0 or BENCH_BF16: the file's */
     const void *src;
     void *dst;
     int rows, cols;
+    unsigned char *tmp; /* bf16: a group's bytes a task (kn_bf16_r16_pack) */
 } rp_job;
 
-/* Task t of n rearranges its share of the rows (copying them first where dst is a copy). */
+/* Task t of n rearranges its share of the rows, Q4_0's, or of the groups, bf16's (copying them
+ * first where dst is a copy; the last task also copies the rows past bf16's last group). */
 static void rp_task(void *arg, int t, int n) {
     const rp_job *j = arg;
-    const int r0 = (int)((int64_t)j->rows * t / n), r1 = (int)((int64_t)j->rows * (t + 1) / n);
-    const size_t rb = bench_dtype_row_bytes(BENCH_Q4_0, j->cols);
+    const size_t rb = bench_dtype_row_bytes(j->dt, j->cols);
+    int r0 = (int)((int64_t)j->rows * t / n), r1 = (int)((int64_t)j->rows * (t + 1) / n);
+    if (j->dt == BENCH_BF16) {
+        const int groups = kn_bf16_r16_grouped(j->rows) / KN_BF16_R16_ROWS;
+        const int g0 = (int)((int64_t)groups * t / n), g1 = (int)((int64_t)groups * (t + 1) / n);
+        r0 = g0 * KN_BF16_R16_ROWS;
+        r1 = t == n - 1 ? j->rows : g1 * KN_BF16_R16_ROWS;
+        if (j->dst != j->src && r1 > r0)
+            memcpy((char *)j->dst + (size_t)r0 * rb, (const char *)j->src + (size_t)r0 * rb, (size_t)(r1 - r0) * rb);
+        kn_bf16_r16_pack(j->dst, j->cols, g0, g1, j->tmp + (size_t)t * KN_BF16_R16_ROWS * rb);
+        return;
+    }
     char *dst = (char *)j->dst + (size_t)r0 * rb;
     if (r1 <= r0) return;
     if (j->dst != j->src) memcpy(dst, (const char *)j->src + (size_t)r0 * rb, (size_t)(r1 - r0) * rb);
     kn_repack_rows(dst, r1 - r0, j->cols);
 }
 
-static void rp_run(const bench_host *host, rp_job *j) {
-    if (host && host->parallel_for && host->n_threads > 1) host->parallel_for(host->pool, rp_task, j, host->n_threads);
+/* 0, or -1 (nothing written) where bf16's group buffers cannot be had. */
+static int rp_run(const bench_host *host, rp_job *j) {
+    const int n = host && host->parallel_for && host->n_threads > 1 ? host->n_threads : 1;
+    if (j->dt == BENCH_BF16) {
+        j->tmp = malloc((size_t)n * KN_BF16_R16_ROWS * bench_dtype_row_bytes(BENCH_BF16, j->cols));
+        if (!j->tmp) return -1;
+    }
+    if (n > 1) host->parallel_for(host->pool, rp_task, j, n);
     else rp_task(j, 0, 1);
+    free(j->tmp);
+    j->tmp = NULL;
+    return 0;
 }
 
-/* An anonymous copy of m, rearranged; the file pages it came from are let go. 0, or -1. */
-static int rp_copy(tf_matrix *m, size_t bytes, const bench_host *host, repack *r) {
+/* bytes of anonymous memory at a 2 MiB boundary, advised MADV_HUGEPAGE (THP in madvise mode), as
+ * the mmap loader maps a file, whose 2 MiB folios the copies replace. MAP_FAILED where none. */
+static void *rp_map(size_t bytes) {
+    const size_t huge = (size_t)2 << 20;
+    char *p = mmap(NULL, bytes + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return p;
+    char *a = (char *)(((uintptr_t)p + huge - 1) & ~(uintptr_t)(huge - 1));
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE), len = (bytes + page - 1) / page * page;
+    if (a > p) munmap(p, (size_t)(a - p));
+    if (p + bytes + huge > a + len) munmap(a + len, (size_t)(p + bytes + huge - (a + len)));
+    (void)madvise(a, len, MADV_HUGEPAGE); /* advice: small pages where it is refused */
+    return a;
+}
+
+/* Where the copies go: one region for every matrix a shared mapping holds (rp_plan), so that
+ * matrices smaller than 2 MiB share huge pages rather than each taking small ones. llama-110m
+ * q4_0's are 0.3 to 0.8 MiB: with a map a matrix none of their 45.6 MiB was in huge pages, in
+ * one region 44 MiB is (decode 432.4 -> 448.5 tokens/s, 8 rounds, docs/PERFORMANCE.md). A copy
+ * that does not fit maps its own. */
+typedef struct rp_arena {
+    char *next, *end;
+} rp_arena;
+
+/* Room for the next copy of bytes from a, or its own mapping (recorded in r); NULL where none. */
+static void *rp_room(rp_arena *a, size_t bytes, const bench_host *host, repack *r) {
+    const size_t need = (bytes + 63) & ~(size_t)63; /* each copy on a cache line */
+    if (a->next && (size_t)(a->end - a->next) >= need) {
+        void *p = a->next;
+        a->next += need;
+        return p;
+    }
     void **c = realloc(r->copies, (size_t)(r->n_copies + 1) * sizeof *c);
     if (c) r->copies = c;
     size_t *cl = c ? realloc(r->copy_len, (size_t)(r->n_copies + 1) * sizeof *cl) : NULL;
     if (cl) r->copy_len = cl;
-    if (!c || !cl) return -1;
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return -1;
+    if (!c || !cl) return NULL;
+    void *p = rp_map(bytes);
+    if (p == MAP_FAILED) return NULL;
     if (host && host->name_region) host->name_region(host, p, bytes, BENCH_REGION_WEIGHTS);
-    rp_job j = {m->data, p, m->rows, m->cols};
-    rp_run(host, &j);
+    r->copies[r->n_copies] = p;
+    r->copy_len[r->n_copies++] = bytes;
+    return p;
+}
+
+/* An anonymous copy of m, rearranged; the file pages it came from are let go. 0, or -1. */
+static int rp_copy(tf_matrix *m, size_t bytes, rp_arena *a, const bench_host *host, repack *r) {
+    void *p = rp_room(a, bytes, host, r);
+    if (!p) return -1;
+    rp_job j = {m->dtype, m->data, p, m->rows, m->cols, NULL};
+    if (rp_run(host, &j)) return -1; /* its room stays with the process until repack_release */
     const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
     const uintptr_t lo = ((uintptr_t)m->data + page - 1) & ~(page - 1), hi = ((uintptr_t)m->data + bytes) & ~(page - 1);
     /* whole pages of this matrix only. Where the page cache holds the file in large folios
      * (2 MiB), a later read of a neighbouring tensor (a norm) maps its whole folio again, so
      * part of what is dropped here comes back as RssFile (docs/PERFORMANCE.md) */
     if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
-    r->copies[r->n_copies] = p;
-    r->copy_len[r->n_copies++] = bytes;
     r->copied += bytes;
     m->data = p;
     return 0;
 }
 
+/* Whether a matrix of dt is rearranged where that turns page-cache pages into anonymous ones (a
+ * copy of a shared mapping, or a write to a MAP_PRIVATE one). Q4_0: yes, its layout wins more
+ * than that can cost. bf16: no. Where the memory stays what it was (pread's buffer, grouped in
+ * place) the groups win 4-6% of a prefill and change nothing in decode, but what a copy costs is
+ * the machine's: on the Zen 5 guest of docs/PERFORMANCE.md mmap'd llama-110m bf16 grouped into
+ * copies prefilled 4% and 8% faster than in the file's pages and decoded 10% faster in one hour
+ * and 16% slower in another (8-12 rounds each), as a read probe found the page cache's 2 MiB
+ * folios 10% faster than anonymous huge pages in some hours and not in others. */
+static int rp_to_anon(bench_dtype dt) { return dt == BENCH_Q4_0; }
+
 /* One matrix: in place where its memory is private (made writable for it where read-only, and
  * read-only again), into a copy where shared; as it is where the loader does not say
  * (loader.h memory_kind). */
-static void rp_matrix(tf_matrix *m, const bench_loader *loader, const bench_host *host, repack *r) {
-    const size_t bytes = (size_t)m->rows * bench_dtype_row_bytes(BENCH_Q4_0, m->cols);
+static void rp_matrix(tf_matrix *m, rp_arena *a, const bench_loader *loader, const bench_host *host, repack *r) {
+    const bench_dtype dt = m->dtype;
+    const size_t bytes = (size_t)m->rows * bench_dtype_row_bytes(dt, m->cols);
     const bench_loader_memory kind = bench_loader_memory_kind(loader, m->data, bytes);
     const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
     const uintptr_t lo = (uintptr_t)m->data & ~(page - 1), hi = ((uintptr_t)m->data + bytes + page - 1) & ~(page - 1);
     if (kind == BENCH_LOADER_MEM_SHARED) {
-        if (rp_copy(m, bytes, host, r)) {
+        if (!rp_to_anon(dt)) return;
+        if (rp_copy(m, bytes, a, host, r)) {
             r->skipped++;
             return;
         }
+    } else if (kind == BENCH_LOADER_MEM_PRIVATE_RO && !rp_to_anon(dt)) {
+        return;
     } else if (kind == BENCH_LOADER_MEM_UNKNOWN ||
                (kind == BENCH_LOADER_MEM_PRIVATE_RO && mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE))) {
         r->skipped++;
         return;
     } else {
-        rp_job j = {m->data, (void *)(uintptr_t)m->data, m->rows, m->cols};
-        rp_run(host, &j);
+        rp_job j = {dt, m->data, (void *)(uintptr_t)m->data, m->rows, m->cols, NULL};
+        const int failed = rp_run(host, &j);
         if (kind == BENCH_LOADER_MEM_PRIVATE_RO) (void)mprotect((void *)lo, hi - lo, PROT_READ); /* as the loader left it */
+        if (failed) {
+            r->skipped++;
+            return;
+        }
     }
-    m->dtype = KN_Q4_0_R8;
+    m->dtype = dt == BENCH_BF16 ? KN_BF16_R16 : KN_Q4_0_R8;
     r->matrices++;
+    r->bf16 += dt == BENCH_BF16;
     r->bytes += bytes;
 }
 
-/* Whether m is worth rearranging: Q4_0 with at least one group of 8 blocks a row, and not the
- * embedding's bytes (which are read row by row in the file's layout). */
-static int rp_wanted(const tf_weights *w, const tf_matrix *m) {
-    return m->dtype == BENCH_Q4_0 && m->cols >= 256 && m->data != w->tok_embd.data;
+/* Whether m is worth rearranging, where the kernels in use take its dtype rearranged (dts: a bit
+ * per dtype): Q4_0 with at least one group of 8 blocks a row, bf16 with one group of rows
+ * (bf16r16.h); and not the embedding's bytes (which are read row by row in the file's layout). */
+static int rp_wanted(const tf_weights *w, const tf_matrix *m, unsigned dts) {
+    if (m->data == w->tok_embd.data || (unsigned)m->dtype >= BENCH_DTYPE_COUNT || !(dts >> m->dtype & 1u)) return 0;
+    return m->dtype == BENCH_Q4_0 ? m->cols >= 256 : kn_bf16_r16_ok(m->rows, m->cols);
 }
 
 /* After m was rearranged: any other matrix bound to the same bytes (a file may bind one tensor
@@ -99,21 +178,53 @@ static void rp_follow(tf_weights *w, int n_layers, const void *old, const tf_mat
 }
 
 /* m, where it is worth it; any matrix bound to the same bytes follows it. */
-static void rp_one(tf_weights *w, int n_layers, tf_matrix *m, const bench_loader *loader, const bench_host *host,
-                   repack *r) {
-    if (!rp_wanted(w, m)) return;
+static void rp_one(tf_weights *w, int n_layers, tf_matrix *m, unsigned dts, rp_arena *a, const bench_loader *loader,
+                   const bench_host *host, repack *r) {
+    if (!rp_wanted(w, m, dts)) return;
     const void *old = m->data;
-    rp_matrix(m, loader, host, r);
-    if (m->dtype == KN_Q4_0_R8) rp_follow(w, n_layers, old, m);
+    const bench_dtype was = m->dtype;
+    rp_matrix(m, a, loader, host, r);
+    if (m->dtype != was) rp_follow(w, n_layers, old, m);
+}
+
+/* The bytes rp_one would copy of m. */
+static size_t rp_copy_bytes(const tf_weights *w, const tf_matrix *m, unsigned dts, const bench_loader *loader) {
+    if (!rp_wanted(w, m, dts)) return 0;
+    const size_t bytes = (size_t)m->rows * bench_dtype_row_bytes(m->dtype, m->cols);
+    return rp_to_anon(m->dtype) && bench_loader_memory_kind(loader, m->data, bytes) == BENCH_LOADER_MEM_SHARED
+               ? (bytes + 63) & ~(size_t)63 : 0;
+}
+
+/* The bytes of every copy rp_one would make (a matrix bound twice counted twice: room that is
+ * never touched takes no memory). */
+static size_t rp_plan(tf_weights *w, int n_layers, unsigned dts, const bench_loader *loader) {
+    size_t total = rp_copy_bytes(w, &w->output, dts, loader);
+    for (int l = 0; l < n_layers; l++)
+        for (int i = 0; i < TF_LAYER_MATRICES; i++) total += rp_copy_bytes(w, tf_layer_matrix(&w->layers[l], i), dts, loader);
+    return total;
 }
 
 void repack_weights(tf_weights *w, int n_layers, const bench_loader *loader, const bench_host *host, repack *r) {
     memset(r, 0, sizeof *r);
-    if (!kn_repacks(BENCH_Q4_0)) return;
+    const unsigned dts = (kn_repacks(BENCH_Q4_0) ? 1u << BENCH_Q4_0 : 0u) | (kn_repacks(BENCH_BF16) ? 1u << BENCH_BF16 : 0u);
+    if (!dts) return;
+    rp_arena a = {NULL, NULL};
+    const size_t total = rp_plan(w, n_layers, dts, loader);
+    if (total) {
+        r->copies = malloc(sizeof *r->copies);
+        r->copy_len = malloc(sizeof *r->copy_len);
+        void *p = r->copies && r->copy_len ? rp_map(total) : MAP_FAILED;
+        if (p != MAP_FAILED) { /* else each copy maps its own */
+            if (host && host->name_region) host->name_region(host, p, total, BENCH_REGION_WEIGHTS);
+            r->copies[0] = p;
+            r->copy_len[r->n_copies++] = total;
+            a = (rp_arena){p, (char *)p + total};
+        }
+    }
     for (int l = 0; l < n_layers; l++)
         for (int i = 0; i < TF_LAYER_MATRICES; i++)
-            rp_one(w, n_layers, tf_layer_matrix(&w->layers[l], i), loader, host, r);
-    rp_one(w, n_layers, &w->output, loader, host, r);
+            rp_one(w, n_layers, tf_layer_matrix(&w->layers[l], i), dts, &a, loader, host, r);
+    rp_one(w, n_layers, &w->output, dts, &a, loader, host, r);
 }
 
 void repack_release(repack *r) {
