@@ -1192,6 +1192,30 @@ static float *kt_f32_matrix(int rows, int cols) {
     return w;
 }
 
+/* The choice from the rates alone (kt_pick): a family beats the flags' own only by more than the
+ * phase's margin, 3% in prefill and 8% in decode, where exact families stream the same bytes and
+ * a few per cent of one pass do not rank them; a family that rounds x beats the exact choice by
+ * the same margin or is not named, and is never the exact choice. */
+static void test_auto_margin(void **state) {
+    (void)state;
+    const int exact[3] = {0, 0, 0}, int8[3] = {0, 0, 1};
+    int r;
+    const double close[3] = {100, 105, 90}, clear[3] = {100, 109, 90}, slight[3] = {100, 102, 90};
+    assert_int_equal(kt_pick(close, exact, 3, 0, 0, &r), 0);  /* decode: 5% is inside the margin */
+    assert_int_equal(r, -1);
+    assert_int_equal(kt_pick(clear, exact, 3, 0, 0, &r), 1);  /* decode: 9% is not */
+    assert_int_equal(kt_pick(close, exact, 3, 0, 1, &r), 1);  /* prefill: 5% is not */
+    assert_int_equal(kt_pick(slight, exact, 3, 0, 1, &r), 0); /* prefill: 2% is */
+    assert_int_equal(kt_pick(close, exact, 3, -1, 0, &r), 1); /* no flags' choice: the fastest */
+    const double fast_int8[3] = {100, 101, 120}, near_int8[3] = {100, 101, 106};
+    assert_int_equal(kt_pick(fast_int8, int8, 3, 0, 0, &r), 0);
+    assert_int_equal(r, 2);
+    assert_int_equal(kt_pick(near_int8, int8, 3, 0, 0, &r), 0); /* decode: 6% does not pay for rounding */
+    assert_int_equal(r, -1);
+    assert_int_equal(kt_pick(near_int8, int8, 3, 0, 1, &r), 0);
+    assert_int_equal(r, 2);
+}
+
 /* The cache file's version 2 columns, and a version 1 file read as it is (issue 37). */
 static void test_auto_cache_versions(void **state) {
     (void)state;
@@ -1519,6 +1543,7 @@ int main(void) {
         cmocka_unit_test(test_isa_selection),
         cmocka_unit_test(test_family_added),
         cmocka_unit_test(test_auto_tuned),
+        cmocka_unit_test(test_auto_margin),
         cmocka_unit_test(test_auto_cache_versions),
         cmocka_unit_test(test_auto_busy_not_kept),
         cmocka_unit_test(test_auto_recheck),

@@ -209,6 +209,20 @@ static double kt_pass(tp_pool *pool, const kt_mat *m, const int *idx, int n_idx,
     return kt_scaled_family[0] && !strcmp(fam, kt_scaled_family) ? s * kt_scale_factor : s;
 }
 
+int kt_pick(const double *rate, const int *rounds, int n, int base, int prefill, int *rounding) {
+    const double margin = prefill ? KT_MARGIN : KT_MARGIN_DECODE;
+    int pick = -1;
+    for (int f = 0; f < n; f++)
+        if (!rounds[f] && (pick < 0 || rate[f] > rate[pick])) pick = f;
+    /* the flags' choice stays unless another is faster by more than the margin */
+    if (base >= 0 && (pick < 0 || rate[pick] <= rate[base] * (1.0 + margin))) pick = base;
+    int r = -1;
+    for (int f = 0; f < n; f++)
+        if (rounds[f] && (pick < 0 || rate[f] > rate[pick] * (1.0 + margin)) && (r < 0 || rate[f] > rate[r])) r = f;
+    *rounding = r;
+    return pick;
+}
+
 static int kt_measure_one(tp_pool *pool, const kt_mat *m, const int *idx, int n_idx, int prefill, double work,
                           char fam[KT_MAX_FAMILIES][16], int n_fam, const kt_bufs *b, kt_entry *e) {
     const bench_dtype dt = m[idx[0]].dt;
@@ -225,21 +239,17 @@ static int kt_measure_one(tp_pool *pool, const kt_mat *m, const int *idx, int n_
     const char *base = kn_auto_family(dt, prefill);
     *e = (kt_entry){.dt = dt, .prefill = prefill, .n_families = n_fam, .bytes = work,
                     .bound_kl_mean = NAN, .bound_err_rel = NAN, .bound_top1 = NAN};
-    int pick = -1, base_i = -1;
+    int base_i = -1, rounds[KT_MAX_FAMILIES];
     for (int f = 0; f < n_fam; f++) {
         snprintf(e->family[f], sizeof(e->family[f]), "%s", fam[f]);
         e->rate[f] = work / best[f] / 1e9;
+        rounds[f] = kn_isa_rounds(fam[f], dt);
         if (!strcmp(fam[f], base)) base_i = f;
-        if (!kn_isa_rounds(fam[f], dt) && (pick < 0 || e->rate[f] > e->rate[pick])) pick = f;
     }
-    /* the flags' choice stays unless another is faster by more than the margin */
-    if (base_i >= 0 && e->rate[pick] <= e->rate[base_i] * (1.0 + KT_MARGIN)) pick = base_i;
+    int r;
+    const int pick = kt_pick(e->rate, rounds, n_fam, base_i, prefill, &r);
     snprintf(e->chosen, sizeof(e->chosen), "%s", fam[pick]);
-    /* a family that rounds x competes with the exact choice by the same margin, and runs only
-     * once the caller's check on the model accepts it (kt_settle) */
-    int r = -1;
-    for (int f = 0; f < n_fam; f++)
-        if (kn_isa_rounds(fam[f], dt) && e->rate[f] > e->rate[pick] * (1.0 + KT_MARGIN) && (r < 0 || e->rate[f] > e->rate[r])) r = f;
+    /* a family that rounds x runs only once the caller's check on the model accepts it (kt_settle) */
     if (r >= 0) {
         e->acc = KT_ACC_PENDING;
         snprintf(e->exact, sizeof(e->exact), "%s", fam[pick]);

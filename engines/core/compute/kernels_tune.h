@@ -15,7 +15,8 @@
  * model's matrices of that dtype once per family for decode (n = 1, every byte read), the
  * largest one for prefill (n = KT_PREFILL_N), a warm-up round and KT_ROUNDS timed rounds with
  * the families interleaved, the fastest round of each kept. A family is chosen over the
- * flags' first only when it is faster by more than KT_MARGIN, so that noise does not flip it.
+ * flags' first only when it is faster by more than KT_MARGIN (KT_MARGIN_DECODE in decode), so
+ * that noise does not flip it (kt_pick).
  *
  * It stays right in two ways (issue 37). A measurement is kept only when it was taken on a
  * quiet machine: /proc/stat is read around it (util/ut_cpuload.h, the rule bench run's busy
@@ -38,6 +39,12 @@
 #define KT_PREFILL_N 32
 #define KT_ROUNDS 3
 #define KT_MARGIN 0.03
+/* Decode's margin, wider: the exact families all stream the same bytes, so what separates them
+ * is a few per cent that the timing of one pass over the matrices does not rank reliably. On the
+ * Zen 5 guest of docs/PERFORMANCE.md one build's tuner had avx2 4.6-5.5% ahead of avx512 in f32,
+ * f16 and bf16 decode, another's avx512 ahead or level, and `bench generate` pinned to each
+ * decoded bf16 3% faster on avx512 (165.2 against 160.3 tokens/s, 8 rounds). */
+#define KT_MARGIN_DECODE 0.08
 #define KT_MAX_FAMILIES 6      /* the exact families and, under production numerics, the int8 ones */
 /* The re-check times each family once, not the best of KT_ROUNDS, so one pass's noise (a few
  * percent on a quiet machine, more on a busy one) must not send every start to a re-measure. */
@@ -117,6 +124,11 @@ int kt_retune(tp_pool *pool, const char *path, const char *key, char *note, size
 /* For the tests only: every timing of `family` is multiplied by factor (1 or NULL: none), so
  * that a kept choice can be made to look stale. */
 void kt_test_scale(const char *family, double factor);
+/* The family n rates choose (rate[f]: family f's GB/s or GFLOP/s; rounds[f]: f rounds x), base
+ * the index of the flags' own (-1: none): the fastest exact family where it beats base by more
+ * than the phase's margin (KT_MARGIN, KT_MARGIN_DECODE), else base; *rounding the fastest family
+ * that rounds x and beats that choice by the same margin, or -1. */
+int kt_pick(const double *rate, const int *rounds, int n, int base, int prefill, int *rounding);
 
 /* The entries of key in the cache file: 0 found (every dtype of dts, a bit per dtype),
  * 1 not there (or not every dtype), -1 unreadable (err says why). */
