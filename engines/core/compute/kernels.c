@@ -175,44 +175,49 @@ static void kn_mm_call(const kn_ops *ops, bench_dtype dt, float *y, const float 
     else qn_exact_mm(dt)(y, x, n, w, rows, cols, r0, r1);
 }
 
+/* Rows [r0, r1) of a rearranged matrix put back in the file's layout (bdt's) into a buffer of its
+ * own, then the table's kernel for bdt, which reads y's rows only through the stride rows, so
+ * y + r0 takes them from 0. unpack: (w, rows, cols, r0, r1, dst). That costs a copy of the share
+ * of the matrix a call: for a prefill, a few per cent of a 128-token GEMM; for a decode, a
+ * token's worth of reading, which kn_repacks keeps from happening where rearranging is chosen. */
+static void kn_mm_unpacked(const kn_ops *ops, bench_dtype bdt, void (*unpack)(const void *, int, int, int, int, void *),
+                           float *y, const float *x, int n, const void *w, int rows, int cols, int r0, int r1,
+                           const kn_xq8 *xq) {
+    void *tmp = malloc((size_t)(r1 - r0) * bench_dtype_row_bytes(bdt, cols));
+    if (!tmp) { /* out of memory: NaN rows, which the forward pass reports as non-finite logits */
+        for (int t = 0; t < n; t++)
+            for (int r = r0; r < r1; r++) y[(size_t)t * rows + r] = NAN;
+        return;
+    }
+    unpack(w, rows, cols, r0, r1, tmp);
+    kn_mm_call(ops, bdt, y + r0, x, n, tmp, rows, cols, 0, r1 - r0, xq);
+    free(tmp);
+}
+
+static void kn_r8_unpack(const void *w, int rows, int cols, int r0, int r1, void *dst) {
+    (void)rows;
+    kn_unrepack_rows((const char *)w + (size_t)r0 * bench_dtype_row_bytes(BENCH_Q4_0, cols), dst, r1 - r0, cols);
+}
+static void kn_r16_unpack(const void *w, int rows, int cols, int r0, int r1, void *dst) {
+    kn_bf16_r16_unpack(w, rows, cols, r0, r1, dst);
+}
+
 /* Rearranged Q4_0: the table's own decode or prefill where it has one and takes the call; else
- * (a family without one, or x that could not be split) rows [r0, r1) put back in the file's layout,
- * then its Q4_0 kernel, which reads y's rows only through the stride rows, so y + r0 takes
- * them from 0. That costs a copy of the share of the matrix a call: for a prefill, a few per
- * cent of a 128-token GEMM; for a decode, a token's worth of reading, which kn_repacks keeps
- * from happening where rearranging is chosen. */
+ * (a family without one, or x that could not be split) the rows put back (kn_mm_unpacked). */
 static void kn_mm_r8(const kn_ops *ops, float *y, const float *x, int n, const void *w, int rows, int cols,
                      int r0, int r1, const kn_xq8 *xq) {
     const kn_mm_try_fn own = n == 1 ? ops->mv_q4_0_r8 : ops->mm_r8_prefill;
     if (own && own(y, x, n, w, rows, cols, r0, r1, xq) == 0) return;
-    const size_t rb = bench_dtype_row_bytes(BENCH_Q4_0, cols);
-    unsigned char *tmp = malloc((size_t)(r1 - r0) * rb);
-    if (!tmp) { /* out of memory: NaN rows, which the forward pass reports as non-finite logits */
-        for (int t = 0; t < n; t++)
-            for (int r = r0; r < r1; r++) y[(size_t)t * rows + r] = NAN;
-        return;
-    }
-    kn_unrepack_rows((const char *)w + (size_t)r0 * rb, tmp, r1 - r0, cols);
-    kn_mm_call(ops, BENCH_Q4_0, y + r0, x, n, tmp, rows, cols, 0, r1 - r0, xq);
-    free(tmp);
+    kn_mm_unpacked(ops, BENCH_Q4_0, kn_r8_unpack, y, x, n, w, rows, cols, r0, r1, xq);
 }
 
 /* Grouped bf16: the table's own kernel where it has one and the rows are whole groups (or end
- * the matrix), as kernels.c's split makes them; else rows [r0, r1) put back in the file's layout
- * for its BF16 kernel, as kn_mm_r8 does. */
+ * the matrix), as kernels.c's split makes them; else the rows put back (kn_mm_unpacked). */
 static void kn_mm_r16(const kn_ops *ops, float *y, const float *x, int n, const void *w, int rows, int cols,
                       int r0, int r1, const kn_xq8 *xq) {
     const int whole = r0 % KN_BF16_R16_ROWS == 0 && (r1 % KN_BF16_R16_ROWS == 0 || r1 == rows);
     if (whole && ops->mm_bf16_r16 && ops->mm_bf16_r16(y, x, n, w, rows, cols, r0, r1, xq) == 0) return;
-    uint16_t *tmp = malloc((size_t)(r1 - r0) * (size_t)cols * sizeof(uint16_t));
-    if (!tmp) { /* out of memory: NaN rows, which the forward pass reports as non-finite logits */
-        for (int t = 0; t < n; t++)
-            for (int r = r0; r < r1; r++) y[(size_t)t * rows + r] = NAN;
-        return;
-    }
-    kn_bf16_r16_unpack(w, rows, cols, r0, r1, tmp);
-    kn_mm_call(ops, BENCH_BF16, y + r0, x, n, tmp, rows, cols, 0, r1 - r0, xq);
-    free(tmp);
+    kn_mm_unpacked(ops, BENCH_BF16, kn_r16_unpack, y, x, n, w, rows, cols, r0, r1, xq);
 }
 
 /* The family that runs dt's matmuls of n rows of x: auto's measured choice where auto is in use

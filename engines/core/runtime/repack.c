@@ -74,14 +74,8 @@ typedef struct rp_arena {
     char *next, *end;
 } rp_arena;
 
-/* Room for the next copy of bytes from a, or its own mapping (recorded in r); NULL where none. */
-static void *rp_room(rp_arena *a, size_t bytes, const bench_host *host, repack *r) {
-    const size_t need = (bytes + 63) & ~(size_t)63; /* each copy on a cache line */
-    if (a->next && (size_t)(a->end - a->next) >= need) {
-        void *p = a->next;
-        a->next += need;
-        return p;
-    }
+/* bytes mapped (rp_map), named as weights and recorded in r for repack_release; NULL where none. */
+static void *rp_map_kept(size_t bytes, const bench_host *host, repack *r) {
     void **c = realloc(r->copies, (size_t)(r->n_copies + 1) * sizeof *c);
     if (c) r->copies = c;
     size_t *cl = c ? realloc(r->copy_len, (size_t)(r->n_copies + 1) * sizeof *cl) : NULL;
@@ -93,6 +87,20 @@ static void *rp_room(rp_arena *a, size_t bytes, const bench_host *host, repack *
     r->copies[r->n_copies] = p;
     r->copy_len[r->n_copies++] = bytes;
     return p;
+}
+
+/* A copy's room in the region: its bytes to a whole cache line. */
+static size_t rp_room_bytes(size_t bytes) { return (bytes + 63) & ~(size_t)63; }
+
+/* Room for the next copy of bytes from a, or a mapping of its own; NULL where none. */
+static void *rp_room(rp_arena *a, size_t bytes, const bench_host *host, repack *r) {
+    const size_t need = rp_room_bytes(bytes);
+    if (a->next && (size_t)(a->end - a->next) >= need) {
+        void *p = a->next;
+        a->next += need;
+        return p;
+    }
+    return rp_map_kept(bytes, host, r);
 }
 
 /* An anonymous copy of m, rearranged; the file pages it came from are let go. 0, or -1. */
@@ -192,7 +200,7 @@ static size_t rp_copy_bytes(const tf_weights *w, const tf_matrix *m, unsigned dt
     if (!rp_wanted(w, m, dts)) return 0;
     const size_t bytes = (size_t)m->rows * bench_dtype_row_bytes(m->dtype, m->cols);
     return rp_to_anon(m->dtype) && bench_loader_memory_kind(loader, m->data, bytes) == BENCH_LOADER_MEM_SHARED
-               ? (bytes + 63) & ~(size_t)63 : 0;
+               ? rp_room_bytes(bytes) : 0;
 }
 
 /* The bytes of every copy rp_one would make (a matrix bound twice counted twice: room that is
@@ -208,19 +216,9 @@ void repack_weights(tf_weights *w, int n_layers, const bench_loader *loader, con
     memset(r, 0, sizeof *r);
     const unsigned dts = (kn_repacks(BENCH_Q4_0) ? 1u << BENCH_Q4_0 : 0u) | (kn_repacks(BENCH_BF16) ? 1u << BENCH_BF16 : 0u);
     if (!dts) return;
-    rp_arena a = {NULL, NULL};
     const size_t total = rp_plan(w, n_layers, dts, loader);
-    if (total) {
-        r->copies = malloc(sizeof *r->copies);
-        r->copy_len = malloc(sizeof *r->copy_len);
-        void *p = r->copies && r->copy_len ? rp_map(total) : MAP_FAILED;
-        if (p != MAP_FAILED) { /* else each copy maps its own */
-            if (host && host->name_region) host->name_region(host, p, total, BENCH_REGION_WEIGHTS);
-            r->copies[0] = p;
-            r->copy_len[r->n_copies++] = total;
-            a = (rp_arena){p, (char *)p + total};
-        }
-    }
+    char *p = total ? rp_map_kept(total, host, r) : NULL; /* NULL: each copy maps its own */
+    rp_arena a = {p, p ? p + total : NULL};
     for (int l = 0; l < n_layers; l++)
         for (int i = 0; i < TF_LAYER_MATRICES; i++)
             rp_one(w, n_layers, tf_layer_matrix(&w->layers[l], i), dts, &a, loader, host, r);
