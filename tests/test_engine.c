@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
@@ -688,12 +689,77 @@ static void test_logits_match_float64(void **state) {
     free(r.data);
 }
 
+/* Minor page faults of this process so far. */
+static long minflt_now(void) {
+    struct rusage ru;
+    return getrusage(RUSAGE_SELF, &ru) ? -1 : ru.ru_minflt;
+}
+
+/* The forward pass's activations (engine_spec.scratch). keep (the default): one block from
+ * the allocator module for every pass, grown only when a pass needs more, reserved and
+ * faulted in at load when reserve_tokens asks, so that a pass of that size takes no block
+ * and faults next to none of its pages in; pass: a block of its own each pass. The kept
+ * block's earlier contents reach no result: the logits of 100 positions, after a pass of 60
+ * other tokens, are the same bits under both. */
+static void test_scratch_kept(void **state) {
+    fixture *f = *state;
+    NEED_FIXTURE(f);
+    enum { N = 100, M = 120 }; /* the file's context is 128 */
+    int toks[M], other[60];
+    for (int i = 0; i < M; i++) toks[i] = 1 + (i * 37) % 500;
+    for (int i = 0; i < 60; i++) other[i] = 1 + (i * 11) % 500;
+    float *out[2];
+    double allocs[2];
+    long faults[2] = {-1, -1};
+    const long pages = (long)(N * (4 * 64 + 2 * 32 + 2 * 172 + 8) * 4 / 4096); /* the block's pages at N tokens */
+    for (int mode = 0; mode < 2; mode++) {
+        engine_spec s = {.numerics = ENGINE_NUMERICS_EXACT, .model_path = f->gguf3p, .loader = "mmap", .max_pos = 128,
+                         .kv = "prealloc", .threads = 1, .module_dir = tu_module_dir(), .kernels = "portable",
+                         .scratch = mode ? ENGINE_SCRATCH_PASS : ENGINE_SCRATCH_KEEP, .reserve_tokens = N};
+        engine *e = NULL;
+        char err[512];
+        if (engine_create(&s, &e, err, sizeof(err))) fail_msg("engine_create: %s", err);
+        out[mode] = malloc((size_t)N * 512 * sizeof(float));
+        assert_non_null(out[mode]);
+        memset(out[mode], 0, (size_t)N * 512 * sizeof(float)); /* its pages' first touch is not the pass's */
+        float *lg;
+        if (engine_forward(e, 0, other, 60, 0, &lg, err, sizeof(err))) fail_msg("forward: %s", err);
+        engine_reset(e, 0);
+        const long f0 = minflt_now();
+        if (engine_forward_all(e, 0, toks, N, 0, out[mode], err, sizeof(err))) fail_msg("forward: %s", err);
+        faults[mode] = minflt_now() - f0;
+        counter_probe sa = {"engine.scratch_allocs", -1};
+        bench_counter_sink sink = {.emit = probe_emit, .user = &sa};
+        engine_counters(e, &sink);
+        allocs[mode] = sa.value;
+        if (!mode) {
+            /* a larger pass grows the block: one allocation more */
+            engine_reset(e, 0);
+            if (engine_forward(e, 0, toks, M, 0, &lg, err, sizeof(err))) fail_msg("forward: %s", err);
+            sa.value = -1;
+            engine_counters(e, &sink);
+            assert_true(sa.value == 2);
+        }
+        engine_destroy(e);
+    }
+    printf("[ INFO     ] scratch keep: %.0f block for 2 passes, %ld minor faults in the second (%ld pages of block); "
+           "pass: %.0f blocks, %ld faults\n", allocs[0], faults[0], pages, allocs[1], faults[1]);
+    assert_true(allocs[0] == 1);   /* reserved at load, large enough for both passes */
+    assert_true(allocs[1] == 2);   /* one a pass */
+    /* the pass's other first touches (this build's shadow memory among them) are not the block's */
+    assert_true(faults[0] >= 0 && faults[0] < pages / 2);
+    assert_memory_equal(out[0], out[1], (size_t)N * 512 * sizeof(float));
+    free(out[0]);
+    free(out[1]);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_llama2c_every_loader_and_kv),
         cmocka_unit_test(test_module_options_keep_ids),
         cmocka_unit_test(test_logits_match_float64),
         cmocka_unit_test(test_mmap_touch),
+        cmocka_unit_test(test_scratch_kept),
         cmocka_unit_test(test_mmap_huge),
         cmocka_unit_test(test_threads_same_bits),
         cmocka_unit_test(test_thirdparty_gguf),

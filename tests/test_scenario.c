@@ -590,6 +590,35 @@ static void test_repack_axis(void **state) {
                 NULL);
 }
 
+/* The scratch field: "keep" by default and then in no variant's name and not in the worker's
+ * spec; "pass" names the variant and reaches the worker as 1; another value is refused with
+ * the field's path and the two it takes. */
+static void test_scratch_axis(void **state) {
+    (void)state;
+    for (int pass = 0; pass < 2; pass++) {
+        scenario *s = parse_ok(pass ? "{" BASE ", \"cache\": \"warm\", \"matrix\": {\"scratch\": [\"keep\", \"pass\"]}}"
+                                    : "{" BASE ", \"cache\": \"warm\"}");
+        assert_int_equal(s->n_variants, 1 + pass);
+        for (int i = 0; i < s->n_variants; i++) {
+            char *text = sc_engine_worker_spec(s, &s->variants[i]);
+            cJSON *j = cJSON_Parse(text);
+            assert_non_null(j);
+            ws_engine r;
+            char err[256];
+            assert_int_equal(ws_engine_read(j, &r, err, sizeof(err)), 0);
+            assert_int_equal(r.scratch, i);
+            assert_int_equal(cJSON_GetObjectItemCaseSensitive(j, "scratch") != NULL, i);
+            ws_engine_free(&r);
+            cJSON_Delete(j);
+            free(text);
+        }
+        assert_string_equal(s->variants[pass].key, pass ? "scratch=pass" : "default");
+        sc_free(s);
+    }
+    parse_fails("{" BASE ", \"cache\": \"warm\", \"scratch\": \"kept\"}",
+                "t.json: .scratch: expected \"keep\" (the forward pass's activations", "\"pass\" (a block", "got \"kept\"", NULL);
+}
+
 static void test_test_hooks_need_env(void **state) {
     (void)state;
     unsetenv("BENCH_TEST_HOOKS");
@@ -1321,6 +1350,7 @@ int main(void) {
         cmocka_unit_test(test_kernels_axis),
         cmocka_unit_test(test_kv_cache_axis),
         cmocka_unit_test(test_repack_axis),
+        cmocka_unit_test(test_scratch_axis),
         cmocka_unit_test(test_test_hooks_need_env),
         cmocka_unit_test(test_every_error_reported),
         cmocka_unit_test(test_only_selects),

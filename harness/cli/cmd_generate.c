@@ -52,6 +52,14 @@ static int thp_off(void) {
     "                   within llama.cpp's own error, checked when auto measures) or exact (the exact\n" \
     "                   families only); docs/accuracy.md \"Production numerics\"\n"
 
+/* --scratch's help, the same in bench generate and bench serve */
+#define SCRATCH_HELP \
+    "  --scratch S      the forward pass's activations: keep (default: one block from the allocator module,\n" \
+    "                   kept between passes and grown when a pass needs more, as production engines keep\n" \
+    "                   their compute buffers) or pass (a block taken and given back every pass: the\n" \
+    "                   allocator on the engine's path, for allocator studies; with libc's malloc a\n" \
+    "                   prefill's block is mapped and faulted in again every pass). CPU only\n"
+
 /* --kernels' help: a line per family of kernels.c's table. */
 static void usage_kernels(FILE *f) {
     char int8[256], bf16[256];
@@ -76,7 +84,8 @@ static void usage(FILE *f) {
             "                      [--alloc NAME] [--alloc-opt k=v,...] [--device NAME] [--device-opt k=v,...]\n"
             "                      [--prompt-tokens N] [--bandwidth] [--kernels NAME] [--cache-type T[/T]]\n"
             "                      [--ids] [--quiet] [--trace-alloc FILE] [--tokenizer-fallback] [--llama-numerics]\n"
-            "                      [--accuracy] [--no-repack] [--warmup N] [--numerics exact|production]\n\n"
+            "                      [--accuracy] [--no-repack] [--warmup N] [--numerics exact|production]\n"
+            "                      [--scratch keep|pass]\n\n"
             "Runs one engine on one prompt: prints the text on stdout, then load time, prompt tokens,\n"
             "TTFT, prefill tokens/s and decode tokens/s on stderr.\n\n"
             "  --steps N        positions in all, the prompt's included (as llama2.c counts); default 256.\n"
@@ -96,6 +105,7 @@ static void usage(FILE *f) {
             "                   arrays) is printed beside it. With --device cuda: a triad on the GPU.\n");
     usage_kernels(f);
     fprintf(f, "%s", NUMERICS_HELP);
+    fprintf(f, "%s", SCRATCH_HELP);
     fprintf(f,
             "  --no-repack      keep every matrix in the file's layout; by default, where the kernel family\n"
             "                   decodes a rearranged Q4_0 natively (avx512 on a CPU with AVX512-VNNI, vnni), the\n"
@@ -123,8 +133,9 @@ static void usage(FILE *f) {
             "                   know with the nearest one (SentencePiece, gpt-2's split), with a warning\n"
             "  --llama-numerics round as llama.cpp's CPU path does (its f16 KV cache, its RoPE angles), to\n"
             "                   compare with its logits and ids (docs/formats.md); CPU only\n"
-            "  --trace-alloc FILE  record every allocator call (KV at load, scratch per forward pass) to FILE,\n"
-            "                   for the \"trace\" allocator workload (engines/core/runtime/alloc_trace.h, docs/scenarios.md)\n");
+            "  --trace-alloc FILE  record every allocator call (KV at load, the activations' block) to FILE,\n"
+            "                   for the \"trace\" allocator workload (engines/core/runtime/alloc_trace.h, docs/scenarios.md);\n"
+            "                   with --scratch pass, a pair for every forward pass\n");
     cli_usage_modules(f);
     fprintf(f,
             "\nExit status: 0 done; 1 the model or the engine failed; 2 a usage error (unknown option or\n"
@@ -239,6 +250,13 @@ static int gen_parse(int argc, char **argv, gen_args *g) {
             }
             g->spec.numerics = (engine_numerics)engine_numerics_parse(v);
         }
+        else if (ARG("--scratch")) {
+            if (engine_scratch_parse(v) < 0) {
+                fprintf(stderr, "bench generate: --scratch %s: expected keep or pass\n", v);
+                return 2;
+            }
+            g->spec.scratch = (engine_scratch)engine_scratch_parse(v);
+        }
         else if (ARG("--cache-type") || ARG("--cache-type-k") || ARG("--cache-type-v")) {
             bench_dtype k, vt;
             char e1[256];
@@ -266,7 +284,7 @@ static int gen_parse(int argc, char **argv, gen_args *g) {
                 "--prompt-tokens", "--ctx", "--loader", "--kv", "--alloc", "--loader-opt", "--kv-opt", "--alloc-opt",
                 "--device", "--device-opt", "--modules", "--trace-alloc", "--ids", "--tokenizer-fallback", "--quiet",
                 "--kernels", "--cache-type", "--cache-type-k", "--cache-type-v", "--accuracy",
-                "--bandwidth", "--llama-numerics", "--no-repack", "--warmup", "--numerics", "--help", NULL};
+                "--bandwidth", "--llama-numerics", "--no-repack", "--warmup", "--numerics", "--scratch", "--help", NULL};
             return cli_bad_arg(stderr, "generate", a, known);
         }
 #undef ARG
@@ -286,6 +304,7 @@ typedef struct gen_run {
     double c1, c_first, c_end;          /* the first, cold, pass's t1, t_first, t_end when warmup > 0 */
     int c_n;                            /* its tokens in ids, prompt included */
     double step_min;                    /* the timed pass's fastest decode step, seconds (0: none) */
+    int reserved;                       /* tokens the pass's scratch was reserved for in the load (0: none) */
 } gen_run;
 
 /* the figures on stderr: load, kernels, KV cache, TTFT, prefill and decode rates, device */
@@ -301,6 +320,7 @@ static void gen_print_figures(const gen_args *g, engine *e, const gen_run *r) {
             strcmp(engine_device(e), "cpu") ? engine_device(e) : "", weights / 1e6);
     /* decode's speed moves by a quarter with it (loader_mmap.c), so it is said beside the load */
     if (huge >= 0) fprintf(stderr, "; %.1f MB of the file mapped in 2 MiB pages", huge / 1e6);
+    if (r->reserved) fprintf(stderr, "; activations reserved for %d tokens", r->reserved);
     fputs(")\n", stderr);
     if (huge >= 0 && weights >= 64e6 && huge < 0.5 * weights && !thp_off())
         fprintf(stderr, "             note: most of the weights are mapped in 4 KiB pages: the page cache holds the file in the small\n"
@@ -535,6 +555,15 @@ int cmd_generate(int argc, char **argv) {
         goto out;
     }
 
+    /* the prompt's pass finds its activations faulted in, as llama.cpp's finds its compute
+     * buffer: a load's work, in the load's time (engine.h engine_reserve_scratch) */
+    double t_res = now_s();
+    if (engine_reserve_scratch(e, n_prompt, err, sizeof(err))) {
+        fprintf(stderr, "bench generate: %s\n", err);
+        goto out;
+    }
+    r.t_load += now_s() - t_res;
+    if (g.spec.scratch == ENGINE_SCRATCH_KEEP && !strcmp(engine_device(e), "cpu")) r.reserved = n_prompt;
     r.n_prompt = n_prompt;
     r.warmup = g.warmup;
     for (int pass = 0; pass < g.warmup; pass++) {

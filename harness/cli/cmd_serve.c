@@ -31,7 +31,7 @@ static void usage(FILE *f) {
             "                   [--name ID] [--threads N] [--ctx N] [--loader NAME] [--loader-opt k=v,...]\n"
             "                   [--kv NAME] [--kv-opt k=v,...] [--alloc NAME] [--alloc-opt k=v,...]\n"
             "                   [--kernels NAME] [--numerics exact|production] [--no-repack] [--cache-type T[/T]]\n"
-            "                   [--device NAME]\n"
+            "                   [--scratch keep|pass] [--device NAME]\n"
             "                   [--device-opt k=v,...] [--header-timeout S] [--body-timeout S]\n"
             "                   [--max-connections N] [--max-per-ip N] [--max-batch N] [--kv-budget N|SIZE]\n"
             "                   [--chat-template NAME] [--lenient]\n\n"
@@ -116,9 +116,20 @@ static int sv_kv_budget(const char *v, engine_spec *spec) {
     return -1;
 }
 
+/* An option naming one value of an engine enum (parse: its value, -1 for another name). */
+static int sv_enum(const char *a, const char *v, int (*parse)(const char *), const char *expect, int *out) {
+    const int x = parse(v);
+    if (x < 0) {
+        fprintf(stderr, "bench serve: %s %s: expected %s (bench generate --help)\n", a, v, expect);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
 int cmd_serve(int argc, char **argv) {
     engine_spec spec = {.kv_k_type = ENGINE_KV_DEFAULT, .kv_v_type = ENGINE_KV_DEFAULT, .kv_defaulted = 1};
-    int max_batch = 0;
+    int max_batch = 0, x;
     hs_opts ho = {.port = 8080};
     const char *lopt = NULL, *kopt = NULL, *aopt = NULL, *dopt = NULL, *port_file = NULL;
     for (int i = 1; i < argc; i++) {
@@ -150,11 +161,11 @@ int cmd_serve(int argc, char **argv) {
         else if (ARG("--device-opt")) dopt = v;
         else if (ARG("--kernels")) spec.kernels = v;
         else if (ARG("--numerics")) {
-            if (engine_numerics_parse(v) < 0) {
-                fprintf(stderr, "bench serve: --numerics %s: expected exact or production (bench generate --help)\n", v);
-                return CLI_EXIT_USAGE;
-            }
-            spec.numerics = (engine_numerics)engine_numerics_parse(v);
+            if (sv_enum(a, v, engine_numerics_parse, "exact or production", &x)) return CLI_EXIT_USAGE;
+            spec.numerics = (engine_numerics)x;
+        } else if (ARG("--scratch")) {
+            if (sv_enum(a, v, engine_scratch_parse, "keep or pass", &x)) return CLI_EXIT_USAGE;
+            spec.scratch = (engine_scratch)x;
         }
         else if (ARG("--chat-template")) {
             char names[128];
@@ -188,7 +199,7 @@ int cmd_serve(int argc, char **argv) {
             static const char *const known[] = {
                 "--model", "--tokenizer", "--host", "--port", "--port-file", "--name", "--threads", "--ctx", "--loader",
                 "--kv", "--alloc", "--loader-opt", "--kv-opt", "--alloc-opt", "--device", "--device-opt", "--kernels",
-                "--numerics", "--modules", "--cache-type", "--no-repack", "--header-timeout", "--body-timeout", "--max-connections",
+                "--numerics", "--scratch", "--modules", "--cache-type", "--no-repack", "--header-timeout", "--body-timeout", "--max-connections",
                 "--max-per-ip", "--max-batch", "--kv-budget", "--chat-template", "--lenient", "--help", NULL};
             return cli_bad_arg(stderr, "serve", a, known);
         }

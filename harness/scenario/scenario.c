@@ -558,6 +558,7 @@ static void sc_parse_workload(sc_ctx *c, scenario *s, const cJSON *w) {
 
 static const char *const sc_cache_names[] = {"cold", "warm", NULL};
 static const char *const sc_numerics_names[] = ENGINE_NUMERICS_NAMES;  /* in engine_numerics' order: ival is the value */
+static const char *const sc_scratch_names[] = ENGINE_SCRATCH_NAMES;    /* in engine_scratch's order */
 
 /* The table of axes, defined after the parsers its rows name (below sc_parse_repack). */
 static sc_axis_def sc_axes[SC_AX_MAX];
@@ -898,6 +899,12 @@ static sc_axis_def sc_axes[SC_AX_MAX] = {
                         .expect = "\"production\" (auto may round x, to int8 or bf16 as llama.cpp does, where llama.cpp's accuracy holds, the default) or "
                                   "\"exact\" (the exact kernels only)",
                         .spec = {SC_SPEC("numerics", WS_INT, numerics, 0, WS_IF_SET)}},
+    /* written only when pass: the specs of the default variants stay as they were */
+    [SC_AX_SCRATCH] = {.key = "scratch", .type = SC_AXT_ENUM, .flags = SC_AXF_TOP | SC_AXF_SHOW_NOT_DEF, .def = "keep",
+                       .choices = sc_scratch_names,
+                       .expect = "\"keep\" (the forward pass's activations in one block kept between passes, the default) or "
+                                 "\"pass\" (a block from the allocator module every pass, for allocator studies)",
+                       .spec = {SC_SPEC("scratch", WS_INT, scratch, 0, WS_IF_SET)}},
 };
 #undef SC_SPEC
 

@@ -63,6 +63,7 @@ typedef struct ws_engine {
     int repack;                                 /* 1, the default: Q4_0 rearranged at load where the kernels decode it
                                                  * natively; 0: the file's layout (engine.h engine_repack) */
     int numerics;                               /* engine.h engine_numerics: 0 production (the default), 1 exact */
+    int scratch;                                /* engine.h engine_scratch: 0 keep (the default), 1 pass */
     /* the target (harness/child/targets.h) by name; NULL: "engine", the default, and not written */
     const char *target;
     /* an http target's settings, typed (harness/scenario/target.h); NULL: none. ws_engine_fill

@@ -332,6 +332,50 @@ static void rows_run(const tf_ctx *t, const scratch *s, const tf_layer *L, const
     else tp_run(t->pool, row_task, &j, threads);
 }
 
+/* The call's scratch: bytes from the kept block, grown to fit (its contents are not kept), or a
+ * block of the call's own under scratch_per_pass. Kept, because a block given back every call
+ * is faulted in again by every call where the allocator returns it to the kernel: glibc's
+ * malloc maps and unmaps a prefill's 4.5 MiB (llama-110m, 128 tokens) each time, about 1,100
+ * page faults a warm pass, and prefill ran at 1431.6 against 1809.4 tokens/s (f16) and 2297.8
+ * against 3257.3 (bf16) beside the slab allocator, which keeps it (Zen 5, docs/PERFORMANCE.md
+ * "The forward pass's scratch"). */
+/* A pass's scratch for n tokens: tf_forward_spans' buffers, laid out there. */
+static size_t tf_scratch_bytes(const model_config *c, int n) {
+    const size_t dim = (size_t)c->dim, hd = dim / (size_t)c->n_heads, kv_dim = (size_t)c->n_kv_heads * hd;
+    return (size_t)n * (4u * dim + 2u * kv_dim + 2u * (size_t)c->hidden_dim + hd) * sizeof(float);
+}
+
+static float *tf_scratch(tf_ctx *t, size_t bytes) {
+    if (t->scratch_per_pass) {
+        float *mem = bench_alloc(t->alloc, bytes, 64);
+        if (mem) t->scratch_allocs++;
+        return mem;
+    }
+    if (t->scratch && t->scratch_bytes >= bytes) return t->scratch;
+    tf_release(t);
+    t->scratch = bench_alloc(t->alloc, bytes, 64);
+    if (!t->scratch) return NULL;
+    t->scratch_bytes = bytes;
+    t->scratch_allocs++;
+    return t->scratch;
+}
+
+int tf_reserve(tf_ctx *t, int n) {
+    if (t->scratch_per_pass || n <= 0) return 0;
+    const size_t bytes = tf_scratch_bytes(t->cfg, n);
+    if (t->scratch && t->scratch_bytes >= bytes) return 0;
+    float *mem = tf_scratch(t, bytes);
+    if (!mem) return -1;
+    memset(mem, 0, bytes);
+    return 0;
+}
+
+void tf_release(tf_ctx *t) {
+    if (t->scratch) bench_free(t->alloc, t->scratch, t->scratch_bytes);
+    t->scratch = NULL;
+    t->scratch_bytes = 0;
+}
+
 int tf_forward(tf_ctx *t, int seq, const int *tokens, int n, int pos0, float *logits, int n_out,
                char *err, size_t errlen) {
     tf_span one = {.seq = seq, .pos0 = pos0, .n = n};
@@ -355,13 +399,9 @@ int tf_forward_spans(tf_ctx *t, const tf_span *spans, int n_spans, const int *to
                 return bench_errf(err, errlen, "forward: token %d at position %d of sequence %d is outside the vocabulary of %d",
                                   tokens[i], spans[k].pos0 + j, spans[k].seq, c->vocab_size);
 
-    /* one block of scratch per call: the allocator module's cost per step is one pair */
-    size_t nn = (size_t)n;
-    size_t floats = nn * (4u * (size_t)dim + 2u * (size_t)kv_dim + 2u * (size_t)hidden + (size_t)hd);
-    size_t bytes = floats * sizeof(float);
-    float *mem = bench_alloc(t->alloc, bytes, 64);
+    const size_t nn = (size_t)n, bytes = tf_scratch_bytes(c, n);
+    float *mem = tf_scratch(t, bytes);
     if (!mem) return bench_errf(err, errlen, "forward: cannot allocate %zu bytes of scratch", bytes);
-    t->scratch_allocs++;
     scratch s;
     float *p = mem;
     s.x = p; p += nn * dim;
@@ -413,7 +453,7 @@ int tf_forward_spans(tf_ctx *t, const tf_span *spans, int n_spans, const int *to
     float *last = s.x + (size_t)(n - n_out) * dim;
     rmsnorm_rows(s.xb, last, w->out_norm, n_out, dim, c->norm_eps);
     matmul(t, logits, s.xb, n_out, &w->output);
-    bench_free(t->alloc, mem, bytes);
+    if (t->scratch_per_pass) bench_free(t->alloc, mem, bytes);
     /* NaN or Inf in a weight (a scale, a norm, the embedding) made every later token 0,
      * with no sign: the logits are checked once per forward, and the run stops there */
     long bad = first_not_finite(logits, (size_t)n_out * (size_t)c->vocab_size);

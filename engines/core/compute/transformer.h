@@ -49,10 +49,25 @@ typedef struct tf_ctx {
     const tf_weights *w;
     tp_pool *pool;
     const bench_kv *kv;             /* the engine's KV instance (engine.c holds the handle) */
-    const bench_allocator *alloc;   /* scratch and activations, taken and given back per call */
+    const bench_allocator *alloc;   /* the activations' scratch comes from it */
     uint64_t scratch_allocs;        /* allocations made for scratch, all calls */
+    /* 0 (the default): one block kept between calls, grown when a call needs more and given
+     * back by tf_release, as production engines reserve their compute buffers once; 1: taken
+     * and given back every call, so that an allocator study times the allocator on it
+     * (engine_spec.scratch). */
+    int scratch_per_pass;
+    void *scratch;                  /* the kept block; NULL until the first call */
+    size_t scratch_bytes;           /* its size, as given to the allocator */
     int llama_numerics;             /* llama.cpp's rounding (engine_spec.llama_numerics) */
 } tf_ctx;
+
+/* Makes the kept scratch block room for a pass of n tokens and writes every page of it, so
+ * that the first pass finds it faulted in (a load's work, not a prefill's); nothing under
+ * scratch_per_pass. 0, or -1 when out of memory. */
+int tf_reserve(tf_ctx *t, int n);
+
+/* Gives the kept scratch block back to the allocator (t->alloc must still be live). */
+void tf_release(tf_ctx *t);
 
 /* Runs n tokens at positions pos0.. of sequence seq. logits: (n_out, vocab) for the
  * last n_out positions (1 for generation, n for tests). The KV room must be reserved. */

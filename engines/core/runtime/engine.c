@@ -230,6 +230,18 @@ int engine_numerics_parse(const char *name) {
     return -1;
 }
 
+static const char *const engine_scratch_names[] = ENGINE_SCRATCH_NAMES;
+
+const char *engine_scratch_name(engine_scratch n) {
+    return (unsigned)n < sizeof engine_scratch_names / sizeof *engine_scratch_names - 1 ? engine_scratch_names[n] : "?";
+}
+
+int engine_scratch_parse(const char *name) {
+    for (int i = 0; name && engine_scratch_names[i]; i++)
+        if (!strcmp(name, engine_scratch_names[i])) return i;
+    return -1;
+}
+
 /* The loaders reopen the files the model was parsed from: each must still be that file. */
 static int engine_open_file(const bench_host *h, const char *path, int flags, char *err, size_t errlen) {
     const engine *e = (const engine *)((const char *)h - offsetof(engine, host));
@@ -429,8 +441,9 @@ int engine_create(const engine_spec *spec, engine **out, char *err, size_t errle
     e->spans = malloc((size_t)e->max_seqs * sizeof(*e->spans));
     if (!e->logits || !e->spans) { rc = bench_errc(err, errlen, BENCH_ERR_NOMEM, "out of memory"); goto err; }
     e->tf = (tf_ctx){.cfg = c, .w = &e->w, .pool = e->pool, .kv = &e->kv, .alloc = &e->allocator,
-                     .llama_numerics = spec->llama_numerics};
+                     .llama_numerics = spec->llama_numerics, .scratch_per_pass = spec->scratch == ENGINE_SCRATCH_PASS};
     engine_settle_numerics(e);
+    if (spec->reserve_tokens > 0 && (rc = engine_reserve_scratch(e, spec->reserve_tokens, err, errlen))) goto err;
     *out = e;
     return 0;
 err:
@@ -438,9 +451,19 @@ err:
     return rc < 0 ? rc : -BENCH_ERR_FAIL;
 }
 
+int engine_reserve_scratch(engine *e, int n_tokens, char *err, size_t errlen) {
+    if (e->dev || n_tokens <= 0) return 0;
+    if (n_tokens > e->max_seqs * e->max_pos) n_tokens = e->max_seqs * e->max_pos; /* no pass holds more */
+    if (tf_reserve(&e->tf, n_tokens))
+        return bench_errc(err, errlen, BENCH_ERR_NOMEM, "out of memory reserving the forward pass's scratch for %d tokens",
+                          n_tokens);
+    return 0;
+}
+
 void engine_destroy(engine *e) {
     if (!e) return;
     if (e->kv.iface && e->kv.ctx) e->kv.iface->destroy(e->kv.ctx);
+    tf_release(&e->tf); /* before the allocator module it came from */
     tf_unbind(&e->w);
     repack_release(&e->rp);
     if (e->loader && e->loader_ctx) e->loader->close(e->loader_ctx);

@@ -29,6 +29,15 @@ typedef enum { ENGINE_REPACK_AUTO = 0, ENGINE_REPACK_OFF = 1 } engine_repack;
 typedef enum { ENGINE_NUMERICS_PRODUCTION = 0, ENGINE_NUMERICS_EXACT = 1 } engine_numerics;
 #define ENGINE_NUMERICS_NAMES {"production", "exact", NULL}
 
+/* The forward pass's activations (engine_spec.scratch, `--scratch`, the scenario's "scratch").
+ * KEEP (0, what a zeroed spec gets): one block from the allocator module, kept between passes
+ * and grown when a pass needs more, as production engines reserve their compute buffers once;
+ * PASS: a block taken and given back every pass, so that an allocator study has the allocator
+ * on the engine's path (with glibc's malloc a prefill's block is mapped and faulted in again
+ * every pass). CPU only: the cuda device has its own (its `scratch` option). */
+typedef enum { ENGINE_SCRATCH_KEEP = 0, ENGINE_SCRATCH_PASS = 1 } engine_scratch;
+#define ENGINE_SCRATCH_NAMES {"keep", "pass", NULL}
+
 typedef struct engine_spec {
     const char *model_path;
     const char *tokenizer_path;     /* optional llama2.c tokenizer.bin */
@@ -87,6 +96,8 @@ typedef struct engine_spec {
      * changes, and engine_repacked_bytes says by how much. CPU only. */
     engine_repack repack;
     engine_numerics numerics;       /* what auto may run: ENGINE_NUMERICS_PRODUCTION (0) or _EXACT */
+    engine_scratch scratch;         /* the activations' block: ENGINE_SCRATCH_KEEP (0) or _PASS */
+    int reserve_tokens;             /* > 0: engine_reserve_scratch(e, reserve_tokens) at the end of engine_create */
 } engine_spec;
 
 typedef struct engine engine;
@@ -136,6 +147,11 @@ int engine_share_prefix(engine *e, int seq, const int *ids, int n, char *err, si
 
 /* Forgets sequence seq (KV release). */
 void engine_reset(engine *e, int seq);
+/* Under ENGINE_SCRATCH_KEEP on the CPU, sizes the forward pass's kept block for a pass of
+ * n_tokens and writes every page of it now, so that the first pass pays no first touch of its
+ * activations (llama.cpp reserves its compute buffer at context creation the same way); a
+ * later, larger pass grows it. Nothing on a device or under ENGINE_SCRATCH_PASS. */
+int engine_reserve_scratch(engine *e, int n_tokens, char *err, size_t errlen);
 
 int engine_max_seqs(const engine *e);
 /* The capabilities (BENCH_CAP_*) the engine's module of family ("loader", "kv", "alloc") declares. */
@@ -223,6 +239,9 @@ void engine_numerics_model_id(const char *path, char *buf, size_t len);
 /* "production" or "exact"; engine_numerics_parse: the value of such a name, -1 for another. */
 const char *engine_numerics_name(engine_numerics n);
 int engine_numerics_parse(const char *name);
+/* "keep" or "pass"; engine_scratch_parse: the value of such a name, -1 for another. */
+const char *engine_scratch_name(engine_scratch s);
+int engine_scratch_parse(const char *name);
 
 /* Bytes/s of the device's memory (a triad there, 3 arrays of bytes_per_array, 0: the
  * device's default size); 0 on the CPU (kn_triad_bandwidth measures it) or on failure. */
