@@ -753,6 +753,50 @@ static void test_scratch_kept(void **state) {
     free(out[1]);
 }
 
+/* A prompt longer than ubatch runs in passes of at most ubatch tokens (engine_spec.ubatch,
+ * llama.cpp's n_ubatch): the logits of every one of 100 positions are the same bits in one
+ * pass, in three (ubatch 32) and in two (64), with the default kernels, with an f16 cache as
+ * with f32; the kept block is sized for a pass, not for the prompt (one allocation, at load);
+ * a ubatch below ENGINE_UBATCH_MIN is refused by name. */
+static void test_ubatch_same_bits(void **state) {
+    fixture *f = *state;
+    NEED_FIXTURE(f);
+    enum { N = 100 };
+    int toks[N];
+    for (int i = 0; i < N; i++) toks[i] = 1 + (i * 29) % 500;
+    static const int ub[] = {0, ENGINE_UBATCH_MIN, 64}; /* passes of 100; of 34, 33, 33; of 50, 50 */
+    for (int c = 0; c < 2; c++) {
+        float *out[3];
+        for (int u = 0; u < 3; u++) {
+            engine_spec s = {.numerics = ENGINE_NUMERICS_EXACT, .model_path = f->gguf3p, .loader = "mmap", .max_pos = 128,
+                             .kv = "prealloc", .threads = 2, .module_dir = tu_module_dir(), .ubatch = ub[u],
+                             .kv_k_type = c ? BENCH_F16 : BENCH_F32, .kv_v_type = c ? BENCH_F16 : BENCH_F32,
+                             .reserve_tokens = N};
+            engine *e = NULL;
+            char err[512];
+            if (engine_create(&s, &e, err, sizeof(err))) fail_msg("engine_create: %s", err);
+            assert_int_equal(engine_ubatch(e), ub[u] ? ub[u] : ENGINE_UBATCH);
+            out[u] = malloc((size_t)N * 512 * sizeof(float));
+            assert_non_null(out[u]);
+            if (engine_forward_all(e, 0, toks, N, 0, out[u], err, sizeof(err))) fail_msg("forward: %s", err);
+            counter_probe sa = {"engine.scratch_allocs", -1};
+            bench_counter_sink sink = {.emit = probe_emit, .user = &sa};
+            engine_counters(e, &sink);
+            assert_true(sa.value == 1);
+            engine_destroy(e);
+        }
+        assert_memory_equal(out[0], out[1], (size_t)N * 512 * sizeof(float));
+        assert_memory_equal(out[0], out[2], (size_t)N * 512 * sizeof(float));
+        for (int u = 0; u < 3; u++) free(out[u]);
+    }
+    engine_spec s = {.model_path = f->gguf3p, .kv = "prealloc", .threads = 1, .module_dir = tu_module_dir(), .ubatch = 8};
+    engine *e = NULL;
+    char err[512];
+    assert_int_not_equal(engine_create(&s, &e, err, sizeof(err)), 0);
+    assert_null(e);
+    assert_non_null(strstr(err, "ubatch 8: expected 32 or more"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_llama2c_every_loader_and_kv),
@@ -760,6 +804,7 @@ int main(void) {
         cmocka_unit_test(test_logits_match_float64),
         cmocka_unit_test(test_mmap_touch),
         cmocka_unit_test(test_scratch_kept),
+        cmocka_unit_test(test_ubatch_same_bits),
         cmocka_unit_test(test_mmap_huge),
         cmocka_unit_test(test_threads_same_bits),
         cmocka_unit_test(test_thirdparty_gguf),

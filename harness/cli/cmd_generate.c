@@ -85,7 +85,7 @@ static void usage(FILE *f) {
             "                      [--prompt-tokens N] [--bandwidth] [--kernels NAME] [--cache-type T[/T]]\n"
             "                      [--ids] [--quiet] [--trace-alloc FILE] [--tokenizer-fallback] [--llama-numerics]\n"
             "                      [--accuracy] [--no-repack] [--warmup N] [--numerics exact|production]\n"
-            "                      [--scratch keep|pass]\n\n"
+            "                      [--scratch keep|pass] [--ubatch N]\n\n"
             "Runs one engine on one prompt: prints the text on stdout, then load time, prompt tokens,\n"
             "TTFT, prefill tokens/s and decode tokens/s on stderr.\n\n"
             "  --steps N        positions in all, the prompt's included (as llama2.c counts); default 256.\n"
@@ -94,6 +94,8 @@ static void usage(FILE *f) {
             "  --topp P         nucleus sampling when T > 0 (default 0.9)\n"
             "  --ctx N          context length; default: the model's declared context. Going past the\n"
             "                   declared figure is allowed, with a note (RoPE has no hard limit).\n"
+            "  --ubatch N       the most prompt tokens one CPU forward pass takes (default 512, as llama.cpp's\n"
+            "                   n_ubatch): a longer prompt runs in passes of N, the same bits either way\n"
             "  --prompt-tokens N  use N synthetic prompt tokens (BOS, then ids 3, 4, 5, ...) instead of --prompt\n"
             "  --warmup N       first run the whole generation (prefill and decode) N times untimed, as llama-bench\n"
             "                   warms up once, and print the first (cold) pass's figures beside the timed one's;\n"
@@ -234,6 +236,7 @@ static int gen_parse(int argc, char **argv, gen_args *g) {
         else if (ARG("--prompt-tokens")) { if (gen_int(a, v, 1, GEN_MAX_POS, GEN_POS_WHY, &g->prompt_tokens)) return 2; }
         else if (ARG("--warmup")) { if (gen_int(a, v, 0, 100, "(untimed passes; 1 is llama-bench's)", &g->warmup)) return 2; }
         else if (ARG("--ctx")) { if (gen_int(a, v, 1, GEN_MAX_POS, GEN_POS_WHY, &g->spec.max_pos)) return 2; }
+        else if (ARG("--ubatch")) { if (gen_int(a, v, ENGINE_UBATCH_MIN, GEN_MAX_POS, GEN_POS_WHY, &g->spec.ubatch)) return 2; }
         else if (ARG("--loader")) g->spec.loader = v;
         else if (ARG("--kv")) g->spec.kv = v;
         else if (ARG("--alloc")) g->spec.alloc = v;
@@ -281,7 +284,7 @@ static int gen_parse(int argc, char **argv, gen_args *g) {
         else {
             static const char *const known[] = {
                 "--model", "--tokenizer", "--prompt", "--steps", "--temperature", "--topp", "--seed", "--threads",
-                "--prompt-tokens", "--ctx", "--loader", "--kv", "--alloc", "--loader-opt", "--kv-opt", "--alloc-opt",
+                "--prompt-tokens", "--ctx", "--ubatch", "--loader", "--kv", "--alloc", "--loader-opt", "--kv-opt", "--alloc-opt",
                 "--device", "--device-opt", "--modules", "--trace-alloc", "--ids", "--tokenizer-fallback", "--quiet",
                 "--kernels", "--cache-type", "--cache-type-k", "--cache-type-v", "--accuracy",
                 "--bandwidth", "--llama-numerics", "--no-repack", "--warmup", "--numerics", "--scratch", "--help", NULL};
@@ -563,7 +566,8 @@ int cmd_generate(int argc, char **argv) {
         goto out;
     }
     r.t_load += now_s() - t_res;
-    if (g.spec.scratch == ENGINE_SCRATCH_KEEP && !strcmp(engine_device(e), "cpu")) r.reserved = n_prompt;
+    if (g.spec.scratch == ENGINE_SCRATCH_KEEP && !strcmp(engine_device(e), "cpu"))
+        r.reserved = n_prompt < engine_ubatch(e) ? n_prompt : engine_ubatch(e);
     r.n_prompt = n_prompt;
     r.warmup = g.warmup;
     for (int pass = 0; pass < g.warmup; pass++) {

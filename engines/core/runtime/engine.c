@@ -54,6 +54,7 @@ struct engine {
     tf_span *spans;             /* (max_seqs) a batched decode's */
     devhost *dev;               /* NULL: the forward pass runs on the CPU (transformer.c) */
     int max_pos, max_seqs;
+    int ubatch;                 /* the most tokens of one sequence a CPU pass takes (engine_spec.ubatch) */
     bench_dtype k_type, v_type;     /* the KV cache's element types */
     int kv_pooled;              /* the kv module has one pool for every sequence (BENCH_CAP_KV_SHARED_POOL) */
     void (*on_region)(void *user, const void *addr, size_t len, const char *name);
@@ -340,6 +341,12 @@ int engine_create(const engine_spec *spec, engine **out, char *err, size_t errle
     if (e->tok && tokenizer_warning(e->tok)[0]) fprintf(stderr, "bench: %s\n", tokenizer_warning(e->tok));
 
     e->max_pos = spec->max_pos > 0 ? spec->max_pos : c->seq_len;
+    if (spec->ubatch && spec->ubatch < ENGINE_UBATCH_MIN) {
+        rc = bench_errc(err, errlen, BENCH_ERR_INVALID, "ubatch %d: expected %d or more (or 0: %d)", spec->ubatch,
+                        ENGINE_UBATCH_MIN, ENGINE_UBATCH);
+        goto err;
+    }
+    e->ubatch = spec->ubatch > 0 ? spec->ubatch : ENGINE_UBATCH;
     if (e->max_pos > c->seq_len_header)
         fprintf(stderr, "bench: note: context %d is past the %d positions %s declares; RoPE extends, quality is the model's business\n",
                 e->max_pos, c->seq_len_header, e->m->name);
@@ -453,7 +460,7 @@ err:
 
 int engine_reserve_scratch(engine *e, int n_tokens, char *err, size_t errlen) {
     if (e->dev || n_tokens <= 0) return 0;
-    if (n_tokens > e->max_seqs * e->max_pos) n_tokens = e->max_seqs * e->max_pos; /* no pass holds more */
+    if (n_tokens > e->ubatch) n_tokens = e->ubatch; /* a longer prompt runs in passes of ubatch */
     if (tf_reserve(&e->tf, n_tokens))
         return bench_errc(err, errlen, BENCH_ERR_NOMEM, "out of memory reserving the forward pass's scratch for %d tokens",
                           n_tokens);
@@ -504,6 +511,7 @@ uint64_t engine_module_caps(const engine *e, const char *family) {
     return m && m->mod ? m->mod->caps : 0;
 }
 int engine_max_pos(const engine *e) { return e->max_pos; }
+int engine_ubatch(const engine *e) { return e->ubatch; }
 
 uint64_t engine_kv_token_bytes(const engine *e) {
     const model_config *c = &e->m->cfg;
@@ -556,12 +564,30 @@ static void tell_tokens(engine *e, int seq, const int *tokens, int n, int pos0) 
     bench_kv_tokens(&e->kv, seq, pos0, n, tokens);
 }
 
+/* tokens at pos0.. of seq on the CPU, in passes of at most e->ubatch; out: the logits of the
+ * last position (all 0) or of every one (all 1). The passes are of equal length give or take
+ * one, so that each holds more than half of ubatch (>= ENGINE_UBATCH_MIN / 2) tokens and runs
+ * the GEMMs, whose bits do not depend on how many tokens a pass has; a remainder of a few
+ * tokens would run the matrix-vector kernels (1 to 8 tokens), which sum in another order. */
+static int engine_cpu_forward(engine *e, int seq, const int *tokens, int n, int pos0, float *out, int all, char *err,
+                              size_t errlen) {
+    const size_t vocab = (size_t)e->m->cfg.vocab_size;
+    const int passes = (n + e->ubatch - 1) / e->ubatch;
+    for (int p = 0, i = 0; p < passes; p++) {
+        const int m = (int)((int64_t)n * (p + 1) / passes) - i;
+        if (tf_forward(&e->tf, seq, tokens + i, m, pos0 + i, all ? out + (size_t)i * vocab : out, all ? m : 1, err, errlen))
+            return -1;
+        i += m;
+    }
+    return 0;
+}
+
 int engine_forward(engine *e, int seq, const int *tokens, int n, int pos0, float **logits, char *err, size_t errlen) {
     int rc = check_range(e, seq, n, pos0, err, errlen);
     if (rc) return rc;
     tell_tokens(e, seq, tokens, n, pos0);
     if (e->dev ? devhost_forward(e->dev, seq, tokens, n, pos0, e->logits, 1, err, errlen)
-               : tf_forward(&e->tf, seq, tokens, n, pos0, e->logits, 1, err, errlen))
+               : engine_cpu_forward(e, seq, tokens, n, pos0, e->logits, 0, err, errlen))
         return -1;
     *logits = e->logits;
     return 0;
@@ -572,7 +598,7 @@ int engine_forward_all(engine *e, int seq, const int *tokens, int n, int pos0, f
     if (rc) return rc;
     tell_tokens(e, seq, tokens, n, pos0);
     return e->dev ? devhost_forward(e->dev, seq, tokens, n, pos0, out, n, err, errlen)
-                  : tf_forward(&e->tf, seq, tokens, n, pos0, out, n, err, errlen);
+                  : engine_cpu_forward(e, seq, tokens, n, pos0, out, 1, err, errlen);
 }
 
 int engine_forward_batch(engine *e, const int *seqs, const int *tokens, const int *pos, int n, float **logits,
@@ -647,6 +673,9 @@ void engine_counters(const engine *e, const bench_counter_sink *sink) {
     ps = (prefix_sink){sink, "device"};
     if (e->dev) devhost_counters(e->dev, &s);
     bench_emit_as(sink, "engine.scratch_allocs", "count", BENCH_CTR_EXACT, BENCH_BETTER_LOWER, (double)e->tf.scratch_allocs);
+    /* the activations' kept block (0 under scratch=pass) and the pass length that bounds it */
+    bench_emit_as(sink, "engine.scratch_bytes", "B", BENCH_CTR_EXACT, BENCH_BETTER_LOWER, (double)e->tf.scratch_bytes);
+    bench_emit_as(sink, "engine.ubatch", "tokens", BENCH_CTR_INFO, BENCH_BETTER_NONE, (double)e->ubatch);
     if (e->fault) {     /* the test hook's counts (alloc_fault.h): shown, never judged */
         bench_emit_as(sink, "engine.alloc_fault_calls", "count", BENCH_CTR_INFO, BENCH_BETTER_NONE, (double)e->fault->calls);
         bench_emit_as(sink, "engine.alloc_fault_failed", "count", BENCH_CTR_INFO, BENCH_BETTER_NONE, (double)e->fault->failed);

@@ -36,6 +36,8 @@ typedef enum { ENGINE_NUMERICS_PRODUCTION = 0, ENGINE_NUMERICS_EXACT = 1 } engin
  * on the engine's path (with glibc's malloc a prefill's block is mapped and faulted in again
  * every pass). CPU only: the cuda device has its own (its `scratch` option). */
 typedef enum { ENGINE_SCRATCH_KEEP = 0, ENGINE_SCRATCH_PASS = 1 } engine_scratch;
+#define ENGINE_UBATCH 512
+#define ENGINE_UBATCH_MIN 32    /* each pass of a longer prompt then holds 17 or more tokens */
 #define ENGINE_SCRATCH_NAMES {"keep", "pass", NULL}
 
 typedef struct engine_spec {
@@ -98,6 +100,11 @@ typedef struct engine_spec {
     engine_numerics numerics;       /* what auto may run: ENGINE_NUMERICS_PRODUCTION (0) or _EXACT */
     engine_scratch scratch;         /* the activations' block: ENGINE_SCRATCH_KEEP (0) or _PASS */
     int reserve_tokens;             /* > 0: engine_reserve_scratch(e, reserve_tokens) at the end of engine_create */
+    /* The most tokens of one sequence a CPU forward pass takes (llama.cpp's n_ubatch): a longer
+     * prompt runs in passes of this many, so the activations' block stays at this size whatever
+     * the prompt (35 KiB a token on llama-110m, 80 KiB on tinyllama); the same bits either way.
+     * 0: ENGINE_UBATCH (512); else ENGINE_UBATCH_MIN or more. */
+    int ubatch;
 } engine_spec;
 
 typedef struct engine engine;
@@ -157,6 +164,8 @@ int engine_max_seqs(const engine *e);
 /* The capabilities (BENCH_CAP_*) the engine's module of family ("loader", "kv", "alloc") declares. */
 uint64_t engine_module_caps(const engine *e, const char *family);
 int engine_max_pos(const engine *e);
+/* The most tokens of one sequence a CPU forward pass takes (engine_spec.ubatch). */
+int engine_ubatch(const engine *e);
 /* Bytes of K and V of one position over all layers (f32). */
 uint64_t engine_kv_token_bytes(const engine *e);
 /* Parses a KV cache type as scenarios and the command line give it: "q8_0" (K and V alike)
