@@ -94,16 +94,13 @@ static void test_generate_usage_errors(void **state) {
     assert_non_null(strstr(t, "did you mean --steps?"));
     free(t);
     /* an enum's value outside it, in generate and in serve alike */
-    snprintf(args, sizeof(args), "generate --model '%s' --scratch some", model);
-    assert_int_equal(bench_err(args), CLI_EXIT_USAGE);
-    t = err_text();
-    assert_non_null(strstr(t, "--scratch some: expected keep or pass"));
-    free(t);
-    snprintf(args, sizeof(args), "serve --model '%s' --scratch some", model);
-    assert_int_equal(bench_err(args), CLI_EXIT_USAGE);
-    t = err_text();
-    assert_non_null(strstr(t, "--scratch some: expected keep or pass"));
-    free(t);
+    for (int serve = 0; serve < 2; serve++) {
+        snprintf(args, sizeof(args), "%s --model '%s' --scratch some", serve ? "serve" : "generate", model);
+        assert_int_equal(bench_err(args), CLI_EXIT_USAGE);
+        t = err_text();
+        assert_non_null(strstr(t, "--scratch some: expected keep or pass"));
+        free(t);
+    }
     /* and a model that is not there is not a usage error */
     assert_int_equal(bench_err("generate --model /nonexistent/model.bin --steps 4"), 1);
 }

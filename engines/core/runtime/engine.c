@@ -219,29 +219,27 @@ int engine_numerics_check(engine *e, bench_dtype dt, int prefill, const char *fa
     return rc;
 }
 
-static const char *const engine_numerics_names[] = ENGINE_NUMERICS_NAMES;
-
-const char *engine_numerics_name(engine_numerics n) {
-    return (unsigned)n < sizeof engine_numerics_names / sizeof *engine_numerics_names - 1 ? engine_numerics_names[n] : "?";
+/* An engine enum's name from its table of names (NULL-terminated, in the enum's order), and
+ * the value of a name (-1 for one the table does not hold). */
+static const char *engine_enum_name(const char *const *names, unsigned v) {
+    for (unsigned i = 0; names[i]; i++)
+        if (i == v) return names[i];
+    return "?";
 }
 
-int engine_numerics_parse(const char *name) {
-    for (int i = 0; name && engine_numerics_names[i]; i++)
-        if (!strcmp(name, engine_numerics_names[i])) return i;
+static int engine_enum_parse(const char *const *names, const char *name) {
+    for (int i = 0; name && names[i]; i++)
+        if (!strcmp(name, names[i])) return i;
     return -1;
 }
 
+static const char *const engine_numerics_names[] = ENGINE_NUMERICS_NAMES;
 static const char *const engine_scratch_names[] = ENGINE_SCRATCH_NAMES;
 
-const char *engine_scratch_name(engine_scratch n) {
-    return (unsigned)n < sizeof engine_scratch_names / sizeof *engine_scratch_names - 1 ? engine_scratch_names[n] : "?";
-}
-
-int engine_scratch_parse(const char *name) {
-    for (int i = 0; name && engine_scratch_names[i]; i++)
-        if (!strcmp(name, engine_scratch_names[i])) return i;
-    return -1;
-}
+const char *engine_numerics_name(engine_numerics n) { return engine_enum_name(engine_numerics_names, (unsigned)n); }
+int engine_numerics_parse(const char *name) { return engine_enum_parse(engine_numerics_names, name); }
+const char *engine_scratch_name(engine_scratch s) { return engine_enum_name(engine_scratch_names, (unsigned)s); }
+int engine_scratch_parse(const char *name) { return engine_enum_parse(engine_scratch_names, name); }
 
 /* The loaders reopen the files the model was parsed from: each must still be that file. */
 static int engine_open_file(const bench_host *h, const char *path, int flags, char *err, size_t errlen) {
