@@ -47,10 +47,8 @@ KN_INLINE float kn_half_to_float(uint16_t h) { return _cvtsh_ss(h); }
 /* 16 x 16 transpose: dst[c * ds + i] = src[i][k + c]. Three rounds of
  * in-lane unpacks and shuffles, then two of 128-bit lane shuffles (64 ops for
  * 256 floats). Bitwise on 32-bit lanes, so it moves bf16 pairs as well. */
-KN_INLINE void v_tr(const float *const *src, int k, float *dst, size_t ds) {
-    __m512 r[16], t[16], u[16];
-#pragma GCC unroll 16
-    for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(src[i] + k);
+KN_INLINE void v_tr_regs(const __m512 *r, float *dst, size_t ds) {
+    __m512 t[16], u[16];
     /* t[2i], t[2i+1], lane L: rows 2i, 2i+1 interleaved, columns 4L, 4L+1 and 4L+2, 4L+3 */
 #pragma GCC unroll 8
     for (int i = 0; i < 8; i++) {
@@ -75,6 +73,19 @@ KN_INLINE void v_tr(const float *const *src, int k, float *dst, size_t ds) {
         _mm512_storeu_ps(dst + (size_t)(8 + c) * ds, _mm512_shuffle_f32x4(v0, v2, 0xdd));
         _mm512_storeu_ps(dst + (size_t)(12 + c) * ds, _mm512_shuffle_f32x4(v1, v3, 0xdd));
     }
+}
+KN_INLINE void v_tr(const float *const *src, int k, float *dst, size_t ds) {
+    __m512 r[16];
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(src[i] + k);
+    v_tr_regs(r, dst, ds);
+}
+/* v_tr of f16 rows, widened in registers on the way (gemm_pack_f16) */
+KN_INLINE void v_tr_f16(const uint16_t *const *src, int k, float *dst, size_t ds) {
+    __m512 r[16];
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; i++) r[i] = v_load_f16(src[i] + k);
+    v_tr_regs(r, dst, ds);
 }
 
 /* ---- block-quantised weights (kernels_quant.inc) ----
