@@ -47,7 +47,7 @@ KN_INLINE vf v_load_q8(const int8_t *p) {
     return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p)));
 }
 KN_INLINE float kn_half_to_float(uint16_t h) { return _cvtsh_ss(h); }
-/* 8 x 8 transpose: dst[c * ds + i] = src[i][k + c]; in-lane unpacks and
+/* 8 x 8 transpose of r (v_tr in kernels_simd.inc loads it): dst[c * ds + i] = lane c of r[i]; in-lane unpacks and
  * shuffles, then one round of 128-bit lane permutes. */
 KN_INLINE void v_tr_regs(const __m256 *r, float *dst, size_t ds) {
     __m256 t[8], u[8];
@@ -69,19 +69,6 @@ KN_INLINE void v_tr_regs(const __m256 *r, float *dst, size_t ds) {
         _mm256_storeu_ps(dst + (size_t)c * ds, _mm256_permute2f128_ps(u[c], u[4 + c], 0x20));
         _mm256_storeu_ps(dst + (size_t)(4 + c) * ds, _mm256_permute2f128_ps(u[c], u[4 + c], 0x31));
     }
-}
-KN_INLINE void v_tr(const float *const *src, int k, float *dst, size_t ds) {
-    __m256 r[8];
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(src[i] + k);
-    v_tr_regs(r, dst, ds);
-}
-/* v_tr of f16 rows, widened in registers on the way (gemm_pack_f16) */
-KN_INLINE void v_tr_f16(const uint16_t *const *src, int k, float *dst, size_t ds) {
-    __m256 r[8];
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; i++) r[i] = v_load_f16(src[i] + k);
-    v_tr_regs(r, dst, ds);
 }
 
 /* ---- block-quantised weights (kernels_quant.inc) ----

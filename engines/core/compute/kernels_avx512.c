@@ -44,7 +44,7 @@ KN_INLINE vf v_load_q8(const int8_t *p) {
     return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p)));
 }
 KN_INLINE float kn_half_to_float(uint16_t h) { return _cvtsh_ss(h); }
-/* 16 x 16 transpose: dst[c * ds + i] = src[i][k + c]. Three rounds of
+/* 16 x 16 transpose of r (v_tr in kernels_simd.inc loads it): dst[c * ds + i] = lane c of r[i]. Three rounds of
  * in-lane unpacks and shuffles, then two of 128-bit lane shuffles (64 ops for
  * 256 floats). Bitwise on 32-bit lanes, so it moves bf16 pairs as well. */
 KN_INLINE void v_tr_regs(const __m512 *r, float *dst, size_t ds) {
@@ -73,19 +73,6 @@ KN_INLINE void v_tr_regs(const __m512 *r, float *dst, size_t ds) {
         _mm512_storeu_ps(dst + (size_t)(8 + c) * ds, _mm512_shuffle_f32x4(v0, v2, 0xdd));
         _mm512_storeu_ps(dst + (size_t)(12 + c) * ds, _mm512_shuffle_f32x4(v1, v3, 0xdd));
     }
-}
-KN_INLINE void v_tr(const float *const *src, int k, float *dst, size_t ds) {
-    __m512 r[16];
-#pragma GCC unroll 16
-    for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(src[i] + k);
-    v_tr_regs(r, dst, ds);
-}
-/* v_tr of f16 rows, widened in registers on the way (gemm_pack_f16) */
-KN_INLINE void v_tr_f16(const uint16_t *const *src, int k, float *dst, size_t ds) {
-    __m512 r[16];
-#pragma GCC unroll 16
-    for (int i = 0; i < 16; i++) r[i] = v_load_f16(src[i] + k);
-    v_tr_regs(r, dst, ds);
 }
 
 /* ---- block-quantised weights (kernels_quant.inc) ----

@@ -34,8 +34,7 @@ KN_INLINE vf v_load_bf16_odd(const uint32_t *p) {
 }
 KN_INLINE vf v_load_q8(const int8_t *p) { return (float)*p; }
 KN_INLINE float kn_half_to_float(uint16_t h) { return bench_f16_to_f32(h); }
-KN_INLINE void v_tr(const float *const *src, int k, float *dst, size_t ds) { (void)ds; *dst = src[0][k]; }
-KN_INLINE void v_tr_f16(const uint16_t *const *src, int k, float *dst, size_t ds) { (void)ds; *dst = v_load_f16(src[0] + k); }
+KN_INLINE void v_tr_regs(const vf *r, float *dst, size_t ds) { (void)ds; *dst = r[0]; }
 
 #include "kernels_simd.inc"
 
