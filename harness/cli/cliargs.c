@@ -41,6 +41,17 @@ const char *cli_nearest(const char *arg, const char *const *known) {
     return best;
 }
 
+int cli_enum_arg(const char *cmd, const char *opt, const char *v, int (*parse)(const char *), const char *expect,
+                 int *out) {
+    const int x = parse(v);
+    if (x < 0) {
+        fprintf(stderr, "bench %s: %s %s: expected %s\n", cmd, opt, v, expect);
+        return CLI_EXIT_USAGE;
+    }
+    *out = x;
+    return 0;
+}
+
 int cli_bad_arg(FILE *f, const char *cmd, const char *arg, const char *const *known) {
     for (const char *const *k = known; *k; k++)
         if (!strcmp(arg, *k)) {

@@ -11,6 +11,10 @@
 /* known: the command's options, NULL-terminated. Prints one line (and a pointer to
  * `bench CMD --help`) to f; returns CLI_EXIT_USAGE. */
 int cli_bad_arg(FILE *f, const char *cmd, const char *arg, const char *const *known);
+/* An option that names one value of an enum (parse: the value of a name, -1 for another): 0
+ * with *out set, or CLI_EXIT_USAGE after "bench CMD: OPT V: expected EXPECT" on stderr. */
+int cli_enum_arg(const char *cmd, const char *opt, const char *v, int (*parse)(const char *), const char *expect,
+                 int *out);
 /* The known option nearest to arg by edit distance (at most 2, or a prefix), or NULL. */
 const char *cli_nearest(const char *arg, const char *const *known);
 

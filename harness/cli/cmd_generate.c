@@ -213,6 +213,7 @@ typedef struct gen_args {
 static int gen_parse(int argc, char **argv, gen_args *g) {
     *g = (gen_args){.prompt = "", .steps = 256, .topp = (float)SAMPLER_DEFAULT_TOPP, .seed = SAMPLER_DEFAULT_SEED,
                     .spec = {.kv_k_type = ENGINE_KV_DEFAULT, .kv_v_type = ENGINE_KV_DEFAULT, .kv_defaulted = 1}};
+    int x;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -247,18 +248,11 @@ static int gen_parse(int argc, char **argv, gen_args *g) {
         else if (ARG("--device-opt")) g->dopt = v;
         else if (ARG("--kernels")) g->spec.kernels = v;
         else if (ARG("--numerics")) {
-            if (engine_numerics_parse(v) < 0) {
-                fprintf(stderr, "bench generate: --numerics %s: expected exact or production\n", v);
-                return 2;
-            }
-            g->spec.numerics = (engine_numerics)engine_numerics_parse(v);
-        }
-        else if (ARG("--scratch")) {
-            if (engine_scratch_parse(v) < 0) {
-                fprintf(stderr, "bench generate: --scratch %s: expected keep or pass\n", v);
-                return 2;
-            }
-            g->spec.scratch = (engine_scratch)engine_scratch_parse(v);
+            if (cli_enum_arg("generate", a, v, engine_numerics_parse, "exact or production", &x)) return 2;
+            g->spec.numerics = (engine_numerics)x;
+        } else if (ARG("--scratch")) {
+            if (cli_enum_arg("generate", a, v, engine_scratch_parse, "keep or pass", &x)) return 2;
+            g->spec.scratch = (engine_scratch)x;
         }
         else if (ARG("--cache-type") || ARG("--cache-type-k") || ARG("--cache-type-v")) {
             bench_dtype k, vt;
@@ -561,13 +555,11 @@ int cmd_generate(int argc, char **argv) {
     /* the prompt's pass finds its activations faulted in, as llama.cpp's finds its compute
      * buffer: a load's work, in the load's time (engine.h engine_reserve_scratch) */
     double t_res = now_s();
-    if (engine_reserve_scratch(e, n_prompt, err, sizeof(err))) {
+    if (engine_reserve_scratch(e, n_prompt, &r.reserved, err, sizeof(err))) {
         fprintf(stderr, "bench generate: %s\n", err);
         goto out;
     }
     r.t_load += now_s() - t_res;
-    if (g.spec.scratch == ENGINE_SCRATCH_KEEP && !strcmp(engine_device(e), "cpu"))
-        r.reserved = n_prompt < engine_ubatch(e) ? n_prompt : engine_ubatch(e);
     r.n_prompt = n_prompt;
     r.warmup = g.warmup;
     for (int pass = 0; pass < g.warmup; pass++) {

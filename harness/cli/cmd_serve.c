@@ -116,17 +116,6 @@ static int sv_kv_budget(const char *v, engine_spec *spec) {
     return -1;
 }
 
-/* An option naming one value of an engine enum (parse: its value, -1 for another name). */
-static int sv_enum(const char *a, const char *v, int (*parse)(const char *), const char *expect, int *out) {
-    const int x = parse(v);
-    if (x < 0) {
-        fprintf(stderr, "bench serve: %s %s: expected %s (bench generate --help)\n", a, v, expect);
-        return -1;
-    }
-    *out = x;
-    return 0;
-}
-
 int cmd_serve(int argc, char **argv) {
     engine_spec spec = {.kv_k_type = ENGINE_KV_DEFAULT, .kv_v_type = ENGINE_KV_DEFAULT, .kv_defaulted = 1};
     int max_batch = 0, x;
@@ -161,10 +150,10 @@ int cmd_serve(int argc, char **argv) {
         else if (ARG("--device-opt")) dopt = v;
         else if (ARG("--kernels")) spec.kernels = v;
         else if (ARG("--numerics")) {
-            if (sv_enum(a, v, engine_numerics_parse, "exact or production", &x)) return CLI_EXIT_USAGE;
+            if (cli_enum_arg("serve", a, v, engine_numerics_parse, "exact or production", &x)) return CLI_EXIT_USAGE;
             spec.numerics = (engine_numerics)x;
         } else if (ARG("--scratch")) {
-            if (sv_enum(a, v, engine_scratch_parse, "keep or pass", &x)) return CLI_EXIT_USAGE;
+            if (cli_enum_arg("serve", a, v, engine_scratch_parse, "keep or pass", &x)) return CLI_EXIT_USAGE;
             spec.scratch = (engine_scratch)x;
         }
         else if (ARG("--chat-template")) {

@@ -332,6 +332,12 @@ static void rows_run(const tf_ctx *t, const scratch *s, const tf_layer *L, const
     else tp_run(t->pool, row_task, &j, threads);
 }
 
+/* A pass's scratch for n tokens: tf_forward_spans' buffers, laid out there. */
+static size_t tf_scratch_bytes(const model_config *c, int n) {
+    const size_t dim = (size_t)c->dim, hd = dim / (size_t)c->n_heads, kv_dim = (size_t)c->n_kv_heads * hd;
+    return (size_t)n * (4u * dim + 2u * kv_dim + 2u * (size_t)c->hidden_dim + hd) * sizeof(float);
+}
+
 /* The call's scratch: bytes from the kept block, grown to fit (its contents are not kept), or a
  * block of the call's own under scratch_per_pass. Kept, because a block given back every call
  * is faulted in again by every call where the allocator returns it to the kernel: glibc's
@@ -339,12 +345,6 @@ static void rows_run(const tf_ctx *t, const scratch *s, const tf_layer *L, const
  * page faults a warm pass, and prefill ran at 1431.6 against 1809.4 tokens/s (f16) and 2297.8
  * against 3257.3 (bf16) beside the slab allocator, which keeps it (Zen 5, docs/PERFORMANCE.md
  * "The forward pass's scratch"). */
-/* A pass's scratch for n tokens: tf_forward_spans' buffers, laid out there. */
-static size_t tf_scratch_bytes(const model_config *c, int n) {
-    const size_t dim = (size_t)c->dim, hd = dim / (size_t)c->n_heads, kv_dim = (size_t)c->n_kv_heads * hd;
-    return (size_t)n * (4u * dim + 2u * kv_dim + 2u * (size_t)c->hidden_dim + hd) * sizeof(float);
-}
-
 static float *tf_scratch(tf_ctx *t, size_t bytes) {
     if (t->scratch_per_pass) {
         float *mem = bench_alloc(t->alloc, bytes, 64);
@@ -362,11 +362,11 @@ static float *tf_scratch(tf_ctx *t, size_t bytes) {
 
 int tf_reserve(tf_ctx *t, int n) {
     if (t->scratch_per_pass || n <= 0) return 0;
+    const uint64_t allocs = t->scratch_allocs;
     const size_t bytes = tf_scratch_bytes(t->cfg, n);
-    if (t->scratch && t->scratch_bytes >= bytes) return 0;
     float *mem = tf_scratch(t, bytes);
     if (!mem) return -1;
-    memset(mem, 0, bytes);
+    if (t->scratch_allocs != allocs) memset(mem, 0, bytes); /* a new block: its pages faulted in here */
     return 0;
 }
 

@@ -448,7 +448,7 @@ int engine_create(const engine_spec *spec, engine **out, char *err, size_t errle
     e->tf = (tf_ctx){.cfg = c, .w = &e->w, .pool = e->pool, .kv = &e->kv, .alloc = &e->allocator,
                      .llama_numerics = spec->llama_numerics, .scratch_per_pass = spec->scratch == ENGINE_SCRATCH_PASS};
     engine_settle_numerics(e);
-    if (spec->reserve_tokens > 0 && (rc = engine_reserve_scratch(e, spec->reserve_tokens, err, errlen))) goto err;
+    if (spec->reserve_tokens > 0 && (rc = engine_reserve_scratch(e, spec->reserve_tokens, NULL, err, errlen))) goto err;
     *out = e;
     return 0;
 err:
@@ -456,12 +456,14 @@ err:
     return rc < 0 ? rc : -BENCH_ERR_FAIL;
 }
 
-int engine_reserve_scratch(engine *e, int n_tokens, char *err, size_t errlen) {
-    if (e->dev || n_tokens <= 0) return 0;
+int engine_reserve_scratch(engine *e, int n_tokens, int *reserved, char *err, size_t errlen) {
+    if (reserved) *reserved = 0;
+    if (e->dev || e->tf.scratch_per_pass || n_tokens <= 0) return 0;
     if (n_tokens > e->ubatch) n_tokens = e->ubatch; /* a longer prompt runs in passes of ubatch */
     if (tf_reserve(&e->tf, n_tokens))
         return bench_errc(err, errlen, BENCH_ERR_NOMEM, "out of memory reserving the forward pass's scratch for %d tokens",
                           n_tokens);
+    if (reserved) *reserved = n_tokens;
     return 0;
 }
 
@@ -564,7 +566,7 @@ static void tell_tokens(engine *e, int seq, const int *tokens, int n, int pos0) 
 
 /* tokens at pos0.. of seq on the CPU, in passes of at most e->ubatch; out: the logits of the
  * last position (all 0) or of every one (all 1). The passes are of equal length give or take
- * one, so that each holds more than half of ubatch (>= ENGINE_UBATCH_MIN / 2) tokens and runs
+ * one, so that each holds half of ubatch or more (>= ENGINE_UBATCH_MIN / 2) tokens and runs
  * the GEMMs, whose bits do not depend on how many tokens a pass has; a remainder of a few
  * tokens would run the matrix-vector kernels (1 to 8 tokens), which sum in another order. */
 static int engine_cpu_forward(engine *e, int seq, const int *tokens, int n, int pos0, float *out, int all, char *err,

@@ -36,9 +36,12 @@ typedef enum { ENGINE_NUMERICS_PRODUCTION = 0, ENGINE_NUMERICS_EXACT = 1 } engin
  * on the engine's path (with glibc's malloc a prefill's block is mapped and faulted in again
  * every pass). CPU only: the cuda device has its own (its `scratch` option). */
 typedef enum { ENGINE_SCRATCH_KEEP = 0, ENGINE_SCRATCH_PASS = 1 } engine_scratch;
-#define ENGINE_UBATCH 512
-#define ENGINE_UBATCH_MIN 32    /* each pass of a longer prompt then holds 17 or more tokens */
 #define ENGINE_SCRATCH_NAMES {"keep", "pass", NULL}
+
+/* engine_spec.ubatch's default, and its least value: each pass of a longer prompt then holds
+ * half of it or more, 16 tokens, past the matrix-vector kernels' 1 to 8 */
+#define ENGINE_UBATCH 512
+#define ENGINE_UBATCH_MIN 32
 
 typedef struct engine_spec {
     const char *model_path;
@@ -99,7 +102,7 @@ typedef struct engine_spec {
     engine_repack repack;
     engine_numerics numerics;       /* what auto may run: ENGINE_NUMERICS_PRODUCTION (0) or _EXACT */
     engine_scratch scratch;         /* the activations' block: ENGINE_SCRATCH_KEEP (0) or _PASS */
-    int reserve_tokens;             /* > 0: engine_reserve_scratch(e, reserve_tokens) at the end of engine_create */
+    int reserve_tokens;             /* > 0: engine_reserve_scratch(e, reserve_tokens, ...) at the end of engine_create */
     /* The most tokens of one sequence a CPU forward pass takes (llama.cpp's n_ubatch): a longer
      * prompt runs in passes of this many, so the activations' block stays at this size whatever
      * the prompt (35 KiB a token on llama-110m, 80 KiB on tinyllama); the same bits either way.
@@ -157,8 +160,9 @@ void engine_reset(engine *e, int seq);
 /* Under ENGINE_SCRATCH_KEEP on the CPU, sizes the forward pass's kept block for a pass of
  * n_tokens and writes every page of it now, so that the first pass pays no first touch of its
  * activations (llama.cpp reserves its compute buffer at context creation the same way); a
- * later, larger pass grows it. Nothing on a device or under ENGINE_SCRATCH_PASS. */
-int engine_reserve_scratch(engine *e, int n_tokens, char *err, size_t errlen);
+ * later, larger pass grows it. *reserved (may be NULL): the tokens reserved for, at most ubatch;
+ * 0 on a device or under ENGINE_SCRATCH_PASS, where nothing is. */
+int engine_reserve_scratch(engine *e, int n_tokens, int *reserved, char *err, size_t errlen);
 
 int engine_max_seqs(const engine *e);
 /* The capabilities (BENCH_CAP_*) the engine's module of family ("loader", "kv", "alloc") declares. */
