@@ -535,6 +535,22 @@ static int kn_decode_split(void) {
 /* Tasks of a job of n rows of x on threads threads. */
 static int kn_tasks(int threads, int n) { return n == 1 ? threads * kn_decode_split() : threads; }
 
+#ifndef KN_DECODE_RUNS
+#define KN_DECODE_RUNS 1
+#endif
+/* The share of the rows that task `task` of n_tasks computes. The pool hands tasks out in
+ * order, and threads that keep pace take them in turn, so with shares in row order each thread
+ * jumps a share ahead after every task. Read as (task % threads) * split + task / threads, the
+ * tasks a thread takes in turn lie one after the other: each thread streams its half (on 2
+ * threads) as one run, and a thread held up still gives its last shares to the other. */
+static int kn_task_share(int task, int n_tasks, int threads) {
+#if KN_DECODE_RUNS
+    if (n_tasks % threads == 0) return (task % threads) * (n_tasks / threads) + task / threads;
+#endif
+    (void)n_tasks; (void)threads;
+    return task;
+}
+
 typedef struct kn_mm_job {
     const kn_ops *ops;  /* the table to run, with dt */
     bench_dtype dt;
@@ -544,12 +560,12 @@ typedef struct kn_mm_job {
     const kn_xq8 *xq;   /* x quantised, where the table takes it for dt; else NULL */
     int n, rows, cols;
     int chunk;          /* rows per task */
+    int threads;
 } kn_mm_job;
 
 static void kn_mm_task(void *arg, int task, int n_tasks) {
     const kn_mm_job *j = arg;
-    (void)n_tasks;
-    int r0 = task * j->chunk;
+    int r0 = kn_task_share(task, n_tasks, j->threads) * j->chunk;
     int r1 = r0 + j->chunk < j->rows ? r0 + j->chunk : j->rows;
     if (r0 < r1) kn_mm_call(j->ops, j->dt, j->y, j->x, j->n, j->w, j->rows, j->cols, r0, r1, j->xq);
 }
@@ -589,9 +605,10 @@ static void kn_matmul_run(tp_pool *pool, float *y, const float *x, int n, const 
         free(xb.heap);
         return;
     }
-    int chunk = kn_chunk_rows(dt, rows, kn_tasks(threads, n), n);
-    job.chunk = chunk;
-    tp_run(pool, kn_mm_task, &job, (rows + chunk - 1) / chunk);
+    const int tasks = kn_tasks(threads, n);
+    job.chunk = kn_chunk_rows(dt, rows, tasks, n);
+    job.threads = threads;
+    tp_run(pool, kn_mm_task, &job, tasks); /* a task past the last row computes nothing */
     free(xb.heap);
 }
 
@@ -616,6 +633,7 @@ typedef struct kn_mm_multi_job {
     const kn_ops *ops;
     const kn_mm_out *outs;
     int count, n, cols, tasks;  /* tasks: kn_tasks, each the t-th share of every matrix */
+    int threads;
     const float *x;
     const kn_xq8 *xq;   /* x quantised once for every output the table takes it for; else NULL */
     const kn_ops *xq_ops; /* the table xq was quantised for: an output on another int8 table runs portable */
@@ -634,11 +652,36 @@ static void kn_mm_one(const kn_mm_multi_job *j, const kn_mm_out *o, int r0, int 
     kn_mm_call(ops, o->dt, o->y, j->x, j->n, o->w, o->rows, j->cols, r0, r1, xq);
 }
 
-/* Task t takes the t-th contiguous share of every matrix's rows; what a kernel makes of x for
- * one output it may keep for the next (kn_scratch_job). */
+/* Decode's share `share` of the outputs' rows laid end to end (each output's start rounded up to
+ * the largest row alignment among them): a thread then streams q's rows into k's into v's as one
+ * run, where a share of each matrix a task restarted three streams every task (llama-110m f32
+ * decode, Zen 5: docs/PERFORMANCE.md "Decode's shares and f32's loop"). */
+static void kn_mm_multi_decode(const kn_mm_multi_job *j, int share) {
+    int align = 8;
+    for (int k = 0; k < j->count; k++)
+        if (j->outs[k].dt == KN_BF16_R16) align = KN_BF16_R16_ROWS;
+    int64_t total = 0;
+    for (int k = 0; k < j->count; k++) total += (j->outs[k].rows + align - 1) / align * align;
+    const int64_t per = ((total + j->tasks - 1) / j->tasks + align - 1) / align * align;
+    const int64_t lo = share * per, hi = lo + per < total ? lo + per : total;
+    int64_t off = 0;
+    for (int k = 0; k < j->count && off < hi; k++) {
+        const kn_mm_out *o = &j->outs[k];
+        const int64_t r0 = lo > off ? lo - off : 0, r1 = hi - off < o->rows ? hi - off : o->rows;
+        if (r0 < r1) kn_mm_one(j, o, (int)r0, (int)r1);
+        off += (o->rows + align - 1) / align * align;
+    }
+}
+
+/* Task t takes the t-th contiguous share of every matrix's rows (decode: of their rows end to
+ * end); what a kernel makes of x for one output it may keep for the next (kn_scratch_job). */
 static void kn_mm_multi_task(void *arg, int task, int n_tasks) {
     const kn_mm_multi_job *j = arg;
-    (void)n_tasks;
+    task = kn_task_share(task, n_tasks, j->threads);
+    if (j->n == 1) {
+        kn_mm_multi_decode(j, task);
+        return;
+    }
     if (j->id) kn_scratch_job(j->id);
     for (int k = 0; k < j->count; k++) {
         const kn_mm_out *o = &j->outs[k];
@@ -679,7 +722,7 @@ void kn_matmul_multi(tp_pool *pool, const float *x, int n, int cols, const kn_mm
     }
     if (n <= 0 || cols <= 0 || count <= 0) return;
     kn_mm_multi_job job = {.ops = job_ops, .outs = outs, .count = count, .n = n, .cols = cols,
-                           .tasks = kn_tasks(threads, n), .x = x, .id = n > 1 ? kn_next_job() : 0};
+                           .tasks = kn_tasks(threads, n), .threads = threads, .x = x, .id = n > 1 ? kn_next_job() : 0};
     kn_xq_buf xb;
     xb.heap = NULL;
     job.xq_ops = xq_ops;
