@@ -100,6 +100,13 @@ static void test_generate_usage_errors(void **state) {
         t = err_text();
         assert_non_null(strstr(t, "--scratch some: expected keep or pass"));
         free(t);
+        /* a pass below ubatch's least (32), in both */
+        snprintf(args, sizeof(args), "%s --model '%s' --ubatch 16", serve ? "serve" : "generate", model);
+        assert_int_equal(bench_err(args), CLI_EXIT_USAGE);
+        t = err_text();
+        assert_non_null(strstr(t, "--ubatch 16: expected"));
+        assert_non_null(strstr(t, "32"));
+        free(t);
     }
     /* and a model that is not there is not a usage error */
     assert_int_equal(bench_err("generate --model /nonexistent/model.bin --steps 4"), 1);

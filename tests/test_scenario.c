@@ -619,6 +619,36 @@ static void test_scratch_axis(void **state) {
                 "t.json: .scratch: expected \"keep\" (the forward pass's activations", "\"pass\" (a block", "got \"kept\"", NULL);
 }
 
+/* The ubatch field: absent by default, then in no variant's name and not in the worker's spec
+ * (the engine's 512); named, it is carried to the worker as given; below 32 it is refused
+ * with the field's path. */
+static void test_ubatch_axis(void **state) {
+    (void)state;
+    scenario *s = parse_ok("{" BASE ", \"cache\": \"warm\", \"matrix\": {\"ubatch\": [512, 64]}}");
+    assert_int_equal(s->n_variants, 2);
+    const int want[2] = {512, 64};
+    for (int i = 0; i < 2; i++) {
+        char *text = sc_engine_worker_spec(s, &s->variants[i]);
+        cJSON *j = cJSON_Parse(text);
+        assert_non_null(j);
+        ws_engine r;
+        char err[256];
+        assert_int_equal(ws_engine_read(j, &r, err, sizeof(err)), 0);
+        assert_int_equal(r.ubatch, want[i]);
+        ws_engine_free(&r);
+        cJSON_Delete(j);
+        free(text);
+    }
+    assert_string_equal(s->variants[1].key, "ubatch=64");
+    sc_free(s);
+    s = parse_ok("{" BASE ", \"cache\": \"warm\"}");
+    char *text = sc_engine_worker_spec(s, &s->variants[0]);
+    assert_null(strstr(text, "ubatch"));
+    free(text);
+    sc_free(s);
+    parse_fails("{" BASE ", \"cache\": \"warm\", \"ubatch\": 16}", "t.json: .ubatch:", "32", NULL);
+}
+
 static void test_test_hooks_need_env(void **state) {
     (void)state;
     unsetenv("BENCH_TEST_HOOKS");
@@ -1351,6 +1381,7 @@ int main(void) {
         cmocka_unit_test(test_kv_cache_axis),
         cmocka_unit_test(test_repack_axis),
         cmocka_unit_test(test_scratch_axis),
+        cmocka_unit_test(test_ubatch_axis),
         cmocka_unit_test(test_test_hooks_need_env),
         cmocka_unit_test(test_every_error_reported),
         cmocka_unit_test(test_only_selects),

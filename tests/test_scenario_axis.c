@@ -136,7 +136,7 @@ static void test_crossed(void **state) {
     assert_true(s->variants[0].selected && !s->variants[1].selected && s->variants[2].selected);
     assert_int_equal(sc_select(s, "test_flagx=1", err, sizeof(err)), -1);
     assert_non_null(strstr(err, "(have: loader, kv, alloc, cache, threads, device, workload, kernels, kv_cache, target, repack, "
-                                "numerics, scratch, test_flag)"));
+                                "numerics, scratch, ubatch, test_flag)"));
     sc_free(s);
 }
 
@@ -195,7 +195,7 @@ static void test_table(void **state) {
     (void)state;
     assert_int_equal(sc_axis_find("test_flag"), flag_axis);
     assert_string_equal(sc_axis_name(flag_axis), "test_flag");
-    assert_non_null(strstr(sc_axis_list(), ", repack, numerics, scratch, test_flag"));
+    assert_non_null(strstr(sc_axis_list(), ", repack, numerics, scratch, ubatch, test_flag"));
     char err[256];
     sc_axis_def d = test_flag;
     assert_int_equal(sc_axis_add(&d, err, sizeof(err)), -1);

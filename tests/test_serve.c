@@ -186,6 +186,13 @@ static void test_prefix_waste_and_leaks(void **state) {
     assert_true(counter(t, "kv.slots_in_use") == counter(t, "kv.slots_cached"));
     assert_true(counter(t, "kv.slots_free") + counter(t, "kv.slots_cached") == counter(t, "kv.slots_total"));
     assert_true(counter(t, "kv.slots_cached") > 0);
+    /* the activations of a 512-token pass (ubatch) reserved in the load: no pass of 4..56 prompt
+     * tokens or 10 decode rows grew the block afterwards (stories260K: 4 x 64 + 2 x 32 + 8 floats
+     * a token at the least, before the FFN's rows) */
+    for (int i = 0; i < 3; i++) {
+        assert_true(counter(proc(doc, labels[i]), "engine.scratch_allocs") == 1);
+        assert_true(counter(proc(doc, labels[i]), "engine.scratch_bytes") >= 512.0 * (4 * 64 + 2 * 32 + 8) * 4);
+    }
     /* the table, results.csv and the timeline CSV show the serving figures */
     assert_non_null(strstr(table, "prefix positions reused"));
     assert_non_null(strstr(table, "peak concurrent seqs"));

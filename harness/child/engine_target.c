@@ -64,9 +64,12 @@ static int et_engine_spec(const ws_engine *s, engine_spec *es, char *err, size_t
                         .loader_opts = s->opts[0].v, .kv_opts = s->opts[1].v, .alloc_opts = s->opts[2].v,
                         .device_opts = s->device_opts.v, .repack = s->repack ? ENGINE_REPACK_AUTO : ENGINE_REPACK_OFF,
                         .numerics = s->numerics ? ENGINE_NUMERICS_EXACT : ENGINE_NUMERICS_PRODUCTION,
-                        .scratch = s->scratch ? ENGINE_SCRATCH_PASS : ENGINE_SCRATCH_KEEP};
-    /* one sequence's prompt: its pass's activations reserved in the load, as bench generate does */
+                        .scratch = s->scratch ? ENGINE_SCRATCH_PASS : ENGINE_SCRATCH_KEEP, .ubatch = s->ubatch};
+    /* one sequence's prompt: its pass's activations reserved in the load, as bench generate does;
+     * a serving run's prompts are not known ahead: a pass of ubatch tokens, the most one takes,
+     * as llama.cpp's server reserves its compute buffer for n_ubatch (the engine caps it) */
     if (!s->requests && s->prompt_tokens > 0) es->reserve_tokens = s->prompt_tokens;
+    if (s->requests) es->reserve_tokens = s->ubatch > 0 ? s->ubatch : ENGINE_UBATCH;
     if (s->requests) sv_engine_spec(s->requests, es);
     (void)err;
     (void)errlen;

@@ -31,7 +31,7 @@ static void usage(FILE *f) {
             "                   [--name ID] [--threads N] [--ctx N] [--loader NAME] [--loader-opt k=v,...]\n"
             "                   [--kv NAME] [--kv-opt k=v,...] [--alloc NAME] [--alloc-opt k=v,...]\n"
             "                   [--kernels NAME] [--numerics exact|production] [--no-repack] [--cache-type T[/T]]\n"
-            "                   [--scratch keep|pass] [--device NAME]\n"
+            "                   [--scratch keep|pass] [--ubatch N] [--device NAME]\n"
             "                   [--device-opt k=v,...] [--header-timeout S] [--body-timeout S]\n"
             "                   [--max-connections N] [--max-per-ip N] [--max-batch N] [--kv-budget N|SIZE]\n"
             "                   [--chat-template NAME] [--lenient]\n\n"
@@ -54,6 +54,8 @@ static void usage(FILE *f) {
             "Concurrent requests are batched (continuous batching, as the in-process serving kind): one engine\n"
             "thread admits them as KV room allows and decodes the running ones together.\n\n"
             "  --max-batch N     requests decoded together at most (default %d; 1: one at a time)\n"
+            "  --ubatch N        the most prompt tokens of one request a CPU forward pass takes (default 512, as\n"
+            "                    llama.cpp's n_ubatch); the activations of such a pass are reserved in the load\n"
             "  --chat-template NAME  the chat template, one of %s (default: the model's\n"
             "                    tokenizer.chat_template when bench recognises it, by its markers: bench runs no Jinja; a\n"
             "                    template it does not recognise refuses chat until one is named; plain, lines \"ROLE: TEXT\"\n"
@@ -140,6 +142,7 @@ int cmd_serve(int argc, char **argv) {
         else if (ARG("--kv-budget")) { if (sv_kv_budget(v, &spec)) return CLI_EXIT_USAGE; }
         else if (ARG("--threads")) { if (sv_int(a, v, 1, 1024, &spec.threads)) return CLI_EXIT_USAGE; }
         else if (ARG("--ctx")) { if (sv_int(a, v, 1, 1L << 24, &spec.max_pos)) return CLI_EXIT_USAGE; }
+        else if (ARG("--ubatch")) { if (sv_int(a, v, ENGINE_UBATCH_MIN, 1L << 24, &spec.ubatch)) return CLI_EXIT_USAGE; }
         else if (ARG("--loader")) spec.loader = v;
         else if (ARG("--kv")) spec.kv = v;
         else if (ARG("--alloc")) spec.alloc = v;
@@ -188,7 +191,7 @@ int cmd_serve(int argc, char **argv) {
             static const char *const known[] = {
                 "--model", "--tokenizer", "--host", "--port", "--port-file", "--name", "--threads", "--ctx", "--loader",
                 "--kv", "--alloc", "--loader-opt", "--kv-opt", "--alloc-opt", "--device", "--device-opt", "--kernels",
-                "--numerics", "--scratch", "--modules", "--cache-type", "--no-repack", "--header-timeout", "--body-timeout", "--max-connections",
+                "--numerics", "--scratch", "--ubatch", "--modules", "--cache-type", "--no-repack", "--header-timeout", "--body-timeout", "--max-connections",
                 "--max-per-ip", "--max-batch", "--kv-budget", "--chat-template", "--lenient", "--help", NULL};
             return cli_bad_arg(stderr, "serve", a, known);
         }
@@ -201,6 +204,9 @@ int cmd_serve(int argc, char **argv) {
     /* a sequence for each request of the batch; the server batches as many as the engine got
      * (a per-sequence kv module under a budget may get fewer) */
     spec.max_seqs = max_batch ? max_batch : SV_MAX_BATCH;
+    /* the prompts to come are not known: the activations of the longest pass, ubatch tokens, are
+     * reserved in the load, as llama.cpp's server reserves its compute buffer for n_ubatch */
+    spec.reserve_tokens = spec.ubatch ? spec.ubatch : ENGINE_UBATCH;
     ho.max_batch = max_batch;
     /* blocked before any thread starts, so every thread inherits the mask and sigwait alone takes them */
     sigset_t stop;

@@ -905,6 +905,10 @@ static sc_axis_def sc_axes[SC_AX_MAX] = {
                        .expect = "\"keep\" (the forward pass's activations in one block kept between passes, the default) or "
                                  "\"pass\" (a block from the allocator module every pass, for allocator studies)",
                        .spec = {SC_SPEC("scratch", WS_INT, scratch, 0, WS_IF_SET)}},
+    /* written only when not 512: the specs of the default variants stay as they were */
+    [SC_AX_UBATCH] = {.key = "ubatch", .type = SC_AXT_INT, .flags = SC_AXF_TOP | SC_AXF_SHOW_NOT_DEF, .def = "512",
+                      .lo = ENGINE_UBATCH_MIN, .hi = 1 << 24,
+                      .spec = {SC_SPEC("ubatch", WS_INT, ubatch, ENGINE_UBATCH, WS_IF_SET)}},
 };
 #undef SC_SPEC
 

@@ -23,11 +23,13 @@ struct modreg_cache;
 /* SC_AX_NUMERICS: what kernels auto may run (engine.h engine_numerics), "production" by default */
 /* SC_AX_SCRATCH: the forward pass's activations kept between passes or taken per pass (engine.h
  * engine_scratch), "keep" by default */
+/* SC_AX_UBATCH: the most prompt tokens of one sequence a CPU pass takes (engine.h
+ * engine_spec.ubatch), 512 by default */
 /* The built-in axes' ids: their rows' places in scenario.c's table of axes (sc_axes), which
  * holds everything else about them. sc_axis_add appends rows after these (a test's made-up
  * axis), up to SC_AX_MAX; sc_axis_count() says how many there are. */
 enum { SC_AX_LOADER, SC_AX_KV, SC_AX_ALLOC, SC_AX_CACHE, SC_AX_THREADS, SC_AX_DEVICE, SC_AX_WORKLOAD, SC_AX_KERNELS, SC_AX_KV_CACHE,
-       SC_AX_TARGET, SC_AX_REPACK, SC_AX_NUMERICS, SC_AX_SCRATCH, SC_AX_COUNT };
+       SC_AX_TARGET, SC_AX_REPACK, SC_AX_NUMERICS, SC_AX_SCRATCH, SC_AX_UBATCH, SC_AX_COUNT };
 #define SC_AX_MAX (SC_AX_COUNT + 4)
 enum { SC_CACHE_COLD, SC_CACHE_WARM };
 

@@ -209,7 +209,7 @@ static int ws_write(cJSON *j, const ws_engine *w, const ws_field *f) {
         break;
     }
     case WS_INT:
-        if (*(const int *)p || !(f->flags & WS_IF_SET)) cJSON_AddNumberToObject(j, f->name, *(const int *)p);
+        if (*(const int *)p != (int)f->def || !(f->flags & WS_IF_SET)) cJSON_AddNumberToObject(j, f->name, *(const int *)p);
         break;
     case WS_NUM:
         if (*(const double *)p != 0 || !(f->flags & WS_IF_SET)) cJSON_AddNumberToObject(j, f->name, *(const double *)p);

@@ -25,7 +25,7 @@ typedef enum {
 } ws_type;
 
 enum {
-    WS_IF_SET = 1,      /* written only when set (a string, a number not 0, a boolean not its def); else always */
+    WS_IF_SET = 1,      /* written only when set (a string, a double not 0, an int or boolean not its def); else always */
     WS_HOOK = 2,        /* a test hook: read only under BENCH_TEST_HOOKS=1 */
 };
 
@@ -64,6 +64,7 @@ typedef struct ws_engine {
                                                  * natively; 0: the file's layout (engine.h engine_repack) */
     int numerics;                               /* engine.h engine_numerics: 0 production (the default), 1 exact */
     int scratch;                                /* engine.h engine_scratch: 0 keep (the default), 1 pass */
+    int ubatch;                                 /* engine_spec.ubatch, ENGINE_UBATCH (512) by default and then not written */
     /* the target (harness/child/targets.h) by name; NULL: "engine", the default, and not written */
     const char *target;
     /* an http target's settings, typed (harness/scenario/target.h); NULL: none. ws_engine_fill
