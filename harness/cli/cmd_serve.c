@@ -118,6 +118,24 @@ static int sv_kv_budget(const char *v, engine_spec *spec) {
     return -1;
 }
 
+/* --chat-template: one of chat_tmpl.h's names, else a usage error naming them. */
+static int sv_chat_template(const char *v, hs_opts *ho) {
+    char names[128];
+    if (!ct_find(v)) {
+        fprintf(stderr, "bench serve: --chat-template %s: expected one of %s\n", v, ct_names(names, sizeof(names)));
+        return -1;
+    }
+    ho->chat_template = v;
+    return 0;
+}
+
+/* every option, for the nearest-name hint on an unknown one */
+static const char *const sv_known[] = {
+    "--model", "--tokenizer", "--host", "--port", "--port-file", "--name", "--threads", "--ctx", "--loader",
+    "--kv", "--alloc", "--loader-opt", "--kv-opt", "--alloc-opt", "--device", "--device-opt", "--kernels",
+    "--numerics", "--scratch", "--ubatch", "--modules", "--cache-type", "--no-repack", "--header-timeout", "--body-timeout",
+    "--max-connections", "--max-per-ip", "--max-batch", "--kv-budget", "--chat-template", "--lenient", "--help", NULL};
+
 int cmd_serve(int argc, char **argv) {
     engine_spec spec = {.kv_k_type = ENGINE_KV_DEFAULT, .kv_v_type = ENGINE_KV_DEFAULT, .kv_defaulted = 1};
     int max_batch = 0, x;
@@ -159,14 +177,7 @@ int cmd_serve(int argc, char **argv) {
             if (cli_enum_arg("serve", a, v, engine_scratch_parse, "keep or pass", &x)) return CLI_EXIT_USAGE;
             spec.scratch = (engine_scratch)x;
         }
-        else if (ARG("--chat-template")) {
-            char names[128];
-            if (!ct_find(v)) {
-                fprintf(stderr, "bench serve: --chat-template %s: expected one of %s\n", v, ct_names(names, sizeof(names)));
-                return CLI_EXIT_USAGE;
-            }
-            ho.chat_template = v;
-        }
+        else if (ARG("--chat-template")) { if (sv_chat_template(v, &ho)) return CLI_EXIT_USAGE; }
         else if (!strcmp(a, "--lenient")) ho.lenient = 1;
         else if (!strcmp(a, "--no-repack")) spec.repack = ENGINE_REPACK_OFF;
         else if (ARG("--modules")) spec.module_dir = v;
@@ -187,14 +198,7 @@ int cmd_serve(int argc, char **argv) {
             }
             ho.fault = v;
         }
-        else {
-            static const char *const known[] = {
-                "--model", "--tokenizer", "--host", "--port", "--port-file", "--name", "--threads", "--ctx", "--loader",
-                "--kv", "--alloc", "--loader-opt", "--kv-opt", "--alloc-opt", "--device", "--device-opt", "--kernels",
-                "--numerics", "--scratch", "--ubatch", "--modules", "--cache-type", "--no-repack", "--header-timeout", "--body-timeout", "--max-connections",
-                "--max-per-ip", "--max-batch", "--kv-budget", "--chat-template", "--lenient", "--help", NULL};
-            return cli_bad_arg(stderr, "serve", a, known);
-        }
+        else return cli_bad_arg(stderr, "serve", a, sv_known);
 #undef ARG
     }
     if (!spec.model_path) {
