@@ -590,6 +590,23 @@ static void test_repack_axis(void **state) {
                 NULL);
 }
 
+/* The int at offset off of variant v's worker spec as the worker reads it back, and in *written
+ * whether the spec's text has key at all. */
+static int spec_int(const scenario *s, int v, size_t off, const char *key, int *written) {
+    char *text = sc_engine_worker_spec(s, &s->variants[v]);
+    cJSON *j = cJSON_Parse(text);
+    assert_non_null(j);
+    ws_engine r;
+    char err[256];
+    assert_int_equal(ws_engine_read(j, &r, err, sizeof(err)), 0);
+    const int value = *(const int *)((const char *)&r + off);
+    *written = cJSON_GetObjectItemCaseSensitive(j, key) != NULL;
+    ws_engine_free(&r);
+    cJSON_Delete(j);
+    free(text);
+    return value;
+}
+
 /* The scratch field: "keep" by default and then in no variant's name and not in the worker's
  * spec; "pass" names the variant and reaches the worker as 1; another value is refused with
  * the field's path and the two it takes. */
@@ -600,17 +617,9 @@ static void test_scratch_axis(void **state) {
                                     : "{" BASE ", \"cache\": \"warm\"}");
         assert_int_equal(s->n_variants, 1 + pass);
         for (int i = 0; i < s->n_variants; i++) {
-            char *text = sc_engine_worker_spec(s, &s->variants[i]);
-            cJSON *j = cJSON_Parse(text);
-            assert_non_null(j);
-            ws_engine r;
-            char err[256];
-            assert_int_equal(ws_engine_read(j, &r, err, sizeof(err)), 0);
-            assert_int_equal(r.scratch, i);
-            assert_int_equal(cJSON_GetObjectItemCaseSensitive(j, "scratch") != NULL, i);
-            ws_engine_free(&r);
-            cJSON_Delete(j);
-            free(text);
+            int written;
+            assert_int_equal(spec_int(s, i, offsetof(ws_engine, scratch), "scratch", &written), i);
+            assert_int_equal(written, i);
         }
         assert_string_equal(s->variants[pass].key, pass ? "scratch=pass" : "default");
         sc_free(s);
@@ -627,24 +636,16 @@ static void test_ubatch_axis(void **state) {
     scenario *s = parse_ok("{" BASE ", \"cache\": \"warm\", \"matrix\": {\"ubatch\": [512, 64]}}");
     assert_int_equal(s->n_variants, 2);
     const int want[2] = {512, 64};
+    int written;
     for (int i = 0; i < 2; i++) {
-        char *text = sc_engine_worker_spec(s, &s->variants[i]);
-        cJSON *j = cJSON_Parse(text);
-        assert_non_null(j);
-        ws_engine r;
-        char err[256];
-        assert_int_equal(ws_engine_read(j, &r, err, sizeof(err)), 0);
-        assert_int_equal(r.ubatch, want[i]);
-        ws_engine_free(&r);
-        cJSON_Delete(j);
-        free(text);
+        assert_int_equal(spec_int(s, i, offsetof(ws_engine, ubatch), "ubatch", &written), want[i]);
+        assert_int_equal(written, i); /* 512 is the default: not written */
     }
     assert_string_equal(s->variants[1].key, "ubatch=64");
     sc_free(s);
     s = parse_ok("{" BASE ", \"cache\": \"warm\"}");
-    char *text = sc_engine_worker_spec(s, &s->variants[0]);
-    assert_null(strstr(text, "ubatch"));
-    free(text);
+    assert_int_equal(spec_int(s, 0, offsetof(ws_engine, ubatch), "ubatch", &written), 512);
+    assert_int_equal(written, 0);
     sc_free(s);
     parse_fails("{" BASE ", \"cache\": \"warm\", \"ubatch\": 16}", "t.json: .ubatch:", "32", NULL);
 }
