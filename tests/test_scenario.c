@@ -512,22 +512,30 @@ static void test_kernels_axis(void **state) {
                 "kernels is given twice", NULL);
 }
 
-/* The worker spec's repack for variant i of s, as the worker reads it back. */
-static int spec_repack(const scenario *s, int i) {
-    char *text = sc_engine_worker_spec(s, &s->variants[i]);
+/* The int at offset off of variant v's worker spec as the worker reads it back, and in *written
+ * whether the spec's text has key at all. */
+static int spec_int(const scenario *s, int v, size_t off, const char *key, int *written) {
+    char *text = sc_engine_worker_spec(s, &s->variants[v]);
     assert_non_null(text);
     cJSON *j = cJSON_Parse(text);
     assert_non_null(j);
-    /* written only when false: the default variants' specs are as they were before the field */
-    int written = cJSON_GetObjectItemCaseSensitive(j, "repack") != NULL;
     ws_engine r;
     char err[256];
     assert_int_equal(ws_engine_read(j, &r, err, sizeof(err)), 0);
-    int repack = r.repack;
-    assert_int_equal(written, !repack);
+    const int value = *(const int *)((const char *)&r + off);
+    *written = cJSON_GetObjectItemCaseSensitive(j, key) != NULL;
     ws_engine_free(&r);
     cJSON_Delete(j);
     free(text);
+    return value;
+}
+
+/* The worker spec's repack for variant i of s, as the worker reads it back. */
+static int spec_repack(const scenario *s, int i) {
+    int written;
+    const int repack = spec_int(s, i, offsetof(ws_engine, repack), "repack", &written);
+    /* written only when false: the default variants' specs are as they were before the field */
+    assert_int_equal(written, !repack);
     return repack;
 }
 
@@ -588,23 +596,6 @@ static void test_repack_axis(void **state) {
                 NULL);
     parse_fails("{" BASE ", \"cache\": \"warm\", \"repack\": false, \"matrix\": {\"repack\": [true]}}", "repack is given twice",
                 NULL);
-}
-
-/* The int at offset off of variant v's worker spec as the worker reads it back, and in *written
- * whether the spec's text has key at all. */
-static int spec_int(const scenario *s, int v, size_t off, const char *key, int *written) {
-    char *text = sc_engine_worker_spec(s, &s->variants[v]);
-    cJSON *j = cJSON_Parse(text);
-    assert_non_null(j);
-    ws_engine r;
-    char err[256];
-    assert_int_equal(ws_engine_read(j, &r, err, sizeof(err)), 0);
-    const int value = *(const int *)((const char *)&r + off);
-    *written = cJSON_GetObjectItemCaseSensitive(j, key) != NULL;
-    ws_engine_free(&r);
-    cJSON_Delete(j);
-    free(text);
-    return value;
 }
 
 /* The scratch field: "keep" by default and then in no variant's name and not in the worker's

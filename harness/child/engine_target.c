@@ -69,7 +69,7 @@ static int et_engine_spec(const ws_engine *s, engine_spec *es, char *err, size_t
      * a serving run's prompts are not known ahead: a pass of ubatch tokens, the most one takes,
      * as llama.cpp's server reserves its compute buffer for n_ubatch (the engine caps it) */
     if (!s->requests && s->prompt_tokens > 0) es->reserve_tokens = s->prompt_tokens;
-    if (s->requests) es->reserve_tokens = s->ubatch > 0 ? s->ubatch : ENGINE_UBATCH;
+    if (s->requests) es->reserve_tokens = ENGINE_RESERVE_UBATCH;
     if (s->requests) sv_engine_spec(s->requests, es);
     (void)err;
     (void)errlen;

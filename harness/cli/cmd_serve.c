@@ -210,7 +210,7 @@ int cmd_serve(int argc, char **argv) {
     spec.max_seqs = max_batch ? max_batch : SV_MAX_BATCH;
     /* the prompts to come are not known: the activations of the longest pass, ubatch tokens, are
      * reserved in the load, as llama.cpp's server reserves its compute buffer for n_ubatch */
-    spec.reserve_tokens = spec.ubatch ? spec.ubatch : ENGINE_UBATCH;
+    spec.reserve_tokens = ENGINE_RESERVE_UBATCH;
     ho.max_batch = max_batch;
     /* blocked before any thread starts, so every thread inherits the mask and sigwait alone takes them */
     sigset_t stop;

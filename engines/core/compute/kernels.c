@@ -500,8 +500,10 @@ static const kn_xq8 *kn_x_prepare(tp_pool *pool, const kn_ops *ops, bench_dtype 
  * whole multiples of 8 rows (16 for grouped bf16: a group, bf16r16.h);
  * prefill's of KN_PANEL_ROWS, so that a packed panel never straddles two
  * threads (768 rows on 2 threads: 384 = 6 panels each). */
+static int kn_row_align(bench_dtype dt, int n) { return n > 1 ? KN_PANEL_ROWS : dt == KN_BF16_R16 ? KN_BF16_R16_ROWS : 8; }
+
 static int kn_chunk_rows(bench_dtype dt, int rows, int threads, int n) {
-    const int align = n > 1 ? KN_PANEL_ROWS : dt == KN_BF16_R16 ? KN_BF16_R16_ROWS : 8;
+    const int align = kn_row_align(dt, n);
     const int chunk = (rows + threads - 1) / threads;
     return (chunk + align - 1) / align * align;
 }
@@ -585,22 +587,21 @@ typedef struct kn_mm_job {
     const void *w;      /* (rows, cols) in the job's dtype */
     const kn_xq8 *xq;   /* x quantised, where the table takes it for dt; else NULL */
     int n, rows, cols;
-    int chunk;          /* rows per task */
+    int chunk;          /* prefill's rows per task (decode's: kn_share_rows) */
     int threads;
 } kn_mm_job;
 
 static void kn_mm_task(void *arg, int task, int n_tasks) {
     const kn_mm_job *j = arg;
     const int share = kn_task_share(task, n_tasks, j->threads);
-    int r0 = share * j->chunk;
-    int r1 = r0 + j->chunk < j->rows ? r0 + j->chunk : j->rows;
-    if (j->n == 1 && n_tasks % j->threads == 0) {
-        int64_t lo, hi;
-        kn_share_rows(share, n_tasks, j->threads, j->rows, j->dt == KN_BF16_R16 ? KN_BF16_R16_ROWS : 8, &lo, &hi);
-        r0 = (int)lo;
-        r1 = (int)hi;
+    int64_t r0, r1;
+    if (j->n == 1) {
+        kn_share_rows(share, n_tasks, j->threads, j->rows, kn_row_align(j->dt, 1), &r0, &r1);
+    } else {
+        r0 = (int64_t)share * j->chunk;
+        r1 = r0 + j->chunk < j->rows ? r0 + j->chunk : j->rows;
     }
-    if (r0 < r1) kn_mm_call(j->ops, j->dt, j->y, j->x, j->n, j->w, j->rows, j->cols, r0, r1, j->xq);
+    if (r0 < r1) kn_mm_call(j->ops, j->dt, j->y, j->x, j->n, j->w, j->rows, j->cols, (int)r0, (int)r1, j->xq);
 }
 
 /* Production numerics' yardstick (kn_set_llama_x): a bit per dtype whose matmuls take x rounded
@@ -667,6 +668,8 @@ typedef struct kn_mm_multi_job {
     const kn_mm_out *outs;
     int count, n, cols, tasks;  /* tasks: kn_tasks, each the t-th share of every matrix */
     int threads;
+    int align;          /* decode: the largest row alignment among the outputs */
+    int64_t total;      /* decode: their rows end to end, each start rounded up to align */
     const float *x;
     const kn_xq8 *xq;   /* x quantised once for every output the table takes it for; else NULL */
     const kn_ops *xq_ops; /* the table xq was quantised for: an output on another int8 table runs portable */
@@ -690,19 +693,14 @@ static void kn_mm_one(const kn_mm_multi_job *j, const kn_mm_out *o, int r0, int 
  * run, where a share of each matrix a task restarted three streams every task (llama-110m f32
  * decode, Zen 5: docs/PERFORMANCE.md "Decode's shares and f32's loop"). */
 static void kn_mm_multi_decode(const kn_mm_multi_job *j, int share) {
-    int align = 8;
-    for (int k = 0; k < j->count; k++)
-        if (j->outs[k].dt == KN_BF16_R16) align = KN_BF16_R16_ROWS;
-    int64_t total = 0;
-    for (int k = 0; k < j->count; k++) total += (j->outs[k].rows + align - 1) / align * align;
     int64_t lo, hi;
-    kn_share_rows(share, j->tasks, j->threads, total, align, &lo, &hi);
+    kn_share_rows(share, j->tasks, j->threads, j->total, j->align, &lo, &hi);
     int64_t off = 0;
     for (int k = 0; k < j->count && off < hi; k++) {
         const kn_mm_out *o = &j->outs[k];
         const int64_t r0 = lo > off ? lo - off : 0, r1 = hi - off < o->rows ? hi - off : o->rows;
         if (r0 < r1) kn_mm_one(j, o, (int)r0, (int)r1);
-        off += (o->rows + align - 1) / align * align;
+        off += (o->rows + j->align - 1) / j->align * j->align;
     }
 }
 
@@ -756,6 +754,12 @@ void kn_matmul_multi(tp_pool *pool, const float *x, int n, int cols, const kn_mm
     if (n <= 0 || cols <= 0 || count <= 0) return;
     kn_mm_multi_job job = {.ops = job_ops, .outs = outs, .count = count, .n = n, .cols = cols,
                            .tasks = kn_tasks(threads, n), .threads = threads, .x = x, .id = n > 1 ? kn_next_job() : 0};
+    if (n == 1) {
+        job.align = 8;
+        for (int k = 0; k < count; k++)
+            if (kn_row_align(outs[k].dt, 1) > job.align) job.align = kn_row_align(outs[k].dt, 1);
+        for (int k = 0; k < count; k++) job.total += (outs[k].rows + job.align - 1) / job.align * job.align;
+    }
     kn_xq_buf xb;
     xb.heap = NULL;
     job.xq_ops = xq_ops;

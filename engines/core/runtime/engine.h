@@ -8,6 +8,8 @@
 #ifndef BENCH_ENGINE_H
 #define BENCH_ENGINE_H
 
+#include <limits.h>
+
 #include "acc_compare.h"
 #include "engines/core/model/model.h"
 #include "sampler.h"
@@ -42,6 +44,7 @@ typedef enum { ENGINE_SCRATCH_KEEP = 0, ENGINE_SCRATCH_PASS = 1 } engine_scratch
  * half of it or more, 16 tokens, past the matrix-vector kernels' 1 to 8 */
 #define ENGINE_UBATCH 512
 #define ENGINE_UBATCH_MIN 32
+#define ENGINE_RESERVE_UBATCH INT_MAX   /* engine_spec.reserve_tokens: a pass of ubatch tokens */
 
 typedef struct engine_spec {
     const char *model_path;
@@ -102,7 +105,10 @@ typedef struct engine_spec {
     engine_repack repack;
     engine_numerics numerics;       /* what auto may run: ENGINE_NUMERICS_PRODUCTION (0) or _EXACT */
     engine_scratch scratch;         /* the activations' block: ENGINE_SCRATCH_KEEP (0) or _PASS */
-    int reserve_tokens;             /* > 0: engine_reserve_scratch(e, reserve_tokens, ...) at the end of engine_create */
+    /* > 0: engine_reserve_scratch(e, reserve_tokens, ...) at the end of engine_create, which caps
+     * it at ubatch; ENGINE_RESERVE_UBATCH: a whole pass of ubatch tokens, for prompts not known
+     * ahead (a server's) */
+    int reserve_tokens;
     /* The most tokens of one sequence a CPU forward pass takes (llama.cpp's n_ubatch): a longer
      * prompt runs in passes of this many, so the activations' block stays at this size whatever
      * the prompt (35 KiB a token on llama-110m, 80 KiB on tinyllama); the same bits either way.
