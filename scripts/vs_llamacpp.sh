@@ -121,6 +121,13 @@ for ((r = 0; r <= reps; r++)); do
     cdec=$(sed -n 's/^cold .* decode \([0-9.]*\) tokens\/s.*/\1/p' <<<"$out")
     bound=$(sed -n 's/.*bound \([0-9.]*\) tokens\/s.*/\1/p' <<<"$out" | head -1)
     kn=$(awk '$1 == "kernels" {print $2; exit}' <<<"$out")
+    # under auto the first line names the base family; what ran per dtype is on the "kernels auto"
+    # line ("q8_0 decode vnni (...)"): the decode / prefill families, each kind's distinct ones
+    if [ "$kernels" = auto ]; then
+      ran=$(grep -oE '[a-z0-9_]+ (decode|prefill) [a-z0-9-]+ \(' <<<"$out" |
+            awk '{ if (!seen[$2, $3]++) f[$2] = f[$2] (f[$2] == "" ? "" : "+") $3 } END { if (f["decode"] != "") print f["decode"] "/" f["prefill"] }')
+      [ -n "$ran" ] && kn=$ran
+    fi
     huge=$(sed -n 's/.*; \([0-9.]*\) MB of the file mapped in 2 MiB pages.*/\1/p' <<<"$out")
     # shellcheck disable=SC2086  # LLAMA_ARGS is a list of options
     csv=$("${pre[@]}" "$llama" -m "$m" -p "$prompt" -n "$gen" -t "$threads" -r 1 -o csv ${LLAMA_ARGS:-} 2>/dev/null) ||
@@ -159,13 +166,13 @@ function ratio(k, cb, cl, fmt,   a, i, v) {
 { k = $1; if (!(k in n)) order[++nk] = k; n[k]++; for (c = 3; c <= 10; c++) if (c != 8) val[k, c, n[k]] = $c; kern[k] = $8 }
 END {
   print "warm against warm (llama-bench warms up each test; bench generate --warmup 1); bench cold = its first pass"
-  printf "%-26s %-8s %-24s %-24s %-20s | %-24s %-24s %-20s | %-22s %-26s | %-24s %s\n", "model", "kernels", "prefill bench", "prefill llama.cpp", "ratio",
+  printf "%-26s %-22s %-24s %-24s %-20s | %-24s %-24s %-20s | %-22s %-26s | %-24s %s\n", "model", "kernels", "prefill bench", "prefill llama.cpp", "ratio",
          "decode bench", "decode llama.cpp", "ratio", "bound tok/s", "% bound bench / llama.cpp", "cold prefill bench", "cold decode bench"
   for (o = 1; o <= nk; o++) {
     k = order[o]
     for (i = 1; i <= n[k]; i++) { pb[i] = 100 * val[k, 4, i] / val[k, 7, i]; pl[i] = 100 * val[k, 6, i] / val[k, 7, i] }
     bnd = sprintf("%.0f / %.0f", med(pb, n[k]), med(pl, n[k]))
-    printf "%-26s %-8s %-24s %-24s %-20s | %-24s %-24s %-20s | %-22s %-26s | %-24s %s\n", k, kern[k],
+    printf "%-26s %-22s %-24s %-24s %-20s | %-24s %-24s %-20s | %-22s %-26s | %-24s %s\n", k, kern[k],
            col(k, 3, "%.1f"), col(k, 5, "%.1f"), ratio(k, 3, 5, "%.2f"),
            col(k, 4, "%.1f"), col(k, 6, "%.1f"), ratio(k, 4, 6, "%.2f"),
            col(k, 7, "%.1f"), bnd, col(k, 9, "%.1f"), col(k, 10, "%.1f")
