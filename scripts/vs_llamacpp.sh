@@ -26,7 +26,9 @@
 # One uncounted round first warms the page cache and the CPU. Then per file: the median and
 # min..max of each figure, and the ratio bench / llama.cpp computed per round (the two ran
 # seconds apart) with its median and min..max. "bound" is the read-only stream at the size of the weights a token reads
-# (bench generate --bandwidth), and "% bound" each engine's decode against it.
+# (bench generate --bandwidth), and "% bound" each engine's decode against it. "kernels" is the
+# family that ran, decode/prefill (under auto, its choice for the file's dtypes, `+` between
+# several).
 #
 # Decode at depth (after a prompt of thousands of tokens) and the KV cache types are compared
 # by scripts/depth_vs_llamacpp.sh, through ../shared/tools/llama_depth.c (llama-bench at
