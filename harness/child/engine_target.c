@@ -68,9 +68,12 @@ static int et_engine_spec(const ws_engine *s, engine_spec *es, char *err, size_t
     /* one sequence's prompt: its pass's activations reserved in the load, as bench generate does;
      * a serving run's prompts are not known ahead: a pass of ubatch tokens, the most one takes,
      * as llama.cpp's server reserves its compute buffer for n_ubatch (the engine caps it) */
-    if (!s->requests && s->prompt_tokens > 0) es->reserve_tokens = s->prompt_tokens;
-    if (s->requests) es->reserve_tokens = ENGINE_RESERVE_UBATCH;
-    if (s->requests) sv_engine_spec(s->requests, es);
+    if (s->requests) {
+        es->reserve_tokens = ENGINE_RESERVE_UBATCH;
+        sv_engine_spec(s->requests, es);
+    } else if (s->prompt_tokens > 0) {
+        es->reserve_tokens = s->prompt_tokens;
+    }
     (void)err;
     (void)errlen;
     es->kv_k_type = s->kv_types.k; /* parsed once, by ws_engine_read */

@@ -854,6 +854,9 @@ static int sc_parse_kv_cache(sc_ctx *c, const cJSON *j, const char *p, sc_choice
 }
 
 #define SC_SPEC(name, type, member, def, flags) {name, type, offsetof(ws_engine, member), def, flags}
+/* an engine.h default as the table's string (a number macro spelled once) */
+#define SC_STR_(x) #x
+#define SC_STR(x) SC_STR_(x)
 
 /* engine_default_cache_type over every kv choice: a module that stores f32 only (an older
  * out-of-tree one) keeps the whole scenario on f32, which results.json then names. */
@@ -906,11 +909,13 @@ static sc_axis_def sc_axes[SC_AX_MAX] = {
                                  "\"pass\" (a block from the allocator module every pass, for allocator studies)",
                        .spec = {SC_SPEC("scratch", WS_INT, scratch, 0, WS_IF_SET)}},
     /* written only when not 512: the specs of the default variants stay as they were */
-    [SC_AX_UBATCH] = {.key = "ubatch", .type = SC_AXT_INT, .flags = SC_AXF_TOP | SC_AXF_SHOW_NOT_DEF, .def = "512",
+    [SC_AX_UBATCH] = {.key = "ubatch", .type = SC_AXT_INT, .flags = SC_AXF_TOP | SC_AXF_SHOW_NOT_DEF, .def = SC_STR(ENGINE_UBATCH),
                       .lo = ENGINE_UBATCH_MIN, .hi = 1 << 24,
                       .spec = {SC_SPEC("ubatch", WS_INT, ubatch, ENGINE_UBATCH, WS_IF_SET)}},
 };
 #undef SC_SPEC
+#undef SC_STR
+#undef SC_STR_
 
 static int sc_parse_choice(sc_ctx *c, int axis, const cJSON *j, const char *p, sc_choice *ch) {
     memset(ch, 0, sizeof(*ch));
