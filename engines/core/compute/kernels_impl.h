@@ -32,7 +32,11 @@
 /* Software prefetch distance, bytes ahead on each row stream. Without it
  * decode is latency-bound for the denser formats: their loops do more work
  * per cache line, so fewer misses are in flight (measured on this EPYC VM,
- * 1 thread: f16 18 -> 29 GB/s, q8_0 6 -> 23 GB/s; f32 unchanged). */
+ * 1 thread: f16 18 -> 29 GB/s, q8_0 6 -> 23 GB/s; f32 unchanged). That f16
+ * figure was a loop of 4 rows at once; the dense one-row loop that replaced it
+ * runs without (kernels_simd.inc KN_PF_ROW). The int8 loops keep theirs (Zen 4,
+ * family 25 model 17, 6 paired rounds of llama-110m decode without it: q4_0 on
+ * vnni 0.94x, q8_0 on avx2-int8 0.99x, q4_k_m 1.01x). */
 #ifndef KN_PF_DENSE
 #define KN_PF_DENSE 4096
 #endif
