@@ -14,14 +14,6 @@ typedef __m256 vf;
  * weight vectors + 1 broadcast x of the 16 ymm registers */
 #define KN_MV 2
 #define KN_NR 6
-/* f16's and bf16's GEMM chunk (kernels_gemm.inc): 256 columns, where AVX-512 takes 128. What
- * chose 128 there was a panel that stays in L1 (64 rows x 128 floats, 32 KiB); AVX2's panel is
- * 16 rows, 16 KiB at 256. llama-110m f16 prefill of 128 tokens, --kernels avx2, 2 threads, Zen 4
- * (family 25 model 17), 6 paired rounds: 256 1.031x of 128 (1.021..1.039, every round faster),
- * 512 0.983x of 256 (0.977..1.078); avx512 at 256 0.995x of its 128. */
-#ifndef KN_GEMM_KC_HALF
-#define KN_GEMM_KC_HALF 256
-#endif
 #define KN_FN(name) name##_avx2
 #define KN_INLINE static inline __attribute__((always_inline))
 
