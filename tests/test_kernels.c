@@ -1199,7 +1199,8 @@ static float *kt_f32_matrix(int rows, int cols) {
 /* The choice from the rates alone (kt_pick): a family beats the flags' own only by more than the
  * phase's margin, 3% in prefill and 8% in decode, where exact families stream the same bytes and
  * a few per cent of one pass do not rank them; a family that rounds x beats the exact choice by
- * the same margin or is not named, and is never the exact choice. */
+ * the same margin or is not named, and is never the exact choice; and among those, the first
+ * listed gives way only to one faster by the margin. */
 static void test_auto_margin(void **state) {
     (void)state;
     const int exact[3] = {0, 0, 0}, int8[3] = {0, 0, 1};
@@ -1218,6 +1219,17 @@ static void test_auto_margin(void **state) {
     assert_int_equal(r, -1);
     assert_int_equal(kt_pick(near_int8, int8, 3, 0, 1, &r), 0);
     assert_int_equal(r, 2);
+    /* two families that round x: the first listed stays unless the other beats it by the margin */
+    const int two8[3] = {0, 1, 1};
+    const double both_near[3] = {100, 130, 134}, second_clear[3] = {100, 130, 150}, first_slow[3] = {100, 104, 134};
+    assert_int_equal(kt_pick(both_near, two8, 3, 0, 0, &r), 0);
+    assert_int_equal(r, 1);     /* decode: 3% between them is inside the margin */
+    kt_pick(second_clear, two8, 3, 0, 0, &r);
+    assert_int_equal(r, 2);     /* 15% is not */
+    kt_pick(first_slow, two8, 3, 0, 0, &r);
+    assert_int_equal(r, 2);     /* the first does not beat the exact choice: the second alone does */
+    kt_pick(both_near, two8, 3, 0, 1, &r);
+    assert_int_equal(r, 2);     /* prefill's 3% margin: 3.1% is past it */
 }
 
 /* The cache file's version 2 columns, and a version 1 file read as it is (issue 37). */

@@ -216,9 +216,14 @@ int kt_pick(const double *rate, const int *rounds, int n, int base, int prefill,
         if (!rounds[f] && (pick < 0 || rate[f] > rate[pick])) pick = f;
     /* the flags' choice stays unless another is faster by more than the margin */
     if (base >= 0 && (pick < 0 || rate[pick] <= rate[base] * (1.0 + margin))) pick = base;
+    /* among the families that round x and beat that choice, the first listed (the 512-bit one
+     * before avx2-int8) stays unless a later one beats it by the margin as well: one pass's
+     * noise put avx2-int8 3.5% ahead of vnni in Q6_K decode on Zen 4, where vnni decoded the
+     * model 1.14x faster (6 paired rounds, docs/PERFORMANCE.md "Against llama.cpp on Zen 4") */
     int r = -1;
     for (int f = 0; f < n; f++)
-        if (rounds[f] && (pick < 0 || rate[f] > rate[pick] * (1.0 + margin)) && (r < 0 || rate[f] > rate[r])) r = f;
+        if (rounds[f] && (pick < 0 || rate[f] > rate[pick] * (1.0 + margin)) && (r < 0 || rate[f] > rate[r] * (1.0 + margin)))
+            r = f;
     *rounding = r;
     return pick;
 }

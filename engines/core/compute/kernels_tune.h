@@ -126,8 +126,9 @@ int kt_retune(tp_pool *pool, const char *path, const char *key, char *note, size
 void kt_test_scale(const char *family, double factor);
 /* The family n rates choose (rate[f]: family f's GB/s or GFLOP/s; rounds[f]: f rounds x), base
  * the index of the flags' own (-1: none): the fastest exact family where it beats base by more
- * than the phase's margin (KT_MARGIN, KT_MARGIN_DECODE), else base; *rounding the fastest family
- * that rounds x and beats that choice by the same margin, or -1. */
+ * than the phase's margin (KT_MARGIN, KT_MARGIN_DECODE), else base; *rounding, of the families
+ * that round x and beat that choice by the same margin, the first listed unless a later one
+ * beats it by the margin too (then that one, by the same rule), or -1. */
 int kt_pick(const double *rate, const int *rounds, int n, int base, int prefill, int *rounding);
 
 /* The entries of key in the cache file: 0 found (every dtype of dts, a bit per dtype),
