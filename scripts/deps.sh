@@ -7,7 +7,8 @@
 #   scripts/deps.sh test   the run set and what only the tests use (make test): cmocka, git
 #                          (the commit a build records, tests/test_locations.c), chromium
 #                          (renders report.html, tests/test_plot.c), valgrind (tests/test_exec.c),
-#                          slurm-wlm and munge (the one-node cluster of tests/test_slurm.c)
+#                          slurm-wlm and munge (the one-node cluster of tests/test_slurm.c),
+#                          prometheus (its promtool, tests/test_serve_batch.c)
 #   scripts/deps.sh perf   the run set and linux-perf, for scripts/perf.sh
 #
 # With no argument: test. Idempotent: when everything is present it only checks and returns
@@ -33,6 +34,7 @@ TEST=(
   chromium            # renders report.html in the tests (headless)
   valgrind            # test_exec's memcheck and callgrind passes
   slurm-wlm munge     # the one-node Slurm cluster of tests/test_slurm.c (docs/cluster.md)
+  prometheus          # promtool: lints bench serve's /metrics (tests/test_serve_batch.c); the daemon is not used
 )
 PERF=(
   linux-perf          # scripts/perf.sh
