@@ -100,6 +100,61 @@ static void test_repack_engine(void **state) {
     }
 }
 
+/* Q4_0 with 16 rows interleaved at load (q4g16.h), where vnni runs both phases: on k256-q4_0.gguf
+ * with pread (in place) and mmap (copies), every layer's 7 matrices are interleaved; the 20-token
+ * prefill's logits are the file layout's bits (the GEMM packs the same panels from the groups),
+ * and the decode steps' within 1% of the largest logit: the 16-row loop sums a block's whole
+ * integer dot before its scale, the same products in another order, and where that moves a value
+ * across a rounding boundary of the next matmul's int8 x, that x moves by a step (6.6e-4 of the
+ * largest logit here; a wrong block or scale moves them by tens of per cent, test_kernels.c
+ * checks the kernel itself to 2e-5). Skipped without AVX512-VNNI. */
+static void test_repack_interleaved(void **state) {
+    (void)state;
+    char model[512];
+    if (!tu_shared("thirdparty/k256/k256-q4_0.gguf", model, sizeof(model))) skip();
+    enum { N = 28, P = 20 };
+    int tokens[N];
+    for (int i = 0; i < N; i++) tokens[i] = 1 + (i * 37) % 500;
+    const char *loaders[] = {"pread", "mmap"};
+    for (size_t c = 0; c < 2; c++) {
+        float *out[2] = {NULL, NULL};
+        int vocab = 0, layers = 0;
+        for (int no = 0; no < 2; no++) {
+            engine_spec s = {.numerics = ENGINE_NUMERICS_PRODUCTION, .kernels = "vnni", .model_path = model,
+                             .loader = loaders[c], .kv = "prealloc", .threads = 2, .module_dir = tu_module_dir(),
+                             .repack = no ? ENGINE_REPACK_OFF : ENGINE_REPACK_AUTO};
+            char err[512];
+            engine *e;
+            if (engine_create(&s, &e, err, sizeof(err))) {
+                assert_non_null(strstr(err, "vnni"));
+                print_message("[ SKIP     ] interleaved Q4_0: %s\n", err);
+                skip();
+            }
+            vocab = engine_model(e)->cfg.vocab_size;
+            layers = engine_model(e)->cfg.n_layers;
+            assert_int_equal(engine_repacked_matrices(e), no ? 0 : 7 * layers);
+            assert_int_equal(engine_repacked_q4_0_g16(e), no ? 0 : 7 * layers);
+            out[no] = malloc(sizeof(float) * N * (size_t)vocab);
+            assert_non_null(out[no]);
+            assert_int_equal(engine_forward_all(e, 0, tokens, P, 0, out[no], err, sizeof(err)), 0);
+            for (int i = P; i < N; i++)
+                assert_int_equal(engine_forward_all(e, 0, &tokens[i], 1, i, out[no] + (size_t)i * vocab, err, sizeof(err)), 0);
+            engine_destroy(e);
+        }
+        assert_memory_equal(out[0], out[1], sizeof(float) * P * (size_t)vocab);
+        double top = 0, diff = 0;
+        for (size_t i = (size_t)P * vocab; i < (size_t)N * vocab; i++) {
+            top = fmax(top, fabs(out[1][i]));
+            diff = fmax(diff, fabs((double)out[0][i] - out[1][i]));
+        }
+        if (!(diff <= 1e-2 * top))
+            fail_msg("loader %s: interleaved Q4_0's decode logits differ from the file layout's by %.3g (largest %.3g)",
+                     loaders[c], diff, top);
+        free(out[0]);
+        free(out[1]);
+    }
+}
+
 static int teardown(void **state) {
     fixture *f = *state;
     if (f) tu_rmtree(f->tmp);
@@ -813,6 +868,7 @@ int main(void) {
         cmocka_unit_test(test_oracle_every_kernels),
         cmocka_unit_test(test_q8_int8_logits_error),
         cmocka_unit_test(test_repack_engine),
+        cmocka_unit_test(test_repack_interleaved),
     };
     /* exact numerics, pinned twice: every spec asks for ENGINE_NUMERICS_EXACT, and the tuner
      * does not measure (tests/run.sh sets this too), so kernels auto runs the flags' exact

@@ -369,6 +369,103 @@ static void test_repack_q4_0(void **state) {
     kn_set_isa("auto");
 }
 
+/* Q4_0 with 16 rows interleaved (q4g16.h, KN_Q4_0_G16). The layout: groups rearranged in place
+ * and put back give the file's rows, a range of rows too, and rows past the last group stay as
+ * they were. The kernels, every family, on 1 and 2 threads, alone and beside the file's layout in
+ * kn_matmul_multi: vnni's decode (its 16-row loop) sums a block's whole integer dot before its
+ * scale, so it is held to the file's layout within the f32 bound of the double reference, with
+ * x on the int8 grid (the rounding of x then exact); with any x, within twice that of vnni's
+ * one-row decode, which rounds x the same way. Every other path gives the file's bits: vnni's
+ * GEMM packs its panels from the groups as from the rows, and the families without a kernel of
+ * their own get the rows put back. 37 rows: two groups and 5 rows past them. */
+static void check_q4_0_g16(int n, int rows, int cols, int int_x, tp_pool *pool) {
+    const size_t rb = bench_dtype_row_bytes(BENCH_Q4_0, cols), wb = (size_t)rows * rb, ny = (size_t)n * rows;
+    const int grouped = kn_q4_0_g16_grouped(rows);
+    unsigned char *w = malloc(wb), *wr = malloc(wb), *back = malloc(wb), *tmp = malloc(KN_Q4_0_G16_ROWS * rb);
+    float *wf = malloc((size_t)cols * sizeof(float)), *x = malloc((size_t)n * cols * sizeof(float));
+    float *y = malloc(ny * sizeof(float)), *yr = malloc(ny * sizeof(float)), *y2 = malloc(ny * sizeof(float)),
+          *yr2 = malloc(ny * sizeof(float));
+    double *ref = malloc(ny * sizeof(double)), *mag = malloc(ny * sizeof(double));
+    assert_true(w && wr && back && tmp && wf && x && y && yr && y2 && yr2 && ref && mag);
+    for (int r = 0; r < rows; r++) {
+        for (int k = 0; k < cols; k++) wf[k] = rnd_unit();
+        kn_quant_row(BENCH_Q4_0, wf, w + (size_t)r * rb, cols);
+    }
+    for (size_t i = 0; i < (size_t)n * cols; i++) x[i] = int_x ? (float)(int)(rnd_unit() * 127.0f) : rnd_unit();
+    if (int_x)
+        for (size_t i = 0; i < (size_t)n * cols; i += 32) x[i + (i / 32) % 32] = (i / 32) % 2 ? 127.0f : -127.0f;
+    memcpy(wr, w, wb);
+    kn_q4_0_g16_pack(wr, cols, 0, grouped / KN_Q4_0_G16_ROWS, tmp);
+    if (grouped) assert_memory_not_equal(wr, w, (size_t)grouped * rb);
+    if (rows > grouped) assert_memory_equal(wr + (size_t)grouped * rb, w + (size_t)grouped * rb, (size_t)(rows - grouped) * rb);
+    kn_q4_0_g16_unpack(wr, rows, cols, 0, rows, back);
+    assert_memory_equal(back, w, wb);
+    if (rows > 8) {
+        kn_q4_0_g16_unpack(wr, rows, cols, 5, rows - 3, back);
+        assert_memory_equal(back, w + 5 * rb, (size_t)(rows - 8) * rb);
+    }
+    for (int t = 0; t < n; t++)
+        for (int r = 0; r < rows; r++) {
+            double sum = 0, m = 0;
+            for (int k = 0; k < cols; k++) {
+                const double p = ref_weight(BENCH_Q4_0, w, cols, r, k) * x[(size_t)t * cols + k];
+                sum += p;
+                m += fabs(p);
+            }
+            ref[(size_t)t * rows + r] = sum;
+            mag[(size_t)t * rows + r] = m;
+        }
+    for (size_t ii = 0; ii < N_ISAS; ii++) {
+        if (!use_isa(ii)) continue;
+        const int own = kn_repack_dt(BENCH_Q4_0) == KN_Q4_0_G16 && n == 1 && grouped; /* vnni's 16-row decode */
+        kn_matmul(pool, y, x, n, w, BENCH_Q4_0, rows, cols);
+        for (size_t i = 0; i < ny; i++) yr[i] = NAN; /* every output must be written */
+        kn_matmul(pool, yr, x, n, wr, KN_Q4_0_G16, rows, cols);
+        for (size_t i = 0; i < ny; i++) {
+            const double err = fabs((double)yr[i] - (own && !int_x ? (double)y[i] : ref[i]));
+            const double bound = (own && !int_x ? 2 : 1) * KN_TEST_RTOL * mag[i] + 1e-30;
+            if (own ? !(err <= bound) : int_x && kn_x_int8(BENCH_Q4_0) && !(err <= bound))
+                fail_msg("%s n=%d rows=%d cols=%d threads=%d int_x=%d: interleaved Q4_0 y[%zu]=%.9g against %.9g: err %.3g, bound %.3g",
+                         isa(ii), n, rows, cols, tp_threads(pool), int_x, i, (double)yr[i], own && !int_x ? (double)y[i] : ref[i],
+                         err, bound);
+        }
+        if (!own && memcmp(y, yr, ny * sizeof(float)))
+            fail_msg("%s n=%d rows=%d cols=%d threads=%d: interleaved Q4_0 gives other bits than the file's rows", isa(ii), n,
+                     rows, cols, tp_threads(pool));
+        kn_mm_out outs[2] = {{yr2, wr, KN_Q4_0_G16, rows}, {y2, w, BENCH_Q4_0, rows}};
+        kn_matmul_multi(pool, x, n, cols, outs, 2);
+        assert_memory_equal(yr2, yr, ny * sizeof(float));
+        assert_memory_equal(y2, y, ny * sizeof(float));
+    }
+    kn_set_isa("auto");
+    free(w); free(wr); free(back); free(tmp); free(wf); free(x); free(y); free(yr); free(y2); free(yr2); free(ref); free(mag);
+}
+
+static void test_q4_0_g16(void **state) {
+    (void)state;
+    tp_pool *pool = tp_create(2);
+    assert_non_null(pool);
+    static const int ns[] = {1, 3, 17}, rows[] = {13, 16, 37, 96}, cols[] = {32, 224, 2048};
+    for (size_t a = 0; a < 3; a++)
+        for (size_t b = 0; b < 4; b++)
+            for (size_t c = 0; c < 3; c++)
+                for (int int_x = 0; int_x < 2; int_x++) {
+                    check_q4_0_g16(ns[a], rows[b], cols[c], int_x, pool);
+                    if (a == 0 && b == 2) check_q4_0_g16(ns[a], rows[b], cols[c], int_x, NULL);
+                }
+    tp_destroy(pool);
+    /* the layout each family's own kernels read: interleaved where vnni runs both phases */
+    if (kn_set_isa("vnni") == 0) {
+        assert_int_equal(kn_repack_dt(BENCH_Q4_0), KN_Q4_0_G16);
+        assert_int_equal(kn_repack_dt(BENCH_Q8_0), BENCH_Q8_0);
+        assert_int_equal(kn_set_isa("avx512"), 0);
+        assert_int_equal(kn_repack_dt(BENCH_Q4_0), kn_x_split(BENCH_Q4_0) ? KN_Q4_0_R8 : BENCH_Q4_0);
+    }
+    assert_int_equal(kn_set_isa("portable"), 0);
+    assert_int_equal(kn_repack_dt(BENCH_Q4_0), BENCH_Q4_0);
+    kn_set_isa("auto");
+}
+
 /* bf16 grouped 16 rows at a time (bf16r16.h, KN_BF16_R16). The layout: groups rearranged in
  * place and put back give the file's rows, a range of rows too, and rows past the last group are
  * left as they were. The kernels, every family, on 1, 2 and 3 threads, alone and beside the
@@ -1583,6 +1680,7 @@ int main(void) {
         cmocka_unit_test(test_q8_int8_integer_x),
         cmocka_unit_test(test_split_x),
         cmocka_unit_test(test_repack_q4_0),
+        cmocka_unit_test(test_q4_0_g16),
         cmocka_unit_test(test_int8_tiny_block),
         cmocka_unit_test(test_bf16_dot_grid_x),
         cmocka_unit_test(test_matmul_threads),

@@ -111,7 +111,8 @@ static void usage(FILE *f) {
     fprintf(f,
             "  --no-repack      keep every matrix in the file's layout; by default, where the kernel family\n"
             "                   decodes a rearranged Q4_0 natively (avx512 on a CPU with AVX512-VNNI, vnni), the\n"
-            "                   Q4_0 matrices are rearranged at load, as llama.cpp repacks Q4_0 (in place, or into\n"
+            "                   Q4_0 matrices are rearranged at load (16 rows interleaved where vnni runs both\n"
+            "                   phases, else within rows), as llama.cpp repacks Q4_0 (in place, or into\n"
             "                   anonymous copies of a shared mapping): with the mmap loader they become anonymous\n"
             "                   memory; where bf16 prefill runs on bf16 dot products (avx512-bf16), bf16 matrices\n"
             "                   are grouped 16 rows at a time in pread's buffer (not in a mapped file). CPU only\n");
@@ -333,9 +334,12 @@ static void gen_print_figures(const gen_args *g, engine *e, const gen_run *r) {
     if (engine_repacked_matrices(e) > 0) {
         const uint64_t copied = engine_repacked_copied_bytes(e);
         const int bf16 = engine_repacked_bf16(e), q4 = engine_repacked_matrices(e) - bf16;
-        char what[64];
-        if (q4 && bf16) snprintf(what, sizeof what, "%d Q4_0 and %d bf16 matrices", q4, bf16);
-        else snprintf(what, sizeof what, "%d %s matrices", q4 ? q4 : bf16, q4 ? "Q4_0" : "bf16");
+        const int g16 = engine_repacked_q4_0_g16(e);
+        const char *how = g16 == q4 ? " (16 rows interleaved)" : g16 ? " (some 16 rows interleaved, some within rows)"
+                                                                     : " (within rows)";
+        char what[160];
+        if (q4 && bf16) snprintf(what, sizeof what, "%d Q4_0 matrices%s and %d bf16 matrices", q4, how, bf16);
+        else snprintf(what, sizeof what, "%d %s matrices%s", q4 ? q4 : bf16, q4 ? "Q4_0" : "bf16", q4 ? how : "");
         fprintf(stderr, "repacked     %s, %.1f MiB rearranged at load, %s (--no-repack keeps the file's layout)\n", what,
                 (double)engine_repacked_bytes(e) / 1048576.0,
                 copied ? "into anonymous copies of the shared file pages" : "in place");

@@ -163,6 +163,8 @@ static void kn_mm_r8(const kn_ops *ops, float *y, const float *x, int n, const v
                      int r0, int r1, const kn_xq8 *xq);
 static void kn_mm_r16(const kn_ops *ops, float *y, const float *x, int n, const void *w, int rows, int cols,
                       int r0, int r1, const kn_xq8 *xq);
+static void kn_mm_g16(const kn_ops *ops, float *y, const float *x, int n, const void *w, int rows, int cols,
+                      int r0, int r1, const kn_xq8 *xq);
 
 /* Runs the table's kernel for dt, or quant.c's exact one where the table has none
  * (the portable table: no block type but Q8_0). xq: x quantised where the table
@@ -171,6 +173,7 @@ static void kn_mm_call(const kn_ops *ops, bench_dtype dt, float *y, const float 
                        int rows, int cols, int r0, int r1, const kn_xq8 *xq) {
     if (dt == KN_Q4_0_R8) kn_mm_r8(ops, y, x, n, w, rows, cols, r0, r1, xq);
     else if (dt == KN_BF16_R16) kn_mm_r16(ops, y, x, n, w, rows, cols, r0, r1, xq);
+    else if (dt == KN_Q4_0_G16) kn_mm_g16(ops, y, x, n, w, rows, cols, r0, r1, xq);
     else if (ops->mm[dt]) ops->mm[dt](y, x, n, w, rows, cols, r0, r1, xq);
     else qn_exact_mm(dt)(y, x, n, w, rows, cols, r0, r1);
 }
@@ -201,6 +204,9 @@ static void kn_r8_unpack(const void *w, int rows, int cols, int r0, int r1, void
 static void kn_r16_unpack(const void *w, int rows, int cols, int r0, int r1, void *dst) {
     kn_bf16_r16_unpack(w, rows, cols, r0, r1, dst);
 }
+static void kn_g16_unpack(const void *w, int rows, int cols, int r0, int r1, void *dst) {
+    kn_q4_0_g16_unpack(w, rows, cols, r0, r1, dst);
+}
 
 /* Rearranged Q4_0: the table's own decode or prefill where it has one and takes the call; else
  * (a family without one, or x that could not be split) the rows put back (kn_mm_unpacked). */
@@ -218,6 +224,14 @@ static void kn_mm_r16(const kn_ops *ops, float *y, const float *x, int n, const 
     const int whole = r0 % KN_BF16_R16_ROWS == 0 && (r1 % KN_BF16_R16_ROWS == 0 || r1 == rows);
     if (whole && ops->mm_bf16_r16 && ops->mm_bf16_r16(y, x, n, w, rows, cols, r0, r1, xq) == 0) return;
     kn_mm_unpacked(ops, BENCH_BF16, kn_r16_unpack, y, x, n, w, rows, cols, r0, r1, xq);
+}
+
+/* Interleaved Q4_0: as grouped bf16, with the table's mm_q4_0_g16 */
+static void kn_mm_g16(const kn_ops *ops, float *y, const float *x, int n, const void *w, int rows, int cols,
+                      int r0, int r1, const kn_xq8 *xq) {
+    const int whole = r0 % KN_Q4_0_G16_ROWS == 0 && (r1 % KN_Q4_0_G16_ROWS == 0 || r1 == rows);
+    if (whole && ops->mm_q4_0_g16 && ops->mm_q4_0_g16(y, x, n, w, rows, cols, r0, r1, xq) == 0) return;
+    kn_mm_unpacked(ops, BENCH_Q4_0, kn_g16_unpack, y, x, n, w, rows, cols, r0, r1, xq);
 }
 
 /* The family that runs dt's matmuls of n rows of x: auto's measured choice where auto is in use
@@ -376,19 +390,23 @@ static int kn_takes_split(const kn_ops *ops, bench_dtype dt, int n) {
 
 int kn_x_split(bench_dtype dt) { return kn_takes_split(kn_ops_now(), dt, 1); }
 
-int kn_repacks(bench_dtype dt) {
+bench_dtype kn_repack_dt(bench_dtype dt) {
+    const kn_ops *pre = kn_for(kn_ops_now(), dt, 2), *dec = kn_for(kn_ops_now(), dt, 1);
     if (dt == BENCH_BF16) {
         /* where prefill runs on bf16 dot products, whose GEMM the groups were made for
          * (docs/PERFORMANCE.md); decode on any table with a group kernel */
-        const kn_ops *pre = kn_for(kn_ops_now(), dt, 2), *dec = kn_for(kn_ops_now(), dt, 1);
-        return pre->bf16_dot && pre->mm_bf16_r16 && dec->mm_bf16_r16;
+        return pre->bf16_dot && pre->mm_bf16_r16 && dec->mm_bf16_r16 ? KN_BF16_R16 : dt;
     }
-    if (dt != BENCH_Q4_0) return 0;
-    const kn_ops *ops = kn_for(kn_ops_now(), dt, 1);
-    /* avx512's own decode of it needs the split x (AVX512-VNNI); without it, it would put
-     * every row back first */
-    return ops->mv_q4_0_r8 && (kn_takes_xq(ops, dt) || kn_takes_split(ops, dt, 1));
+    if (dt != BENCH_Q4_0) return dt;
+    /* rows interleaved where both phases' tables read them (vnni: decode on its 16-row loop,
+     * prefill on the GEMM packing from the groups); else rearranged within rows where decode's
+     * table has a decode of that (avx512's needs the split x, AVX512-VNNI; without it, it would
+     * put every row back first), which amx's prefill reads too */
+    if (dec->mm_q4_0_g16 && pre->mm_q4_0_g16 && kn_takes_xq(dec, dt)) return KN_Q4_0_G16;
+    return dec->mv_q4_0_r8 && (kn_takes_xq(dec, dt) || kn_takes_split(dec, dt, 1)) ? KN_Q4_0_R8 : dt;
 }
+
+int kn_repacks(bench_dtype dt) { return kn_repack_dt(dt) != dt; }
 
 /* ======================= quantised x for the integer tables ======================= */
 
@@ -500,7 +518,9 @@ static const kn_xq8 *kn_x_prepare(tp_pool *pool, const kn_ops *ops, bench_dtype 
  * whole multiples of 8 rows (16 for grouped bf16: a group, bf16r16.h);
  * prefill's of KN_PANEL_ROWS, so that a packed panel never straddles two
  * threads (768 rows on 2 threads: 384 = 6 panels each). */
-static int kn_row_align(bench_dtype dt, int n) { return n > 1 ? KN_PANEL_ROWS : dt == KN_BF16_R16 ? KN_BF16_R16_ROWS : 8; }
+static int kn_row_align(bench_dtype dt, int n) {
+    return n > 1 ? KN_PANEL_ROWS : dt == KN_BF16_R16 ? KN_BF16_R16_ROWS : dt == KN_Q4_0_G16 ? KN_Q4_0_G16_ROWS : 8;
+}
 
 static int kn_chunk_rows(bench_dtype dt, int rows, int threads, int n) {
     const int align = kn_row_align(dt, n);

@@ -30,10 +30,13 @@ int kn_isa_auto_candidate(const char *isa);
 int kn_q8_int8(void);                   /* 1: the family in use runs Q8_0 on int8 activations */
 int kn_x_int8(bench_dtype dt);          /* 1: the family in use rounds x to int8 for dt's matmuls */
 int kn_bf16_dot(void);                  /* 1: the family in use rounds x to bf16 for bf16 prefill */
-/* 1: the family in use (auto's choice for dt's decode where auto is on) decodes dt rearranged
- * with a kernel of its own, so rearranging at load pays (Q4_0: avx512 with the split decode,
- * avx512-bf16, amx and vnni) */
-int kn_repacks(bench_dtype dt);
+/* The layout dt's matrices are rearranged into at load, where the families in use (auto's
+ * choice for dt's decode and prefill where auto is on) run it with kernels of their own, so
+ * that rearranging pays: Q4_0 interleaved 16 rows at a time (KN_Q4_0_G16) where vnni runs both
+ * phases, else within rows (KN_Q4_0_R8: avx512 with the split decode, avx512-bf16, amx, vnni);
+ * bf16 grouped (KN_BF16_R16) where prefill runs on bf16 dot products; dt itself where none. */
+bench_dtype kn_repack_dt(bench_dtype dt);
+int kn_repacks(bench_dtype dt);         /* kn_repack_dt(dt) != dt */
 /* 1: the family in use decodes dt on x split into int8 parts, exactly (Q8_0, Q4_0 on avx512
  * where the CPU has AVX512-VNNI and $BENCH_EXACT_SPLIT is not 0) */
 int kn_x_split(bench_dtype dt);

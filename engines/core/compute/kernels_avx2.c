@@ -134,5 +134,5 @@ KN_INLINE __m256i ki_udot(__m256i u, __m256i q) {
 #define KI_NSUM 0
 #include "kernels_int8.inc"
 
-const kn_ops kn_ops_avx2_int8 = KN_TABLE_INT8(KI_FN, quant_x_avx2_int8, 0, peak_int8_avx2_int8, NULL, NULL);
+const kn_ops kn_ops_avx2_int8 = KN_TABLE_INT8(KI_FN, quant_x_avx2_int8, 0, peak_int8_avx2_int8, NULL, NULL, NULL);
 #endif

@@ -407,9 +407,18 @@ static int mm_q4_0_r8_vnni(float *y, const float *x, int n, const void *w, int r
     (void)x;
     return KI_GEMM(KN_Q4_0_R8, y, n, w, rows, cols, r0, r1, xq);
 }
+/* Interleaved Q4_0 (KN_Q4_0_G16): decode on its 16-row loop, prefill on the int8 GEMM, which
+ * packs its panels straight from the groups (g_group_g16) */
+static int mm_q4_0_g16_vnni(float *y, const float *x, int n, const void *w, int rows, int cols, int r0, int r1,
+                            const kn_xq8 *xq) {
+    (void)x;
+    if (n == 1) return KI_FN(mv_q4_0_g16_zmm)(y, w, rows, cols, r0, r1, xq);
+    return KI_GEMM(KN_Q4_0_G16, y, n, w, rows, cols, r0, r1, xq);
+}
 #pragma GCC pop_options
 
-const kn_ops kn_ops_vnni = KN_TABLE_INT8(KI_FN, quant_x_vnni, 1, peak_int8_vnni, mv_q4_0_r8_vnni, mm_q4_0_r8_vnni);
+const kn_ops kn_ops_vnni = KN_TABLE_INT8(KI_FN, quant_x_vnni, 1, peak_int8_vnni, mv_q4_0_r8_vnni, mm_q4_0_r8_vnni,
+                                         mm_q4_0_g16_vnni);
 
 /* ---- avx512-bf16: the avx512 table with bf16 prefill on vdpbf16ps ----
  * These functions alone carry the AVX512_BF16 target, as the VNNI ones do. */

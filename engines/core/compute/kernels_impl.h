@@ -148,6 +148,10 @@ typedef struct kn_ops {
      * one too or rows. May decline (-1: no buffers); kernels.c then puts the rows back for
      * mm[BENCH_BF16]. NULL: none */
     kn_mm_try_fn mm_bf16_r16;
+    /* (optional) Q4_0 rows interleaved by kn_q4_0_g16_pack (KN_Q4_0_G16), any n, x prepared as
+     * for mm[BENCH_Q4_0]; r0 a group's first row, r1 one too or rows. May decline (-1: no
+     * buffers); kernels.c then puts the rows back for mm[BENCH_Q4_0]. NULL: none */
+    kn_mm_try_fn mm_q4_0_g16;
 } kn_ops;
 
 /* A kernel family: one row of kernels.c's kn_families (docs/extending.md, "A CPU kernel

@@ -5,6 +5,7 @@
 
 #include "engines/abi/dtype.h"
 #include "bf16r16.h"
+#include "q4g16.h"
 
 /* Q4_0 rows rearranged for the decode kernels (kn_repack_rows), an internal layout that no file
  * holds: each group of 8 blocks of a row becomes one kn_block_q4_0x8; blocks past the last
@@ -26,9 +27,10 @@ enum { KN_Q4_0_R8_TAG = BENCH_DTYPE_COUNT };
 #define KN_Q4_0_R8 ((bench_dtype)KN_Q4_0_R8_TAG)
 
 /* The dtype whose bytes a kernel's dtype rearranges: Q4_0 for rearranged Q4_0 (the same bytes
- * per row), BF16 for grouped bf16 (bf16r16.h: the same bytes per group of rows), else itself. */
+ * per row) and for interleaved Q4_0 (q4g16.h), BF16 for grouped bf16 (bf16r16.h: the same bytes
+ * per group of rows), else itself. */
 static inline bench_dtype kn_base_dt(int dt) {
-    return dt == KN_Q4_0_R8_TAG ? BENCH_Q4_0 : dt == KN_BF16_R16_TAG ? BENCH_BF16 : (bench_dtype)dt;
+    return dt == KN_Q4_0_R8_TAG || dt == KN_Q4_0_G16_TAG ? BENCH_Q4_0 : dt == KN_BF16_R16_TAG ? BENCH_BF16 : (bench_dtype)dt;
 }
 
 /* rows Q4_0 rows of cols (a multiple of 32) rearranged in place, and back (dst may be src) */

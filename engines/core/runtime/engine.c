@@ -424,12 +424,6 @@ int engine_create(const engine_spec *spec, engine **out, char *err, size_t errle
         kn_drop_rounding();
         engine_tune_kernels(e, spec);
     }
-    if (!e->dev && spec->repack != ENGINE_REPACK_OFF) { /* after the tuning, which measures the file's layout */
-        repack_weights(&e->w, c->n_layers, &(bench_loader){e->loader, e->loader_ctx}, &e->host, &e->rp);
-        if (e->rp.skipped)
-            fprintf(stderr, "bench: note: %d matrices keep the file's layout: the loader does not say how their "
-                            "memory is held, or it could be neither written nor copied\n", e->rp.skipped);
-    }
 
     uint64_t pool_bytes = 0;
     e->kv_pooled = kv_is_pooled(e->kv_mod.mod);
@@ -448,6 +442,15 @@ int engine_create(const engine_spec *spec, engine **out, char *err, size_t errle
     e->tf = (tf_ctx){.cfg = c, .w = &e->w, .pool = e->pool, .kv = &e->kv, .alloc = &e->allocator,
                      .llama_numerics = spec->llama_numerics, .scratch_per_pass = spec->scratch == ENGINE_SCRATCH_PASS};
     engine_settle_numerics(e);
+    /* after the tuning, which measures the file's layout, and after production numerics settled
+     * which families run, whose kernels the layout is chosen for (kn_repack_dt): a rounding
+     * family still being checked runs as the exact one until then */
+    if (!e->dev && spec->repack != ENGINE_REPACK_OFF) {
+        repack_weights(&e->w, c->n_layers, &(bench_loader){e->loader, e->loader_ctx}, &e->host, &e->rp);
+        if (e->rp.skipped)
+            fprintf(stderr, "bench: note: %d matrices keep the file's layout: the loader does not say how their "
+                            "memory is held, or it could be neither written nor copied\n", e->rp.skipped);
+    }
     if (spec->reserve_tokens > 0 && (rc = engine_reserve_scratch(e, spec->reserve_tokens, NULL, err, errlen))) goto err;
     *out = e;
     return 0;
@@ -499,6 +502,7 @@ void engine_destroy(engine *e) {
 const model *engine_model(const engine *e) { return e->m; }
 int engine_repacked_matrices(const engine *e) { return e->rp.matrices; }
 int engine_repacked_bf16(const engine *e) { return e->rp.bf16; }
+int engine_repacked_q4_0_g16(const engine *e) { return e->rp.q4_0_g16; }
 uint64_t engine_repacked_bytes(const engine *e) { return e->rp.bytes; }
 uint64_t engine_repacked_copied_bytes(const engine *e) { return e->rp.copied; }
 const tokenizer *engine_tokenizer(const engine *e) { return e->tok; }

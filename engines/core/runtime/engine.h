@@ -125,10 +125,12 @@ void engine_destroy(engine *e);                 /* e may be NULL */
 
 const model *engine_model(const engine *e);
 /* The matrices rearranged at load (engine_spec.repack), of those the bf16 ones (the others are
- * Q4_0), their bytes, and of those the bytes rearranged into anonymous copies (where the
- * loader's memory was shared: mmap's default); 0 where none were. */
+ * Q4_0) and the Q4_0 ones with 16 rows interleaved (the other Q4_0 ones within rows), their
+ * bytes, and of those the bytes rearranged into anonymous copies (where the loader's memory was
+ * shared: mmap's default); 0 where none were. */
 int engine_repacked_matrices(const engine *e);
 int engine_repacked_bf16(const engine *e);
+int engine_repacked_q4_0_g16(const engine *e);
 uint64_t engine_repacked_bytes(const engine *e);
 uint64_t engine_repacked_copied_bytes(const engine *e);
 const tokenizer *engine_tokenizer(const engine *e);   /* NULL when the model has no vocabulary */

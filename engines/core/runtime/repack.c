@@ -9,26 +9,35 @@
 
 typedef struct rp_job {
     bench_dtype dt;     /* BENCH_Q4_0 or BENCH_BF16: the file's */
+    bench_dtype to;     /* the layout (kn_repack_dt): KN_Q4_0_R8, KN_Q4_0_G16 or KN_BF16_R16 */
     const void *src;
     void *dst;
     int rows, cols;
-    unsigned char *tmp; /* bf16: a group's bytes a task (kn_bf16_r16_pack) */
+    unsigned char *tmp; /* the layouts of groups of rows: a group's bytes a task */
 } rp_job;
 
-/* Task t of n rearranges its share of the rows, Q4_0's, or of the groups, bf16's (copying them
- * first where dst is a copy; the last task also copies the rows past bf16's last group). */
+/* Rows a group in the layout to; 0 where it rearranges each row on its own (KN_Q4_0_R8). */
+static int rp_group_rows(bench_dtype to) {
+    return to == KN_BF16_R16 ? KN_BF16_R16_ROWS : to == KN_Q4_0_G16 ? KN_Q4_0_G16_ROWS : 0;
+}
+
+/* Task t of n rearranges its share of the rows (KN_Q4_0_R8), or of the groups (copying them
+ * first where dst is a copy; the last task also copies the rows past the last group). */
 static void rp_task(void *arg, int t, int n) {
     const rp_job *j = arg;
     const size_t rb = bench_dtype_row_bytes(j->dt, j->cols);
     int r0 = (int)((int64_t)j->rows * t / n), r1 = (int)((int64_t)j->rows * (t + 1) / n);
-    if (j->dt == BENCH_BF16) {
-        const int groups = kn_bf16_r16_grouped(j->rows) / KN_BF16_R16_ROWS;
+    const int gr = rp_group_rows(j->to);
+    if (gr) {
+        const int groups = j->rows / gr;
         const int g0 = (int)((int64_t)groups * t / n), g1 = (int)((int64_t)groups * (t + 1) / n);
-        r0 = g0 * KN_BF16_R16_ROWS;
-        r1 = t == n - 1 ? j->rows : g1 * KN_BF16_R16_ROWS;
+        r0 = g0 * gr;
+        r1 = t == n - 1 ? j->rows : g1 * gr;
         if (j->dst != j->src && r1 > r0)
             memcpy((char *)j->dst + (size_t)r0 * rb, (const char *)j->src + (size_t)r0 * rb, (size_t)(r1 - r0) * rb);
-        kn_bf16_r16_pack(j->dst, j->cols, g0, g1, j->tmp + (size_t)t * KN_BF16_R16_ROWS * rb);
+        unsigned char *tmp = j->tmp + (size_t)t * gr * rb;
+        if (j->to == KN_BF16_R16) kn_bf16_r16_pack(j->dst, j->cols, g0, g1, tmp);
+        else kn_q4_0_g16_pack(j->dst, j->cols, g0, g1, tmp);
         return;
     }
     char *dst = (char *)j->dst + (size_t)r0 * rb;
@@ -37,11 +46,11 @@ static void rp_task(void *arg, int t, int n) {
     kn_repack_rows(dst, r1 - r0, j->cols);
 }
 
-/* 0, or -1 (nothing written) where bf16's group buffers cannot be had. */
+/* 0, or -1 (nothing written) where the group buffers cannot be had. */
 static int rp_run(const bench_host *host, rp_job *j) {
     const int n = host && host->parallel_for && host->n_threads > 1 ? host->n_threads : 1;
-    if (j->dt == BENCH_BF16) {
-        j->tmp = malloc((size_t)n * KN_BF16_R16_ROWS * bench_dtype_row_bytes(BENCH_BF16, j->cols));
+    if (rp_group_rows(j->to)) {
+        j->tmp = malloc((size_t)n * rp_group_rows(j->to) * bench_dtype_row_bytes(j->dt, j->cols));
         if (!j->tmp) return -1;
     }
     if (n > 1) host->parallel_for(host->pool, rp_task, j, n);
@@ -104,10 +113,10 @@ static void *rp_room(rp_arena *a, size_t bytes, const bench_host *host, repack *
 }
 
 /* An anonymous copy of m, rearranged; the file pages it came from are let go. 0, or -1. */
-static int rp_copy(tf_matrix *m, size_t bytes, rp_arena *a, const bench_host *host, repack *r) {
+static int rp_copy(tf_matrix *m, bench_dtype to, size_t bytes, rp_arena *a, const bench_host *host, repack *r) {
     void *p = rp_room(a, bytes, host, r);
     if (!p) return -1;
-    rp_job j = {m->dtype, m->data, p, m->rows, m->cols, NULL};
+    rp_job j = {m->dtype, to, m->data, p, m->rows, m->cols, NULL};
     if (rp_run(host, &j)) return -1; /* its room stays with the process until repack_release */
     const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
     const uintptr_t lo = ((uintptr_t)m->data + page - 1) & ~(page - 1), hi = ((uintptr_t)m->data + bytes) & ~(page - 1);
@@ -133,7 +142,8 @@ static int rp_to_anon(bench_dtype dt) { return dt == BENCH_Q4_0; }
 /* One matrix: in place where its memory is private (made writable for it where read-only, and
  * read-only again), into a copy where shared; as it is where the loader does not say
  * (loader.h memory_kind). */
-static void rp_matrix(tf_matrix *m, rp_arena *a, const bench_loader *loader, const bench_host *host, repack *r) {
+static void rp_matrix(tf_matrix *m, bench_dtype to, rp_arena *a, const bench_loader *loader, const bench_host *host,
+                      repack *r) {
     const bench_dtype dt = m->dtype;
     const size_t bytes = (size_t)m->rows * bench_dtype_row_bytes(dt, m->cols);
     const bench_loader_memory kind = bench_loader_memory_kind(loader, m->data, bytes);
@@ -141,7 +151,7 @@ static void rp_matrix(tf_matrix *m, rp_arena *a, const bench_loader *loader, con
     const uintptr_t lo = (uintptr_t)m->data & ~(page - 1), hi = ((uintptr_t)m->data + bytes + page - 1) & ~(page - 1);
     if (kind == BENCH_LOADER_MEM_SHARED) {
         if (!rp_to_anon(dt)) return;
-        if (rp_copy(m, bytes, a, host, r)) {
+        if (rp_copy(m, to, bytes, a, host, r)) {
             r->skipped++;
             return;
         }
@@ -152,7 +162,7 @@ static void rp_matrix(tf_matrix *m, rp_arena *a, const bench_loader *loader, con
         r->skipped++;
         return;
     } else {
-        rp_job j = {dt, m->data, (void *)(uintptr_t)m->data, m->rows, m->cols, NULL};
+        rp_job j = {dt, to, m->data, (void *)(uintptr_t)m->data, m->rows, m->cols, NULL};
         const int failed = rp_run(host, &j);
         if (kind == BENCH_LOADER_MEM_PRIVATE_RO) (void)mprotect((void *)lo, hi - lo, PROT_READ); /* as the loader left it */
         if (failed) {
@@ -160,18 +170,24 @@ static void rp_matrix(tf_matrix *m, rp_arena *a, const bench_loader *loader, con
             return;
         }
     }
-    m->dtype = dt == BENCH_BF16 ? KN_BF16_R16 : KN_Q4_0_R8;
+    m->dtype = to;
     r->matrices++;
     r->bf16 += dt == BENCH_BF16;
+    r->q4_0_g16 += to == KN_Q4_0_G16;
     r->bytes += bytes;
 }
 
-/* Whether m is worth rearranging, where the kernels in use take its dtype rearranged (dts: a bit
- * per dtype): Q4_0 with at least one group of 8 blocks a row, bf16 with one group of rows
- * (bf16r16.h); and not the embedding's bytes (which are read row by row in the file's layout). */
-static int rp_wanted(const tf_weights *w, const tf_matrix *m, unsigned dts) {
-    if (m->data == w->tok_embd.data || (unsigned)m->dtype >= BENCH_DTYPE_COUNT || !(dts >> m->dtype & 1u)) return 0;
-    return m->dtype == BENCH_Q4_0 ? m->cols >= 256 : kn_bf16_r16_ok(m->rows, m->cols);
+/* The layout m is rearranged into (kn_repack_dt), or its own dtype where it is not worth it: Q4_0
+ * within rows with at least one group of 8 blocks a row, Q4_0 interleaved and bf16 with one group
+ * of rows (q4g16.h, bf16r16.h); never the embedding's bytes (which are read row by row in the
+ * file's layout). */
+static bench_dtype rp_wanted(const tf_weights *w, const tf_matrix *m) {
+    const bench_dtype dt = m->dtype;
+    if (m->data == w->tok_embd.data || (dt != BENCH_Q4_0 && dt != BENCH_BF16)) return dt;
+    const bench_dtype to = kn_repack_dt(dt);
+    const int ok = to == KN_Q4_0_R8 ? m->cols >= 256 : to == KN_Q4_0_G16 ? kn_q4_0_g16_ok(m->rows, m->cols)
+                 : to == KN_BF16_R16 ? kn_bf16_r16_ok(m->rows, m->cols) : 0;
+    return ok ? to : dt;
 }
 
 /* After m was rearranged: any other matrix bound to the same bytes (a file may bind one tensor
@@ -186,18 +202,18 @@ static void rp_follow(tf_weights *w, int n_layers, const void *old, const tf_mat
 }
 
 /* m, where it is worth it; any matrix bound to the same bytes follows it. */
-static void rp_one(tf_weights *w, int n_layers, tf_matrix *m, unsigned dts, rp_arena *a, const bench_loader *loader,
+static void rp_one(tf_weights *w, int n_layers, tf_matrix *m, rp_arena *a, const bench_loader *loader,
                    const bench_host *host, repack *r) {
-    if (!rp_wanted(w, m, dts)) return;
+    const bench_dtype was = m->dtype, to = rp_wanted(w, m);
+    if (to == was) return;
     const void *old = m->data;
-    const bench_dtype was = m->dtype;
-    rp_matrix(m, a, loader, host, r);
+    rp_matrix(m, to, a, loader, host, r);
     if (m->dtype != was) rp_follow(w, n_layers, old, m);
 }
 
 /* The bytes rp_one would copy of m. */
-static size_t rp_copy_bytes(const tf_weights *w, const tf_matrix *m, unsigned dts, const bench_loader *loader) {
-    if (!rp_wanted(w, m, dts)) return 0;
+static size_t rp_copy_bytes(const tf_weights *w, const tf_matrix *m, const bench_loader *loader) {
+    if (rp_wanted(w, m) == m->dtype) return 0;
     const size_t bytes = (size_t)m->rows * bench_dtype_row_bytes(m->dtype, m->cols);
     return rp_to_anon(m->dtype) && bench_loader_memory_kind(loader, m->data, bytes) == BENCH_LOADER_MEM_SHARED
                ? rp_room_bytes(bytes) : 0;
@@ -205,24 +221,23 @@ static size_t rp_copy_bytes(const tf_weights *w, const tf_matrix *m, unsigned dt
 
 /* The bytes of every copy rp_one would make (a matrix bound twice counted twice: room that is
  * never touched takes no memory). */
-static size_t rp_plan(tf_weights *w, int n_layers, unsigned dts, const bench_loader *loader) {
-    size_t total = rp_copy_bytes(w, &w->output, dts, loader);
+static size_t rp_plan(tf_weights *w, int n_layers, const bench_loader *loader) {
+    size_t total = rp_copy_bytes(w, &w->output, loader);
     for (int l = 0; l < n_layers; l++)
-        for (int i = 0; i < TF_LAYER_MATRICES; i++) total += rp_copy_bytes(w, tf_layer_matrix(&w->layers[l], i), dts, loader);
+        for (int i = 0; i < TF_LAYER_MATRICES; i++) total += rp_copy_bytes(w, tf_layer_matrix(&w->layers[l], i), loader);
     return total;
 }
 
 void repack_weights(tf_weights *w, int n_layers, const bench_loader *loader, const bench_host *host, repack *r) {
     memset(r, 0, sizeof *r);
-    const unsigned dts = (kn_repacks(BENCH_Q4_0) ? 1u << BENCH_Q4_0 : 0u) | (kn_repacks(BENCH_BF16) ? 1u << BENCH_BF16 : 0u);
-    if (!dts) return;
-    const size_t total = rp_plan(w, n_layers, dts, loader);
+    if (!kn_repacks(BENCH_Q4_0) && !kn_repacks(BENCH_BF16)) return;
+    const size_t total = rp_plan(w, n_layers, loader);
     char *p = total ? rp_map_kept(total, host, r) : NULL; /* NULL: each copy maps its own */
     rp_arena a = {p, p ? p + total : NULL};
     for (int l = 0; l < n_layers; l++)
         for (int i = 0; i < TF_LAYER_MATRICES; i++)
-            rp_one(w, n_layers, tf_layer_matrix(&w->layers[l], i), dts, &a, loader, host, r);
-    rp_one(w, n_layers, &w->output, dts, &a, loader, host, r);
+            rp_one(w, n_layers, tf_layer_matrix(&w->layers[l], i), &a, loader, host, r);
+    rp_one(w, n_layers, &w->output, &a, loader, host, r);
 }
 
 void repack_release(repack *r) {
