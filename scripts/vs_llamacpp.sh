@@ -17,8 +17,13 @@
 # Each round runs, for every file in turn (interleaved, so a shared machine's drift falls on
 # both engines alike):
 #   bench generate --model F --prompt-tokens P --steps P+G --threads T --kernels K --bandwidth --loader L --warmup 1
+#   bench generate --model F --prompt-tokens 1 --steps 1+G --threads T --kernels K --loader L --warmup 1
 #   LLAMA_BENCH -m F -p P -n G -t T -r 1 -o csv
-# and takes prefill and decode tokens/s from each. Both are warm: llama-bench runs each test
+# and takes prefill tokens/s from the first and llama-bench's pp test, decode tokens/s from the
+# second and its tg test: G tokens from an empty context in both (llama-bench's tg decodes
+# positions 0..G-1; after a P-token prompt bench would read P more positions of the KV cache a
+# token, about a tenth of the bytes of llama-110m q4_0's weights at P = 128). The first run's
+# decode, after the prompt, is printed in the last column. Both are warm: llama-bench runs each test
 # once untimed before it times it (its default warm-up), and bench generate --warmup 1 runs the
 # whole prefill and decode once untimed before the timed pass, so the headline ratios are warm
 # against warm. bench's cold first pass (the one --warmup leaves out, what a single
@@ -38,9 +43,8 @@
 # by scripts/depth_vs_llamacpp.sh, through ../shared/tools/llama_depth.c (llama-bench at
 # c392e50 has no depth option).
 #
-# Differences that remain: llama-bench's tg test decodes G tokens from an empty context,
-# bench decodes positions P..P+G-1 after the prompt (more attention work for bench: at 110M and
-# 192 positions it is under 2% of a token's FLOPs). Both prefill the P tokens as one batch.
+# Both prefill the P tokens as one batch and decode G tokens from an empty context (bench's after
+# a 1-token prompt: positions 1..G against llama-bench's 0..G-1).
 #
 # Environment: REPS (5), THREADS (2), PROMPT (128), GEN (64), KERNELS (auto: the best exact
 # family; vnni or avx2-int8 for Q8_0 on int8 activations, as llama.cpp does), BENCH
@@ -140,6 +144,14 @@ for ((r = 0; r <= reps; r++)); do
       [ -n "$ran" ] && kn=$ran
     fi
     huge=$(sed -n 's/.*; \([0-9.]*\) MB of the file mapped in 2 MiB pages.*/\1/p' <<<"$out")
+    # decode as llama-bench's tg test runs it: GEN tokens from an empty context (positions 1..GEN
+    # after a 1-token prompt); the decode after the PROMPT-token prompt is kept beside it
+    out0=$("${pre[@]}" "$bench" generate --model "$m" --prompt-tokens 1 --steps $((1 + gen)) \
+          --threads "$threads" --kernels "$kernels" --loader "$loader" --warmup 1 --ids 2>&1 >/dev/null) ||
+      { echo "vs_llamacpp.sh: bench generate failed on $m:" >&2; echo "$out0" >&2; exit 1; }
+    adec=$bdec
+    bdec=$(awk '$1 == "decode" {print $2}' <<<"$out0")
+    cdec=$(sed -n 's/^cold .* decode \([0-9.]*\) tokens\/s.*/\1/p' <<<"$out0")
     # shellcheck disable=SC2086  # LLAMA_ARGS is a list of options
     csv=$("${pre[@]}" "$llama" -m "$m" -p "$prompt" -n "$gen" -t "$threads" -r 1 -o csv ${LLAMA_ARGS:-} 2>/dev/null) ||
       { echo "vs_llamacpp.sh: llama-bench failed on $m" >&2; exit 1; }
@@ -153,8 +165,8 @@ for ((r = 0; r <= reps; r++)); do
       printf '%s warm-up round: bench %s/%s (cold %s/%s) llama.cpp %s/%s tok/s prefill/decode (not counted); %s MB of the file in 2 MiB pages\n' \
         "$name" "$bpre" "$bdec" "$cpre" "$cdec" "$lpre" "$ldec" "${huge:-(not mmap)}" >&2
     else
-      printf '%s %s %s %s %s %s %s %s %s %s %s %s\n' "$name" "$r" "$bpre" "$bdec" "$lpre" "$ldec" "$bound" "$kn" "$cpre" "$cdec" \
-        "$gflop" "$peak" | tee -a "$tmp" >&2
+      printf '%s %s %s %s %s %s %s %s %s %s %s %s %s\n' "$name" "$r" "$bpre" "$bdec" "$lpre" "$ldec" "$bound" "$kn" "$cpre" "$cdec" \
+        "$gflop" "$peak" "$adec" | tee -a "$tmp" >&2
     fi
   done
 done
@@ -184,19 +196,20 @@ function ratio(k, cb, cl, fmt,   v) {
 # pass at the f32 FMA peak, prompt x peak / GFLOP a pass, a round at a time
 function roof(k, i) { return val[k, 11, i] > 0 && val[k, 12, i] > 0 ? pr * val[k, 12, i] / val[k, 11, i] : 0 }
 function f32pre(k,   f) { f = kern[k]; sub(/^[^\/]*\//, "", f); return f ~ /^(avx512|avx512-wide|avx2|portable)$/ }
-{ k = $1; if (!(k in n)) order[++nk] = k; n[k]++; for (c = 3; c <= 12; c++) if (c != 8) val[k, c, n[k]] = $c; kern[k] = $8 }
+{ k = $1; if (!(k in n)) order[++nk] = k; n[k]++; for (c = 3; c <= 13; c++) if (c != 8) val[k, c, n[k]] = $c; kern[k] = $8 }
 END {
   print "warm against warm (llama-bench warms up each test; bench generate --warmup 1); bench cold = its first pass"
-  printf "%-26s %-22s %-24s %-24s %-20s | %-24s %-24s %-20s | %-22s %-26s | %-24s %s\n", "model", "kernels", "prefill bench", "prefill llama.cpp", "ratio",
-         "decode bench", "decode llama.cpp", "ratio", "bound tok/s", "% bound bench / llama.cpp", "cold prefill bench", "cold decode bench"
+  printf "%-26s %-22s %-24s %-24s %-20s | %-24s %-24s %-20s | %-22s %-26s | %-24s %-24s | %s\n", "model", "kernels", "prefill bench", "prefill llama.cpp", "ratio",
+         "decode bench", "decode llama.cpp", "ratio", "bound tok/s", "% bound bench / llama.cpp", "cold prefill bench", "cold decode bench",
+         "bench decode after the prompt"
   for (o = 1; o <= nk; o++) {
     k = order[o]
     for (i = 1; i <= n[k]; i++) { pb[i] = 100 * val[k, 4, i] / val[k, 7, i]; pl[i] = 100 * val[k, 6, i] / val[k, 7, i] }
     bnd = sprintf("%.0f / %.0f", med(pb, n[k]), med(pl, n[k]))
-    printf "%-26s %-22s %-24s %-24s %-20s | %-24s %-24s %-20s | %-22s %-26s | %-24s %s\n", k, kern[k],
+    printf "%-26s %-22s %-24s %-24s %-20s | %-24s %-24s %-20s | %-22s %-26s | %-24s %-24s | %s\n", k, kern[k],
            col(k, 3, "%.1f"), col(k, 5, "%.1f"), ratio(k, 3, 5, "%.2f"),
            col(k, 4, "%.1f"), col(k, 6, "%.1f"), ratio(k, 4, 6, "%.2f"),
-           col(k, 7, "%.1f"), bnd, col(k, 9, "%.1f"), col(k, 10, "%.1f")
+           col(k, 7, "%.1f"), bnd, col(k, 9, "%.1f"), col(k, 10, "%.1f"), col(k, 13, "%.1f")
   }
   # each file that prefilled on f32 FMAs against that peak: the share each engine ran at, and the
   # ratio it would reach were bench at the peak (llama.cpp as measured)
