@@ -461,6 +461,8 @@ static void test_q4_0_g16(void **state) {
         assert_int_equal(kn_set_isa("avx512"), 0);
         assert_int_equal(kn_repack_dt(BENCH_Q4_0), kn_x_split(BENCH_Q4_0) ? KN_Q4_0_R8 : BENCH_Q4_0);
     }
+    if (kn_set_isa("avx2-int8") == 0) assert_int_equal(kn_repack_dt(BENCH_Q4_0), KN_Q4_0_G16);
+    if (kn_set_isa("avx2") == 0) assert_int_equal(kn_repack_dt(BENCH_Q4_0), BENCH_Q4_0);
     assert_int_equal(kn_set_isa("portable"), 0);
     assert_int_equal(kn_repack_dt(BENCH_Q4_0), BENCH_Q4_0);
     kn_set_isa("auto");

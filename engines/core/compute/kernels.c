@@ -178,22 +178,29 @@ static void kn_mm_call(const kn_ops *ops, bench_dtype dt, float *y, const float 
     else qn_exact_mm(dt)(y, x, n, w, rows, cols, r0, r1);
 }
 
-/* Rows [r0, r1) of a rearranged matrix put back in the file's layout (bdt's) into a buffer of its
- * own, then the table's kernel for bdt, which reads y's rows only through the stride rows, so
- * y + r0 takes them from 0. unpack: (w, rows, cols, r0, r1, dst). That costs a copy of the share
- * of the matrix a call: for a prefill, a few per cent of a 128-token GEMM; for a decode, a
- * token's worth of reading, which kn_repacks keeps from happening where rearranging is chosen. */
+/* Rows [r0, r1) of a rearranged matrix put back in the file's layout (bdt's) a panel of
+ * KN_PANEL_ROWS rows at a time into a buffer of its own, each then through the table's kernel
+ * for bdt, which reads y's rows only through the stride rows, so y + r takes them from 0 (every
+ * kernel computes a row from that row and x alone, a panel at a time in prefill: the file's
+ * bits). unpack: (w, rows, cols, r0, r1, dst). A panel stays in the caches between its unpacking
+ * and its use: a prefill pays the unpacking's instructions, not a second pass over the share's
+ * bytes; a decode pays about a token's worth of reading, which kn_repack_dt keeps from
+ * happening where rearranging is chosen. */
 static void kn_mm_unpacked(const kn_ops *ops, bench_dtype bdt, void (*unpack)(const void *, int, int, int, int, void *),
                            float *y, const float *x, int n, const void *w, int rows, int cols, int r0, int r1,
                            const kn_xq8 *xq) {
-    void *tmp = malloc((size_t)(r1 - r0) * bench_dtype_row_bytes(bdt, cols));
+    const int panel = r1 - r0 < KN_PANEL_ROWS ? r1 - r0 : KN_PANEL_ROWS;
+    void *tmp = malloc((size_t)panel * bench_dtype_row_bytes(bdt, cols));
     if (!tmp) { /* out of memory: NaN rows, which the forward pass reports as non-finite logits */
         for (int t = 0; t < n; t++)
             for (int r = r0; r < r1; r++) y[(size_t)t * rows + r] = NAN;
         return;
     }
-    unpack(w, rows, cols, r0, r1, tmp);
-    kn_mm_call(ops, bdt, y + r0, x, n, tmp, rows, cols, 0, r1 - r0, xq);
+    for (int r = r0; r < r1; r += panel) {
+        const int e = r1 - r < panel ? r1 : r + panel;
+        unpack(w, rows, cols, r, e, tmp);
+        kn_mm_call(ops, bdt, y + r, x, n, tmp, rows, cols, 0, e - r, xq);
+    }
     free(tmp);
 }
 
@@ -398,12 +405,14 @@ bench_dtype kn_repack_dt(bench_dtype dt) {
         return pre->bf16_dot && pre->mm_bf16_r16 && dec->mm_bf16_r16 ? KN_BF16_R16 : dt;
     }
     if (dt != BENCH_Q4_0) return dt;
-    /* rows interleaved where both phases' tables read them (vnni: decode on its 16-row loop,
-     * prefill on the GEMM packing from the groups); else rearranged within rows where decode's
-     * table has a decode of that (avx512's needs the split x, AVX512-VNNI; without it, it would
-     * put every row back first), which amx's prefill reads too */
-    if (dec->mm_q4_0_g16 && pre->mm_q4_0_g16 && kn_takes_xq(dec, dt)) return KN_Q4_0_G16;
-    return dec->mv_q4_0_r8 && (kn_takes_xq(dec, dt) || kn_takes_split(dec, dt, 1)) ? KN_Q4_0_R8 : dt;
+    /* rows interleaved where decode's table reads them (vnni, avx2-int8) and either prefill's
+     * does too (vnni's GEMM packs from the groups) or decode has no loop for rows rearranged
+     * within rows (avx2-int8; prefill then puts a panel of rows back at a time); else within
+     * rows where decode's table has a decode of that (avx512's needs the split x, AVX512-VNNI;
+     * without it, it would put every row back first), which amx's prefill reads too */
+    const int r8 = dec->mv_q4_0_r8 && (kn_takes_xq(dec, dt) || kn_takes_split(dec, dt, 1));
+    if (dec->mm_q4_0_g16 && kn_takes_xq(dec, dt) && (pre->mm_q4_0_g16 || !r8)) return KN_Q4_0_G16;
+    return r8 ? KN_Q4_0_R8 : dt;
 }
 
 int kn_repacks(bench_dtype dt) { return kn_repack_dt(dt) != dt; }

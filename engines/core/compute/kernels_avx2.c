@@ -134,5 +134,14 @@ KN_INLINE __m256i ki_udot(__m256i u, __m256i q) {
 #define KI_NSUM 0
 #include "kernels_int8.inc"
 
-const kn_ops kn_ops_avx2_int8 = KN_TABLE_INT8(KI_FN, quant_x_avx2_int8, 0, peak_int8_avx2_int8, NULL, NULL, NULL);
+/* Interleaved Q4_0 (KN_Q4_0_G16): decode on its 8-row halves; prefill declines, and kernels.c
+ * puts a panel of rows back at a time for mm_q4_0 */
+static int mm_q4_0_g16_avx2_int8(float *y, const float *x, int n, const void *w, int rows, int cols, int r0, int r1,
+                                 const kn_xq8 *xq) {
+    (void)x;
+    return n == 1 ? KI_FN(mv_q4_0_g16)(y, w, rows, cols, r0, r1, xq) : -1;
+}
+
+const kn_ops kn_ops_avx2_int8 = KN_TABLE_INT8(KI_FN, quant_x_avx2_int8, 0, peak_int8_avx2_int8, NULL, NULL,
+                                              mm_q4_0_g16_avx2_int8);
 #endif

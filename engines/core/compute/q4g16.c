@@ -2,16 +2,11 @@
 
 #include <string.h>
 
-/* Row i's block to its place in the group's block, and back. Callers copy bytes through memcpy:
- * a file's tensor may be only 2-byte aligned. */
+/* Row i's block to its place in the group's block. Bytes go through memcpy: a file's tensor may
+ * be only 2-byte aligned. */
 static void kn_g16_put(const bench_block_q4_0 *src, kn_block_q4_0x16 *dst, int i) {
     dst->d[i] = src->d;
     for (int j = 0; j < 4; j++) memcpy(dst->qs[j][i], src->qs + 4 * j, 4);
-}
-
-static void kn_g16_get(const kn_block_q4_0x16 *src, bench_block_q4_0 *dst, int i) {
-    dst->d = src->d[i];
-    for (int j = 0; j < 4; j++) memcpy(dst->qs + 4 * j, src->qs[j][i], 4);
 }
 
 void kn_q4_0_g16_pack(void *w, int cols, int g0, int g1, void *tmp) {
@@ -41,13 +36,16 @@ void kn_q4_0_g16_unpack(const void *w, int rows, int cols, int r0, int r1, void 
             memcpy(o, (const char *)w + (size_t)r * rb, rb);
             continue;
         }
+        /* row i's pieces of each group block, where they lie (a copy of the whole block a row
+         * made the prefill's unpacking, kernels.c kn_mm_unpacked, cost a tenth of it) */
         const char *g = (const char *)w + (size_t)(r / KN_Q4_0_G16_ROWS) * KN_Q4_0_G16_ROWS * rb;
+        const size_t i = (size_t)(r % KN_Q4_0_G16_ROWS);
         for (int b = 0; b < nb; b++) {
-            kn_block_q4_0x16 blk;
-            bench_block_q4_0 out;
-            memcpy(&blk, g + (size_t)b * sizeof blk, sizeof blk);
-            kn_g16_get(&blk, &out, r % KN_Q4_0_G16_ROWS);
-            memcpy(o + (size_t)b * sizeof out, &out, sizeof out);
+            const char *s = g + (size_t)b * sizeof(kn_block_q4_0x16);
+            char *d = o + (size_t)b * sizeof(bench_block_q4_0);
+            memcpy(d + offsetof(bench_block_q4_0, d), s + offsetof(kn_block_q4_0x16, d) + 2 * i, 2);
+            for (int j = 0; j < 4; j++)
+                memcpy(d + offsetof(bench_block_q4_0, qs) + 4 * j, s + offsetof(kn_block_q4_0x16, qs) + (size_t)64 * j + 4 * i, 4);
         }
     }
 }
