@@ -33,11 +33,11 @@
 # seconds apart) with its median and min..max. "bound" is the read-only stream at the size of the weights a token reads
 # (bench generate --bandwidth), and "% bound" each engine's decode against it. "kernels" is the
 # family that ran, decode/prefill (under auto, its choice for the file's dtypes, `+` between
-# several). A "roof:" line follows for each file whose prefill ran on f32 FMAs (the exact
-# families): the tokens/s of the pass at the f32 FMA peak --bandwidth measures (prompt x peak /
-# the pass's GFLOP), each engine's share of it, and the ratio bench would reach at the peak;
-# a missed prefill target names that ceiling (the int8 and bf16 families have other peaks,
-# which bench does not measure, so their files get no roof line).
+# several). A "roof:" line follows for each file: the tokens/s of the pass at the peak of the
+# arithmetic bench's prefill ran on, as --bandwidth measures it (the f32 FMA for the exact
+# families, the int8 dot for vnni and avx2-int8, the bf16 dot for avx512-bf16; prompt x peak /
+# the pass's GFLOP), each engine's share of it, and the ratio bench would reach at the peak; a
+# missed prefill target names that ceiling.
 #
 # Decode at depth (after a prompt of thousands of tokens) and the KV cache types are compared
 # by scripts/depth_vs_llamacpp.sh, through ../shared/tools/llama_depth.c (llama-bench at
@@ -133,9 +133,10 @@ for ((r = 0; r <= reps; r++)); do
     cdec=$(sed -n 's/^cold .* decode \([0-9.]*\) tokens\/s.*/\1/p' <<<"$out")
     bound=$(sed -n 's/.*bound \([0-9.]*\) tokens\/s.*/\1/p' <<<"$out" | head -1)
     kn=$(awk '$1 == "kernels" {print $2; exit}' <<<"$out")
-    # the warm pass's GFLOP of matmuls and the f32 FMA peak, from --bandwidth's compute line
-    read -r gflop peak < <(awk '$1 == "compute" { for (i = 1; i < NF; i++) { if ($i == "prefill") g = $(i + 1); if ($i == "peak" && p == "") p = $(i + 1) } }
-                               END { print (g == "" ? "-" : g), (p == "" ? "-" : p) }' <<<"$out")
+    # the warm pass's GFLOP of matmuls and the peak of the arithmetic it ran on (f32 FMA, int8 dot,
+    # bf16 dot: "prefill ran F's A: peak P GOP/s"), from --bandwidth's compute line
+    read -r gflop peak arith < <(sed -n 's/^compute *prefill \([0-9.]*\) GFLOP.*; prefill ran [^:]*'"'"'s \([a-z0-9]*\) \([A-Za-z]*\): peak \([0-9.]*\) GOP\/s.*/\1 \4 \2-\3/p' <<<"$out" |
+                                 awk 'END { print (NF == 3 ? $0 : "- - -") }')
     # under auto the first line names the base family; what ran per dtype is on the "kernels auto"
     # line ("q8_0 decode vnni (...)"): the decode / prefill families, each kind's distinct ones
     if [ "$kernels" = auto ]; then
@@ -165,8 +166,8 @@ for ((r = 0; r <= reps; r++)); do
       printf '%s warm-up round: bench %s/%s (cold %s/%s) llama.cpp %s/%s tok/s prefill/decode (not counted); %s MB of the file in 2 MiB pages\n' \
         "$name" "$bpre" "$bdec" "$cpre" "$cdec" "$lpre" "$ldec" "${huge:-(not mmap)}" >&2
     else
-      printf '%s %s %s %s %s %s %s %s %s %s %s %s %s\n' "$name" "$r" "$bpre" "$bdec" "$lpre" "$ldec" "$bound" "$kn" "$cpre" "$cdec" \
-        "$gflop" "$peak" "$adec" | tee -a "$tmp" >&2
+      printf '%s %s %s %s %s %s %s %s %s %s %s %s %s %s\n' "$name" "$r" "$bpre" "$bdec" "$lpre" "$ldec" "$bound" "$kn" "$cpre" "$cdec" \
+        "$gflop" "$peak" "$adec" "$arith" | tee -a "$tmp" >&2
     fi
   done
 done
@@ -191,12 +192,12 @@ function rmed(k, cb, cl,   a, i) {
 function ratio(k, cb, cl, fmt,   v) {
   v = rmed(k, cb, cl); return sprintf(fmt " (" fmt ".." fmt ")", v, lo, hi)
 }
-# the roof of prefill, where the family that prefilled multiplies in f32 FMAs (the exact families; the
-# int8 and bf16 ones have other peaks, which --bandwidth does not measure): the tokens/s of the
-# pass at the f32 FMA peak, prompt x peak / GFLOP a pass, a round at a time
+# the roof of prefill: the tokens/s of the pass at the peak of the arithmetic the prefill of bench
+# ran on (the f32 FMA for the exact families, the int8 or bf16 dot for those that round x), prompt
+# x peak / GFLOP a pass, a round at a time
 function roof(k, i) { return val[k, 11, i] > 0 && val[k, 12, i] > 0 ? pr * val[k, 12, i] / val[k, 11, i] : 0 }
-function f32pre(k,   f) { f = kern[k]; sub(/^[^\/]*\//, "", f); return f ~ /^(avx512|avx512-wide|avx2|portable)$/ }
-{ k = $1; if (!(k in n)) order[++nk] = k; n[k]++; for (c = 3; c <= 13; c++) if (c != 8) val[k, c, n[k]] = $c; kern[k] = $8 }
+{ k = $1; if (!(k in n)) order[++nk] = k; n[k]++; for (c = 3; c <= 13; c++) if (c != 8) val[k, c, n[k]] = $c; kern[k] = $8
+  arith[k] = $14; gsub(/-/, " ", arith[k]) }
 END {
   print "warm against warm (llama-bench warms up each test; bench generate --warmup 1); bench cold = its first pass"
   printf "%-26s %-22s %-24s %-24s %-20s | %-24s %-24s %-20s | %-22s %-26s | %-24s %-24s | %s\n", "model", "kernels", "prefill bench", "prefill llama.cpp", "ratio",
@@ -211,15 +212,15 @@ END {
            col(k, 4, "%.1f"), col(k, 6, "%.1f"), ratio(k, 4, 6, "%.2f"),
            col(k, 7, "%.1f"), bnd, col(k, 9, "%.1f"), col(k, 10, "%.1f"), col(k, 13, "%.1f")
   }
-  # each file that prefilled on f32 FMAs against that peak: the share each engine ran at, and the
+  # each file against the peak of the arithmetic of its prefill: the share each engine ran at, and the
   # ratio it would reach were bench at the peak (llama.cpp as measured)
   for (o = 1; o <= nk; o++) {
-    k = order[o]; if (!f32pre(k)) continue
+    k = order[o]
     m = 0; for (i = 1; i <= n[k]; i++) if ((r = roof(k, i)) > 0) { m++; rf[m] = r; qb[m] = 100 * val[k, 3, i] / r; ql[m] = 100 * val[k, 5, i] / r; cl[m] = r / val[k, 5, i] }
     if (!m) continue
     rv = med(rf, m); bv = med(qb, m); lv = med(ql, m); cv = med(cl, m); ceil[k] = cv
-    printf "roof: %s prefill at the f32 FMA peak %.0f tok/s; bench at %.0f%% of it, llama.cpp at %.0f%%; the ratio at the peak %.2f, %.2fx needs %.0f%%\n",
-           k, rv, bv, lv, cv, tp, 100 * tp / cv
+    printf "roof: %s prefill at the %s peak %.0f tok/s; bench at %.0f%% of it, llama.cpp at %.0f%%; the ratio at the peak %.2f, %.2fx needs %.0f%%\n",
+           k, arith[k], rv, bv, lv, cv, tp, 100 * tp / cv
   }
   # rounds whose read bound fell under 3/4 of the file'"'"'s median: the machine'"'"'s memory moved
   # under both engines there, which the ratios, taken per round, only partly cancel
@@ -233,7 +234,7 @@ END {
   miss = ""
   for (o = 1; o <= nk; o++) {
     k = order[o]
-    v = rmed(k, 3, 5); if (v < tp) miss = miss sprintf("; %s prefill %.2f", k, v) (k in ceil ? sprintf(" (at most %.2f at the FMA peak)", ceil[k]) : "")
+    v = rmed(k, 3, 5); if (v < tp) miss = miss sprintf("; %s prefill %.2f", k, v) (k in ceil ? sprintf(" (at most %.2f at the %s peak)", ceil[k], arith[k]) : "")
     v = rmed(k, 4, 6); if (v < td) miss = miss sprintf("; %s decode %.2f", k, v)
   }
   printf "targets (prefill %.2fx, decode %.2fx, medians of the per-round ratios): %s\n", tp, td,

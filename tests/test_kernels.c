@@ -1634,7 +1634,10 @@ static void test_read_bandwidth(void **state) {
     tp_destroy(pool);
 }
 
-/* The peak probes run and give a positive figure; the int8 one exactly where the family has an int8 Q8_0 path. */
+/* The peak probes run and give a positive figure; the int8 one exactly where the family has an
+ * int8 Q8_0 path. The peak of prefill's arithmetic names the family's: the bf16 dot for bf16
+ * where it rounds x to bf16, the int8 dot for Q8_0 where it rounds x to int8, the f32 FMA for f32
+ * everywhere. */
 static void test_peak(void **state) {
     (void)state;
     tp_pool *pool = tp_create(2);
@@ -1645,6 +1648,14 @@ static void test_peak(void **state) {
         assert_true(isfinite(f) && f > 0);
         if (kn_q8_int8()) assert_true(isfinite(i8) && i8 > 0);
         else assert_true(i8 == 0.0);
+        const char *arith = NULL, *fam = NULL;
+        assert_true(kn_peak_prefill_gops(NULL, BENCH_F32, &arith, &fam) > 0);
+        assert_string_equal(arith, "f32 FMA");
+        assert_string_equal(fam, isa(ii));
+        assert_true(kn_peak_prefill_gops(NULL, BENCH_BF16, &arith, &fam) > 0);
+        assert_string_equal(arith, kn_bf16_dot() ? "bf16 dot" : "f32 FMA");
+        assert_true(kn_peak_prefill_gops(NULL, BENCH_Q8_0, &arith, &fam) > 0);
+        assert_string_equal(arith, kn_q8_int8() ? "int8 dot" : "f32 FMA");
     }
     tp_destroy(pool);
 }

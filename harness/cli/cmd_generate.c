@@ -371,6 +371,20 @@ static void gen_print_figures(const gen_args *g, engine *e, const gen_run *r) {
     }
 }
 
+/* The dtype most of m's layer matrices' elements are in: the one prefill's arithmetic is named for. */
+static bench_dtype gen_main_dtype(const model *m) {
+    double n[BENCH_DTYPE_COUNT] = {0};
+    for (int i = 0; i < m->n_tensors; i++) {
+        const model_tensor *t = &m->tensors[i];
+        if (t->n_dims == 2 && !strncmp(t->name, "blk.", 4) && (unsigned)t->dtype < BENCH_DTYPE_COUNT)
+            n[t->dtype] += (double)t->ne[0] * (double)t->ne[1];
+    }
+    int best = 0;
+    for (int d = 1; d < BENCH_DTYPE_COUNT; d++)
+        if (n[d] > n[best]) best = d;
+    return (bench_dtype)best;
+}
+
 /* --bandwidth: decode against the memory bound, prefill against the compute peak */
 static void gen_print_bandwidth(const gen_args *g, engine *e, const gen_run *r) {
     const model *m = engine_model(e);
@@ -380,8 +394,9 @@ static void gen_print_bandwidth(const gen_args *g, engine *e, const gen_run *r) 
     double per_token = (double)model_weight_bytes(m);
     const model_tensor *emb = model_find(m, "token_embd.weight");
     if (model_find(m, "output.weight") && emb) per_token -= (double)emb->nbytes;
-    double bw, triad = 0, peak = 0, peak8 = 0, best_peak = 0;
+    double bw, triad = 0, peak = 0, peak8 = 0, best_peak = 0, ppeak = 0;
     char best_name[32] = "";
+    const char *parith = "", *pfamily = "";
     const char *what = "read";
     if (strcmp(engine_device(e), "cpu")) {
         bw = engine_device_bandwidth(e, 0, 5);
@@ -394,6 +409,9 @@ static void gen_print_bandwidth(const gen_args *g, engine *e, const gen_run *r) 
         triad = pool ? kn_triad_bandwidth(pool, 64u << 20, 5) : 0;
         peak = pool ? kn_peak_gops(pool, 0) : 0;
         peak8 = pool ? kn_peak_gops(pool, 1) : 0;
+        /* the arithmetic prefill ran on: the family auto chose for the dtype most of the layers'
+         * weights are in, which may round x (int8, bf16) and so have another peak */
+        ppeak = pool ? kn_peak_prefill_gops(pool, gen_main_dtype(m), &parith, &pfamily) : 0;
         /* a named family's own peak says how near it runs to what it could; the CPU's best
          * exact family's (auto's) says how near to what this CPU could: a plain C family at 70%
          * of its own peak is at 4% of this */
@@ -438,6 +456,8 @@ static void gen_print_bandwidth(const gen_args *g, engine *e, const gen_run *r) 
                 gflop, (r->t_first - r->t1) * 1e3, rate, peak, 100.0 * rate / peak);
         if (peak8 > 0) fprintf(stderr, ", %.1f GOP/s int8 dot (%.0f%%)", peak8, 100.0 * rate / peak8);
         if (best_peak > 0) fprintf(stderr, "; this CPU's best, %s: %.1f GFLOP/s f32 FMA (%.0f%%)", best_name, best_peak, 100.0 * rate / best_peak);
+        if (ppeak > 0)
+            fprintf(stderr, "; prefill ran %s's %s: peak %.1f GOP/s (%.0f%%)", pfamily, parith, ppeak, 100.0 * rate / ppeak);
         fputc('\n', stderr);
     }
 }

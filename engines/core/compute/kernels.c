@@ -1061,9 +1061,7 @@ static double kn_peak_pass(tp_pool *pool, kn_peak_job *j, int tasks) {
     return dt > 0 ? ops / dt : 0;
 }
 
-double kn_peak_gops(tp_pool *pool, int int8) {
-    const kn_ops *ops = kn_ops_now();
-    kn_peak_fn fn = int8 ? ops->peak_int8 : ops->peak_f32;
+static double kn_peak_run(tp_pool *pool, kn_peak_fn fn) {
     if (!fn) return 0.0;
     kn_peak_job *j = calloc(1, sizeof *j);
     if (!j) return 0.0;
@@ -1083,4 +1081,29 @@ double kn_peak_gops(tp_pool *pool, int int8) {
     }
     free(j);
     return best / 1e9;
+}
+
+double kn_peak_gops(tp_pool *pool, int int8) {
+    const kn_ops *ops = kn_ops_now();
+    return kn_peak_run(pool, int8 ? ops->peak_int8 : ops->peak_f32);
+}
+
+double kn_peak_prefill_gops(tp_pool *pool, bench_dtype dt, const char **arith, const char **family) {
+    const kn_family *f = kn_family_now();
+    if ((unsigned)dt < BENCH_DTYPE_COUNT && atomic_load(&kn_auto_on)) {
+        const kn_family *t = atomic_load(&kn_tuned[dt][1]);
+        if (t) f = t;
+    }
+    const kn_ops *ops = f->ops;
+    kn_peak_fn fn = ops->peak_f32;
+    *arith = "f32 FMA";
+    if (dt == BENCH_BF16 && ops->bf16_dot && ops->peak_bf16) {
+        fn = ops->peak_bf16;
+        *arith = "bf16 dot";
+    } else if ((unsigned)dt < BENCH_DTYPE_COUNT && kn_takes_xq(ops, dt) && ops->peak_int8) {
+        fn = ops->peak_int8;
+        *arith = "int8 dot";
+    }
+    *family = f->name;
+    return kn_peak_run(pool, fn);
 }

@@ -116,5 +116,10 @@ double kn_read_bandwidth(tp_pool *pool, size_t bytes, int reps);
  * from multiply-adds held in registers: int8 = 0, f32 FMA in its vector width; int8 = 1,
  * the int8 dot its Q8_0 path uses (0 when the family has none). Best of 5 passes of ~50 ms. */
 double kn_peak_gops(tp_pool *pool, int int8);
+/* The peak (G operations a second, a multiply-add counting 2) of the arithmetic dt's prefill runs
+ * on, in the family that runs it (auto's measured choice for dt where auto is on): the bf16 dot
+ * where it rounds x to bf16 for bf16 weights, the int8 dot where it takes x quantised for dt,
+ * else the f32 FMA; *arith names that arithmetic and *family the family. */
+double kn_peak_prefill_gops(tp_pool *pool, bench_dtype dt, const char **arith, const char **family);
 
 #endif

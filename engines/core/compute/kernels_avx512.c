@@ -427,7 +427,7 @@ const kn_ops kn_ops_vnni = KN_TABLE_INT8(KI_FN, quant_x_vnni, 1, peak_int8_vnni,
 #include "kernels_bf16.inc"
 #pragma GCC pop_options
 
-const kn_ops kn_ops_avx512_bf16 = KN_TABLE_BF16(mm_bf16_dot_avx512, mm_bf16_r16_dot_avx512);
+const kn_ops kn_ops_avx512_bf16 = KN_TABLE_BF16(mm_bf16_dot_avx512, mm_bf16_r16_dot_avx512, peak_bf16_avx512);
 
 /* ---- amx: the avx512 table with prefill on AMX tiles, exact (kernels_amx.inc) ----
  * These functions alone carry the AMX and AVX512_BF16 targets. */

@@ -122,6 +122,7 @@ typedef struct kn_ops {
     kn_read_fn read_pf;                     /* the same with the decode kernels' software prefetch */
     kn_peak_fn peak_f32;                    /* f32 FMA in the table's vector width */
     kn_peak_fn peak_int8;                   /* (optional) the int8 dot of the Q8_0 path; NULL: none */
+    kn_peak_fn peak_bf16;                   /* (optional) the bf16 dot of bf16_dot's prefill; NULL: none */
     /* 1: mm[BENCH_Q8_0] takes x quantised by quant_x (integer dot products);
      * 0: it dequantises the weights and multiplies in f32 (exact) */
     int q8_int8;
