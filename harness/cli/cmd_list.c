@@ -202,9 +202,12 @@ int cmd_list(int argc, char **argv) {
                         : kn_isa_exact(name) && !kn_isa_auto_candidate(name) ? "runs here (named only)" : "runs here";
         printf("  %-12s %s\n", name, how);
     }
-    printf("  auto here decodes Q8_0 and Q4_0 %s; Q4_0 matrices are %s at load (repack; --no-repack keeps the file's)\n",
+    /* the exact families' view: a model's production numerics may choose vnni or avx2-int8,
+     * which read Q4_0 with 16 rows interleaved (bench generate's "repacked" line says) */
+    printf("  auto here decodes Q8_0 and Q4_0 %s; Q4_0 matrices are %s at load%s (repack; --no-repack keeps the file's)\n",
            kn_x_split(BENCH_Q8_0) ? "on x split into three int8 parts (exact, AVX512-VNNI)" : "with the weights widened to f32",
-           kn_repacks(BENCH_Q4_0) ? "rearranged" : "not rearranged");
+           kn_repacks(BENCH_Q4_0) ? "rearranged" : "not rearranged",
+           kn_repack_dt(BENCH_Q4_0) == KN_Q4_0_G16 ? " (16 rows interleaved)" : kn_repacks(BENCH_Q4_0) ? " (within rows)" : "");
     printf("  bf16 matrices are grouped at load, 16 rows at a time, in pread's buffer (repack) %s\n",
            kn_repacks(BENCH_BF16) ? "for the bf16 dot-product GEMM in use"
                                   : "where prefill runs on avx512-bf16 (named, or auto's choice for a model)");
