@@ -110,12 +110,12 @@ static void usage(FILE *f) {
     fprintf(f, "%s", SCRATCH_HELP);
     fprintf(f,
             "  --no-repack      keep every matrix in the file's layout; by default, where the kernel family\n"
-            "                   decodes a rearranged Q4_0 natively (avx512 on a CPU with AVX512-VNNI, vnni), the\n"
-            "                   Q4_0 matrices are rearranged at load (16 rows interleaved where vnni runs both\n"
-            "                   phases, else within rows), as llama.cpp repacks Q4_0 (in place, or into\n"
+            "                   decodes a rearranged Q4_0 natively (avx512 on a CPU with AVX512-VNNI, vnni,\n"
+            "                   avx2-int8), the Q4_0 matrices are rearranged at load (16 rows interleaved for vnni\n"
+            "                   and avx2-int8, else within rows), as llama.cpp repacks Q4_0 (in place, or into\n"
             "                   anonymous copies of a shared mapping): with the mmap loader they become anonymous\n"
             "                   memory; where bf16 prefill runs on bf16 dot products (avx512-bf16), bf16 matrices\n"
-            "                   are grouped 16 rows at a time in pread's buffer (not in a mapped file). CPU only\n");
+            "                   are grouped 16 rows at a time (in place, or into anonymous copies). CPU only\n");
     char types[256];
     engine_cache_type_names(types, sizeof types, " or ");
     fprintf(f,

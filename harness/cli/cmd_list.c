@@ -208,7 +208,7 @@ int cmd_list(int argc, char **argv) {
            kn_x_split(BENCH_Q8_0) ? "on x split into three int8 parts (exact, AVX512-VNNI)" : "with the weights widened to f32",
            kn_repacks(BENCH_Q4_0) ? "rearranged" : "not rearranged",
            kn_repack_dt(BENCH_Q4_0) == KN_Q4_0_G16 ? " (16 rows interleaved)" : kn_repacks(BENCH_Q4_0) ? " (within rows)" : "");
-    printf("  bf16 matrices are grouped at load, 16 rows at a time, in pread's buffer (repack) %s\n",
+    printf("  bf16 matrices are grouped at load, 16 rows at a time (repack) %s\n",
            kn_repacks(BENCH_BF16) ? "for the bf16 dot-product GEMM in use"
                                   : "where prefill runs on avx512-bf16 (named, or auto's choice for a model)");
     list_tuned();

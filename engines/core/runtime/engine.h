@@ -97,11 +97,11 @@ typedef struct engine_spec {
     int llama_numerics;
     /* ENGINE_REPACK_AUTO (0, what a zeroed spec gets): Q4_0 matrices are rearranged in place
      * at load for the kernel family in use, where it decodes the rearranged layout natively
-     * (kernels.h kn_repacks), as llama.cpp repacks Q4_0, and bf16 matrices grouped where prefill
-     * runs on bf16 dot products (in pread's buffer only: repack.h); ENGINE_REPACK_OFF: every
-     * matrix keeps the file's layout. In place, so the pread loader's buffer costs nothing more,
-     * while an mmap'd file's Q4_0 pages become anonymous copies (copy on write): what mmap buys
-     * changes, and engine_repacked_bytes says by how much. CPU only. */
+     * (kernels.h kn_repack_dt), as llama.cpp repacks Q4_0, and bf16 matrices grouped where
+     * prefill runs on bf16 dot products (repack.h); ENGINE_REPACK_OFF: every matrix keeps the
+     * file's layout. In place where the loader's memory is private, so the pread loader's buffer
+     * costs nothing more, while an mmap'd file's rearranged matrices become anonymous copies:
+     * what mmap buys changes, and engine_repacked_bytes says by how much. CPU only. */
     engine_repack repack;
     engine_numerics numerics;       /* what auto may run: ENGINE_NUMERICS_PRODUCTION (0) or _EXACT */
     engine_scratch scratch;         /* the activations' block: ENGINE_SCRATCH_KEEP (0) or _PASS */

@@ -131,13 +131,14 @@ static int rp_copy(tf_matrix *m, bench_dtype to, size_t bytes, rp_arena *a, cons
 
 /* Whether a matrix of dt is rearranged where that turns page-cache pages into anonymous ones (a
  * copy of a shared mapping, or a write to a MAP_PRIVATE one). Q4_0: yes, its layout wins more
- * than that can cost. bf16: no. Where the memory stays what it was (pread's buffer, grouped in
- * place) the groups win 4-6% of a prefill and change nothing in decode, but what a copy costs is
- * the machine's: on the Zen 5 guest of docs/PERFORMANCE.md mmap'd llama-110m bf16 grouped into
- * copies prefilled 4% and 8% faster than in the file's pages and decoded 10% faster in one hour
- * and 16% slower in another (8-12 rounds each), as a read probe found the page cache's 2 MiB
- * folios 10% faster than anonymous huge pages in some hours and not in others. */
-static int rp_to_anon(bench_dtype dt) { return dt == BENCH_Q4_0; }
+ * than that can cost. bf16: yes since stop 55. mmap'd llama-110m bf16 grouped into copies (2 MiB
+ * pages, one region) against the file's pages, docs/PERFORMANCE.md: on Zen 4 prefill 1.101x
+ * (1.024..1.151) and decode 1.011x (0.959..1.393) and 1.054x (1.011..1.112) (8-12 rounds each);
+ * on the Zen 5 guest of its section "bf16 grouped at load for its GEMM" prefill 4% and 8% faster, decode 10% faster in one hour and 16%
+ * slower in another, as a read probe found the page cache's 2 MiB folios 10% faster than
+ * anonymous huge pages in some hours and not in others: what a copy costs is the machine's hour,
+ * what the groups win is the GEMM's. */
+static int rp_to_anon(bench_dtype dt) { return dt == BENCH_Q4_0 || dt == BENCH_BF16; }
 
 /* One matrix: in place where its memory is private (made writable for it where read-only, and
  * read-only again), into a copy where shared; as it is where the loader does not say
