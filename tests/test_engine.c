@@ -50,6 +50,15 @@ static int setup(void **state) {
     return 0;
 }
 
+/* tokens [0, p) as one prefill, then [p, n) a decode step each; every position's logits to out
+ * (n, vocab) */
+static void forward_prefill_decode(engine *e, const int *tokens, int p, int n, int vocab, float *out) {
+    char err[512];
+    assert_int_equal(engine_forward_all(e, 0, tokens, p, 0, out, err, sizeof(err)), 0);
+    for (int i = p; i < n; i++)
+        assert_int_equal(engine_forward_all(e, 0, &tokens[i], 1, i, out + (size_t)i * vocab, err, sizeof(err)), 0);
+}
+
 /* Q4_0 rearranged at load (repack.c): on llama.cpp's k256-q4_0.gguf, with pread (in place),
  * mmap shared (into anonymous copies) and mmap private (in place, copy on write), the logits
  * of a 20-token prefill and 8 decode steps are the same bits as with --no-repack, and the
@@ -86,9 +95,7 @@ static void test_repack_engine(void **state) {
             }
             out[no] = malloc(sizeof(float) * N * (size_t)vocab);
             assert_non_null(out[no]);
-            assert_int_equal(engine_forward_all(e, 0, tokens, P, 0, out[no], err, sizeof(err)), 0);
-            for (int i = P; i < N; i++)
-                assert_int_equal(engine_forward_all(e, 0, &tokens[i], 1, i, out[no] + (size_t)i * vocab, err, sizeof(err)), 0);
+            forward_prefill_decode(e, tokens, P, N, vocab, out[no]);
             engine_destroy(e);
         }
         if (memcmp(out[0], out[1], sizeof(float) * N * (size_t)vocab))
@@ -136,9 +143,7 @@ static void test_repack_interleaved(void **state) {
             assert_int_equal(engine_repacked_q4_0_g16(e), no ? 0 : 7 * layers);
             out[no] = malloc(sizeof(float) * N * (size_t)vocab);
             assert_non_null(out[no]);
-            assert_int_equal(engine_forward_all(e, 0, tokens, P, 0, out[no], err, sizeof(err)), 0);
-            for (int i = P; i < N; i++)
-                assert_int_equal(engine_forward_all(e, 0, &tokens[i], 1, i, out[no] + (size_t)i * vocab, err, sizeof(err)), 0);
+            forward_prefill_decode(e, tokens, P, N, vocab, out[no]);
             engine_destroy(e);
         }
         assert_memory_equal(out[0], out[1], sizeof(float) * P * (size_t)vocab);

@@ -305,6 +305,21 @@ static void test_split_x(void **state) {
     kn_set_isa("auto");
 }
 
+/* y = x (n, cols) . W^T in double from ref_weight, and sum_k |w_k x_k| per output (the bound's scale) */
+static void ref_matmul(bench_dtype dt, const void *w, const float *x, int n, int rows, int cols, double *ref, double *mag) {
+    for (int t = 0; t < n; t++)
+        for (int r = 0; r < rows; r++) {
+            double sum = 0, m = 0;
+            for (int k = 0; k < cols; k++) {
+                const double p = ref_weight(dt, w, cols, r, k) * x[(size_t)t * cols + k];
+                sum += p;
+                m += fabs(p);
+            }
+            ref[(size_t)t * rows + r] = sum;
+            mag[(size_t)t * rows + r] = m;
+        }
+}
+
 /* Q4_0 rearranged for the decode kernels (KN_Q4_0_R8): the rows go there and back unchanged,
  * and every family gives the same bits from the rearranged rows as from the file's, in decode
  * (its own kernel: the split x on avx512, vpdpbusd on vnni; or the rows put back) and prefill,
@@ -404,17 +419,7 @@ static void check_q4_0_g16(int n, int rows, int cols, int int_x, tp_pool *pool) 
         kn_q4_0_g16_unpack(wr, rows, cols, 5, rows - 3, back);
         assert_memory_equal(back, w + 5 * rb, (size_t)(rows - 8) * rb);
     }
-    for (int t = 0; t < n; t++)
-        for (int r = 0; r < rows; r++) {
-            double sum = 0, m = 0;
-            for (int k = 0; k < cols; k++) {
-                const double p = ref_weight(BENCH_Q4_0, w, cols, r, k) * x[(size_t)t * cols + k];
-                sum += p;
-                m += fabs(p);
-            }
-            ref[(size_t)t * rows + r] = sum;
-            mag[(size_t)t * rows + r] = m;
-        }
+    ref_matmul(BENCH_Q4_0, w, x, n, rows, cols, ref, mag);
     for (size_t ii = 0; ii < N_ISAS; ii++) {
         if (!use_isa(ii)) continue;
         const int own = kn_repack_dt(BENCH_Q4_0) == KN_Q4_0_G16 && n == 1 && grouped; /* vnni's 16-row decode */
@@ -504,17 +509,7 @@ static void check_bf16_groups(int n, int rows, int cols, tp_pool *pool) {
     assert_memory_equal(back, w, wb);
     kn_bf16_r16_unpack(wr, rows, cols, 5, rows - 3, back);
     assert_memory_equal(back, w + 5 * rb, (size_t)(rows - 8) * rb);
-    for (int t = 0; t < n; t++)
-        for (int r = 0; r < rows; r++) {
-            double sum = 0, m = 0;
-            for (int k = 0; k < cols; k++) {
-                const double p = ref_weight(BENCH_BF16, w, cols, r, k) * x[(size_t)t * cols + k];
-                sum += p;
-                m += fabs(p);
-            }
-            ref[(size_t)t * rows + r] = sum;
-            mag[(size_t)t * rows + r] = m;
-        }
+    ref_matmul(BENCH_BF16, w, x, n, rows, cols, ref, mag);
     for (size_t ii = 0; ii < N_ISAS; ii++) {
         if (!use_isa(ii)) continue;
         const int dot = kn_bf16_dot() && n > 1, same = n == 17 || dot || !strcmp(isa(ii), no_r16.name);
