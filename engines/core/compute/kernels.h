@@ -33,7 +33,8 @@ int kn_bf16_dot(void);                  /* 1: the family in use rounds x to bf16
 /* The layout dt's matrices are rearranged into at load, where the families in use (auto's
  * choice for dt's decode and prefill where auto is on) run it with kernels of their own, so
  * that rearranging pays: Q4_0 interleaved 16 rows at a time (KN_Q4_0_G16) where vnni runs both
- * phases, else within rows (KN_Q4_0_R8: avx512 with the split decode, avx512-bf16, amx, vnni);
+ * phases or avx2-int8 decodes, else within rows (KN_Q4_0_R8: avx512 with the split decode,
+ * avx512-bf16, amx, and vnni's decode beside amx's prefill);
  * bf16 grouped (KN_BF16_R16) where prefill runs on bf16 dot products; dt itself where none. */
 bench_dtype kn_repack_dt(bench_dtype dt);
 int kn_repacks(bench_dtype dt);         /* kn_repack_dt(dt) != dt */

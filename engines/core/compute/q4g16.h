@@ -5,8 +5,9 @@
  * columns, so every pair of blocks needs its scales permuted into lanes and every row ends in a
  * horizontal sum. With 16 rows side by side, lane i is row i: a 64-byte load is 4 bytes of each
  * row, x's 4 bytes are broadcast, a block's 8 vpdpbusd leave each row's whole integer dot in its
- * lane, the 16 scales convert in one instruction and nothing is summed across lanes. About half
- * the instructions a block, as llama.cpp interleaves rows (its q4_0_8x8) for the same reason. */
+ * lane, the 16 scales convert in one instruction and nothing is summed across lanes; llama.cpp
+ * interleaves rows (its q4_0_8x8) for the same reason. vnni's decode of llama-110m q4_0 went
+ * 1.23x faster (docs/PERFORMANCE.md, Zen 4 stop 55). */
 #ifndef BENCH_Q4G16_H
 #define BENCH_Q4G16_H
 
