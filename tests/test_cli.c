@@ -180,7 +180,7 @@ static void test_generate_no_repack(void **state) {
 /* bf16 grouped at load (repack.c) where prefill runs on bf16 dot products: with pread, in place,
  * every layer's 7 matrices (the tied classifier stays), as the "repacked" line says, and the
  * same tokens as the file's layout (--no-repack); with mmap into anonymous copies, the same
- * tokens again (repack.c rp_to_anon). The tiny shape's 172-row matrices end in 12 rows past
+ * tokens again (repack.c rp_matrix). The tiny shape's 172-row matrices end in 12 rows past
  * their last group. Skipped where this CPU has no avx512-bf16. */
 static void test_generate_bf16_groups(void **state) {
     (void)state;

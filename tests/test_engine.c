@@ -50,6 +50,14 @@ static int setup(void **state) {
     return 0;
 }
 
+/* The repack tests' model, llama.cpp's k256-q4_0.gguf (skipped where ../shared lacks it), and its
+ * K256_N tokens: K256_P of prompt, then decode steps. */
+enum { K256_N = 28, K256_P = 20 };
+static void k256_q4_0_tokens(char *model, size_t len, int *tokens) {
+    if (!tu_shared("thirdparty/k256/k256-q4_0.gguf", model, len)) skip();
+    for (int i = 0; i < K256_N; i++) tokens[i] = 1 + (i * 37) % 500;
+}
+
 /* tokens [0, p) as one prefill, then [p, n) a decode step each; every position's logits to out
  * (n, vocab) */
 static void forward_prefill_decode(engine *e, const int *tokens, int p, int n, int vocab, float *out) {
@@ -67,10 +75,8 @@ static void forward_prefill_decode(engine *e, const int *tokens, int p, int n, i
 static void test_repack_engine(void **state) {
     (void)state;
     char model[512];
-    if (!tu_shared("thirdparty/k256/k256-q4_0.gguf", model, sizeof(model))) skip();
-    enum { N = 28, P = 20 };
-    int tokens[N];
-    for (int i = 0; i < N; i++) tokens[i] = 1 + (i * 37) % 500;
+    int tokens[K256_N];
+    k256_q4_0_tokens(model, sizeof(model), tokens);
     const bench_opt private_map[] = {{.key = "mode", .value = "private"}};
     const struct { const char *loader; bench_opts opts; int copies; } cases[] = {
         {"pread", {0, NULL}, 0}, {"mmap", {0, NULL}, 1}, {"mmap", {1, private_map}, 0}};
@@ -93,12 +99,12 @@ static void test_repack_engine(void **state) {
                 assert_true(engine_repacked_bytes(e) > 0);
                 assert_true(engine_repacked_copied_bytes(e) == (cases[c].copies ? engine_repacked_bytes(e) : 0));
             }
-            out[no] = malloc(sizeof(float) * N * (size_t)vocab);
+            out[no] = malloc(sizeof(float) * K256_N * (size_t)vocab);
             assert_non_null(out[no]);
-            forward_prefill_decode(e, tokens, P, N, vocab, out[no]);
+            forward_prefill_decode(e, tokens, K256_P, K256_N, vocab, out[no]);
             engine_destroy(e);
         }
-        if (memcmp(out[0], out[1], sizeof(float) * N * (size_t)vocab))
+        if (memcmp(out[0], out[1], sizeof(float) * K256_N * (size_t)vocab))
             fail_msg("loader %s%s: the logits with Q4_0 rearranged differ from the file's layout's", cases[c].loader,
                      cases[c].opts.n ? " mode=private" : "");
         if (!kn_repacks(BENCH_Q4_0)) print_message("[ SKIP     ] repack: the kernels in use do not rearrange Q4_0 here\n");
@@ -118,10 +124,8 @@ static void test_repack_engine(void **state) {
 static void test_repack_interleaved(void **state) {
     (void)state;
     char model[512];
-    if (!tu_shared("thirdparty/k256/k256-q4_0.gguf", model, sizeof(model))) skip();
-    enum { N = 28, P = 20 };
-    int tokens[N];
-    for (int i = 0; i < N; i++) tokens[i] = 1 + (i * 37) % 500;
+    int tokens[K256_N];
+    k256_q4_0_tokens(model, sizeof(model), tokens);
     const char *loaders[] = {"pread", "mmap"};
     for (size_t c = 0; c < 2; c++) {
         float *out[2] = {NULL, NULL};
@@ -141,14 +145,14 @@ static void test_repack_interleaved(void **state) {
             layers = engine_model(e)->cfg.n_layers;
             assert_int_equal(engine_repacked_matrices(e), no ? 0 : 7 * layers);
             assert_int_equal(engine_repacked_q4_0_g16(e), no ? 0 : 7 * layers);
-            out[no] = malloc(sizeof(float) * N * (size_t)vocab);
+            out[no] = malloc(sizeof(float) * K256_N * (size_t)vocab);
             assert_non_null(out[no]);
-            forward_prefill_decode(e, tokens, P, N, vocab, out[no]);
+            forward_prefill_decode(e, tokens, K256_P, K256_N, vocab, out[no]);
             engine_destroy(e);
         }
-        assert_memory_equal(out[0], out[1], sizeof(float) * P * (size_t)vocab);
+        assert_memory_equal(out[0], out[1], sizeof(float) * K256_P * (size_t)vocab);
         double top = 0, diff = 0;
-        for (size_t i = (size_t)P * vocab; i < (size_t)N * vocab; i++) {
+        for (size_t i = (size_t)K256_P * vocab; i < (size_t)K256_N * vocab; i++) {
             top = fmax(top, fabs(out[1][i]));
             diff = fmax(diff, fabs((double)out[0][i] - out[1][i]));
         }

@@ -371,20 +371,6 @@ static void gen_print_figures(const gen_args *g, engine *e, const gen_run *r) {
     }
 }
 
-/* The dtype most of m's layer matrices' elements are in: the one prefill's arithmetic is named for. */
-static bench_dtype gen_main_dtype(const model *m) {
-    double n[BENCH_DTYPE_COUNT] = {0};
-    for (int i = 0; i < m->n_tensors; i++) {
-        const model_tensor *t = &m->tensors[i];
-        if (t->n_dims == 2 && !strncmp(t->name, "blk.", 4) && (unsigned)t->dtype < BENCH_DTYPE_COUNT)
-            n[t->dtype] += (double)t->ne[0] * (double)t->ne[1];
-    }
-    int best = 0;
-    for (int d = 1; d < BENCH_DTYPE_COUNT; d++)
-        if (n[d] > n[best]) best = d;
-    return (bench_dtype)best;
-}
-
 /* --bandwidth: decode against the memory bound, prefill against the compute peak */
 static void gen_print_bandwidth(const gen_args *g, engine *e, const gen_run *r) {
     const model *m = engine_model(e);
@@ -409,9 +395,9 @@ static void gen_print_bandwidth(const gen_args *g, engine *e, const gen_run *r) 
         triad = pool ? kn_triad_bandwidth(pool, 64u << 20, 5) : 0;
         peak = pool ? kn_peak_gops(pool, 0) : 0;
         peak8 = pool ? kn_peak_gops(pool, 1) : 0;
-        /* the arithmetic prefill ran on: the family auto chose for the dtype most of the layers'
+        /* the arithmetic prefill ran on: the family auto chose for the dtype most of the
          * weights are in, which may round x (int8, bf16) and so have another peak */
-        ppeak = pool ? kn_peak_prefill_gops(pool, gen_main_dtype(m), &parith, &pfamily) : 0;
+        ppeak = pool ? kn_peak_prefill_gops(pool, model_main_dtype(m->tensors, m->n_tensors), &parith, &pfamily) : 0;
         /* a named family's own peak says how near it runs to what it could; the CPU's best
          * exact family's (auto's) says how near to what this CPU could: a plain C family at 70%
          * of its own peak is at 4% of this */

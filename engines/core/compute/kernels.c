@@ -161,10 +161,10 @@ const char *kn_isa(void) { return kn_family_now()->name; }
 
 static void kn_mm_r8(const kn_ops *ops, float *y, const float *x, int n, const void *w, int rows, int cols,
                      int r0, int r1, const kn_xq8 *xq);
-static void kn_mm_r16(const kn_ops *ops, float *y, const float *x, int n, const void *w, int rows, int cols,
-                      int r0, int r1, const kn_xq8 *xq);
-static void kn_mm_g16(const kn_ops *ops, float *y, const float *x, int n, const void *w, int rows, int cols,
-                      int r0, int r1, const kn_xq8 *xq);
+typedef void (*kn_unpack_fn)(const void *w, int rows, int cols, int r0, int r1, void *dst);
+static void kn_mm_groups(const kn_ops *ops, kn_mm_try_fn own, int group, bench_dtype bdt, kn_unpack_fn unpack, float *y,
+                         const float *x, int n, const void *w, int rows, int cols, int r0, int r1, const kn_xq8 *xq);
+static void kn_r16_unpack(const void *w, int rows, int cols, int r0, int r1, void *dst);
 
 /* Runs the table's kernel for dt, or quant.c's exact one where the table has none
  * (the portable table: no block type but Q8_0). xq: x quantised where the table
@@ -172,8 +172,10 @@ static void kn_mm_g16(const kn_ops *ops, float *y, const float *x, int n, const 
 static void kn_mm_call(const kn_ops *ops, bench_dtype dt, float *y, const float *x, int n, const void *w,
                        int rows, int cols, int r0, int r1, const kn_xq8 *xq) {
     if (dt == KN_Q4_0_R8) kn_mm_r8(ops, y, x, n, w, rows, cols, r0, r1, xq);
-    else if (dt == KN_BF16_R16) kn_mm_r16(ops, y, x, n, w, rows, cols, r0, r1, xq);
-    else if (dt == KN_Q4_0_G16) kn_mm_g16(ops, y, x, n, w, rows, cols, r0, r1, xq);
+    else if (dt == KN_BF16_R16)
+        kn_mm_groups(ops, ops->mm_bf16_r16, KN_BF16_R16_ROWS, BENCH_BF16, kn_r16_unpack, y, x, n, w, rows, cols, r0, r1, xq);
+    else if (dt == KN_Q4_0_G16)
+        kn_mm_groups(ops, ops->mm_q4_0_g16, KN_Q4_0_G16_ROWS, BENCH_Q4_0, kn_q4_0_g16_unpack, y, x, n, w, rows, cols, r0, r1, xq);
     else if (ops->mm[dt]) ops->mm[dt](y, x, n, w, rows, cols, r0, r1, xq);
     else qn_exact_mm(dt)(y, x, n, w, rows, cols, r0, r1);
 }
@@ -186,7 +188,7 @@ static void kn_mm_call(const kn_ops *ops, bench_dtype dt, float *y, const float 
  * and its use: a prefill pays the unpacking's instructions, not a second pass over the share's
  * bytes; a decode pays about a token's worth of reading, which kn_repack_dt keeps from
  * happening where rearranging is chosen. */
-static void kn_mm_unpacked(const kn_ops *ops, bench_dtype bdt, void (*unpack)(const void *, int, int, int, int, void *),
+static void kn_mm_unpacked(const kn_ops *ops, bench_dtype bdt, kn_unpack_fn unpack,
                            float *y, const float *x, int n, const void *w, int rows, int cols, int r0, int r1,
                            const kn_xq8 *xq) {
     const int panel = r1 - r0 < KN_PANEL_ROWS ? r1 - r0 : KN_PANEL_ROWS;
@@ -211,9 +213,6 @@ static void kn_r8_unpack(const void *w, int rows, int cols, int r0, int r1, void
 static void kn_r16_unpack(const void *w, int rows, int cols, int r0, int r1, void *dst) {
     kn_bf16_r16_unpack(w, rows, cols, r0, r1, dst);
 }
-static void kn_g16_unpack(const void *w, int rows, int cols, int r0, int r1, void *dst) {
-    kn_q4_0_g16_unpack(w, rows, cols, r0, r1, dst);
-}
 
 /* Rearranged Q4_0: the table's own decode or prefill where it has one and takes the call; else
  * (a family without one, or x that could not be split) the rows put back (kn_mm_unpacked). */
@@ -224,29 +223,25 @@ static void kn_mm_r8(const kn_ops *ops, float *y, const float *x, int n, const v
     kn_mm_unpacked(ops, BENCH_Q4_0, kn_r8_unpack, y, x, n, w, rows, cols, r0, r1, xq);
 }
 
-/* Grouped bf16: the table's own kernel where it has one and the rows are whole groups (or end
- * the matrix), as kernels.c's split makes them; else the rows put back (kn_mm_unpacked). */
-static void kn_mm_r16(const kn_ops *ops, float *y, const float *x, int n, const void *w, int rows, int cols,
-                      int r0, int r1, const kn_xq8 *xq) {
-    const int whole = r0 % KN_BF16_R16_ROWS == 0 && (r1 % KN_BF16_R16_ROWS == 0 || r1 == rows);
-    if (whole && ops->mm_bf16_r16 && ops->mm_bf16_r16(y, x, n, w, rows, cols, r0, r1, xq) == 0) return;
-    kn_mm_unpacked(ops, BENCH_BF16, kn_r16_unpack, y, x, n, w, rows, cols, r0, r1, xq);
-}
-
-/* Interleaved Q4_0: as grouped bf16, with the table's mm_q4_0_g16 */
-static void kn_mm_g16(const kn_ops *ops, float *y, const float *x, int n, const void *w, int rows, int cols,
-                      int r0, int r1, const kn_xq8 *xq) {
-    const int whole = r0 % KN_Q4_0_G16_ROWS == 0 && (r1 % KN_Q4_0_G16_ROWS == 0 || r1 == rows);
-    if (whole && ops->mm_q4_0_g16 && ops->mm_q4_0_g16(y, x, n, w, rows, cols, r0, r1, xq) == 0) return;
-    kn_mm_unpacked(ops, BENCH_Q4_0, kn_g16_unpack, y, x, n, w, rows, cols, r0, r1, xq);
+/* A layout of groups of rows (grouped bf16, interleaved Q4_0): the table's own kernel where it
+ * has one (own) and the rows are whole groups (or end the matrix), as kernels.c's split makes
+ * them; else the rows put back (kn_mm_unpacked) for the file's dtype bdt. */
+static void kn_mm_groups(const kn_ops *ops, kn_mm_try_fn own, int group, bench_dtype bdt, kn_unpack_fn unpack, float *y,
+                         const float *x, int n, const void *w, int rows, int cols, int r0, int r1, const kn_xq8 *xq) {
+    const int whole = r0 % group == 0 && (r1 % group == 0 || r1 == rows);
+    if (whole && own && own(y, x, n, w, rows, cols, r0, r1, xq) == 0) return;
+    kn_mm_unpacked(ops, bdt, unpack, y, x, n, w, rows, cols, r0, r1, xq);
 }
 
 /* The family that runs dt's matmuls of n rows of x: auto's measured choice where auto is in use
  * and one was made (kernels_tune.h), else ops. Resolved once a job, before x is quantised or
  * split for it: a choice may be an int8 table under production numerics (kn_set_tuned_rounding). */
+static const kn_family *kn_tuned_for(bench_dtype dt, int n) {
+    if (!atomic_load_explicit(&kn_auto_on, memory_order_relaxed)) return NULL;
+    return atomic_load_explicit(&kn_tuned[dt][n > 1], memory_order_relaxed);
+}
 static const kn_ops *kn_for(const kn_ops *ops, bench_dtype dt, int n) {
-    if (!atomic_load_explicit(&kn_auto_on, memory_order_relaxed)) return ops;
-    const kn_family *t = atomic_load_explicit(&kn_tuned[dt][n > 1], memory_order_relaxed);
+    const kn_family *t = kn_tuned_for(dt, n);
     return t ? t->ops : ops;
 }
 
@@ -1089,11 +1084,7 @@ double kn_peak_gops(tp_pool *pool, int int8) {
 }
 
 double kn_peak_prefill_gops(tp_pool *pool, bench_dtype dt, const char **arith, const char **family) {
-    const kn_family *f = kn_family_now();
-    if ((unsigned)dt < BENCH_DTYPE_COUNT && atomic_load(&kn_auto_on)) {
-        const kn_family *t = atomic_load(&kn_tuned[dt][1]);
-        if (t) f = t;
-    }
+    const kn_family *t = (unsigned)dt < BENCH_DTYPE_COUNT ? kn_tuned_for(dt, 2) : NULL, *f = t ? t : kn_family_now();
     const kn_ops *ops = f->ops;
     kn_peak_fn fn = ops->peak_f32;
     *arith = "f32 FMA";

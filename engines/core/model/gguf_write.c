@@ -133,18 +133,6 @@ static void gw_pad(gw *w) {
 
 static uint64_t align_up(uint64_t x) { return (x + GW_ALIGNMENT - 1) / GW_ALIGNMENT * GW_ALIGNMENT; }
 
-/* The dtype most of the weight bytes have: what general.file_type names. */
-static bench_dtype main_dtype(const model_write_src *s) {
-    uint64_t bytes[BENCH_DTYPE_COUNT] = {0};
-    for (int i = 0; i < s->n_tensors; i++)
-        if (s->tensors[i].n_dims >= 2 && (unsigned)s->tensors[i].dtype < BENCH_DTYPE_COUNT)
-            bytes[s->tensors[i].dtype] += s->tensors[i].nbytes;
-    bench_dtype best = BENCH_F32;
-    for (int t = 1; t < BENCH_DTYPE_COUNT; t++)
-        if (bytes[t] > bytes[best]) best = (bench_dtype)t;
-    return best;
-}
-
 static int check_src(const char *path, const model_write_src *s, char *err, size_t errlen) {
     for (int i = 0; i < s->n_tensors; i++) {
         const model_tensor *t = &s->tensors[i];
@@ -186,7 +174,7 @@ static void write_header(gw *w, const model_write_src *s) {
     kv_str(w, "general.architecture", "llama");
     if (s->name) kv_str(w, "general.name", s->name);
     kv_u32(w, "general.alignment", GW_ALIGNMENT);
-    kv_u32(w, "general.file_type", file_type_of(main_dtype(s)));
+    kv_u32(w, "general.file_type", file_type_of(model_main_dtype(s->tensors, s->n_tensors)));
     if (any_q8) kv_u32(w, "general.quantization_version", 2);
     kv_u32(w, "llama.context_length", (uint32_t)c->seq_len_header);
     kv_u32(w, "llama.embedding_length", (uint32_t)c->dim);

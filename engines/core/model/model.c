@@ -200,6 +200,16 @@ int model_add_tensor(model *m, const char *name, bench_dtype dt, int n_dims, con
     return 0;
 }
 
+bench_dtype model_main_dtype(const model_tensor *tensors, int n) {
+    uint64_t bytes[BENCH_DTYPE_COUNT] = {0};
+    for (int i = 0; i < n; i++)
+        if (tensors[i].n_dims >= 2 && (unsigned)tensors[i].dtype < BENCH_DTYPE_COUNT) bytes[tensors[i].dtype] += tensors[i].nbytes;
+    bench_dtype best = BENCH_F32;
+    for (int t = 1; t < BENCH_DTYPE_COUNT; t++)
+        if (bytes[t] > bytes[best]) best = (bench_dtype)t;
+    return best;
+}
+
 const model_tensor *model_find(const model *m, const char *name) {
     if (m->tindex && m->n_indexed == m->n_tensors) {
         int32_t i = m->tindex[index_slot(m, name)];

@@ -168,6 +168,10 @@ int model_reindex(model *m);
 int model_open_regular(const char *path, char *err, size_t errlen);
 /* Number of elements, with overflow check; -1 on overflow. */
 int64_t model_tensor_nelems(int n_dims, const int64_t *ne);
+/* The dtype most of the bytes of the n tensors' matrices (2 dims or more) are in: what a GGUF's
+ * general.file_type names, and the arithmetic bench generate's --bandwidth names for prefill.
+ * BENCH_F32 where none. */
+bench_dtype model_main_dtype(const model_tensor *tensors, int n);
 void model_vocab_free(model_vocab *v);  /* model.c */
 /* Reads a llama2.c tokenizer.bin (vocab.c) into v (expected_n > 0: must hold exactly that many tokens). */
 int model_vocab_load_llama2c(const char *path, int expected_n, model_vocab *v, char *err, size_t errlen);

@@ -129,20 +129,17 @@ static int rp_copy(tf_matrix *m, bench_dtype to, size_t bytes, rp_arena *a, cons
     return 0;
 }
 
-/* Whether a matrix of dt is rearranged where that turns page-cache pages into anonymous ones (a
- * copy of a shared mapping, or a write to a MAP_PRIVATE one). Q4_0: yes, its layout wins more
- * than that can cost. bf16: yes since stop 55. mmap'd llama-110m bf16 grouped into copies (2 MiB
- * pages, one region) against the file's pages, docs/PERFORMANCE.md: on Zen 4 prefill 1.101x
- * (1.024..1.151) and decode 1.011x (0.959..1.393) and 1.054x (1.011..1.112) (8-12 rounds each);
- * on the Zen 5 guest of its section "bf16 grouped at load for its GEMM" prefill 4% and 8% faster, decode 10% faster in one hour and 16%
- * slower in another, as a read probe found the page cache's 2 MiB folios 10% faster than
- * anonymous huge pages in some hours and not in others: what a copy costs is the machine's hour,
- * what the groups win is the GEMM's. */
-static int rp_to_anon(bench_dtype dt) { return dt == BENCH_Q4_0 || dt == BENCH_BF16; }
-
 /* One matrix: in place where its memory is private (made writable for it where read-only, and
  * read-only again), into a copy where shared; as it is where the loader does not say
- * (loader.h memory_kind). */
+ * (loader.h memory_kind). Every layout is rearranged where that turns page-cache pages into
+ * anonymous ones (a copy of a shared mapping, a write to a MAP_PRIVATE one): Q4_0's layouts win
+ * more than that can cost; bf16's groups since stop 55 (mmap'd llama-110m bf16 grouped into
+ * copies against the file's pages, docs/PERFORMANCE.md: on Zen 4 prefill 1.101x (1.024..1.151),
+ * decode 0.917x to 1.054x over six pairings, 8-12 rounds each; on the Zen 5 guest of its section
+ * "bf16 grouped at load for its GEMM" prefill 4% and 8% faster, decode 10% faster in one hour and
+ * 16% slower in another, as the page cache's 2 MiB folios read 10% faster than anonymous huge
+ * pages in some hours and not in others: what a copy costs is the machine's hour, what the
+ * groups win is the GEMM's). */
 static void rp_matrix(tf_matrix *m, bench_dtype to, rp_arena *a, const bench_loader *loader, const bench_host *host,
                       repack *r) {
     const bench_dtype dt = m->dtype;
@@ -151,13 +148,10 @@ static void rp_matrix(tf_matrix *m, bench_dtype to, rp_arena *a, const bench_loa
     const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
     const uintptr_t lo = (uintptr_t)m->data & ~(page - 1), hi = ((uintptr_t)m->data + bytes + page - 1) & ~(page - 1);
     if (kind == BENCH_LOADER_MEM_SHARED) {
-        if (!rp_to_anon(dt)) return;
         if (rp_copy(m, to, bytes, a, host, r)) {
             r->skipped++;
             return;
         }
-    } else if (kind == BENCH_LOADER_MEM_PRIVATE_RO && !rp_to_anon(dt)) {
-        return;
     } else if (kind == BENCH_LOADER_MEM_UNKNOWN ||
                (kind == BENCH_LOADER_MEM_PRIVATE_RO && mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE))) {
         r->skipped++;
@@ -216,7 +210,7 @@ static void rp_one(tf_weights *w, int n_layers, tf_matrix *m, rp_arena *a, const
 static size_t rp_copy_bytes(const tf_weights *w, const tf_matrix *m, const bench_loader *loader) {
     if (rp_wanted(w, m) == m->dtype) return 0;
     const size_t bytes = (size_t)m->rows * bench_dtype_row_bytes(m->dtype, m->cols);
-    return rp_to_anon(m->dtype) && bench_loader_memory_kind(loader, m->data, bytes) == BENCH_LOADER_MEM_SHARED
+    return bench_loader_memory_kind(loader, m->data, bytes) == BENCH_LOADER_MEM_SHARED
                ? rp_room_bytes(bytes) : 0;
 }
 

@@ -8,7 +8,7 @@
  * matrix is rearranged into anonymous memory named as weights, and the file's pages it was
  * read from are dropped from the process (MADV_DONTNEED; they stay in the page cache). Either
  * way an mmap'd model's rearranged matrices end up anonymous: what mmap buys changes, and the
- * memory figures (RssAnon, the bench:weights region) show by how much; repack.c rp_to_anon says
+ * memory figures (RssAnon, the bench:weights region) show by how much; repack.c rp_matrix says
  * why for each dtype. */
 #ifndef BENCH_REPACK_H
 #define BENCH_REPACK_H
